@@ -1,0 +1,90 @@
+"""What every kernfw estimator shares: progress reporting and the FW-run bridge.
+
+Estimators never do math: they validate, build the operator, call a solver
+and store its :class:`~kernfw.fw.FWResult`.  This module holds the two
+pieces of glue they all need:
+
+- :class:`FWEstimatorMixin` turns scikit-learn callbacks
+  (``est.set_callbacks(ProgressBar())``, :mod:`sklearn.callback`) and
+  ``verbose`` into the plain ``callback(row) -> bool`` the FW loop accepts;
+- :meth:`FWEstimatorMixin._store_result` copies a result into the fitted
+  attributes every estimator has (``n_iter_``, ``duality_gap_``, ...).
+"""
+
+import sys
+
+from sklearn.callback import CallbackSupportMixin
+
+__all__ = ["FWEstimatorMixin", "ProgressPrinter"]
+
+
+class ProgressPrinter:
+    """Print one line per certified iterate to ``stream`` (``verbose=1``)."""
+
+    def __init__(self, name, every=1, stream=None):
+        self.name, self.every = name, max(int(every), 1)
+        self.stream = stream or sys.stderr
+        self.calls = 0
+
+    def __call__(self, row):
+        if self.calls % self.every == 0:
+            print(f"[{self.name}] it {int(row['iteration']):6d}  "
+                  f"primal {row['primal']:.6g}  dual {row['dual']:.6g}  "
+                  f"gap {row['gap']:.3e}  ({row['time']:.2f}s)", file=self.stream)
+        self.calls += 1
+        return False
+
+
+class FWEstimatorMixin(CallbackSupportMixin):
+    """Callback bridge and result storage for estimators fitted by :func:`kernfw.fw.run`.
+
+    Use inside ``fit`` (decorated with :func:`sklearn.callback.with_callbacks`)::
+
+        callback = self._fw_callback(max_iter, X, y)
+        result = solve(..., callback=callback)
+        self._store_result(result)
+        self._end_callbacks()
+    """
+
+    def _fw_callback(self, max_iter, X=None, y=None, every=1):
+        """The ``callback(row) -> bool`` for the FW loop (None if nothing listens)."""
+        listeners = []
+        if getattr(self, "_skl_callbacks", None):
+            ctx = self._init_callback_context(max_subtasks=None if max_iter is None
+                                              else int(max_iter) + 1)
+            ctx.call_on_fit_task_begin(estimator=self, X=X, y=y)
+            self._fit_ctx = ctx
+
+            def skl_bridge(row):
+                sub = ctx.subcontext(task_name="iteration")
+                sub.call_on_fit_task_begin(estimator=self)
+                return bool(sub.call_on_fit_task_end(estimator=self, metadata=dict(row)))
+
+            listeners.append(skl_bridge)
+        if getattr(self, "verbose", 0):
+            listeners.append(ProgressPrinter(type(self).__name__, every=every))
+        if not listeners:
+            return None
+
+        def callback(row):
+            stop = False
+            for listener in listeners:
+                stop |= bool(listener(row))
+            return stop
+
+        return callback
+
+    def _end_callbacks(self):
+        ctx = self.__dict__.pop("_fit_ctx", None)
+        if ctx is not None:
+            ctx.call_on_fit_task_end(estimator=self)
+
+    def _store_result(self, result):
+        """Copy the certificate and history of an FWResult into fitted attributes."""
+        self.n_iter_ = int(result.n_iter)
+        self.duality_gap_ = float(result.gap)
+        self.primal_objective_ = float(result.primal)
+        self.dual_objective_ = float(result.dual)
+        self.converged_ = bool(result.converged)
+        self.history_ = result.history
+        self.fit_time_ = float(result.time)

@@ -1,0 +1,138 @@
+"""The Frank-Wolfe iteration driver, shared by every solver.
+
+The driver knows nothing about SVMs.  A solver hands it an
+:class:`FWIterate`: an object that can certify its current point
+(:meth:`FWIterate.certificate`), take one iteration (:meth:`FWIterate.step`)
+and return its solution (:meth:`FWIterate.solution`).  The driver owns the
+rest: stopping on ``tol``/``max_iter``/``max_time``, the history, the
+callback, keeping the best iterate and the ``ConvergenceWarning``.
+"""
+
+import math
+import time
+import warnings
+from abc import ABC, abstractmethod
+
+from sklearn.exceptions import ConvergenceWarning
+
+from .result import FWResult, history_arrays
+
+__all__ = ["FWIterate", "run"]
+
+
+class FWIterate(ABC):
+    """One solver's state, driven by :func:`run`.
+
+    Subclasses keep their iterate (dual variables and whatever they maintain
+    incrementally, e.g. the score matrix).
+    """
+
+    @abstractmethod
+    def certificate(self):
+        """:class:`~kernfw.fw.result.Certificate` of the current iterate."""
+
+    @abstractmethod
+    def step(self, t):
+        """Perform iteration ``t`` (0-based); return the step size taken."""
+
+    @abstractmethod
+    def solution(self):
+        """The current iterate as a dict of arrays (copies: the run goes on)."""
+
+    def is_converged(self, cert, tol):
+        """The stopping rule; the default is the certified gap ``gap <= tol``."""
+        return cert.gap <= tol
+
+
+def _should_certify(t, check_every):
+    return t % check_every == 0
+
+
+def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
+        keep_best=True, remedy="increase max_iter or tol", name="Frank-Wolfe"):
+    """Drive ``iterate`` until its stopping rule holds or a budget runs out.
+
+    Parameters
+    ----------
+    iterate : FWIterate
+        The solver state.
+    tol : float
+        Tolerance passed to ``iterate.is_converged`` (default rule: gap ≤ tol).
+    max_iter : int
+        Maximum number of iterations (``step`` calls).
+    max_time : float or None
+        Wall-clock budget in seconds.
+    check_every : int
+        Certify (and test for convergence) every ``check_every`` iterations;
+        block-coordinate solvers use it for ``gap_every`` passes.
+    callback : callable or None
+        ``callback(info) -> bool`` after each certificate; ``info`` is the
+        history row (``iteration``, ``time``, ``primal``, ``dual``, ``gap``,
+        ``step``, ...). Returning True stops the run.
+    keep_best : bool
+        If the run does not converge, return the iterate with the smallest
+        certified gap seen instead of the last one.
+    remedy : str
+        Advice appended to the ``ConvergenceWarning``.
+    name : str
+        Solver name used in the warning.
+
+    Returns
+    -------
+    FWResult
+    """
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
+    if int(max_iter) < 0:
+        raise ValueError(f"max_iter must be >= 0, got {max_iter}")
+    check_every = max(int(check_every), 1)
+    start = time.perf_counter()
+    rows, best = [], None
+    status, step, t = "max_iter", math.nan, 0
+
+    def certify(t):
+        nonlocal best
+        cert = iterate.certificate()
+        row = {"iteration": t, "time": time.perf_counter() - start,
+               "primal": cert.primal, "dual": cert.dual, "gap": cert.gap, "step": step}
+        row.update(cert.extra)
+        rows.append(row)
+        if keep_best and (best is None or cert.gap < best[1].gap):
+            best = (iterate.solution(), cert, t)
+        return cert, row
+
+    cert = None
+    for t in range(int(max_iter) + 1):
+        cert = None
+        if _should_certify(t, check_every) or t == max_iter:
+            cert, row = certify(t)
+            if iterate.is_converged(cert, tol):
+                status = "converged"
+                break
+            if callback is not None and callback(row):
+                status = "callback"
+                break
+        if t == max_iter:
+            break
+        if max_time is not None and time.perf_counter() - start > max_time:
+            status = "max_time"
+            break
+        step = iterate.step(t)
+    if cert is None:
+        cert, _ = certify(t)
+    elapsed = time.perf_counter() - start
+
+    converged = status == "converged"
+    solution, final, n_iter = iterate.solution(), cert, t
+    if not converged and keep_best and best is not None and best[1].gap < cert.gap:
+        solution, final = best[0], best[1]
+    if not converged and status != "callback":
+        limit = f"max_iter={max_iter}" if status == "max_iter" else f"max_time={max_time}s"
+        warnings.warn(
+            f"{name} stopped at {limit} with duality gap {final.gap:.3g} > tol={tol:.3g}; "
+            f"the best iterate is returned. To converge, {remedy}.",
+            ConvergenceWarning, stacklevel=3,
+        )
+    return FWResult(solution=solution, primal=final.primal, dual=final.dual, gap=final.gap,
+                    n_iter=n_iter, converged=converged, status=status,
+                    history=history_arrays(rows), time=elapsed)

@@ -1,0 +1,81 @@
+"""The record every solver returns."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Certificate", "FWResult"]
+
+
+@dataclass
+class Certificate:
+    """Objective values at one iterate.
+
+    Attributes
+    ----------
+    primal : float
+        Primal objective P at the primal point of the iterate (NaN if unknown).
+    dual : float
+        Dual objective D at the iterate (NaN for primal-only baselines).
+    gap : float
+        Certified gap: an upper bound of P − P* (for FW, the FW gap ``g``).
+        ``inf`` when the method certifies nothing (subgradient baselines).
+    extra : dict
+        Further scalars worth recording (e.g. ``oracle_calls``, ``radius``).
+    """
+
+    primal: float
+    dual: float
+    gap: float
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class FWResult:
+    """Outcome of a Frank-Wolfe run (or of a baseline run on the same problem).
+
+    Attributes
+    ----------
+    solution : dict
+        The returned iterate as named arrays (e.g. ``{"A": ..., "S": ...}``):
+        the last one when converged, otherwise the iterate with the smallest
+        certified gap seen.
+    primal, dual, gap : float
+        The certificate of ``solution``.
+    n_iter : int
+        Iterations performed (passes for block-coordinate methods).
+    converged : bool
+        Whether the stopping rule (``gap <= tol`` or the solver's own) held.
+    status : str
+        "converged", "max_iter", "max_time" or "callback".
+    history : dict of numpy arrays
+        Equal-length arrays ``iteration``, ``time``, ``primal``, ``dual``,
+        ``gap``, ``step`` plus solver-specific columns.
+    time : float
+        Wall-clock seconds of the run.
+    """
+
+    solution: dict
+    primal: float
+    dual: float
+    gap: float
+    n_iter: int
+    converged: bool
+    status: str
+    history: dict
+    time: float
+
+    def __getitem__(self, key):
+        return self.solution[key]
+
+    def __repr__(self):
+        return (f"FWResult(status={self.status!r}, n_iter={self.n_iter}, "
+                f"primal={self.primal:.6g}, dual={self.dual:.6g}, gap={self.gap:.3g})")
+
+
+def history_arrays(rows):
+    """Turn a list of dict rows into a dict of equal-length arrays."""
+    keys = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys)
+    return {k: np.array([row.get(k, np.nan) for row in rows]) for k in keys}

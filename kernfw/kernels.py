@@ -1,0 +1,185 @@
+"""Kernel specifications → kernel operators.
+
+A *kernel spec* is what :class:`sklearn.svm.SVC` accepts as ``kernel``
+("linear", "rbf", "poly", "sigmoid", "precomputed" or a callable ``k(A, B)``)
+plus every other name :mod:`sklearn.metrics.pairwise` knows, a ready
+:class:`~kernfw.operators.KernelOperator`, or a pair ``(name, params)`` whose
+``params`` dict may hold ``gamma``, ``degree``, ``coef0``, ``normalize`` and
+``columns`` (the feature columns the kernel sees, e.g. ``slice(0, 32)``).
+A list of specs gives a :class:`~kernfw.operators.MultiKernel`.
+
+>>> import numpy as np
+>>> from kernfw.kernels import make_operator
+>>> X = np.random.default_rng(0).normal(size=(50, 3))
+>>> op = make_operator(X, "rbf", gamma="scale")
+>>> op.matmat(np.ones(50)).shape
+(50,)
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_features, check_gram
+from .operators import (Features, Gram, KernelFunction, KernelOperator, MultiKernel,
+                        PairwiseKernel, normalize)
+from .operators.normalized import NORMALIZATIONS
+
+__all__ = ["make_operator", "resolve_gamma", "KernelSpec", "parse_spec"]
+
+#: default memory budget (MB) under which a kernel is materialized as a Gram
+GRAM_MAX_MB = 1024.0
+
+
+def resolve_gamma(gamma, X):
+    """``gamma`` as :class:`sklearn.svm.SVC` resolves it.
+
+    "scale" is ``1 / (d · Var(X))``, "auto" is ``1 / d``; a positive number is
+    returned unchanged.
+    """
+    d = X.shape[1]
+    if gamma == "scale":
+        if sp.issparse(X):
+            var = X.multiply(X).mean() - X.mean() ** 2
+        else:
+            var = X.var()
+        return 1.0 / (d * var) if var != 0 else 1.0
+    if gamma == "auto":
+        return 1.0 / d
+    if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool) and gamma > 0:
+        return float(gamma)
+    raise ValueError(f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}")
+
+
+class KernelSpec:
+    """A parsed kernel spec: ``name`` (str or callable), its ``params``,
+    the feature ``columns`` it sees and a ``normalization``."""
+
+    def __init__(self, name, params=None, columns=None, normalization=None):
+        if normalization not in (None,) + NORMALIZATIONS:
+            raise ValueError(
+                f"unknown normalization {normalization!r}; expected one of {NORMALIZATIONS}"
+            )
+        self.name = name
+        self.params = dict(params or {})
+        self.columns = columns
+        self.normalization = normalization
+
+    def __repr__(self):
+        return (f"KernelSpec({self.name!r}, {self.params}, columns={self.columns!r}, "
+                f"normalization={self.normalization!r})")
+
+
+def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
+    """Turn ``"rbf"``, a callable or ``("rbf", {"gamma": 0.1, ...})`` into a KernelSpec.
+
+    The SVC-style defaults ``gamma``, ``degree``, ``coef0`` fill the parameters
+    the spec does not set; only the parameters the kernel takes are kept.
+    """
+    params = {}
+    if isinstance(spec, tuple):
+        if len(spec) != 2 or not isinstance(spec[1], dict):
+            raise TypeError(f"a kernel spec tuple must be (name, params_dict), got {spec!r}")
+        spec, params = spec[0], dict(spec[1])
+    columns = params.pop("columns", None)
+    normalization = params.pop("normalize", normalization)
+    if isinstance(spec, str):
+        takes = {"rbf": ("gamma",), "laplacian": ("gamma",), "chi2": ("gamma",),
+                 "poly": ("gamma", "degree", "coef0"), "polynomial": ("gamma", "degree", "coef0"),
+                 "sigmoid": ("gamma", "coef0")}.get(spec, ())
+        defaults = {"gamma": gamma, "degree": degree, "coef0": coef0}
+        for name in takes:
+            params.setdefault(name, defaults[name])
+    elif not callable(spec) and not isinstance(spec, KernelOperator):
+        raise TypeError(f"kernel must be a string, a callable or a KernelOperator, got {spec!r}")
+    return KernelSpec(spec, params, columns, normalization)
+
+
+def _single_operator(X, spec, backend, cache_size, gram_max_mb):
+    if isinstance(spec.name, KernelOperator):
+        return normalize(spec.name, spec.normalization)
+    if spec.name == "precomputed":
+        return normalize(Gram(check_gram(X), check=False), spec.normalization)
+    X = check_features(X)
+    params = dict(spec.params)
+    Xk = X if spec.columns is None else X[:, spec.columns]
+    if "gamma" in params:
+        params["gamma"] = resolve_gamma(params["gamma"], Xk)
+    if spec.name == "linear" and spec.columns is None and backend in ("auto", "features"):
+        if backend == "features" or sp.issparse(X) or X.shape[1] < X.shape[0]:
+            return normalize(Features(X, check=False), spec.normalization)
+    kernel = PairwiseKernel(spec.name, params, spec.columns)
+    n = X.shape[0]
+    gram_mb = n * n * np.dtype(X.dtype).itemsize / 2**20
+    if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
+        op = Gram(kernel(X, X), kernel=kernel, X=X, check=False)
+    elif backend in ("auto", "function"):
+        op = KernelFunction(X, kernel, cache_size=cache_size, check=False)
+    else:
+        raise ValueError(
+            f"backend must be 'auto', 'gram', 'function' or 'features', got {backend!r}"
+        )
+    return normalize(op, spec.normalization)
+
+
+def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normalization=None,
+                  backend="auto", cache_size=200.0, gram_max_mb=GRAM_MAX_MB):
+    """Build the kernel operator for training inputs ``X``.
+
+    Parameters
+    ----------
+    X : array-like, sparse matrix, Gram matrix, list of Gram matrices or None
+        Training inputs; a Gram matrix (n, n) when ``kernel="precomputed"``; a
+        list (or 3-D array) of p Gram matrices for ``kernel=["precomputed"]*p``
+        or ``kernel="precomputed"`` with 3-D input.
+    kernel : kernel spec or list of kernel specs
+        See the module docstring.
+    gamma, degree, coef0 : SVC-style kernel parameters
+        Defaults for the specs that do not set them (``gamma="scale"`` as SVC).
+    normalization : {None, "trace", "unit_diagonal", "center"}
+        Applied to every kernel that does not set its own ``normalize``.
+    backend : {"auto", "gram", "function", "features"}
+        "auto" uses :class:`Features` for the linear kernel on sparse data or
+        when d < n, a :class:`Gram` when the n × n matrix fits in
+        ``gram_max_mb`` megabytes, and :class:`KernelFunction` otherwise.
+    cache_size : float
+        Column cache (MB) of :class:`KernelFunction` backends.
+
+    Returns
+    -------
+    KernelOperator
+    """
+    if isinstance(kernel, KernelOperator):
+        return normalize(kernel, normalization)
+    if isinstance(kernel, (list, tuple)) and not (
+        len(kernel) == 2 and isinstance(kernel[1], dict)
+    ):
+        if len(kernel) == 0:
+            raise ValueError("empty kernel list")
+        if all(k == "precomputed" for k in kernel):
+            grams = _gram_list(X, len(kernel))
+            ops = [make_operator(K, "precomputed", normalization=normalization) for K in grams]
+        else:
+            ops = [make_operator(X, k, gamma, degree, coef0, normalization, backend,
+                                 cache_size, gram_max_mb) for k in kernel]
+        return MultiKernel(ops)
+    if kernel == "precomputed" and _is_gram_stack(X):
+        return make_operator(X, ["precomputed"] * len(X), normalization=normalization)
+    spec = parse_spec(kernel, gamma, degree, coef0, normalization)
+    return _single_operator(X, spec, backend, cache_size, gram_max_mb)
+
+
+def _is_gram_stack(X):
+    if isinstance(X, (list, tuple)):
+        return True
+    return getattr(X, "ndim", 2) == 3
+
+
+def _gram_list(X, p):
+    if not _is_gram_stack(X):
+        raise ValueError("precomputed kernels need a list (or 3-D array) of Gram matrices")
+    grams = list(X)
+    if len(grams) != p:
+        raise ValueError(f"expected {p} Gram matrices, got {len(grams)}")
+    return grams

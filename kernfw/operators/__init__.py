@@ -1,0 +1,28 @@
+"""Kernel operators: the one interface every solver talks to."""
+
+from .base import KernelOperator
+from .combination import MultiKernel
+from .features import Features
+from .function import KernelFunction
+from .gram import Gram
+from .normalized import Normalized, normalize
+from .pairwise import PairwiseKernel
+
+__all__ = [
+    "KernelOperator",
+    "Gram",
+    "Features",
+    "KernelFunction",
+    "MultiKernel",
+    "Normalized",
+    "PairwiseKernel",
+    "normalize",
+]
+
+#: the four backends, as the ``kernfw`` command lists them
+BACKENDS = {
+    "Gram": "precomputed dense Gram matrix (float64/float32 kept)",
+    "Features": "explicit dense or scipy.sparse features; K = X X^T never formed",
+    "KernelFunction": "kernel evaluated on the fly with an LRU column cache (MB-bounded)",
+    "MultiKernel": "weighted sum of kernel operators; per-kernel quadratic forms",
+}

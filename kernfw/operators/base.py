@@ -1,0 +1,110 @@
+"""The kernel operator protocol shared by every solver.
+
+A kernel operator stands for the Gram matrix ``K`` (``K[i, j] = k(x_i, x_j)``)
+of ``n`` training points without promising that ``K`` is ever stored.  Solvers
+only use the methods below, so the same solver runs on a precomputed Gram
+matrix, on explicit (sparse) features, on a kernel evaluated on the fly or on
+a weighted sum of kernels.
+"""
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+__all__ = ["KernelOperator", "as_index", "check_block"]
+
+
+def as_index(idx, n):
+    """Validate column indices ``idx`` into ``range(n)`` as a 1-D int array."""
+    idx = np.asarray(idx)
+    if idx.dtype == bool:
+        if idx.shape != (n,):
+            raise ValueError(f"boolean index has shape {idx.shape}, expected ({n},)")
+        return np.flatnonzero(idx)
+    idx = np.atleast_1d(idx)
+    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        raise TypeError("indices must be a 1-D array of integers")
+    idx = idx.astype(np.intp, copy=False)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"index out of range for an operator on n={n} points")
+    return np.where(idx < 0, idx + n, idx)
+
+
+def check_block(V, n):
+    """Check a right-hand side ``V`` of shape (n,) or (n, r) for ``K @ V``."""
+    V = np.asarray(V)
+    if V.ndim not in (1, 2) or V.shape[0] != n:
+        raise ValueError(
+            f"matmat expects an array of shape ({n},) or ({n}, r); got {V.shape}"
+        )
+    return V
+
+
+class KernelOperator(ABC):
+    """Abstract Gram matrix ``K`` of ``n`` training points.
+
+    Subclasses implement :meth:`diag`, :meth:`matmat`, :meth:`columns`,
+    :meth:`cross` and :meth:`subset`; :meth:`quad` and :meth:`dense` are derived.
+
+    Attributes
+    ----------
+    n : int
+        Number of training points (the order of ``K``).
+    dtype : numpy.dtype
+        Floating type of the values returned (float64 or float32 as given).
+    """
+
+    n: int
+    dtype: np.dtype
+
+    @property
+    def shape(self):
+        """``(n, n)``, the shape of ``K``."""
+        return (self.n, self.n)
+
+    @abstractmethod
+    def diag(self):
+        """Diagonal ``K_ii``, shape (n,)."""
+
+    @abstractmethod
+    def matmat(self, V):
+        """Product ``K @ V`` for ``V`` of shape (n,) or (n, r)."""
+
+    @abstractmethod
+    def columns(self, idx):
+        """Columns ``K[:, idx]``, shape (n, len(idx))."""
+
+    @abstractmethod
+    def cross(self, X_new, idx=None):
+        """Cross kernel ``k(X_new, x_j)`` for training points ``j`` in ``idx``.
+
+        Returns an array of shape (n_new, len(idx)) (all ``n`` columns when
+        ``idx`` is None).  Prediction uses it with ``idx`` = the support points.
+        """
+
+    @abstractmethod
+    def subset(self, idx):
+        """The operator on the training points ``idx`` (``K[idx][:, idx]``)."""
+
+    def new_diag(self, X_new):
+        """Self-similarities ``k(x, x)`` of new points, shape (n_new,).
+
+        Needed to normalize cross kernels (unit-diagonal normalization) and by
+        the minimum enclosing ball.  Backends that cannot compute it raise.
+        """
+        raise TypeError(
+            f"{type(self).__name__} cannot evaluate k(x, x) for new points"
+        )
+
+    def quad(self, v):
+        """Quadratic form ``vᵀ K v`` (one value per column when ``v`` is 2-D)."""
+        v = check_block(v, self.n)
+        Kv = self.matmat(v)
+        return np.einsum("i...,i...->...", v, Kv)
+
+    def dense(self):
+        """The full ``n × n`` matrix ``K`` (for small problems and tests only)."""
+        return self.columns(np.arange(self.n))
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n={self.n}, dtype={np.dtype(self.dtype).name})"

@@ -1,0 +1,115 @@
+"""Weighted sums of kernels: ``K_w = Σ_j w_j K_j``."""
+
+import numpy as np
+
+from .base import KernelOperator, as_index, check_block
+
+__all__ = ["MultiKernel"]
+
+
+def _check_weights(weights, p):
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (p,):
+        raise ValueError(f"expected {p} kernel weights, got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("kernel weights must be finite")
+    if np.any(w < 0):
+        raise ValueError(f"kernel weights must be nonnegative, got {w}")
+    return w
+
+
+class MultiKernel(KernelOperator):
+    """The combination ``Σ_j w_j K_j`` of kernel operators on the same points.
+
+    Parameters
+    ----------
+    operators : sequence of KernelOperator
+        The base kernels ``K_1 … K_p`` (any backends, same ``n``).
+    weights : array-like of shape (p,) or None
+        Nonnegative weights ``w_j`` (default: all ones).
+
+    Notes
+    -----
+    Kernels with zero weight are skipped in every product, so a sparse weight
+    vector costs only its support.  :meth:`with_weights` shares the base
+    operators (and their caches): no kernel is recomputed.
+    """
+
+    def __init__(self, operators, weights=None):
+        operators = list(operators)
+        if not operators:
+            raise ValueError("MultiKernel needs at least one kernel")
+        for op in operators:
+            if not isinstance(op, KernelOperator):
+                raise TypeError(f"expected KernelOperator instances, got {type(op).__name__}")
+        sizes = [op.n for op in operators]
+        if len(set(sizes)) != 1:
+            raise ValueError(f"kernels have different sizes n: {sizes}")
+        self.operators = operators
+        self.p = len(operators)
+        self.n = sizes[0]
+        self.dtype = np.result_type(*[op.dtype for op in operators])
+        self.weights = _check_weights(np.ones(self.p) if weights is None else weights, self.p)
+
+    def _active(self):
+        return [(w, op) for w, op in zip(self.weights, self.operators) if w != 0]
+
+    def _sum(self, parts, shape):
+        out = np.zeros(shape, dtype=self.dtype)
+        for w, part in parts:
+            out += w * part
+        return out
+
+    def with_weights(self, weights):
+        """The same kernels with new weights (nothing is recomputed)."""
+        return MultiKernel(self.operators, weights)
+
+    def per_kernel_quad(self, v):
+        """All quadratic forms ``d_j = vᵀ K_j v``, shape (p,) (or (p, r) for 2-D v)."""
+        v = check_block(v, self.n)
+        return np.stack([op.quad(v) for op in self.operators])
+
+    def diag(self):
+        return self._sum(((w, op.diag()) for w, op in self._active()), (self.n,))
+
+    def matmat(self, V):
+        V = check_block(V, self.n)
+        return self._sum(((w, op.matmat(V)) for w, op in self._active()), V.shape)
+
+    def columns(self, idx):
+        idx = as_index(idx, self.n)
+        return self._sum(((w, op.columns(idx)) for w, op in self._active()),
+                         (self.n, idx.size))
+
+    def _split_new(self, X_new):
+        """One input per kernel: a list of p (test Grams), else X_new for all."""
+        if isinstance(X_new, (list, tuple)):
+            if len(X_new) != self.p:
+                raise ValueError(f"expected {self.p} test inputs (one per kernel), got {len(X_new)}")
+            return list(X_new)
+        arr = np.asarray(X_new) if not hasattr(X_new, "tocsr") else X_new
+        if getattr(arr, "ndim", 2) == 3:
+            if arr.shape[0] != self.p:
+                raise ValueError(f"expected {self.p} test Grams, got {arr.shape[0]}")
+            return list(arr)
+        return [X_new] * self.p
+
+    def cross(self, X_new, idx=None):
+        parts = [(w, op.cross(x, idx)) for w, op, x in
+                 zip(self.weights, self.operators, self._split_new(X_new)) if w != 0]
+        if not parts:
+            n_new = self.operators[0].cross(self._split_new(X_new)[0], idx).shape
+            return np.zeros(n_new, dtype=self.dtype)
+        return self._sum(parts, parts[0][1].shape)
+
+    def new_diag(self, X_new):
+        parts = [(w, op.new_diag(x)) for w, op, x in
+                 zip(self.weights, self.operators, self._split_new(X_new)) if w != 0]
+        return self._sum(parts, parts[0][1].shape)
+
+    def subset(self, idx):
+        return MultiKernel([op.subset(idx) for op in self.operators], self.weights)
+
+    def __repr__(self):
+        return f"MultiKernel(p={self.p}, n={self.n}, weights={np.round(self.weights, 4).tolist()})"
+

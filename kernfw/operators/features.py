@@ -1,0 +1,71 @@
+"""Explicit (dense or sparse) features: the linear kernel ``K = X Xᵀ``, never formed."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_features
+from .base import KernelOperator, as_index, check_block
+
+__all__ = ["Features"]
+
+
+def _dense(A):
+    return A.toarray() if sp.issparse(A) else np.asarray(A)
+
+
+class Features(KernelOperator):
+    """Linear kernel on explicit features ``X`` (rows ``x_i``).
+
+    ``matmat(V)`` is ``X @ (Xᵀ @ V)``: O(nnz(X)·r) work and no ``n × n`` matrix.
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix of shape (n, d)
+        Training features (float32 kept as given; sparse input stored as CSR).
+    check : bool
+        Validate ``X`` (finite, 2-D).
+    """
+
+    def __init__(self, X, check=True):
+        X = check_features(X) if check else X
+        if sp.issparse(X):
+            X = X.tocsr()
+        self.X = X
+        self.n, self.d = X.shape
+        self.dtype = X.dtype
+        self._XT = X.T.tocsr() if sp.issparse(X) else X.T
+
+    @property
+    def is_sparse(self):
+        return sp.issparse(self.X)
+
+    def primal(self, V):
+        """``Xᵀ V`` of shape (d,) or (d, r): the primal weights of dual ``V``."""
+        return _dense(self._XT @ check_block(V, self.n))
+
+    def matmat(self, V):
+        return _dense(self.X @ self.primal(V))
+
+    def diag(self):
+        X = self.X
+        if self.is_sparse:
+            return np.asarray(X.multiply(X).sum(axis=1), dtype=self.dtype).ravel()
+        return np.einsum("ij,ij->i", X, X)
+
+    def columns(self, idx):
+        return _dense(self.X @ self.X[as_index(idx, self.n)].T)
+
+    def cross(self, X_new, idx=None):
+        X_new = check_features(X_new, name="X_new")
+        if X_new.shape[1] != self.d:
+            raise ValueError(
+                f"X_new has {X_new.shape[1]} features, the training data had {self.d}"
+            )
+        rows = self.X if idx is None else self.X[as_index(idx, self.n)]
+        return _dense(X_new @ rows.T)
+
+    def new_diag(self, X_new):
+        return Features(X_new).diag()
+
+    def subset(self, idx):
+        return Features(self.X[as_index(idx, self.n)], check=False)

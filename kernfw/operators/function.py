@@ -1,0 +1,140 @@
+"""Kernel evaluated on the fly, with an LRU cache of whole columns (as libsvm)."""
+
+from collections import OrderedDict
+
+import numpy as np
+
+from .._validation import check_features
+from .base import KernelOperator, as_index, check_block
+from .pairwise import PairwiseKernel
+
+__all__ = ["KernelFunction"]
+
+
+class KernelFunction(KernelOperator):
+    """Kernel ``k`` evaluated column by column on demand.
+
+    The ``n × n`` matrix is never formed: :meth:`columns` computes missing
+    columns in batches of ``batch_size`` (O(n · batch) memory) and keeps whole
+    columns in a least-recently-used cache bounded by ``cache_size`` megabytes;
+    :meth:`matmat` streams row blocks of ``K``.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+        Training inputs.
+    kernel : str or callable, default="rbf"
+        Any kernel :func:`sklearn.metrics.pairwise.pairwise_kernels` knows, or a
+        callable on two points.
+    cache_size : float, default=200
+        Column cache budget in MB.
+    batch_size : int, default=256
+        Number of columns (or rows, in :meth:`matmat`) computed per block.
+    feature_columns : slice, array of int or None
+        Restrict the kernel to these feature columns.
+    **params
+        Kernel parameters (``gamma``, ``degree``, ``coef0``).
+
+    Attributes
+    ----------
+    hits, misses : int
+        Columns served from the cache / computed.
+    """
+
+    def __init__(self, X, kernel="rbf", cache_size=200.0, batch_size=256,
+                 feature_columns=None, check=True, **params):
+        self.X = check_features(X) if check else X
+        self.kernel = kernel if isinstance(kernel, PairwiseKernel) else PairwiseKernel(
+            kernel, params, feature_columns)
+        if not cache_size >= 0:
+            raise ValueError(f"cache_size must be >= 0 MB, got {cache_size}")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.n = self.X.shape[0]
+        self.dtype = self.X.dtype
+        self.cache_size = float(cache_size)
+        self.batch_size = int(batch_size)
+        self._column_bytes = self.n * np.dtype(self.dtype).itemsize
+        self.max_cached = int(self.cache_size * 2**20 // max(self._column_bytes, 1))
+        self._cache = OrderedDict()
+        self._diag = None
+        self.hits = 0
+        self.misses = 0
+
+    # -- cache -----------------------------------------------------------------
+    @property
+    def cache_info(self):
+        """Dict of ``hits``, ``misses``, ``cached`` columns and ``max_cached``."""
+        return {"hits": self.hits, "misses": self.misses,
+                "cached": len(self._cache), "max_cached": self.max_cached}
+
+    def clear_cache(self):
+        """Forget every cached column and reset the counters."""
+        self._cache.clear()
+        self.hits = self.misses = 0
+
+    def _store(self, j, col):
+        if self.max_cached == 0:
+            return
+        self._cache[j] = col
+        if len(self._cache) > self.max_cached:
+            self._cache.popitem(last=False)
+
+    # -- protocol ----------------------------------------------------------------
+    def diag(self):
+        if self._diag is None:
+            self._diag = self.kernel.diag(self.X).astype(self.dtype, copy=False)
+        return self._diag.copy()
+
+    def columns(self, idx):
+        idx = as_index(idx, self.n)
+        out = np.empty((self.n, idx.size), dtype=self.dtype)
+        missing = []
+        for pos, j in enumerate(idx.tolist()):
+            col = self._cache.get(j)
+            if col is None:
+                missing.append(pos)
+            else:
+                self._cache.move_to_end(j)
+                out[:, pos] = col
+        self.hits += idx.size - len(missing)
+        self.misses += len(missing)
+        for start in range(0, len(missing), self.batch_size):
+            pos = np.asarray(missing[start:start + self.batch_size])
+            block = self.kernel(self.X, self.X[idx[pos]])
+            out[:, pos] = block
+            for p, j in zip(pos.tolist(), idx[pos].tolist()):
+                self._store(j, out[:, p].copy())
+        return out
+
+    def matmat(self, V):
+        V = check_block(V, self.n)
+        out = np.empty(V.shape, dtype=np.result_type(self.dtype, V.dtype))
+        step = self.batch_size
+        for start in range(0, self.n, step):
+            rows = slice(start, min(start + step, self.n))
+            out[rows] = self.kernel(self.X[rows], self.X) @ V
+        return out
+
+    def cross(self, X_new, idx=None):
+        X_new = check_features(X_new, name="X_new")
+        if X_new.shape[1] != self.X.shape[1]:
+            raise ValueError(
+                f"X_new has {X_new.shape[1]} features, the training data had "
+                f"{self.X.shape[1]}"
+            )
+        rows = self.X if idx is None else self.X[as_index(idx, self.n)]
+        return self.kernel(X_new, rows)
+
+    def new_diag(self, X_new):
+        return self.kernel.diag(check_features(X_new, name="X_new"))
+
+    def subset(self, idx):
+        return KernelFunction(self.X[as_index(idx, self.n)], self.kernel,
+                              cache_size=self.cache_size, batch_size=self.batch_size,
+                              check=False)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_cache"] = OrderedDict()  # the cache is not worth pickling
+        return state

@@ -1,0 +1,78 @@
+"""Precomputed dense Gram matrix."""
+
+import numpy as np
+
+from .._validation import check_features, check_gram
+from .base import KernelOperator, as_index, check_block
+
+__all__ = ["Gram"]
+
+
+class Gram(KernelOperator):
+    """A precomputed dense Gram matrix ``K`` (float64 or float32, kept as given).
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        Symmetric kernel matrix.
+    kernel : PairwiseKernel or None
+        The kernel that produced ``K`` together with ``X`` (set by
+        :func:`kernfw.kernels.make_operator`); it lets :meth:`cross` evaluate
+        ``k(X_new, x_j)``.  Without it :meth:`cross` expects a test Gram.
+    X : array-like of shape (n, d) or None
+        Training inputs matching ``kernel``.
+    check : bool
+        Validate ``K`` (finite, square, symmetric).  Internal callers that
+        already validated pass False.
+    """
+
+    def __init__(self, K, kernel=None, X=None, check=True):
+        self.K = check_gram(K) if check else K
+        self.n = self.K.shape[0]
+        self.dtype = self.K.dtype
+        if (kernel is None) != (X is None):
+            raise ValueError("Gram needs both kernel and X, or neither")
+        self.kernel = kernel
+        self.X = X
+
+    def diag(self):
+        return np.diagonal(self.K).copy()
+
+    def matmat(self, V):
+        return self.K @ check_block(V, self.n)
+
+    def columns(self, idx):
+        return self.K[:, as_index(idx, self.n)]
+
+    def cross(self, X_new, idx=None):
+        cols = slice(None) if idx is None else as_index(idx, self.n)
+        if self.kernel is not None:
+            X_new = check_features(X_new, name="X_new")
+            if X_new.shape[1] != self.X.shape[1]:
+                raise ValueError(
+                    f"X_new has {X_new.shape[1]} features, the training data had "
+                    f"{self.X.shape[1]}"
+                )
+            return self.kernel(X_new, self.X[cols])
+        K_new = np.asarray(X_new)
+        if K_new.ndim != 2 or K_new.shape[1] != self.n:
+            raise ValueError(
+                "cross on a precomputed Gram needs a test Gram of shape "
+                f"(n_test, n_train={self.n}); got an array of shape {K_new.shape}"
+            )
+        if not np.all(np.isfinite(K_new)):
+            raise ValueError("test Gram contains NaN or infinity")
+        return K_new[:, cols]
+
+    def new_diag(self, X_new):
+        if self.kernel is None:
+            return super().new_diag(X_new)
+        return self.kernel.diag(check_features(X_new, name="X_new"))
+
+    def subset(self, idx):
+        idx = as_index(idx, self.n)
+        X = None if self.X is None else self.X[idx]
+        return Gram(self.K[np.ix_(idx, idx)], kernel=self.kernel, X=X, check=False)
+
+    def dense(self):
+        return self.K

@@ -1,0 +1,128 @@
+"""Kernel normalizations that work on every backend.
+
+- ``"trace"``: ``K ← n K / tr K`` (unit mean diagonal, ``tr K = n``);
+- ``"unit_diagonal"`` (cosine): ``K_ij ← K_ij / sqrt(K_ii K_jj)``;
+- ``"center"``: ``K ← H K H`` with ``H = I − 11ᵀ/n`` (zero row and column means).
+
+Each is a thin wrapper that rewrites the operator's answers; the base kernel
+is never copied.  Cross kernels of new points are normalized with the
+training statistics, so predictions stay consistent.
+"""
+
+import numpy as np
+
+from .base import KernelOperator, as_index, check_block
+
+__all__ = ["Normalized", "normalize", "NORMALIZATIONS"]
+
+NORMALIZATIONS = ("trace", "unit_diagonal", "center")
+
+
+class Normalized(KernelOperator):
+    """A normalized view of a kernel operator.
+
+    Parameters
+    ----------
+    base : KernelOperator
+        The kernel ``K`` to normalize.
+    kind : {"trace", "unit_diagonal", "center"}
+        The normalization (see the module docstring).
+
+    Notes
+    -----
+    The statistics (``scale`` s, ``inv_sqrt_diag`` 1/sqrt(K_ii), ``row_mean``
+    r = K1/n and ``grand_mean`` g = 1ᵀK1/n²) are those of the training set the
+    normalization was fitted on; :meth:`subset` keeps them, so a subset is the
+    corresponding block of the normalized matrix.  The centered kernel is
+    applied as ``K − r1ᵀ − 1rᵀ + g11ᵀ``, which equals ``HKH``.
+    """
+
+    def __init__(self, base, kind, _stats=None):
+        if kind not in NORMALIZATIONS:
+            raise ValueError(f"unknown normalization {kind!r}; expected one of {NORMALIZATIONS}")
+        self.base, self.kind = base, kind
+        self.n, self.dtype = base.n, base.dtype
+        self._stats = _stats if _stats is not None else self._fit_stats(base, kind)
+
+    @staticmethod
+    def _fit_stats(base, kind):
+        if kind == "trace":
+            tr = float(np.sum(base.diag()))
+            if tr <= 0:
+                raise ValueError("trace normalization needs a kernel with positive trace")
+            return {"scale": base.n / tr}
+        if kind == "unit_diagonal":
+            d = base.diag()
+            if np.any(d <= 0):
+                raise ValueError("unit-diagonal normalization needs K_ii > 0 for every point")
+            return {"inv_sqrt_diag": 1.0 / np.sqrt(d)}
+        row_mean = base.matmat(np.ones(base.n, dtype=base.dtype)) / base.n
+        return {"row_mean": row_mean, "grand_mean": float(row_mean.mean()),
+                "train": base}
+
+    def diag(self):
+        d, st = self.base.diag(), self._stats
+        if self.kind == "trace":
+            return st["scale"] * d
+        if self.kind == "unit_diagonal":
+            return d * st["inv_sqrt_diag"] ** 2
+        return d - 2 * st["row_mean"] + st["grand_mean"]
+
+    def matmat(self, V):
+        V, st = check_block(V, self.n), self._stats
+        if self.kind == "trace":
+            return st["scale"] * self.base.matmat(V)
+        if self.kind == "unit_diagonal":
+            s = st["inv_sqrt_diag"] if V.ndim == 1 else st["inv_sqrt_diag"][:, None]
+            return s * self.base.matmat(s * V)
+        r, g = st["row_mean"], st["grand_mean"]
+        sumV = V.sum(axis=0)
+        out = self.base.matmat(V) - np.multiply.outer(r, sumV) - (r @ V) + g * sumV
+        return out
+
+    def columns(self, idx):
+        idx, st = as_index(idx, self.n), self._stats
+        C = self.base.columns(idx)
+        if self.kind == "trace":
+            return st["scale"] * C
+        if self.kind == "unit_diagonal":
+            return st["inv_sqrt_diag"][:, None] * C * st["inv_sqrt_diag"][idx]
+        r = st["row_mean"]
+        return C - r[:, None] - r[idx] + st["grand_mean"]
+
+    def cross(self, X_new, idx=None):
+        st = self._stats
+        cols = slice(None) if idx is None else as_index(idx, self.n)
+        C = self.base.cross(X_new, idx)
+        if self.kind == "trace":
+            return st["scale"] * C
+        if self.kind == "unit_diagonal":
+            new = self.base.new_diag(X_new)
+            if np.any(new <= 0):
+                raise ValueError("unit-diagonal normalization needs k(x, x) > 0 for new points")
+            return C / np.sqrt(new)[:, None] * st["inv_sqrt_diag"][cols]
+        new_mean = st["train"].cross(X_new).mean(axis=1, keepdims=True)
+        return C - new_mean - st["row_mean"][cols] + st["grand_mean"]
+
+    def new_diag(self, X_new):
+        st = self._stats
+        d = self.base.new_diag(X_new)
+        if self.kind == "trace":
+            return st["scale"] * d
+        if self.kind == "unit_diagonal":
+            return np.ones_like(d)
+        return d - 2 * st["train"].cross(X_new).mean(axis=1) + st["grand_mean"]
+
+    def subset(self, idx):
+        idx = as_index(idx, self.n)
+        stats = {k: (v[idx] if isinstance(v, np.ndarray) else v)
+                 for k, v in self._stats.items()}
+        return Normalized(self.base.subset(idx), self.kind, _stats=stats)
+
+
+def normalize(op, kind):
+    """Normalize a kernel operator: ``kind`` in ("trace", "unit_diagonal", "center").
+
+    ``kind=None`` returns ``op`` unchanged.
+    """
+    return op if kind is None else Normalized(op, kind)
