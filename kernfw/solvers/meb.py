@@ -1,0 +1,574 @@
+"""Minimum enclosing ball and L2-SVM by Frank-Wolfe and away-step MFW (math.md §2).
+
+Both problems are one concave quadratic over the unit simplex Δₙ (math.md §2.3)::
+
+    maximize  f(α) = qᵀα − αᵀQα   subject to  α ≥ 0, 1ᵀα = 1.
+
+- **MEB** of points ``z_i`` with Gram matrix ``Q``: ``q = diag(Q)``; ``f(α)`` is
+  the squared radius ``r²`` of the ball centred at ``c = Σ α_i z_i``.
+- **L2-SVM** (the CVM form, §2.1): ``Q = K̃`` with the modified kernel
+  ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` and ``q = 0``; :class:`L2SVMKernel`
+  is that operator (nothing ``n × n`` is formed).
+
+The solver keeps ``v = Qα`` up to date from **one** kernel column per
+iteration (the column of the vertex that moves), so each iteration costs one
+column fetch plus O(n) vector work; the column cache of
+:class:`~kernfw.operators.KernelFunction` serves the columns of the active
+points.  Plain FW steps toward the vertex ``i* = argmax_i g_i`` of the
+gradient ``g = q − 2v`` (for the MEB: the farthest point); MFW also considers
+the away step from ``j* = argmin_{α_j>0} g_j`` (the nearest support point)
+and takes whichever has the larger first-order progress.  Both use the exact
+line search of a quadratic.  The active set ``{i : α_i > 0}`` is the coreset.
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
+from ..operators.base import KernelOperator, as_index, check_block
+
+__all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
+           "METHODS", "STOPS"]
+
+#: solver variants: plain Frank-Wolfe, and modified (away-step) Frank-Wolfe
+METHODS = ("fw", "mfw")
+#: stopping rules (math.md §2.5)
+STOPS = ("gap", "relative", "radius")
+
+#: recompute the maintained scalars qᵀα, αᵀv exactly every this many iterations
+_REFRESH_EVERY = 512
+#: columns fetched per block when a warm start rebuilds v = Qα
+_WARM_BLOCK = 256
+
+
+def _check_positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def _check_choice(name, value, options):
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def _check_operator(Q):
+    if not isinstance(Q, KernelOperator):
+        raise TypeError(f"Q must be a KernelOperator, got {type(Q).__name__}")
+    return Q
+
+
+def _check_alpha0(alpha0, n):
+    """A warm start on the simplex: shape (n,), α ≥ 0, 1ᵀα = 1 (renormalized)."""
+    alpha = np.array(alpha0, dtype=np.float64).ravel()
+    if alpha.shape != (n,):
+        raise ValueError(f"alpha0 must have shape ({n},), got {np.shape(alpha0)}")
+    if not np.all(np.isfinite(alpha)) or np.any(alpha < 0):
+        raise ValueError("alpha0 must be finite and nonnegative")
+    total = alpha.sum()
+    if not total > 0 or abs(total - 1.0) > 1e-6:
+        raise ValueError(f"alpha0 must lie on the unit simplex (sum 1), its sum is {total:.6g}")
+    return alpha / total
+
+
+class _ActiveSet:
+    """The indices ``{i : α_i > 0}`` with O(1) insertion and removal.
+
+    ``items[:size]`` holds the members in arbitrary order; ``where[i]`` is the
+    position of ``i`` in ``items`` (−1 if absent).
+    """
+
+    def __init__(self, n):
+        self.items = np.empty(n, dtype=np.intp)
+        self.where = np.full(n, -1, dtype=np.intp)
+        self.size = 0
+
+    def indices(self):
+        """The members (a view; arbitrary order)."""
+        return self.items[:self.size]
+
+    def add(self, i):
+        if self.where[i] < 0:
+            self.items[self.size] = i
+            self.where[i] = self.size
+            self.size += 1
+
+    def remove(self, i):
+        pos = self.where[i]
+        if pos >= 0:
+            last = self.items[self.size - 1]
+            self.items[pos] = last
+            self.where[last] = pos
+            self.where[i] = -1
+            self.size -= 1
+
+    def reset(self, members):
+        self.where[self.indices()] = -1
+        self.size = 0
+        for i in members:
+            self.add(int(i))
+
+
+class SimplexQPIterate(FWIterate):
+    """FW / MFW state for ``max_{α∈Δₙ} qᵀα − αᵀQα`` (math.md §2.3).
+
+    Maintained quantities (all updated in O(n) from one column per step):
+    ``alpha`` (α), ``v`` (Qα), ``qa`` (qᵀα), ``ava`` (αᵀv = αᵀQα), the active
+    set (coreset) and, between a certificate and the next step, the FW vertex
+    ``i*`` of the current iterate.
+
+    Parameters
+    ----------
+    Q : KernelOperator
+        The PSD matrix ``Q``; only ``columns``, ``diag`` and (warm starts)
+        ``columns`` of the warm start's support are used.
+    q : ndarray of shape (n,) or None
+        Linear term (None: zero, as for the L2-SVM).
+    method : {"fw", "mfw"}
+        Plain FW or away-step MFW.
+    alpha0 : ndarray of shape (n,) or None
+        Warm start on the simplex; None uses the CVM initialization (§2.6).
+    stop : {"gap", "relative", "radius"}
+        Stopping rule (see :func:`solve_simplex_qp`).
+    rng : numpy.random.Generator or None
+        Picks the first CVM point (None: point 0).
+    """
+
+    def __init__(self, Q, q, method, alpha0, stop, rng):
+        self.Q = Q
+        n = self.n = Q.n
+        self.away = method == "mfw"
+        self.stop = stop
+        self.diag = np.asarray(Q.diag(), dtype=np.float64)
+        self.q = None if q is None else q
+        self.ball_shift = self._ball_shift() if stop == "radius" else 0.0
+        self.alpha = np.zeros(n)
+        self.v = np.zeros(n)
+        self.scores = None if q is None else np.empty(n)
+        self.active = _ActiveSet(n)
+        self.n_fw = self.n_away = self.n_drop = 0
+        self.columns_fetched = 0
+        self.steps = 0
+        if alpha0 is None:
+            self._init_cvm(rng)
+        else:
+            self._init_warm(alpha0)
+        self._vertex = None
+
+    # -- setup -------------------------------------------------------------------
+    def _ball_shift(self):
+        """The constant ``c`` with ``diag(Q) = q + c·1`` (then ``r² = f(α) + c``)."""
+        q = np.zeros(self.n) if self.q is None else self.q
+        shift = self.diag - q
+        c = float(shift[0]) if self.n else 0.0
+        if not np.allclose(shift, c, rtol=1e-10, atol=1e-12 * max(1.0, abs(c))):
+            raise ValueError(
+                "stop='radius' needs diag(Q) − q to be constant (a ball: the MEB with "
+                "q = diag(Q), or an L2-SVM whose kernel has a constant diagonal such as "
+                "RBF); use stop='relative' or stop='gap' for this problem"
+            )
+        return c
+
+    def _column(self, i):
+        self.columns_fetched += 1
+        return self.Q.columns(np.array([i]))[:, 0]
+
+    def _init_cvm(self, rng):
+        """α₀ = ½(e_a + e_b), b the point farthest from a (math.md §2.6)."""
+        a = 0 if rng is None else int(rng.integers(self.n))
+        col_a = self._column(a)
+        b = int(np.argmax(self.diag - 2.0 * col_a))
+        if b == a or self.diag[b] - 2.0 * col_a[b] + self.diag[a] <= 0:
+            self.alpha[a] = 1.0
+            self.v[:] = col_a
+            self.active.add(a)
+        else:
+            col_b = self._column(b)
+            self.alpha[[a, b]] = 0.5
+            np.add(col_a, col_b, out=self.v)
+            self.v *= 0.5
+            self.active.add(a)
+            self.active.add(b)
+        self._refresh()
+
+    def _init_warm(self, alpha0):
+        """α₀ given: v = Qα₀ from the columns of its support, in blocks."""
+        self.alpha[:] = alpha0
+        support = np.flatnonzero(alpha0)
+        for start in range(0, support.size, _WARM_BLOCK):
+            block = support[start:start + _WARM_BLOCK]
+            self.v += self.Q.columns(block) @ alpha0[block]
+            self.columns_fetched += block.size
+        for i in support.tolist():
+            self.active.add(i)
+        self._refresh()
+
+    def _refresh(self):
+        """Recompute ``qᵀα`` and ``αᵀv`` exactly (they drift when updated in O(1))."""
+        idx = self.active.indices()
+        a = self.alpha[idx]
+        self.ava = float(a @ self.v[idx])
+        self.qa = 0.0 if self.q is None else float(a @ self.q[idx])
+
+    # -- FW geometry -----------------------------------------------------------------
+    def _score_vector(self):
+        """``s = −g/2 + const`` whose argmin is the FW vertex: v (q = 0) or v − q/2."""
+        if self.q is None:
+            return self.v
+        np.multiply(self.q, -0.5, out=self.scores)
+        self.scores += self.v
+        return self.scores
+
+    def _grad(self, i):
+        """Gradient entry ``g_i = q_i − 2 v_i``."""
+        qi = 0.0 if self.q is None else self.q[i]
+        return qi - 2.0 * self.v[i]
+
+    def _alpha_grad(self):
+        """``αᵀg = qᵀα − 2αᵀv``."""
+        return self.qa - 2.0 * self.ava
+
+    def _fw_vertex(self):
+        """``i* = argmax_i g_i`` (cached until the next step) and the FW gap ``g_{i*} − αᵀg``."""
+        if self._vertex is None:
+            i = int(np.argmin(self._score_vector()))
+            self._vertex = (i, self._grad(i) - self._alpha_grad())
+        return self._vertex
+
+    def _away_vertex(self):
+        """``j* = argmin_{α_j>0} g_j`` (the nearest support point of the MEB)."""
+        idx = self.active.indices()
+        s = self.scores if self.q is not None else self.v
+        return int(idx[np.argmax(s[idx])])
+
+    def _curvature(self, i):
+        """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``."""
+        return self.diag[i] - 2.0 * self.v[i] + self.ava
+
+    def objective(self):
+        """``f(α) = qᵀα − αᵀQα``."""
+        return self.qa - self.ava
+
+    # -- FWIterate protocol ---------------------------------------------------------
+    def certificate(self):
+        i, gap = self._fw_vertex()
+        f = self.objective()
+        gap = max(gap, 0.0)
+        extra = {"coreset": self.active.size, "away_steps": self.n_away,
+                 "drop_steps": self.n_drop}
+        if self.stop == "radius":
+            r2 = f + self.ball_shift
+            extra["radius2"] = r2
+            extra["delta"] = gap / r2 if r2 > 0 else math.inf
+        return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra)
+
+    def is_converged(self, cert, tol):
+        if self.stop == "gap":
+            return cert.gap <= tol
+        if self.stop == "relative":
+            return cert.gap <= tol * abs(cert.dual)
+        return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
+
+    def step(self, t):
+        i, fw_slope = self._fw_vertex()
+        self._vertex = None
+        self.steps += 1
+        if self.away and self.active.size > 1:
+            j = self._away_vertex()
+            away_slope = self._alpha_grad() - self._grad(j)
+            if away_slope > fw_slope:
+                gamma = self._away_step(j, away_slope)
+                return self._after_step(gamma)
+        return self._after_step(self._fw_step(i, fw_slope))
+
+    def _after_step(self, gamma):
+        if self.steps % _REFRESH_EVERY == 0:
+            self._refresh()
+        return gamma
+
+    def _fw_step(self, i, slope):
+        """α ← (1−γ)α + γe_i, v ← (1−γ)v + γQ_{:,i} with the exact step."""
+        curvature = self._curvature(i)
+        gamma = quadratic_step(slope, 2.0 * curvature, 1.0)
+        if gamma <= 0.0:
+            return 0.0
+        col = self._column(i)
+        vi, ava = self.v[i], self.ava
+        self.ava = ((1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi
+                    + gamma ** 2 * self.diag[i])
+        if self.q is not None:
+            self.qa = (1 - gamma) * self.qa + gamma * self.q[i]
+        self.n_fw += 1
+        if gamma >= 1.0:
+            self.alpha[self.active.indices()] = 0.0
+            self.alpha[i] = 1.0
+            self.v[:] = col
+            self.active.reset([i])
+            return 1.0
+        self.alpha *= 1.0 - gamma
+        self.alpha[i] += gamma
+        self.v *= 1.0 - gamma
+        col *= gamma
+        self.v += col
+        self.active.add(i)
+        return gamma
+
+    def _away_step(self, j, slope):
+        """α ← (1+γ)α − γe_j, v ← (1+γ)v − γQ_{:,j}; a drop step at γ = γ_max."""
+        a_j = self.alpha[j]
+        gamma_max = away_step_max(a_j)
+        gamma = quadratic_step(slope, 2.0 * self._curvature(j), gamma_max)
+        if gamma <= 0.0 or not math.isfinite(gamma):
+            return 0.0
+        col = self._column(j)
+        vj, ava = self.v[j], self.ava
+        self.ava = ((1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vj
+                    + gamma ** 2 * self.diag[j])
+        if self.q is not None:
+            self.qa = (1 + gamma) * self.qa - gamma * self.q[j]
+        self.alpha *= 1.0 + gamma
+        self.alpha[j] -= gamma
+        self.v *= 1.0 + gamma
+        col *= gamma
+        self.v -= col
+        self.n_away += 1
+        if gamma >= gamma_max:
+            self.alpha[j] = 0.0
+            self.active.remove(j)
+            self.n_drop += 1
+        return gamma
+
+    def solution(self):
+        support = np.sort(self.active.indices())
+        return {"alpha": self.alpha.copy(), "v": self.v.copy(), "support": support}
+
+
+def _default_max_iter(n):
+    return max(100_000, 20 * n)
+
+
+def _default_check_every(n):
+    """Certify every iteration on small problems; amortize on large ones."""
+    return 1 if n <= 2000 else 10
+
+
+def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=None,
+                     stop="gap", random_state=None, callback=None, max_time=None,
+                     check_every=None):
+    """Maximize ``f(α) = qᵀα − αᵀQα`` over the unit simplex by FW or MFW (math.md §2.3).
+
+    Parameters
+    ----------
+    Q : KernelOperator
+        The PSD matrix ``Q`` (for the MEB the Gram matrix ``K``; for the L2-SVM
+        :class:`L2SVMKernel`).  The solver uses only ``Q.diag()`` and
+        ``Q.columns(idx)`` (one column per iteration, two at the start); a warm
+        start fetches the columns of its support once.
+    q : array-like of shape (n,) or None
+        Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
+    method : {"mfw", "fw"}
+        "mfw": Frank-Wolfe with away steps and drop steps (linear
+        convergence); "fw": plain Frank-Wolfe toward ``i* = argmax g``.
+        Both use the exact line search.
+    tol : float > 0
+        Tolerance of the stopping rule ``stop``.
+    max_iter : int or None
+        Iteration budget (None: ``max(100000, 20 n)``).
+    alpha0 : array-like of shape (n,) or None
+        Warm start on the simplex (e.g. the previous solution when only the
+        kernel changed).  None: CVM initialization ``α₀ = ½(e_a + e_b)`` with
+        ``b`` the point farthest from ``a`` (math.md §2.6).
+    stop : {"gap", "relative", "radius"}
+        "gap": FW duality gap ``g_{i*} − αᵀg ≤ tol``; "relative": gap
+        ``≤ tol·|f(α)|`` (for the L2-SVM: ``gap/(αᵀQα) ≤ tol``); "radius": the
+        (1+ε)-approximate ball of CVM, ``δ = gap/r² ≤ (1+tol)² − 1`` with
+        ``r² = f(α) + c`` — requires ``diag(Q) − q = c·1`` constant.
+    random_state : int, numpy.random.Generator or None
+        None starts the CVM initialization at point 0; otherwise at a random point.
+    callback : callable or None
+        ``callback(row) -> bool`` after each certificate (see :func:`kernfw.fw.run`).
+    max_time : float or None
+        Wall-clock budget in seconds.
+    check_every : int or None
+        Certify every ``check_every`` iterations (None: 1 for n ≤ 2000, else 10).
+        Certificates are O(1) but remembering the best iterate copies α.
+
+    Returns
+    -------
+    FWResult
+        ``solution`` holds ``alpha`` (α, shape (n,)), ``v`` (Qα), ``support``
+        (sorted indices with ``α_i > 0``: the coreset).  ``dual`` is ``f(α)``,
+        ``gap`` the FW gap, ``primal = dual + gap`` (for the MEB the exact
+        primal ``max_i ‖z_i − c‖²`` of the current centre).  The history has
+        columns ``coreset``, ``away_steps``, ``drop_steps`` (and ``radius2``,
+        ``delta`` for ``stop="radius"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw.operators import Gram
+    >>> Z = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.5]])
+    >>> op = Gram(Z @ Z.T)
+    >>> res = solve_simplex_qp(op, q=op.diag(), tol=1e-10)
+    >>> round(res.dual, 6)      # r² of the smallest ball: radius 1 around (1, 0)
+    1.0
+    """
+    Q = _check_operator(Q)
+    n = Q.n
+    if n < 1:
+        raise ValueError("the problem needs at least one point")
+    _check_choice("method", method, METHODS)
+    _check_choice("stop", stop, STOPS)
+    tol = _check_positive("tol", tol)
+    if q is not None:
+        q = np.asarray(q, dtype=np.float64).ravel()
+        if q.shape != (n,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"q must be a finite array of shape ({n},), got shape {q.shape}")
+    if max_iter is None:
+        max_iter = _default_max_iter(n)
+    elif isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
+        raise ValueError(f"max_iter must be a nonnegative integer or None, got {max_iter!r}")
+    if max_time is not None:
+        max_time = _check_positive("max_time", max_time)
+    if check_every is None:
+        check_every = _default_check_every(n)
+    rng = None if random_state is None else np.random.default_rng(random_state)
+    alpha0 = None if alpha0 is None else _check_alpha0(alpha0, n)
+    iterate = SimplexQPIterate(Q, q, method, alpha0, stop, rng)
+    return run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
+               check_every=check_every, callback=callback,
+               remedy="increase max_iter or tol (or use method='mfw')",
+               name=f"{method.upper()} (simplex QP)")
+
+
+# -- L2-SVM ------------------------------------------------------------------------
+class L2SVMKernel(KernelOperator):
+    """The modified kernel ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` of the L2-SVM (§2.1).
+
+    An operator wrapper: it answers the operator protocol from the base
+    operator without forming any ``n × n`` matrix.
+
+    Parameters
+    ----------
+    base : KernelOperator
+        The kernel ``K`` on the training points.
+    y : array-like of shape (n,)
+        Labels in {−1, +1}.
+    C : float > 0
+        Penalty of the squared slacks.
+
+    Notes
+    -----
+    ``cross(X_new, idx)`` returns ``y_j (k(x, x_j) + 1)`` for ``j`` in ``idx``:
+    the modified kernel of a new point taken with label +1 (and no δ term),
+    so that the decision function is ``h(x) = cross(x, S) @ α_S``.
+    """
+
+    def __init__(self, base, y, C):
+        self.base = _check_operator(base)
+        self.y = _check_binary(y, base.n)
+        self.C = _check_positive("C", C)
+        self.n = base.n
+        self.dtype = np.result_type(base.dtype, np.float64)
+
+    def diag(self):
+        return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + 1.0 / self.C
+
+    def columns(self, idx):
+        idx = as_index(idx, self.n)
+        out = np.add(self.base.columns(idx), 1.0, dtype=np.float64)
+        out *= self.y[:, None]
+        out *= self.y[idx]
+        out[idx, np.arange(idx.size)] += 1.0 / self.C
+        return out
+
+    def matmat(self, V):
+        V = check_block(V, self.n)
+        yV = V * (self.y if V.ndim == 1 else self.y[:, None])
+        out = self.base.matmat(yV) + yV.sum(axis=0)
+        out *= self.y if V.ndim == 1 else self.y[:, None]
+        out += V / self.C
+        return out
+
+    def cross(self, X_new, idx=None):
+        cols = slice(None) if idx is None else as_index(idx, self.n)
+        return (self.base.cross(X_new, idx) + 1.0) * self.y[cols]
+
+    def subset(self, idx):
+        idx = as_index(idx, self.n)
+        return L2SVMKernel(self.base.subset(idx), self.y[idx], self.C)
+
+
+def _check_binary(y, n):
+    """Labels in {−1, +1} of shape (n,) as float64."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+    values = np.unique(y)
+    if values.size > 2:
+        raise ValueError(
+            f"the binary L2-SVM needs exactly two classes, y has {values.size} "
+            f"({values[:5].tolist()}{'...' if values.size > 5 else ''}); use "
+            "kernfw.L2SVC for multi-class problems"
+        )
+    if not np.all(np.isin(values, (-1, 1))):
+        raise ValueError(f"binary labels must be -1 and +1, got {values.tolist()}")
+    return y.astype(np.float64)
+
+
+def l2svm(op, y, C, method="mfw", tol=1e-6, max_iter=None, alpha0=None, random_state=None,
+          callback=None, stop="gap", max_time=None, check_every=None):
+    """Train the binary L2-SVM of CVM (math.md §2.1) as a quadratic over the simplex.
+
+    Solves ``max_{α∈Δₙ} −αᵀK̃α`` with ``K̃ = L2SVMKernel(op, y, C)`` by
+    :func:`solve_simplex_qp` (``q = 0``), and recovers the primal solution::
+
+        w = Σ α_i y_i φ(x_i),  b = Σ α_i y_i,  ξ_i = α_i / C,  ρ = αᵀK̃α,
+        h(x) = Σ_{i∈S} α_i y_i (k(x_i, x) + 1).
+
+    Parameters
+    ----------
+    op : KernelOperator
+        The kernel ``K`` on the training points (any backend; with
+        :class:`~kernfw.operators.KernelFunction` no ``n × n`` matrix is formed).
+    y : array-like of shape (n,)
+        Labels in {−1, +1}.
+    C : float > 0
+        Penalty ``C`` of ``C Σ ξ_i²``.
+    method, tol, max_iter, random_state, callback, stop, max_time, check_every
+        As in :func:`solve_simplex_qp` (``stop="gap"``: FW gap ≤ ``tol``, which
+        bounds the primal–dual gap of the L2-SVM; ``stop="relative"``:
+        ``gap ≤ tol·ρ``; ``stop="radius"`` needs a constant ``diag(K)``).
+    alpha0 : array-like of shape (n,) or None
+        Warm start on the simplex, e.g. the previous ``alpha`` when only the
+        kernel (weights) changed.
+
+    Returns
+    -------
+    FWResult
+        ``solution`` holds ``alpha`` (n,), ``v`` (``K̃α``; ``v_i = y_i h(x_i) + α_i/C``),
+        ``support`` (sorted indices with ``α_i > 0``), ``coef`` (``α_S ⊙ y_S``:
+        dual coefficients of ``h`` on the support), ``b`` and ``rho``.
+        ``dual = −ρ``; ``primal = dual + gap`` is the primal objective
+        ``‖w‖² + b² − 2ρ' + CΣξ²`` at ``(w, b, ξ)`` above with the feasible
+        margin ``ρ' = min_i v_i``.
+    """
+    K_tilde = L2SVMKernel(op, y, C)
+    result = solve_simplex_qp(K_tilde, None, method=method, tol=tol, max_iter=max_iter,
+                              alpha0=alpha0, stop=stop, random_state=random_state,
+                              callback=callback, max_time=max_time, check_every=check_every)
+    result.solution.update(l2svm_recover(result.solution, K_tilde.y))
+    return result
+
+
+def l2svm_recover(solution, y):
+    """``b``, ``rho`` and ``coef`` of the L2-SVM from ``alpha``, ``v``, ``support`` (§2.1)."""
+    alpha, v, support = solution["alpha"], solution["v"], solution["support"]
+    a = alpha[support]
+    return {"b": float(a @ y[support]), "rho": float(a @ v[support]),
+            "coef": a * y[support]}
