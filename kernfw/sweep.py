@@ -1,0 +1,498 @@
+"""Regularization sweeps: one fit per hyperparameter value, in parallel with joblib.
+
+:func:`sweep` fits ``estimator`` once per value of one hyperparameter (by
+default ``lam``, the λ of math.md §1–§3), optionally once per cross-validation
+fold, and returns a :class:`SweepResults` table.
+
+How the work is shared (the design in four points):
+
+1. **One kernel operator.**  The operator of the estimator's kernel (built by
+   :func:`kernfw.kernels.make_operator` with the estimator's ``kernel``,
+   ``gamma``, ``degree``, ``coef0``) is computed once and every fit receives it
+   as ``kernel=<operator>``; a fold fits on ``operator.subset(train)``.
+2. **No copy per worker.**  For a parallel sweep the Gram matrices are written
+   once into a memory-mapped file (in ``/dev/shm`` when it exists) and passed
+   to the workers *as arguments of their own*: joblib's process backend sends a
+   memmap by file name, Dask scatters the argument once.  Each worker rebuilds
+   the operator around the mapped matrix.
+3. **Warm starts.**  The values are split into contiguous chunks, one per
+   worker; within a chunk one estimator is refitted value after value with
+   ``warm_start=True`` (when it has that parameter), so each fit starts from
+   the previous dual solution.  Give the values in the order you want the path
+   followed (decreasing λ is the usual choice: strongly regularized problems
+   are cheap and their solutions are good starts).
+4. **No oversubscription.**  Inside a worker the BLAS thread pools are limited
+   (``threadpoolctl``) to ``cores // workers`` threads, so
+   ``n_jobs × BLAS threads ≤ cores``.
+
+The rows do not depend on ``n_jobs``: same rows, same order.  Without warm
+starts the numbers are identical; with warm starts each fit starts from a
+different point and the objectives agree within the certified gaps
+(``|P_a − P_b| ≤ gap_a + gap_b``).
+"""
+
+import copy
+import csv
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from numbers import Integral
+
+import numpy as np
+from joblib import cpu_count, effective_n_jobs
+from sklearn.base import clone, is_classifier
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils.parallel import Parallel, delayed
+from threadpoolctl import threadpool_limits
+
+from .kernels import GRAM_MAX_MB, make_operator
+from .operators import Gram, KernelFunction, KernelOperator, MultiKernel, Normalized
+
+__all__ = ["sweep", "SweepResults", "COLUMNS"]
+
+#: the columns of a sweep table, in order
+COLUMNS = ("value", "fold", "objective", "gap", "n_iter", "fit_time",
+           "train_score", "val_score", "converged", "error")
+
+
+# ---------------------------------------------------------------------------
+# the results table
+# ---------------------------------------------------------------------------
+class SweepResults:
+    """The table a sweep returns: one row per (value, fold).
+
+    Columns (see :data:`COLUMNS`): ``value`` of the swept parameter, ``fold``
+    (0 without cross-validation), ``objective`` (the primal objective P, or
+    NaN for estimators without one), ``gap`` (the certified duality gap,
+    NaN if none), ``n_iter``, ``fit_time`` (seconds), ``train_score`` and
+    ``val_score`` (the estimator's ``score`` or ``scoring``; ``val_score`` is
+    NaN without folds), ``converged`` and ``error`` (empty, or the exception
+    of a failed fit, whose other numbers are NaN).
+
+    Attributes
+    ----------
+    param : str
+        The swept parameter.
+    rows : list of dict
+        The rows, ordered by value (in the order given) then fold.
+    """
+
+    def __init__(self, param, rows):
+        self.param = param
+        self.rows = list(rows)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __getitem__(self, column):
+        """The column ``column`` as a numpy array (object dtype for text)."""
+        if column not in COLUMNS:
+            raise KeyError(f"no column {column!r}; the columns are {COLUMNS}")
+        values = [row[column] for row in self.rows]
+        if column == "error":
+            return np.array(values, dtype=object)
+        if column == "converged":
+            return np.array([np.nan if v is None else float(v) for v in values])
+        return np.array(values, dtype=float)
+
+    @property
+    def errors(self):
+        """The rows whose fit failed."""
+        return [row for row in self.rows if row["error"]]
+
+    def to_pandas(self):
+        """The table as a :class:`pandas.DataFrame` (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("SweepResults.to_pandas needs pandas: pip install pandas") from exc
+        frame = pd.DataFrame(self.rows, columns=list(COLUMNS))
+        frame.attrs["param"] = self.param
+        return frame
+
+    def to_csv(self, path):
+        """Write the table as CSV (header row first); return ``path``."""
+        with open(path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
+            writer.writeheader()
+            for row in self.rows:
+                writer.writerow({k: ("" if row[k] is None else row[k]) for k in COLUMNS})
+        return path
+
+    def __repr__(self):
+        head = f"{'value':>10s} {'fold':>4s} {'objective':>12s} {'gap':>10s} {'n_iter':>7s} " \
+               f"{'fit_time':>8s} {'train':>7s} {'val':>7s}  error"
+        lines = [f"SweepResults(param={self.param!r}, {len(self)} rows)", head]
+        for r in self.rows:
+            lines.append(f"{_fmt(r['value']):>10s} {r['fold']:4d} {r['objective']:12.6g} "
+                         f"{r['gap']:10.3g} {r['n_iter']:7.0f} {r['fit_time']:8.3f} "
+                         f"{r['train_score']:7.4f} {r['val_score']:7.4f}  {r['error']}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# one fit, one chunk
+# ---------------------------------------------------------------------------
+def _number(value):
+    """A fitted scalar (or the max of an array, as Ridge's n_iter_) as float; NaN if absent."""
+    if value is None:
+        return math.nan
+    try:
+        return float(np.max(value))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _fit_one(estimator, param, value, fold, data, scorer):
+    """Fit ``estimator`` with ``param=value`` on one fold; return its row."""
+    X_train, y_train, X_val, y_val = data
+    row = dict.fromkeys(COLUMNS, math.nan)
+    row.update(value=value, fold=fold, converged=None, error="")
+    try:
+        estimator.set_params(**{param: value})
+        start = time.perf_counter()
+        estimator.fit(X_train, y_train)
+        row["fit_time"] = time.perf_counter() - start
+        row["objective"] = _number(getattr(estimator, "primal_objective_", None))
+        row["gap"] = _number(getattr(estimator, "duality_gap_", None))
+        row["n_iter"] = _number(getattr(estimator, "n_iter_", None))
+        converged = getattr(estimator, "converged_", None)
+        row["converged"] = None if converged is None else bool(converged)
+        row["train_score"] = float(scorer(estimator, X_train, y_train))
+        if X_val is not None:
+            row["val_score"] = float(scorer(estimator, X_val, y_val))
+    except Exception as exc:  # one failed fit must not lose the other rows
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    return row
+
+
+def _split_rows(X, idx, cols=None, precomputed=False):
+    """Rows ``idx`` of X (and columns ``cols`` of a precomputed Gram)."""
+    if precomputed:
+        return X[np.ix_(idx, cols if cols is not None else idx)]
+    return X[idx]
+
+
+def _fold_data(X, y, train, val, precomputed):
+    if train is None:
+        return X, y, None, None
+    X_train = _split_rows(X, train, precomputed=precomputed)
+    X_val = _split_rows(X, val, train, precomputed=precomputed)
+    return X_train, y[train], X_val, y[val]
+
+
+def _fit_chunk(estimator, param, values, fold, X, y, split, warm_start, scoring,
+               blas_threads, shell, *grams):
+    """Fit one contiguous chunk of values on one fold (runs in a worker).
+
+    ``shell`` is the kernel operator with its Gram matrices taken out and
+    ``grams`` those matrices, one argument each (so joblib memory-maps them
+    for a process worker and Dask scatters each once); the operator is
+    rebuilt around them.  One estimator is refitted value after
+    value, warm-starting when ``warm_start`` is True; after a failed fit the
+    next value starts from a fresh clone.
+    """
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        train, val = split if split is not None else (None, None)
+        precomputed = getattr(estimator, "kernel", None) == "precomputed"
+        data = _fold_data(X, y, train, val, precomputed)
+        operator = None
+        if shell is not None:
+            operator = _attach_grams(shell, grams)
+            if train is not None:
+                operator = operator.subset(train)
+
+        def fresh():
+            est = clone(estimator)
+            if operator is not None:
+                est.set_params(kernel=operator)
+            if warm_start:
+                est.set_params(warm_start=True)
+            return est
+
+        scorer = check_scoring(estimator, scoring=scoring)
+        est, rows = fresh(), []
+        for value in values:
+            row = _fit_one(est, param, value, fold, data, scorer)
+            rows.append(row)
+            if row["error"]:
+                est = fresh()
+        return rows
+
+
+# ---------------------------------------------------------------------------
+# the shared kernel operator
+# ---------------------------------------------------------------------------
+class _GramSlot:
+    """Placeholder for the Gram matrix number ``index`` of a detached operator."""
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _detach_grams(op, grams, seen):
+    """A shallow copy of ``op`` whose Gram matrices are moved to ``grams``.
+
+    Returns the "shell": the same operator tree (Gram, Normalized,
+    MultiKernel) where every ``Gram.K`` is a :class:`_GramSlot`.
+    """
+    if isinstance(op, Gram):
+        shell = copy.copy(op)
+        key = id(op.K)
+        if key not in seen:
+            seen[key] = len(grams)
+            grams.append(op.K)
+        shell.K = _GramSlot(seen[key])
+        return shell
+    if isinstance(op, Normalized):
+        shell = copy.copy(op)
+        shell.base = _detach_grams(op.base, grams, seen)
+        train = op._stats.get("train")
+        if train is not None:
+            shell._stats = dict(op._stats, train=_detach_grams(train, grams, seen))
+        return shell
+    if isinstance(op, MultiKernel):
+        shell = copy.copy(op)
+        shell.operators = [_detach_grams(o, grams, seen) for o in op.operators]
+        return shell
+    return op
+
+
+def _attach_grams(shell, grams):
+    """Inverse of :func:`_detach_grams`: put the matrices back (in a copy)."""
+    if isinstance(shell, Gram):
+        op = copy.copy(shell)
+        if isinstance(shell.K, _GramSlot):
+            op.K = grams[shell.K.index]
+        return op
+    if isinstance(shell, Normalized):
+        op = copy.copy(shell)
+        op.base = _attach_grams(shell.base, grams)
+        if shell._stats.get("train") is not None:
+            op._stats = dict(shell._stats, train=_attach_grams(shell._stats["train"], grams))
+        return op
+    if isinstance(shell, MultiKernel):
+        op = copy.copy(shell)
+        op.operators = [_attach_grams(o, grams) for o in shell.operators]
+        return op
+    return shell
+
+
+def _kernel_params(estimator):
+    """The ``make_operator`` arguments among the estimator's parameters."""
+    params = estimator.get_params(deep=False)
+    names = ("gamma", "degree", "coef0", "normalization")
+    return {k: params[k] for k in names if k in params}
+
+
+def _uses_operator(estimator, X):
+    """Whether the sweep builds the kernel operator itself (kernel spec, not precomputed)."""
+    params = estimator.get_params(deep=False)
+    if "kernel" not in params or not type(estimator).__module__.startswith("kernfw."):
+        return False  # only kernfw estimators accept kernel=<KernelOperator>
+    kernel = params["kernel"]
+    if isinstance(kernel, KernelOperator):
+        return True
+    if isinstance(kernel, str) and kernel == "precomputed":
+        return False
+    if isinstance(kernel, (list, tuple)) and all(k == "precomputed" for k in kernel):
+        return False
+    return hasattr(X, "shape") and not isinstance(X, (list, tuple))
+
+
+def _gram_fits(op):
+    n, itemsize = op.n, np.dtype(op.dtype).itemsize
+    return n * n * itemsize / 2**20 <= GRAM_MAX_MB
+
+
+def _materialize(op, allocate):
+    """Replace on-the-fly kernels that would be Gram matrices by Grams in ``allocate``d memory.
+
+    ``op`` comes from ``make_operator(..., gram_max_mb=0)``, so every kernel is
+    still a :class:`KernelFunction`; those whose n × n matrix fits the
+    ``make_operator`` budget become :class:`Gram` operators written row block
+    by row block into ``allocate((n, n), dtype)`` (a memory map), so the
+    matrix is never held twice.
+    """
+    if isinstance(op, KernelFunction) and _gram_fits(op):
+        K = allocate((op.n, op.n), op.dtype)
+        for start in range(0, op.n, op.batch_size):
+            rows = slice(start, min(start + op.batch_size, op.n))
+            K[rows] = op.kernel(op.X[rows], op.X)
+        return Gram(K, kernel=op.kernel, X=op.X, check=False)
+    if isinstance(op, Normalized):
+        out = copy.copy(op)
+        out.base = _materialize(op.base, allocate)
+        if op._stats.get("train") is op.base:
+            out._stats = dict(op._stats, train=out.base)
+        return out
+    if isinstance(op, MultiKernel):
+        out = copy.copy(op)
+        out.operators = [_materialize(o, allocate) for o in op.operators]
+        return out
+    return op
+
+
+class _MemmapFolder:
+    """A temporary folder of ``.npy`` memory maps (in /dev/shm when it exists)."""
+
+    def __init__(self):
+        shm = "/dev/shm"
+        base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+        self.path = tempfile.mkdtemp(prefix="kernfw-sweep-", dir=base)
+        self.count = 0
+
+    def allocate(self, shape, dtype):
+        self.count += 1
+        filename = os.path.join(self.path, f"gram{self.count}.npy")
+        return np.lib.format.open_memmap(filename, mode="w+", shape=shape, dtype=dtype)
+
+    def cleanup(self):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _build_operator(estimator, X, folder):
+    """The estimator's kernel operator: in memory, or memory-mapped in ``folder``."""
+    kernel = estimator.get_params(deep=False)["kernel"]
+    if isinstance(kernel, KernelOperator):
+        return kernel
+    params = _kernel_params(estimator)
+    if folder is None:
+        return make_operator(X, kernel, **params)
+    return _materialize(make_operator(X, kernel, gram_max_mb=0, **params), folder.allocate)
+
+
+# ---------------------------------------------------------------------------
+# the sweep
+# ---------------------------------------------------------------------------
+def _check_values(values):
+    if values is None:
+        raise ValueError("sweep needs values: the parameter values to fit")
+    values = list(np.ravel(np.asarray(values, dtype=object)))
+    if not values:
+        raise ValueError("sweep needs at least one value")
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
+
+
+def _chunks(values, n_chunks):
+    """Split ``values`` into ``n_chunks`` contiguous, nearly equal chunks (by position)."""
+    bounds = np.linspace(0, len(values), n_chunks + 1).round().astype(int)
+    return [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
+          warm_start=True, verbose=0, scoring=None):
+    """Fit ``estimator`` once per value of ``param`` (and per CV fold), in parallel.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Any scikit-learn estimator; kernfw estimators add their certified
+        objective P (``primal_objective_``), gap, iterations and convergence to
+        each row.  It is cloned, never modified.
+    X : array-like or sparse matrix of shape (n, d), or a Gram matrix
+        Training inputs.
+    y : array-like of shape (n,)
+        Labels.
+    param : str, default="lam"
+        The swept hyperparameter (λ for the kernfw SVMs).
+    values : sequence
+        Its values, fitted in this order within each worker.
+    cv : None, int, CV splitter or iterable of (train, val) index pairs
+        None fits on all of ``X`` (fold 0, no validation score); otherwise as
+        :func:`sklearn.model_selection.check_cv` (stratified folds for
+        classifiers).
+    n_jobs : int or None
+        Number of joblib workers (None: the active ``joblib.parallel_config``,
+        -1: all cores).  ``joblib.parallel_config(backend="dask")`` runs the
+        sweep on a ``dask.distributed`` cluster.
+    warm_start : bool, default=True
+        Within a worker, start each fit from the previous solution (only for
+        estimators with a ``warm_start`` parameter).
+    verbose : int, default=0
+        ≥ 1 prints one line per finished chunk of fits (stderr).
+    scoring : str, callable or None
+        Score of the ``train_score``/``val_score`` columns (default: the
+        estimator's ``score``, accuracy for classifiers).
+
+    Returns
+    -------
+    SweepResults
+        One row per (value, fold), ordered by value then fold.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import RidgeClassifier
+    >>> from kernfw import sweep
+    >>> X, y = load_iris(return_X_y=True)
+    >>> table = sweep(RidgeClassifier(), X, y, param="alpha", values=[10.0, 1.0, 0.1], cv=3)
+    >>> len(table)
+    9
+    """
+    if not hasattr(estimator, "get_params"):
+        raise TypeError(f"sweep needs a scikit-learn estimator, got {type(estimator).__name__}")
+    params = estimator.get_params(deep=False)
+    if param not in params:
+        raise ValueError(f"{type(estimator).__name__} has no parameter {param!r}; "
+                         f"its parameters are {sorted(params)}")
+    values = _check_values(values)
+    if not isinstance(verbose, Integral) or verbose < 0:
+        raise ValueError(f"verbose must be a nonnegative integer, got {verbose!r}")
+    y = np.asarray(y)
+    if cv is None:
+        splits = [None]
+    else:
+        splitter = check_cv(cv, y, classifier=is_classifier(estimator))
+        splits = [(np.asarray(tr), np.asarray(va)) for tr, va in splitter.split(X, y)]
+    warm = bool(warm_start) and "warm_start" in params
+
+    n_workers = max(1, effective_n_jobs(n_jobs))
+    n_chunks = 1 if warm else len(values)  # chunks of values per fold
+    if warm:
+        n_chunks = min(len(values), max(1, math.ceil(n_workers / len(splits))))
+    tasks = [(f, chunk) for f in range(len(splits)) for chunk in _chunks(values, n_chunks)]
+    parallel = n_workers > 1 and len(tasks) > 1
+    blas_threads = max(1, cpu_count() // min(n_workers, len(tasks))) if parallel else None
+
+    folder = _MemmapFolder() if parallel and _uses_operator(estimator, X) else None
+    try:
+        shell, grams = None, []
+        if _uses_operator(estimator, X):
+            operator = _build_operator(estimator, X, folder)
+            shell = _detach_grams(operator, grams, {}) if parallel else operator
+            del operator
+        jobs = (delayed(_fit_chunk)(estimator, param, [values[i] for i in chunk], f, X, y,
+                                    splits[f], warm, scoring, blas_threads, shell, *grams)
+                for f, chunk in tasks)
+        runner = Parallel(n_jobs=n_jobs if parallel else 1, return_as="generator")
+        ordered = []
+        for (f, chunk), chunk_rows in zip(tasks, runner(jobs)):
+            ordered.extend(((i, f), row) for i, row in zip(chunk, chunk_rows))
+            if verbose:
+                _report(param, f, chunk_rows)
+    finally:
+        if folder is not None:
+            folder.cleanup()
+    ordered.sort(key=lambda item: item[0])
+    return SweepResults(param, [row for _, row in ordered])
+
+
+def _fmt(value):
+    return f"{value:.4g}" if isinstance(value, (int, float)) else str(value)
+
+
+def _report(param, fold, rows):
+    """One progress line per finished fit (stderr)."""
+    for row in rows:
+        status = row["error"] or (f"P={row['objective']:.6g} gap={row['gap']:.2g} "
+                                  f"train={row['train_score']:.4f}")
+        print(f"[sweep] {param}={_fmt(row['value'])} fold {fold}: {status} "
+              f"({row['fit_time']:.2f}s)", file=sys.stderr, flush=True)
