@@ -3,9 +3,12 @@
 import numpy as np
 from sklearn.utils.validation import check_array
 
-__all__ = ["check_features", "check_gram"]
+__all__ = ["check_features", "check_new_features", "check_gram"]
 
 FLOAT_DTYPES = (np.float64, np.float32)
+
+#: rows compared per block in the symmetry check of a Gram matrix
+_SYMMETRY_BLOCK = 512
 
 
 def check_features(X, name="X"):
@@ -20,23 +23,49 @@ def check_features(X, name="X"):
     )
 
 
+def check_new_features(X_new, n_features, name="X_new"):
+    """Validate new points ``X_new`` against ``n_features`` training features."""
+    X_new = check_features(X_new, name=name)
+    if X_new.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {X_new.shape[1]} features, the training data had {n_features}"
+        )
+    return X_new
+
+
+def _max_asymmetry(K):
+    """``max |K − Kᵀ|`` computed on row blocks (no n × n temporary)."""
+    n, worst = K.shape[0], 0.0
+    for start in range(0, n, _SYMMETRY_BLOCK):
+        stop = min(start + _SYMMETRY_BLOCK, n)
+        diff = K[start:stop, start:] - K[start:, start:stop].T
+        worst = max(worst, float(np.max(np.abs(diff))))
+    return worst
+
+
 def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
     """Validate a precomputed Gram matrix.
 
     Parameters
     ----------
     K : array-like of shape (n, n)
-        The kernel matrix; float32 is kept as given.
+        The kernel matrix; float32 is kept as given (no copy when ``K`` is
+        already a float array).
     symmetric : bool
-        Require ``K == Kᵀ`` up to ``rtol · max|K|`` (a looser bound for float32).
+        Require ``K == Kᵀ`` up to ``rtol · max(max|K|, 1)`` (``rtol`` is at least
+        1e-5 for float32).
+    rtol : float
+        Relative symmetry tolerance.
+    name : str
+        How error messages call ``K``.
     """
-    K = check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name="K")
+    K = check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name=name)
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be square, got shape {K.shape}")
     if symmetric:
-        scale = float(np.max(np.abs(K))) if K.size else 0.0
+        scale = max(float(K.max()), -float(K.min()))  # max |K_ij|, no temporary
         tol = max(rtol, 1e-5 if K.dtype == np.float32 else rtol) * max(scale, 1.0)
-        asym = float(np.max(np.abs(K - K.T))) if K.size else 0.0
+        asym = _max_asymmetry(K)
         if asym > tol:
             raise ValueError(
                 f"{name} is not symmetric: max |K - K.T| = {asym:.3g} > {tol:.3g}"

@@ -16,8 +16,6 @@ A list of specs gives a :class:`~kernfw.operators.MultiKernel`.
 (50,)
 """
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -25,31 +23,15 @@ from ._validation import check_features, check_gram
 from .operators import (Features, Gram, KernelFunction, KernelOperator, MultiKernel,
                         PairwiseKernel, normalize)
 from .operators.normalized import NORMALIZATIONS
+from .operators.pairwise import resolve_gamma
 
 __all__ = ["make_operator", "resolve_gamma", "KernelSpec", "parse_spec"]
 
 #: default memory budget (MB) under which a kernel is materialized as a Gram
 GRAM_MAX_MB = 1024.0
 
-
-def resolve_gamma(gamma, X):
-    """``gamma`` as :class:`sklearn.svm.SVC` resolves it.
-
-    "scale" is ``1 / (d · Var(X))``, "auto" is ``1 / d``; a positive number is
-    returned unchanged.
-    """
-    d = X.shape[1]
-    if gamma == "scale":
-        if sp.issparse(X):
-            var = X.multiply(X).mean() - X.mean() ** 2
-        else:
-            var = X.var()
-        return 1.0 / (d * var) if var != 0 else 1.0
-    if gamma == "auto":
-        return 1.0 / d
-    if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool) and gamma > 0:
-        return float(gamma)
-    raise ValueError(f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}")
+#: the ``backend=`` choices of :func:`make_operator`
+BACKEND_CHOICES = ("auto", "gram", "function", "features")
 
 
 class KernelSpec:
@@ -99,13 +81,18 @@ def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
 def _single_operator(X, spec, backend, cache_size, gram_max_mb):
     if isinstance(spec.name, KernelOperator):
         return normalize(spec.name, spec.normalization)
-    if spec.name == "precomputed":
+    if isinstance(spec.name, str) and spec.name == "precomputed":
         return normalize(Gram(check_gram(X), check=False), spec.normalization)
     X = check_features(X)
     params = dict(spec.params)
     Xk = X if spec.columns is None else X[:, spec.columns]
     if "gamma" in params:
         params["gamma"] = resolve_gamma(params["gamma"], Xk)
+    if backend == "features" and not (spec.name == "linear" and spec.columns is None):
+        raise ValueError(
+            "backend='features' needs the linear kernel on all feature columns; "
+            f"got kernel {spec.name!r} with columns={spec.columns!r}"
+        )
     if spec.name == "linear" and spec.columns is None and backend in ("auto", "features"):
         if backend == "features" or sp.issparse(X) or X.shape[1] < X.shape[0]:
             return normalize(Features(X, check=False), spec.normalization)
@@ -114,13 +101,14 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb):
     gram_mb = n * n * np.dtype(X.dtype).itemsize / 2**20
     if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
         op = Gram(kernel(X, X), kernel=kernel, X=X, check=False)
-    elif backend in ("auto", "function"):
-        op = KernelFunction(X, kernel, cache_size=cache_size, check=False)
     else:
-        raise ValueError(
-            f"backend must be 'auto', 'gram', 'function' or 'features', got {backend!r}"
-        )
+        op = KernelFunction(X, kernel, cache_size=cache_size, check=False)
     return normalize(op, spec.normalization)
+
+
+def _check_backend(backend):
+    if not (isinstance(backend, str) and backend in BACKEND_CHOICES):
+        raise ValueError(f"backend must be one of {BACKEND_CHOICES}, got {backend!r}")
 
 
 def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normalization=None,
@@ -150,6 +138,7 @@ def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normaliza
     -------
     KernelOperator
     """
+    _check_backend(backend)
     if isinstance(kernel, KernelOperator):
         return normalize(kernel, normalization)
     if isinstance(kernel, (list, tuple)) and not (
@@ -157,22 +146,23 @@ def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normaliza
     ):
         if len(kernel) == 0:
             raise ValueError("empty kernel list")
-        if all(k == "precomputed" for k in kernel):
+        if all(isinstance(k, str) and k == "precomputed" for k in kernel):
             grams = _gram_list(X, len(kernel))
             ops = [make_operator(K, "precomputed", normalization=normalization) for K in grams]
         else:
             ops = [make_operator(X, k, gamma, degree, coef0, normalization, backend,
                                  cache_size, gram_max_mb) for k in kernel]
         return MultiKernel(ops)
-    if kernel == "precomputed" and _is_gram_stack(X):
+    if isinstance(kernel, str) and kernel == "precomputed" and _is_gram_stack(X):
         return make_operator(X, ["precomputed"] * len(X), normalization=normalization)
     spec = parse_spec(kernel, gamma, degree, coef0, normalization)
     return _single_operator(X, spec, backend, cache_size, gram_max_mb)
 
 
 def _is_gram_stack(X):
+    """A list of 2-D Gram matrices or a 3-D array (not one Gram as nested lists)."""
     if isinstance(X, (list, tuple)):
-        return True
+        return len(X) > 0 and all(sp.issparse(K) or np.ndim(K) == 2 for K in X)
     return getattr(X, "ndim", 2) == 3
 
 

@@ -34,9 +34,17 @@ def block_order(n, rng, sample="uniform"):
 class WeightedAverage:
     """Running average ``x̄_k = (1 − ρ_k) x̄_{k−1} + ρ_k x_k`` with ``ρ_k = 2 / (k + 2)``.
 
-    After ``k`` updates (``k = 0, 1, …``) the average is
-    ``2/((k+1)(k+2)) Σ_{t≤k} (t+1) x_t``, the weighting of BCFW-wavg and
-    SSG-wavg.  Arrays are averaged in place; scalars are kept as floats.
+    After the updates with ``x_0, …, x_k`` the average is
+    ``2/((k+1)(k+2)) Σ_{t≤k} (t+1) x_t`` (so ``x̄_0 = x_0``), the weighting of
+    BCFW-wavg and SSG-wavg.  Arrays are averaged in place (as float64);
+    scalars are returned as floats.
+
+    Attributes
+    ----------
+    k : int
+        Number of updates so far.
+    values : dict or None
+        The current averages by name.
     """
 
     def __init__(self):
@@ -55,7 +63,8 @@ class WeightedAverage:
         self.k += 1
 
     def __getitem__(self, name):
-        return self.values[name]
+        value = self.values[name]
+        return float(value) if value.ndim == 0 else value
 
 
 class BlockCoordinateIterate(FWIterate):

@@ -128,9 +128,10 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
         solution, final = best[0], best[1]
     if not converged and status != "callback":
         limit = f"max_iter={max_iter}" if status == "max_iter" else f"max_time={max_time}s"
+        returned = "best" if keep_best else "last"
         warnings.warn(
             f"{name} stopped at {limit} with duality gap {final.gap:.3g} > tol={tol:.3g}; "
-            f"the best iterate is returned. To converge, {remedy}.",
+            f"the {returned} iterate is returned. To converge, {remedy}.",
             ConvergenceWarning, stacklevel=3,
         )
     return FWResult(solution=solution, primal=final.primal, dual=final.dual, gap=final.gap,

@@ -1,6 +1,7 @@
 """Weighted sums of kernels: ``K_w = Σ_j w_j K_j``."""
 
 import numpy as np
+import scipy.sparse as sp
 
 from .base import KernelOperator, as_index, check_block
 
@@ -54,10 +55,24 @@ class MultiKernel(KernelOperator):
     def _active(self):
         return [(w, op) for w, op in zip(self.weights, self.operators) if w != 0]
 
-    def _sum(self, parts, shape):
-        out = np.zeros(shape, dtype=self.dtype)
+    def _sum(self, parts, shape, dtype=None):
+        """``Σ w_j part_j`` over ``(w_j, part_j)`` pairs, one part in memory at a time.
+
+        The weights are applied as Python floats, so float32 parts stay
+        float32 (no float64 temporaries); ``shape``/``dtype`` give the zero
+        result when every weight is zero.
+        """
+        out = None
         for w, part in parts:
-            out += w * part
+            term = float(w) * part
+            if out is None:
+                out = term
+                continue
+            if term.dtype != out.dtype:
+                out = out.astype(np.result_type(out, term), copy=False)
+            out += term
+        if out is None:
+            out = np.zeros(shape, dtype=self.dtype if dtype is None else dtype)
         return out
 
     def with_weights(self, weights):
@@ -74,7 +89,8 @@ class MultiKernel(KernelOperator):
 
     def matmat(self, V):
         V = check_block(V, self.n)
-        return self._sum(((w, op.matmat(V)) for w, op in self._active()), V.shape)
+        return self._sum(((w, op.matmat(V)) for w, op in self._active()), V.shape,
+                         np.result_type(self.dtype, V.dtype))
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
@@ -82,8 +98,10 @@ class MultiKernel(KernelOperator):
                          (self.n, idx.size))
 
     def _split_new(self, X_new):
-        """One input per kernel: a list of p (test Grams), else X_new for all."""
-        if isinstance(X_new, (list, tuple)):
+        """One input per kernel: a list of p 2-D inputs (e.g. test Grams) or a
+        3-D array; any other ``X_new`` (also nested lists of rows) goes to all."""
+        if isinstance(X_new, (list, tuple)) and X_new and all(
+                sp.issparse(x) or np.ndim(x) == 2 for x in X_new):
             if len(X_new) != self.p:
                 raise ValueError(f"expected {self.p} test inputs (one per kernel), got {len(X_new)}")
             return list(X_new)
@@ -95,17 +113,18 @@ class MultiKernel(KernelOperator):
         return [X_new] * self.p
 
     def cross(self, X_new, idx=None):
-        parts = [(w, op.cross(x, idx)) for w, op, x in
-                 zip(self.weights, self.operators, self._split_new(X_new)) if w != 0]
-        if not parts:
-            n_new = self.operators[0].cross(self._split_new(X_new)[0], idx).shape
-            return np.zeros(n_new, dtype=self.dtype)
-        return self._sum(parts, parts[0][1].shape)
+        inputs = self._split_new(X_new)
+        if not np.any(self.weights):
+            return 0.0 * self.operators[0].cross(inputs[0], idx)
+        return self._sum(((w, op.cross(x, idx)) for w, op, x in
+                          zip(self.weights, self.operators, inputs) if w != 0), None)
 
     def new_diag(self, X_new):
-        parts = [(w, op.new_diag(x)) for w, op, x in
-                 zip(self.weights, self.operators, self._split_new(X_new)) if w != 0]
-        return self._sum(parts, parts[0][1].shape)
+        inputs = self._split_new(X_new)
+        if not np.any(self.weights):
+            return 0.0 * self.operators[0].new_diag(inputs[0])
+        return self._sum(((w, op.new_diag(x)) for w, op, x in
+                          zip(self.weights, self.operators, inputs) if w != 0), None)
 
     def subset(self, idx):
         return MultiKernel([op.subset(idx) for op in self.operators], self.weights)

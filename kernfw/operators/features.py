@@ -3,8 +3,9 @@
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_features
+from .._validation import check_features, check_new_features
 from .base import KernelOperator, as_index, check_block
+from .pairwise import _sq_norms
 
 __all__ = ["Features"]
 
@@ -47,25 +48,19 @@ class Features(KernelOperator):
         return _dense(self.X @ self.primal(V))
 
     def diag(self):
-        X = self.X
-        if self.is_sparse:
-            return np.asarray(X.multiply(X).sum(axis=1), dtype=self.dtype).ravel()
-        return np.einsum("ij,ij->i", X, X)
+        return _sq_norms(self.X).astype(self.dtype, copy=False)
 
     def columns(self, idx):
         return _dense(self.X @ self.X[as_index(idx, self.n)].T)
 
     def cross(self, X_new, idx=None):
-        X_new = check_features(X_new, name="X_new")
-        if X_new.shape[1] != self.d:
-            raise ValueError(
-                f"X_new has {X_new.shape[1]} features, the training data had {self.d}"
-            )
+        X_new = check_new_features(X_new, self.d)
         rows = self.X if idx is None else self.X[as_index(idx, self.n)]
         return _dense(X_new @ rows.T)
 
     def new_diag(self, X_new):
-        return Features(X_new).diag()
+        X_new = check_new_features(X_new, self.d)
+        return _sq_norms(X_new).astype(X_new.dtype, copy=False)
 
     def subset(self, idx):
         return Features(self.X[as_index(idx, self.n)], check=False)

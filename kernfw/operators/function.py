@@ -4,9 +4,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .._validation import check_features
+from .._validation import check_features, check_new_features
 from .base import KernelOperator, as_index, check_block
-from .pairwise import PairwiseKernel
+from .pairwise import PairwiseKernel, resolve_gamma
 
 __all__ = ["KernelFunction"]
 
@@ -23,29 +23,42 @@ class KernelFunction(KernelOperator):
     ----------
     X : array-like or sparse matrix of shape (n, d)
         Training inputs.
-    kernel : str or callable, default="rbf"
+    kernel : str, callable or PairwiseKernel, default="rbf"
         Any kernel :func:`sklearn.metrics.pairwise.pairwise_kernels` knows, or a
-        callable on two points.
+        callable ``k(A, B)`` on two blocks of points returning the
+        ``len(A) × len(B)`` kernel block (as :class:`sklearn.svm.SVC` accepts).
+        A ready :class:`PairwiseKernel` is used as is (``params`` and
+        ``feature_columns`` are then ignored).
     cache_size : float, default=200
         Column cache budget in MB.
     batch_size : int, default=256
         Number of columns (or rows, in :meth:`matmat`) computed per block.
     feature_columns : slice, array of int or None
         Restrict the kernel to these feature columns.
+    check : bool
+        Validate ``X`` (finite, 2-D).
     **params
-        Kernel parameters (``gamma``, ``degree``, ``coef0``).
+        Kernel parameters (``gamma``, ``degree``, ``coef0``); ``gamma`` may be
+        "scale" or "auto" as in :class:`sklearn.svm.SVC`.
 
     Attributes
     ----------
     hits, misses : int
-        Columns served from the cache / computed.
+        Column requests served from the cache / computed.
+    max_cached : int
+        Number of whole columns (``n`` values each) that fit in ``cache_size`` MB.
     """
 
     def __init__(self, X, kernel="rbf", cache_size=200.0, batch_size=256,
                  feature_columns=None, check=True, **params):
         self.X = check_features(X) if check else X
-        self.kernel = kernel if isinstance(kernel, PairwiseKernel) else PairwiseKernel(
-            kernel, params, feature_columns)
+        if isinstance(kernel, PairwiseKernel):
+            self.kernel = kernel
+        else:
+            if isinstance(params.get("gamma"), str):
+                Xk = self.X if feature_columns is None else self.X[:, feature_columns]
+                params["gamma"] = resolve_gamma(params["gamma"], Xk)
+            self.kernel = PairwiseKernel(kernel, params, feature_columns)
         if not cache_size >= 0:
             raise ValueError(f"cache_size must be >= 0 MB, got {cache_size}")
         if int(batch_size) < 1:
@@ -117,17 +130,12 @@ class KernelFunction(KernelOperator):
         return out
 
     def cross(self, X_new, idx=None):
-        X_new = check_features(X_new, name="X_new")
-        if X_new.shape[1] != self.X.shape[1]:
-            raise ValueError(
-                f"X_new has {X_new.shape[1]} features, the training data had "
-                f"{self.X.shape[1]}"
-            )
+        X_new = check_new_features(X_new, self.X.shape[1])
         rows = self.X if idx is None else self.X[as_index(idx, self.n)]
         return self.kernel(X_new, rows)
 
     def new_diag(self, X_new):
-        return self.kernel.diag(check_features(X_new, name="X_new"))
+        return self.kernel.diag(check_new_features(X_new, self.X.shape[1]))
 
     def subset(self, idx):
         return KernelFunction(self.X[as_index(idx, self.n)], self.kernel,

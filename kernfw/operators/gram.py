@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .._validation import check_features, check_gram
+from .._validation import check_gram, check_new_features
 from .base import KernelOperator, as_index, check_block
 
 __all__ = ["Gram"]
@@ -47,12 +47,7 @@ class Gram(KernelOperator):
     def cross(self, X_new, idx=None):
         cols = slice(None) if idx is None else as_index(idx, self.n)
         if self.kernel is not None:
-            X_new = check_features(X_new, name="X_new")
-            if X_new.shape[1] != self.X.shape[1]:
-                raise ValueError(
-                    f"X_new has {X_new.shape[1]} features, the training data had "
-                    f"{self.X.shape[1]}"
-                )
+            X_new = check_new_features(X_new, self.X.shape[1])
             return self.kernel(X_new, self.X[cols])
         K_new = np.asarray(X_new)
         if K_new.ndim != 2 or K_new.shape[1] != self.n:
@@ -67,7 +62,7 @@ class Gram(KernelOperator):
     def new_diag(self, X_new):
         if self.kernel is None:
             return super().new_diag(X_new)
-        return self.kernel.diag(check_features(X_new, name="X_new"))
+        return self.kernel.diag(check_new_features(X_new, self.X.shape[1]))
 
     def subset(self, idx):
         idx = as_index(idx, self.n)

@@ -38,8 +38,10 @@ class Normalized(KernelOperator):
     """
 
     def __init__(self, base, kind, _stats=None):
-        if kind not in NORMALIZATIONS:
+        if not (isinstance(kind, str) and kind in NORMALIZATIONS):
             raise ValueError(f"unknown normalization {kind!r}; expected one of {NORMALIZATIONS}")
+        if not isinstance(base, KernelOperator):
+            raise TypeError(f"can only normalize a KernelOperator, got {type(base).__name__}")
         self.base, self.kind = base, kind
         self.n, self.dtype = base.n, base.dtype
         self._stats = _stats if _stats is not None else self._fit_stats(base, kind)
@@ -47,7 +49,7 @@ class Normalized(KernelOperator):
     @staticmethod
     def _fit_stats(base, kind):
         if kind == "trace":
-            tr = float(np.sum(base.diag()))
+            tr = float(np.sum(base.diag(), dtype=np.float64))
             if tr <= 0:
                 raise ValueError("trace normalization needs a kernel with positive trace")
             return {"scale": base.n / tr}
@@ -57,15 +59,16 @@ class Normalized(KernelOperator):
                 raise ValueError("unit-diagonal normalization needs K_ii > 0 for every point")
             return {"inv_sqrt_diag": 1.0 / np.sqrt(d)}
         row_mean = base.matmat(np.ones(base.n, dtype=base.dtype)) / base.n
-        return {"row_mean": row_mean, "grand_mean": float(row_mean.mean()),
+        return {"row_mean": row_mean, "grand_mean": float(row_mean.mean(dtype=np.float64)),
                 "train": base}
 
     def diag(self):
-        d, st = self.base.diag(), self._stats
+        st = self._stats
+        if self.kind == "unit_diagonal":  # K_ii / sqrt(K_ii K_ii) = 1 exactly
+            return np.ones(self.n, dtype=st["inv_sqrt_diag"].dtype)
+        d = self.base.diag()
         if self.kind == "trace":
             return st["scale"] * d
-        if self.kind == "unit_diagonal":
-            return d * st["inv_sqrt_diag"] ** 2
         return d - 2 * st["row_mean"] + st["grand_mean"]
 
     def matmat(self, V):

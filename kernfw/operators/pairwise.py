@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 
-__all__ = ["PairwiseKernel", "KERNEL_NAMES"]
+__all__ = ["PairwiseKernel", "KERNEL_NAMES", "resolve_gamma"]
 
 #: kernel names accepted (everything ``sklearn.metrics.pairwise`` knows).
 KERNEL_NAMES = tuple(sorted(PAIRWISE_KERNEL_FUNCTIONS))
@@ -32,10 +32,59 @@ _PARAMS = {
 }
 
 
+#: rows per block when a diagonal has to be read off kernel blocks
+_DIAG_BLOCK = 256
+
+
 def _sq_norms(A):
+    """Squared row norms ``‖a_i‖²`` (dtype of ``A``)."""
     if sp.issparse(A):
         return np.asarray(A.multiply(A).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", A, A)
+
+
+def _is_real(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def resolve_gamma(gamma, X):
+    """``gamma`` as :class:`sklearn.svm.SVC` resolves it.
+
+    "scale" is ``1 / (d · Var(X))`` (1 when ``Var(X) = 0``), "auto" is ``1 / d``;
+    a positive finite number is returned unchanged (as a Python float).
+    """
+    d = X.shape[1]
+    if isinstance(gamma, str) and gamma == "scale":
+        if sp.issparse(X):
+            var = float(X.multiply(X).mean()) - float(X.mean()) ** 2
+        else:
+            var = float(np.var(X, dtype=np.float64))
+        return 1.0 / (d * var) if var != 0 else 1.0
+    if isinstance(gamma, str) and gamma == "auto":
+        return 1.0 / d
+    if _is_real(gamma) and np.isfinite(gamma) and gamma > 0:
+        return float(gamma)
+    raise ValueError(
+        f"gamma must be 'scale', 'auto' or a positive finite number, got {gamma!r}"
+    )
+
+
+def _check_params(metric, params):
+    """Type and range checks of ``gamma``, ``coef0`` and ``degree``."""
+    for name in ("gamma", "coef0", "degree"):
+        val = params.get(name)
+        if val is None:
+            continue
+        if not _is_real(val):
+            raise TypeError(f"kernel parameter {name} must be a real number, got {val!r}")
+        if not np.isfinite(val):
+            raise ValueError(f"kernel parameter {name} must be finite, got {val!r}")
+    gamma = params.get("gamma")
+    if gamma is not None and gamma <= 0 and metric != "sigmoid":
+        raise ValueError(f"gamma must be > 0, got {gamma}")
+    degree = params.get("degree")
+    if degree is not None and (degree < 0 or float(degree) != int(degree)):
+        raise ValueError(f"degree must be a nonnegative integer, got {degree}")
 
 
 class PairwiseKernel:
@@ -73,12 +122,7 @@ class PairwiseKernel:
             raise TypeError(f"kernel must be a string or a callable, got {metric!r}")
         self.metric = metric
         self.params = {k: v for k, v in (params or {}).items() if v is not None}
-        for name in ("gamma", "coef0"):
-            val = self.params.get(name)
-            if val is not None and not isinstance(val, numbers.Real):
-                raise TypeError(f"kernel parameter {name} must be a real number")
-        if self.params.get("gamma", 1.0) <= 0 and metric not in ("sigmoid",):
-            raise ValueError(f"gamma must be > 0, got {self.params['gamma']}")
+        _check_params(metric, self.params)
         self.feature_columns = feature_columns
 
     def select(self, A):
@@ -88,19 +132,28 @@ class PairwiseKernel:
         return A[:, self.feature_columns]
 
     def __call__(self, A, B):
-        """Block ``k(A, B)`` of shape (len(A), len(B)), dtype of ``A``."""
-        A, B = self.select(A), self.select(B)
-        if callable(self.metric):
-            out = np.asarray(self.metric(A, B, **self.params))
-            if out.shape != (A.shape[0], B.shape[0]):
-                raise ValueError(
-                    f"kernel callable returned shape {out.shape}, expected "
-                    f"{(A.shape[0], B.shape[0])}"
-                )
-            if not np.all(np.isfinite(out)):
-                raise ValueError("kernel callable returned NaN or infinity")
-            return out
-        return pairwise_kernels(A, B, metric=self.metric, **self.params)
+        """Block ``k(A, B)`` of shape (len(A), len(B)).
+
+        The dtype is float32 when both blocks are float32 (a callable's
+        float64 answer is cast back), float64 otherwise.
+        """
+        return self._evaluate(self.select(A), self.select(B))
+
+    def _evaluate(self, A, B):
+        """``k(A, B)`` on blocks already restricted to the feature columns."""
+        if not callable(self.metric):
+            return pairwise_kernels(A, B, metric=self.metric, **self.params)
+        out = np.asarray(self.metric(A, B, **self.params))
+        if out.shape != (A.shape[0], B.shape[0]):
+            raise ValueError(
+                f"kernel callable returned shape {out.shape}, expected "
+                f"{(A.shape[0], B.shape[0])}"
+            )
+        if not np.all(np.isfinite(out)):
+            raise ValueError("kernel callable returned NaN or infinity")
+        if A.dtype == np.float32 and B.dtype == np.float32:
+            return out.astype(np.float32, copy=False)
+        return out
 
     def diag(self, A):
         """``k(a, a)`` for every row ``a`` of ``A``."""
@@ -122,22 +175,27 @@ class PairwiseKernel:
             return np.tanh(gamma * _sq_norms(A) + p.get("coef0", 1.0)).astype(dtype)
         if metric == "chi2":
             return np.ones(n, dtype=dtype)
-        # general case: evaluate pairs (a_i, a_i) one row at a time
+        # general case (callables, additive_chi2): the diagonals of
+        # _DIAG_BLOCK × _DIAG_BLOCK blocks k(A_b, A_b), O(n · block) evaluations
         out = np.empty(n, dtype=dtype)
-        for i in range(n):
-            row = A[i : i + 1]
-            if callable(metric):
-                out[i] = np.asarray(metric(row, row, **p))[0, 0]
-            else:
-                out[i] = pairwise_kernels(row, row, metric=metric, **p)[0, 0]
+        for start in range(0, n, _DIAG_BLOCK):
+            rows = slice(start, min(start + _DIAG_BLOCK, n))
+            out[rows] = np.diagonal(self._evaluate(A[rows], A[rows]))
         return out
 
     def __eq__(self, other):
-        return (
-            isinstance(other, PairwiseKernel)
-            and self.metric == other.metric
-            and self.params == other.params
-        )
+        if not isinstance(other, PairwiseKernel):
+            return NotImplemented
+        cols, other_cols = self.feature_columns, other.feature_columns
+        if isinstance(cols, slice) or isinstance(other_cols, slice) or cols is None:
+            same_columns = cols == other_cols
+        else:
+            same_columns = other_cols is not None and np.array_equal(cols, other_cols)
+        return (self.metric == other.metric and self.params == other.params
+                and bool(same_columns))
+
+    def __hash__(self):
+        return hash((self.metric, tuple(sorted(self.params.items()))))
 
     def __repr__(self):
         name = self.metric if isinstance(self.metric, str) else getattr(
