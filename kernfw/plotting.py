@@ -1,0 +1,232 @@
+"""Plots of convergence, sweeps and kernel weights (the ``plot`` extra).
+
+matplotlib is imported inside the functions, so ``import kernfw.plotting``
+is free.  Figures are created as :class:`matplotlib.figure.Figure` objects
+without pyplot (no GUI, no global state: safe on the Agg backend, in threads
+and on servers); pass ``ax=`` / ``axes=`` to draw into axes of your own.
+Save with ``fig.savefig("out.png")``.
+
+- :func:`plot_convergence`: duality gap and primal suboptimality ``P − P*``
+  against iterations and against time, several solvers on the same axes,
+  log scale (the seeds' convergence figures, math.md §1.9, §2, §3);
+- :func:`plot_sweep`: score and certified gap against the swept parameter;
+- :func:`plot_kernel_weights`: bar chart of MKL kernel weights (math.md §5).
+"""
+
+import numpy as np
+
+__all__ = ["plot_convergence", "plot_sweep", "plot_kernel_weights", "as_history"]
+
+
+def _figure(nrows, ncols, width=4.2, height=3.2):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def as_history(run):
+    """The history dict of a run: a fitted estimator (``history_``), an
+    :class:`~kernfw.fw.FWResult` (``history``) or a dict of arrays."""
+    history = getattr(run, "history_", None)
+    if history is None:
+        history = getattr(run, "history", run)
+    if not isinstance(history, dict) or "iteration" not in history:
+        raise TypeError(
+            "expected a fitted kernfw estimator, an FWResult or a history dict "
+            f"with an 'iteration' column; got {type(run).__name__}")
+    return {k: np.asarray(v, dtype=float) for k, v in history.items()}
+
+
+def _estimate_optimum(histories):
+    """P*: the best certified lower bound (largest dual value) over all runs,
+    or the smallest primal value when no run has a dual."""
+    duals = [h["dual"][np.isfinite(h["dual"])] for h in histories if "dual" in h]
+    duals = [d for d in duals if d.size]
+    if duals:
+        return float(max(d.max() for d in duals))
+    primals = [h["primal"][np.isfinite(h["primal"])] for h in histories]
+    return float(min(p.min() for p in primals if p.size))
+
+
+def _positive(values):
+    """Values for a log axis: nonpositive entries are masked (NaN)."""
+    values = np.array(values, dtype=float)
+    values[~(values > 0)] = np.nan
+    return values
+
+
+_METRIC_LABELS = {"gap": "duality gap", "suboptimality": "P − P*"}
+_X_LABELS = {"iteration": "iteration", "time": "time (s)"}
+
+
+def plot_convergence(runs, *, optimum=None, metrics=("gap", "suboptimality"),
+                     xaxis=("iteration", "time"), axes=None, title=None):
+    """Convergence curves of several solvers on shared log-scale axes.
+
+    Parameters
+    ----------
+    runs : dict of name -> run
+        Each run is a fitted kernfw estimator, an ``FWResult`` or a history
+        dict (arrays ``iteration``, ``time``, ``primal``, ``dual``, ``gap``).
+    optimum : float or None
+        The optimal value ``P*`` for the suboptimality ``P − P*``.  Default:
+        the largest dual value any run certified (a lower bound of ``P*``, so
+        the curves are upper bounds of the true suboptimality), or the
+        smallest primal value when no run has a dual.
+    metrics : tuple of {"gap", "suboptimality"}
+        One row of axes per metric.
+    xaxis : tuple of {"iteration", "time"}
+        One column of axes per x variable.
+    axes : 2-D array of matplotlib Axes or None
+        Axes of shape (len(metrics), len(xaxis)) to draw into; default: a new
+        figure.
+    title : str or None
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not isinstance(runs, dict) or not runs:
+        raise ValueError("runs must be a non-empty dict of name -> run")
+    bad = [m for m in metrics if m not in _METRIC_LABELS] + \
+          [x for x in xaxis if x not in _X_LABELS]
+    if bad:
+        raise ValueError(f"unknown metric or x axis {bad}; metrics are {tuple(_METRIC_LABELS)}, "
+                         f"x axes {tuple(_X_LABELS)}")
+    histories = {name: as_history(run) for name, run in runs.items()}
+    if "suboptimality" in metrics and optimum is None:
+        optimum = _estimate_optimum(list(histories.values()))
+    if axes is None:
+        fig, axes = _figure(len(metrics), len(xaxis))
+    else:
+        axes = np.asarray(axes, dtype=object).reshape(len(metrics), len(xaxis))
+        fig = axes[0, 0].figure
+    for r, metric in enumerate(metrics):
+        for c, x in enumerate(xaxis):
+            ax = axes[r, c]
+            for name, h in histories.items():
+                y = h["gap"] if metric == "gap" else h["primal"] - optimum
+                ax.plot(h[x], _positive(y), label=name)
+            ax.set_yscale("log")
+            if x == "iteration":
+                ax.set_xscale("symlog", linthresh=1)
+            ax.set_xlabel(_X_LABELS[x])
+            ax.set_ylabel(_METRIC_LABELS[metric])
+            ax.grid(True, which="major", alpha=0.3)
+    axes[0, 0].legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _table_columns(results):
+    """(param, dict of columns) for a SweepResults or a pandas DataFrame."""
+    if hasattr(results, "rows"):
+        param = results.param
+        cols = {k: results[k] for k in ("value", "train_score", "val_score", "gap", "objective")}
+    elif hasattr(results, "columns"):  # pandas DataFrame
+        param = results.attrs.get("param", "value")
+        cols = {k: results[k].to_numpy(dtype=float) for k in
+                ("value", "train_score", "val_score", "gap", "objective")}
+    else:
+        raise TypeError(f"expected a SweepResults table or a DataFrame, got {type(results).__name__}")
+    return param, cols
+
+
+def _mean_by_value(values, column):
+    """Unique values (sorted) and the NaN-ignoring mean of ``column`` over folds."""
+    keys = np.unique(values)
+    means = []
+    for key in keys:
+        sel = column[values == key]
+        sel = sel[np.isfinite(sel)]
+        means.append(sel.mean() if sel.size else np.nan)
+    return keys, np.array(means)
+
+
+def plot_sweep(results, *, axes=None, logx=True, title=None):
+    """Score and certified gap against the swept parameter.
+
+    Parameters
+    ----------
+    results : SweepResults or pandas.DataFrame
+        The output of :func:`kernfw.sweep` (or its ``to_pandas()``); folds
+        are averaged, failed rows ignored.
+    axes : sequence of two matplotlib Axes or None
+        Where to draw the scores and the gaps/objectives.
+    logx : bool
+        Log scale for the parameter (λ spans decades).
+    title : str or None
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    param, cols = _table_columns(results)
+    if axes is None:
+        fig, grid = _figure(1, 2)
+        axes = grid[0]
+    fig = axes[0].figure
+    values = cols["value"]
+    ax_score, ax_gap = axes
+    for key, label in (("train_score", "train"), ("val_score", "validation")):
+        x, y = _mean_by_value(values, cols[key])
+        if np.isfinite(y).any():
+            ax_score.plot(x, y, marker="o", label=label)
+    ax_score.set_ylabel("score")
+    ax_score.legend(fontsize="small")
+    for key, label in (("gap", "certified gap"), ("objective", "objective P")):
+        x, y = _mean_by_value(values, cols[key])
+        if np.isfinite(y).any():
+            ax_gap.plot(x, _positive(y), marker="o", label=label)
+    ax_gap.set_yscale("log")
+    ax_gap.legend(fontsize="small")
+    for ax in axes:
+        ax.set_xlabel(param)
+        if logx:
+            ax.set_xscale("log")
+        ax.grid(True, alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_kernel_weights(weights, *, names=None, ax=None, title="kernel weights"):
+    """Bar chart of kernel weights (e.g. CSKL's γ, math.md §5).
+
+    Parameters
+    ----------
+    weights : array-like of shape (p,) or a fitted estimator with ``kernel_weights_``
+        Nonnegative weights, one per kernel.
+    names : sequence of str or None
+        Kernel names for the x ticks (default ``K1 … Kp``).
+    ax : matplotlib Axes or None
+        Where to draw; default: a new figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if hasattr(weights, "kernel_weights_"):
+        weights = weights.kernel_weights_
+    weights = np.asarray(weights, dtype=float).ravel()
+    if weights.size == 0 or not np.all(np.isfinite(weights)):
+        raise ValueError("kernel weights must be a non-empty finite vector")
+    if names is None:
+        names = [f"K{j + 1}" for j in range(weights.size)]
+    if len(names) != weights.size:
+        raise ValueError(f"{len(names)} names for {weights.size} weights")
+    if ax is None:
+        fig, grid = _figure(1, 1, width=max(4.0, 0.45 * weights.size + 1.5))
+        ax = grid[0, 0]
+    fig = ax.figure
+    positions = np.arange(weights.size)
+    ax.bar(positions, weights, color=["C0" if w > 0 else "0.7" for w in weights])
+    ax.set_xticks(positions, labels=list(names), rotation=45 if weights.size > 8 else 0)
+    ax.set_ylabel("weight")
+    ax.set_title(f"{title} ({int(np.count_nonzero(weights))} of {weights.size} nonzero)")
+    return fig
