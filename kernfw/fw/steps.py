@@ -2,7 +2,7 @@
 
 import math
 
-__all__ = ["quadratic_step", "standard_step", "away_step_max"]
+__all__ = ["quadratic_step", "standard_step", "away_step_max", "armijo_step"]
 
 
 def quadratic_step(slope, curvature, step_max=1.0):
@@ -37,3 +37,48 @@ def away_step_max(weight):
     Returns ``inf`` when ``α_j = 1`` (then the away direction is zero).
     """
     return math.inf if weight >= 1.0 else weight / (1.0 - weight)
+
+
+def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0.5,
+                max_backtracks=30):
+    """Armijo backtracking for *minimizing* ``φ(τ)`` along a descent direction.
+
+    Tries ``τ = step_max, shrink·step_max, …`` and accepts the first ``τ`` with
+    ``φ(τ) ≤ φ(0) + sufficient · τ · φ'(0)``.  Used where ``φ`` has no closed
+    form (each evaluation of CSKL's ``J(γ + τD)`` is one SVM solve, math.md §5.3).
+
+    Parameters
+    ----------
+    objective : callable
+        ``objective(τ) -> float``, the value ``φ(τ)``.
+    value : float
+        ``φ(0)``.
+    slope : float
+        ``φ'(0)`` (≤ 0 for a descent direction).
+    step_max : float
+        Largest feasible step.
+    sufficient : float
+        The Armijo constant (1e-4 in math.md §5.3).
+    shrink : float in (0, 1)
+        Backtracking factor.
+    max_backtracks : int
+        Number of trial steps after the first.
+
+    Returns
+    -------
+    step : float
+        The accepted ``τ``; if none is accepted, the trial with the smallest
+        ``φ`` when it is below ``φ(0)``, else 0.
+    step_value : float
+        ``φ(step)``.
+    """
+    best = (0.0, value)
+    tau = step_max
+    for _ in range(int(max_backtracks) + 1):
+        trial = objective(tau)
+        if trial <= value + sufficient * tau * slope:
+            return tau, trial
+        if trial < best[1]:
+            best = (tau, trial)
+        tau *= shrink
+    return best
