@@ -189,7 +189,7 @@ def _fold_data(X, y, train, val, precomputed):
 
 
 def _fit_chunk(estimator, param, values, fold, X, y, split, warm_start, scoring,
-               blas_threads, shell, *grams):
+               blas_threads, verbose, shell, *grams):
     """Fit one contiguous chunk of values on one fold (runs in a worker).
 
     ``shell`` is the kernel operator with its Gram matrices taken out and
@@ -197,7 +197,8 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, warm_start, scoring,
     for a process worker and Dask scatters each once); the operator is
     rebuilt around them.  One estimator is refitted value after
     value, warm-starting when ``warm_start`` is True; after a failed fit the
-    next value starts from a fresh clone.
+    next value starts from a fresh clone.  ``verbose`` prints one line per
+    fit (to the worker's stderr, which process workers share with the parent).
     """
     with threadpool_limits(limits=blas_threads, user_api="blas"):
         train, val = split if split is not None else (None, None)
@@ -222,6 +223,8 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, warm_start, scoring,
         for value in values:
             row = _fit_one(est, param, value, fold, data, scorer)
             rows.append(row)
+            if verbose:
+                _report(param, row)
             if row["error"]:
                 est = fresh()
         return rows
@@ -312,20 +315,30 @@ def _gram_fits(op):
     return n * n * itemsize / 2**20 <= GRAM_MAX_MB
 
 
+def _fill_gram(K, kernel, X, block):
+    """Write ``k(X, X)`` into ``K`` by row blocks: each block computes the
+    columns right of its start and mirrors them, so ``K`` is exactly
+    symmetric, and the diagonal is set to the exact ``k(x, x)``."""
+    n = K.shape[0]
+    for start in range(0, n, block):
+        rows = slice(start, min(start + block, n))
+        K[rows, start:] = kernel(X[rows], X[start:])
+        K[start:, rows] = K[rows, start:].T
+    np.fill_diagonal(K, kernel.diag(X))
+    return K
+
+
 def _materialize(op, allocate):
     """Replace on-the-fly kernels that would be Gram matrices by Grams in ``allocate``d memory.
 
     ``op`` comes from ``make_operator(..., gram_max_mb=0)``, so every kernel is
     still a :class:`KernelFunction`; those whose n × n matrix fits the
-    ``make_operator`` budget become :class:`Gram` operators written row block
-    by row block into ``allocate((n, n), dtype)`` (a memory map), so the
-    matrix is never held twice.
+    ``make_operator`` budget become :class:`Gram` operators written block by
+    block into ``allocate((n, n), dtype)`` (a memory map for a parallel
+    sweep), so the matrix is never held twice.
     """
     if isinstance(op, KernelFunction) and _gram_fits(op):
-        K = allocate((op.n, op.n), op.dtype)
-        for start in range(0, op.n, op.batch_size):
-            rows = slice(start, min(start + op.batch_size, op.n))
-            K[rows] = op.kernel(op.X[rows], op.X)
+        K = _fill_gram(allocate((op.n, op.n), op.dtype), op.kernel, op.X, op.batch_size)
         return Gram(K, kernel=op.kernel, X=op.X, check=False)
     if isinstance(op, Normalized):
         out = copy.copy(op)
@@ -358,15 +371,21 @@ class _MemmapFolder:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def _build_operator(estimator, X, folder):
-    """The estimator's kernel operator: in memory, or memory-mapped in ``folder``."""
+def _build_operator(estimator, X, allocate):
+    """The estimator's kernel operator, its Gram matrices in ``allocate``d memory.
+
+    Serial and parallel sweeps build the matrices the same way (only the
+    memory differs), so their numbers agree exactly.
+    """
     kernel = estimator.get_params(deep=False)["kernel"]
     if isinstance(kernel, KernelOperator):
         return kernel
-    params = _kernel_params(estimator)
-    if folder is None:
-        return make_operator(X, kernel, **params)
-    return _materialize(make_operator(X, kernel, gram_max_mb=0, **params), folder.allocate)
+    op = make_operator(X, kernel, gram_max_mb=0, **_kernel_params(estimator))
+    return _materialize(op, allocate)
+
+
+def _allocate_in_memory(shape, dtype):
+    return np.empty(shape, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -417,7 +436,7 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
         Within a worker, start each fit from the previous solution (only for
         estimators with a ``warm_start`` parameter).
     verbose : int, default=0
-        ≥ 1 prints one line per finished chunk of fits (stderr).
+        ≥ 1 prints one line per finished fit (stderr).
     scoring : str, callable or None
         Score of the ``train_score``/``val_score`` columns (default: the
         estimator's ``score``, accuracy for classifiers).
@@ -466,18 +485,17 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
     try:
         shell, grams = None, []
         if _uses_operator(estimator, X):
-            operator = _build_operator(estimator, X, folder)
+            allocate = folder.allocate if folder is not None else _allocate_in_memory
+            operator = _build_operator(estimator, X, allocate)
             shell = _detach_grams(operator, grams, {}) if parallel else operator
             del operator
         jobs = (delayed(_fit_chunk)(estimator, param, [values[i] for i in chunk], f, X, y,
-                                    splits[f], warm, scoring, blas_threads, shell, *grams)
+                                    splits[f], warm, scoring, blas_threads, verbose, shell, *grams)
                 for f, chunk in tasks)
         runner = Parallel(n_jobs=n_jobs if parallel else 1, return_as="generator")
         ordered = []
         for (f, chunk), chunk_rows in zip(tasks, runner(jobs)):
             ordered.extend(((i, f), row) for i, row in zip(chunk, chunk_rows))
-            if verbose:
-                _report(param, f, chunk_rows)
     finally:
         if folder is not None:
             folder.cleanup()
@@ -489,10 +507,11 @@ def _fmt(value):
     return f"{value:.4g}" if isinstance(value, (int, float)) else str(value)
 
 
-def _report(param, fold, rows):
-    """One progress line per finished fit (stderr)."""
-    for row in rows:
-        status = row["error"] or (f"P={row['objective']:.6g} gap={row['gap']:.2g} "
-                                  f"train={row['train_score']:.4f}")
-        print(f"[sweep] {param}={_fmt(row['value'])} fold {fold}: {status} "
-              f"({row['fit_time']:.2f}s)", file=sys.stderr, flush=True)
+def _report(param, row):
+    """One progress line for a finished fit (stderr)."""
+    parts = [f"P={row['objective']:.6g}" if np.isfinite(row["objective"]) else "",
+             f"gap={row['gap']:.2g}" if np.isfinite(row["gap"]) else "",
+             f"train={row['train_score']:.4f}"]
+    status = row["error"] or " ".join(p for p in parts if p)
+    print(f"[sweep] {param}={_fmt(row['value'])} fold {row['fold']}: {status} "
+          f"({row['fit_time']:.2f}s)", file=sys.stderr, flush=True)
