@@ -71,6 +71,7 @@ class KernelFunction(KernelOperator):
         self.max_cached = int(self.cache_size * 2**20 // max(self._column_bytes, 1))
         self._cache = OrderedDict()
         self._diag = None
+        self._sq_norms = None
         self.hits = 0
         self.misses = 0
 
@@ -93,6 +94,14 @@ class KernelFunction(KernelOperator):
         if len(self._cache) > self.max_cached:
             self._cache.popitem(last=False)
 
+    def _train_sq_norms(self):
+        """Squared norms of the training rows the kernel sees (for rbf blocks); computed once."""
+        if self._sq_norms is None:
+            X = self.kernel.select(self.X)
+            self._sq_norms = (np.einsum("ij,ij->i", X, X) if isinstance(X, np.ndarray)
+                              else np.zeros(self.n))
+        return self._sq_norms
+
     # -- protocol ----------------------------------------------------------------
     def diag(self):
         if self._diag is None:
@@ -114,7 +123,8 @@ class KernelFunction(KernelOperator):
         self.misses += len(missing)
         for start in range(0, len(missing), self.batch_size):
             pos = np.asarray(missing[start:start + self.batch_size])
-            block = self.kernel(self.X, self.X[idx[pos]])
+            sq = self._train_sq_norms()
+            block = self.kernel.block(self.X, self.X[idx[pos]], sq, sq[idx[pos]])
             out[:, pos] = block
             for p, j in zip(pos.tolist(), idx[pos].tolist()):
                 self._store(j, out[:, p].copy())
@@ -126,7 +136,8 @@ class KernelFunction(KernelOperator):
         step = self.batch_size
         for start in range(0, self.n, step):
             rows = slice(start, min(start + step, self.n))
-            out[rows] = self.kernel(self.X[rows], self.X) @ V
+            sq = self._train_sq_norms()
+            out[rows] = self.kernel.block(self.X[rows], self.X, sq[rows], sq) @ V
         return out
 
     def cross(self, X_new, idx=None):

@@ -32,6 +32,9 @@ _PARAMS = {
 }
 
 
+#: kernels computed by :meth:`PairwiseKernel.block` from inner products and norms
+_PRODUCT_KERNELS = {"linear", "rbf", "poly", "polynomial", "sigmoid"}
+
 #: rows per block when a diagonal has to be read off kernel blocks
 _DIAG_BLOCK = 256
 
@@ -138,6 +141,42 @@ class PairwiseKernel:
         float64 answer is cast back), float64 otherwise.
         """
         return self._evaluate(self.select(A), self.select(B))
+
+    def block(self, A, B, A_sq=None, B_sq=None):
+        """Block ``k(A, B)`` like :meth:`__call__`, fast for trusted dense float64 blocks.
+
+        The inner-product kernels (linear, rbf, poly, sigmoid) are computed from
+        one product ``A Bᵀ`` (and, for rbf, the squared row norms ``A_sq``,
+        ``B_sq``, computed if not given) without sklearn's input validation:
+        operators call this on their own, already validated training points,
+        where a single kernel column costs O(n d) and the validation would
+        dominate.  Other kernels, sparse or float32 inputs go to :meth:`__call__`.
+        """
+        A, B = self.select(A), self.select(B)
+        if not (self.metric in _PRODUCT_KERNELS and isinstance(A, np.ndarray)
+                and isinstance(B, np.ndarray) and A.dtype == np.float64
+                and B.dtype == np.float64):
+            return self._evaluate(A, B)
+        # one column: a matrix-vector product (numpy's gemm path is slower here)
+        out = (A @ B[0])[:, None] if B.shape[0] == 1 else A @ B.T
+        p = self.params
+        if self.metric == "linear":
+            return out
+        gamma = p.get("gamma", 1.0 / A.shape[1])
+        if self.metric == "rbf":
+            A_sq = _sq_norms(A) if A_sq is None else A_sq
+            B_sq = _sq_norms(B) if B_sq is None else B_sq
+            out *= -2.0
+            out += A_sq[:, None]
+            out += B_sq[None, :]
+            np.maximum(out, 0.0, out=out)  # squared distances, clipped as sklearn does
+            out *= -gamma
+            return np.exp(out, out=out)
+        out *= gamma
+        out += p.get("coef0", 1.0)
+        if self.metric == "sigmoid":
+            return np.tanh(out, out=out)
+        return np.power(out, p.get("degree", 3), out=out)
 
     def _evaluate(self, A, B):
         """``k(A, B)`` on blocks already restricted to the feature columns."""

@@ -1,0 +1,78 @@
+"""cvxpy references for math.md §2: the minimum enclosing ball and the L2-SVM.
+
+Both factor the Gram matrix ``K = F Fᵀ`` (:func:`~kernfw.reference.common.factor_gram`)
+and solve the primal on the explicit features ``F`` with Clarabel (math.md §6);
+the dual variables ``α`` are read from the constraints' multipliers.
+"""
+
+import numpy as np
+
+from .common import factor_gram, require_cvxpy, solve_problem
+
+__all__ = ["meb_reference", "l2svm_reference"]
+
+
+def meb_reference(K):
+    """Minimum enclosing ball of the points with Gram matrix ``K`` (math.md §2.2).
+
+    Solves ``min_{c, r²} r²`` s.t. ``‖F_i − c‖² ≤ r²`` for all ``i``.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        PSD Gram matrix of the points ``z_i``.
+
+    Returns
+    -------
+    dict
+        ``radius2`` (r*²), ``radius``, ``alpha`` (the multipliers of the
+        constraints, on the simplex: ``c = Σ α_i z_i``).
+    """
+    cp = require_cvxpy()
+    F = factor_gram(K)
+    n, r = F.shape
+    c = cp.Variable(r)
+    r2 = cp.Variable()
+    inside = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")),
+                    axis=1) <= r2
+    value = solve_problem(cp.Problem(cp.Minimize(r2), [inside]))
+    alpha = np.asarray(inside.dual_value, dtype=np.float64).ravel()
+    alpha = np.maximum(alpha, 0.0)
+    alpha /= alpha.sum()
+    return {"radius2": value, "radius": float(np.sqrt(max(value, 0.0))), "alpha": alpha}
+
+
+def l2svm_reference(K, y, C):
+    """The L2-SVM of CVM (math.md §2.1) on the Gram matrix ``K``.
+
+    Solves ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` s.t. ``y_i (w·F_i + b) ≥ ρ − ξ_i``.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        PSD Gram matrix.
+    y : array-like of shape (n,)
+        Labels in {−1, +1}.
+    C : float > 0
+        Penalty of the squared slacks.
+
+    Returns
+    -------
+    dict
+        ``objective`` (P* = −ρ*), ``rho``, ``b``, ``xi`` (n,), ``alpha`` (n,:
+        half the constraint multipliers, on the simplex), ``h`` (the decision
+        function ``w·F_i + b`` on the training points) and ``coef``
+        (``α ⊙ y``: ``h(x) = Σ coef_i (k(x_i, x) + 1)``).
+    """
+    cp = require_cvxpy()
+    y = np.asarray(y, dtype=np.float64)
+    F = factor_gram(K)
+    n, r = F.shape
+    w, b, rho, xi = cp.Variable(r), cp.Variable(), cp.Variable(), cp.Variable(n)
+    margin = cp.multiply(y, F @ w + b) >= rho - xi
+    objective = cp.sum_squares(w) + cp.square(b) - 2 * rho + C * cp.sum_squares(xi)
+    value = solve_problem(cp.Problem(cp.Minimize(objective), [margin]))
+    alpha = np.asarray(margin.dual_value, dtype=np.float64) / 2.0
+    return {"objective": value, "rho": float(rho.value), "b": float(b.value),
+            "xi": np.asarray(xi.value), "alpha": alpha, "coef": alpha * y,
+            "h": F @ np.asarray(w.value) + float(b.value)}
