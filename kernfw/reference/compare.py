@@ -1,0 +1,139 @@
+"""Compare a kernfw estimator with the cvxpy reference on the same problem.
+
+:func:`compare` fits (a clone of) the estimator, solves the same problem with
+the reference formulation of its family (math.md §6) and reports both
+objectives, their relative difference, the estimator's certified gap and the
+time ratio.  The check of math.md §6 decides whether the two agree:
+
+    |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|.
+
+Each family's reference lives in its own module; this one only dispatches:
+
+========================  ======================================================
+estimator                 reference
+========================  ======================================================
+MultiClassSVM             :func:`kernfw.reference.multiclass.multiclass_primal`
+========================  ======================================================
+"""
+
+import time
+
+import numpy as np
+from sklearn.base import clone
+
+__all__ = ["compare", "reference_objective", "REFERENCES"]
+
+#: estimator class name -> function(fitted_estimator, X, y) -> P* (the reference optimum)
+REFERENCES = {}
+
+
+def _reference(name):
+    def register(function):
+        REFERENCES[name] = function
+        return function
+    return register
+
+
+def _gram(estimator, X):
+    """The training Gram matrix ``K`` the estimator's kernel defines on ``X``."""
+    from ..kernels import make_operator
+    from ..operators import KernelOperator
+
+    params = estimator.get_params(deep=False)
+    kernel = params.get("kernel", "linear")
+    if isinstance(kernel, KernelOperator):
+        return np.asarray(kernel.dense(), dtype=np.float64)
+    spec = {k: params[k] for k in ("gamma", "degree", "coef0", "normalization") if k in params}
+    op = make_operator(X, kernel, backend="gram" if kernel != "precomputed" else "auto", **spec)
+    return np.asarray(op.dense(), dtype=np.float64)
+
+
+def _features(estimator, X):
+    """Features ``F`` with ``F Fᵀ = K`` (X itself for a dense linear kernel with d < n)."""
+    from .common import factor_gram
+
+    kernel = estimator.get_params(deep=False).get("kernel", "linear")
+    if isinstance(kernel, str) and kernel == "linear" and not hasattr(X, "tocsr"):
+        X = np.asarray(X, dtype=np.float64)
+        if X.shape[1] < X.shape[0]:
+            return X
+    return factor_gram(_gram(estimator, X))
+
+
+def _class_indices(estimator, y):
+    """Labels as indices into the fitted ``classes_`` (0 … m−1)."""
+    return np.searchsorted(estimator.classes_, np.asarray(y))
+
+
+@_reference("MultiClassSVM")
+def _multiclass(est, X, y):
+    """math.md §1: the primal of the multi-category SVM (smoothed: §1.10)."""
+    from ..losses import make_loss
+    from .multiclass import multiclass_primal
+
+    m = len(est.classes_)
+    loss = make_loss(est.loss, k=est.k, rho=est.rho, cost=est.cost)
+    result = multiclass_primal(_features(est, X), _class_indices(est, y), loss=loss,
+                               lam=est.lam, smoothing=est.smoothing, n_classes=m)
+    return result["value"]
+
+
+def reference_objective(estimator, X, y=None):
+    """The optimum ``P*`` of the estimator's problem on ``(X, y)`` by cvxpy.
+
+    ``estimator`` must be fitted (its ``classes_`` fix the label order).
+    """
+    name = type(estimator).__name__
+    if name not in REFERENCES:
+        raise TypeError(f"no cvxpy reference for {name}; references exist for "
+                        f"{sorted(REFERENCES)}")
+    return float(REFERENCES[name](estimator, X, y))
+
+
+def compare(estimator, X, y=None):
+    """Solve the estimator's problem with kernfw and with cvxpy; compare.
+
+    Parameters
+    ----------
+    estimator : kernfw estimator
+        Cloned and fitted on ``(X, y)``; keep ``n`` small (≤ a few hundred:
+        the reference solves an explicit conic program, math.md §6).
+    X : array-like of shape (n, d) (or a Gram matrix for ``kernel="precomputed"``)
+    y : array-like of shape (n,) or None
+
+    Returns
+    -------
+    dict
+        ``objective`` (P of the kernfw solution), ``reference_objective``
+        (P* from cvxpy), ``relative_difference`` (``|P − P*| / |P*|``),
+        ``gap`` (the certified duality gap), ``within_gap`` (the check above),
+        ``time`` and ``reference_time`` (wall seconds: the kernfw fit, the
+        cvxpy compile and solve), ``time_ratio`` (``time / reference_time``),
+        ``n_iter``, ``converged`` and ``estimator`` (the fitted clone).
+    """
+    if type(estimator).__name__ not in REFERENCES:
+        raise TypeError(f"no cvxpy reference for {type(estimator).__name__}; references "
+                        f"exist for {sorted(REFERENCES)}")
+    est = clone(estimator)
+    start = time.perf_counter()
+    est.fit(X) if y is None else est.fit(X, y)
+    fit_time = time.perf_counter() - start
+    start = time.perf_counter()
+    optimum = reference_objective(est, X, y)
+    reference_time = time.perf_counter() - start
+    objective = float(est.primal_objective_)
+    gap = float(est.duality_gap_)
+    difference = abs(objective - optimum)
+    return {
+        "objective": objective,
+        "reference_objective": optimum,
+        "relative_difference": difference / abs(optimum) if optimum != 0 else difference,
+        "gap": gap,
+        "within_gap": bool(difference <= max(gap, 1e-7) + 1e-6 * abs(optimum)),
+        "time": fit_time,
+        "reference_time": reference_time,
+        "time_ratio": fit_time / reference_time if reference_time > 0 else np.inf,
+        "n_iter": int(np.max(est.n_iter_)),
+        "converged": bool(getattr(est, "converged_", False)),
+        "estimator": est,
+    }
