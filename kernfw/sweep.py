@@ -321,9 +321,13 @@ def _fill_gram(K, kernel, X, block):
     symmetric, and the diagonal is set to the exact ``k(x, x)``."""
     n = K.shape[0]
     for start in range(0, n, block):
-        rows = slice(start, min(start + block, n))
-        K[rows, start:] = kernel(X[rows], X[start:])
-        K[start:, rows] = K[rows, start:].T
+        stop = min(start + block, n)
+        B = kernel(X[start:stop], X[start:])
+        width = stop - start
+        square = np.triu(B[:, :width])  # the diagonal block: keep its upper triangle
+        B[:, :width] = square + np.triu(square, 1).T
+        K[start:stop, start:] = B
+        K[start:, start:stop] = B.T
     np.fill_diagonal(K, kernel.diag(X))
     return K
 

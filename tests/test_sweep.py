@@ -1,0 +1,184 @@
+import csv
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from sklearn.datasets import make_classification
+from sklearn.linear_model import Ridge, RidgeClassifier
+
+from kernfw import sweep
+from kernfw.kernels import make_operator
+from kernfw.operators import Gram, MultiKernel, Normalized
+from kernfw.sweep import (COLUMNS, SweepResults, _allocate_in_memory, _attach_grams, _chunks,
+                          _detach_grams, _materialize, _MemmapFolder)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=120, n_features=6, n_informative=4, n_classes=3,
+                               random_state=0)
+    return X, y
+
+
+class FailingRidge(Ridge):
+    """Ridge that raises for one value of alpha (a worker's fit that dies)."""
+
+    def fit(self, X, y):
+        if self.alpha == 3.0:
+            raise RuntimeError("boom at alpha=3")
+        return super().fit(X, y)
+
+
+# ---------------------------------------------------------------------------
+# generic estimators (any scikit-learn estimator can be swept)
+# ---------------------------------------------------------------------------
+def test_rows_columns_and_order(data):
+    X, y = data
+    values = [10.0, 1.0, 0.1]
+    table = sweep(RidgeClassifier(), X, y, param="alpha", values=values, cv=3)
+    assert len(table) == 9
+    assert [(r["value"], r["fold"]) for r in table] == [(v, f) for v in values for f in range(3)]
+    assert set(table.rows[0]) == set(COLUMNS)
+    assert np.all(np.isnan(table["gap"]))  # Ridge certifies nothing
+    assert np.all((table["val_score"] > 0.3) & (table["val_score"] <= 1))
+
+
+def test_no_cv_gives_fold_zero_and_no_validation_score(data):
+    X, y = data
+    table = sweep(Ridge(), X, y, param="alpha", values=[1.0, 0.5])
+    assert table["fold"].tolist() == [0, 0]
+    assert np.all(np.isnan(table["val_score"]))
+    # the train score is the estimator's own score on the training data
+    expected = Ridge(alpha=0.5).fit(X, y).score(X, y)
+    assert table.rows[1]["train_score"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_serial_and_parallel_tables_are_identical_without_warm_start(data):
+    X, y = data
+    values = np.geomspace(10, 0.01, 8)
+    serial = sweep(RidgeClassifier(), X, y, param="alpha", values=values, cv=2, n_jobs=1)
+    parallel = sweep(RidgeClassifier(), X, y, param="alpha", values=values, cv=2, n_jobs=2)
+    for key in ("value", "fold", "train_score", "val_score"):
+        np.testing.assert_array_equal(serial[key], parallel[key])
+
+
+def test_a_failing_value_keeps_the_other_rows(data):
+    X, y = data
+    values = [5.0, 3.0, 1.0, 0.5]
+    for n_jobs in (1, 2):
+        table = sweep(FailingRidge(), X, y, param="alpha", values=values, n_jobs=n_jobs)
+        assert len(table) == 4
+        bad = [r for r in table if r["error"]]
+        assert len(bad) == 1 and bad[0]["value"] == 3.0
+        assert "RuntimeError: boom at alpha=3" in bad[0]["error"]
+        assert np.isnan(bad[0]["train_score"])
+        good = [r for r in table if not r["error"]]
+        for row in good:
+            expected = Ridge(alpha=row["value"]).fit(X, y).score(X, y)
+            assert row["train_score"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_to_csv_and_to_pandas(data, tmp_path):
+    X, y = data
+    table = sweep(FailingRidge(), X, y, param="alpha", values=[3.0, 1.0])
+    path = table.to_csv(tmp_path / "t.csv")
+    with open(path) as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == list(COLUMNS)
+    assert rows[0]["error"].startswith("RuntimeError") and rows[1]["error"] == ""
+    assert float(rows[1]["value"]) == 1.0
+    pd = pytest.importorskip("pandas")
+    frame = table.to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == list(COLUMNS) and len(frame) == 2
+    assert frame.attrs["param"] == "alpha"
+
+
+def test_bad_arguments(data):
+    X, y = data
+    with pytest.raises(ValueError, match="no parameter 'lam'"):
+        sweep(Ridge(), X, y, param="lam", values=[1.0])
+    with pytest.raises(ValueError, match="at least one value"):
+        sweep(Ridge(), X, y, param="alpha", values=[])
+    with pytest.raises(ValueError, match="needs values"):
+        sweep(Ridge(), X, y, param="alpha")
+    with pytest.raises(TypeError, match="scikit-learn estimator"):
+        sweep(object(), X, y, param="alpha", values=[1.0])
+    with pytest.raises(KeyError, match="no column"):
+        SweepResults("alpha", [])["nope"]
+
+
+def test_chunks_are_contiguous_and_cover_all_values():
+    for n, k in [(8, 2), (8, 3), (3, 5), (1, 1)]:
+        chunks = _chunks(list(range(n)), min(n, k))
+        assert sum(chunks, []) == list(range(n))
+        assert all(c == list(range(c[0], c[-1] + 1)) for c in chunks)
+        assert max(map(len, chunks)) - min(map(len, chunks)) <= 1
+
+
+# ---------------------------------------------------------------------------
+# the shared operator: materialized once, Gram matrices moved out and back
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("kernel, normalization", [("rbf", None), ("poly", "center"),
+                                                   (["rbf", "linear"], "trace")])
+def test_materialized_operator_matches_make_operator(data, kernel, normalization):
+    X, _ = data
+    expected = make_operator(X, kernel, normalization=normalization).dense()
+    op = _materialize(make_operator(X, kernel, gram_max_mb=0, normalization=normalization),
+                      _allocate_in_memory)
+    np.testing.assert_allclose(op.dense(), expected, rtol=0, atol=1e-12)
+
+
+def test_gram_is_exactly_symmetric_with_exact_diagonal(data):
+    X, _ = data
+    op = _materialize(make_operator(X, "rbf", gram_max_mb=0), _allocate_in_memory)
+    assert isinstance(op, Gram)
+    np.testing.assert_array_equal(op.K, op.K.T)
+    np.testing.assert_array_equal(np.diagonal(op.K), 1.0)
+
+
+def test_detach_and_attach_round_trip_through_memmaps(data):
+    X, _ = data
+    folder = _MemmapFolder()
+    try:
+        op = _materialize(make_operator(X, ["rbf", "poly"], gram_max_mb=0,
+                                        normalization="center"), folder.allocate)
+        assert isinstance(op, MultiKernel) and isinstance(op.operators[0], Normalized)
+        assert all(isinstance(o.base.K, np.memmap) for o in op.operators)
+        grams = []
+        shell = _detach_grams(op, grams, {})
+        assert len(grams) == 2  # base and the centering statistics share one matrix
+        assert not any(isinstance(getattr(o.base, "K", None), np.ndarray)
+                       for o in shell.operators)
+        back = _attach_grams(shell, grams)
+        np.testing.assert_array_equal(back.dense(), op.dense())
+        idx = np.arange(0, X.shape[0], 3)
+        np.testing.assert_array_equal(back.subset(idx).dense(), op.subset(idx).dense())
+        np.testing.assert_allclose(back.cross(X[:5]), op.cross(X[:5]))
+    finally:
+        folder.cleanup()
+
+
+# ---------------------------------------------------------------------------
+# dask
+# ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def test_dask_backend_gives_the_same_table(data, dask_client):
+    X, y = data
+    values = [10.0, 3.0, 1.0, 0.1]
+    local = sweep(FailingRidge(), X, y, param="alpha", values=values, cv=2, n_jobs=2)
+    with parallel_config(backend="dask"):
+        remote = sweep(FailingRidge(), X, y, param="alpha", values=values, cv=2)
+    assert [r["error"] for r in remote] == [r["error"] for r in local]
+    for key in ("value", "fold", "train_score", "val_score"):
+        np.testing.assert_array_equal(remote[key], local[key])
