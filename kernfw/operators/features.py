@@ -25,6 +25,16 @@ class Features(KernelOperator):
         Training features (float32 kept as given; sparse input stored as CSR).
     check : bool
         Validate ``X`` (finite, 2-D).
+
+    Notes
+    -----
+    A sparse product reads one side at random (the dense factor, CSR kernel)
+    or writes the result at random (CSC kernel); the random accesses are
+    cheap when they hit the smaller array.  With ``d <= n`` both products use
+    the CSR ``X`` as given (``Xᵀ`` is its free CSC view), exactly the bare
+    ``X @ (X.T @ V)``; with ``d > n`` a CSC copy of ``X`` serves both
+    products (their random accesses then fall on the ``n × r`` arrays).
+    See ``docs/benchmarks/operators.md`` for the measurements behind this.
     """
 
     def __init__(self, X, check=True):
@@ -34,7 +44,9 @@ class Features(KernelOperator):
         self.X = X
         self.n, self.d = X.shape
         self.dtype = X.dtype
-        self._XT = X.T.tocsr() if sp.issparse(X) else X.T
+        # the matrix used in products (see Notes): X itself, or its CSC copy
+        self._Xmul = X.tocsc() if sp.issparse(X) and self.d > self.n else X
+        self._XT = self._Xmul.T
 
     @property
     def is_sparse(self):
@@ -45,7 +57,7 @@ class Features(KernelOperator):
         return _dense(self._XT @ check_block(V, self.n))
 
     def matmat(self, V):
-        return _dense(self.X @ self.primal(V))
+        return _dense(self._Xmul @ self.primal(V))
 
     def diag(self):
         return _sq_norms(self.X).astype(self.dtype, copy=False)
