@@ -1,0 +1,408 @@
+"""Multi-category SVMs with mdos losses by dual Frank-Wolfe (seed 000; math.md §1).
+
+The dual variables are stored transposed, ``At = Aᵀ`` of shape (n, m), so that
+row ``i`` is the block ``α_i`` of example ``i``.  Every solver keeps the score
+matrix ``S = K Aᵀ / (λn)`` (row ``i`` is ``s_i``) up to date incrementally, so
+a full-batch iteration costs one ``op.matmat`` (``ΔS = K ΔAᵀ / (λn)``) and a
+block step one kernel column (or ``O(d·m)`` with explicit features).
+
+Solvers (``solver=``):
+
+- ``"lsfw"`` — Frank-Wolfe with the exact closed-form line search (§1.7, §1.10);
+- ``"stdfw"`` — the same with the agnostic step ``2/(t+2)``;
+- ``"bcfw"`` — block-coordinate FW: one example per step, exact block line
+  search (§3.9 applied to this dual), one pass per iteration of the shared loop;
+- ``"pg"`` — the projected-subgradient baseline of §1.11
+  (:func:`kernfw.solvers.subgradient.pegasos_multiclass`).
+
+With Moreau smoothing ``σ > 0`` the gradient is taken at ``s̃_i = s_i + σ α_i``
+and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
+``P_σ(W(A)) − P_σ*``).
+"""
+
+import numpy as np
+
+from ..fw import (BlockCoordinateIterate, Certificate, FWIterate, quadratic_step, run,
+                  standard_step)
+from ..losses import dual_vertices, make_loss
+from ..operators import Features, KernelOperator
+
+__all__ = ["MulticlassDual", "solve_multiclass", "SOLVERS"]
+
+SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
+
+
+class MulticlassDual:
+    """The dual problem of math.md §1.4 (smoothed as in §1.10) on a kernel operator.
+
+    Parameters
+    ----------
+    op : KernelOperator
+        The Gram matrix ``K`` of the ``n`` training points.
+    y : array-like of int, shape (n,)
+        Class indices ``y_i ∈ {0, …, m−1}``.
+    loss : MulticlassLoss or str
+        The loss ``Φ`` (see :mod:`kernfw.losses`).
+    lam : float
+        Regularization ``λ > 0``.
+    smoothing : float
+        Moreau smoothing ``σ ≥ 0`` (the seed's ``γ_sm``).
+    n_classes : int or None
+        ``m`` (default: ``max(y) + 1``).
+
+    Attributes
+    ----------
+    C : ndarray of shape (n, m)
+        Cost vectors ``c_i`` (rows).
+    scale : float
+        ``λ n``: ``S = K Aᵀ / (λn)``.
+    """
+
+    def __init__(self, op, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes=None):
+        if not isinstance(op, KernelOperator):
+            raise TypeError(f"op must be a KernelOperator, got {type(op).__name__}")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.size != op.n:
+            raise ValueError(f"y must have shape ({op.n},), got {y.shape}")
+        if not np.issubdtype(y.dtype, np.integer):
+            raise ValueError("y must hold integer class indices (encode labels first)")
+        if not lam > 0:
+            raise ValueError(f"lam must be > 0, got {lam}")
+        if not smoothing >= 0:
+            raise ValueError(f"smoothing must be >= 0, got {smoothing}")
+        m = int(y.max()) + 1 if n_classes is None else int(n_classes)
+        if m < 2:
+            raise ValueError(f"need at least 2 classes, got {m}")
+        self.op, self.y, self.n, self.m = op, y.astype(np.intp), op.n, m
+        self.loss = make_loss(loss).check(m)
+        self.lam, self.smoothing = float(lam), float(smoothing)
+        self.scale = self.lam * self.n
+        self.C = np.ascontiguousarray(self.loss.costs(self.y, m), dtype=np.float64)
+        self.rows = np.arange(self.n)
+
+    # -- iterates ------------------------------------------------------------------
+    def kernel_times(self, V):
+        """``K V`` (one ``matmat``) in float64; ``V`` is cast to the operator's dtype
+        first so a float32 kernel is never upcast (copied) by the product."""
+        if V.dtype != self.op.dtype:
+            V = V.astype(self.op.dtype)
+        return np.asarray(self.op.matmat(V), dtype=np.float64)
+
+    def scores(self, At):
+        """``S = K Aᵀ / (λn)`` from scratch (one ``matmat``)."""
+        return self.kernel_times(At) / self.scale
+
+    def start(self, A_init=None):
+        """Initial ``(At, S)``: ``A = 0`` (feasible for every loss) or ``A_init`` (m × n)."""
+        if A_init is None:
+            At = np.zeros((self.n, self.m))
+            return At, np.zeros((self.n, self.m))
+        A = np.asarray(A_init, dtype=np.float64)
+        if A.shape != (self.m, self.n):
+            raise ValueError(f"A_init must have shape (m, n) = ({self.m}, {self.n}), "
+                             f"got {A.shape}")
+        At = np.ascontiguousarray(A.T)
+        return At, self.scores(At)
+
+    def radius(self):
+        """``R = sqrt(P(0)/λ)``: every minimizer has ``‖w*‖ ≤ R`` (§1.11)."""
+        return float(np.sqrt(self.loss.value(self.C).mean() / self.lam))
+
+    # -- oracle --------------------------------------------------------------------
+    def gradient_scores(self, At, S):
+        """``S̃ = S + σ Aᵀ`` (the point where the LMO is taken, §1.10)."""
+        return S + self.smoothing * At if self.smoothing else S
+
+    def direction(self, At, S):
+        """Closed-form LMO of §1.6 at ``S̃``.
+
+        Returns
+        -------
+        U : ndarray (n, m)
+            Rows ``u_i = (1ᵀβ*_i) e_{y_i} − β*_i``, the FW vertex (``Uᵀ`` in math.md).
+        phi : ndarray (n,)
+            ``Φ(s̃_i; y_i) = ⟨−c_i − s̃_i, u_i⟩``.
+        G : ndarray (n, m)
+            ``C + S̃`` (minus ``n`` times the dual gradient).
+        """
+        G = self.C + self.gradient_scores(At, S)
+        a = G - G[self.rows, self.y][:, None]
+        beta = self.loss.lmo(a)
+        phi = np.einsum("ij,ij->i", beta, a)
+        return dual_vertices(beta, self.y), phi, G
+
+    def certificate(self, At, S, phi, G):
+        """``P̃``, ``D_σ`` and the FW gap ``g_σ = P̃ − D_σ`` (§1.8, §1.10).
+
+        ``phi`` and ``G`` are from :meth:`direction` at the same iterate.
+        """
+        n, sig = self.n, self.smoothing
+        w_sq = float(np.vdot(At, S)) / self.scale            # ‖w(A)‖²
+        lin = float(np.vdot(self.C, At)) / n                  # (1/n) Σ ⟨c_i, α_i⟩
+        quad = sig / (2 * n) * float(np.vdot(At, At)) if sig else 0.0
+        loss_mean = float(phi.sum()) / n
+        primal = 0.5 * self.lam * w_sq + quad + loss_mean
+        dual = -0.5 * self.lam * w_sq - lin - quad
+        gap = (float(phi.sum()) + float(np.vdot(G, At))) / n  # ⟨−C − S̃, U − Aᵀ⟩ / n
+        return Certificate(primal, dual, gap)
+
+    def objectives(self, At, S=None):
+        """Certificate of the iterate ``At`` (computes ``S`` when not given)."""
+        S = self.scores(At) if S is None else S
+        _, phi, G = self.direction(At, S)
+        return self.certificate(At, S, phi, G)
+
+    def primal(self, S, w_sq):
+        """Unsmoothed primal ``P(W) = λ/2 ‖W‖² + (1/n) Σ Φ(s_i; y_i)`` from scores ``S``."""
+        a = self.C + S - S[self.rows, self.y][:, None]
+        return 0.5 * self.lam * w_sq + float(self.loss.value(a).mean())
+
+    def dual(self, At, S):
+        """``D_σ(A)`` of §1.10 (``D`` of §1.4 when ``σ = 0``)."""
+        w_sq = float(np.vdot(At, S)) / self.scale
+        quad = self.smoothing / (2 * self.n) * float(np.vdot(At, At))
+        return -0.5 * self.lam * w_sq - float(np.vdot(self.C, At)) / self.n - quad
+
+    def line_search(self, At, S, U, dS=None):
+        """Exact step ``γ = clip(num / (⟨ΔAᵀ, ΔS⟩ + σ‖ΔA‖²), 0, 1)`` along ``U − Aᵀ`` (§1.7).
+
+        Returns ``(γ, ΔA, ΔS)``; ``dS`` may pass a precomputed ``K ΔAᵀ/(λn)``.
+        """
+        dA = U - At
+        G = self.C + self.gradient_scores(At, S)
+        if dS is None:
+            dS = self.scores(dA)
+        num = -float(np.vdot(G, dA))
+        curv = float(np.vdot(dA, dS))
+        if self.smoothing:
+            curv += self.smoothing * float(np.vdot(dA, dA))
+        return quadratic_step(num, curv), dA, dS
+
+
+class _Converged:
+    """Stopping rule ``gap ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates."""
+
+    rtol = 0.0
+
+    def is_converged(self, cert, tol):
+        return cert.gap <= max(tol, self.rtol * abs(cert.primal))
+
+
+class FullBatchFW(_Converged, FWIterate):
+    """Full-batch dual FW iterate (LSFW or StdFW): one ``matmat`` per step.
+
+    The LMO computed for the certificate is reused by the following step.
+
+    Parameters
+    ----------
+    problem : MulticlassDual
+    At, S : ndarray (n, m)
+        Initial ``Aᵀ`` and ``S = K Aᵀ/(λn)`` (updated in place).
+    rule : {"line_search", "standard"}
+    rtol : float
+        Relative tolerance of the stopping rule.
+    """
+
+    def __init__(self, problem, At, S, rule="line_search", rtol=0.0):
+        if rule not in ("line_search", "standard"):
+            raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
+        self.problem, self.At, self.S, self.rule = problem, At, S, rule
+        self.rtol = float(rtol)
+        self._oracle = None
+
+    def _direction(self):
+        if self._oracle is None:
+            self._oracle = self.problem.direction(self.At, self.S)
+        return self._oracle
+
+    def certificate(self):
+        _, phi, G = self._direction()
+        return self.problem.certificate(self.At, self.S, phi, G)
+
+    def step(self, t):
+        U, _, G = self._direction()
+        self._oracle = None
+        p = self.problem
+        dA = U
+        dA -= self.At                                        # ΔAᵀ = Uᵀ − Aᵀ
+        KdA = p.kernel_times(dA)                             # the one matmat (λn ΔS)
+        if self.rule == "standard":
+            gamma = standard_step(t)
+        else:
+            curv = float(np.vdot(dA, KdA)) / p.scale
+            if p.smoothing:
+                curv += p.smoothing * float(np.vdot(dA, dA))
+            gamma = quadratic_step(-float(np.vdot(G, dA)), curv)
+        if gamma:
+            dA *= gamma
+            self.At += dA
+            KdA *= gamma / p.scale
+            self.S += KdA
+        return gamma
+
+    def solution(self):
+        return {"A": self.At.T.copy(), "S": self.S.copy()}
+
+
+class BlockFW(_Converged, BlockCoordinateIterate):
+    """Block-coordinate dual FW: one example ``i`` per block step (math.md §3.9 on §1's dual).
+
+    Block step: LMO at ``a_i = c_i + s̃_i − s̃_{i,y_i} 1`` (the same closed form),
+    direction ``d = u_i − α_i``, exact block step
+    ``γ = clip(−⟨c_i + s̃_i, d⟩ / (K_ii ‖d‖²/(λn) + σ‖d‖²), 0, 1)`` (or
+    ``2n/(k + 2n)``), then ``α_i += γ d`` and ``S += γ K_{:,i} dᵀ/(λn)`` (one
+    column).  With :class:`~kernfw.operators.Features` the scores are not
+    stored: ``W = Xᵀ Aᵀ/(λn)`` is, ``s_i = Wᵀ x_i`` and ``W += γ x_i dᵀ/(λn)``,
+    ``O(d·m)`` per step.  The certificate (full LMO, certified gap) is the one
+    of the batch solver.
+    """
+
+    def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
+                 sample="uniform"):
+        super().__init__(problem.n, random_state=random_state, sample=sample)
+        if rule not in ("line_search", "standard"):
+            raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
+        self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
+        op = problem.op
+        self.Kdiag = np.asarray(op.diag(), dtype=np.float64)
+        self.features = isinstance(op, Features)
+        if self.features:
+            self.X = op.X
+            self.sparse = op.is_sparse
+            self.W = np.asarray(op.primal(At), dtype=np.float64) / problem.scale
+            self.S = None
+        else:
+            self.S = S
+
+    # -- scores ----------------------------------------------------------------------
+    def _row(self, i):
+        """``x_i`` as (indices, values) for sparse features, or the dense row."""
+        if self.sparse:
+            X = self.X
+            lo, hi = X.indptr[i], X.indptr[i + 1]
+            return X.indices[lo:hi], X.data[lo:hi]
+        return None, self.X[i]
+
+    def _full_scores(self):
+        if not self.features:
+            return self.S
+        S = self.X @ self.W
+        return np.asarray(S, dtype=np.float64)
+
+    # -- one block ---------------------------------------------------------------------
+    def block_step(self, i):
+        p = self.problem
+        yi = p.y[i]
+        alpha = self.At[i]
+        if self.features:
+            idx, x = self._row(i)
+            s = x @ (self.W if idx is None else self.W[idx])
+        else:
+            s = self.S[i]
+        g = p.C[i] + s
+        if p.smoothing:
+            g = g + p.smoothing * alpha
+        beta = p.loss.lmo_row(g - g[yi])
+        d = -beta
+        d[yi] += beta.sum()
+        d -= alpha
+        if self.rule == "standard":
+            gamma = 2.0 * p.n / (self.k + 2.0 * p.n)
+        else:
+            dd = float(d @ d)
+            curv = self.Kdiag[i] * dd / p.scale + p.smoothing * dd
+            gamma = quadratic_step(-float(g @ d), curv)
+        if gamma:
+            alpha += gamma * d                                  # row view of At
+            upd = (gamma / p.scale) * d
+            if self.features:
+                if idx is None:
+                    self.W += np.outer(x, upd)
+                else:
+                    self.W[idx] += np.outer(x, upd)
+            else:
+                col = p.op.columns([i])                         # one kernel column
+                self.S += col * upd
+        return gamma
+
+    # -- certificate -----------------------------------------------------------------------
+    def certificate(self):
+        S = self._full_scores()
+        _, phi, G = self.problem.direction(self.At, S)
+        return self.problem.certificate(self.At, S, phi, G)
+
+    def solution(self):
+        return {"A": self.At.T.copy(), "S": self._full_scores().copy()}
+
+
+def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver="lsfw",
+                     n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
+                     max_time=None, check_every=1, callback=None, random_state=None,
+                     sample="uniform", keep_best=True):
+    """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
+
+    Parameters
+    ----------
+    op : KernelOperator
+        Gram matrix ``K`` of the training points.
+    y : array-like of int, shape (n,)
+        Class indices.
+    loss : str or MulticlassLoss
+        See :mod:`kernfw.losses`.
+    lam : float
+        ``λ > 0``.
+    smoothing : float
+        Moreau smoothing ``σ ≥ 0``.
+    solver : {"lsfw", "stdfw", "bcfw", "pg"}
+        See the module docstring.
+    n_classes : int or None
+        Number of classes ``m`` (default ``max(y) + 1``).
+    A_init : ndarray of shape (m, n) or None
+        Warm start: a feasible dual point (e.g. a previous solution; the
+        feasible set does not depend on ``λ`` or ``σ``).
+    tol : float
+        Absolute tolerance on the certified gap (primal scale).
+    rtol : float
+        Relative tolerance: also stop when ``gap ≤ rtol·|P|``.
+    max_iter : int
+        Iterations (passes over the data for ``"bcfw"``).
+    max_time : float or None
+        Wall-clock budget (s).
+    check_every : int
+        Certify every ``check_every`` iterations (use > 1 with ``"bcfw"`` to
+        compute the full gap every few passes).
+    callback : callable or None
+        ``callback(row) -> bool`` on every certificate (see :func:`kernfw.fw.run`).
+    random_state : int, Generator or None
+        Block order of ``"bcfw"``.
+    sample : {"uniform", "perm"}
+        Block sampling of ``"bcfw"``.
+    keep_best : bool
+        Return the iterate with the smallest gap if the run does not converge.
+
+    Returns
+    -------
+    FWResult
+        ``solution["A"]`` is the dual ``A`` (m × n; ``dual_coef_``),
+        ``solution["S"]`` the training scores ``S = K Aᵀ/(λn)`` (n × m).
+    """
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    problem = MulticlassDual(op, y, loss, lam, smoothing, n_classes)
+    if solver == "pg":
+        from .subgradient import pegasos_multiclass
+        return pegasos_multiclass(problem, A_init=A_init, tol=tol, rtol=rtol,
+                                  max_iter=max_iter, max_time=max_time,
+                                  check_every=check_every, callback=callback)
+    At, S = problem.start(A_init)
+    rule = "standard" if solver == "stdfw" else "line_search"
+    if solver == "bcfw":
+        iterate = BlockFW(problem, At, S, rule="line_search", rtol=rtol,
+                          random_state=random_state, sample=sample)
+    else:
+        iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
+    remedy = ("increase max_iter (or max_time), loosen tol, increase lam, or use "
+              "smoothing > 0")
+    return run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
+               check_every=check_every, callback=callback, keep_best=keep_best,
+               remedy=remedy, name=f"MultiClassSVM solver={solver!r}")
