@@ -69,7 +69,8 @@ class KernelFunction(KernelOperator):
         self.batch_size = int(batch_size)
         self._column_bytes = self.n * np.dtype(self.dtype).itemsize
         self.max_cached = int(self.cache_size * 2**20 // max(self._column_bytes, 1))
-        self._cache = OrderedDict()
+        self._cache = OrderedDict()  # j -> row of self._slab, least recently used first
+        self._slab = None
         self._diag = None
         self._sq_norms = None
         self.hits = 0
@@ -88,18 +89,32 @@ class KernelFunction(KernelOperator):
         self.hits = self.misses = 0
 
     def _store(self, j, col):
+        """Cache column ``j`` in a row of the preallocated slab (evicting the LRU column).
+
+        The slab of ``min(max_cached, n)`` rows is allocated once, on the first
+        store: a cache that grows column by column would page-fault on every
+        new column, which costs as much as computing it.
+        """
         if self.max_cached == 0:
             return
-        self._cache[j] = col
-        if len(self._cache) > self.max_cached:
-            self._cache.popitem(last=False)
+        if j in self._cache:  # a repeated index in one request
+            self._cache.move_to_end(j)
+            return
+        if len(self._cache) >= self.max_cached:
+            _, buf = self._cache.popitem(last=False)
+        else:
+            if self._slab is None:
+                self._slab = np.empty((min(self.max_cached, self.n), self.n), dtype=self.dtype)
+            buf = self._slab[len(self._cache)]
+        buf[:] = col
+        self._cache[j] = buf
 
     def _train_sq_norms(self):
         """Squared norms of the training rows the kernel sees (for rbf blocks); computed once."""
         if self._sq_norms is None:
             X = self.kernel.select(self.X)
             self._sq_norms = (np.einsum("ij,ij->i", X, X) if isinstance(X, np.ndarray)
-                              else np.zeros(self.n))
+                              else np.zeros(self.n, dtype=self.dtype))
         return self._sq_norms
 
     # -- protocol ----------------------------------------------------------------
@@ -127,7 +142,7 @@ class KernelFunction(KernelOperator):
             block = self.kernel.block(self.X, self.X[idx[pos]], sq, sq[idx[pos]])
             out[:, pos] = block
             for p, j in zip(pos.tolist(), idx[pos].tolist()):
-                self._store(j, out[:, p].copy())
+                self._store(j, out[:, p])
         return out
 
     def matmat(self, V):
@@ -156,4 +171,5 @@ class KernelFunction(KernelOperator):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_cache"] = OrderedDict()  # the cache is not worth pickling
+        state["_slab"] = None
         return state

@@ -25,6 +25,8 @@ import math
 import numbers
 
 import numpy as np
+from scipy.linalg.blas import daxpy
+from threadpoolctl import threadpool_limits
 
 from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
 from ..operators.base import KernelOperator, as_index, check_block
@@ -117,16 +119,21 @@ class _ActiveSet:
 class SimplexQPIterate(FWIterate):
     """FW / MFW state for ``max_{α∈Δₙ} qᵀα − αᵀQα`` (math.md §2.3).
 
-    Maintained quantities (all updated in O(n) from one column per step):
-    ``alpha`` (α), ``v`` (Qα), ``qa`` (qᵀα), ``ava`` (αᵀv = αᵀQα), the active
-    set (coreset) and, between a certificate and the next step, the FW vertex
-    ``i*`` of the current iterate.
+    Maintained quantities, updated from one column per step:
+
+    - ``α = s·β`` and ``v = Qα = s·u`` with a common scalar ``s`` (``scale``):
+      the FW update ``α ← (1−γ)α + γe_i``, ``v ← (1−γ)v + γQ_{:,i}`` becomes
+      ``s ← (1−γ)s``, ``β_i += γ/s``, ``u += (γ/s)Q_{:,i}`` — a single O(n)
+      pass (and likewise for away steps), instead of rescaling two n-vectors;
+    - the scalars ``qa = qᵀα`` and ``ava = αᵀv = αᵀQα`` (O(1) updates,
+      recomputed exactly on the active set every few hundred steps);
+    - the active set ``{i : α_i > 0}`` (the coreset);
+    - between a certificate and the next step, the FW vertex ``i*``.
 
     Parameters
     ----------
     Q : KernelOperator
-        The PSD matrix ``Q``; only ``columns``, ``diag`` and (warm starts)
-        ``columns`` of the warm start's support are used.
+        The PSD matrix ``Q``; only ``diag`` and ``columns`` are used.
     q : ndarray of shape (n,) or None
         Linear term (None: zero, as for the L2-SVM).
     method : {"fw", "mfw"}
@@ -139,16 +146,21 @@ class SimplexQPIterate(FWIterate):
         Picks the first CVM point (None: point 0).
     """
 
+    #: renormalize α = s·β and v = s·u when s leaves [1/_SCALE_LIMIT, _SCALE_LIMIT]
+    _SCALE_LIMIT = 1e100
+
     def __init__(self, Q, q, method, alpha0, stop, rng):
         self.Q = Q
         n = self.n = Q.n
         self.away = method == "mfw"
         self.stop = stop
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
-        self.q = None if q is None else q
+        self.q = q
+        self.half_q = None if q is None else 0.5 * q
         self.ball_shift = self._ball_shift() if stop == "radius" else 0.0
-        self.alpha = np.zeros(n)
-        self.v = np.zeros(n)
+        self.scale = 1.0
+        self.beta = np.zeros(n)
+        self.u = np.zeros(n)
         self.scores = None if q is None else np.empty(n)
         self.active = _ActiveSet(n)
         self.n_fw = self.n_away = self.n_drop = 0
@@ -175,8 +187,9 @@ class SimplexQPIterate(FWIterate):
         return c
 
     def _column(self, i):
+        """Column ``Q_{:,i}`` as float64 (never modified: operators may cache it)."""
         self.columns_fetched += 1
-        return self.Q.columns(np.array([i]))[:, 0]
+        return np.asarray(self.Q.columns(np.array([i]))[:, 0], dtype=np.float64)
 
     def _init_cvm(self, rng):
         """α₀ = ½(e_a + e_b), b the point farthest from a (math.md §2.6)."""
@@ -184,50 +197,74 @@ class SimplexQPIterate(FWIterate):
         col_a = self._column(a)
         b = int(np.argmax(self.diag - 2.0 * col_a))
         if b == a or self.diag[b] - 2.0 * col_a[b] + self.diag[a] <= 0:
-            self.alpha[a] = 1.0
-            self.v[:] = col_a
+            self.beta[a] = 1.0
+            self.u[:] = col_a
             self.active.add(a)
         else:
             col_b = self._column(b)
-            self.alpha[[a, b]] = 0.5
-            np.add(col_a, col_b, out=self.v)
-            self.v *= 0.5
+            self.beta[[a, b]] = 0.5
+            np.add(col_a, col_b, out=self.u)
+            self.u *= 0.5
             self.active.add(a)
             self.active.add(b)
         self._refresh()
 
     def _init_warm(self, alpha0):
         """α₀ given: v = Qα₀ from the columns of its support, in blocks."""
-        self.alpha[:] = alpha0
+        self.beta[:] = alpha0
         support = np.flatnonzero(alpha0)
         for start in range(0, support.size, _WARM_BLOCK):
             block = support[start:start + _WARM_BLOCK]
-            self.v += self.Q.columns(block) @ alpha0[block]
+            self.u += self.Q.columns(block) @ alpha0[block]
             self.columns_fetched += block.size
         for i in support.tolist():
             self.active.add(i)
         self._refresh()
 
     def _refresh(self):
-        """Recompute ``qᵀα`` and ``αᵀv`` exactly (they drift when updated in O(1))."""
+        """Recompute ``qᵀα`` and ``αᵀv`` exactly; renormalize ``s`` if extreme."""
+        if not 1.0 / self._SCALE_LIMIT < self.scale < self._SCALE_LIMIT:
+            self.beta *= self.scale
+            self.u *= self.scale
+            self.scale = 1.0
         idx = self.active.indices()
-        a = self.alpha[idx]
-        self.ava = float(a @ self.v[idx])
-        self.qa = 0.0 if self.q is None else float(a @ self.q[idx])
+        b = self.beta[idx]
+        s = self.scale
+        self.ava = s * s * float(b @ self.u[idx])
+        self.qa = 0.0 if self.q is None else s * float(b @ self.q[idx])
+
+    # -- current iterate -------------------------------------------------------------
+    @property
+    def alpha(self):
+        """α = s·β, shape (n,) (a new array)."""
+        return self.scale * self.beta
+
+    @property
+    def v(self):
+        """v = Qα = s·u, shape (n,) (a new array)."""
+        return self.scale * self.u
+
+    def objective(self):
+        """``f(α) = qᵀα − αᵀQα``."""
+        return self.qa - self.ava
 
     # -- FW geometry -----------------------------------------------------------------
     def _score_vector(self):
-        """``s = −g/2 + const`` whose argmin is the FW vertex: v (q = 0) or v − q/2."""
+        """A vector whose argmin is the FW vertex ``argmax g``: ``u`` (q = 0) or ``v − q/2``."""
         if self.q is None:
-            return self.v
-        np.multiply(self.q, -0.5, out=self.scores)
-        self.scores += self.v
+            return self.u
+        np.multiply(self.u, self.scale, out=self.scores)
+        self.scores -= self.half_q
         return self.scores
+
+    def _v(self, i):
+        """``v_i = (Qα)_i``."""
+        return self.scale * self.u[i]
 
     def _grad(self, i):
         """Gradient entry ``g_i = q_i − 2 v_i``."""
         qi = 0.0 if self.q is None else self.q[i]
-        return qi - 2.0 * self.v[i]
+        return qi - 2.0 * self._v(i)
 
     def _alpha_grad(self):
         """``αᵀg = qᵀα − 2αᵀv``."""
@@ -241,18 +278,17 @@ class SimplexQPIterate(FWIterate):
         return self._vertex
 
     def _away_vertex(self):
-        """``j* = argmin_{α_j>0} g_j`` (the nearest support point of the MEB)."""
+        """``j* = argmin_{α_j>0} g_j`` (the nearest support point of the MEB).
+
+        Uses the score vector of the preceding :meth:`_fw_vertex` call.
+        """
         idx = self.active.indices()
-        s = self.scores if self.q is not None else self.v
+        s = self.u if self.q is None else self.scores
         return int(idx[np.argmax(s[idx])])
 
     def _curvature(self, i):
         """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``."""
-        return self.diag[i] - 2.0 * self.v[i] + self.ava
-
-    def objective(self):
-        """``f(α) = qᵀα − αᵀQα``."""
-        return self.qa - self.ava
+        return self.diag[i] - 2.0 * self._v(i) + self.ava
 
     # -- FWIterate protocol ---------------------------------------------------------
     def certificate(self):
@@ -278,15 +314,14 @@ class SimplexQPIterate(FWIterate):
         i, fw_slope = self._fw_vertex()
         self._vertex = None
         self.steps += 1
+        gamma = None
         if self.away and self.active.size > 1:
             j = self._away_vertex()
             away_slope = self._alpha_grad() - self._grad(j)
             if away_slope > fw_slope:
                 gamma = self._away_step(j, away_slope)
-                return self._after_step(gamma)
-        return self._after_step(self._fw_step(i, fw_slope))
-
-    def _after_step(self, gamma):
+        if gamma is None:
+            gamma = self._fw_step(i, fw_slope)
         if self.steps % _REFRESH_EVERY == 0:
             self._refresh()
         return gamma
@@ -298,54 +333,52 @@ class SimplexQPIterate(FWIterate):
         if gamma <= 0.0:
             return 0.0
         col = self._column(i)
-        vi, ava = self.v[i], self.ava
+        vi, ava = self._v(i), self.ava
         self.ava = ((1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi
                     + gamma ** 2 * self.diag[i])
         if self.q is not None:
             self.qa = (1 - gamma) * self.qa + gamma * self.q[i]
         self.n_fw += 1
         if gamma >= 1.0:
-            self.alpha[self.active.indices()] = 0.0
-            self.alpha[i] = 1.0
-            self.v[:] = col
+            self.beta[self.active.indices()] = 0.0
+            self.beta[i] = 1.0
+            self.u[:] = col
+            self.scale = 1.0
             self.active.reset([i])
             return 1.0
-        self.alpha *= 1.0 - gamma
-        self.alpha[i] += gamma
-        self.v *= 1.0 - gamma
-        col *= gamma
-        self.v += col
+        self.scale *= 1.0 - gamma
+        step = gamma / self.scale
+        self.beta[i] += step
+        daxpy(col, self.u, a=step)
         self.active.add(i)
         return gamma
 
     def _away_step(self, j, slope):
         """α ← (1+γ)α − γe_j, v ← (1+γ)v − γQ_{:,j}; a drop step at γ = γ_max."""
-        a_j = self.alpha[j]
-        gamma_max = away_step_max(a_j)
+        gamma_max = away_step_max(self.scale * self.beta[j])
         gamma = quadratic_step(slope, 2.0 * self._curvature(j), gamma_max)
         if gamma <= 0.0 or not math.isfinite(gamma):
             return 0.0
         col = self._column(j)
-        vj, ava = self.v[j], self.ava
+        vj, ava = self._v(j), self.ava
         self.ava = ((1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vj
                     + gamma ** 2 * self.diag[j])
         if self.q is not None:
             self.qa = (1 + gamma) * self.qa - gamma * self.q[j]
-        self.alpha *= 1.0 + gamma
-        self.alpha[j] -= gamma
-        self.v *= 1.0 + gamma
-        col *= gamma
-        self.v -= col
+        self.scale *= 1.0 + gamma
+        step = gamma / self.scale
+        self.beta[j] -= step
+        daxpy(col, self.u, a=-step)
         self.n_away += 1
         if gamma >= gamma_max:
-            self.alpha[j] = 0.0
+            self.beta[j] = 0.0
             self.active.remove(j)
             self.n_drop += 1
         return gamma
 
     def solution(self):
         support = np.sort(self.active.indices())
-        return {"alpha": self.alpha.copy(), "v": self.v.copy(), "support": support}
+        return {"alpha": self.alpha, "v": self.v, "support": support}
 
 
 def _default_max_iter(n):
@@ -439,11 +472,14 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
         check_every = _default_check_every(n)
     rng = None if random_state is None else np.random.default_rng(random_state)
     alpha0 = None if alpha0 is None else _check_alpha0(alpha0, n)
-    iterate = SimplexQPIterate(Q, q, method, alpha0, stop, rng)
-    return run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
-               check_every=check_every, callback=callback,
-               remedy="increase max_iter or tol (or use method='mfw')",
-               name=f"{method.upper()} (simplex QP)")
+    # one column per iteration is memory-bound O(n d) work: BLAS threads only
+    # contend (and libsvm, the usual peer, is single-threaded as well)
+    with threadpool_limits(limits=1, user_api="blas"):
+        iterate = SimplexQPIterate(Q, q, method, alpha0, stop, rng)
+        return run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
+                   check_every=check_every, callback=callback,
+                   remedy="increase max_iter or tol (or use method='mfw')",
+                   name=f"{method.upper()} (simplex QP)")
 
 
 # -- L2-SVM ------------------------------------------------------------------------
