@@ -26,10 +26,14 @@ _LAZY = {
     "CSKLClassifier": "kernfw.estimators.mkl",
     "OnlineMKLClassifier": "kernfw.estimators.mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
-    "sweep": "kernfw.sweep",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+# ``kernfw.sweep`` is both a module and its main function: importing the function
+# here, during package initialization, binds the name to the function for good
+# (the import system sets the submodule attribute only when it first loads it).
+from .sweep import sweep  # noqa: E402
+
+__all__ = sorted(_LAZY) + ["sweep", "__version__"]
 
 
 def __getattr__(name):
