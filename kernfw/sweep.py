@@ -25,6 +25,11 @@ How the work is shared (the design in four points):
    (``threadpoolctl``) to ``cores // workers`` threads, so
    ``n_jobs × BLAS threads ≤ cores``.
 
+With ``cv``, the kernel is computed once on all of ``X``: a data-dependent
+parameter such as ``gamma="scale"`` is resolved on all rows, not per fold
+(give a number to make fold models identical to models fitted on the folds
+alone).
+
 The rows do not depend on ``n_jobs``: same rows, same order.  Without warm
 starts the numbers are identical; with warm starts each fit starts from a
 different point and the objectives agree within the certified gaps
@@ -188,7 +193,7 @@ def _fold_data(X, y, train, val, precomputed):
     return X_train, y[train], X_val, y[val]
 
 
-def _fit_chunk(estimator, param, values, fold, X, y, split, warm_start, scoring,
+def _fit_chunk(estimator, param, values, fold, X, y, split, precomputed, warm_start, scoring,
                blas_threads, verbose, shell, *grams):
     """Fit one contiguous chunk of values on one fold (runs in a worker).
 
@@ -202,7 +207,6 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, warm_start, scoring,
     """
     with threadpool_limits(limits=blas_threads, user_api="blas"):
         train, val = split if split is not None else (None, None)
-        precomputed = getattr(estimator, "kernel", None) == "precomputed"
         data = _fold_data(X, y, train, val, precomputed)
         operator = None
         if shell is not None:
@@ -286,6 +290,18 @@ def _attach_grams(shell, grams):
         op.operators = [_attach_grams(o, grams) for o in shell.operators]
         return op
     return shell
+
+
+def _without_kernel(estimator):
+    """A copy of the estimator's parameters with ``kernel=None``.
+
+    The workers set ``kernel=<operator>`` themselves; sending an estimator
+    that holds an operator would pickle (and ``clone`` would deep-copy) its
+    Gram matrices once per task.
+    """
+    params = estimator.get_params(deep=False)
+    params["kernel"] = None
+    return type(estimator)(**params)
 
 
 def _kernel_params(estimator):
@@ -476,6 +492,8 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
         splitter = check_cv(cv, y, classifier=is_classifier(estimator))
         splits = [(np.asarray(tr), np.asarray(va)) for tr, va in splitter.split(X, y)]
     warm = bool(warm_start) and "warm_start" in params
+    kernel = params.get("kernel")
+    precomputed = isinstance(kernel, str) and kernel == "precomputed"
 
     n_workers = max(1, effective_n_jobs(n_jobs))
     n_chunks = 1 if warm else len(values)  # chunks of values per fold
@@ -487,14 +505,16 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
 
     folder = _MemmapFolder() if parallel and _uses_operator(estimator, X) else None
     try:
-        shell, grams = None, []
+        shell, grams, template = None, [], estimator
         if _uses_operator(estimator, X):
             allocate = folder.allocate if folder is not None else _allocate_in_memory
             operator = _build_operator(estimator, X, allocate)
             shell = _detach_grams(operator, grams, {}) if parallel else operator
             del operator
-        jobs = (delayed(_fit_chunk)(estimator, param, [values[i] for i in chunk], f, X, y,
-                                    splits[f], warm, scoring, blas_threads, verbose, shell, *grams)
+            template = _without_kernel(estimator)
+        jobs = (delayed(_fit_chunk)(template, param, [values[i] for i in chunk], f, X, y,
+                                    splits[f], precomputed, warm, scoring, blas_threads, verbose,
+                                    shell, *grams)
                 for f, chunk in tasks)
         runner = Parallel(n_jobs=n_jobs if parallel else 1, return_as="generator")
         ordered = []

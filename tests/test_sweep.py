@@ -182,3 +182,122 @@ def test_dask_backend_gives_the_same_table(data, dask_client):
     assert [r["error"] for r in remote] == [r["error"] for r in local]
     for key in ("value", "fold", "train_score", "val_score"):
         np.testing.assert_array_equal(remote[key], local[key])
+
+
+# ---------------------------------------------------------------------------
+# kernfw estimators: certified objectives, warm starts, the shared Gram
+# ---------------------------------------------------------------------------
+LAMS = np.geomspace(1e-1, 1e-3, 8)
+
+
+@pytest.fixture(scope="module")
+def small():
+    X, y = make_classification(n_samples=90, n_features=6, n_informative=4, n_classes=3,
+                               n_clusters_per_class=1, random_state=1)
+    return X, y
+
+
+def _svm(**params):
+    from kernfw import MultiClassSVM
+
+    return MultiClassSVM(tol=1e-3, max_iter=20000, **params)
+
+
+@pytest.fixture(scope="module")
+def serial_loop(small):
+    X, y = small
+    fits = [_svm(lam=lam).fit(X, y) for lam in LAMS]
+    return (np.array([f.primal_objective_ for f in fits]),
+            np.array([f.duality_gap_ for f in fits]))
+
+
+def _assert_within_gaps(table, objectives, gaps):
+    assert not table.errors
+    assert np.all(table["converged"] == 1)
+    diff = np.abs(table["objective"] - objectives)
+    assert np.all(diff <= table["gap"] + gaps + 1e-12), (diff, table["gap"] + gaps)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_sweep_matches_the_serial_loop_within_the_gaps(small, serial_loop, n_jobs):
+    X, y = small
+    table = sweep(_svm(), X, y, param="lam", values=LAMS, n_jobs=n_jobs)
+    assert np.allclose(table["value"], LAMS)
+    _assert_within_gaps(table, *serial_loop)
+    assert np.all(table["gap"] <= 1e-3)
+    # the objective P(λ) of the CS-SVM decreases with λ
+    assert np.all(np.diff(table["objective"]) < 0)
+
+
+def test_warm_start_saves_iterations(small):
+    X, y = small
+    cold = sweep(_svm(), X, y, param="lam", values=LAMS, warm_start=False)
+    warm = sweep(_svm(), X, y, param="lam", values=LAMS, warm_start=True)
+    assert warm["n_iter"].sum() < cold["n_iter"].sum()
+    _assert_within_gaps(warm, cold["objective"], cold["gap"])
+
+
+def test_a_raising_lambda_keeps_the_other_rows(small, serial_loop):
+    X, y = small
+    values = list(LAMS[:4]) + [-1.0] + list(LAMS[4:])
+    table = sweep(_svm(), X, y, param="lam", values=values, n_jobs=2)
+    assert len(table) == 9
+    bad = table.rows[4]
+    assert bad["value"] == -1.0 and "lam" in bad["error"] and np.isnan(bad["objective"])
+    good = SweepResults("lam", table.rows[:4] + table.rows[5:])
+    _assert_within_gaps(good, *serial_loop)
+
+
+def _kernel_is_memmap(estimator, X, y):
+    """A 'scorer' that reports whether the fit used a memory-mapped Gram."""
+    return float(isinstance(estimator.kernel.K, np.memmap))
+
+
+def test_workers_share_one_memory_mapped_gram(small):
+    X, y = small
+    parallel = sweep(_svm(), X, y, param="lam", values=LAMS[:4], n_jobs=2,
+                     scoring=_kernel_is_memmap)
+    assert np.all(parallel["train_score"] == 1.0)
+    serial = sweep(_svm(), X, y, param="lam", values=LAMS[:2], n_jobs=1,
+                   scoring=_kernel_is_memmap)
+    assert np.all(serial["train_score"] == 0.0)
+
+
+def test_cross_validation_uses_operator_subsets(small):
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = small
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    # a numeric gamma: with "scale" the shared kernel resolves γ on all of X,
+    # while a model fitted on a fold alone would resolve it on the fold
+    table = sweep(_svm(gamma=0.2), X, y, param="lam", values=LAMS[:3], cv=cv, n_jobs=2)
+    assert len(table) == 9 and not table.errors
+    for (train, val), fold in zip(cv.split(X, y), range(3)):
+        ref = _svm(lam=LAMS[1], gamma=0.2).fit(X[train], y[train])
+        row = next(r for r in table if r["fold"] == fold and r["value"] == LAMS[1])
+        assert abs(row["objective"] - ref.primal_objective_) <= row["gap"] + ref.duality_gap_
+        assert row["val_score"] == pytest.approx(ref.score(X[val], y[val]), abs=0.05)
+
+
+def test_precomputed_kernel_and_operator_kernels(small, serial_loop):
+    X, y = small
+    K = make_operator(X, "rbf").dense()
+    table = sweep(_svm(kernel="precomputed"), K, y, param="lam", values=LAMS, n_jobs=2)
+    _assert_within_gaps(table, *serial_loop)
+    op = make_operator(X, "rbf")
+    table = sweep(_svm(kernel=op), X, y, param="lam", values=LAMS, n_jobs=2)
+    _assert_within_gaps(table, *serial_loop)
+
+
+def test_dask_cluster_gives_the_same_sweep(small, dask_client):
+    X, y = small
+    values = list(LAMS[:3]) + [-1.0] + list(LAMS[3:])
+    local = sweep(_svm(), X, y, param="lam", values=values, n_jobs=2)
+    with parallel_config(backend="dask"):
+        remote = sweep(_svm(), X, y, param="lam", values=values)
+    assert [r["error"] != "" for r in remote] == [r["error"] != "" for r in local]
+    np.testing.assert_array_equal(remote["value"], local["value"])
+    ok = ~np.isnan(local["objective"])
+    diff = np.abs(remote["objective"] - local["objective"])[ok]
+    assert np.all(diff <= (remote["gap"] + local["gap"])[ok] + 1e-12)
+    np.testing.assert_allclose(remote["train_score"][ok], local["train_score"][ok], atol=0.02)
