@@ -16,6 +16,11 @@ __all__ = ["KernelOperator", "as_index", "check_block"]
 
 def as_index(idx, n):
     """Validate column indices ``idx`` into ``range(n)`` as a 1-D int array."""
+    if type(idx) is np.ndarray and idx.shape == (1,) and idx.dtype == np.intp:
+        # the hot path of column-wise solvers: one nonnegative column index
+        j = int(idx[0])
+        if 0 <= j < n:
+            return idx
     idx = np.asarray(idx)
     if idx.dtype == bool:
         if idx.shape != (n,):

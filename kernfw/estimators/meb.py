@@ -1,0 +1,199 @@
+"""``MinimumEnclosingBall``: the smallest ball around the data in feature space (math.md §2.2).
+
+The ball is found by Frank-Wolfe or away-step MFW on the MEB dual
+(:func:`kernfw.solvers.meb.solve_simplex_qp` with ``q = diag(K)``) and used as a
+novelty detector in the manner of :class:`sklearn.svm.OneClassSVM`: points
+inside the ball are inliers.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
+from sklearn.callback import with_callbacks
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..solvers.meb import METHODS, solve_simplex_qp
+from ._base import FWEstimatorMixin
+from .l2svc import GRAM_MAX_MB, SupportKernelMixin
+
+__all__ = ["MinimumEnclosingBall"]
+
+
+class MinimumEnclosingBall(OutlierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
+    """Minimum enclosing ball of the training points in the kernel's feature space.
+
+    Solves ``min_{c, r} r²`` s.t. ``‖φ(x_i) − c‖² ≤ r²`` through its dual
+    ``max_{α∈Δₙ} diag(K)ᵀα − αᵀKα`` (math.md §2.2) by Frank-Wolfe toward the
+    farthest point, with away steps from the nearest support point for
+    ``method="mfw"``.  The centre is ``c = Σ α_i φ(x_i)``; only the support
+    points (``α_i > 0``, the core set) are needed to predict.
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf", "poly", "sigmoid", "precomputed"}, callable or \
+KernelOperator, default="rbf"
+        As in :class:`sklearn.svm.OneClassSVM`.  With "precomputed", the test
+        input of ``decision_function`` is the Gram ``K(X, X_train)`` (only its
+        support columns are read) and ``k(x, x)`` is taken as the training
+        diagonal, which must then be constant (as for RBF Grams).
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient, as in ``SVC``.
+    degree : int, default=3
+        Degree of the polynomial kernel.
+    coef0 : float, default=0.0
+        Independent term of the polynomial and sigmoid kernels.
+    method : {"mfw", "fw"}, default="mfw"
+        Away-step (MFW) or plain Frank-Wolfe, both with exact line search.
+    tol : float, default=1e-4
+        ε of the (1+ε)-approximate ball (math.md §2.5): stop when the farthest
+        point lies within ``(1+ε) r`` of the current centre, so that
+        ``r ≤ r* ≤ (1+ε) r``.
+    max_iter : int, default=None
+        Iteration budget (None: ``max(100000, 20 n)``).
+    cache_size : float, default=500
+        Kernel column cache (MB) when the kernel is evaluated on the fly.
+    verbose : int, default=0
+        Print one line per certified iterate.
+
+    Attributes
+    ----------
+    radius_ : float
+        Radius ``R`` of the ball around ``c`` that contains every training
+        point: ``R² = max_i ‖φ(x_i) − c‖²`` (the primal value; within
+        ``(1+ε)²`` of ``r*²``).
+    radius_lower_ : float
+        Square root of the dual value ``f(α) ≤ r*²``: ``radius_lower_ ≤ r* ≤ radius_``.
+    center_norm2_ : float
+        ``‖c‖² = αᵀKα``.
+    support_ : ndarray of int
+        Indices of the support points (``α_i > 0``: the core set).
+    support_vectors_ : ndarray of shape (n_SV, d)
+        Those points (not set for precomputed kernels or operators).
+    dual_coef_ : ndarray of shape (1, n_SV)
+        Their weights ``α_i`` (summing to 1).
+    offset_ : float
+        ``−R²``, so that ``decision_function = score_samples − offset_``
+        (as in ``OneClassSVM``).
+    n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
+        Certificate and trace of the run (see :class:`kernfw.fw.FWResult`).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw import MinimumEnclosingBall
+    >>> X = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.5]])
+    >>> ball = MinimumEnclosingBall(kernel="linear", tol=1e-8).fit(X)
+    >>> round(ball.radius_, 6)
+    1.0
+    >>> ball.predict([[1.0, 0.2], [3.0, 0.0]])
+    array([ 1, -1])
+    """
+
+    _parameter_constraints = {
+        "kernel": [str, callable, HasMethods(["columns", "cross", "diag"])],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Real, 0, None, closed="left")],
+        "coef0": [Real],
+        "method": [StrOptions(set(METHODS))],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left"), None],
+        "cache_size": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
+                 tol=1e-4, max_iter=None, cache_size=500, verbose=0):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.cache_size = cache_size
+        self.verbose = verbose
+
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Find the minimum enclosing ball of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n, d), or (n, n) Gram matrix
+            Training inputs (a Gram matrix for ``kernel="precomputed"``).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X, _, op = self._validate_training_data(X, None, gram_max_mb=GRAM_MAX_MB)
+        diag = op.diag()
+        callback = self._fw_callback(self.max_iter, X)
+        try:
+            result = solve_simplex_qp(op, q=diag, method=self.method, tol=self.tol,
+                                      max_iter=self.max_iter, stop="radius",
+                                      callback=callback)
+        finally:
+            self._end_callbacks()
+        self._store_result(result)
+        sol = result.solution
+        self.support_ = sol["support"]
+        self.dual_coef_ = sol["alpha"][self.support_][None, :]
+        self.center_norm2_ = float(sol["alpha"][self.support_] @ sol["v"][self.support_])
+        self.radius_ = float(np.sqrt(max(result.primal, 0.0)))
+        self.radius_lower_ = float(np.sqrt(max(result.dual, 0.0)))
+        self.offset_ = -self.radius_ ** 2
+        self._train_diag = float(diag[0]) if np.allclose(diag, diag[0]) else None
+        self._set_predictor(X, op)
+        return self
+
+    def _self_similarity(self, X):
+        """``k(x, x)`` of the new points."""
+        if self._kernel_is_precomputed():
+            if self._train_diag is None:
+                raise ValueError(
+                    "with kernel='precomputed' the test self-similarities k(x, x) are "
+                    "unknown; they are taken as the training diagonal, which is not "
+                    "constant here. Pass the kernel as a name or a callable instead."
+                )
+            return np.full(X.shape[0], self._train_diag)
+        return np.asarray(self._predict_op.new_diag(X), dtype=np.float64)
+
+    def distance2(self, X):
+        """Squared feature-space distances ``‖φ(x) − c‖² = k(x,x) − 2Σα_i k(x_i,x) + ‖c‖²``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, d)
+            Inputs (the test Gram ``K(X, X_train)`` for ``kernel="precomputed"``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = self._new_input(X)
+        K = self._support_kernel(X)
+        return self._self_similarity(X) - 2.0 * (K @ self.dual_coef_[0]) + self.center_norm2_
+
+    def score_samples(self, X):
+        """``−‖φ(x) − c‖²``: larger is more normal."""
+        return -self.distance2(X)
+
+    def decision_function(self, X):
+        """``R² − ‖φ(x) − c‖²``: positive inside the ball (inliers), negative outside."""
+        return self.score_samples(X) - self.offset_
+
+    def predict(self, X):
+        """+1 for points inside the ball (or on its sphere), −1 outside."""
+        return np.where(self.decision_function(X) >= 0, 1, -1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        return self._kernel_tags(tags)
