@@ -125,7 +125,9 @@ class KernelFunction(KernelOperator):
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
-        out = np.empty((self.n, idx.size), dtype=self.dtype)
+        # Fortran order: each column is contiguous, so copies to and from the
+        # cache are contiguous too (a strided n-column copy costs n cache misses)
+        out = np.empty((self.n, idx.size), dtype=self.dtype, order="F")
         missing = []
         for pos, j in enumerate(idx.tolist()):
             col = self._cache.get(j)
@@ -139,8 +141,10 @@ class KernelFunction(KernelOperator):
         for start in range(0, len(missing), self.batch_size):
             pos = np.asarray(missing[start:start + self.batch_size])
             sq = self._train_sq_norms()
-            block = self.kernel.block(self.X, self.X[idx[pos]], sq, sq[idx[pos]])
-            out[:, pos] = block
+            # rows k(x_j, X) of the symmetric K are its columns; a C-order
+            # (batch, n) block fills the F-order columns contiguously
+            block = self.kernel.block(self.X[idx[pos]], self.X, sq[idx[pos]], sq)
+            out[:, pos] = block.T
             for p, j in zip(pos.tolist(), idx[pos].tolist()):
                 self._store(j, out[:, p])
         return out
