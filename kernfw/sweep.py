@@ -10,6 +10,8 @@ How the work is shared (the design in four points):
    :func:`kernfw.kernels.make_operator` with the estimator's ``kernel``,
    ``gamma``, ``degree``, ``coef0``) is computed once and every fit receives it
    as ``kernel=<operator>``; a fold fits on ``operator.subset(train)``.
+   (Sweeping a kernel parameter — ``gamma``, ``degree``, ... — gives every
+   value its own kernel: then each fit builds it.)
 2. **No copy per worker.**  For a parallel sweep the Gram matrices are written
    once into a memory-mapped file (in ``/dev/shm`` when it exists) and passed
    to the workers *as arguments of their own*: joblib's process backend sends a
@@ -146,11 +148,15 @@ class SweepResults:
 # one fit, one chunk
 # ---------------------------------------------------------------------------
 def _number(value):
-    """A fitted scalar (or the max of an array, as Ridge's n_iter_) as float; NaN if absent."""
+    """A fitted scalar as float; NaN if absent.
+
+    Per-subproblem arrays (one-vs-one L2SVC, Ridge's ``n_iter_`` per target)
+    are summed: the sum of the objectives is certified by the sum of the gaps.
+    """
     if value is None:
         return math.nan
     try:
-        return float(np.max(value))
+        return float(np.sum(value))
     except (TypeError, ValueError):
         return math.nan
 
@@ -169,10 +175,11 @@ def _fit_one(estimator, param, value, fold, data, scorer):
         row["gap"] = _number(getattr(estimator, "duality_gap_", None))
         row["n_iter"] = _number(getattr(estimator, "n_iter_", None))
         converged = getattr(estimator, "converged_", None)
-        row["converged"] = None if converged is None else bool(converged)
-        row["train_score"] = float(scorer(estimator, X_train, y_train))
-        if X_val is not None:
-            row["val_score"] = float(scorer(estimator, X_val, y_val))
+        row["converged"] = None if converged is None else bool(np.all(converged))
+        if scorer is not None:
+            row["train_score"] = float(scorer(estimator, X_train, y_train))
+            if X_val is not None:
+                row["val_score"] = float(scorer(estimator, X_val, y_val))
     except Exception as exc:  # one failed fit must not lose the other rows
         row["error"] = f"{type(exc).__name__}: {exc}"
     return row
@@ -222,7 +229,7 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, precomputed, warm_st
                 est.set_params(warm_start=True)
             return est
 
-        scorer = check_scoring(estimator, scoring=scoring)
+        scorer = _scorer(estimator, scoring)
         est, rows = fresh(), []
         for value in values:
             row = _fit_one(est, param, value, fold, data, scorer)
@@ -232,6 +239,14 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, precomputed, warm_st
             if row["error"]:
                 est = fresh()
         return rows
+
+
+def _scorer(estimator, scoring):
+    """The scorer of the score columns; None (NaN scores) for an estimator
+    without ``score`` (e.g. an outlier detector) when ``scoring`` is None."""
+    if scoring is None and not hasattr(estimator, "score"):
+        return None
+    return check_scoring(estimator, scoring=scoring)
 
 
 # ---------------------------------------------------------------------------
@@ -307,15 +322,20 @@ def _without_kernel(estimator):
 def _kernel_params(estimator):
     """The ``make_operator`` arguments among the estimator's parameters."""
     params = estimator.get_params(deep=False)
-    names = ("gamma", "degree", "coef0", "normalization")
-    return {k: params[k] for k in names if k in params}
+    return {k: params[k] for k in KERNEL_PARAMS[1:] if k in params}
 
 
-def _uses_operator(estimator, X):
+#: parameters that change the kernel itself: sweeping one of them rules out a shared operator
+KERNEL_PARAMS = ("kernel", "gamma", "degree", "coef0", "normalization")
+
+
+def _uses_operator(estimator, X, param):
     """Whether the sweep builds the kernel operator itself (kernel spec, not precomputed)."""
     params = estimator.get_params(deep=False)
     if "kernel" not in params or not type(estimator).__module__.startswith("kernfw."):
         return False  # only kernfw estimators accept kernel=<KernelOperator>
+    if param in KERNEL_PARAMS:
+        return False  # every value has its own kernel
     kernel = params["kernel"]
     if isinstance(kernel, KernelOperator):
         return True
@@ -503,10 +523,10 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
     parallel = n_workers > 1 and len(tasks) > 1
     blas_threads = max(1, cpu_count() // min(n_workers, len(tasks))) if parallel else None
 
-    folder = _MemmapFolder() if parallel and _uses_operator(estimator, X) else None
+    folder = _MemmapFolder() if parallel and _uses_operator(estimator, X, param) else None
     try:
         shell, grams, template = None, [], estimator
-        if _uses_operator(estimator, X):
+        if _uses_operator(estimator, X, param):
             allocate = folder.allocate if folder is not None else _allocate_in_memory
             operator = _build_operator(estimator, X, allocate)
             shell = _detach_grams(operator, grams, {}) if parallel else operator
