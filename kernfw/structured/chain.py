@@ -226,26 +226,23 @@ class Chain(StructuredModel):
 
     # -- protocol ----------------------------------------------------------------------
     def node_scores(self, x, w):
-        """Node scores ``θ_t(l) = U_l x_t + [t = 1] b_start[l] + [t = T] b_end[l]``, (T, q)."""
-        U, b_start, b_end, _ = self.unpack(w)
+        """Node scores ``θ_t(l) = U_l x_t + [t = 1] b_start[l] + [t = T] b_end[l]``, (T, q),
+        and ``Gᵀ`` (C-contiguous, the layout :func:`viterbi_one` reads)."""
+        U, b_start, b_end, G = self.unpack(w)
         theta = x @ U.T
         theta[0] += b_start
         theta[-1] += b_end
-        return theta
+        return theta, np.ascontiguousarray(G.T)
 
     def loss_augmented_decode(self, x, y_true, w):
-        theta = self.node_scores(x, w)
+        theta, GT = self.node_scores(x, w)
         unit = self._unit(theta.shape[0])
         theta += unit
         theta[np.arange(theta.shape[0]), y_true] -= unit
-        return viterbi_one(theta, self._transitions_T(w))
+        return viterbi_one(theta, GT)
 
     def decode(self, x, w):
-        return viterbi_one(self.node_scores(x, w), self._transitions_T(w))
-
-    def _transitions_T(self, w):
-        """``Gᵀ`` as a C-contiguous array (the layout :func:`viterbi_one` reads)."""
-        return np.ascontiguousarray(self.unpack(w)[3].T)
+        return viterbi_one(*self.node_scores(x, w))
 
     def loss(self, y_true, y):
         return float(np.count_nonzero(np.asarray(y_true) != np.asarray(y))) * self._unit(len(y_true))
