@@ -300,7 +300,7 @@ class SimplexQPIterate(FWIterate):
         if self.stop == "radius":
             r2 = f + self.ball_shift
             extra["radius2"] = r2
-            extra["delta"] = gap / r2 if r2 > 0 else math.inf
+            extra["delta"] = gap / r2 if r2 > 0 else (0.0 if gap <= 0 else math.inf)
         return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra)
 
     def is_converged(self, cert, tol):

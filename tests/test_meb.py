@@ -1,0 +1,404 @@
+"""Minimum enclosing ball: the simplex-QP solver (FW / MFW, math.md §2.3–§2.7) and
+``MinimumEnclosingBall``."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from sklearn.metrics.pairwise import pairwise_kernels, rbf_kernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from kernfw.estimators.meb import MinimumEnclosingBall
+from kernfw.kernels import make_operator
+from kernfw.operators import Gram, KernelFunction, KernelOperator
+from kernfw.solvers.meb import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
+
+KERNELS = [("linear", {}), ("rbf", {"gamma": 0.5}),
+           ("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0})]
+
+
+def _points(n=50, d=3, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+def _gram(X, kernel, params):
+    return pairwise_kernels(X, metric=kernel, **params)
+
+
+def _f(K, q, alpha):
+    return q @ alpha - alpha @ K @ alpha
+
+
+class ForbidMatmat(KernelOperator):
+    """Wraps an operator; counts column fetches and refuses anything n × n."""
+
+    def __init__(self, base):
+        self.base, self.n, self.dtype = base, base.n, base.dtype
+        self.calls = 0
+        self.fetched = 0
+
+    def diag(self):
+        return self.base.diag()
+
+    def columns(self, idx):
+        idx = np.atleast_1d(idx)
+        self.calls += 1
+        self.fetched += idx.size
+        return self.base.columns(idx)
+
+    def matmat(self, V):
+        raise AssertionError("the solver must not call matmat")
+
+    def dense(self):
+        raise AssertionError("the solver must not form the n x n matrix")
+
+    def cross(self, X_new, idx=None):
+        return self.base.cross(X_new, idx)
+
+    def subset(self, idx):
+        return ForbidMatmat(self.base.subset(idx))
+
+
+# -- the solver against cvxpy -------------------------------------------------------------
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("kernel,params", KERNELS)
+@pytest.mark.parametrize("method", ["mfw", "fw"])
+def test_meb_radius_matches_cvxpy(kernel, params, method):
+    from kernfw.reference import meb_reference
+    X = _points(50, seed=1)
+    K = _gram(X, kernel, params)
+    ref = meb_reference(K)
+    op = Gram(K)
+    r2 = ref["radius2"]
+    if method == "fw":       # sublinear: check the certified bracket dual ≤ r*² ≤ primal
+        res = solve_simplex_qp(op, q=op.diag(), method="fw", tol=1e-4, stop="relative")
+        assert res.converged
+        assert res.dual <= r2 * (1 + 1e-8) and r2 <= res.primal * (1 + 1e-8)
+        return
+    res = solve_simplex_qp(op, q=op.diag(), method=method, tol=1e-10)
+    assert res.converged
+    # |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|, and the dual never exceeds the optimum
+    assert abs(res.primal - r2) <= max(res.gap, 1e-7) + 1e-6 * r2
+    assert res.dual <= r2 * (1 + 1e-8)
+    assert abs(res.dual - r2) <= 1e-6 * r2
+    # same centre: ‖c − c*‖² = (α − α*)ᵀ K (α − α*)
+    diff = res["alpha"] - ref["alpha"]
+    assert diff @ K @ diff <= 1e-6 * r2
+
+
+def test_meb_of_three_points_is_known():
+    Z = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.5]])
+    op = Gram(Z @ Z.T)
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
+    assert res.dual == pytest.approx(1.0, abs=1e-12)           # radius 1 around (1, 0)
+    np.testing.assert_allclose(res["alpha"], [0.5, 0.5, 0.0], atol=1e-12)
+    np.testing.assert_array_equal(res["support"], [0, 1])
+
+
+# -- closed-form pieces --------------------------------------------------------------------
+def _iterate(K, q, method="mfw", **kw):
+    return SimplexQPIterate(Gram(K), q, method, None, "gap", None, **kw)
+
+
+def test_cvm_initialization_is_the_two_point_ball():
+    X = _points(30, seed=2)
+    K = X @ X.T
+    it = _iterate(K, np.diag(K).copy())
+    far = int(np.argmax(np.sum((X - X[0]) ** 2, axis=1)))
+    np.testing.assert_array_equal(np.sort(it.active.indices()), np.sort([0, far]))
+    np.testing.assert_allclose(it.alpha[[0, far]], 0.5)
+    # r₀² = ¼ ‖z_a − z_b‖²
+    assert it.objective() == pytest.approx(0.25 * np.sum((X[0] - X[far]) ** 2), rel=1e-12)
+
+
+def test_fw_vertex_is_the_farthest_point_and_gap_is_its_excess():
+    X = _points(40, seed=3)
+    K = X @ X.T
+    it = _iterate(K, np.diag(K).copy())
+    for t in range(15):
+        it.step(t)
+    alpha = it.alpha
+    c = alpha @ X
+    dist2 = np.sum((X - c) ** 2, axis=1)
+    i, gap = it._fw_vertex()
+    assert dist2[i] == pytest.approx(dist2.max(), rel=1e-12)
+    # FW gap = ‖z_{i*} − c‖² − r² (math.md §2.4)
+    assert gap == pytest.approx(dist2.max() - _f(K, np.diag(K), alpha), rel=1e-9)
+    # away vertex: the nearest support point
+    j = it._away_vertex()
+    support = it.active.indices()
+    assert dist2[j] == pytest.approx(dist2[support].min(), rel=1e-12)
+
+
+@pytest.mark.parametrize("q_kind", ["diag", "zero"])
+def test_every_step_is_an_exact_line_search(q_kind):
+    """Each FW / away step maximizes f along its direction (1-D numerical check)."""
+    X = _points(25, seed=4)
+    K = rbf_kernel(X, gamma=0.3)
+    q = np.diag(K).copy() if q_kind == "diag" else None
+    qv = np.zeros(len(K)) if q is None else q
+    it = _iterate(K, q)
+    kinds = set()
+    for t in range(60):
+        before = it.alpha
+        it._fw_vertex()
+        n_away = it.n_away
+        it.step(t)
+        after = it.alpha
+        d = after - before
+        if not np.any(d):
+            continue
+        away = it.n_away > n_away
+        kinds.add("away" if away else "fw")
+        if away:                       # d ∝ α − e_j; the largest feasible step keeps α ≥ 0
+            j = int(np.argmin(d))
+            direction = before - np.eye(len(K))[j]
+            t_max = before[j] / (1 - before[j])
+        else:
+            i = int(np.argmax(d))
+            direction = np.eye(len(K))[i] - before
+            t_max = 1.0
+        gamma = np.linalg.norm(d) / np.linalg.norm(direction)
+        line = minimize_scalar(lambda s: -_f(K, qv, before + s * direction),
+                               bounds=(0, t_max), method="bounded",
+                               options={"xatol": 1e-12})
+        assert _f(K, qv, after) >= -line.fun - 1e-12
+        assert 0 <= gamma <= t_max + 1e-12
+    assert kinds == {"fw", "away"}
+
+
+def test_drop_step_lands_exactly_on_the_face():
+    X = _points(30, seed=5)
+    K = rbf_kernel(X, gamma=0.5)
+    it = _iterate(K, None)
+    drops = 0
+    for t in range(400):
+        before = set(it.active.indices().tolist())
+        n_drop = it.n_drop
+        it.step(t)
+        if it.n_drop > n_drop:
+            drops += 1
+            gone = before - set(it.active.indices().tolist())
+            assert len(gone) == 1
+            assert it.alpha[gone.pop()] == 0.0
+    assert drops > 0
+    alpha = it.alpha
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_array_equal(np.flatnonzero(alpha), np.sort(it.active.indices()))
+
+
+def test_maintained_gradient_matches_a_fresh_product():
+    X = _points(60, seed=6)
+    K = rbf_kernel(X, gamma=0.2)
+    op = Gram(K)
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-9, check_every=1)
+    np.testing.assert_allclose(res["v"], K @ res["alpha"], atol=1e-13)
+    assert res.dual == pytest.approx(_f(K, np.diag(K), res["alpha"]), abs=1e-13)
+    # primal = max_i ‖z_i − c‖² = dual + gap
+    dist2 = np.diag(K) - 2 * K @ res["alpha"] + res["alpha"] @ K @ res["alpha"]
+    assert res.primal == pytest.approx(dist2.max(), abs=1e-12)
+
+
+def test_one_column_per_iteration_and_no_matmat():
+    X = _points(300, d=4, seed=7)
+    op = ForbidMatmat(KernelFunction(X, "rbf", gamma=0.5, cache_size=1.0))
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-6)
+    assert res.converged
+    assert op.fetched <= res.n_iter + 2          # two for the CVM start, then ≤ one per step
+    assert op.calls == op.fetched
+
+
+def test_kernel_function_backend_agrees_with_gram():
+    X = _points(120, seed=8)
+    gram = make_operator(X, "rbf", gamma=0.4, backend="gram")
+    func = make_operator(X, "rbf", gamma=0.4, backend="function", cache_size=0.05)
+    a = solve_simplex_qp(gram, q=gram.diag(), tol=1e-10)
+    b = solve_simplex_qp(func, q=func.diag(), tol=1e-10)
+    assert a.n_iter == b.n_iter
+    np.testing.assert_allclose(a["alpha"], b["alpha"], atol=1e-10)
+
+
+def test_radius_stop_is_the_one_plus_epsilon_ball():
+    X = _points(200, d=5, seed=9)
+    op = Gram(rbf_kernel(X, gamma=0.3))
+    eps = 1e-3
+    res = solve_simplex_qp(op, q=op.diag(), tol=eps, stop="radius")
+    assert res.converged
+    r2, R2 = res.dual, res.primal                  # r_k² and max_i ‖z_i − c_k‖²
+    assert np.sqrt(R2) <= (1 + eps) * np.sqrt(r2) * (1 + 1e-12)
+    exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
+    assert r2 <= exact.dual * (1 + 1e-12) and exact.dual <= R2 * (1 + 1e-12)
+    assert res.n_iter < exact.n_iter
+
+
+def test_relative_stop():
+    X = _points(80, seed=10)
+    op = Gram(rbf_kernel(X, gamma=0.3))
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-4, stop="relative", check_every=1)
+    assert res.converged and res.gap <= 1e-4 * abs(res.dual)
+    assert res.history["gap"][-2] > 1e-4 * abs(res.history["dual"][-2])
+
+
+def test_warm_start_from_the_optimum_stops_at_once():
+    X = _points(60, seed=11)
+    op = Gram(rbf_kernel(X, gamma=0.3))
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-10)
+    again = solve_simplex_qp(op, q=op.diag(), tol=1e-9, alpha0=res["alpha"])
+    assert again.n_iter == 0
+    assert again.dual == pytest.approx(res.dual, rel=1e-12)
+    uniform = solve_simplex_qp(op, q=op.diag(), tol=1e-10, alpha0=np.full(60, 1 / 60))
+    assert uniform.dual == pytest.approx(res.dual, rel=1e-9)
+
+
+def test_a_single_point_is_its_own_ball():
+    op = Gram(np.full((1, 1), 2.0))
+    for stop in ("gap", "relative", "radius"):
+        res = solve_simplex_qp(op, q=op.diag(), stop=stop)
+        assert res.converged and res.n_iter == 0 and res.dual == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_random_state_picks_the_first_point():
+    X = _points(50, seed=12)
+    op = Gram(X @ X.T)
+    a = solve_simplex_qp(op, q=op.diag(), max_iter=0, random_state=3)
+    b = solve_simplex_qp(op, q=op.diag(), max_iter=0, random_state=3)
+    np.testing.assert_array_equal(a["alpha"], b["alpha"])
+    assert a["support"].size == 2
+
+
+def test_history_records_coreset_and_steps():
+    X = _points(60, seed=13)
+    op = Gram(rbf_kernel(X, gamma=0.5))
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-10, check_every=1, stop="radius")
+    h = res.history
+    assert h["iteration"].tolist() == list(range(res.n_iter + 1))
+    assert h["coreset"][-1] == res["support"].size
+    assert np.all(np.diff(h["dual"]) >= -1e-14)               # ascent steps
+    assert np.all(h["dual"] <= h["primal"] + 1e-14)
+    assert h["away_steps"][-1] > 0 and "delta" in h and "radius2" in h
+
+
+def test_bad_inputs():
+    op = Gram(rbf_kernel(_points(10)))
+    with pytest.raises(ValueError, match="tol"):
+        solve_simplex_qp(op, tol=0.0)
+    with pytest.raises(ValueError, match="tol"):
+        solve_simplex_qp(op, tol=-1.0)
+    with pytest.raises(ValueError, match="method"):
+        solve_simplex_qp(op, method="pfw")
+    with pytest.raises(ValueError, match="stop"):
+        solve_simplex_qp(op, stop="duality")
+    with pytest.raises(ValueError, match="q must"):
+        solve_simplex_qp(op, q=np.ones(3))
+    with pytest.raises(ValueError, match="simplex"):
+        solve_simplex_qp(op, alpha0=np.ones(10))
+    with pytest.raises(ValueError, match="nonnegative"):
+        solve_simplex_qp(op, alpha0=np.r_[-1.0, 2.0, np.zeros(8)])
+    with pytest.raises(ValueError, match="max_iter"):
+        solve_simplex_qp(op, max_iter=-1)
+    with pytest.raises(TypeError, match="KernelOperator"):
+        solve_simplex_qp(np.eye(10))
+    poly = Gram(pairwise_kernels(_points(10), metric="poly", degree=2))
+    with pytest.raises(ValueError, match="constant"):
+        solve_simplex_qp(L2SVMKernel(poly, np.r_[np.ones(5), -np.ones(5)], 1.0), stop="radius")
+
+
+# -- the estimator --------------------------------------------------------------------------
+def test_ball_contains_the_training_points_and_predicts_novelty():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 2))
+    ball = MinimumEnclosingBall(gamma=0.5, tol=1e-6).fit(X)
+    assert ball.converged_
+    assert ball.radius_lower_ <= ball.radius_ <= (1 + 1e-6) * ball.radius_lower_ * (1 + 1e-12)
+    assert np.all(ball.decision_function(X) >= -1e-10)
+    far = rng.normal(size=(20, 2)) * 0.1 + 8.0
+    np.testing.assert_array_equal(ball.predict(far), -1)
+    assert ball.predict(np.zeros((1, 2)))[0] == 1
+    # decision = R² − ‖φ(x) − c‖² from the dense kernel
+    Xt = rng.normal(size=(30, 2)) * 2
+    alpha = np.zeros(150)
+    alpha[ball.support_] = ball.dual_coef_[0]
+    K = rbf_kernel(X, gamma=0.5)
+    dist2 = 1 - 2 * rbf_kernel(Xt, X, gamma=0.5) @ alpha + alpha @ K @ alpha
+    np.testing.assert_allclose(ball.decision_function(Xt), ball.radius_ ** 2 - dist2, atol=1e-12)
+    np.testing.assert_allclose(ball.score_samples(Xt) - ball.offset_,
+                               ball.decision_function(Xt))
+    assert ball.dual_coef_.sum() == pytest.approx(1.0)
+    np.testing.assert_array_equal(ball.support_vectors_, X[ball.support_])
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("kernel,params", KERNELS)
+def test_estimator_radius_matches_cvxpy(kernel, params):
+    from kernfw.reference import meb_reference
+    X = _points(40, seed=14)
+    ref = meb_reference(_gram(X, kernel, params))
+    ball = MinimumEnclosingBall(kernel=kernel, tol=1e-9, **params).fit(X)
+    assert ball.radius_lower_ ** 2 <= ref["radius2"] * (1 + 1e-8)
+    assert ball.radius_ ** 2 == pytest.approx(ref["radius2"], rel=1e-6)
+
+
+def test_precomputed_reads_only_the_support_columns():
+    X = _points(80, seed=15)
+    Xt = _points(10, seed=16) * 1.5
+    gamma = 0.4
+    ball = MinimumEnclosingBall(gamma=gamma, tol=1e-8).fit(X)
+    pre = MinimumEnclosingBall(kernel="precomputed", tol=1e-8).fit(rbf_kernel(X, gamma=gamma))
+    K_test = rbf_kernel(Xt, X, gamma=gamma)
+    off = np.setdiff1d(np.arange(80), pre.support_)
+    K_test[:, off] = 1e6                                       # never read
+    np.testing.assert_allclose(pre.decision_function(K_test), ball.decision_function(Xt),
+                               atol=1e-10)
+    assert pre.radius_ == pytest.approx(ball.radius_, rel=1e-10)
+
+
+def test_precomputed_with_a_nonconstant_diagonal_cannot_score_new_points():
+    X = _points(30, seed=17)
+    pre = MinimumEnclosingBall(kernel="precomputed").fit(X @ X.T)
+    with pytest.raises(ValueError, match="self-similarities"):
+        pre.decision_function(X[:3] @ X.T)
+
+
+def test_kernel_operator_and_float32_inputs():
+    X = _points(60, seed=18)
+    op = KernelFunction(X, "rbf", gamma=0.5)
+    a = MinimumEnclosingBall(kernel=op, tol=1e-8).fit(None)
+    b = MinimumEnclosingBall(gamma=0.5, tol=1e-8).fit(X)
+    c = MinimumEnclosingBall(gamma=0.5, tol=1e-5).fit(X.astype(np.float32))
+    assert a.radius_ == pytest.approx(b.radius_, rel=1e-10)
+    np.testing.assert_allclose(a.decision_function(X[:5]), b.decision_function(X[:5]),
+                               atol=1e-10)
+    assert c.radius_ == pytest.approx(b.radius_, rel=1e-4)
+
+
+def test_estimator_bad_parameters():
+    X = _points(20)
+    with pytest.raises(ValueError, match="tol"):
+        MinimumEnclosingBall(tol=0).fit(X)
+    with pytest.raises(ValueError, match="method"):
+        MinimumEnclosingBall(method="sgd").fit(X)
+
+
+_NO_TRAINING_OUTLIERS = ("a minimum enclosing ball contains every training point, so "
+                         "predict(X_train) has no -1 (unlike OneClassSVM's nu)")
+_PRECOMPUTED_DIAG = ("precomputed kernels need a constant training diagonal for k(x, x) of "
+                     "new points; the checks use linear Grams")
+
+
+def _expected_failures(estimator):
+    failures = {"check_outliers_train": _NO_TRAINING_OUTLIERS,
+                "check_outliers_fit_predict": _NO_TRAINING_OUTLIERS}
+    if estimator.kernel == "precomputed":
+        for check in ("check_fit_score_takes_y", "check_estimators_dtypes",
+                      "check_dtype_object", "check_f_contiguous_array_estimator",
+                      "check_classifier_data_not_an_array",
+                      "check_methods_sample_order_invariance", "check_methods_subset_invariance",
+                      "check_dict_unchanged", "check_fit_idempotent"):
+            failures[check] = _PRECOMPUTED_DIAG
+    return failures
+
+
+@parametrize_with_checks([MinimumEnclosingBall(), MinimumEnclosingBall(kernel="precomputed")],
+                         expected_failed_checks=_expected_failures)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
