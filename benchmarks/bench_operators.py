@@ -3,6 +3,8 @@
 1. ``Features.matmat`` on a sparse 100,000 × 50,000 CSR matrix (0.1% density)
    against the bare scipy expression it wraps, ``X @ (X.T @ V)``, r = 10; for
    the record also against the variant with a cached CSR copy of ``Xᵀ``.
+   The same on a wide 20,000 × 1,000,000 matrix (d > n), where ``Features``
+   multiplies with a CSC copy of ``X`` instead (see its Notes).
 2. ``Gram.matmat`` at n = 5,000 against ``K @ V``, r = 10.
 3. ``KernelFunction.columns`` for 100 random indices at n = 200,000 (d = 20,
    RBF): the tracemalloc peak against the cache budget + the answer +
@@ -130,6 +132,8 @@ def main(argv=None):
     ratios = {
         "Features (sparse) matmat / bare": bench_features(
             10_000 if q else 100_000, 5_000 if q else 50_000, 0.001, 10, args.repeats, rng),
+        "Features (sparse, d > n) matmat / bare": bench_features(
+            2_000 if q else 20_000, 100_000 if q else 1_000_000, 2e-4, 10, args.repeats, rng),
         "Gram matmat / bare": bench_gram(500 if q else 5_000, 10, args.repeats, rng),
         "KernelFunction columns peak / bound": bench_columns_memory(
             20_000 if q else 200_000, 20, 100, 200.0, 256, rng),
