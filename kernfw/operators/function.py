@@ -3,6 +3,7 @@
 from collections import OrderedDict
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
 from .base import KernelOperator, as_index, check_block
@@ -52,6 +53,8 @@ class KernelFunction(KernelOperator):
     def __init__(self, X, kernel="rbf", cache_size=200.0, batch_size=256,
                  feature_columns=None, check=True, **params):
         self.X = check_features(X) if check else X
+        if sp.issparse(self.X):
+            self.X = self.X.tocsr()  # row blocks are sliced all the time (no copy if CSR)
         if isinstance(kernel, PairwiseKernel):
             self.kernel = kernel
         else:
