@@ -1,0 +1,362 @@
+"""Controlled-sparsity kernel learning (CSKL, seed 004; math.md §5).
+
+Kernel weights ``γ`` live in the capped simplex
+``Γ_t = {γ ∈ [0, 1]^p : 1ᵀγ = t}`` and minimize the convex function
+
+.. math::  J(γ) = \\max_α\\ a(α) − c\\,Σ_j γ_j d_j(α),\\qquad d_j(α) = (y∘α)ᵀK_j(y∘α),
+
+the optimal dual value of an SVM with kernel ``K_γ = Σ_j γ_j K_j`` (C-SVM,
+ν-SVM or L2-SVM; see :mod:`kernfw.solvers.mkl_svm` for ``a`` and ``c``).
+By Danskin ``∇_j J = −c d_j``.  The solver alternates (seed Algorithm 2,
+math.md §5.3)
+
+1. an SVM solve at the current ``γ`` (warm started for the L2-SVM) giving ``α``
+   and all ``d_j`` in one ``per_kernel_quad`` pass;
+2. the Frank-Wolfe gap of ``min_{Γ_t} J``,
+   ``G = c (g_t(d) − γᵀd) ≥ J(γ) − J*`` with ``g_t(d) = max_{Γ_t} γᵀd`` —
+   the stopping measure for every update rule;
+3. a descent direction ``D`` (projected gradient, reduced gradient or the
+   Frank-Wolfe/LP direction) and a step ``τ ∈ [0, τ_max]`` by Armijo
+   backtracking or an exact 1-D minimization (each trial is one SVM solve).
+
+The outer iteration is a :class:`~kernfw.fw.FWIterate` driven by the shared
+loop :func:`kernfw.fw.run` (history, callbacks, stopping, warnings).
+"""
+
+import math
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from ..fw import Certificate, FWIterate, FWResult, armijo_step, run
+from ..operators import KernelOperator, MultiKernel
+from .capped_simplex import (check_t, project_capped_simplex, snap_to_box, sum_top_t,
+                             top_t_vertex)
+from .mkl_svm import KernelWeightObjective, make_inner_svm
+
+__all__ = ["cskl", "CSKLIterate", "projected_gradient_direction",
+           "reduced_gradient_direction", "frank_wolfe_direction", "exact_selection",
+           "as_multikernel", "encode_labels", "WEIGHT_UPDATES", "LINE_SEARCHES"]
+
+WEIGHT_UPDATES = ("projected_gradient", "reduced_gradient", "frank_wolfe")
+LINE_SEARCHES = ("armijo", "exact")
+
+#: smallest inner tolerance the solver falls back to when a line search stalls
+_INNER_TOL_FLOOR = 1e-12
+
+
+# -- directions (math.md §5.3) -----------------------------------------------------------
+def projected_gradient_direction(gamma, grad, t):
+    """``D = Π_{Γ_t}(γ − η∇J) − γ`` with ``η = 1 / max_j |∇_j J|``; ``τ_max = 1``."""
+    scale = np.max(np.abs(grad))
+    if scale == 0:
+        return np.zeros_like(gamma), 1.0
+    return project_capped_simplex(gamma - grad / scale, t) - gamma, 1.0
+
+
+def reduced_gradient_direction(gamma, grad):
+    """The reduced-gradient direction on the box-constrained simplex (seed Algorithm 3).
+
+    A free index ``μ`` (``0 < γ_μ < 1``, the one farthest from the bounds)
+    carries the equality constraint; with ``r_j = ∇_jJ − ∇_μJ`` every other
+    coordinate moves by ``−r_j`` unless a bound blocks it, and
+    ``D_μ = −Σ_{j≠μ} D_j``.  At a vertex (no free index) the direction is
+    ``e_a − e_b`` for the most promising pair ``a`` (at 0) and ``b`` (at 1).
+
+    Returns
+    -------
+    D : ndarray of shape (p,)
+        Zero iff the KKT conditions hold.
+    tau_max : float
+        Largest ``τ`` keeping ``γ + τD`` in the box.
+    """
+    gamma = np.asarray(gamma, dtype=float)
+    grad = np.asarray(grad, dtype=float)
+    free = (gamma > 0) & (gamma < 1)
+    D = np.zeros_like(gamma)
+    if np.any(free):
+        mu = int(np.argmax(np.where(free, np.minimum(gamma, 1 - gamma), -np.inf)))
+        r = grad - grad[mu]
+        move = free | ((gamma == 0) & (r < 0)) | ((gamma == 1) & (r > 0))
+        move[mu] = False
+        D[move] = -r[move]
+        D[mu] = -D.sum()
+    else:
+        at0, at1 = np.flatnonzero(gamma == 0), np.flatnonzero(gamma == 1)
+        if at0.size == 0 or at1.size == 0:
+            return D, 0.0
+        a = at0[np.argmin(grad[at0])]
+        b = at1[np.argmax(grad[at1])]
+        if grad[a] >= grad[b]:
+            return D, 0.0
+        D[a], D[b] = 1.0, -1.0
+    return D, _box_step_max(gamma, D)
+
+
+def _box_step_max(gamma, D):
+    """``τ_max = min(min_{D_j<0} γ_j/(−D_j), min_{D_j>0} (1−γ_j)/D_j)``."""
+    down, up = D < 0, D > 0
+    limits = np.concatenate([gamma[down] / -D[down], (1 - gamma[up]) / D[up]])
+    return float(limits.min()) if limits.size else 0.0
+
+
+def frank_wolfe_direction(gamma, grad, t):
+    """``D = s − γ`` with ``s`` the top-``t`` vertex of ``−∇J`` (the LP direction); ``τ_max = 1``."""
+    return top_t_vertex(-np.asarray(grad, dtype=float), t) - gamma, 1.0
+
+
+def exact_selection(gamma, d, t):
+    """The ``⌈t⌉`` kernels with the largest ``γ_j`` (ties: larger ``d_j``), weights 1.
+
+    The documented post-step of math.md §5.4 for users who need exactly
+    ``⌈t⌉`` kernels (not part of the seed's method).
+    """
+    k = int(math.ceil(t - 1e-12))
+    order = np.lexsort((-np.asarray(d, dtype=float), -np.asarray(gamma, dtype=float)))
+    out = np.zeros(len(gamma))
+    out[order[:k]] = 1.0
+    return out
+
+
+# -- the outer iteration ------------------------------------------------------------------
+class CSKLIterate(FWIterate):
+    """State of the alternating CSKL solver: ``γ`` and the SVM solved at ``γ``.
+
+    Parameters
+    ----------
+    objective : KernelWeightObjective
+        ``J(γ)`` by inner SVM solves.
+    t : float
+        The budget of ``Γ_t``.
+    weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
+    line_search : {"armijo", "exact"}
+    gamma0 : ndarray of shape (p,)
+        A feasible start (default in :func:`cskl`: ``(t/p) 1``).
+    """
+
+    def __init__(self, objective, t, weight_update, line_search, gamma0):
+        self.objective = objective
+        self.t = t
+        self.weight_update = weight_update
+        self.line_search = line_search
+        self.c = objective.curvature
+        self.current = objective.evaluate(gamma0)
+
+    # -- certificate ---------------------------------------------------------------------
+    def gap(self, evaluation=None, t=None):
+        """``G = c (g_t(d) − γᵀd)``, the FW gap of ``min_{Γ_t} J``."""
+        ev = self.current if evaluation is None else evaluation
+        t = self.t if t is None else t
+        return max(self.c * (sum_top_t(ev.d, t) - float(ev.gamma @ ev.d)), 0.0)
+
+    def certificate(self):
+        ev = self.current
+        G = self.gap()
+        return Certificate(primal=ev.value, dual=ev.value - G, gap=G, extra={
+            "n_kernels": int(np.count_nonzero(ev.gamma)),
+            "inner_gap": float(ev.solution.inner_gap),
+            "svm_solves": self.objective.n_solves})
+
+    def is_converged(self, cert, tol):
+        """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
+        return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
+
+    # -- one outer iteration ---------------------------------------------------------------
+    def direction(self, grad):
+        gamma = self.current.gamma
+        if self.weight_update == "projected_gradient":
+            return projected_gradient_direction(gamma, grad, self.t)
+        if self.weight_update == "reduced_gradient":
+            return reduced_gradient_direction(gamma, grad)
+        return frank_wolfe_direction(gamma, grad, self.t)
+
+    def step(self, it):
+        ev = self.current
+        grad = -self.c * ev.d
+        D, tau_max = self.direction(grad)
+        slope = float(grad @ D)
+        if tau_max <= 0 or not slope < 0:
+            return 0.0
+        trials = {}
+
+        def phi(tau):
+            gamma = snap_to_box(ev.gamma + tau * D)
+            trials[tau] = self.objective.evaluate(gamma, warm=ev.solution.state)
+            return trials[tau].value
+
+        if self.line_search == "armijo":
+            tau, _ = armijo_step(phi, ev.value, slope, tau_max)
+        else:
+            minimize_scalar(phi, bounds=(0.0, tau_max), method="bounded",
+                            options={"xatol": 1e-4 * tau_max, "maxiter": 30})
+            tau = min(trials, key=lambda s: trials[s].value)
+            if trials[tau].value >= ev.value:
+                tau = 0.0
+        if tau > 0:
+            self.current = trials[tau]
+        else:
+            self._tighten_inner()
+        return float(tau)
+
+    def _tighten_inner(self):
+        """No decrease found: the inner solves are too coarse — solve 100× tighter."""
+        svm = self.objective.svm
+        if svm.tol > _INNER_TOL_FLOOR:
+            svm.tol = max(svm.tol * 1e-2, _INNER_TOL_FLOOR)
+            self.current = self.objective.evaluate(self.current.gamma,
+                                                   warm=self.current.solution.state)
+
+    def solution(self):
+        ev = self.current
+        return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
+                "coef": ev.solution.coef.copy(), "intercept": ev.solution.intercept.copy()}
+
+
+# -- the solver ---------------------------------------------------------------------------
+def as_multikernel(kernels):
+    """A :class:`MultiKernel` from a MultiKernel or a non-empty list of operators."""
+    if isinstance(kernels, MultiKernel):
+        return kernels
+    if isinstance(kernels, KernelOperator):
+        return MultiKernel([kernels])
+    kernels = list(kernels)
+    if not kernels:
+        raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
+    return MultiKernel(kernels)
+
+
+def encode_labels(y, n):
+    """Class labels → ``(classes, indices)``; checks the length and ≥ 2 classes."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) to match the kernels, got {y.shape}")
+    classes, y_idx = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"need at least two classes, y has {classes.size}")
+    return classes, y_idx
+
+
+def _check_positive(name, value):
+    if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _start(gamma0, t, p):
+    if gamma0 is None:
+        return np.full(p, t / p)
+    gamma0 = np.asarray(gamma0, dtype=float)
+    if gamma0.shape != (p,) or np.any(gamma0 < -1e-12) or np.any(gamma0 > 1 + 1e-12) \
+            or abs(gamma0.sum() - t) > 1e-8:
+        raise ValueError(f"gamma0 must lie in the capped simplex Γ_t (p={p}, t={t})")
+    return snap_to_box(gamma0)
+
+
+def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
+         weight_update="projected_gradient", line_search="armijo", exact=False, tol=1e-3,
+         max_iter=100, inner_tol=None, gamma0=None, callback=None, max_time=None):
+    """Controlled-sparsity kernel learning by alternating SVM solves and weight updates.
+
+    Solves ``min_{γ∈Γ_t} J(γ)`` (math.md §5.2–§5.3) for trace-normalized kernels.
+
+    Parameters
+    ----------
+    kernels : MultiKernel or list of KernelOperator
+        The base kernels ``K_1 … K_p`` on the training points (normalize them
+        first, e.g. ``make_operator(X, specs, normalization="trace")``).
+    y : array-like of shape (n,)
+        Class labels (two or more classes).
+    t : float in (0, p]
+        Budget: ``1ᵀγ = t``, ``0 ≤ γ ≤ 1``.  ``t = 1`` is l1-MKL (SimpleMKL),
+        ``t = p`` the uniform sum.  At least ``⌈t⌉`` kernels get weight.
+    svm : {"l2", "c", "nu"}
+        Inner SVM: kernfw's L2-SVM (MFW, warm started), libsvm's C-SVM or ν-SVM.
+    C, nu : float
+        Their parameters.
+    multi_class : {"ovr", "ovo"}
+        Binary problems sharing ``γ`` (``d`` and ``J`` are summed); "ovo" for
+        ``svm="c"`` only.
+    weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
+        The direction (math.md §5.3).
+    line_search : {"armijo", "exact"}
+        Armijo backtracking from ``τ_max`` (constant 1e-4) or bounded Brent
+        minimization of ``J(γ + τD)``.
+    exact : bool
+        After convergence keep the ``⌈t⌉`` largest weights, set them to 1, the
+        others to 0, and retrain (math.md §5.4).  The certificate then refers
+        to ``Γ_{⌈t⌉}``.
+    tol : float
+        Stop when ``G ≤ tol·|J|``.
+    max_iter : int
+        Outer iterations.
+    inner_tol : float or None
+        Inner SVM tolerance (None: ``min(1e-6, tol/100)``; it is tightened
+        automatically when a line search finds no decrease).
+    gamma0 : array-like or None
+        Start in ``Γ_t`` (default ``(t/p) 1``).
+    callback : callable or None
+        ``callback(row) -> bool`` per outer iteration (see :func:`kernfw.fw.run`).
+    max_time : float or None
+        Wall-clock budget (s).
+
+    Returns
+    -------
+    FWResult
+        ``primal`` = ``J(γ)``, ``dual`` = the concave objective
+        ``a(α) − c g_t(d(α))`` at the same ``α``, ``gap`` = ``G``.
+        ``solution`` holds ``gamma``, ``d``, ``coef`` (r, n) (``y∘α`` per binary
+        problem), ``intercept`` (r,), ``svm`` (the inner
+        :class:`~kernfw.solvers.mkl_svm.SVMSolution`), ``classes``, ``codes``
+        and, with ``exact=True``, ``gamma_relaxed`` (the weights before
+        rounding).  The history has ``n_kernels``, ``inner_gap`` and
+        ``svm_solves`` per outer iteration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw.kernels import make_operator
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 4)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> specs = [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(4)]
+    >>> K = make_operator(X, specs, normalization="trace")
+    >>> res = cskl(K, y, t=1.0, svm="c", C=10.0, tol=1e-4)
+    >>> int(np.argmax(res["gamma"]))
+    0
+    """
+    mk = as_multikernel(kernels)
+    p = mk.p
+    t = check_t(t, p)
+    if weight_update not in WEIGHT_UPDATES:
+        raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}, got {weight_update!r}")
+    if line_search not in LINE_SEARCHES:
+        raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
+    tol = _check_positive("tol", tol)
+    C = _check_positive("C", C)
+    inner_tol = min(1e-6, tol / 100) if inner_tol is None else _check_positive("inner_tol",
+                                                                             inner_tol)
+    classes, y_idx = encode_labels(y, mk.n)
+    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
+                           multi_class=multi_class)
+    objective = KernelWeightObjective(mk, inner)
+    iterate = CSKLIterate(objective, t, weight_update, line_search, _start(gamma0, t, p))
+    result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time, callback=callback,
+                 remedy="increase max_iter or tol (or use weight_update='projected_gradient')",
+                 name=f"CSKL ({weight_update})")
+    if exact:
+        result = _retrain_exact(iterate, result)
+    result.solution.update(classes=classes, codes=inner.codes)
+    return result
+
+
+def _retrain_exact(iterate, result):
+    """The ``exact=True`` post-step: ⌈t⌉ kernels at weight 1, SVM retrained."""
+    relaxed = result.solution
+    gamma = exact_selection(relaxed["gamma"], relaxed["d"], iterate.t)
+    iterate.current = iterate.objective.evaluate(gamma, warm=relaxed["svm"].state)
+    G = iterate.gap(t=float(gamma.sum()))
+    solution = iterate.solution()
+    solution["gamma_relaxed"] = relaxed["gamma"]
+    return FWResult(solution=solution, primal=iterate.current.value,
+                    dual=iterate.current.value - G, gap=G, n_iter=result.n_iter,
+                    converged=result.converged, status=result.status,
+                    history=result.history, time=result.time)

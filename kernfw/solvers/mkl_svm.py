@@ -1,0 +1,420 @@
+"""Inner SVMs of multiple kernel learning: one dual solve for fixed kernel weights.
+
+CSKL and lp-MKL alternate between an SVM solve on ``K_γ = Σ_j γ_j K_j`` and
+an update of the weights ``γ``.  Every SVM they use has a dual value of the
+form (math.md §5.2, §2.1)
+
+.. math::  J(γ) = a(α) − c · Σ_j γ_j d_j(α),\qquad d_j(α) = (y∘α)ᵀ K_j (y∘α),
+
+so ``∇_j J = −c d_j`` (Danskin) and the whole weight update needs only the
+coefficients ``v = y∘α``, the offset ``a(α)`` and the constant ``c``:
+
+=========  ====================================  ==============================  ====
+``svm``    dual (per binary problem)             ``a(α)``                         c
+=========  ====================================  ==============================  ====
+``"c"``    ``0 ≤ α ≤ C, yᵀα = 0``                ``1ᵀα``                          ½
+``"nu"``   ``0 ≤ α ≤ 1/n, yᵀα = 0, 1ᵀα ≥ ν``     0                                ½
+``"l2"``   ``α ∈ Δ_n`` (K̃ = Y(K+11ᵀ)Y + I/C)     ``−(1ᵀ(y∘α))² − ‖α‖²/C``         1
+=========  ====================================  ==============================  ====
+
+Multi-class problems are split into binary problems that share ``γ``: one
+versus the rest (all three SVMs), or one versus one (``svm="c"``, through
+libsvm's own multi-class solver).  ``J`` and ``d`` are then sums over the
+binary problems (the shared-weights objective).
+
+The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
+with ``kernel="precomputed"``); the L2-SVM runs kernfw's away-step
+Frank-Wolfe (:func:`kernfw.solvers.meb.l2svm`), warm started from the
+previous ``α``.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.svm import SVC, NuSVC
+
+__all__ = ["SVMSolution", "InnerSVM", "LibsvmC", "LibsvmNu", "L2SVM", "make_inner_svm",
+           "Evaluation", "KernelWeightObjective", "decision_values", "DENSE_MAX_N",
+           "coding_matrix", "SVM_KINDS", "MULTI_CLASS"]
+
+SVM_KINDS = ("l2", "c", "nu")
+MULTI_CLASS = ("ovr", "ovo")
+
+
+def coding_matrix(y_idx, n_classes, multi_class="ovr"):
+    """Binary problems of a (multi-class) task as rows of a ``{−1, 0, +1}`` matrix.
+
+    Parameters
+    ----------
+    y_idx : ndarray of int, shape (n,)
+        Class indices ``0 … m−1``.
+    n_classes : int
+        ``m``.
+    multi_class : {"ovr", "ovo"}
+        One row per class (+1 the class, −1 the rest) or one row per pair
+        ``a < b`` (+1 class a, −1 class b, 0 elsewhere).  Two classes give one
+        row, +1 for class 1.
+
+    Returns
+    -------
+    ndarray of shape (r, n)
+    """
+    if n_classes == 2:
+        return np.where(y_idx == 1, 1.0, -1.0)[None, :]
+    if multi_class == "ovr":
+        return np.where(y_idx[None, :] == np.arange(n_classes)[:, None], 1.0, -1.0)
+    rows = []
+    for a in range(n_classes):
+        for b in range(a + 1, n_classes):
+            rows.append((y_idx == a).astype(float) - (y_idx == b))
+    return np.array(rows)
+
+
+@dataclass
+class SVMSolution:
+    """The inner solution at one weight vector.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (r, n)
+        ``v = y∘α`` of each binary problem (0 outside it).
+    intercept : ndarray of shape (r,)
+        Bias ``b`` of each binary problem: ``h(x) = Σ_i v_i k_γ(x_i, x) + b``.
+    offset : float
+        ``a(α)`` summed over the binary problems.
+    inner_gap : float
+        Certified duality gap of the inner solve (summed), ``nan`` if unknown.
+    state : list
+        Warm-start state (the L2-SVM's ``α`` per problem).
+    model : object or None
+        A fitted libsvm model when prediction needs it (one-vs-one).
+    """
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    offset: float
+    inner_gap: float = np.nan
+    state: list = field(default_factory=list)
+    model: object = None
+
+
+class InnerSVM:
+    """An SVM solved for fixed kernel weights; subclasses implement :meth:`solve`.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (r, n)
+        Binary problems from :func:`coding_matrix`.
+    tol : float
+        Tolerance of the inner solver.
+    """
+
+    #: the constant c of J = a(α) − c γᵀd
+    curvature = 0.5
+
+    def __init__(self, codes, tol):
+        self.codes = np.asarray(codes, dtype=float)
+        self.tol = float(tol)
+
+    @property
+    def n(self):
+        return self.codes.shape[1]
+
+    def solve(self, op, warm=None):
+        """Solve on the kernel operator ``op`` (= ``K_γ``); return an :class:`SVMSolution`."""
+        raise NotImplementedError
+
+
+
+def _libsvm_coef(model, n):
+    """Signed coefficients ``v = y∘α`` (length n) of a binary libsvm model."""
+    v = np.zeros(n)
+    v[model.support_] = model.dual_coef_[0]
+    return v
+
+
+def _hinge_gap(K, v, b, y, C, alpha_sum):
+    """Duality gap ``P − D`` of the binary C-SVM at ``(v, b)`` (primal from w = Σ v_i φ_i)."""
+    Kv = K @ v
+    quad = float(v @ Kv)
+    margins = y * (Kv + b)
+    primal = 0.5 * quad + C * np.maximum(1.0 - margins, 0.0).sum()
+    return primal - (alpha_sum - 0.5 * quad)
+
+
+def _nu_gap(K, v, b, y, nu):
+    """Duality gap of the binary ν-SVM at ``(v, b)``; ``ρ`` chosen optimally.
+
+    Primal ``½‖w‖² − νρ + (1/n) Σ (ρ − m_i)^+`` with margins ``m_i = y_i h(x_i)``;
+    the best ``ρ`` is a breakpoint ``m_i`` (the function is convex and
+    piecewise linear, with slope ``−ν`` left of all margins).
+    """
+    n = y.size
+    Kv = K @ v
+    quad = float(v @ Kv)
+    m = np.sort(y * (Kv + b))
+    below = np.cumsum(m)                               # Σ_{i≤k} m_(i)
+    k = np.arange(1, n + 1)
+    loss = -nu * m + (k * m - below) / n               # ρ = m_(k): (ρ − m_i)^+ for i ≤ k
+    primal = 0.5 * quad + float(loss.min())
+    return primal - (-0.5 * quad)
+
+
+class LibsvmC(InnerSVM):
+    """C-SVM by libsvm (``SVC(kernel="precomputed")``); one-vs-one uses libsvm's own multi-class.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (r, n)
+    C : float
+    tol : float
+        libsvm's stopping tolerance.
+    y_idx : ndarray of int or None
+        Class indices; required (with ``multi_class="ovo"``) for one-vs-one.
+    multi_class : {"ovr", "ovo"}
+    """
+
+    curvature = 0.5
+
+    def __init__(self, codes, C, tol, y_idx=None, multi_class="ovr"):
+        super().__init__(codes, tol)
+        self.C = float(C)
+        self.y_idx = y_idx
+        self.ovo = multi_class == "ovo" and y_idx is not None and y_idx.max() >= 2
+
+    def _svc(self):
+        return SVC(C=self.C, kernel="precomputed", tol=self.tol, cache_size=1)
+
+    def solve(self, op, warm=None):
+        K = op.dense()
+        if self.ovo:
+            return self._solve_ovo(K)
+        coef, intercept, gap = [], [], 0.0
+        for y in self.codes:
+            model = self._svc().fit(K, y)
+            v = _libsvm_coef(model, self.n)
+            b = float(model.intercept_[0])
+            coef.append(v)
+            intercept.append(b)
+            gap += _hinge_gap(K, v, b, y, self.C, np.abs(v).sum())
+        coef = np.array(coef)
+        return SVMSolution(coef, np.array(intercept), float(np.abs(coef).sum()), gap)
+
+    def _solve_ovo(self, K):
+        """All pairs in one libsvm call; unpack libsvm's ``dual_coef_`` layout.
+
+        For classes ``a < b`` the coefficients of pair (a, b) are
+        ``dual_coef_[b−1]`` on the support vectors of class a and
+        ``dual_coef_[a]`` on those of class b.
+        """
+        model = self._svc().fit(K, self.y_idx)
+        m = int(self.y_idx.max()) + 1
+        sv_class = self.y_idx[model.support_]
+        coef, gap = [], 0.0
+        for row, (a, b) in zip(self.codes, _pairs(m)):
+            v = np.zeros(self.n)
+            in_a, in_b = sv_class == a, sv_class == b
+            v[model.support_[in_a]] = model.dual_coef_[b - 1, in_a]
+            v[model.support_[in_b]] = model.dual_coef_[a, in_b]
+            coef.append(v)
+        coef = np.array(coef)
+        intercept = model.intercept_.copy()
+        for v, b, y in zip(coef, intercept, self.codes):
+            sub = y != 0
+            gap += _hinge_gap(K[np.ix_(sub, sub)], v[sub], b, y[sub], self.C,
+                              np.abs(v).sum())
+        return SVMSolution(coef, intercept, float(np.abs(coef).sum()), gap, model=model)
+
+
+def _pairs(m):
+    return [(a, b) for a in range(m) for b in range(a + 1, m)]
+
+
+class LibsvmNu(InnerSVM):
+    """ν-SVM by libsvm (``NuSVC(kernel="precomputed")``), one versus the rest.
+
+    libsvm rescales the ν-SVM dual; the multipliers of math.md §5.2
+    (``0 ≤ α ≤ 1/n``, ``1ᵀα = ν``) are ``α = ν |v| / Σ|v|`` with ``v`` =
+    ``dual_coef_`` (math.md §5.3), and the intercept scales alike.
+    """
+
+    curvature = 0.5
+
+    def __init__(self, codes, nu, tol):
+        super().__init__(codes, tol)
+        self.nu = float(nu)
+        for y in self.codes:
+            feasible = 2.0 * min(np.sum(y > 0), np.sum(y < 0)) / y.size
+            if not 0 < self.nu <= feasible:
+                raise ValueError(
+                    f"nu={self.nu} is infeasible: the nu-SVM needs 0 < nu <= "
+                    f"2 min(n_+, n_-) / n = {feasible:.4g} for every binary problem"
+                )
+
+    def solve(self, op, warm=None):
+        K = op.dense()
+        coef, intercept, gap = [], [], 0.0
+        for y in self.codes:
+            model = NuSVC(nu=self.nu, kernel="precomputed", tol=self.tol, cache_size=1).fit(K, y)
+            v = _libsvm_coef(model, self.n)
+            scale = self.nu / np.abs(v).sum()
+            v, b = scale * v, scale * float(model.intercept_[0])
+            coef.append(v)
+            intercept.append(b)
+            gap += _nu_gap(K, v, b, y, self.nu)
+        return SVMSolution(np.array(coef), np.array(intercept), 0.0, gap)
+
+
+class L2SVM(InnerSVM):
+    """L2-SVM (math.md §2.1) by away-step Frank-Wolfe, warm started, one versus the rest.
+
+    ``J = max_{α∈Δ} −αᵀK̃α = −[Σ_j γ_j d_j + (1ᵀ(y∘α))² + ‖α‖²/C]``, so
+    ``a(α) = −(1ᵀv)² − ‖α‖²/C`` and ``c = 1``.  The intercept is
+    ``b = Σ_i α_i y_i`` (``h(x) = Σ_i α_i y_i (k(x_i, x) + 1)``).
+    """
+
+    curvature = 1.0
+
+    def __init__(self, codes, C, tol, method="mfw"):
+        super().__init__(codes, tol)
+        self.C = float(C)
+        self.method = method
+
+    def solve(self, op, warm=None):
+        from .meb import l2svm
+
+        coef, intercept, alphas, offset, gap = [], [], [], 0.0, 0.0
+        for r, y in enumerate(self.codes):
+            alpha0 = None if warm is None else warm[r]
+            res = l2svm(op, y, self.C, method=self.method, tol=self.tol, alpha0=alpha0,
+                        stop="relative")
+            alpha = np.asarray(res.solution["alpha"], dtype=float)
+            v = y * alpha
+            coef.append(v)
+            intercept.append(float(v.sum()))
+            alphas.append(alpha)
+            offset -= float(v.sum()) ** 2 + float(alpha @ alpha) / self.C
+            gap += float(res.gap)
+        return SVMSolution(np.array(coef), np.array(intercept), offset, gap, state=alphas)
+
+
+def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, multi_class="ovr"):
+    """The inner SVM of kind ``svm`` in ``("l2", "c", "nu")`` for class indices ``y_idx``."""
+    if svm not in SVM_KINDS:
+        raise ValueError(f"svm must be one of {SVM_KINDS}, got {svm!r}")
+    if multi_class not in MULTI_CLASS:
+        raise ValueError(f"multi_class must be one of {MULTI_CLASS}, got {multi_class!r}")
+    if multi_class == "ovo" and svm != "c":
+        raise ValueError("multi_class='ovo' is available for svm='c' only")
+    if n_classes < 2:
+        raise ValueError(f"need at least two classes, got {n_classes}")
+    codes = coding_matrix(y_idx, n_classes, multi_class)
+    if svm == "c":
+        return LibsvmC(codes, C, tol, y_idx=y_idx, multi_class=multi_class)
+    if svm == "nu":
+        return LibsvmNu(codes, nu, tol)
+    return L2SVM(codes, C, tol)
+
+
+# -- J(γ) and d(α) -------------------------------------------------------------------
+#: the weighted kernel K_γ is formed densely (one n × n array) up to this many points
+DENSE_MAX_N = 4000
+
+
+@dataclass
+class Evaluation:
+    """``J`` and its gradient data at one weight vector ``γ``.
+
+    Attributes
+    ----------
+    gamma : ndarray of shape (p,)
+        The weights ``γ``.
+    solution : SVMSolution
+        The inner SVM at ``K_γ``.
+    d : ndarray of shape (p,)
+        ``d_j = Σ_r v_rᵀ K_j v_r`` (summed over the binary problems).
+    value : float
+        ``J(γ) = a(α) − c γᵀd``.
+    """
+
+    gamma: np.ndarray
+    solution: SVMSolution
+    d: np.ndarray
+    value: float
+
+
+class KernelWeightObjective:
+    """``J(γ)``: the optimal inner-SVM dual value for the kernel ``K_γ = Σ_j γ_j K_j``.
+
+    Each :meth:`evaluate` is one inner SVM solve on
+    ``MultiKernel.with_weights(γ)`` (no base kernel is recomputed; up to
+    :data:`DENSE_MAX_N` points ``K_γ`` is formed once as a dense array) and one
+    pass of ``per_kernel_quad`` for all ``d_j``.
+
+    Parameters
+    ----------
+    kernels : MultiKernel
+        The base kernels ``K_1 … K_p``.
+    svm : InnerSVM
+        The inner SVM (:func:`make_inner_svm`).
+    """
+
+    def __init__(self, kernels, svm):
+        self.kernels = kernels
+        self.svm = svm
+        self.curvature = svm.curvature
+        self.n_solves = 0
+
+    def weighted(self, gamma):
+        """The operator ``K_γ`` (a dense :class:`~kernfw.operators.Gram` for small n)."""
+        from ..operators import Gram
+
+        op = self.kernels.with_weights(gamma)
+        if op.n <= DENSE_MAX_N:
+            return Gram(op.dense(), check=False)
+        return op
+
+    def quad_forms(self, coef):
+        """``d_j = Σ_r v_rᵀ K_j v_r`` for the rows ``v_r`` of ``coef``, shape (p,).
+
+        Only the points where some ``v_r`` is nonzero take part.
+        """
+        support = np.flatnonzero(np.any(coef != 0, axis=0))
+        if support.size == 0:
+            return np.zeros(self.kernels.p)
+        kernels, V = self.kernels, coef.T
+        if support.size <= 0.7 * kernels.n:
+            kernels, V = kernels.subset(support), V[support]
+        return np.asarray(kernels.per_kernel_quad(V)).reshape(kernels.p, -1).sum(axis=1)
+
+    def evaluate(self, gamma, warm=None):
+        """Solve the inner SVM at ``γ`` (warm start ``warm``); return an :class:`Evaluation`."""
+        gamma = np.asarray(gamma, dtype=float)
+        solution = self.svm.solve(self.weighted(gamma), warm)
+        self.n_solves += 1
+        d = self.quad_forms(solution.coef)
+        return Evaluation(gamma, solution, d, solution.offset - self.curvature * float(gamma @ d))
+
+
+def decision_values(solution, op_gamma, X_new):
+    """Decision values of the inner SVM on new points.
+
+    Parameters
+    ----------
+    solution : SVMSolution
+    op_gamma : KernelOperator
+        ``K_γ`` on the training points (its ``cross`` gives ``k_γ(X_new, x_i)``).
+    X_new : array-like or list of test Grams
+        What ``op_gamma.cross`` accepts.
+
+    Returns
+    -------
+    ndarray of shape (n_new,) for one binary problem, else (n_new, m): one
+    column per class (one-vs-rest scores, or libsvm's one-vs-one votes
+    turned into per-class scores).
+    """
+    if solution.model is not None:
+        return solution.model.decision_function(op_gamma.cross(X_new))
+    support = np.flatnonzero(np.any(solution.coef != 0, axis=0))
+    scores = op_gamma.cross(X_new, support) @ solution.coef[:, support].T + solution.intercept
+    return scores[:, 0] if scores.shape[1] == 1 else scores
