@@ -326,3 +326,176 @@ def test_block_iterate_runs_standard_rule_and_perm_sampling():
     for t in range(20):
         it.step(t)
     assert it.certificate().gap < cert0.gap
+
+
+# -- estimator ---------------------------------------------------------------------------------
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.model_selection import cross_val_score, train_test_split  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+from kernfw import MultiClassSVM  # noqa: E402
+
+
+@parametrize_with_checks([MultiClassSVM(max_iter=200, tol=1e-2),
+                          MultiClassSVM(kernel="linear", solver="bcfw", max_iter=50, tol=1e-2),
+                          MultiClassSVM(kernel="precomputed", max_iter=200, tol=1e-2)])
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+@pytest.mark.slow
+def test_digits_rbf_max_hinge_accuracy():
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X / 16, y, test_size=0.3, random_state=0,
+                                          stratify=y)
+    clf = MultiClassSVM(lam=1e-3, solver="bcfw", tol=2e-3, max_iter=200,
+                        random_state=0).fit(Xtr, ytr)
+    assert clf.converged_ and clf.duality_gap_ <= 2e-3
+    assert clf.score(Xte, yte) >= 0.98
+
+
+def test_digits_subset_rbf_max_hinge_accuracy():
+    """Fast version: 600 training digits, 0.96 held-out accuracy at least."""
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X / 16, y, train_size=600, test_size=600,
+                                          random_state=0, stratify=y)
+    clf = MultiClassSVM(lam=1e-3, solver="bcfw", tol=2e-3, max_iter=200,
+                        random_state=0).fit(Xtr, ytr)
+    assert clf.converged_
+    assert clf.score(Xte, yte) >= 0.96
+
+
+def _strings(y):
+    return np.array(["cat", "dog", "emu", "fox", "gnu"])[y]
+
+
+@pytest.mark.parametrize("solver", ["lsfw", "stdfw", "bcfw", "pg"])
+def test_estimator_objective_equals_solver(solver):
+    kw = dict(loss="usunier", k=3, lam=LAM, solver=solver, tol=1e-4, max_iter=5000,
+              random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = MultiClassSVM(kernel="rbf", gamma=GAMMA, **kw).fit(X0, _strings(Y0))
+    assert list(clf.classes_) == ["cat", "dog", "emu", "fox", "gnu"]
+    assert clf.dual_coef_.shape == (M, N)
+    S = clf.decision_function(X0)
+    np.testing.assert_allclose(S, rbf_kernel(X0, gamma=GAMMA) @ clf.dual_coef_.T / (LAM * N),
+                               atol=1e-10)
+    assert clf.primal_objective_ - clf.dual_objective_ == pytest.approx(clf.duality_gap_,
+                                                                       abs=1e-10)
+    for key in ("iteration", "time", "primal", "dual", "gap", "step"):
+        assert clf.history_[key].shape == clf.history_["gap"].shape
+
+
+def test_estimator_inputs_agree_linear_sparse_precomputed_operator():
+    y = _strings(Y0)
+    kw = dict(lam=LAM, tol=1e-5, max_iter=100_000, loss="weighted_topk", rho=RHO)
+    dense = MultiClassSVM(kernel="linear", **kw).fit(X0, y)
+    sparse = MultiClassSVM(kernel="linear", **kw).fit(sp.csr_matrix(X0), y)
+    pre = MultiClassSVM(kernel="precomputed", **kw).fit(X0 @ X0.T, y)
+    oper = MultiClassSVM(kernel=Features(X0), **kw).fit(X0, y)
+    for other in (sparse, pre, oper):
+        assert abs(other.primal_objective_ - dense.primal_objective_) < 2e-5
+    assert dense.coef_.shape == (M, D)
+    np.testing.assert_allclose(dense.coef_, dense.dual_coef_ @ X0 / (LAM * N))
+    Xt = np.random.default_rng(5).normal(size=(7, D))
+    S = dense.decision_function(Xt)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(Xt)), S, atol=1e-3)
+    np.testing.assert_allclose(pre.decision_function(Xt @ X0.T), S, atol=1e-3)
+    np.testing.assert_allclose(oper.decision_function(Xt), S, atol=1e-3)
+    assert not hasattr(pre, "coef_")
+    assert pre.__sklearn_tags__().input_tags.pairwise
+    assert not dense.__sklearn_tags__().input_tags.pairwise
+
+
+def test_precomputed_cross_validation_slices_rows_and_columns():
+    K = rbf_kernel(X0, gamma=GAMMA)
+    y = _strings(np.arange(N) % 3)
+    scores = cross_val_score(MultiClassSVM(kernel="precomputed", lam=0.1, tol=1e-3), K, y, cv=3)
+    assert scores.shape == (3,)
+
+
+def test_predict_topk_and_score():
+    y = _strings(Y0)
+    clf = MultiClassSVM(kernel="rbf", gamma=GAMMA, lam=0.05, tol=1e-4, max_iter=20_000)
+    clf.fit(X0, y)
+    top = clf.predict_topk(X0, 3)
+    S = clf.decision_function(X0)
+    assert top.shape == (N, 3)
+    np.testing.assert_array_equal(top[:, 0], clf.predict(X0))
+    np.testing.assert_array_equal(top, clf.classes_[np.argsort(-S, axis=1)[:, :3]])
+    assert clf.score(X0, y) == np.mean(clf.predict(X0) == y)
+    with pytest.raises(ValueError, match="k must be an integer"):
+        clf.predict_topk(X0, M + 1)
+
+
+def test_warm_start_refit_with_new_lambda():
+    clf = MultiClassSVM(kernel="rbf", gamma=GAMMA, loss="topk_hinge", k=2, lam=0.2,
+                        tol=1e-4, max_iter=20_000, warm_start=True).fit(X0, Y0)
+    cold = clone(clf).set_params(lam=0.25, warm_start=False).fit(X0, Y0)
+    clf.set_params(lam=0.25).fit(X0, Y0)
+    assert clf.converged_ and clf.n_iter_ < cold.n_iter_
+    assert abs(clf.primal_objective_ - cold.primal_objective_) <= 2e-4
+    # a different loss is not warm-started from an unrelated dual point
+    clf.set_params(loss="max_hinge").fit(X0, Y0)
+    assert clf.converged_
+
+
+def test_estimator_warns_and_returns_best_iterate():
+    clf = MultiClassSVM(lam=1e-3, tol=1e-8, max_iter=3)
+    with pytest.warns(ConvergenceWarning, match=r"gap .* > tol=1e-08.*To converge, increase"):
+        clf.fit(X0, Y0)
+    assert not clf.converged_ and clf.duality_gap_ > 1e-8
+
+
+def test_verbose_and_sklearn_callbacks(capsys):
+    MultiClassSVM(lam=0.5, verbose=1, tol=1e-3).fit(X0, Y0)
+    assert "[MultiClassSVM] it" in capsys.readouterr().err
+    from sklearn.callback import ProgressBar
+    clf = MultiClassSVM(lam=0.5, tol=1e-3)
+    clf.set_callbacks(ProgressBar())
+    clf.fit(X0, Y0)
+    assert clf.converged_
+
+
+def test_pickle_roundtrip():
+    import pickle
+    clf = MultiClassSVM(lam=0.5, tol=1e-3).fit(X0, _strings(Y0))
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(X0), clf.predict(X0))
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(loss="topk_hinge", k=5), "smaller than the number of classes"),
+    (dict(loss="usunier", k=9), "smaller than the number of classes"),
+    (dict(loss="weighted_topk", rho=[0.1, 0.5, 0.3, 0.1, 0.0]), "nonincreasing"),
+    (dict(loss="weighted_usunier", rho=[0.5, 0.3, 0.3, 0.1, 0.1]), "rho_m must be 0"),
+    (dict(loss="weighted_usunier", rho=[0.5, 0.3, 0.0]), "length 3 but there are 5"),
+    (dict(loss="weighted_topk"), "needs rho"),
+    (dict(loss="structured_hinge", cost=np.ones((5, 5))), "zero diagonal"),
+    (dict(loss="structured_hinge", cost=np.ones((4, 4))), "4 columns"),
+    (dict(loss="structured_hinge", cost=np.ones((7, 5))), r"shape \(m, m\)"),
+    (dict(lam=0.0), "lam"),
+    (dict(lam=-1.0), "lam"),
+    (dict(smoothing=-0.5), "smoothing"),
+    (dict(solver="pg", smoothing=0.1), "smoothing=0 only"),
+    (dict(solver="newton"), "solver"),
+])
+def test_estimator_bad_input(params, match):
+    with pytest.raises(ValueError, match=match):
+        MultiClassSVM(**params).fit(X0, Y0)
+
+
+def test_fewer_than_two_classes():
+    with pytest.raises(ValueError, match="class"):
+        MultiClassSVM().fit(X0, np.zeros(N))
+
+
+def test_operator_kernel_length_mismatch():
+    with pytest.raises(ValueError, match="kernel operator has n=30"):
+        MultiClassSVM(kernel=Features(X0)).fit(X0[:10], Y0[:10])

@@ -1,0 +1,311 @@
+"""``MultiClassSVM``: multi-category kernel SVMs with mdos losses (seed 000; math.md §1)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.callback import with_callbacks
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (_num_samples, check_consistent_length, check_is_fitted,
+                                      validate_data)
+
+from ..kernels import make_operator
+from ..losses import LOSSES, make_loss
+from ..operators import KernelOperator
+from ..solvers.multiclass import SOLVERS, solve_multiclass
+from ._base import FWEstimatorMixin
+
+__all__ = ["MultiClassSVM"]
+
+
+class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
+    """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
+
+    Minimizes ``P(W) = λ/2 ‖W‖² + (1/n) Σ_i Φ(s_i; y_i)`` (scores ``s_i = Wᵀφ(x_i)``,
+    no intercept) for one of six multi-category losses ``Φ`` (math.md §1.2), by
+    Frank-Wolfe on the dual (math.md §1.4–§1.9): closed-form direction, exact
+    line search, one kernel product per iteration; or block-coordinate FW.
+
+    Parameters
+    ----------
+    loss : {"max_hinge", "structured_hinge", "topk_hinge", "usunier", "weighted_topk", \
+"weighted_usunier"} or MulticlassLoss, default="max_hinge"
+        The loss ``Φ``; a :class:`kernfw.losses.MulticlassLoss` object is used as is
+        (then ``k``, ``rho`` and ``cost`` are ignored).
+    k : int, default=1
+        ``k`` of ``topk_hinge`` and ``usunier`` (``1 ≤ k < m``).
+    rho : array-like of shape (m,), default=None
+        Weights of ``weighted_topk`` / ``weighted_usunier``: nonincreasing,
+        ``ρ_m = 0``.
+    cost : array-like of shape (m, m) or (n, m), default=None
+        Costs ``Δ`` of ``structured_hinge`` (label pairs, or one row per training
+        example), zero on the true label, columns in the order of ``classes_``.
+    lam : float, default=1e-2
+        Regularization ``λ > 0`` (``C = 1/(λn)`` in LinearSVC's scaling).
+    smoothing : float, default=0.0
+        Moreau smoothing ``σ ≥ 0`` of the loss (math.md §1.10).  With ``σ > 0``
+        the model minimizes the smoothed objective ``P_σ`` and
+        ``primal_objective_`` is the upper bound ``P̃`` of §1.10.
+    kernel : str, callable, KernelOperator, default="rbf"
+        What :class:`sklearn.svm.SVC` accepts ("linear", "rbf", "poly",
+        "sigmoid", "precomputed", a callable), or a ready
+        :class:`~kernfw.operators.KernelOperator` on the training points (then
+        ``X`` in ``fit`` is only checked for its length, and prediction calls
+        the operator's ``cross``).
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient, as in ``SVC``.
+    degree : int, default=3
+        Degree of the polynomial kernel.
+    coef0 : float, default=0.0
+        Independent term of the polynomial and sigmoid kernels.
+    solver : {"lsfw", "stdfw", "bcfw", "pg"}, default="lsfw"
+        "lsfw": FW with exact line search; "stdfw": step ``2/(t+2)``; "bcfw":
+        block-coordinate FW (one pass over the data per iteration; usually the
+        fastest); "pg": the projected-subgradient baseline (``smoothing=0``).
+    tol : float, default=1e-3
+        Stop when the certified duality gap ``P − D ≤ tol``.  The gap is an
+        *absolute* bound on ``P(W) − P*`` on the scale of the objective (which
+        is at most ``P(0)``, 1 for the unweighted losses).
+    max_iter : int, default=1000
+        Maximum iterations (passes over the data for "bcfw").
+    warm_start : bool, default=False
+        Start from the previous ``dual_coef_`` when refitting on the same
+        training set, loss and classes (e.g. after ``set_params(lam=...)``: the
+        dual feasible set does not depend on ``λ`` or ``σ``).
+    verbose : int, default=0
+        Print one line per certified iterate.
+    max_time : float, default=None
+        Wall-clock budget in seconds.
+    check_every : int, default=1
+        Certify (compute the full gap) every ``check_every`` iterations.
+    random_state : int, RandomState instance or None, default=None
+        Block order of "bcfw".
+    cache_size : float, default=200
+        Column cache (MB) when the kernel is evaluated on the fly.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (m,)
+        Class labels (any hashable, sorted).
+    dual_coef_ : ndarray of shape (m, n)
+        Dual variables ``A`` (column ``i`` is ``α_i``); scores are
+        ``K(X, X_train) Aᵀ / (λn)``.
+    support_ : ndarray of int
+        Training examples with ``α_i ≠ 0``.
+    coef_ : ndarray of shape (m, d)
+        ``Wᵀ`` (only for ``kernel="linear"``).
+    n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
+        The certificate and trace of the run (see :class:`kernfw.fw.FWResult`).
+    n_features_in_ : int
+        Number of features seen in ``fit`` (not set for a KernelOperator kernel).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from kernfw import MultiClassSVM
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MultiClassSVM(lam=1e-2, solver="bcfw", random_state=0).fit(X, y)
+    >>> clf.converged_, clf.duality_gap_ <= 1e-3
+    (True, True)
+    >>> clf.predict_topk(X[:1], 2).shape
+    (1, 2)
+    """
+
+    _parameter_constraints = {
+        "loss": [StrOptions(set(LOSSES)), HasMethods(["lmo", "value", "costs", "check"])],
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "rho": ["array-like", None],
+        "cost": ["array-like", None],
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "smoothing": [Interval(Real, 0, None, closed="left")],
+        "kernel": [str, callable, HasMethods(["matmat", "columns", "cross"]), tuple, list],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Real, 0, None, closed="left")],
+        "coef0": [Real],
+        "solver": [StrOptions(set(SOLVERS))],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
+        "check_every": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "cache_size": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, loss="max_hinge", k=1, rho=None, cost=None, lam=1e-2, smoothing=0.0,
+                 kernel="rbf", gamma="scale", degree=3, coef0=0.0, solver="lsfw", tol=1e-3,
+                 max_iter=1000, warm_start=False, verbose=0, max_time=None, check_every=1,
+                 random_state=None, cache_size=200.0):
+        self.loss = loss
+        self.k = k
+        self.rho = rho
+        self.cost = cost
+        self.lam = lam
+        self.smoothing = smoothing
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.max_time = max_time
+        self.check_every = check_every
+        self.random_state = random_state
+        self.cache_size = cache_size
+
+    # -- input ---------------------------------------------------------------------------
+    def _kernel_is_operator(self):
+        return isinstance(self.kernel, KernelOperator)
+
+    def _validate_training_data(self, X, y):
+        """Validated ``(X, y)`` and the training kernel operator."""
+        if self._kernel_is_operator():
+            op = self.kernel
+            n = op.n if X is None else _num_samples(X)
+            if n != op.n:
+                raise ValueError(f"X has {n} samples but the kernel operator has n={op.n}")
+            y = np.asarray(y)
+            check_consistent_length(np.empty(op.n), y)
+            return X, y, op
+        if isinstance(self.kernel, str) and self.kernel == "precomputed":
+            X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(f"kernel='precomputed' needs a square Gram matrix, "
+                                 f"got shape {X.shape}")
+        else:
+            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
+                                 dtype=(np.float64, np.float32))
+        op = make_operator(X, self.kernel, self.gamma, self.degree, self.coef0,
+                           cache_size=self.cache_size)
+        return X, y, op
+
+    def _warm_start_point(self, loss, classes, n):
+        if not (self.warm_start and hasattr(self, "dual_coef_")):
+            return None
+        same = (self.dual_coef_.shape == (classes.size, n)
+                and np.array_equal(self.classes_, classes) and self._fit_loss == loss)
+        return self.dual_coef_ if same else None
+
+    # -- fit -----------------------------------------------------------------------------------
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model on training inputs ``X`` and labels ``y``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n, d), or (n, n) Gram matrix
+            Training inputs (a Gram matrix for ``kernel="precomputed"``; only
+            its length is used when ``kernel`` is a KernelOperator, and it may
+            then be None).
+        y : array-like of shape (n,)
+            Labels (any hashable values; at least 2 classes).
+
+        Returns
+        -------
+        self
+        """
+        X, y, op = self._validate_training_data(X, y)
+        check_classification_targets(y)
+        classes, y_enc = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"MultiClassSVM needs at least 2 classes; got {classes.size} "
+                             f"class ({classes[0]!r})")
+        loss = make_loss(self.loss, self.k, self.rho, self.cost)
+        if self.solver == "pg" and self.smoothing > 0:
+            raise ValueError("solver='pg' is defined for smoothing=0 only")
+        A_init = self._warm_start_point(loss, classes, op.n)
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        callback = self._fw_callback(self.max_iter, X, y)
+        try:
+            result = solve_multiclass(
+                op, y_enc, loss=loss, lam=self.lam, smoothing=self.smoothing,
+                solver=self.solver, n_classes=classes.size, A_init=A_init, tol=self.tol,
+                max_iter=self.max_iter, max_time=self.max_time, check_every=self.check_every,
+                callback=callback, random_state=seed)
+        finally:
+            self._end_callbacks()
+        self._store_result(result)
+        self.classes_ = classes
+        self._fit_loss = loss
+        self._set_model(result["A"], X, op)
+        return self
+
+    def _set_model(self, A, X, op):
+        """Store ``dual_coef_`` and what prediction needs (only support points)."""
+        scale = self.lam * op.n
+        self.__dict__.pop("coef_", None)
+        self.dual_coef_ = A
+        self.support_ = np.flatnonzero(np.any(A != 0, axis=0))
+        self._support_coef = A[:, self.support_].T / scale       # (|support|, m)
+        self._predict_op = None
+        if isinstance(self.kernel, str) and self.kernel == "linear":
+            self.coef_ = np.asarray(safe_sparse_dot(A, X, dense_output=True)) / scale
+        elif self._kernel_is_operator():
+            self._predict_op = op
+        elif not (isinstance(self.kernel, str) and self.kernel == "precomputed"):
+            self._predict_op = op.subset(self.support_)
+
+    # -- prediction ------------------------------------------------------------------------
+    def decision_function(self, X):
+        """Scores ``s(x) = Wᵀφ(x)``, shape (n_samples, m) (columns follow ``classes_``).
+
+        With two classes the scikit-learn binary convention is followed: a 1-D
+        array ``s_1(x) − s_0(x)`` (positive means ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, d)
+            Inputs; for ``kernel="precomputed"`` the test Gram ``K(X, X_train)``
+            of shape (n_samples, n_train).
+        """
+        S = self._scores(X)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def _scores(self, X):
+        """All ``m`` scores, shape (n_samples, m)."""
+        check_is_fitted(self)
+        if hasattr(self, "coef_"):
+            X = validate_data(self, X, accept_sparse=("csr", "csc"),
+                              dtype=(np.float64, np.float32), reset=False)
+            return np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True))
+        if self._predict_op is None:                       # precomputed Gram
+            K = validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
+            return K[:, self.support_] @ self._support_coef
+        if self._kernel_is_operator():
+            return self._predict_op.cross(X, self.support_) @ self._support_coef
+        X = validate_data(self, X, accept_sparse=("csr", "csc"),
+                          dtype=(np.float64, np.float32), reset=False)
+        return self._predict_op.cross(X) @ self._support_coef
+
+    def predict(self, X):
+        """Labels ``classes_[argmax_j s_j(x)]`` (ties: the first class)."""
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self._scores(X), axis=1)]
+
+    def predict_topk(self, X, k):
+        """The ``k`` labels with the largest scores per row, best first (stable ties).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, k)
+        """
+        check_is_fitted(self)
+        if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= self.classes_.size:
+            raise ValueError(f"k must be an integer in [1, {self.classes_.size}], got {k!r}")
+        order = np.argsort(-self._scores(X), axis=1, kind="stable")
+        return self.classes_[order[:, :k]]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
+        tags.input_tags.pairwise = precomputed
+        tags.input_tags.sparse = not precomputed and not self._kernel_is_operator()
+        return tags
