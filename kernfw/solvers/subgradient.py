@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..fw import FWIterate, run
+from .multiclass import inner
 
 __all__ = ["pegasos_multiclass"]
 
@@ -54,7 +55,7 @@ class _MulticlassPG(FWIterate):
         dA = U - self.At
         self.At += eta * dA
         self.S += eta * p.scores(dA)                       # the one matmat
-        w_sq = float(np.vdot(self.At, self.S)) / p.scale
+        w_sq = inner(self.At, self.S) / p.scale
         if w_sq > self.radius_sq:                          # projection on ‖w‖ ≤ R
             shrink = math.sqrt(self.radius_sq / w_sq)
             self.At *= shrink
