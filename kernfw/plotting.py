@@ -111,12 +111,16 @@ def plot_convergence(runs, *, optimum=None, metrics=("gap", "suboptimality"),
                 y = h["gap"] if metric == "gap" else h["primal"] - optimum
                 ax.plot(h[x], _positive(y), label=name)
             ax.set_yscale("log")
-            if x == "iteration":
-                ax.set_xscale("symlog", linthresh=1)
+            if x == "iteration":  # logarithmic, but iteration 0 stays visible
+                ax.set_xscale("symlog", linthresh=1, linscale=0.5)
+                ax.set_xlim(left=0)
             ax.set_xlabel(_X_LABELS[x])
             ax.set_ylabel(_METRIC_LABELS[metric])
             ax.grid(True, which="major", alpha=0.3)
-    axes[0, 0].legend(fontsize="small")
+    if len(histories) <= 10:
+        axes[0, 0].legend(fontsize="small")
+    else:  # e.g. the 45 one-vs-one problems of an L2SVC on 10 classes
+        axes[0, 0].set_title(f"{len(histories)} runs", fontsize="small")
     if title:
         fig.suptitle(title)
     return fig

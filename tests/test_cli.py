@@ -1,0 +1,196 @@
+import csv
+import io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file, load_iris
+
+from kernfw import cli
+
+
+def run(*args, timeout=300):
+    """The ``kernfw`` command as a subprocess (``python -m kernfw``)."""
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "kernfw", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def run_main(capsys, *args):
+    """``cli.main`` in process: (exit status, stdout, stderr)."""
+    try:
+        status = cli.main(list(args))
+    except SystemExit as exc:  # argparse
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def iris_files(tmp_path):
+    X, y = load_iris(return_X_y=True)
+    svm = tmp_path / "iris.svm"
+    dump_svmlight_file(X, y, str(svm))
+    npz = tmp_path / "iris.npz"
+    np.savez(npz, X=X, y=y)
+    return svm, npz
+
+
+# ---------------------------------------------------------------------------
+# end to end, as a subprocess
+# ---------------------------------------------------------------------------
+def test_fit_on_the_default_data_prints_accuracy_and_the_gap(tmp_path):
+    plot, out = tmp_path / "conv.png", tmp_path / "history.csv"
+    proc = run("fit", "--plot", str(plot), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "digits: 1797 samples x 64 features, 10 classes" in proc.stdout
+    acc = proc.stdout.split("accuracy")[1].split("\n")[0]
+    test_accuracy = float(acc.split("test")[1])
+    assert test_accuracy > 0.9
+    gap = float(proc.stdout.split("certified gap")[1].split()[0])
+    assert 0 <= gap <= 1e-3  # the default tol
+    assert "top-1" in proc.stdout and "top-3" in proc.stdout
+    assert plot.stat().st_size > 1000
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert {"problem", "iteration", "gap", "primal", "dual"} <= set(rows[0])
+    assert float(rows[-1]["gap"]) == pytest.approx(gap, rel=1e-2)
+
+
+def test_sweep_writes_a_table_and_a_plot(tmp_path):
+    plot, out = tmp_path / "sweep.png", tmp_path / "sweep.csv"
+    proc = run("sweep", "--model", "multiclass", "--data", "iris", "--values", "0.1,0.01,-1",
+               "--jobs", "2", "--cv", "3", "--out", str(out), "--plot", str(plot))
+    assert proc.returncode == 0, proc.stderr
+    assert "best" in proc.stdout and "lam=-1 fold 0: InvalidParameterError" in proc.stdout
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 9
+    assert [float(r["value"]) for r in rows[:6:3]] == [0.1, 0.01]
+    ok = [r for r in rows if not r["error"]]
+    assert len(ok) == 6 and all(0.5 < float(r["val_score"]) <= 1 for r in ok)
+    assert all(float(r["gap"]) <= 1e-3 for r in ok)
+    assert plot.stat().st_size > 1000
+
+
+@pytest.mark.cvxpy
+def test_compare_runs_cvxpy_and_agrees(tmp_path):
+    out = tmp_path / "compare.csv"
+    proc = run("compare", "--data", "iris", "--max-samples", "30", "--lam", "0.1",
+               "--tol", "1e-5", "--max-iter", "100000", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "within the certified gap: yes" in proc.stdout
+    with open(out) as handle:
+        row = next(csv.DictReader(handle))
+    assert abs(float(row["objective"]) - float(row["reference_objective"])) <= \
+        float(row["gap"]) + 1e-6
+    assert float(row["time_ratio"]) > 0
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    assert_one_line_error(run("fit", "--data", str(tmp_path / "missing.svm")),
+                          "neither a bundled dataset", "missing.svm")
+    assert_one_line_error(run("fit", "--modle", "meb"), "unrecognized arguments: --modle")
+
+
+# ---------------------------------------------------------------------------
+# in process: data formats, options, errors
+# ---------------------------------------------------------------------------
+def test_svmlight_and_npz_files(capsys, iris_files):
+    svm, npz = iris_files
+    for path in (svm, npz):
+        status, out, err = run_main(capsys, "fit", "--model", "meb", "--data", str(path),
+                                    "--progress", "none")
+        assert status == 0, err
+        assert "150 samples x 4 features, 3 classes" in out
+        assert "radius" in out and "inside" in out
+
+
+@pytest.mark.parametrize("model", ["multiclass", "l2svc", "meb", "structured"])
+def test_every_model_fits(capsys, model):
+    status, out, err = run_main(capsys, "fit", "--model", model, "--data", "iris",
+                                "--progress", "none")
+    assert status == 0, err
+    assert "certified gap" in out
+    assert ("inside" if model == "meb" else "accuracy") in out
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["fit", "--model", "svm"], ["invalid choice: 'svm'"]),
+    (["fit", "--test-size", "2"], ["--test-size", "(0, 1)"]),
+    (["fit", "--lam", "abc"], ["--lam", "invalid float value"]),
+    (["fit", "--data", "iris", "--lam", "-1"], ["lam", "range"]),
+    (["fit", "--model", "meb", "--lam", "0.1"], ["--lam does not apply to --model meb"]),
+    (["fit", "--data", "no_such_dataset"], ["neither a bundled dataset"]),
+    (["fit", "--data", "iris", "--plot", "/no/such/dir/x.png"], ["does not exist"]),
+    (["fit", "--data", "iris", "--plot", "figure.txt"], [".png"]),
+    (["sweep", "--data", "iris", "--param", "nope"], ["--param 'nope'"]),
+    (["sweep", "--data", "iris", "--values", "a,b"], ["comma-separated numbers"]),
+    (["sweep", "--data", "iris", "--jobs", "0"], ["--jobs"]),
+    (["compare", "--max-samples", "0"], ["positive integer"]),
+])
+def test_bad_options(capsys, args, needles):
+    status, out, err = run_main(capsys, *args)
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_bad_files(capsys, tmp_path):
+    garbage = tmp_path / "garbage.svm"
+    garbage.write_text("this is not : svmlight\n")
+    npz_wrong = tmp_path / "wrong.npz"
+    np.savez(npz_wrong, data=np.zeros((3, 2)))
+    npz_shape = tmp_path / "shape.npz"
+    np.savez(npz_shape, X=np.zeros((3, 2)), y=np.zeros(4))
+    npz_broken = tmp_path / "broken.npz"
+    npz_broken.write_bytes(b"not a zip file")
+    for path, needle in [(garbage, "svmlight"), (npz_wrong, "must hold arrays 'X' and 'y'"),
+                         (npz_shape, "as many rows"), (npz_broken, "cannot read")]:
+        status, out, err = run_main(capsys, "fit", "--data", str(path))
+        assert status == 2, (path, out, err)
+        assert len(err.strip().splitlines()) == 1 and needle in err, err
+
+
+def test_info_lists_the_models(capsys):
+    status, out, _ = run_main(capsys, "info")
+    assert status == 0
+    for name in ("multiclass", "l2svc", "meb", "structured"):
+        assert name in out
+    assert set(cli.MODELS) <= set(out.split())
+
+
+def test_line_progress_prints_at_most_once_per_interval():
+    stream = io.StringIO()
+    progress = cli.LineProgress(every=0.0, stream=stream)
+    progress.setup(None, None)
+    row = {"iteration": 7, "primal": 1.5, "gap": 0.25, "time": 0.1}
+    assert progress.on_fit_task_end(None, None, metadata=row) is False
+    assert "iteration       7" in stream.getvalue() and "gap 2.500e-01" in stream.getvalue()
+    slow = cli.LineProgress(every=3600.0, stream=stream)
+    slow.setup(None, None)
+    slow.on_fit_task_end(None, None, metadata=row)
+    assert stream.getvalue().count("iteration") == 1
+
+
+def test_progress_modes(capsys):
+    est = cli._attach_progress(cli.MODELS["multiclass"].estimator_class()(), "lines")
+    assert any(isinstance(c, cli.LineProgress) for c in est._skl_callbacks)
+    pytest.importorskip("rich")
+    from sklearn.callback import ProgressBar
+
+    est = cli._attach_progress(cli.MODELS["multiclass"].estimator_class()(), "bar")
+    assert any(isinstance(c, ProgressBar) for c in est._skl_callbacks)
