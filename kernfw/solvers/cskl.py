@@ -232,7 +232,8 @@ def encode_labels(y, n):
         raise ValueError(f"y must have shape ({n},) to match the kernels, got {y.shape}")
     classes, y_idx = np.unique(y, return_inverse=True)
     if classes.size < 2:
-        raise ValueError(f"need at least two classes, y has {classes.size}")
+        raise ValueError(f"need at least two classes; y has {classes.size} class"
+                         f"{'es' if classes.size != 1 else ''}")
     return classes, y_idx
 
 

@@ -1,4 +1,4 @@
-"""Inner SVMs of multiple kernel learning: one dual solve for fixed kernel weights.
+r"""Inner SVMs of multiple kernel learning: one dual solve for fixed kernel weights.
 
 CSKL and lp-MKL alternate between an SVM solve on ``K_γ = Σ_j γ_j K_j`` and
 an update of the weights ``γ``.  Every SVM they use has a dual value of the
@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.svm import SVC, NuSVC
 
 __all__ = ["SVMSolution", "InnerSVM", "LibsvmC", "LibsvmNu", "L2SVM", "make_inner_svm",
-           "Evaluation", "KernelWeightObjective", "decision_values", "DENSE_MAX_N",
+           "Evaluation", "KernelWeightObjective", "decision_values", "support_of", "DENSE_MAX_N",
            "coding_matrix", "SVM_KINDS", "MULTI_CLASS"]
 
 SVM_KINDS = ("l2", "c", "nu")
@@ -396,25 +396,32 @@ class KernelWeightObjective:
         return Evaluation(gamma, solution, d, solution.offset - self.curvature * float(gamma @ d))
 
 
-def decision_values(solution, op_gamma, X_new):
+def support_of(coef):
+    """Indices of the training points with a nonzero coefficient in some binary problem."""
+    return np.flatnonzero(np.any(np.asarray(coef) != 0, axis=0))
+
+
+def decision_values(solution, K_support):
     """Decision values of the inner SVM on new points.
 
     Parameters
     ----------
     solution : SVMSolution
-    op_gamma : KernelOperator
-        ``K_γ`` on the training points (its ``cross`` gives ``k_γ(X_new, x_i)``).
-    X_new : array-like or list of test Grams
-        What ``op_gamma.cross`` accepts.
+    K_support : ndarray of shape (n_new, n_support)
+        ``k_γ(x, x_i)`` for the new points and the training points
+        ``support_of(solution.coef)`` (in that order).
 
     Returns
     -------
-    ndarray of shape (n_new,) for one binary problem, else (n_new, m): one
-    column per class (one-vs-rest scores, or libsvm's one-vs-one votes
-    turned into per-class scores).
+    ndarray of shape (n_new,) for one binary problem (positive: class 1), else
+    (n_new, m): one column per class (one-vs-rest scores, or libsvm's
+    one-vs-one votes with confidences, as ``SVC(decision_function_shape="ovr")``).
     """
+    support = support_of(solution.coef)
+    K_support = np.asarray(K_support)
     if solution.model is not None:
-        return solution.model.decision_function(op_gamma.cross(X_new))
-    support = np.flatnonzero(np.any(solution.coef != 0, axis=0))
-    scores = op_gamma.cross(X_new, support) @ solution.coef[:, support].T + solution.intercept
+        full = np.zeros((K_support.shape[0], solution.coef.shape[1]))
+        full[:, support] = K_support
+        return solution.model.decision_function(full)
+    scores = K_support @ solution.coef[:, support].T + solution.intercept
     return scores[:, 0] if scores.shape[1] == 1 else scores

@@ -344,7 +344,8 @@ def online_mkl(kernels, y, lam=1e-2, eta0=1.0, n_epochs=10, radius=None, groups=
     y = np.asarray(y)
     classes, y_idx = np.unique(y, return_inverse=True)
     if classes.size < 2:
-        raise ValueError(f"need at least two classes, y has {classes.size}")
+        raise ValueError(f"need at least two classes; y has {classes.size} class"
+                         f"{'es' if classes.size != 1 else ''}")
     model = _make_groups(kernels, groups, classes.size, y.shape[0])
     for name, value in (("lam", lam), ("eta0", eta0)):
         if isinstance(value, bool) or not np.isscalar(value) or not value > 0:

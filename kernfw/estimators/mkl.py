@@ -1,0 +1,536 @@
+"""Multiple kernel learning classifiers: CSKL, lp-MKL and online MKL (math.md §4–§5).
+
+All three take ``kernels``, either
+
+- a list of kernel specs, each computed from ``X`` in ``fit``: a name
+  (``"rbf"``, ``"linear"``, ``"poly"``, ...; SVC-style defaults such as
+  ``gamma="scale"``), a callable ``k(A, B)``, or a pair ``(name, params)``
+  whose ``params`` may hold ``gamma``, ``degree``, ``coef0``, ``normalize`` and
+  ``columns`` — the feature columns the kernel sees, e.g.
+  ``("rbf", {"gamma": 0.1, "columns": slice(0, 32)})`` for a kernel on the
+  first 32 features; or
+- ``"precomputed"``: ``fit(X, y)`` takes ``X`` as a list (or 3-D array) of
+  ``p`` Gram matrices (n × n), and ``predict`` / ``decision_function`` a
+  list of ``p`` test Grams (n_test × n_train), as ``SVC(kernel="precomputed")``
+  does for one kernel.
+
+Every kernel is trace-normalized (``K ← n K / tr K``, math.md §5.1) unless
+its spec sets another ``normalize``; test kernels are scaled with the
+training statistics.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.callback import with_callbacks
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .._validation import check_gram
+from ..kernels import make_operator
+from ..operators import Gram, MultiKernel, normalize
+from ..solvers.capped_simplex import check_t
+from ..solvers.cskl import LINE_SEARCHES, WEIGHT_UPDATES, cskl
+from ..solvers.mkl_baselines import lp_mkl
+from ..solvers.mkl_svm import MULTI_CLASS, SVM_KINDS, decision_values, support_of
+from ..solvers.online_mkl import online_mkl
+from ._base import FWEstimatorMixin
+
+__all__ = ["CSKLClassifier", "LpMKLClassifier", "OnlineMKLClassifier"]
+
+#: the normalization applied to every kernel (math.md §5.1)
+NORMALIZATION = "trace"
+
+
+def _gram_list(X, name="X"):
+    """A list (or 3-D array) of Gram matrices → list of validated 2-D float arrays."""
+    if isinstance(X, np.ndarray) and X.ndim == 3:
+        X = list(X)
+    if not isinstance(X, (list, tuple)):
+        raise TypeError(
+            f"kernels='precomputed' needs {name} as a list (or 3-D array) of Gram matrices, "
+            f"got {type(X).__name__}"
+        )
+    if len(X) == 0:
+        raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
+    return [np.asarray(G, dtype=np.float64) for G in X]
+
+
+class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
+    """Kernel building, validation and prediction shared by the MKL classifiers."""
+
+    _parameter_constraints = {
+        "kernels": [list, tuple, StrOptions({"precomputed"})],
+        "verbose": ["verbose"],
+    }
+
+    def _is_precomputed(self):
+        return isinstance(self.kernels, str) and self.kernels == "precomputed"
+
+    def _training_kernels(self, X, y):
+        """``(MultiKernel of normalized kernels, labels)`` from the training input."""
+        if self._is_precomputed():
+            grams = _gram_list(X)
+            ops = [normalize(Gram(check_gram(G, name=f"Gram matrix {j}"), check=False),
+                             NORMALIZATION) for j, G in enumerate(grams)]
+            y = column_or_1d(y, warn=True)
+            mk = MultiKernel(ops)
+            if y.shape[0] != mk.n:
+                raise ValueError(f"y has {y.shape[0]} labels but the Gram matrices are "
+                                 f"{mk.n} x {mk.n}")
+        else:
+            specs = list(self.kernels)
+            if not specs:
+                raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 "
+                                 "kernels")
+            X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
+            mk = MultiKernel([make_operator(X, spec, normalization=NORMALIZATION)
+                              for spec in specs])
+        check_classification_targets(y)
+        return mk, y
+
+    def _test_kernels(self, X):
+        """The input of ``cross`` on the support: test Grams restricted to ``support_``."""
+        if self._is_precomputed():
+            grams = _gram_list(X)
+            if len(grams) != self.n_kernels_:
+                raise ValueError(f"expected {self.n_kernels_} test Gram matrices (one per "
+                                 f"kernel), got {len(grams)}")
+            out = []
+            for j, G in enumerate(grams):
+                if G.ndim != 2 or G.shape[1] != self.n_train_:
+                    raise ValueError(f"test Gram {j} must have shape (n_test, "
+                                     f"n_train={self.n_train_}), got {G.shape}")
+                out.append(G[:, self.support_])
+            return out
+        return validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self._is_precomputed()
+        return tags
+
+    def predict(self, X):
+        """Class labels: the sign of the decision (two classes) or the largest score."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+
+class _WeightedSVMClassifier(_MKLClassifier):
+    """An SVM on ``K_γ = Σ_j γ_j K_j`` with learned weights (CSKL, lp-MKL)."""
+
+    def _store_model(self, mk, y, result):
+        sol = result.solution
+        self._store_result(result)
+        self.classes_ = sol["classes"]
+        self.n_kernels_ = mk.p
+        self.n_train_ = mk.n
+        self.kernel_weights_ = sol["gamma"]
+        self.selected_kernels_ = np.flatnonzero(sol["gamma"] > 0)
+        self.objective_ = float(result.primal)
+        self.kernel_scores_ = sol["d"]
+        self._svm_solution = sol["svm"]
+        self.support_ = support_of(sol["coef"])
+        self.dual_coef_ = sol["coef"][:, self.support_]
+        self.intercept_ = sol["intercept"]
+        self.n_support_ = np.bincount(np.searchsorted(self.classes_, y[self.support_]),
+                                      minlength=self.classes_.size)
+        if sol["svm"].model is not None:
+            self.svm_ = sol["svm"].model
+        self._predict_op = mk.with_weights(self.kernel_weights_).subset(self.support_)
+
+    def decision_function(self, X):
+        """Decision values of the SVM on ``K_γ``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, d), or list of p test Grams (n_test, n_train)
+
+        Returns
+        -------
+        ndarray of shape (n_test,) for two classes (positive: ``classes_[1]``),
+        else (n_test, m): one-vs-rest scores (one-vs-one: votes with confidences).
+        """
+        check_is_fitted(self)
+        K = self._predict_op.cross(self._test_kernels(X))
+        return decision_values(self._svm_solution, K)
+
+
+class CSKLClassifier(_WeightedSVMClassifier):
+    """Controlled-sparsity kernel learning (seed 004; math.md §5).
+
+    Learns kernel weights ``γ`` in the capped simplex
+    ``{0 ≤ γ_j ≤ 1, Σ_j γ_j = t}`` jointly with an SVM on ``K_γ = Σ_j γ_j K_j``
+    (trace-normalized kernels), by alternating an SVM solve and a descent
+    step on ``J(γ)`` (the SVM's optimal dual value); the Frank-Wolfe gap ``G``
+    of the weight problem certifies ``J(γ) − J* ≤ G``.
+
+    **What t controls** (math.md §5.4): ``t`` is a *lower bound* on the
+    number of kernels — at least ``⌈t⌉`` kernels get weight, and at most
+    ``⌊t⌋`` get weight 1; all fractional weights tie at the optimum (equal
+    ``d_j``).  Often more than ``t`` kernels are selected.  ``t = 1`` is
+    l1-MKL (SimpleMKL), ``t = p`` the uniform sum.  With ``exact=True`` a
+    documented post-step (not in the paper) keeps exactly ``⌈t⌉`` kernels.
+
+    Parameters
+    ----------
+    kernels : list of kernel specs or "precomputed"
+        See :mod:`kernfw.estimators.mkl` (``("rbf", {"gamma": 0.1, "columns":
+        slice(0, 32)})`` restricts a kernel to feature columns).
+    t : float in (0, p], default=1.0
+        Sum of the weights (the sparsity budget).
+    C : float, default=1.0
+        Penalty of the C-SVM (hinge, ½‖w‖²) or of the L2-SVM (squared slacks).
+    nu : float in (0, 1], default=0.5
+        ν of the ν-SVM (``svm="nu"``).
+    svm : {"l2", "c", "nu"}, default="l2"
+        Inner SVM: kernfw's L2-SVM (away-step FW, warm started across outer
+        iterations), libsvm's C-SVM or ν-SVM (``SVC``/``NuSVC``, precomputed).
+    weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}, \
+default="projected_gradient"
+        Direction of the weight step: projection onto the capped simplex
+        (recommended), the seed's reduced gradient, or the LP / Frank-Wolfe
+        vertex (slow; useful as a baseline).  Steps by Armijo backtracking.
+    exact : bool, default=False
+        After convergence keep the ``⌈t⌉`` kernels with the largest weights
+        (ties: larger ``d_j``), set them to 1, the others to 0, and retrain
+        the SVM.  ``objective_`` and ``duality_gap_`` then refer to the
+        retrained model as a point of ``Γ_{⌈t⌉}``; the relaxed weights are in
+        ``relaxed_kernel_weights_``.
+    tol : float, default=1e-3
+        Stop when ``G ≤ tol·|J|``.
+    max_iter : int, default=100
+        Outer iterations.
+    verbose : int, default=0
+        Print one line per outer iteration.
+    multi_class : {"ovr", "ovo"}, default="ovr"
+        Multi-class problems: one binary SVM per class (all SVMs) or per pair
+        of classes (``svm="c"`` only, libsvm's own one-vs-one), all sharing
+        ``γ``; the weights follow the sum over the binary problems of ``J``
+        (and of ``d_j``).
+
+    Attributes
+    ----------
+    kernel_weights_ : ndarray of shape (p,)
+        ``γ``.
+    selected_kernels_ : ndarray of int
+        Indices ``j`` with ``γ_j > 0``.
+    objective_ : float
+        ``J(γ)`` (math.md §5.2; summed over binary problems).
+    duality_gap_ : float
+        The FW gap ``G`` of the weight problem at the returned ``γ``.
+    kernel_scores_ : ndarray of shape (p,)
+        ``d_j = (y∘α)ᵀK_j(y∘α)`` (summed over binary problems); ``∇J = −c d``.
+    history_ : dict of arrays
+        Per outer iteration: ``primal`` (J), ``dual`` (concave objective),
+        ``gap`` (G), ``step`` (τ), ``n_kernels``, ``inner_gap``, ``svm_solves``.
+    n_iter_, converged_, primal_objective_, dual_objective_, fit_time_
+        As every kernfw estimator.
+    classes_ : ndarray of shape (m,)
+    support_ : ndarray of int
+        Training points with a nonzero coefficient in some binary problem.
+    dual_coef_ : ndarray of shape (r, n_SV)
+        ``y_i α_i`` per binary problem on ``support_``.
+    intercept_ : ndarray of shape (r,)
+        Biases: ``h_r(x) = Σ_i dual_coef_[r, i] k_γ(x_i, x) + intercept_[r]``.
+    n_support_ : ndarray of shape (m,)
+        Support points per class.
+    svm_ : sklearn.svm.SVC
+        The libsvm one-vs-one model on ``K_γ`` (only for ``multi_class="ovo"``).
+    n_kernels_ : int
+        ``p``.
+    n_features_in_ : int
+        Features seen in ``fit`` (not for precomputed kernels).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw import CSKLClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 4)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    >>> kernels = [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(4)]
+    >>> clf = CSKLClassifier(kernels, t=1.0).fit(X, y)
+    >>> sorted(np.argsort(clf.kernel_weights_)[-2:].tolist())    # the two informative kernels
+    [0, 1]
+    >>> round(float(clf.kernel_weights_.sum()), 6)
+    1.0
+    """
+
+    _parameter_constraints = {
+        **_MKLClassifier._parameter_constraints,
+        "t": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "nu": [Interval(Real, 0, 1, closed="right")],
+        "svm": [StrOptions(set(SVM_KINDS))],
+        "weight_update": [StrOptions(set(WEIGHT_UPDATES))],
+        "exact": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "multi_class": [StrOptions(set(MULTI_CLASS))],
+    }
+
+    def __init__(self, kernels, t=1.0, C=1.0, nu=0.5, svm="l2",
+                 weight_update="projected_gradient", exact=False, tol=1e-3, max_iter=100,
+                 verbose=0, multi_class="ovr"):
+        self.kernels = kernels
+        self.t = t
+        self.C = C
+        self.nu = nu
+        self.svm = svm
+        self.weight_update = weight_update
+        self.exact = exact
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.multi_class = multi_class
+
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the kernel weights and the SVM.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
+        y : array-like of shape (n,)
+
+        Returns
+        -------
+        self
+        """
+        mk, y = self._training_kernels(X, y)
+        check_t(self.t, mk.p)
+        callback = self._fw_callback(self.max_iter, X, y)
+        try:
+            result = cskl(mk, y, self.t, svm=self.svm, C=self.C, nu=self.nu,
+                          multi_class=self.multi_class, weight_update=self.weight_update,
+                          exact=self.exact, tol=self.tol, max_iter=self.max_iter,
+                          callback=callback)
+        finally:
+            self._end_callbacks()
+        self._store_model(mk, y, result)
+        if self.exact:
+            self.relaxed_kernel_weights_ = result.solution["gamma_relaxed"]
+        return self
+
+
+class LpMKLClassifier(_WeightedSVMClassifier):
+    """lp-norm multiple kernel learning (Kloft et al.; math.md §5.5).
+
+    Weights ``θ ≥ 0`` with ``‖θ‖_p ≤ 1`` and an SVM on ``K_θ = Σ_j θ_j K_j``,
+    by alternating SVM solves with the closed-form update
+    ``θ_j ∝ (θ_j² d_j)^{1/(p+1)}``; the gap ``c(‖d‖_{p*} − θᵀd)`` certifies the
+    objective.  ``p > 1`` gives non-sparse weights (every kernel used).
+
+    Parameters
+    ----------
+    kernels : list of kernel specs or "precomputed"
+        As :class:`CSKLClassifier`.
+    p : float >= 1, default=2.0
+        The norm on the weights.
+    C : float, default=1.0
+    svm : {"l2", "c", "nu"}, default="l2"
+    nu : float, default=0.5
+        ν of ``svm="nu"``.
+    tol : float, default=1e-3
+        Stop when the gap ``≤ tol·|J|``.
+    max_iter : int, default=100
+    verbose : int, default=0
+    multi_class : {"ovr", "ovo"}, default="ovr"
+        As :class:`CSKLClassifier`.
+
+    Attributes
+    ----------
+    kernel_weights_, selected_kernels_, objective_, duality_gap_, history_, ...
+        As :class:`CSKLClassifier` (``kernel_weights_`` holds ``θ``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw import LpMKLClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> clf = LpMKLClassifier(["linear", "rbf", ("poly", {"degree": 2})], p=2.0).fit(X, y)
+    >>> bool(np.isclose(np.linalg.norm(clf.kernel_weights_, 2), 1.0))
+    True
+    """
+
+    _parameter_constraints = {
+        **_MKLClassifier._parameter_constraints,
+        "p": [Interval(Real, 1, None, closed="left")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "svm": [StrOptions(set(SVM_KINDS))],
+        "nu": [Interval(Real, 0, 1, closed="right")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "multi_class": [StrOptions(set(MULTI_CLASS))],
+    }
+
+    def __init__(self, kernels, p=2.0, C=1.0, svm="l2", nu=0.5, tol=1e-3, max_iter=100,
+                 verbose=0, multi_class="ovr"):
+        self.kernels = kernels
+        self.p = p
+        self.C = C
+        self.svm = svm
+        self.nu = nu
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.multi_class = multi_class
+
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the kernel weights and the SVM (see :class:`CSKLClassifier.fit`)."""
+        mk, y = self._training_kernels(X, y)
+        callback = self._fw_callback(self.max_iter, X, y)
+        try:
+            result = lp_mkl(mk, y, self.p, svm=self.svm, C=self.C, nu=self.nu,
+                            multi_class=self.multi_class, tol=self.tol,
+                            max_iter=self.max_iter, callback=callback)
+        finally:
+            self._end_callbacks()
+        self._store_model(mk, y, result)
+        return self
+
+
+class OnlineMKLClassifier(_MKLClassifier):
+    """Online MKL with the squared ℓ2,1 norm (seed 003, Martins et al.; math.md §4).
+
+    Multi-class structured hinge with one parameter block per kernel,
+    ``F(θ) = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i max_y [ℓ(y, y_i) + f(x_i, y) − f(x_i, y_i)]``,
+    trained by the kernelized online proximal (Fobos) algorithm: a
+    subgradient step per example, then the prox of the squared ℓ2,1 norm
+    (which switches whole kernels off) and optionally a ball projection.
+    Kernel weights ``β_k = ‖θ_k‖ / Σ_l ‖θ_l‖``.  No certified gap: the batch
+    objective ``F`` is recorded once per epoch in ``history_``.
+
+    Parameters
+    ----------
+    kernels : list of kernel specs or "precomputed"
+        As :class:`CSKLClassifier`.
+    lam : float, default=1e-2
+        ``λ``.
+    eta : float, default=1.0
+        Initial learning rate ``η_0`` (``η_t = η_0/√t``).
+    n_epochs : int, default=10
+        Passes over the training set.
+    radius : None, "auto" or float, default=None
+        Projection on the ball ``‖θ‖ ≤ radius`` after each step ("auto":
+        ``sqrt(2/λ)``, which contains the optimum).
+    random_state : int, Generator or None, default=None
+        Order of the examples in each epoch.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    kernel_weights_ : ndarray of shape (p,)
+        ``β``.
+    selected_kernels_ : ndarray of int
+        Kernels with ``β_k > 0``.
+    group_norms_ : ndarray of shape (p,)
+        ``‖θ_k‖``.
+    objective_ : float
+        Batch objective ``F`` after the last epoch.
+    duality_gap_ : float
+        ``inf`` (this method certifies nothing).
+    history_ : dict of arrays
+        One row per epoch (row 0: ``θ = 0``): ``primal`` (F), ``mistakes``,
+        ``active_groups``.
+    support_ : ndarray of int
+        Training points of the stored support pairs.
+    dual_coef_ : ndarray of shape (p, n_SV, m)
+        Per-kernel coefficients: ``f(x, y) = Σ_k Σ_s dual_coef_[k, s, y] k_k(x_s, x)``.
+    classes_, n_kernels_, n_iter_, fit_time_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw import OnlineMKLClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(90, 4)); y = (X[:, 0] > 0).astype(int) + (X[:, 0] > 1)
+    >>> kernels = [("linear", {"columns": [j]}) for j in range(4)]
+    >>> clf = OnlineMKLClassifier(kernels, lam=0.05, n_epochs=20, random_state=0).fit(X, y)
+    >>> int(np.argmax(clf.kernel_weights_))
+    0
+    """
+
+    _parameter_constraints = {
+        **_MKLClassifier._parameter_constraints,
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "eta": [Interval(Real, 0, None, closed="neither")],
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, kernels, lam=1e-2, eta=1.0, n_epochs=10, radius=None,
+                 random_state=None, verbose=0):
+        self.kernels = kernels
+        self.lam = lam
+        self.eta = eta
+        self.n_epochs = n_epochs
+        self.radius = radius
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Run ``n_epochs`` passes of the online algorithm.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
+        y : array-like of shape (n,)
+
+        Returns
+        -------
+        self
+        """
+        mk, y = self._training_kernels(X, y)
+        random_state = self.random_state
+        if isinstance(random_state, np.random.RandomState):
+            random_state = random_state.randint(2**31)
+        callback = self._fw_callback(self.n_epochs, X, y)
+        try:
+            result = online_mkl(mk, y, lam=self.lam, eta0=self.eta, n_epochs=self.n_epochs,
+                                radius=self.radius, random_state=random_state,
+                                callback=callback)
+        finally:
+            self._end_callbacks()
+        sol = result.solution
+        self._store_result(result)
+        self.classes_ = sol["classes"]
+        self.n_kernels_ = mk.p
+        self.n_train_ = mk.n
+        self.kernel_weights_ = sol["beta"]
+        self.group_norms_ = sol["norms"]
+        self.selected_kernels_ = np.flatnonzero(sol["beta"] > 0)
+        self.objective_ = float(result.primal)
+        self.support_ = sol["support"]
+        self.dual_coef_ = sol["coef"]
+        self._predict_op = mk.subset(self.support_)
+        return self
+
+    def scores(self, X):
+        """``f(x, y) = Σ_k f_k(x, y)`` for every class, shape (n_test, m)."""
+        check_is_fitted(self)
+        X = self._test_kernels(X)
+        inputs = X if isinstance(X, list) else [X] * self.n_kernels_
+        out = np.zeros((len(inputs[0]) if isinstance(X, list) else X.shape[0],
+                        self.classes_.size))
+        if self.support_.size == 0:
+            return out
+        for k, (op, x) in enumerate(zip(self._predict_op.operators, inputs)):
+            out += op.cross(x) @ self.dual_coef_[k]
+        return out
+
+    def decision_function(self, X):
+        """Scores: ``f(x, classes_[1]) − f(x, classes_[0])`` for two classes, else (n, m)."""
+        s = self.scores(X)
+        return s[:, 1] - s[:, 0] if s.shape[1] == 2 else s
