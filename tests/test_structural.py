@@ -400,3 +400,12 @@ def test_sklearn_callbacks_see_every_gap_computation():
     svm.set_callbacks(ProgressBar())
     svm.fit(X, y)
     assert svm.n_passes_ == 4
+
+
+def test_outputs_as_plain_lists():
+    X, Y = chain_data()
+    arrays = StructuredSVM(Chain(3), lam=0.1, max_passes=3, random_state=0).fit(X, Y)
+    lists = StructuredSVM(Chain(3), lam=0.1, max_passes=3, random_state=0).fit(
+        [x.tolist() for x in X], [y.tolist() for y in Y])
+    np.testing.assert_array_equal(arrays.coef_, lists.coef_)
+    assert lists.score(X, [y.tolist() for y in Y]) == arrays.score(X, Y)

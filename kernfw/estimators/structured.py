@@ -202,7 +202,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     def score(self, X, Y):
         """Mean task loss ``(1/n) Σ_i L(y_i, ŷ_i)`` of the predictions (**lower is better**)."""
         Y_pred = self.predict(X)
-        return float(np.mean(self.model_.batch_loss(list(Y), Y_pred)))
+        return float(np.mean(self.model_.batch_loss(self.model_.prepare_outputs(Y), Y_pred)))
 
     def primal_objective(self, X, Y):
         """``P(coef_)`` on data ``(X, Y)`` with this ``λ`` (one oracle pass)."""

@@ -20,6 +20,12 @@ representation, :meth:`~kernfw.structured.StructuredModel.statistics`) and
 
 All are :class:`~kernfw.fw.FWIterate` objects driven by :func:`kernfw.fw.run`;
 the duality gap ``P − D`` (§3.3) certifies ``P(w) − P*``.
+
+Approximate oracles are allowed: a model whose decoding returns a good but not
+optimal ``ŷ`` still gives feasible dual steps (every ``ŷ`` is a vertex), and
+the gap is still computed and reported.  It is then computed with the same
+approximate decoding, so it is an estimate (a lower bound of the exact gap)
+rather than a certificate.
 """
 
 import numpy as np
@@ -69,7 +75,7 @@ class StructuredProblem:
         self.model = model
         self.lam = float(lam)
         self.X = model.prepare(X)
-        self.Y = list(Y)
+        self.Y = model.prepare_outputs(Y)
         self.n = len(self.X)
         if self.n != len(self.Y):
             raise ValueError(f"X and Y have different numbers of examples: {self.n} != {len(self.Y)}")

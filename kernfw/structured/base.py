@@ -48,8 +48,9 @@ class StructuredModel(ABC):
       ``φ(x, y) = A_x s(y)``.  Solvers store convex combinations of ``s(y)``
       per training example instead of vectors of length ``D`` (the default is
       ``s = φ``, ``A_x = I``);
-    - :meth:`prepare` and the ``batch_*`` methods: a whole pass over the data
-      at a fixed ``w`` (duality gaps, batch Frank-Wolfe, prediction).
+    - :meth:`prepare`, :meth:`prepare_outputs` and the ``batch_*`` methods: data
+      converted once, and a whole pass over the data at a fixed ``w`` (duality
+      gaps, batch Frank-Wolfe, prediction).
 
     Attributes
     ----------
@@ -114,6 +115,10 @@ class StructuredModel(ABC):
         The default is the list ``X`` itself.
         """
         return list(X)
+
+    def prepare_outputs(self, Y):
+        """Outputs in the form the oracles take (e.g. int arrays); the default is ``list(Y)``."""
+        return list(Y)
 
     def batch_decode(self, X, w, Y=None):
         """Decode every example of prepared ``X`` at ``w``.

@@ -189,6 +189,10 @@ class Chain(StructuredModel):
                              f"the model expects {self.n_features}")
         return batch
 
+    def prepare_outputs(self, Y):
+        """Labelings as int arrays."""
+        return [np.asarray(y, dtype=np.intp) for y in Y]
+
     def check_labels(self, X, Y):
         """Labelings as int arrays matching the sequence lengths of ``X``."""
         out = []

@@ -59,6 +59,10 @@ class Matching(StructuredModel):
     def prepare(self, X):
         return [self._check_input(x, i) for i, x in enumerate(X)]
 
+    def prepare_outputs(self, Y):
+        """Permutations as int arrays."""
+        return [np.asarray(y, dtype=np.intp) for y in Y]
+
     def check_labels(self, X, Y):
         out = []
         for i, (x, y) in enumerate(zip(X, Y)):

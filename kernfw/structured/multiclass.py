@@ -73,6 +73,10 @@ class MultiClass(StructuredModel):
             raise ValueError(f"X has {X.shape[1]} features, the model expects {self.n_features}")
         return X
 
+    def prepare_outputs(self, Y):
+        """Labels as an int array."""
+        return np.asarray(Y, dtype=np.intp)
+
     def check_labels(self, Y):
         """Labels as an int array with values in ``0, …, m − 1``."""
         Y = np.asarray(Y)
