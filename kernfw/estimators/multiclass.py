@@ -64,7 +64,9 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
     solver : {"lsfw", "stdfw", "bcfw", "pg"}, default="lsfw"
         "lsfw": FW with exact line search; "stdfw": step ``2/(t+2)``; "bcfw":
         block-coordinate FW (one pass over the data per iteration; usually the
-        fastest); "pg": the projected-subgradient baseline (``smoothing=0``).
+        fastest; for the max and structured hinge it takes pairwise block
+        steps, math.md §3.9); "pg": the projected-subgradient baseline
+        (``smoothing=0``).
     tol : float, default=1e-3
         Stop when the certified duality gap ``P − D ≤ tol``.  The gap is an
         *absolute* bound on ``P(W) − P*`` on the scale of the objective (which

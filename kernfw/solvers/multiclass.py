@@ -24,7 +24,7 @@ import numpy as np
 
 from ..fw import (BlockCoordinateIterate, Certificate, FWIterate, quadratic_step, run,
                   standard_step)
-from ..losses import dual_vertices, make_loss
+from ..losses import MaxHinge, dual_vertices, make_loss
 from ..operators import Features, KernelOperator
 
 __all__ = ["MulticlassDual", "solve_multiclass", "SOLVERS", "inner"]
@@ -267,11 +267,16 @@ class BlockFW(_Converged, BlockCoordinateIterate):
     """
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
-                 sample="uniform"):
+                 sample="uniform", pairwise="auto", inner_steps=5):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
+        if pairwise == "auto":
+            pairwise = rule == "line_search" and isinstance(problem.loss, MaxHinge)
+        if pairwise and not isinstance(problem.loss, MaxHinge):
+            raise ValueError("pairwise block steps need the max or structured hinge")
+        self.pairwise, self.inner_steps = bool(pairwise), max(int(inner_steps), 1)
         op = problem.op
         self.Kdiag = np.asarray(op.diag(), dtype=np.float64)
         self.features = isinstance(op, Features)
@@ -299,22 +304,43 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         return np.asarray(S, dtype=np.float64)
 
     # -- one block ---------------------------------------------------------------------
-    def block_step(self, i):
+    def _block_gradient(self, i):
+        """``(x_i, g_i = c_i + s̃_i)`` for block ``i`` (``x_i`` is (idx, values) or None)."""
         p = self.problem
-        yi = p.y[i]
-        alpha = self.At[i]
         if self.features:
             idx, x = self._row(i)
             s = x @ (self.W if idx is None else self.W[idx])
+            row = (idx, x)
         else:
-            s = self.S[i]
+            s, row = self.S[i], None
         g = p.C[i] + s
         if p.smoothing:
-            g = g + p.smoothing * alpha
+            g = g + p.smoothing * self.At[i]
+        return row, g
+
+    def _apply(self, i, row, delta):
+        """Scores after ``α_i += delta``: ``W += x_i deltaᵀ/(λn)`` or ``S += K_{:,i} deltaᵀ/(λn)``."""
+        self.At[i] += delta
+        upd = delta / self.problem.scale
+        if self.features:
+            idx, x = row
+            if idx is None:
+                self.W += np.outer(x, upd)
+            else:
+                self.W[idx] += np.outer(x, upd)
+        else:
+            self.S += self.problem.op.columns([i]) * upd        # one kernel column
+
+    def block_step(self, i):
+        if self.pairwise:
+            return self._pairwise_block_step(i)
+        p = self.problem
+        yi = p.y[i]
+        row, g = self._block_gradient(i)
         beta = p.loss.lmo_row(g - g[yi])
         d = -beta
         d[yi] += beta.sum()
-        d -= alpha
+        d -= self.At[i]
         if self.rule == "standard":
             gamma = 2.0 * p.n / (self.k + 2.0 * p.n)
         else:
@@ -322,17 +348,53 @@ class BlockFW(_Converged, BlockCoordinateIterate):
             curv = self.Kdiag[i] * dd / p.scale + p.smoothing * dd
             gamma = quadratic_step(-float(g @ d), curv)
         if gamma:
-            alpha += gamma * d                                  # row view of At
-            upd = (gamma / p.scale) * d
-            if self.features:
-                if idx is None:
-                    self.W += np.outer(x, upd)
-                else:
-                    self.W[idx] += np.outer(x, upd)
-            else:
-                col = p.op.columns([i])                         # one kernel column
-                self.S += col * upd
+            self._apply(i, row, gamma * d)
         return gamma
+
+    def _pairwise_block_step(self, i):
+        """Pairwise steps on block ``i`` for the max / structured hinge (math.md §3.9).
+
+        The block domain is a simplex with vertices ``v_j = e_{y_i} − e_j``
+        (``v_{y_i} = 0``) and barycentric weights ``β_j = −α_{ij}`` (``j ≠ y_i``),
+        ``β_{y_i} = 1 − Σ_{j≠y_i} β_j``.  Vertex ``j`` has value ``a_j``: the FW
+        vertex is ``argmax_j a_j``, the away vertex ``argmin_{β_j > 0} a_j``; the
+        step moves weight ``γ ≤ β_away`` between them (``Δα = γ(e_away − e_fw)``,
+        curvature ``2(K_ii/(λn) + σ)``).  Up to ``inner_steps`` such steps are
+        taken on the block (``s̃_i`` is updated locally) before the scores are
+        updated once.
+        """
+        p = self.problem
+        yi = p.y[i]
+        row, g = self._block_gradient(i)
+        alpha = self.At[i]
+        beta = -alpha                                             # weights of v_j, j ≠ y_i
+        beta[yi] = 1.0 - alpha[yi]                                # weight of v_{y_i} = 0
+        delta = np.zeros(p.m)
+        rate = 2.0 * (self.Kdiag[i] / p.scale + p.smoothing)     # curvature of e_w − e_f
+        half = rate / 2.0
+        total = 0.0
+        for _ in range(self.inner_steps):
+            a = g - g[yi]
+            f = int(np.argmax(a))
+            active = np.flatnonzero(beta > 0)
+            w = int(active[np.argmin(a[active])])
+            slope = a[f] - a[w]
+            if f == w or slope <= 0:
+                break
+            cap = beta[w]
+            gamma = quadratic_step(slope, rate, cap)
+            if gamma <= 0:
+                break
+            beta[f] += gamma
+            beta[w] = 0.0 if gamma >= cap else beta[w] - gamma  # drop step: exact zero
+            delta[w] += gamma
+            delta[f] -= gamma
+            g[w] += gamma * half
+            g[f] -= gamma * half
+            total += gamma
+        if total:
+            self._apply(i, row, delta)
+        return total
 
     # -- certificate -----------------------------------------------------------------------
     def certificate(self):
