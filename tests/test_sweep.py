@@ -10,7 +10,7 @@ from kernfw import sweep
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, MultiKernel, Normalized
 from kernfw.sweep import (COLUMNS, SweepResults, _allocate_in_memory, _attach_grams, _chunks,
-                          _detach_grams, _materialize, _MemmapFolder)
+                          _detach_grams, _materialize, _MemmapFolder, _relative_costs)
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +110,23 @@ def test_bad_arguments(data):
 
 def test_chunks_are_contiguous_and_cover_all_values():
     for n, k in [(8, 2), (8, 3), (3, 5), (1, 1)]:
-        chunks = _chunks(list(range(n)), min(n, k))
+        chunks = _chunks(np.ones(n), k)
         assert sum(chunks, []) == list(range(n))
         assert all(c == list(range(c[0], c[-1] + 1)) for c in chunks)
         assert max(map(len, chunks)) - min(map(len, chunks)) <= 1
+
+
+def test_chunks_balance_the_estimated_cost():
+    lams = np.geomspace(1e-1, 1e-3, 8)
+    costs = _relative_costs("lam", lams)
+    np.testing.assert_allclose(costs, np.sqrt(0.1 / lams))
+    chunks = _chunks(costs, 2)
+    assert chunks == [[0, 1, 2, 3, 4, 5], [6, 7]]  # the small λ (slow fits) get a worker
+    totals = [costs[c].sum() for c in chunks]
+    assert max(totals) == pytest.approx(min(max(costs[:i].sum(), costs[i:].sum())
+                                            for i in range(1, 8)))
+    np.testing.assert_allclose(_relative_costs("C", [0.1, 10.0]), [0.1, 1.0])
+    np.testing.assert_array_equal(_relative_costs("alpha", [1.0, 2.0]), [1.0, 1.0])
 
 
 # ---------------------------------------------------------------------------
