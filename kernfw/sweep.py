@@ -454,7 +454,7 @@ def _relative_costs(param, values):
     v = np.array([x if isinstance(x, (int, float)) else np.nan for x in values], dtype=float)
     if param not in ("lam", "C") or not np.all(v > 0):
         return np.ones(len(values))
-    return np.sqrt(v.min() / v) if param == "C" else np.sqrt(v.max() / v)
+    return np.sqrt(v / v.max()) if param == "C" else np.sqrt(v.max() / v)
 
 
 def _chunks(costs, n_chunks):
