@@ -24,11 +24,27 @@ from ..operators import KernelOperator
 from ..solvers.meb import METHODS, l2svm
 from ._base import FWEstimatorMixin
 
-__all__ = ["L2SVC", "SupportKernelMixin"]
+__all__ = ["L2SVC", "SupportKernelMixin", "gram_budget"]
 
-#: n × n Gram matrices up to this size (MB) are precomputed; larger problems
-#: evaluate the kernel column by column (MFW touches only the coreset's columns)
+#: n × n Gram matrices up to this size (MB) are always precomputed
 GRAM_MAX_MB = 32.0
+#: with at least this many features, a Gram that fits in ``cache_size`` is precomputed:
+#: one BLAS-3 product beats ~n memory-bound column products (k(X, x_i) reads all of X)
+WIDE_FEATURES = 50
+
+
+def gram_budget(X, cache_size):
+    """Largest Gram (MB) to precompute for inputs ``X`` (see :data:`WIDE_FEATURES`).
+
+    MFW fetches about one kernel column per iteration and needs roughly as many
+    iterations as there are points, so on-the-fly columns cost about ``n²``
+    kernel values too, but each column is a matrix-vector product that reads
+    all of ``X``.  Few features: the columns win (and need no ``n²`` memory);
+    many features: the Gram, if it fits in the cache budget.
+    """
+    if X is not None and getattr(X, "ndim", 0) == 2 and X.shape[1] >= WIDE_FEATURES:
+        return max(GRAM_MAX_MB, float(cache_size))
+    return GRAM_MAX_MB
 
 
 class SupportKernelMixin:
@@ -48,7 +64,7 @@ class SupportKernelMixin:
     def _kernel_is_precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
-    def _validate_training_data(self, X, y=None, gram_max_mb=32.0):
+    def _validate_training_data(self, X, y=None):
         """Validated ``(X, y)`` and the training kernel operator."""
         if self._kernel_is_operator():
             op = self.kernel
@@ -69,7 +85,8 @@ class SupportKernelMixin:
         if self._kernel_is_precomputed() and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}")
         op = make_operator(X, self.kernel, self.gamma, self.degree, self.coef0,
-                           cache_size=self.cache_size, gram_max_mb=gram_max_mb)
+                           cache_size=self.cache_size,
+                           gram_max_mb=gram_budget(X, self.cache_size))
         return X, y, op
 
     def _set_predictor(self, X, op):
@@ -171,7 +188,9 @@ KernelOperator, default="rbf"
         Iterations per binary problem (None: ``max(100000, 20 n)``).
     cache_size : float, default=500
         Kernel cache in MB: the column cache of on-the-fly kernels.  Gram
-        matrices up to 32 MB are precomputed instead.
+        matrices up to 32 MB are precomputed instead, and so are Grams that
+        fit in ``cache_size`` when ``X`` has 50 features or more (see
+        :func:`gram_budget`).
     multi_class : {"ovo", "ovr"}, default="ovo"
         One-vs-one (``m(m−1)/2`` problems, as SVC) or one-vs-rest (``m``).
     n_jobs : int, default=None
@@ -290,7 +309,7 @@ KernelOperator, default="rbf"
         -------
         self
         """
-        X, y, op = self._validate_training_data(X, y, gram_max_mb=GRAM_MAX_MB)
+        X, y, op = self._validate_training_data(X, y)
         check_classification_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..solvers.meb import METHODS, solve_simplex_qp
 from ._base import FWEstimatorMixin
-from .l2svc import GRAM_MAX_MB, SupportKernelMixin
+from .l2svc import SupportKernelMixin
 
 __all__ = ["MinimumEnclosingBall"]
 
@@ -53,7 +53,8 @@ KernelOperator, default="rbf"
     max_iter : int, default=None
         Iteration budget (None: ``max(100000, 20 n)``).
     cache_size : float, default=500
-        Kernel column cache (MB) when the kernel is evaluated on the fly.
+        Kernel column cache (MB) when the kernel is evaluated on the fly (the
+        Gram is precomputed when small, as in :class:`~kernfw.L2SVC`).
     verbose : int, default=0
         Print one line per certified iterate.
 
@@ -132,7 +133,7 @@ KernelOperator, default="rbf"
         -------
         self
         """
-        X, _, op = self._validate_training_data(X, None, gram_max_mb=GRAM_MAX_MB)
+        X, _, op = self._validate_training_data(X, None)
         diag = op.diag()
         callback = self._fw_callback(self.max_iter, X)
         try:

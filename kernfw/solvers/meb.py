@@ -512,6 +512,7 @@ class L2SVMKernel(KernelOperator):
         self.C = _check_positive("C", C)
         self.n = base.n
         self.dtype = np.result_type(base.dtype, np.float64)
+        self._signed_y = (-self.y[:, None], self.y[:, None])   # y_i y for y_i = −1, +1
 
     def diag(self):
         return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + 1.0 / self.C
@@ -519,8 +520,10 @@ class L2SVMKernel(KernelOperator):
     def columns(self, idx):
         idx = as_index(idx, self.n)
         out = np.add(self.base.columns(idx), 1.0, dtype=np.float64)
-        out *= self.y[:, None]
-        out *= self.y[idx]
+        if idx.size == 1:      # the solvers' case: y_i y is y or −y, one pass
+            out *= self._signed_y[int(self.y[idx[0]] > 0)]
+        else:
+            out *= np.multiply.outer(self.y, self.y[idx])
         out[idx, np.arange(idx.size)] += 1.0 / self.C
         return out
 
