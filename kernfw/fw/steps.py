@@ -41,11 +41,13 @@ def away_step_max(weight):
 
 def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0.5,
                 max_backtracks=30):
-    """Armijo backtracking for *minimizing* ``φ(τ)`` along a descent direction.
+    """Armijo backtracking for *minimizing* ``φ(τ)`` along a descent direction or arc.
 
     Tries ``τ = step_max, shrink·step_max, …`` and accepts the first ``τ`` with
-    ``φ(τ) ≤ φ(0) + sufficient · τ · φ'(0)``.  Used where ``φ`` has no closed
-    form (each evaluation of CSKL's ``J(γ + τD)`` is one SVM solve, math.md §5.3).
+    ``φ(τ) ≤ φ(0) + sufficient · m(τ)``, where the first-order model is
+    ``m(τ) = τ φ'(0)`` on a segment, or ``∇fᵀ(x(τ) − x)`` on a projection arc
+    ``x(τ) = Π(x − τ∇f)``.  Used where ``φ`` has no closed form (each
+    evaluation of CSKL's ``J(γ(τ))`` is one SVM solve, math.md §5.3).
 
     Parameters
     ----------
@@ -53,8 +55,8 @@ def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0
         ``objective(τ) -> float``, the value ``φ(τ)``.
     value : float
         ``φ(0)``.
-    slope : float
-        ``φ'(0)`` (≤ 0 for a descent direction).
+    slope : float or callable
+        ``φ'(0)`` (≤ 0 for a descent direction), or the model ``m(τ)`` itself.
     step_max : float
         Largest feasible step.
     sufficient : float
@@ -76,7 +78,8 @@ def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0
     tau = step_max
     for _ in range(int(max_backtracks) + 1):
         trial = objective(tau)
-        if trial <= value + sufficient * tau * slope:
+        model = slope(tau) if callable(slope) else tau * slope
+        if trial <= value + sufficient * model:
             return tau, trial
         if trial < best[1]:
             best = (tau, trial)

@@ -15,18 +15,26 @@ math.md §5.3)
 2. the Frank-Wolfe gap of ``min_{Γ_t} J``,
    ``G = c (g_t(d) − γᵀd) ≥ J(γ) − J*`` with ``g_t(d) = max_{Γ_t} γᵀd`` —
    the stopping measure for every update rule;
-3. a descent direction ``D`` (projected gradient, reduced gradient or the
-   Frank-Wolfe/LP direction) and a step ``τ ∈ [0, τ_max]`` by Armijo
-   backtracking or an exact 1-D minimization (each trial is one SVM solve).
+3. a descent step: projected gradient (along the projection arc), reduced
+   gradient or the Frank-Wolfe/LP direction, with ``τ ∈ [0, τ_max]`` chosen by
+   Armijo backtracking or an exact 1-D minimization (each trial is one SVM
+   solve).
+
+``J(γ) − J* ≤ G + (inner gap)`` holds for any inexact inner solution ``α̂``
+(both are recorded per outer iteration).  The measured gradient is only as
+accurate as ``α̂``; when no decrease can be measured the inner tolerance is
+tightened 100× (down to 1e-12), after which the run stops as "stalled".
 
 The outer iteration is a :class:`~kernfw.fw.FWIterate` driven by the shared
 loop :func:`kernfw.fw.run` (history, callbacks, stopping, warnings).
 """
 
 import math
+import warnings
 
 import numpy as np
 from scipy.optimize import minimize_scalar
+from sklearn.exceptions import ConvergenceWarning
 
 from ..fw import Certificate, FWIterate, FWResult, armijo_step, run
 from ..operators import KernelOperator, MultiKernel
@@ -43,6 +51,8 @@ LINE_SEARCHES = ("armijo", "exact")
 
 #: smallest inner tolerance the solver falls back to when a line search stalls
 _INNER_TOL_FLOOR = 1e-12
+#: Armijo trials per outer iteration after the first (τ down to 2⁻²⁰ τ_max)
+_MAX_BACKTRACKS = 20
 
 
 # -- directions (math.md §5.3) -----------------------------------------------------------
@@ -141,6 +151,8 @@ class CSKLIterate(FWIterate):
         self.line_search = line_search
         self.c = objective.curvature
         self.current = objective.evaluate(gamma0)
+        self.last_step = None
+        self.stalled = False
 
     # -- certificate ---------------------------------------------------------------------
     def gap(self, evaluation=None, t=None):
@@ -162,30 +174,54 @@ class CSKLIterate(FWIterate):
         return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
 
     # -- one outer iteration ---------------------------------------------------------------
-    def direction(self, grad):
+    def path(self, grad):
+        """The trial points ``τ ↦ γ(τ)``, ``τ_max`` and the first-order model ``∇Jᵀ(γ(τ) − γ)``.
+
+        Projected gradient searches along the projection arc
+        ``γ(τ) = Π_{Γ_t}(γ − τη∇J)`` (``η = 1/max|∇J|``; at ``τ = 1`` this is
+        the step ``γ + D`` of math.md §5.3, and backtracking stays on the faces
+        the projection selects, so weights that should vanish become exactly
+        0).  The reduced-gradient and FW directions search the segment
+        ``γ + τD``, ``τ ∈ [0, τ_max]``.
+        """
         gamma = self.current.gamma
         if self.weight_update == "projected_gradient":
-            return projected_gradient_direction(gamma, grad, self.t)
+            scale = float(np.max(np.abs(grad)))
+            if scale == 0:
+                return None
+
+            def arc(tau):
+                return project_capped_simplex(gamma - (tau / scale) * grad, self.t)
+
+            return arc, 1.0, lambda tau: float(grad @ (arc(tau) - gamma))
         if self.weight_update == "reduced_gradient":
-            return reduced_gradient_direction(gamma, grad)
-        return frank_wolfe_direction(gamma, grad, self.t)
+            D, tau_max = reduced_gradient_direction(gamma, grad)
+        else:
+            D, tau_max = frank_wolfe_direction(gamma, grad, self.t)
+        slope = float(grad @ D)
+        if tau_max <= 0 or not slope < 0:
+            return None
+        return (lambda tau: gamma + tau * D), tau_max, (lambda tau: tau * slope)
 
     def step(self, it):
         ev = self.current
-        grad = -self.c * ev.d
-        D, tau_max = self.direction(grad)
-        slope = float(grad @ D)
-        if tau_max <= 0 or not slope < 0:
+        if self.stalled:
             return 0.0
+        found = self.path(-self.c * ev.d)
+        if found is None or not found[2](found[1]) < 0:
+            self._tighten_inner()                    # no descent measurable at this accuracy
+            return 0.0
+        point, tau_max, first_order = found
         trials = {}
 
         def phi(tau):
-            gamma = snap_to_box(ev.gamma + tau * D)
-            trials[tau] = self.objective.evaluate(gamma, warm=ev.solution.state)
+            trials[tau] = self.objective.evaluate(snap_to_box(point(tau)),
+                                                  warm=ev.solution.state)
             return trials[tau].value
 
         if self.line_search == "armijo":
-            tau, _ = armijo_step(phi, ev.value, slope, tau_max)
+            tau, _ = armijo_step(phi, ev.value, first_order, self._first_trial(tau_max),
+                                 max_backtracks=_MAX_BACKTRACKS)
         else:
             minimize_scalar(phi, bounds=(0.0, tau_max), method="bounded",
                             options={"xatol": 1e-4 * tau_max, "maxiter": 30})
@@ -194,17 +230,39 @@ class CSKLIterate(FWIterate):
                 tau = 0.0
         if tau > 0:
             self.current = trials[tau]
+            self.last_step = tau
         else:
             self._tighten_inner()
         return float(tau)
 
+    def _first_trial(self, tau_max):
+        """First Armijo trial: ``τ_max``, or twice the last step on a segment.
+
+        On the segments of the reduced-gradient and FW directions the
+        accepted step is usually far below ``τ_max`` (a box limit, resp. 1 for
+        FW, whose steps shrink like ``O(1/k)``), so backtracking from ``τ_max``
+        every time costs many SVM solves; starting at ``2τ_{k−1}`` still lets
+        steps grow.  The projection arc is normalized (``τ = 1`` is the full
+        projected-gradient step) and always starts at 1.
+        """
+        if self.weight_update != "projected_gradient" and self.last_step is not None:
+            return min(tau_max, 2.0 * self.last_step)
+        return tau_max
+
     def _tighten_inner(self):
-        """No decrease found: the inner solves are too coarse — solve 100× tighter."""
+        """No decrease found: solve the SVM 100× tighter, or give up at the floor.
+
+        The gradient ``−c d(α̂)`` is only as accurate as ``α̂`` (roughly the
+        square root of the inner gap), so near the optimum the measured
+        direction can stop being a descent direction.
+        """
         svm = self.objective.svm
-        if svm.tol > _INNER_TOL_FLOOR:
-            svm.tol = max(svm.tol * 1e-2, _INNER_TOL_FLOOR)
-            self.current = self.objective.evaluate(self.current.gamma,
-                                                   warm=self.current.solution.state)
+        if svm.tol <= _INNER_TOL_FLOOR:
+            self.stalled = True
+            return
+        svm.tol = max(svm.tol * 1e-2, _INNER_TOL_FLOOR)
+        self.current = self.objective.evaluate(self.current.gamma,
+                                               warm=self.current.solution.state)
 
     def solution(self):
         ev = self.current
@@ -278,7 +336,9 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
         Binary problems sharing ``γ`` (``d`` and ``J`` are summed); "ovo" for
         ``svm="c"`` only.
     weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
-        The direction (math.md §5.3).
+        The direction (math.md §5.3).  Projected gradient backtracks along
+        the projection arc ``Π_{Γ_t}(γ − τη∇J)`` (its ``τ = 1`` point is §5.3's
+        ``γ + D``), which sets vanishing weights exactly to 0.
     line_search : {"armijo", "exact"}
         Armijo backtracking from ``τ_max`` (constant 1e-4) or bounded Brent
         minimization of ``J(γ + τD)``.
@@ -340,13 +400,33 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
                            multi_class=multi_class)
     objective = KernelWeightObjective(mk, inner)
     iterate = CSKLIterate(objective, t, weight_update, line_search, _start(gamma0, t, p))
-    result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time, callback=callback,
+    result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
+                 callback=_stop_when_stalled(iterate, callback),
                  remedy="increase max_iter or tol (or use weight_update='projected_gradient')",
                  name=f"CSKL ({weight_update})")
+    _warn_if_stalled(iterate, result, tol)
     if exact:
         result = _retrain_exact(iterate, result)
     result.solution.update(classes=classes, codes=inner.codes)
     return result
+
+
+def _stop_when_stalled(iterate, callback):
+    """The loop callback: the user's, and stop once the line search has stalled."""
+    def stop(row):
+        user = bool(callback(row)) if callback is not None else False
+        return user or iterate.stalled
+    return stop
+
+
+def _warn_if_stalled(iterate, result, tol):
+    if iterate.stalled and not result.converged:
+        result.status = "stalled"
+        warnings.warn(
+            f"CSKL stalled with gap {result.gap:.3g} > tol·|J| = {tol * abs(result.primal):.3g}: "
+            "no decrease of J could be measured along the direction even with the inner SVM "
+            "solved to 1e-12 (the inner accuracy bounds the attainable gap); the best "
+            "iterate is returned. Use a larger tol.", ConvergenceWarning, stacklevel=3)
 
 
 def _retrain_exact(iterate, result):
