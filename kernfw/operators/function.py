@@ -128,6 +128,8 @@ class KernelFunction(KernelOperator):
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
+        if idx.size == 1 and int(idx[0]) not in self._cache:
+            return self._compute_one(int(idx[0]))
         # Fortran order: each column is contiguous, so copies to and from the
         # cache are contiguous too (a strided n-column copy costs n cache misses)
         out = np.empty((self.n, idx.size), dtype=self.dtype, order="F")
@@ -151,6 +153,14 @@ class KernelFunction(KernelOperator):
             for p, j in zip(pos.tolist(), idx[pos].tolist()):
                 self._store(j, out[:, p])
         return out
+
+    def _compute_one(self, j):
+        """A missing column ``K[:, j]``, shape (n, 1), returned without a copy."""
+        self.misses += 1
+        sq = self._train_sq_norms()
+        col = self.kernel.block(self.X[j:j + 1], self.X, sq[j:j + 1], sq).T
+        self._store(j, col[:, 0])
+        return col
 
     def matmat(self, V):
         V = check_block(V, self.n)
