@@ -39,8 +39,9 @@ def prox_squared_l1(v, tau):
     """``prox_{(τ/2)‖·‖₁²}(v) = sign(v) ⊙ (|v| − κ)^+``.
 
     With ``|v|`` sorted decreasingly, ``ξ = max{j : |v|_[j] > τ/(1+jτ) Σ_{r≤j} |v|_[r]}``
-    survivors and threshold ``κ = τ/(1+ξτ) Σ_{r≤ξ} |v|_[r]`` (0 if no index
-    qualifies: then the result is 0).
+    survivors and threshold ``κ = τ/(1+ξτ) Σ_{r≤ξ} |v|_[r]``.  The largest
+    entry always survives (``ξ ≥ 1`` unless ``v = 0``): the squared norm
+    shrinks, it never zeroes everything.
 
     Parameters
     ----------
