@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from joblib import parallel_config
 from sklearn.datasets import load_iris, make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -276,11 +277,27 @@ def test_precomputed_reads_only_support_columns():
         pre.decision_function(K_test[:, :50])
 
 
-def test_large_problems_use_the_on_the_fly_kernel():
+def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
+    import kernfw.estimators.l2svc as module
+    built = []
+
+    def spy(*args, **kwargs):
+        op = make_operator(*args, **kwargs)
+        built.append(op)
+        return op
+
+    monkeypatch.setattr(module, "make_operator", spy)
     X, y = make_classification(n_samples=2100, n_features=5, random_state=0)
-    clf = L2SVC(tol=0.1, cache_size=5).fit(X, y)
-    assert isinstance(clf._predict_op, KernelFunction)
-    assert clf.score(X, y) > 0.8
+    with pytest.warns(ConvergenceWarning):
+        clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)       # a 34 MB Gram: too big
+    assert isinstance(built[-1], KernelFunction)
+    Xw = np.random.default_rng(0).normal(size=(300, 60))  # wide: Gram if it fits the cache
+    yw = (Xw[:, 0] > 0).astype(int)
+    L2SVC(tol=0.1).fit(Xw, yw)
+    assert isinstance(built[-1], Gram)
+    assert module.gram_budget(Xw, 500) == 500 and module.gram_budget(X, 500) == 32
+    # prediction keeps only the support points
+    assert clf._predict_op.n == clf.support_.size
 
 
 def test_linear_and_poly_kernels():

@@ -20,7 +20,7 @@ from sklearn.utils.validation import (_num_samples, check_consistent_length, che
                                       validate_data)
 
 from ..kernels import make_operator
-from ..operators import KernelOperator
+from ..operators import KernelFunction, KernelOperator, PairwiseKernel
 from ..solvers.meb import METHODS, l2svm
 from ._base import FWEstimatorMixin
 
@@ -95,8 +95,13 @@ class SupportKernelMixin:
         if self._kernel_is_operator():
             self._predict_op = op
         elif not self._kernel_is_precomputed():
-            self._predict_op = op.subset(self.support_)
             self.support_vectors_ = X[self.support_]
+            kernel = getattr(op, "kernel", None)
+            if isinstance(kernel, PairwiseKernel):   # no Gram block of the support needed
+                self._predict_op = KernelFunction(self.support_vectors_, kernel, cache_size=0,
+                                                  check=False)
+            else:
+                self._predict_op = op.subset(self.support_)
 
     def _new_input(self, X):
         """Validate prediction input: features, a test Gram (n_new, n_train), or as is
