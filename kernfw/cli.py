@@ -48,8 +48,9 @@ class Model:
         Order of the default sweep values: "down" for a regularization λ
         (from large to small: warm starts go from the easy, strongly
         regularized problems to the hard ones), "up" for a penalty C.
-    kind : {"classifier", "structured", "outlier"}
-        How labels are passed and how the fit is summarized.
+    kind : {"classifier", "structured", "outlier", "mkl"}
+        How labels are passed, how the fit is summarized, and (``mkl``) that
+        ``--kernel`` gives the list of base kernels.
     """
 
     def __init__(self, module, name, sweep_param, direction="down", kind="classifier"):
@@ -59,13 +60,27 @@ class Model:
     def estimator_class(self):
         return getattr(importlib.import_module(self.module), self.name)
 
-    def extra_params(self, y):
-        """Constructor arguments that depend on the data (the structured model)."""
+    def extra_params(self, X, y):
+        """Constructor arguments that depend on the data: the structured model,
+        the default base kernels of the MKL models."""
         if self.kind == "structured":
             from .structured import MultiClass
 
             return {"model": MultiClass(int(np.unique(y).size))}
+        if self.kind == "mkl":
+            return {"kernels": default_kernels(X)}
         return {}
+
+
+def default_kernels(X):
+    """Base kernels of ``--model cskl`` / ``online-mkl`` without ``--kernel``:
+    RBF kernels at 0.1, 1 and 10 times SVC's ``gamma="scale"``, a quadratic
+    and a linear kernel (each trace-normalized by the estimator)."""
+    from .kernels import resolve_gamma
+
+    scale = resolve_gamma("scale", X)
+    return ([("rbf", {"gamma": factor * scale}) for factor in (0.1, 1.0, 10.0)]
+            + [("poly", {"degree": 2, "gamma": scale, "coef0": 1.0}), "linear"])
 
 
 #: --model name -> Model
@@ -75,6 +90,8 @@ MODELS = {
     "meb": Model("kernfw.estimators.meb", "MinimumEnclosingBall", "gamma", kind="outlier"),
     "structured": Model("kernfw.estimators.structured", "StructuredSVM", "lam",
                         kind="structured"),
+    "cskl": Model("kernfw.estimators.mkl", "CSKLClassifier", "C", direction="up", kind="mkl"),
+    "online-mkl": Model("kernfw.estimators.mkl", "OnlineMKLClassifier", "lam", kind="mkl"),
 }
 
 #: command-line option -> (estimator parameter, type, help)
@@ -314,14 +331,17 @@ def _fit_estimator(est, kind, X, y):
 # ---------------------------------------------------------------------------
 # models
 # ---------------------------------------------------------------------------
-def make_estimator(args, y):
+def make_estimator(args, X, y):
     """The estimator of ``--model`` with the hyperparameters given on the command line."""
     model = MODELS[args.model]
     cls = model.estimator_class()
-    extra = model.extra_params(y)
+    extra = model.extra_params(X, y)
     accepted = cls(**extra).get_params(deep=False)
     given = {param: getattr(args, param) for param, _, _ in HYPERPARAMETERS.values()
              if getattr(args, param, None) is not None}
+    if model.kind == "mkl" and "kernel" in given:  # --kernel a,b,c: the base kernels
+        kernel = given.pop("kernel")
+        extra["kernels"] = kernel if isinstance(kernel, list) else [kernel]
     wrong = [f"--{p.replace('_', '-')}" for p in given if p not in accepted]
     if wrong:
         takes = sorted(f"--{p.replace('_', '-')}" for p, _, _ in HYPERPARAMETERS.values()
@@ -343,7 +363,8 @@ def accuracy(estimator, X, y):
     return float(np.mean(estimator.predict(X) == np.asarray(y)))
 
 
-_SCORING = {"classifier": None, "structured": accuracy, "outlier": inside_fraction}
+_SCORING = {"classifier": None, "structured": accuracy, "outlier": inside_fraction,
+            "mkl": None}
 
 
 # ---------------------------------------------------------------------------
@@ -415,14 +436,35 @@ def _describe_data(data):
 
 
 def _params_text(estimator):
-    defaults = type(estimator)(**{k: v for k, v in estimator.get_params(deep=False).items()
-                                  if k == "model"}).get_params(deep=False)
-    changed = {k: v for k, v in estimator.get_params(deep=False).items()
-               if not (isinstance(v, np.ndarray) or isinstance(defaults.get(k), np.ndarray))
+    params = estimator.get_params(deep=False)
+    required = {k: v for k, v in params.items() if k in ("model", "kernels")}
+    defaults = type(estimator)(**required).get_params(deep=False)
+    changed = {k: v for k, v in params.items()
+               if k not in required
+               and not (isinstance(v, np.ndarray) or isinstance(defaults.get(k), np.ndarray))
                and defaults.get(k) is not v and defaults.get(k) != v}
-    changed.pop("model", None)
+    if "kernels" in required:
+        changed["kernels"] = _kernels_text(required["kernels"])
     inner = ", ".join(f"{k}={v!r}" for k, v in sorted(changed.items()))
     return f"{type(estimator).__name__}({inner})"
+
+
+class _Text(str):
+    """A string whose repr is itself (for compact parameter listings)."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def _kernels_text(kernels):
+    def one(spec):
+        if isinstance(spec, tuple):
+            name, params = spec
+            inner = ",".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                             for k, v in params.items())
+            return f"{name}({inner})"
+        return str(spec)
+    return _Text("[" + ", ".join(one(s) for s in kernels) + "]")
 
 
 def _total(value):
@@ -449,8 +491,10 @@ def _certificate_lines(est):
         dual = getattr(est, "dual_objective_", None)
         if dual is not None and np.all(np.isfinite(dual)):
             text += f"  dual {_total(dual):.6g}"
-        if gap is not None:
+        if gap is not None and np.all(np.isfinite(gap)):
             text += f"  certified gap {_total(gap):.3g}"
+        elif gap is not None:
+            text += "  (no certificate: this method reports no duality gap)"
         lines.append(("objective", text + summed))
     return lines
 
@@ -465,9 +509,14 @@ def _accuracy_lines(est, kind, data):
         lines.append(("inside", f"train {inside_fraction(est, data['X_train']):.4f}  "
                                 f"test {inside_fraction(est, data['X_test']):.4f}"))
         return lines
+    lines = []
+    weights = getattr(est, "kernel_weights_", None)
+    if weights is not None:
+        lines.append(("weights", " ".join(f"{w:.3g}" for w in weights)
+                      + f"  ({np.count_nonzero(weights)} of {len(weights)} kernels)"))
     train = accuracy(est, data["X_train"], data["y_train"])
     test = accuracy(est, data["X_test"], data["y_test"])
-    lines = [("accuracy", f"train {train:.4f}  test {test:.4f}")]
+    lines.append(("accuracy", f"train {train:.4f}  test {test:.4f}"))
     classes = getattr(est, "classes_", None)
     if classes is not None and len(classes) > 2 and hasattr(est, "decision_function"):
         scores = est.decision_function(data["X_test"])
@@ -539,7 +588,8 @@ def _fit(args):
     _check_outputs(args)
     data = _prepare(args)
     kind = MODELS[args.model].kind
-    est = _attach_progress(make_estimator(args, data["y_train"]), _progress_mode(args.progress))
+    est = make_estimator(args, data["X_train"], data["y_train"])
+    est = _attach_progress(est, _progress_mode(args.progress))
     start = time.perf_counter()
     _fit_estimator(est, kind, data["X_train"], data["y_train"])
     wall = time.perf_counter() - start
@@ -592,7 +642,7 @@ def _sweep(args):
     _check_outputs(args)
     data = _prepare(args)
     model = MODELS[args.model]
-    est = make_estimator(args, data["y_train"])
+    est = make_estimator(args, data["X_train"], data["y_train"])
     param = args.param or model.sweep_param
     if param not in est.get_params(deep=False):
         raise CLIError(f"--param {param!r} is not a parameter of {type(est).__name__}")
@@ -610,8 +660,7 @@ def _sweep(args):
         table = sweep(est, X, y, param=param, values=values, cv=cv, n_jobs=args.jobs,
                       warm_start=args.warm_start, verbose=int(progress != "none"),
                       scoring=_SCORING[model.kind])
-    score = {"classifier": "accuracy", "structured": "accuracy",
-             "outlier": "fraction inside"}[model.kind]
+    score = "fraction inside" if model.kind == "outlier" else "accuracy"
     _print_block([
         ("model", _params_text(est)), ("data", _describe_data(data)),
         ("sweep", f"{param} over {len(values)} values, "
@@ -693,7 +742,7 @@ def _compare(args):
     data = _prepare(args)
     kind = MODELS[args.model].kind
     X, y = _subsample(data["X_train"], data["y_train"], args.max_samples, args.seed)
-    est = make_estimator(args, data["y_train"])
+    est = make_estimator(args, data["X_train"], data["y_train"])
     report = compare(est, X, None if kind == "outlier" else y)
     _print_block([
         ("model", _params_text(est)),

@@ -117,13 +117,23 @@ def test_svmlight_and_npz_files(capsys, iris_files):
         assert "radius" in out and "inside" in out
 
 
-@pytest.mark.parametrize("model", ["multiclass", "l2svc", "meb", "structured"])
+@pytest.mark.parametrize("model", ["multiclass", "l2svc", "meb", "structured", "cskl",
+                                   "online-mkl"])
 def test_every_model_fits(capsys, model):
     status, out, err = run_main(capsys, "fit", "--model", model, "--data", "iris",
                                 "--progress", "none")
     assert status == 0, err
-    assert "certified gap" in out
+    assert ("no certificate" if model == "online-mkl" else "certified gap") in out
     assert ("inside" if model == "meb" else "accuracy") in out
+    if model in ("cskl", "online-mkl"):
+        assert "(5 of 5 kernels)" in out or "of 5 kernels" in out
+
+
+def test_mkl_kernels_option(capsys):
+    status, out, err = run_main(capsys, "fit", "--model", "cskl", "--data", "iris",
+                                "--kernel", "rbf,linear", "--t", "1.5", "--progress", "none")
+    assert status == 0, err
+    assert "kernels=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
 
 
 @pytest.mark.parametrize("args, needles", [
@@ -168,7 +178,7 @@ def test_bad_files(capsys, tmp_path):
 def test_info_lists_the_models(capsys):
     status, out, _ = run_main(capsys, "info")
     assert status == 0
-    for name in ("multiclass", "l2svc", "meb", "structured"):
+    for name in ("multiclass", "l2svc", "meb", "structured", "cskl", "online-mkl"):
         assert name in out
     assert set(cli.MODELS) <= set(out.split())
 

@@ -92,13 +92,52 @@ def test_structured_multiclass(data):
     _check(compare(est, X, y), 1e-6)
 
 
+@pytest.fixture(scope="module")
+def kernels():
+    return [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(4)] + ["linear"]
+
+
+@pytest.mark.parametrize("t, multi_class", [(1.0, "ovr"), (2.5, "ovo")])
+def test_cskl(data, kernels, t, multi_class):
+    from kernfw import CSKLClassifier
+
+    X, y = data
+    X = X[:, :4]
+    est = CSKLClassifier(kernels, t=t, svm="c", multi_class=multi_class, tol=1e-7,
+                         max_iter=500)
+    _check(compare(est, X, y), 1e-5)
+    with pytest.raises(ValueError, match="exact=False"):
+        compare(CSKLClassifier(kernels, exact=True, svm="c"), X, y)
+
+
+def test_lp_mkl(data, kernels):
+    from kernfw import LpMKLClassifier
+
+    X, y = data
+    _check(compare(LpMKLClassifier(kernels, p=2.0, svm="c", tol=1e-8, max_iter=500),
+                   X[:, :4], y), 1e-6)
+
+
+def test_online_mkl_reports_no_certificate(data, kernels):
+    from kernfw import OnlineMKLClassifier
+
+    X, y = data
+    report = compare(OnlineMKLClassifier(kernels, lam=0.1, n_epochs=30, random_state=0),
+                     X[:, :4], y)
+    assert report["gap"] == np.inf and report["within_gap"]
+    # F* is the optimum: the online iterate cannot be below it
+    assert report["objective"] >= report["reference_objective"] - 1e-6
+    assert report["relative_difference"] < 0.5
+
+
 def test_unknown_estimators_are_rejected(data):
     X, y = data
     with pytest.raises(TypeError, match="no cvxpy reference for Ridge"):
         compare(Ridge(), X, y)
     with pytest.raises(TypeError, match="no cvxpy reference for Ridge"):
         reference_objective(Ridge().fit(X, y), X, y)
-    assert {"MultiClassSVM", "L2SVC", "MinimumEnclosingBall", "StructuredSVM"} <= set(REFERENCES)
+    assert {"MultiClassSVM", "L2SVC", "MinimumEnclosingBall", "StructuredSVM", "CSKLClassifier",
+            "LpMKLClassifier", "OnlineMKLClassifier"} <= set(REFERENCES)
 
 
 def test_reference_uses_the_estimators_kernel(data):

@@ -17,6 +17,10 @@ L2SVC                     :func:`kernfw.reference.meb.l2svm_reference`, one per
                           binary problem (the objectives and gaps are summed)
 MinimumEnclosingBall      :func:`kernfw.reference.meb.meb_reference` (``r*²``)
 StructuredSVM             :func:`kernfw.reference.structural.structural_primal`
+CSKLClassifier            :func:`kernfw.reference.mkl.cskl_reference` (``J*``)
+LpMKLClassifier           :func:`kernfw.reference.mkl.lp_mkl_reference` (``J*``)
+OnlineMKLClassifier       :func:`kernfw.reference.mkl.online_mkl_reference` (``F*``;
+                          the online method certifies nothing: its gap is ``inf``)
 ========================  ======================================================
 """
 
@@ -111,6 +115,47 @@ def _structured(est, X, y):
     from .structural import structural_primal
 
     return structural_primal(est.model_, X, y, est.lam)["primal"]
+
+
+def _mkl_problem(est, X, y):
+    """The normalized base Grams, the class indices and the binary-problem codes."""
+    from ..solvers.mkl_svm import coding_matrix
+
+    kernels, _ = est._training_kernels(X, y)
+    grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]
+    y_idx = _class_indices(est, y)
+    codes = coding_matrix(y_idx, len(est.classes_), getattr(est, "multi_class", "ovr"))
+    return grams, y_idx, codes
+
+
+@_reference("CSKLClassifier")
+def _cskl(est, X, y):
+    """math.md §5.2: ``J* = max_α a(α) − c g_t(d(α))`` for the fitted inner SVM."""
+    from .mkl import cskl_reference
+
+    if est.exact:
+        raise ValueError("compare needs CSKLClassifier(exact=False): the exact-t post-step "
+                         "is not the optimum of a convex problem")
+    grams, _, codes = _mkl_problem(est, X, y)
+    return cskl_reference(grams, codes, est.t, svm=est.svm, C=est.C, nu=est.nu)["value"]
+
+
+@_reference("LpMKLClassifier")
+def _lp_mkl(est, X, y):
+    """math.md §5.5: ``max_α a(α) − c ‖d(α)‖_{p*}``."""
+    from .mkl import lp_mkl_reference
+
+    grams, _, codes = _mkl_problem(est, X, y)
+    return lp_mkl_reference(grams, codes, est.p, svm=est.svm, C=est.C, nu=est.nu)["value"]
+
+
+@_reference("OnlineMKLClassifier")
+def _online_mkl(est, X, y):
+    """math.md §4.1: the batch optimum ``F*`` of the squared-ℓ2,1 MKL objective."""
+    from .mkl import online_mkl_reference
+
+    grams, y_idx, _ = _mkl_problem(est, X, y)
+    return online_mkl_reference(grams, y_idx, est.lam, n_classes=len(est.classes_))["value"]
 
 
 def reference_objective(estimator, X, y=None):
