@@ -102,8 +102,13 @@ def _summary(doc):
 
 
 def _methods(cls):
+    """Public methods defined by the class or its kernfw bases (not scikit-learn's)."""
+    members = {}
+    for base in reversed(cls.__mro__):
+        if base is cls or base.__module__.startswith("kernfw"):
+            members.update(vars(base))
     rows = []
-    for name, member in sorted(vars(cls).items()):
+    for name, member in sorted(members.items()):
         if name.startswith("_") or not callable(member) or isinstance(member, type):
             continue
         if getattr(member, "__doc__", None) is None:
