@@ -1,0 +1,201 @@
+"""Multiple kernel learning on digits: kernfw's CSKL, l1-/lp-MKL, uniform, best single
+kernel (SVC) and MKLpy's EasyMKL, on the same 16 kernels, in one run.
+
+Data: scikit-learn digits (1797 images of 8 × 8 pixels, 10 classes, pixels / 16), a
+stratified split with ``--n-train`` training images and the rest held out.  The task is
+the full 10-class problem (kernfw: one-vs-rest with shared kernel weights for the L2-SVM,
+libsvm's one-vs-one for the C-SVM; EasyMKL: MKLpy's one-vs-rest, one weight vector per
+class).
+
+Kernels (16, all trace-normalized, K ← n K / tr K, computed once and given to every method
+as precomputed Gram matrices):
+
+- RBF on all 64 pixels, γ ∈ {0.005, 0.02, 0.05, 0.1, 0.3} (five widths);
+- polynomial (x·x'/64 + 1)^2 and ^3, and the linear kernel;
+- RBF (γ = 0.1) on blocks of the image: top rows 0–3, bottom rows 4–7, left columns 0–3,
+  right columns 4–7, and the four 4 × 4 quadrants.
+
+Every method is fitted ``--repeats`` times; within a repeat the methods run one after the
+other in a shuffled order (interleaved), and the table shows the median fit time.  Kernel
+computation is not timed (it is shared).  Run it from the peer venv, which has kernfw
+(editable) and MKLpy; without MKLpy the EasyMKL row is skipped::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /work/venv-peers/bin/python \\
+        benchmarks/bench_mkl.py --repeats 3 --markdown docs/benchmarks/mkl_table.md
+"""
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.svm import SVC
+
+from kernfw import CSKLClassifier, LpMKLClassifier
+from kernfw.kernels import make_operator
+
+IMG = np.arange(64).reshape(8, 8)
+BLOCKS = {
+    "rows 0-3": IMG[:4], "rows 4-7": IMG[4:], "cols 0-3": IMG[:, :4], "cols 4-7": IMG[:, 4:],
+    "quad TL": IMG[:4, :4], "quad TR": IMG[:4, 4:], "quad BL": IMG[4:, :4],
+    "quad BR": IMG[4:, 4:],
+}
+
+
+def kernel_specs():
+    """``(name, spec)`` of the 16 kernels."""
+    specs = [(f"rbf γ={g}", ("rbf", {"gamma": g})) for g in (0.005, 0.02, 0.05, 0.1, 0.3)]
+    specs += [("poly d=2", ("poly", {"degree": 2, "gamma": 1 / 64, "coef0": 1.0})),
+              ("poly d=3", ("poly", {"degree": 3, "gamma": 1 / 64, "coef0": 1.0})),
+              ("linear", "linear")]
+    specs += [(f"rbf {name}", ("rbf", {"gamma": 0.1, "columns": cols.ravel()}))
+              for name, cols in BLOCKS.items()]
+    return specs
+
+
+def load(n_train, seed):
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, stratify=y,
+                                          random_state=seed)
+    K = make_operator(Xtr, [s for _, s in kernel_specs()], normalization="trace")
+    grams = [op.dense() for op in K.operators]
+    tests = [op.cross(Xte) for op in K.operators]
+    return grams, tests, ytr, yte
+
+
+# -- methods: each returns (predictions, number of kernels used, outer iterations) ----------
+def kernfw_method(make):
+    def run(grams, tests, ytr):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf = make().fit(grams, ytr)
+        return clf.predict(tests), int(np.count_nonzero(clf.kernel_weights_)), clf.n_iter_, \
+            clf.kernel_weights_
+    return run
+
+
+def best_single_svc(grams, tests, ytr):
+    """The kernel with the best 3-fold CV accuracy on the training set, then SVC(C=1)."""
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(grams[0], ytr))
+    scores = []
+    for G in grams:
+        acc = [SVC(C=1.0, kernel="precomputed").fit(G[np.ix_(a, a)], ytr[a])
+               .score(G[np.ix_(b, a)], ytr[b]) for a, b in folds]
+        scores.append(np.mean(acc))
+    j = int(np.argmax(scores))
+    model = SVC(C=1.0, kernel="precomputed").fit(grams[j], ytr)
+    weights = np.zeros(len(grams))
+    weights[j] = 1.0
+    return model.predict(tests[j]), 1, 0, weights
+
+
+def easymkl_method():
+    try:
+        import torch
+        from MKLpy.algorithms import EasyMKL
+    except ImportError:
+        return None
+
+    def run(grams, tests, ytr):
+        KL = [torch.tensor(G) for G in grams]
+        KT = [torch.tensor(T) for T in tests]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mkl = EasyMKL(lam=0.1, learner=SVC(C=1.0), multiclass_strategy="ovr").fit(KL, ytr)
+            pred = np.asarray(mkl.predict(KT))
+        weights = np.mean([s.weights.numpy() for s in mkl.solution.values()], axis=0)
+        used = np.any([s.weights.numpy() > 0 for s in mkl.solution.values()], axis=0)
+        return pred, int(used.sum()), 0, weights
+    return run
+
+
+def methods(p):
+    l2 = dict(svm="l2")
+    c = dict(svm="c", multi_class="ovo")
+    rows = []
+    for t in (1, 2, 3, 5):
+        rows.append((f"CSKL t={t} (L2-SVM, OvR)",
+                     kernfw_method(lambda t=t: CSKLClassifier("precomputed", t=t, **l2))))
+    for t in (1, 2, 3, 5):
+        rows.append((f"CSKL t={t} (C-SVM, OvO)",
+                     kernfw_method(lambda t=t: CSKLClassifier("precomputed", t=t, **c))))
+    rows += [
+        ("CSKL t=3, exact=True (L2-SVM)",
+         kernfw_method(lambda: CSKLClassifier("precomputed", t=3, exact=True, **l2))),
+        ("l1-MKL (SimpleMKL update, L2-SVM)",
+         kernfw_method(lambda: CSKLClassifier("precomputed", t=1,
+                                              weight_update="reduced_gradient", **l2))),
+        ("l1-MKL (SimpleMKL update, C-SVM)",
+         kernfw_method(lambda: CSKLClassifier("precomputed", t=1,
+                                              weight_update="reduced_gradient", **c))),
+        ("lp-MKL p=2 (L2-SVM)", kernfw_method(lambda: LpMKLClassifier("precomputed", p=2.0,
+                                                                      **l2))),
+        ("lp-MKL p=4/3 (C-SVM)", kernfw_method(lambda: LpMKLClassifier("precomputed", p=4 / 3,
+                                                                       **c))),
+        ("uniform (t=p, L2-SVM)",
+         kernfw_method(lambda: CSKLClassifier("precomputed", t=p, **l2))),
+        ("uniform (t=p, C-SVM)",
+         kernfw_method(lambda: CSKLClassifier("precomputed", t=p, **c))),
+        ("best single kernel, SVC (3-fold CV)", best_single_svc),
+    ]
+    peer = easymkl_method()
+    if peer is not None:
+        rows.append(("EasyMKL (MKLpy 0.6, λ=0.1, SVC)", peer))
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n-train", type=int, default=900)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default=None, help="substring: run only matching methods")
+    parser.add_argument("--markdown", default=None, help="also write the tables here")
+    args = parser.parse_args(argv)
+
+    grams, tests, ytr, yte = load(args.n_train, args.seed)
+    names = [n for n, _ in kernel_specs()]
+    rows = [(n, f) for n, f in methods(len(grams)) if args.only is None or args.only in n]
+    rng = np.random.default_rng(args.seed)
+    times = {n: [] for n, _ in rows}
+    outcome = {}
+    for r in range(args.repeats):
+        for k in rng.permutation(len(rows)):
+            name, fit = rows[k]
+            start = time.perf_counter()
+            pred, used, n_iter, weights = fit(grams, tests, ytr)
+            times[name].append(time.perf_counter() - start)
+            outcome.setdefault(name, (float(np.mean(pred == yte)), used, n_iter, weights))
+            print(f"[repeat {r}] {name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
+
+    ref = "EasyMKL (MKLpy 0.6, λ=0.1, SVC)"
+    lines = [f"digits, 10 classes, n_train = {len(ytr)}, n_test = {len(yte)}, "
+             f"{len(grams)} kernels, {args.repeats} interleaved repeats (median fit time)", "",
+             "| method | test accuracy | kernels used | outer iterations | fit time (s) "
+             "| time ÷ EasyMKL |", "|---|---|---|---|---|---|"]
+    for name, _ in rows:
+        acc, used, n_iter, _ = outcome[name]
+        med = statistics.median(times[name])
+        ratio = f"{med / statistics.median(times[ref]):.2f}" if ref in times else "—"
+        lines.append(f"| {name} | {acc:.4f} | {used} / {len(grams)} | {n_iter} | {med:.2f} "
+                     f"| {ratio} |")
+    lines += ["", "Kernel weights (nonzero, rounded):", ""]
+    for name, _ in rows:
+        w = outcome[name][3]
+        shown = ", ".join(f"{names[j]}: {w[j]:.3f}" for j in np.flatnonzero(w > 0))
+        lines.append(f"- {name}: {shown}")
+    text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
