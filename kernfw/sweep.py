@@ -52,10 +52,11 @@ from numbers import Integral
 
 import numpy as np
 from joblib import cpu_count, effective_n_jobs
-from sklearn.base import clone, is_classifier
+from sklearn.base import ClassifierMixin, clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import _num_samples
 from threadpoolctl import threadpool_limits
 
 from .kernels import GRAM_MAX_MB, make_operator
@@ -243,11 +244,36 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, precomputed, warm_st
         return rows
 
 
+#: rows per ``predict`` call when the sweep scores accuracy itself
+SCORE_BATCH = 1024
+
+
+def _batched_accuracy(estimator, X, y):
+    """Accuracy computed ``SCORE_BATCH`` rows at a time.
+
+    A kernel model's ``predict`` on ``X`` forms the cross kernel
+    ``k(X, support)``; on the training set that is another ``n × n`` block
+    per worker.  Batches bound it to ``SCORE_BATCH × n_SV``.
+    """
+    correct = 0
+    for start in range(0, _num_samples(X), SCORE_BATCH):
+        rows = slice(start, start + SCORE_BATCH)
+        correct += int(np.sum(estimator.predict(X[rows]) == np.asarray(y[rows])))
+    return correct / _num_samples(X)
+
+
 def _scorer(estimator, scoring):
-    """The scorer of the score columns; None (NaN scores) for an estimator
-    without ``score`` (e.g. an outlier detector) when ``scoring`` is None."""
+    """The scorer of the score columns.
+
+    None (NaN scores) for an estimator without ``score`` (e.g. an outlier
+    detector) when ``scoring`` is None; batched accuracy for classifiers
+    whose ``score`` is scikit-learn's accuracy (the same number, less memory).
+    """
     if scoring is None and not hasattr(estimator, "score"):
         return None
+    if scoring is None and is_classifier(estimator) and \
+            type(estimator).score is ClassifierMixin.score:
+        return _batched_accuracy
     return check_scoring(estimator, scoring=scoring)
 
 

@@ -314,3 +314,15 @@ def test_dask_cluster_gives_the_same_sweep(small, dask_client):
     diff = np.abs(remote["objective"] - local["objective"])[ok]
     assert np.all(diff <= (remote["gap"] + local["gap"])[ok] + 1e-12)
     np.testing.assert_allclose(remote["train_score"][ok], local["train_score"][ok], atol=0.02)
+
+
+def test_batched_accuracy_equals_score(small, monkeypatch):
+    import importlib
+
+    sweep_module = importlib.import_module("kernfw.sweep")  # kernfw.sweep is the function
+    X, y = small
+    est = _svm(lam=0.01).fit(X, y)
+    monkeypatch.setattr(sweep_module, "SCORE_BATCH", 7)
+    assert sweep_module._batched_accuracy(est, X, y) == pytest.approx(est.score(X, y))
+    assert sweep_module._scorer(est, None) is sweep_module._batched_accuracy
+    assert sweep_module._scorer(Ridge(), None) is not sweep_module._batched_accuracy
