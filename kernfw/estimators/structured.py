@@ -155,25 +155,24 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         """
         model = copy.deepcopy(self.model).initialize(X, Y)
         callback = self._fw_callback(self.max_passes, X, Y)
-        options = dict(max_passes=self.max_passes, tol=self.tol, callback=callback)
-        block_options = dict(options, gap_every=self.gap_every, sample=self.sample,
-                             random_state=_seed(self.random_state))
+        blocks = dict(max_passes=self.max_passes, gap_every=self.gap_every, sample=self.sample,
+                      random_state=_seed(self.random_state), callback=callback)
         try:
             if self.solver == "fw":
-                result = structural_fw(model, X, Y, self.lam, **options)
+                result = structural_fw(model, X, Y, self.lam, max_passes=self.max_passes,
+                                       tol=self.tol, callback=callback)
                 coef = result["w"]
             elif self.solver == "bcfw":
                 result = structural_bcfw(model, X, Y, self.lam, averaging=self.averaging,
-                                         **block_options)
+                                         tol=self.tol, **blocks)
                 coef = result["w"]
             elif self.solver == "ssg":
                 from ..solvers.subgradient import structural_ssg
 
-                result = structural_ssg(model, X, Y, self.lam, averaging=self.averaging,
-                                        **{k: v for k, v in block_options.items() if k != "tol"})
+                result = structural_ssg(model, X, Y, self.lam, averaging=self.averaging, **blocks)
                 coef = result["w"]
             else:
-                result, coef = self._fit_pairwise(model, X, Y, block_options)
+                result, coef = self._fit_pairwise(model, X, Y, dict(blocks, tol=self.tol))
         finally:
             self._end_callbacks()
         self.model_ = model

@@ -400,12 +400,10 @@ class KernelMultiClassBCFW(BlockCoordinateIterate):
 
 # -- entry points -------------------------------------------------------------------------------
 
-def _run_blocks(iterate, *, tol, max_passes, gap_every, max_time, callback, name, remedy):
+def _check_gap_every(gap_every):
     if int(gap_every) < 1:
         raise ValueError(f"gap_every must be >= 1, got {gap_every}")
-    return run(iterate, tol=tol, max_iter=max_passes, max_time=max_time,
-               check_every=int(gap_every), callback=callback, keep_best=True,
-               remedy=remedy, name=name)
+    return int(gap_every)
 
 
 def structural_fw(model, X, Y, lam, *, step="line_search", max_passes=50, tol=1e-3,
@@ -473,9 +471,9 @@ def structural_bcfw(model, X, Y, lam, *, averaging=True, step="line_search", sam
     problem = StructuredProblem(model, X, Y, lam)
     iterate = BCFW(problem, averaging=averaging, step=step, sample=sample,
                    random_state=random_state)
-    return _run_blocks(iterate, tol=tol, max_passes=max_passes, gap_every=gap_every,
-                       max_time=max_time, callback=callback, name="structural SVM BCFW",
-                       remedy="increase max_passes or tol")
+    return run(iterate, tol=tol, max_iter=max_passes, max_time=max_time,
+               check_every=_check_gap_every(gap_every), callback=callback, keep_best=True,
+               remedy="increase max_passes or tol", name="structural SVM BCFW")
 
 
 def multiclass_kernel_bcfw(op, y, lam, *, n_classes=None, cost=None, pairwise=False,
@@ -498,6 +496,6 @@ def multiclass_kernel_bcfw(op, y, lam, *, n_classes=None, cost=None, pairwise=Fa
                                    pairwise=pairwise, averaging=averaging, sample=sample,
                                    random_state=random_state)
     name = "multi-class kernel BCFW" + (" (pairwise)" if pairwise else "")
-    return _run_blocks(iterate, tol=tol, max_passes=max_passes, gap_every=gap_every,
-                       max_time=max_time, callback=callback, name=name,
-                       remedy="increase max_passes or tol, or use pairwise=True")
+    return run(iterate, tol=tol, max_iter=max_passes, max_time=max_time,
+               check_every=_check_gap_every(gap_every), callback=callback, keep_best=True,
+               remedy="increase max_passes or tol, or use pairwise=True", name=name)
