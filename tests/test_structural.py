@@ -346,12 +346,13 @@ def test_estimator_solvers_agree_on_multiclass(solver):
 
 def test_multiclass_svm_max_hinge_same_optimum():
     """§3.7: StructuredSVM(MultiClass(m), lam) and MultiClassSVM("max_hinge", lam) share P."""
-    multiclass = pytest.importorskip("kernfw.estimators.multiclass")
+    from kernfw import MultiClassSVM
+
     X, y = multiclass_data()
     structured = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_passes=1000,
                                tol=1e-9, random_state=0).fit(X, y)
-    mc = multiclass.MultiClassSVM(loss="max_hinge", lam=0.1, kernel="linear", tol=1e-5,
-                                  max_iter=100000).fit(X, y)
+    mc = MultiClassSVM(loss="max_hinge", lam=0.1, kernel="linear", tol=1e-5,
+                       max_iter=100000).fit(X, y)
     assert structured.duality_gap_ <= 1e-9 and mc.duality_gap_ <= 1e-5
     assert 0 <= mc.primal_objective_ - structured.primal_objective_ <= mc.duality_gap_ + 1e-9
     np.testing.assert_allclose(mc.coef_, structured.coef_.reshape(4, -1), atol=1e-3)
