@@ -326,3 +326,19 @@ def test_batched_accuracy_equals_score(small, monkeypatch):
     assert sweep_module._batched_accuracy(est, X, y) == pytest.approx(est.score(X, y))
     assert sweep_module._scorer(est, None) is sweep_module._batched_accuracy
     assert sweep_module._scorer(Ridge(), None) is not sweep_module._batched_accuracy
+
+
+def _blas_threads(estimator, X, y):
+    """A 'scorer' that reports the BLAS threads available during the fit's worker."""
+    from threadpoolctl import threadpool_info
+
+    counts = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    return float(max(counts)) if counts else 1.0
+
+
+def test_blas_threads_are_limited_in_workers(small):
+    from joblib import cpu_count
+
+    X, y = small
+    table = sweep(_svm(), X, y, param="lam", values=LAMS[:4], n_jobs=2, scoring=_blas_threads)
+    assert np.all(table["train_score"] * 2 <= max(cpu_count(), 2))
