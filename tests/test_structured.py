@@ -214,6 +214,10 @@ def test_bad_training_data():
         Chain(3).initialize([X[0], X[1][:, :2]], Y[:2])
     with pytest.raises(ValueError, match="labels must lie"):
         MultiClass(3).initialize(np.ones((2, 2)), [0, 3])
+    with pytest.raises(ValueError, match="integers"):
+        MultiClass(3).initialize(np.ones((2, 2)), ["a", "b"])
+    with pytest.raises(ValueError, match="integers"):
+        MultiClass(3).initialize(np.ones((2, 2)), [0.5, 1])
     with pytest.raises(ValueError, match="permutation"):
         Matching().initialize([np.ones((2, 2, 1))], [np.array([0, 0])])
     with pytest.raises(ValueError, match=r"\(r, r, d\)"):

@@ -80,9 +80,11 @@ class MultiClass(StructuredModel):
     def check_labels(self, Y):
         """Labels as an int array with values in ``0, …, m − 1``."""
         Y = np.asarray(Y)
-        if Y.ndim != 1 or not (np.issubdtype(Y.dtype, np.integer) or Y.size == 0
-                               or np.all(np.mod(Y, 1) == 0)):
-            raise ValueError("multi-class labels must be a 1-D sequence of integers")
+        integral = np.issubdtype(Y.dtype, np.integer) or (
+            np.issubdtype(Y.dtype, np.floating) and np.all(np.mod(Y, 1) == 0))
+        if Y.ndim != 1 or not integral:
+            raise ValueError("multi-class labels must be a 1-D sequence of integers "
+                             f"0..{self.n_classes - 1}, got dtype {Y.dtype}, shape {Y.shape}")
         Y = Y.astype(np.intp)
         if Y.size and (Y.min() < 0 or Y.max() >= self.n_classes):
             raise ValueError(f"labels must lie in 0..{self.n_classes - 1}, "
