@@ -356,6 +356,11 @@ def test_multiclass_svm_max_hinge_same_optimum():
     assert structured.duality_gap_ <= 1e-9 and mc.duality_gap_ <= 1e-5
     assert 0 <= mc.primal_objective_ - structured.primal_objective_ <= mc.duality_gap_ + 1e-9
     np.testing.assert_allclose(mc.coef_, structured.coef_.reshape(4, -1), atol=1e-3)
+    bcfw = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", averaging=False,
+                         max_passes=5000, tol=1e-4, gap_every=10, random_state=0).fit(X, y)
+    assert bcfw.converged_
+    assert abs(bcfw.primal_objective_ - mc.primal_objective_) <= (
+        bcfw.duality_gap_ + mc.duality_gap_)
 
 
 def test_estimator_contract():
