@@ -104,6 +104,24 @@ def test_multiclass_pairwise_reaches_cvxpy_optimum_linearly(multiclass_reference
 
 
 @pytest.mark.cvxpy
+def test_label_costs_reach_cvxpy_optimum():
+    """Structured hinge with a cost matrix Δ: pairwise and BCFW against cvxpy."""
+    from kernfw.reference import structural_primal
+
+    X, y = multiclass_data(n=24, m=3, d=4, seed=4)
+    cost = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 0.5], [2.0, 0.5, 0.0]])
+    ref = structural_primal(MultiClass(3, cost=cost).initialize(X, y), X, y, MC_LAM)
+    pairwise = StructuredSVM(MultiClass(3, cost=cost), lam=MC_LAM, solver="pairwise",
+                             max_passes=3000, tol=1e-9, random_state=0).fit(X, y)
+    assert abs(pairwise.primal_objective_ - ref["primal"]) <= 1e-8
+    np.testing.assert_allclose(pairwise.coef_, ref["w"], atol=1e-4)
+    bcfw = StructuredSVM(MultiClass(3, cost=cost), lam=MC_LAM, max_passes=5000, tol=1e-4,
+                         gap_every=10, random_state=0).fit(X, y)
+    assert bcfw.converged_
+    assert abs(bcfw.primal_objective_ - ref["primal"]) <= bcfw.duality_gap_ + 1e-6
+
+
+@pytest.mark.cvxpy
 def test_kernel_bcfw_with_rbf_kernel_function_reaches_cvxpy_optimum():
     from kernfw.reference import factor_gram, structural_primal
 

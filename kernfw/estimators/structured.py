@@ -194,7 +194,10 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         return result, coef
 
     def predict(self, X):
-        """Plain decoding ``argmax_y ⟨coef_, φ(x, y)⟩`` of every input (a list)."""
+        """Plain decoding ``argmax_y ⟨coef_, φ(x, y)⟩`` of every input.
+
+        Returns a list of outputs (an int array for ``MultiClass``).
+        """
         check_is_fitted(self)
         return self.model_.batch_decode(self.model_.prepare(X), self.coef_)
 
