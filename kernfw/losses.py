@@ -426,6 +426,20 @@ class TopKHinge(MulticlassLoss):
         np.put_along_axis(beta, idx, self._weights(top), axis=1)
         return beta
 
+    def lmo_row(self, a):
+        """One row, with the stable tie rule of math.md §0 (ties to the smaller index).
+
+        Block-coordinate steps use it, so that the numpy and the compiled
+        block steps pick the same vertex when entries tie (e.g. at ``A = 0``).
+        """
+        if self.k >= a.shape[0]:
+            raise ValueError(f"k={self.k} must be smaller than the number of classes "
+                             f"{a.shape[0]}")
+        idx = np.argsort(-a, kind="stable")[: self.k]
+        beta = np.zeros(a.shape[0])
+        beta[idx] = self._weights(a[idx][None, :])[0]
+        return beta
+
 
 class Usunier(TopKHinge):
     """Unweighted Usunier loss ``Φ = Σ_{j≤k} (a_[j])⁺ / k`` (``1 ≤ k < m``).

@@ -22,14 +22,27 @@ and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
 
 import numpy as np
 
-from ..fw import (BlockCoordinateIterate, Certificate, FWIterate, quadratic_step, run,
-                  standard_step)
+from ..fw import (BlockCoordinateIterate, Certificate, FWIterate, block_order, quadratic_step,
+                  run, standard_step)
 from ..losses import MaxHinge, dual_vertices, make_loss
-from ..operators import Features, KernelOperator
+from ..operators import Features, Gram, KernelOperator
 
-__all__ = ["MulticlassDual", "solve_multiclass", "SOLVERS", "inner"]
+__all__ = ["MulticlassDual", "solve_multiclass", "SOLVERS", "inner", "compiled_backend"]
 
 SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
+
+
+def compiled_backend():
+    """The module of compiled BCFW passes (:mod:`kernfw.solvers._bcfw_numba`), or None.
+
+    None when :mod:`numba` is not importable (install the ``fast`` extra);
+    the block-coordinate solver then takes its numpy block steps.
+    """
+    try:
+        from . import _bcfw_numba
+    except ImportError:
+        return None
+    return _bcfw_numba
 
 
 def inner(a, b):
@@ -188,6 +201,15 @@ class MulticlassDual:
         return quadratic_step(num, curv), dA, dS
 
 
+def _sequential_dot(a, b):
+    """``⟨a, b⟩`` summed left to right, the order of the compiled passes.
+
+    Block steps use it (and sum scores feature by feature) so that the numpy
+    and the compiled passes round alike and break exact ties alike.
+    """
+    return float(np.cumsum(a * b)[-1])
+
+
 class _Converged:
     """Stopping rule ``gap ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates."""
 
@@ -264,10 +286,41 @@ class BlockFW(_Converged, BlockCoordinateIterate):
     stored: ``W = Xᵀ Aᵀ/(λn)`` is, ``s_i = Wᵀ x_i`` and ``W += γ x_i dᵀ/(λn)``,
     ``O(d·m)`` per step.  The certificate (full LMO, certified gap) is the one
     of the batch solver.
+
+    With :mod:`numba` installed, a built-in loss and a
+    :class:`~kernfw.operators.Features` (dense or CSR) or dense
+    :class:`~kernfw.operators.Gram` operator, a whole pass runs in one compiled
+    call (:mod:`kernfw.solvers._bcfw_numba`) with the same arithmetic and the
+    same block order (the same iterates up to float rounding); otherwise the
+    block steps below run in numpy.
+
+    Parameters
+    ----------
+    problem : MulticlassDual
+    At, S : ndarray (n, m)
+        Initial ``Aᵀ`` and ``S = K Aᵀ/(λn)`` (updated in place).
+    rule : {"line_search", "standard"}
+        Exact block line search or the step ``2n/(k + 2n)``.
+    rtol : float
+        Relative tolerance of the stopping rule.
+    random_state, sample
+        Block order (:func:`kernfw.fw.block_order`).
+    pairwise : bool or "auto"
+        Pairwise block steps (max / structured hinge only; "auto": with line search).
+    inner_steps : int
+        Maximum number of pairwise steps per visit of a block.
+    compiled : bool or "auto"
+        Compiled passes: "auto" when available, False never (numpy block
+        steps), True always (``ValueError`` when not available).
+
+    Attributes
+    ----------
+    compiled : bool
+        Whether the passes run compiled.
     """
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
-                 sample="uniform", pairwise="auto", inner_steps=5):
+                 sample="uniform", pairwise="auto", inner_steps=5, compiled="auto"):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
@@ -283,10 +336,54 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         if self.features:
             self.X = op.X
             self.sparse = op.is_sparse
-            self.W = np.asarray(op.primal(At), dtype=np.float64) / problem.scale
+            if self.sparse and not self.X.has_canonical_format:
+                self.X = self.X.copy()
+                self.X.sum_duplicates()                 # one entry per (i, feature)
+            self.W = np.ascontiguousarray(op.primal(At), dtype=np.float64) / problem.scale
             self.S = None
         else:
             self.S = S
+        self._pass = self._compiled_pass(compiled)
+        self.compiled = self._pass is not None
+
+    # -- compiled passes -------------------------------------------------------------------
+    def _compiled_pass(self, compiled):
+        """``pass(order, k0) -> Σ steps`` running a whole pass compiled, or None."""
+        if compiled not in ("auto", True, False):
+            raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
+        if compiled is False:
+            return None
+        p, op = self.problem, self.problem.op
+        lib = compiled_backend()
+        code = None if lib is None else lib.loss_code(p.loss, p.m)
+        supported = self.features or isinstance(op, Gram)
+        if lib is None or code is None or not supported:
+            if compiled is True:
+                why = ("numba is not installed" if lib is None else
+                       "the loss is not a built-in loss" if code is None else
+                       f"the operator is a {type(op).__name__} (not Features or Gram)")
+                raise ValueError(f"compiled block steps are not available: {why}")
+            return None
+        kind, k, rho, r = code
+        tail = (p.C, p.y, self.Kdiag, p.scale, p.smoothing, kind, k, rho, r, self.pairwise,
+                self.inner_steps, self.rule == "standard")
+        if self.features and self.sparse:
+            X = self.X
+            fn, head = lib.sparse_pass, (X.indptr, X.indices, X.data, self.W, self.At)
+        elif self.features:
+            fn, head = lib.dense_pass, (np.ascontiguousarray(self.X), self.W, self.At)
+        else:
+            fn, head = lib.gram_pass, (lib.gram_columns(op.K), self.S, self.At)
+        return lambda order, k0: fn(order, *head, *tail, k0)
+
+    def step(self, t):
+        """One pass over the blocks (compiled when available; the same block order)."""
+        if self._pass is None:
+            return super().step(t)
+        order = block_order(self.n_blocks, self.rng, self.sample)
+        total = self._pass(order, self.k)
+        self.k += order.size
+        return total / max(self.n_blocks, 1)
 
     # -- scores ----------------------------------------------------------------------
     def _row(self, i):
@@ -309,7 +406,9 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         p = self.problem
         if self.features:
             idx, x = self._row(i)
-            s = x @ (self.W if idx is None else self.W[idx])
+            Wi = self.W if idx is None else self.W[idx]
+            # s_i = Wᵀ x_i summed feature by feature (the order of the compiled pass)
+            s = np.add.reduce(x[:, None] * Wi, axis=0)
             row = (idx, x)
         else:
             s, row = self.S[i], None
@@ -339,14 +438,14 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         row, g = self._block_gradient(i)
         beta = p.loss.lmo_row(g - g[yi])
         d = -beta
-        d[yi] += beta.sum()
+        d[yi] += np.cumsum(beta)[-1]
         d -= self.At[i]
         if self.rule == "standard":
             gamma = 2.0 * p.n / (self.k + 2.0 * p.n)
         else:
-            dd = float(d @ d)
+            dd = _sequential_dot(d, d)
             curv = self.Kdiag[i] * dd / p.scale + p.smoothing * dd
-            gamma = quadratic_step(-float(g @ d), curv)
+            gamma = quadratic_step(-_sequential_dot(g, d), curv)
         if gamma:
             self._apply(i, row, gamma * d)
         return gamma
@@ -409,7 +508,7 @@ class BlockFW(_Converged, BlockCoordinateIterate):
 def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver="lsfw",
                      n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
                      max_time=None, check_every=1, callback=None, random_state=None,
-                     sample="uniform", keep_best=True):
+                     sample="uniform", keep_best=True, compiled="auto"):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
     Parameters
@@ -450,6 +549,10 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         Block sampling of ``"bcfw"``.
     keep_best : bool
         Return the iterate with the smallest gap if the run does not converge.
+    compiled : bool or "auto"
+        Compiled passes of ``"bcfw"`` (see :class:`BlockFW`): "auto" uses them
+        when numba is installed and the operator is ``Features`` or ``Gram``;
+        False forces the numpy block steps.
 
     Returns
     -------
@@ -469,7 +572,7 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     rule = "standard" if solver == "stdfw" else "line_search"
     if solver == "bcfw":
         iterate = BlockFW(problem, At, S, rule="line_search", rtol=rtol,
-                          random_state=random_state, sample=sample)
+                          random_state=random_state, sample=sample, compiled=compiled)
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
     remedy = ("increase max_iter (or max_time), loosen tol, increase lam, or use "

@@ -1,0 +1,373 @@
+"""Compiled passes of block-coordinate FW on the multi-class dual (math.md §1, §3.9).
+
+One call of a ``*_pass`` function performs a whole pass of
+:class:`kernfw.solvers.multiclass.BlockFW`: for every block ``i`` of the given
+order it forms the block gradient ``g_i = c_i + s̃_i`` (``s̃_i = s_i + σ α_i``),
+takes the block step of the numpy path (closed-form LMO of math.md §1.3, then
+the exact block line search of §3.9 or the ``2n/(k + 2n)`` step; or, for the
+max / structured hinge, up to ``inner_steps`` pairwise steps) and updates the
+scores.  The arithmetic is the numpy path's, operation for operation, so both
+paths give the same iterates up to float rounding (``tests/test_multiclass.py``
+checks it).  The score storage depends on the operator:
+
+- explicit features, dense (``dense_pass``) or CSR (``sparse_pass``): the
+  primal weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) are stored, ``s_i = Wᵀ x_i`` and
+  ``W += x_i δᵀ/(λn)``: ``O(nnz(x_i)·m)`` per block;
+- a dense Gram matrix (``gram_pass``): the scores ``S = K Aᵀ/(λn)`` (n × m)
+  are stored and ``S += K_{:,i} δᵀ/(λn)``: one kernel column, ``O(n·m)``.
+
+Losses are described to the compiled code by :func:`loss_code`: an integer
+kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
+(ties go to the smallest class index), like the numpy ``lmo_row`` methods.
+
+All functions are compiled with ``cache=True``: the JIT cost (a few seconds)
+is paid once per machine and Python version.  Importing this module needs
+:mod:`numba`; :data:`AVAILABLE` in :mod:`kernfw.solvers.multiclass` tells
+whether it imports.
+"""
+
+import numpy as np
+from numba import njit
+
+from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
+                      WeightedUsunier)
+
+__all__ = ["loss_code", "gram_columns", "dense_pass", "sparse_pass", "gram_pass",
+           "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK", "WEIGHTED_USUNIER"]
+
+#: loss kinds understood by the compiled LMO
+MAX_HINGE, TOPK, USUNIER, WEIGHTED_TOPK, WEIGHTED_USUNIER = range(5)
+
+_KINDS = {MaxHinge: MAX_HINGE, StructuredHinge: MAX_HINGE, TopKHinge: TOPK, Usunier: USUNIER,
+          WeightedTopKHinge: WEIGHTED_TOPK, WeightedUsunier: WEIGHTED_USUNIER}
+
+
+def loss_code(loss, n_classes):
+    """``(kind, k, ρ, r)`` describing a built-in loss to the compiled LMO, or None.
+
+    ``r`` is the number of sorted positions the LMO needs (``ρ_j = 0`` for
+    ``j > r``): 1 for the hinge, ``k`` for the unweighted losses, the last
+    positive weight's position for the weighted ones.  Subclasses of the
+    built-in losses (which may override the LMO) get None: the numpy path.
+    """
+    kind = _KINDS.get(type(loss))
+    if kind is None:
+        return None
+    rho = np.ascontiguousarray(loss.rho(n_classes), dtype=np.float64)
+    k = getattr(loss, "k", 1)
+    r = int(np.flatnonzero(rho > 0)[-1]) + 1
+    return kind, int(k), rho, r
+
+
+def gram_columns(K):
+    """A matrix whose row ``i`` is the column ``K_{:,i}``, read contiguously if possible.
+
+    ``K`` itself when it is exactly symmetric (then rows are columns), else
+    the transposed view ``Kᵀ``.
+    """
+    return K if _is_symmetric(K) else K.T
+
+
+@njit(cache=True)
+def _is_symmetric(K):
+    n = K.shape[0]
+    for i in range(n):
+        for j in range(i):
+            if K[i, j] != K[j, i]:
+                return False
+    return True
+
+
+# -- the closed-form LMO (math.md §1.3) ---------------------------------------------------------
+
+@njit(cache=True)
+def _top(a, r, idx):
+    """The ``r`` largest entries of ``a``, decreasing, ties to the smaller index, into ``idx``.
+
+    Insertion into a sorted list of length ``r``: ``O(m·r)``, no allocation.
+    """
+    m = a.shape[0]
+    count = 0
+    for j in range(m):
+        v = a[j]
+        if count == r and not v > a[idx[r - 1]]:
+            continue
+        pos = count if count < r else r - 1
+        while pos > 0 and v > a[idx[pos - 1]]:
+            pos -= 1
+        last = count if count < r else r - 1
+        for q in range(last, pos, -1):
+            idx[q] = idx[q - 1]
+        idx[pos] = j
+        if count < r:
+            count += 1
+
+
+@njit(cache=True)
+def _lmo(a, kind, k, rho, r, idx, beta):
+    """``β* ∈ argmax_{β ∈ B} ⟨β, a⟩`` into ``beta`` (the ``lmo_row`` of each loss)."""
+    beta[:] = 0.0
+    _top(a, r, idx)
+    if kind == MAX_HINGE:
+        j = idx[0]
+        if a[j] > 0:
+            beta[j] = 1.0
+    elif kind == TOPK:
+        total = 0.0
+        for q in range(k):
+            total += a[idx[q]]
+        if total > 0:
+            for q in range(k):
+                beta[idx[q]] = 1.0 / k
+    elif kind == USUNIER:
+        for q in range(k):
+            if a[idx[q]] > 0:
+                beta[idx[q]] = 1.0 / k
+    elif kind == WEIGHTED_TOPK:
+        total = 0.0
+        for q in range(r):
+            total += a[idx[q]] * rho[q]
+        if total > 0:
+            for q in range(r):
+                beta[idx[q]] = rho[q]
+    else:                                                   # WEIGHTED_USUNIER
+        for q in range(r):
+            if a[idx[q]] > 0:
+                beta[idx[q]] = rho[q]
+
+
+# -- one block: the step on α_i (math.md §3.9) --------------------------------------------------
+
+@njit(cache=True)
+def _quadratic_step(slope, curvature, step_max):
+    """:func:`kernfw.fw.quadratic_step`: ``clip(b / c, 0, step_max)``."""
+    if curvature <= 0.0:
+        return step_max if slope > 0.0 else 0.0
+    return min(max(slope / curvature, 0.0), step_max)
+
+
+@njit(cache=True)
+def _fw_block(g, alpha, yi, kd, scale, sigma, kind, k, rho, r, standard, gamma_std,
+              a, idx, beta, delta):
+    """FW step on block ``i``: ``δ = γ (u_i − α_i)``; returns ``γ``.
+
+    ``g = c_i + s̃_i``; ``kd = K_ii``; ``γ`` is the exact block step
+    ``clip(−⟨g, d⟩ / (K_ii ‖d‖²/(λn) + σ‖d‖²), 0, 1)`` or ``gamma_std``.
+    """
+    m = g.shape[0]
+    for j in range(m):
+        a[j] = g[j] - g[yi]
+    _lmo(a, kind, k, rho, r, idx, beta)
+    bsum = 0.0
+    for j in range(m):
+        bsum += beta[j]
+    for j in range(m):
+        delta[j] = -beta[j]                                # d = u_i − α_i
+    delta[yi] += bsum
+    for j in range(m):
+        delta[j] -= alpha[j]
+    if standard:
+        gamma = gamma_std
+    else:
+        dd = 0.0
+        gd = 0.0
+        for j in range(m):
+            dd += delta[j] * delta[j]
+            gd += g[j] * delta[j]
+        curv = kd * dd / scale + sigma * dd
+        gamma = _quadratic_step(-gd, curv, 1.0)
+    for j in range(m):
+        delta[j] *= gamma
+    return gamma
+
+
+@njit(cache=True)
+def _pairwise_block(g, alpha, yi, kd, scale, sigma, inner_steps, a, beta, delta):
+    """Up to ``inner_steps`` pairwise steps on block ``i`` (max / structured hinge).
+
+    Barycentric weights ``β_j = −α_{ij}`` (``j ≠ y_i``), ``β_{y_i} = 1 − α_{i y_i}``;
+    FW vertex ``argmax_j a_j``, away vertex ``argmin_{β_j > 0} a_j``; the step
+    moves ``γ ≤ β_away`` between them (curvature ``2(K_ii/(λn) + σ)``) and ``g``
+    is updated locally.  Writes ``δ = Δα_i``; returns the sum of the steps.
+    """
+    m = g.shape[0]
+    for j in range(m):
+        beta[j] = -alpha[j]
+        delta[j] = 0.0
+    beta[yi] = 1.0 - alpha[yi]
+    rate = 2.0 * (kd / scale + sigma)
+    half = rate / 2.0
+    total = 0.0
+    for _ in range(inner_steps):
+        for j in range(m):
+            a[j] = g[j] - g[yi]
+        f = 0
+        w = -1
+        for j in range(m):
+            if a[j] > a[f]:
+                f = j
+            if beta[j] > 0 and (w < 0 or a[j] < a[w]):
+                w = j
+        if w < 0:
+            break
+        slope = a[f] - a[w]
+        if f == w or slope <= 0:
+            break
+        cap = beta[w]
+        gamma = _quadratic_step(slope, rate, cap)
+        if gamma <= 0:
+            break
+        beta[f] += gamma
+        beta[w] = 0.0 if gamma >= cap else beta[w] - gamma    # drop step: exact zero
+        delta[w] += gamma
+        delta[f] -= gamma
+        g[w] += gamma * half
+        g[f] -= gamma * half
+        total += gamma
+    return total
+
+
+@njit(cache=True)
+def _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise, inner_steps,
+           standard, gamma_std, g, a, idx, beta, delta):
+    """Gradient ``g = c_i + s_i + σ α_i`` from the scores ``s``, then the block step."""
+    m = g.shape[0]
+    alpha = At[i]
+    for j in range(m):
+        g[j] = C[i, j] + s[j]
+    if sigma != 0.0:
+        for j in range(m):
+            g[j] += sigma * alpha[j]
+    if pairwise:
+        return _pairwise_block(g, alpha, y[i], Kdiag[i], scale, sigma, inner_steps,
+                               a, beta, delta)
+    return _fw_block(g, alpha, y[i], Kdiag[i], scale, sigma, kind, k, rho, r, standard,
+                     gamma_std, a, idx, beta, delta)
+
+
+@njit(cache=True)
+def _scaled_update(i, At, scale, delta, upd):
+    """``α_i += δ`` and ``upd = δ/(λn)``; returns whether ``δ`` has a nonzero entry."""
+    moved = False
+    for j in range(delta.shape[0]):
+        At[i, j] += delta[j]
+        upd[j] = delta[j] / scale
+        moved = moved or delta[j] != 0.0
+    return moved
+
+
+@njit(cache=True)
+def _buffers(m):
+    """Work vectors of length ``m``: ``s, g, a, β, δ, δ/(λn)``."""
+    return (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m))
+
+
+# -- passes -------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def dense_pass(order, X, W, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
+               inner_steps, standard, k0):
+    """One pass with dense features ``X`` (n × d), keeping ``W = Xᵀ Aᵀ/(λn)`` (d × m).
+
+    Parameters
+    ----------
+    order : int array
+        Blocks to visit (:func:`kernfw.fw.block_order`).
+    W, At : float64 arrays, updated in place
+        ``W`` (d × m) and ``Aᵀ`` (n × m).
+    C : (n, m) cost vectors ``c_i``; y : class indices; Kdiag : ``K_ii = ‖x_i‖²``.
+    scale, sigma : ``λn`` and ``σ``.
+    kind, k, rho, r : the loss (:func:`loss_code`).
+    pairwise, inner_steps : pairwise block steps (hinge losses) and their number.
+    standard, k0 : the ``2n/(k + 2n)`` rule, and the block-step count ``k`` so far.
+
+    Returns
+    -------
+    float
+        The sum of the block steps (as :meth:`BlockCoordinateIterate.step` sums them).
+    """
+    n, d = X.shape
+    m = W.shape[1]
+    s, g, a, beta, delta, upd = _buffers(m)
+    idx = np.empty(max(r, 1), dtype=np.int64)
+    total = 0.0
+    for t in range(order.shape[0]):
+        i = order[t]
+        s[:] = 0.0
+        for f in range(d):
+            xf = X[i, f]
+            if xf != 0.0:
+                for j in range(m):
+                    s[j] += xf * W[f, j]
+        step = _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
+                      inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
+                      delta)
+        if step != 0.0 and _scaled_update(i, At, scale, delta, upd):
+            for j in range(m):
+                if upd[j] != 0.0:
+                    for f in range(d):
+                        W[f, j] += X[i, f] * upd[j]
+        total += step
+    return total
+
+
+@njit(cache=True)
+def sparse_pass(order, indptr, indices, data, W, At, C, y, Kdiag, scale, sigma, kind, k, rho,
+                r, pairwise, inner_steps, standard, k0):
+    """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
+    n = indptr.shape[0] - 1
+    m = W.shape[1]
+    s, g, a, beta, delta, upd = _buffers(m)
+    idx = np.empty(max(r, 1), dtype=np.int64)
+    total = 0.0
+    for t in range(order.shape[0]):
+        i = order[t]
+        lo, hi = indptr[i], indptr[i + 1]
+        s[:] = 0.0
+        for p in range(lo, hi):
+            f, xf = indices[p], data[p]
+            for j in range(m):
+                s[j] += xf * W[f, j]
+        step = _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
+                      inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
+                      delta)
+        if step != 0.0 and _scaled_update(i, At, scale, delta, upd):
+            for j in range(m):
+                if upd[j] != 0.0:
+                    for p in range(lo, hi):
+                        W[indices[p], j] += data[p] * upd[j]
+        total += step
+    return total
+
+
+@njit(cache=True)
+def gram_pass(order, Kcols, S, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
+              inner_steps, standard, k0):
+    """:func:`dense_pass` on a dense Gram matrix, keeping ``S = K Aᵀ/(λn)`` (n × m).
+
+    ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
+    block step reads one column and updates ``S``: ``O(n·m)``.
+    """
+    n, m = S.shape
+    _, g, a, beta, delta, upd = _buffers(m)
+    idx = np.empty(max(r, 1), dtype=np.int64)
+    nz = np.empty(m, dtype=np.int64)
+    total = 0.0
+    for t in range(order.shape[0]):
+        i = order[t]
+        step = _block(i, S[i], C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
+                      inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
+                      delta)
+        if step != 0.0 and _scaled_update(i, At, scale, delta, upd):
+            cnt = 0
+            for j in range(m):                             # columns of S that change
+                if upd[j] != 0.0:
+                    nz[cnt] = j
+                    cnt += 1
+            col = Kcols[i]
+            for l in range(n):
+                kl = col[l]
+                for q in range(cnt):
+                    S[l, nz[q]] += kl * upd[nz[q]]
+        total += step
+    return total
