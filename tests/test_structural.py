@@ -227,6 +227,36 @@ def test_block_gaps_sum_to_the_duality_gap():
     assert isinstance(cert, Certificate) and cert.gap > 0
 
 
+def test_block_step_is_the_exact_line_search():
+    """The closed-form BCFW step maximizes D along the block direction (1-D numerical check)."""
+    from scipy.optimize import minimize_scalar
+
+    X, Y = chain_data()
+    problem = StructuredProblem(Chain(3), X, Y, 0.1)
+    iterate = BCFW(problem, random_state=0)
+    iterate.step(0)
+    iterate.step(1)
+    n, lam = problem.n, problem.lam
+    checked = 0
+    for i in range(problem.n):
+        gap, z, ds, loss_s = iterate.block_direction(i)
+
+        def dual(gamma):
+            w = iterate.w - gamma * z / (lam * n)
+            return problem.dual(w, iterate.ell + gamma * (loss_s - iterate.block_loss[i]))
+
+        best = minimize_scalar(lambda g: -dual(g), bounds=(0.0, 1.0), method="bounded",
+                               options={"xatol": 1e-12})
+        w_before, ell_before = iterate.w.copy(), iterate.ell
+        gamma = iterate.block_step(i)
+        if z @ z > 1e-12:                                  # otherwise D is flat along it
+            assert gamma == pytest.approx(best.x, abs=1e-6)
+            checked += 1
+        assert problem.dual(iterate.w, iterate.ell) >= -best.fun - 1e-12
+        assert problem.dual(iterate.w, iterate.ell) >= problem.dual(w_before, ell_before) - 1e-15
+    assert checked >= problem.n // 2
+
+
 def test_kernel_bcfw_equals_explicit_bcfw_on_linear_features():
     X, y = multiclass_data()
     explicit = structural_bcfw(MultiClass(4), X, y, 0.1, averaging=True, max_passes=40,
