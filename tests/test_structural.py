@@ -273,7 +273,8 @@ def test_kernel_backends_agree():
     X, y = multiclass_data(n=25, m=3, d=4, seed=2)
     runs = [multiclass_kernel_bcfw(op, y, 0.3, pairwise=True, max_passes=500, tol=1e-10,
                                    gap_every=5, random_state=0)
-            for op in (Gram(X @ X.T), Features(X), KernelFunction(X, "linear", cache_size=0))]
+            for op in (Gram(X @ X.T), Features(X), KernelFunction(X, "linear", cache_size=0),
+                       KernelFunction(X, "linear"))]                   # cached columns reused
     for r in runs:
         assert r.converged
         np.testing.assert_allclose(r["S"], runs[0]["S"], atol=1e-6)   # the optimal scores

@@ -337,7 +337,7 @@ class KernelMultiClassBCFW(BlockCoordinateIterate):
         self.onehot = np.zeros((n, m))
         self.onehot[np.arange(n), self.y] = 1.0
         self.alpha = self.onehot.copy()
-        self.S = np.zeros((n, m))
+        self.S = np.zeros((n, m), order="F")     # columns contiguous: pairwise updates two
         self.ell = 0.0
         self.kdiag = np.asarray(op.diag(), dtype=float)
         self.block_gaps = np.full(n, np.nan)
@@ -366,7 +366,12 @@ class KernelMultiClassBCFW(BlockCoordinateIterate):
         gamma = quadratic_step(slope, self.kdiag[i] * float(d @ d) / (lam * n * n), step_max)
         if gamma > 0.0:
             column = self.op.columns([i])[:, 0]
-            self.S -= np.outer(column, (gamma / (lam * n)) * d)
+            if self.pairwise:                        # S −= γ K[:, i] (e_ŷ − e_a)ᵀ/(λn)
+                column = (gamma / (lam * n)) * column  # a copy: the operator may cache it
+                self.S[:, j] -= column
+                self.S[:, a] += column
+            else:
+                self.S -= np.outer(column, (gamma / (lam * n)) * d)
             alpha_i += gamma * d
             if self.pairwise and gamma == step_max:
                 alpha_i[a] = 0.0                     # drop the away label exactly
