@@ -20,11 +20,10 @@ How the work is shared (the design in four points):
 3. **Warm starts.**  The values are split into contiguous chunks, one per
    worker, of balanced estimated cost (fits get slower as λ decreases; see
    :func:`_relative_costs`); within a chunk one estimator is refitted value
-   after value with
-   ``warm_start=True`` (when it has that parameter), so each fit starts from
-   the previous dual solution.  Give the values in the order you want the path
-   followed (decreasing λ is the usual choice: strongly regularized problems
-   are cheap and their solutions are good starts).
+   after value with ``warm_start=True`` (when it has that parameter), so each
+   fit starts from the previous dual solution.  Give the values in the order
+   you want the path followed (decreasing λ is the usual choice: strongly
+   regularized problems are cheap and their solutions are good starts).
 4. **No oversubscription.**  Inside a worker the BLAS thread pools are limited
    (``threadpoolctl``) to ``cores // workers`` threads, so
    ``n_jobs × BLAS threads ≤ cores``.
@@ -40,6 +39,7 @@ different point and the objectives agree within the certified gaps
 (``|P_a − P_b| ≤ gap_a + gap_b``).
 """
 
+import contextlib
 import copy
 import csv
 import math
@@ -559,43 +559,18 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
     >>> len(table)
     9
     """
-    if not hasattr(estimator, "get_params"):
-        raise TypeError(f"sweep needs a scikit-learn estimator, got {type(estimator).__name__}")
-    params = estimator.get_params(deep=False)
-    if param not in params:
-        raise ValueError(f"{type(estimator).__name__} has no parameter {param!r}; "
-                         f"its parameters are {sorted(params)}")
+    params = _check_estimator(estimator, param)
     values = _check_values(values)
     if not isinstance(verbose, Integral) or verbose < 0:
         raise ValueError(f"verbose must be a nonnegative integer, got {verbose!r}")
     y = np.asarray(y)
-    if cv is None:
-        splits = [None]
-    else:
-        splitter = check_cv(cv, y, classifier=is_classifier(estimator))
-        splits = [(np.asarray(tr), np.asarray(va)) for tr, va in splitter.split(X, y)]
+    splits = _splits(estimator, X, y, cv)
     warm = bool(warm_start) and "warm_start" in params
     kernel = params.get("kernel")
     precomputed = isinstance(kernel, str) and kernel == "precomputed"
+    tasks, parallel, blas_threads = _plan(param, values, len(splits), warm, n_jobs)
 
-    n_workers = max(1, effective_n_jobs(n_jobs))
-    n_chunks = 1 if warm else len(values)  # chunks of values per fold
-    if warm:
-        n_chunks = min(len(values), max(1, math.ceil(n_workers / len(splits))))
-    chunks = _chunks(_relative_costs(param, values), n_chunks)
-    tasks = [(f, chunk) for f in range(len(splits)) for chunk in chunks]
-    parallel = n_workers > 1 and len(tasks) > 1
-    blas_threads = max(1, cpu_count() // min(n_workers, len(tasks))) if parallel else None
-
-    folder = _MemmapFolder() if parallel and _uses_operator(estimator, X, param) else None
-    try:
-        shell, grams, template = None, [], estimator
-        if _uses_operator(estimator, X, param):
-            allocate = folder.allocate if folder is not None else _allocate_in_memory
-            operator = _build_operator(estimator, X, allocate)
-            shell = _detach_grams(operator, grams, {}) if parallel else operator
-            del operator
-            template = _without_kernel(estimator)
+    with _shared_operator(estimator, X, param, parallel) as (template, shell, grams):
         jobs = (delayed(_fit_chunk)(template, param, [values[i] for i in chunk], f, X, y,
                                     splits[f], precomputed, warm, scoring, blas_threads, verbose,
                                     shell, *grams)
@@ -604,11 +579,70 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
         ordered = []
         for (f, chunk), chunk_rows in zip(tasks, runner(jobs)):
             ordered.extend(((i, f), row) for i, row in zip(chunk, chunk_rows))
+    ordered.sort(key=lambda item: item[0])
+    return SweepResults(param, [row for _, row in ordered])
+
+
+def _check_estimator(estimator, param):
+    """The estimator's parameters; it must have ``param``."""
+    if not hasattr(estimator, "get_params"):
+        raise TypeError(f"sweep needs a scikit-learn estimator, got {type(estimator).__name__}")
+    params = estimator.get_params(deep=False)
+    if param not in params:
+        raise ValueError(f"{type(estimator).__name__} has no parameter {param!r}; "
+                         f"its parameters are {sorted(params)}")
+    return params
+
+
+def _splits(estimator, X, y, cv):
+    """``[None]`` (fit on everything) or the list of (train, val) index pairs."""
+    if cv is None:
+        return [None]
+    splitter = check_cv(cv, y, classifier=is_classifier(estimator))
+    return [(np.asarray(tr), np.asarray(va)) for tr, va in splitter.split(X, y)]
+
+
+def _plan(param, values, n_folds, warm, n_jobs):
+    """The tasks ``(fold, chunk of value positions)``, whether they run in
+    parallel, and the BLAS threads each worker may use.
+
+    With warm starts each fold's values are cut into as many contiguous
+    chunks as there are workers per fold; without, every value is a task.
+    """
+    n_workers = max(1, effective_n_jobs(n_jobs))
+    n_chunks = len(values)
+    if warm:
+        n_chunks = min(len(values), max(1, math.ceil(n_workers / n_folds)))
+    chunks = _chunks(_relative_costs(param, values), n_chunks)
+    tasks = [(f, chunk) for f in range(n_folds) for chunk in chunks]
+    parallel = n_workers > 1 and len(tasks) > 1
+    blas_threads = max(1, cpu_count() // min(n_workers, len(tasks))) if parallel else None
+    return tasks, parallel, blas_threads
+
+
+@contextlib.contextmanager
+def _shared_operator(estimator, X, param, parallel):
+    """``(template, shell, grams)`` for the workers; removes the memory maps after.
+
+    ``template`` is the estimator to clone in the workers (without its kernel
+    when the sweep shares an operator), ``shell`` the operator without its
+    Gram matrices and ``grams`` those matrices (memory-mapped when
+    ``parallel``).  Without a shared operator: ``(estimator, None, [])``.
+    """
+    if not _uses_operator(estimator, X, param):
+        yield estimator, None, []
+        return
+    folder = _MemmapFolder() if parallel else None
+    try:
+        allocate = folder.allocate if folder is not None else _allocate_in_memory
+        operator = _build_operator(estimator, X, allocate)
+        grams = []
+        shell = _detach_grams(operator, grams, {}) if parallel else operator
+        del operator
+        yield _without_kernel(estimator), shell, grams
     finally:
         if folder is not None:
             folder.cleanup()
-    ordered.sort(key=lambda item: item[0])
-    return SweepResults(param, [row for _, row in ordered])
 
 
 def _fmt(value):
