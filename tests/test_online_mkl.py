@@ -130,6 +130,27 @@ def test_batch_objective_decreases_over_epochs_toward_the_optimum(problem):
     np.testing.assert_allclose(res["beta"], ref["beta"], atol=0.05)
 
 
+@pytest.mark.cvxpy
+def test_cost_sensitive_hinge_matches_cvxpy(problem):
+    from kernfw.reference import online_mkl_objective, online_mkl_reference
+
+    X, y, K = problem
+    cost = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 1.0], [3.0, 1.0, 0.0]])
+    res = online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=40, random_state=0, cost=cost,
+                     radius="auto")
+    F = res.history["primal"]
+    assert F[0] == pytest.approx(np.mean(cost[y].max(axis=1)))      # F(0)
+    scores = sum(op.columns(res["support"]) @ res["coef"][k] for k, op in enumerate(K.operators))
+    assert F[-1] == pytest.approx(online_mkl_objective(scores, res["norms"], y, LAM, cost))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ref = online_mkl_reference([op.dense() for op in K.operators], y, LAM, cost=cost)
+    assert ref["value"] - 1e-7 <= F[-1] <= ref["value"] + 0.03
+    assert np.linalg.norm(res["norms"]) <= initial_radius(LAM, y, cost) + 1e-12
+    with pytest.raises(ValueError, match="zero diagonal"):
+        online_mkl(K, y, cost=np.ones((3, 3)))
+
+
 def test_weights_concentrate_on_informative_kernels(problem):
     X, y, K = problem
     res = online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=30, random_state=0)

@@ -522,8 +522,7 @@ class OnlineMKLClassifier(_MKLClassifier):
         check_is_fitted(self)
         X = self._test_kernels(X)
         inputs = X if isinstance(X, list) else [X] * self.n_kernels_
-        out = np.zeros((len(inputs[0]) if isinstance(X, list) else X.shape[0],
-                        self.classes_.size))
+        out = np.zeros((inputs[0].shape[0], self.classes_.size))
         if self.support_.size == 0:
             return out
         for k, (op, x) in enumerate(zip(self._predict_op.operators, inputs)):

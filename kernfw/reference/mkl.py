@@ -150,8 +150,8 @@ def prox_squared_l21_reference(groups, tau):
     return [th.value for th in thetas]
 
 
-def online_mkl_objective(group_scores, norms, y_idx, lam):
-    """``F = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i max_y [ℓ(y, y_i) + f(x_i, y) − f(x_i, y_i)]``.
+def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):
+    """``F = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i max_y [ℓ(y_i, y) + f(x_i, y) − f(x_i, y_i)]``.
 
     Parameters
     ----------
@@ -163,22 +163,25 @@ def online_mkl_objective(group_scores, norms, y_idx, lam):
         Class indices.
     lam : float
         ``λ``.
+    cost : ndarray (m, m) or None
+        ``ℓ[y_true, y]`` (None: 0/1).
     """
     S = np.asarray(group_scores, dtype=float)
     S = S.sum(axis=0) if S.ndim == 3 else S
-    n = S.shape[0]
+    n, m = S.shape
+    cost = 1.0 - np.eye(m) if cost is None else np.asarray(cost, dtype=float)
     rows = np.arange(n)
-    aug = S + 1.0
-    aug[rows, y_idx] -= 1.0
+    aug = S + cost[y_idx]
     losses = aug.max(axis=1) - S[rows, y_idx]
     return 0.5 * lam * float(np.sum(norms)) ** 2 + float(losses.mean())
 
 
-def online_mkl_reference(grams, y_idx, lam, n_classes=None):
+def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None):
     """Batch optimum of the online-MKL objective ``F`` (math.md §4.1, §6).
 
     Group ``k`` has parameters ``Θ_k`` (r_k × m) in the factor coordinates of
-    ``K_k = F_k F_kᵀ``; ``f(x_i, y) = Σ_k F_k[i] Θ_k[:, y]``.
+    ``K_k = F_k F_kᵀ``; ``f(x_i, y) = Σ_k F_k[i] Θ_k[:, y]``; ``cost`` is
+    ``ℓ[y_true, y]`` (None: 0/1).
 
     Returns
     -------
@@ -193,7 +196,8 @@ def online_mkl_reference(grams, y_idx, lam, n_classes=None):
     scores = sum(F @ th for F, th in zip(factors, thetas))
     onehot = np.eye(m)[y_idx]
     own = cp.sum(cp.multiply(scores, onehot), axis=1)
-    aug = scores + (1.0 - onehot)
+    cost = 1.0 - np.eye(m) if cost is None else np.asarray(cost, dtype=float)
+    aug = scores + cost[y_idx]
     losses = cp.max(aug, axis=1) - own
     u = cp.Variable()
     norms = [cp.norm(th, "fro") for th in thetas]

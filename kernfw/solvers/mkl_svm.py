@@ -398,7 +398,7 @@ class KernelWeightObjective:
 
         Only the points where some ``v_r`` is nonzero take part.
         """
-        support = np.flatnonzero(np.any(coef != 0, axis=0))
+        support = support_of(coef)
         if support.size == 0:
             return np.zeros(self.kernels.p)
         kernels, V = self.kernels, coef.T

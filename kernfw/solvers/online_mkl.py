@@ -8,8 +8,10 @@ minimizes
 .. math::  F(θ) = \\frac λ2 \\Big(\\sum_k ‖θ_k‖\\Big)^2
            + \\frac1n \\sum_i \\max_y \\big[ℓ(y, y_i) + f(x_i, y) − f(x_i, y_i)\\big]
 
-(0/1 cost ``ℓ``) by the kernelized online proximal algorithm (Fobos, seed
-Algorithms 1 and 3; math.md §4.2): per example a subgradient step on the
+(0/1 cost ``ℓ`` by default, or any cost matrix ``ℓ(y, y') ≥ 0`` with a zero
+diagonal: the structured hinge of cost-sensitive multi-class) by the
+kernelized online proximal algorithm (Fobos, seed Algorithms 1 and 3;
+math.md §4.2): per example a subgradient step on the
 structured hinge, the prox of ``η(λ/2)‖·‖²_{2,1}`` (which shrinks whole groups,
 closed form of §4.3) and an optional projection on a ball.  The kernel
 weights are ``β_k = ‖θ_k‖ / Σ_l ‖θ_l‖``.
@@ -30,6 +32,7 @@ from ..fw import Certificate, FWIterate, run
 from ..operators import KernelOperator, MultiKernel
 
 __all__ = ["prox_squared_l1", "prox_squared_l21", "structured_hinge", "batch_objective",
+           "zero_one_cost", "check_cost",
            "KernelGroups", "FeatureGroups", "OnlineMKLIterate", "online_mkl",
            "initial_radius"]
 
@@ -81,23 +84,45 @@ def _shrink_factors(norms, tau):
 
 
 # -- the objective ---------------------------------------------------------------------------
-def structured_hinge(scores, y_idx):
-    """``L_i = max_y [ℓ(y, y_i) + f(x_i, y)] − f(x_i, y_i)`` (0/1 cost), shape (n,)."""
-    n = scores.shape[0]
+def zero_one_cost(n_classes):
+    """The 0/1 cost matrix ``ℓ(y, y') = [y ≠ y']``."""
+    return 1.0 - np.eye(n_classes)
+
+
+def check_cost(cost, n_classes):
+    """A cost matrix ``ℓ[y_true, y]`` (m × m, finite, ≥ 0, zero diagonal); None → 0/1."""
+    if cost is None:
+        return zero_one_cost(n_classes)
+    cost = np.asarray(cost, dtype=float)
+    if cost.shape != (n_classes, n_classes):
+        raise ValueError(f"cost must have shape ({n_classes}, {n_classes}), got {cost.shape}")
+    if not np.all(np.isfinite(cost)) or np.any(cost < 0) or np.any(np.diag(cost) != 0):
+        raise ValueError("cost must be finite and nonnegative with a zero diagonal")
+    return cost
+
+
+def structured_hinge(scores, y_idx, cost=None):
+    """``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)``, shape (n,) (0/1 cost by default)."""
+    n, m = scores.shape
+    cost = zero_one_cost(m) if cost is None else cost
     rows = np.arange(n)
-    aug = scores + 1.0
-    aug[rows, y_idx] -= 1.0
+    aug = scores + cost[y_idx]
     return aug.max(axis=1) - scores[rows, y_idx]
 
 
-def batch_objective(scores, norms, y_idx, lam):
+def batch_objective(scores, norms, y_idx, lam, cost=None):
     """``F(θ) = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i L_i`` from the summed scores (n, m)."""
-    return 0.5 * lam * float(np.sum(norms)) ** 2 + float(structured_hinge(scores, y_idx).mean())
+    losses = structured_hinge(scores, y_idx, cost)
+    return 0.5 * lam * float(np.sum(norms)) ** 2 + float(losses.mean())
 
 
-def initial_radius(lam):
-    """``ϱ = sqrt(2 F(0) / λ)`` with ``F(0) = 1`` for the 0/1 cost (math.md §4.2)."""
-    return math.sqrt(2.0 / lam)
+def initial_radius(lam, y_idx=None, cost=None):
+    """``ϱ = sqrt(2 F(0) / λ)``, ``F(0) = (1/n) Σ_i max_y ℓ(y_i, y)`` (math.md §4.2).
+
+    ``F(0) = 1`` for the 0/1 cost (the default when ``cost`` is None).
+    """
+    F0 = 1.0 if cost is None else float(np.mean(np.max(cost[y_idx], axis=1)))
+    return math.sqrt(2.0 * F0 / lam)
 
 
 #: a lazy scale factor below this is folded into the stored coefficients
@@ -237,14 +262,17 @@ class OnlineMKLIterate(FWIterate):
         The stopping rule: the requested number of epochs.
     rng : numpy.random.Generator
         Order of the examples (a new permutation per epoch).
+    cost : ndarray of shape (m, m) or None
+        ``ℓ[y_true, y]`` (None: 0/1).
     """
 
-    def __init__(self, groups, y_idx, lam, eta0, radius, n_epochs, rng):
+    def __init__(self, groups, y_idx, lam, eta0, radius, n_epochs, rng, cost=None):
         self.groups = groups
         self.y_idx = np.asarray(y_idx)
         self.lam, self.eta0, self.radius = lam, eta0, radius
         self.n_epochs = n_epochs
         self.rng = rng
+        self.cost = check_cost(cost, groups.m)
         self.rounds = 0
         self.epochs = 0
         self.mistakes = 0
@@ -255,8 +283,7 @@ class OnlineMKLIterate(FWIterate):
         eta = self.eta0 / math.sqrt(self.rounds)
         y = int(self.y_idx[i])
         scores = self.groups.scores(i)
-        aug = scores.sum(axis=0) + 1.0
-        aug[y] -= 1.0
+        aug = scores.sum(axis=0) + self.cost[y]
         y_hat = int(np.argmax(aug))                     # loss-augmented decoding
         if y_hat != y:
             self.groups.add_pair(i, y, y_hat, eta, scores)
@@ -281,7 +308,7 @@ class OnlineMKLIterate(FWIterate):
     def objective(self):
         norms = self.groups.norms()
         return batch_objective(self.groups.batch_scores().sum(axis=0), norms, self.y_idx,
-                               self.lam)
+                               self.lam, self.cost)
 
     def certificate(self):
         norms = self.groups.norms()
@@ -305,7 +332,7 @@ class OnlineMKLIterate(FWIterate):
 
 
 def online_mkl(kernels, y, lam=1e-2, eta0=1.0, n_epochs=10, radius=None, groups=None,
-               random_state=None, callback=None, max_time=None):
+               cost=None, random_state=None, callback=None, max_time=None):
     """Online MKL: kernelized Fobos with the prox of the squared ℓ2,1 norm (math.md §4).
 
     Parameters
@@ -323,9 +350,13 @@ def online_mkl(kernels, y, lam=1e-2, eta0=1.0, n_epochs=10, radius=None, groups=
         Passes over the data (random order per pass).
     radius : None, "auto" or float > 0
         Ball projection after each prox: None (none), "auto"
-        (``ϱ = sqrt(2F(0)/λ) = sqrt(2/λ)``, which contains the optimum) or a radius.
+        (``ϱ = sqrt(2F(0)/λ)``, ``= sqrt(2/λ)`` for the 0/1 cost, which contains
+        the optimum) or a radius.
     groups : list of index arrays or slices, or None
         Column blocks when ``kernels`` is a feature matrix.
+    cost : array-like of shape (m, m) or None
+        Cost ``ℓ[y_true, y]`` of the structured hinge (classes in sorted
+        order, zero diagonal); None is the 0/1 cost.
     random_state : int, Generator or None
         Order of the examples.
     callback, max_time
@@ -356,11 +387,11 @@ def online_mkl(kernels, y, lam=1e-2, eta0=1.0, n_epochs=10, radius=None, groups=
     if isinstance(radius, str):
         if radius != "auto":
             raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
-        radius = initial_radius(lam)
+        radius = initial_radius(lam, y_idx, check_cost(cost, classes.size))
     elif radius is not None and not radius > 0:
         raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
     iterate = OnlineMKLIterate(model, y_idx, float(lam), float(eta0), radius, int(n_epochs),
-                               np.random.default_rng(random_state))
+                               np.random.default_rng(random_state), cost)
     result = run(iterate, tol=0.0, max_iter=int(n_epochs), max_time=max_time,
                  callback=callback, keep_best=False, name="online MKL")
     result.solution["classes"] = classes
