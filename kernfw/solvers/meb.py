@@ -521,9 +521,11 @@ class L2SVMKernel(KernelOperator):
         idx = as_index(idx, self.n)
         out = np.add(self.base.columns(idx), 1.0, dtype=np.float64)
         if idx.size == 1:      # the solvers' case: y_i y is y or −y, one pass
-            out *= self._signed_y[int(self.y[idx[0]] > 0)]
-        else:
-            out *= np.multiply.outer(self.y, self.y[idx])
+            i = int(idx[0])
+            out *= self._signed_y[int(self.y[i] > 0)]
+            out[i, 0] += 1.0 / self.C
+            return out
+        out *= np.multiply.outer(self.y, self.y[idx])
         out[idx, np.arange(idx.size)] += 1.0 / self.C
         return out
 
