@@ -18,8 +18,8 @@ How the work is shared (the design in four points):
    memmap by file name, Dask scatters the argument once.  Each worker rebuilds
    the operator around the mapped matrix.
 3. **Warm starts.**  The values are split into contiguous chunks, one per
-   worker, of balanced estimated cost (fits get slower as λ decreases; see
-   :func:`_relative_costs`); within a chunk one estimator is refitted value
+   worker, of balanced estimated cost (fits get slower as λ decreases, like
+   ``1/λ``; see :func:`_relative_costs`); within a chunk one estimator is refitted value
    after value with ``warm_start=True`` (when it has that parameter), so each
    fit starts from the previous dual solution.  Give the values in the order
    you want the path followed (decreasing λ is the usual choice: strongly
@@ -471,16 +471,16 @@ def _check_values(values):
 def _relative_costs(param, values):
     """A rough relative cost of fitting each value, to balance the chunks.
 
-    Frank-Wolfe's iteration bound grows like ``1/λ`` (the curvature of the
-    dual scales with ``1/λ``); on kernfw's problems the observed growth is
-    closer to ``1/√λ`` (the active set stays small), which is the model used:
-    cost ∝ ``λ^{-1/2}`` for ``lam``, ``C^{1/2}`` for a penalty ``C``, and
-    uniform for any other parameter.
+    Frank-Wolfe needs ``O(C_f / ε)`` iterations, and the curvature ``C_f``
+    of the kernfw duals grows like ``1/λ`` (like ``C`` for a penalty ``C``):
+    the model is cost ∝ ``1/λ`` for ``lam``, ∝ ``C`` for ``C``, uniform for
+    any other parameter.  It is a heuristic — warm starts and small active
+    sets make real costs grow more slowly.
     """
     v = np.array([x if isinstance(x, (int, float)) else np.nan for x in values], dtype=float)
     if param not in ("lam", "C") or not np.all(v > 0):
         return np.ones(len(values))
-    return np.sqrt(v / v.max()) if param == "C" else np.sqrt(v.max() / v)
+    return v / v.max() if param == "C" else v.min() / v
 
 
 def _chunks(costs, n_chunks):

@@ -119,13 +119,16 @@ def test_chunks_are_contiguous_and_cover_all_values():
 def test_chunks_balance_the_estimated_cost():
     lams = np.geomspace(1e-1, 1e-3, 8)
     costs = _relative_costs("lam", lams)
-    np.testing.assert_allclose(costs, np.sqrt(0.1 / lams))
+    np.testing.assert_allclose(costs, 1e-3 / lams)
     chunks = _chunks(costs, 2)
-    assert chunks == [[0, 1, 2, 3, 4, 5], [6, 7]]  # the small λ (slow fits) get a worker
+    assert chunks == [[0, 1, 2, 3, 4, 5, 6], [7]]  # the smallest λ (slowest fit) gets a worker
     totals = [costs[c].sum() for c in chunks]
     assert max(totals) == pytest.approx(min(max(costs[:i].sum(), costs[i:].sum())
                                             for i in range(1, 8)))
-    np.testing.assert_allclose(_relative_costs("C", [0.1, 10.0]), [0.1, 1.0])
+    three = _chunks(costs, 3)
+    assert sum(three, []) == list(range(8)) and len(three) == 3
+    assert max(costs[c].sum() for c in three) <= max(totals)
+    np.testing.assert_allclose(_relative_costs("C", [0.1, 10.0]), [0.01, 1.0])
     np.testing.assert_array_equal(_relative_costs("alpha", [1.0, 2.0]), [1.0, 1.0])
 
 
