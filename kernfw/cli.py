@@ -180,7 +180,8 @@ _hyperparameter("--loss", "loss", str, "multi-class loss (max_hinge, topk_hinge,
 _hyperparameter("--k", "k", int, "k of the top-k losses")
 _hyperparameter("--rho", "rho", _float_list, "weights ρ of the weighted top-k losses (comma list)")
 _hyperparameter("--smoothing", "smoothing", float, "Moreau smoothing σ")
-_hyperparameter("--kernel", "kernel", _kernel, "kernel (rbf, linear, poly, ...; a comma list for MKL)")
+_hyperparameter("--kernel", "kernel", _kernel,
+                "kernel (rbf, linear, poly, ...; a comma list of base kernels for MKL)")
 _hyperparameter("--gamma", "gamma", _gamma, "kernel γ: 'scale', 'auto' or a number")
 _hyperparameter("--degree", "degree", int, "polynomial kernel degree")
 _hyperparameter("--coef0", "coef0", float, "polynomial/sigmoid kernel coef0")

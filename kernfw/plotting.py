@@ -136,7 +136,8 @@ def _table_columns(results):
         cols = {k: results[k].to_numpy(dtype=float) for k in
                 ("value", "train_score", "val_score", "gap", "objective")}
     else:
-        raise TypeError(f"expected a SweepResults table or a DataFrame, got {type(results).__name__}")
+        raise TypeError("expected a SweepResults table or a DataFrame, got "
+                        f"{type(results).__name__}")
     return param, cols
 
 

@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kernfw.plotting import as_history, plot_convergence, plot_kernel_weights, plot_sweep  # noqa: E402
+from kernfw.plotting import (as_history, plot_convergence, plot_kernel_weights,  # noqa: E402
+                             plot_sweep)
 from kernfw.sweep import SweepResults  # noqa: E402
 
 
