@@ -125,7 +125,7 @@ def test_batch_objective_decreases_over_epochs_toward_the_optimum(problem):
         warnings.simplefilter("ignore", UserWarning)
         ref = online_mkl_reference([op.dense() for op in K.operators], y, LAM)
     assert np.all(F >= ref["value"] - 1e-7)                        # F* is a lower bound
-    assert F[50] - ref["value"] < 0.01                              # math.md §4.5: ~1e-2 at 50 epochs
+    assert F[50] - ref["value"] < 0.01               # math.md §4.5: about 1e-2 after 50 epochs
     assert F[-1] == pytest.approx(res.primal)
     np.testing.assert_allclose(res["beta"], ref["beta"], atol=0.05)
 

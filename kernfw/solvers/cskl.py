@@ -57,7 +57,11 @@ _MAX_BACKTRACKS = 20
 
 # -- directions (math.md §5.3) -----------------------------------------------------------
 def projected_gradient_direction(gamma, grad, t):
-    """``D = Π_{Γ_t}(γ − η∇J) − γ`` with ``η = 1 / max_j |∇_j J|``; ``τ_max = 1``."""
+    """``D = Π_{Γ_t}(γ − η∇J) − γ`` with ``η = 1 / max_j |∇_j J|``; ``τ_max = 1``.
+
+    The solver searches along the projection arc ``Π_{Γ_t}(γ − τη∇J)``, whose
+    point at ``τ = 1`` is ``γ + D`` (see :meth:`CSKLIterate.path`).
+    """
     scale = np.max(np.abs(grad))
     if scale == 0:
         return np.zeros_like(gamma), 1.0
@@ -111,7 +115,7 @@ def _box_step_max(gamma, D):
 
 
 def frank_wolfe_direction(gamma, grad, t):
-    """``D = s − γ`` with ``s`` the top-``t`` vertex of ``−∇J`` (the LP direction); ``τ_max = 1``."""
+    """``D = s − γ``, ``s`` the top-``t`` vertex of ``−∇J`` (the LP direction); ``τ_max = 1``."""
     return top_t_vertex(-np.asarray(grad, dtype=float), t) - gamma, 1.0
 
 
