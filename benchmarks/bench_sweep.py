@@ -50,7 +50,7 @@ def _estimator(tol, max_iter, solver="lsfw"):
 LAMS = np.geomspace(1e-1, 1e-3, 8).tolist()
 
 
-def _run_sweep(n, n_jobs, tol, max_iter, solver="lsfw"):
+def _run_sweep(n, n_jobs, tol, max_iter, solver="lsfw", cv=None, warm_start=True):
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -62,21 +62,21 @@ def _run_sweep(n, n_jobs, tol, max_iter, solver="lsfw"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         start = time.perf_counter()
         table = sweep(_estimator(tol, max_iter, solver), X, y, param="lam", values=LAMS,
-                      n_jobs=n_jobs)
+                      n_jobs=n_jobs, cv=cv, warm_start=warm_start)
         wall = time.perf_counter() - start
     return wall, table
 
 
-def speed(n, tol, max_iter, repeats, solver):
+def speed(n, tol, max_iter, repeats, solver, cv, warm_start):
     print(f"# speed: MultiClassSVM(solver={solver!r}), n={n}, 8 values of lam in "
-          f"[{LAMS[-1]:g}, {LAMS[0]:g}], tol={tol}, max_iter={max_iter}, {repeats} repeats "
-          f"(interleaved)")
+          f"[{LAMS[-1]:g}, {LAMS[0]:g}], cv={cv}, warm_start={warm_start}, tol={tol}, "
+          f"max_iter={max_iter}, {repeats} repeats (interleaved)")
     _run_sweep(200, 2, tol, max_iter, solver)  # warm up: loky workers, imports
     times = {1: [], 2: []}
     tables = {}
     for r in range(repeats):
         for n_jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
-            wall, table = _run_sweep(n, n_jobs, tol, max_iter, solver)
+            wall, table = _run_sweep(n, n_jobs, tol, max_iter, solver, cv, warm_start)
             times[n_jobs].append(wall)
             tables[n_jobs] = table
             print(f"  repeat {r}: n_jobs={n_jobs}: {wall:7.2f} s")
@@ -163,6 +163,8 @@ def main():
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--max-iter", type=int, default=None)
     parser.add_argument("--solver", default="lsfw", help="MultiClassSVM solver (speed part)")
+    parser.add_argument("--cv", type=int, default=None, help="CV folds (speed part)")
+    parser.add_argument("--no-warm-start", dest="warm_start", action="store_false")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -170,7 +172,8 @@ def main():
     if args.child:
         return _child(args.jobs, args.n, args.max_iter)
     if args.part in ("speed", "all"):
-        speed(args.n or 2000, args.tol, args.max_iter or 2000, args.repeats, args.solver)
+        speed(args.n or 2000, args.tol, args.max_iter or 2000, args.repeats, args.solver,
+              args.cv, args.warm_start)
     if args.part in ("memory", "all"):
         memory(args.n or 5000, args.max_iter or 30, args.repeats)
 

@@ -608,13 +608,18 @@ def _plan(param, values, n_folds, warm, n_jobs):
 
     With warm starts each fold's values are cut into as many contiguous
     chunks as there are workers per fold; without, every value is a task.
+    Tasks are dispatched from the most to the least expensive (estimated),
+    so the workers finish together; the rows are reordered afterwards.
     """
     n_workers = max(1, effective_n_jobs(n_jobs))
     n_chunks = len(values)
     if warm:
         n_chunks = min(len(values), max(1, math.ceil(n_workers / n_folds)))
-    chunks = _chunks(_relative_costs(param, values), n_chunks)
-    tasks = [(f, chunk) for f in range(n_folds) for chunk in chunks]
+    costs = _relative_costs(param, values)
+    chunks = _chunks(costs, n_chunks)
+    # dispatch the most expensive chunks first (longest-processing-time order)
+    chunks.sort(key=lambda chunk: -costs[chunk].sum())
+    tasks = [(f, chunk) for chunk in chunks for f in range(n_folds)]
     parallel = n_workers > 1 and len(tasks) > 1
     blas_threads = max(1, cpu_count() // min(n_workers, len(tasks))) if parallel else None
     return tasks, parallel, blas_threads
