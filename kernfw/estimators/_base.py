@@ -12,10 +12,22 @@ pieces of glue they all need:
 """
 
 import sys
+from numbers import Real
 
 from sklearn.callback import CallbackSupportMixin
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-__all__ = ["FWEstimatorMixin", "ProgressPrinter"]
+__all__ = ["FWEstimatorMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS"]
+
+#: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
+#: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a
+#: ``(name, params)`` spec or a ready :class:`~kernfw.operators.KernelOperator`.
+KERNEL_PARAMETER_CONSTRAINTS = {
+    "kernel": [str, callable, tuple, HasMethods(["columns", "cross", "diag"])],
+    "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+    "degree": [Interval(Real, 0, None, closed="left")],
+    "coef0": [Real],
+}
 
 
 class ProgressPrinter:

@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.callback import with_callbacks
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import (_num_samples, check_consistent_length, check_is_fitted,
@@ -22,7 +22,7 @@ from sklearn.utils.validation import (_num_samples, check_consistent_length, che
 from ..kernels import make_operator
 from ..operators import KernelFunction, KernelOperator, PairwiseKernel
 from ..solvers.meb import METHODS, l2svm
-from ._base import FWEstimatorMixin
+from ._base import KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin
 
 __all__ = ["L2SVC", "SupportKernelMixin", "gram_budget"]
 
@@ -256,10 +256,7 @@ KernelOperator, default="rbf"
 
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
-        "kernel": [str, callable, HasMethods(["columns", "cross", "diag"])],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Real, 0, None, closed="left")],
-        "coef0": [Real],
+        **KERNEL_PARAMETER_CONSTRAINTS,
         "method": [StrOptions(set(METHODS))],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],

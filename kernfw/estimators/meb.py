@@ -11,11 +11,11 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
 from sklearn.callback import with_callbacks
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..solvers.meb import METHODS, solve_simplex_qp
-from ._base import FWEstimatorMixin
+from ._base import KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin
 from .l2svc import SupportKernelMixin
 
 __all__ = ["MinimumEnclosingBall"]
@@ -95,10 +95,7 @@ KernelOperator, default="rbf"
     """
 
     _parameter_constraints = {
-        "kernel": [str, callable, HasMethods(["columns", "cross", "diag"])],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Real, 0, None, closed="left")],
-        "coef0": [Real],
+        **KERNEL_PARAMETER_CONSTRAINTS,
         "method": [StrOptions(set(METHODS))],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],

@@ -32,7 +32,7 @@ from .._validation import check_gram
 from ..kernels import make_operator
 from ..operators import Gram, MultiKernel, normalize
 from ..solvers.capped_simplex import check_t
-from ..solvers.cskl import LINE_SEARCHES, WEIGHT_UPDATES, cskl
+from ..solvers.cskl import WEIGHT_UPDATES, cskl
 from ..solvers.mkl_baselines import lp_mkl
 from ..solvers.mkl_svm import MULTI_CLASS, SVM_KINDS, decision_values, support_of
 from ..solvers.online_mkl import online_mkl
