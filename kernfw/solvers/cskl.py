@@ -42,7 +42,7 @@ from .capped_simplex import (check_t, project_capped_simplex, snap_to_box, sum_t
                              top_t_vertex)
 from .mkl_svm import KernelWeightObjective, make_inner_svm
 
-__all__ = ["cskl", "CSKLIterate", "projected_gradient_direction",
+__all__ = ["cskl", "KernelWeightIterate", "CSKLIterate", "projected_gradient_direction",
            "reduced_gradient_direction", "frank_wolfe_direction", "exact_selection",
            "as_multikernel", "encode_labels", "WEIGHT_UPDATES", "LINE_SEARCHES"]
 
@@ -133,7 +133,48 @@ def exact_selection(gamma, d, t):
 
 
 # -- the outer iteration ------------------------------------------------------------------
-class CSKLIterate(FWIterate):
+class KernelWeightIterate(FWIterate):
+    """Alternating kernel-weight learning: the weights ``γ`` and the SVM solved at ``γ``.
+
+    The weight set ``Γ`` enters only through its support function
+    ``σ_Γ(d) = max_{γ'∈Γ} γ'ᵀd`` (:meth:`support`), which gives the FW gap
+    ``G = c (σ_Γ(d) − γᵀd) ≥ J(γ) − J*`` of ``min_Γ J`` (``c`` the objective's
+    curvature factor, ``d_j = (y∘α)ᵀ K_j (y∘α)``).  CSKL and lp-MKL share it.
+    """
+
+    def __init__(self, objective, gamma0):
+        self.objective = objective
+        self.c = objective.curvature
+        self.current = objective.evaluate(gamma0)
+
+    def support(self, d):
+        """``σ_Γ(d)``, the largest ``γ'ᵀd`` over the weight set."""
+        raise NotImplementedError
+
+    def gap(self, evaluation=None):
+        """``G = c (σ_Γ(d) − γᵀd)``, the FW gap of ``min_Γ J``."""
+        ev = self.current if evaluation is None else evaluation
+        return max(self.c * (self.support(ev.d) - float(ev.gamma @ ev.d)), 0.0)
+
+    def certificate(self):
+        ev = self.current
+        G = self.gap()
+        return Certificate(primal=ev.value, dual=ev.value - G, gap=G, extra={
+            "n_kernels": int(np.count_nonzero(ev.gamma)),
+            "inner_gap": float(ev.solution.inner_gap),
+            "svm_solves": self.objective.n_solves})
+
+    def is_converged(self, cert, tol):
+        """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
+        return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
+
+    def solution(self):
+        ev = self.current
+        return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
+                "coef": ev.solution.coef.copy(), "intercept": ev.solution.intercept.copy()}
+
+
+class CSKLIterate(KernelWeightIterate):
     """State of the alternating CSKL solver: ``γ`` and the SVM solved at ``γ``.
 
     Parameters
@@ -149,33 +190,16 @@ class CSKLIterate(FWIterate):
     """
 
     def __init__(self, objective, t, weight_update, line_search, gamma0):
-        self.objective = objective
         self.t = t
         self.weight_update = weight_update
         self.line_search = line_search
-        self.c = objective.curvature
-        self.current = objective.evaluate(gamma0)
+        super().__init__(objective, gamma0)
         self.last_step = None
         self.stalled = False
 
-    # -- certificate ---------------------------------------------------------------------
-    def gap(self, evaluation=None, t=None):
-        """``G = c (g_t(d) − γᵀd)``, the FW gap of ``min_{Γ_t} J``."""
-        ev = self.current if evaluation is None else evaluation
-        t = self.t if t is None else t
-        return max(self.c * (sum_top_t(ev.d, t) - float(ev.gamma @ ev.d)), 0.0)
-
-    def certificate(self):
-        ev = self.current
-        G = self.gap()
-        return Certificate(primal=ev.value, dual=ev.value - G, gap=G, extra={
-            "n_kernels": int(np.count_nonzero(ev.gamma)),
-            "inner_gap": float(ev.solution.inner_gap),
-            "svm_solves": self.objective.n_solves})
-
-    def is_converged(self, cert, tol):
-        """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
-        return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
+    def support(self, d):
+        """``g_t(d)``: the sum of the ``t`` largest ``d_j`` (math.md §5.2)."""
+        return sum_top_t(d, self.t)
 
     # -- one outer iteration ---------------------------------------------------------------
     def path(self, grad):
@@ -268,10 +292,6 @@ class CSKLIterate(FWIterate):
         self.current = self.objective.evaluate(self.current.gamma,
                                                warm=self.current.solution.state)
 
-    def solution(self):
-        ev = self.current
-        return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
-                "coef": ev.solution.coef.copy(), "intercept": ev.solution.intercept.copy()}
 
 
 # -- the solver ---------------------------------------------------------------------------
@@ -438,7 +458,8 @@ def _retrain_exact(iterate, result):
     relaxed = result.solution
     gamma = exact_selection(relaxed["gamma"], relaxed["d"], iterate.t)
     iterate.current = iterate.objective.evaluate(gamma, warm=relaxed["svm"].state)
-    G = iterate.gap(t=float(gamma.sum()))
+    iterate.t = float(gamma.sum())  # the gap of the retrained weights is over Γ_⌈t⌉
+    G = iterate.gap()
     solution = iterate.solution()
     solution["gamma_relaxed"] = relaxed["gamma"]
     return FWResult(solution=solution, primal=iterate.current.value,

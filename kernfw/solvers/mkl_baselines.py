@@ -17,8 +17,8 @@
 
 import numpy as np
 
-from ..fw import Certificate, FWIterate, run
-from .cskl import _check_positive, as_multikernel, cskl, encode_labels
+from ..fw import run
+from .cskl import KernelWeightIterate, _check_positive, as_multikernel, cskl, encode_labels
 from .mkl_svm import KernelWeightObjective, make_inner_svm
 
 __all__ = ["l1_mkl", "uniform_mkl", "lp_mkl", "lp_update", "LpMKLIterate"]
@@ -57,37 +57,24 @@ def _dual_norm(d, p):
     return float(np.linalg.norm(d, ord=p / (p - 1.0)))
 
 
-class LpMKLIterate(FWIterate):
-    """Alternating lp-MKL: one SVM solve and one closed-form weight update per iteration."""
+class LpMKLIterate(KernelWeightIterate):
+    """Alternating lp-MKL: one SVM solve and one closed-form weight update per iteration.
+
+    The weight set is ``{θ ≥ 0, ‖θ‖_p ≤ 1}``; its support function is ``‖d‖_{p*}``.
+    """
 
     def __init__(self, objective, p, theta0):
-        self.objective = objective
         self.p = p
-        self.c = objective.curvature
-        self.current = objective.evaluate(theta0)
+        super().__init__(objective, theta0)
 
-    def certificate(self):
-        ev = self.current
-        gap = max(self.c * (_dual_norm(ev.d, self.p) - float(ev.gamma @ ev.d)), 0.0)
-        return Certificate(primal=ev.value, dual=ev.value - gap, gap=gap, extra={
-            "n_kernels": int(np.count_nonzero(ev.gamma)),
-            "inner_gap": float(ev.solution.inner_gap),
-            "svm_solves": self.objective.n_solves})
-
-    def is_converged(self, cert, tol):
-        """``gap ≤ tol·|J|``, as CSKL."""
-        return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
+    def support(self, d):
+        return _dual_norm(d, self.p)
 
     def step(self, t):
         ev = self.current
         theta = lp_update(ev.gamma, ev.d, self.p)
         self.current = self.objective.evaluate(theta, warm=ev.solution.state)
         return float(np.max(np.abs(theta - ev.gamma)))
-
-    def solution(self):
-        ev = self.current
-        return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
-                "coef": ev.solution.coef.copy(), "intercept": ev.solution.intercept.copy()}
 
 
 def lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr", tol=1e-3,
