@@ -12,6 +12,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from kernfw.losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
                            WeightedUsunier)
 from kernfw.operators import Features, Gram
+from kernfw.fw import run
 from kernfw.solvers.multiclass import BlockFW, FullBatchFW, MulticlassDual, solve_multiclass
 
 N, M, D = 30, 5, 5
@@ -326,6 +327,131 @@ def test_block_iterate_runs_standard_rule_and_perm_sampling():
     for t in range(20):
         it.step(t)
     assert it.certificate().gap < cert0.gap
+
+
+# -- compiled passes (numba) = numpy block steps ------------------------------------------------
+
+def _bcfw_pair(op, loss, sigma=0.0, passes=15, **kw):
+    """The same BCFW run with compiled passes and with numpy block steps."""
+    args = dict(loss=loss, lam=0.3, smoothing=sigma, solver="bcfw", tol=0.0, max_iter=passes,
+                random_state=3, keep_best=False, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fast = solve_multiclass(op, Y0, compiled=True, **args)
+        slow = solve_multiclass(op, Y0, compiled=False, **args)
+    return fast, slow
+
+
+def _assert_same_run(fast, slow):
+    np.testing.assert_allclose(fast["A"], slow["A"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast["S"], slow["S"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.history["gap"], slow.history["gap"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.history["step"], slow.history["step"], rtol=0, atol=1e-12,
+                               equal_nan=True)
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.1])
+@pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_compiled_bcfw_equals_numpy_block_steps(name, kind, sigma):
+    """Every loss on every compiled operator: same iterates, steps and gaps (pass by pass).
+
+    The structured hinge (costs) and the max hinge take pairwise steps; the
+    other four losses FW block steps with the exact block line search.
+    """
+    pytest.importorskip("numba")
+    fast, slow = _bcfw_pair(operator(kind), LOSSES[name], sigma)
+    _assert_same_run(fast, slow)
+    assert fast.gap < 0.1 * fast.history["gap"][0]          # it did move
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
+def test_compiled_bcfw_equals_numpy_float32_perm_and_standard_rule(kind):
+    """float32 inputs, "perm" sampling, and the 2n/(k + 2n) rule (no pairwise steps)."""
+    pytest.importorskip("numba")
+    op = operator(kind)
+    op32 = (Gram(op.K.astype(np.float32)) if kind == "rbf" else
+            Features(op.X.astype(np.float32)))
+    _assert_same_run(*_bcfw_pair(op32, LOSSES["usunier"], 0.1, sample="perm"))
+    _assert_same_run(*_bcfw_pair(op32, LOSSES["max_hinge"], shrinking=False))
+    problem = MulticlassDual(op, Y0, LOSSES["weighted_topk"], lam=0.3)
+    runs = []
+    for compiled in (True, False):
+        At, S = problem.start()
+        it = BlockFW(problem, At, S, rule="standard", random_state=5, compiled=compiled)
+        steps = [it.step(t) for t in range(6)]
+        runs.append((it.At.copy(), steps, it.k))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=0, atol=1e-14)
+    assert runs[0][2] == runs[1][2] == 6 * N
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_shrinking_visits_fewer_blocks_and_reaches_the_same_optimum(compiled):
+    """Active-set passes: same certified optimum, fewer block visits, exact certificates."""
+    if compiled:
+        pytest.importorskip("numba")
+    op = operator("dense")
+    problem = MulticlassDual(op, Y0, LOSSES["max_hinge"], lam=0.5)
+    results, visits = [], []
+    for shrinking in (False, True):
+        At, S = problem.start()
+        it = BlockFW(problem, At, S, random_state=0, compiled=compiled, shrinking=shrinking)
+        count = [0]
+        blocks = it.blocks
+        it.blocks = lambda: (order := blocks(), count.__setitem__(0, count[0] + order.size))[0]
+        results.append(run(it, tol=1e-5, max_iter=5000, check_every=5))
+        visits.append(count[0])
+        assert results[-1].converged
+    plain, shrunk = results
+    assert abs(plain.primal - shrunk.primal) <= plain.gap + shrunk.gap
+    assert visits[1] < 0.8 * visits[0]
+    cert = problem.objectives(shrunk["A"].T.copy())         # the reported gap is the full one
+    assert cert.gap == pytest.approx(shrunk.gap, rel=1e-9, abs=1e-14)
+    assert 0 < it.active.size < N
+
+
+def test_compiled_lmo_equals_lmo_row_with_ties(rng):
+    """The compiled LMO (stable order, ties to the smaller index) = each loss's ``lmo_row``."""
+    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    for name, loss in LOSSES.items():
+        kind, k, rho, r = lib.loss_code(loss, M)
+        idx, beta = np.empty(r, dtype=np.int64), np.empty(M)
+        for _ in range(40):
+            a = rng.integers(-2, 3, M).astype(float) / 2    # many ties and zeros
+            lib._lmo(a, kind, k, rho, r, idx, beta)
+            np.testing.assert_array_equal(beta, loss.lmo_row(a), err_msg=f"{name} at {a}")
+
+
+def test_compiled_path_falls_back_to_numpy(monkeypatch):
+    """KernelFunction operators, loss subclasses and a missing numba use numpy block steps."""
+    from kernfw.kernels import make_operator
+    from kernfw.solvers import multiclass as mc
+
+    class MyHinge(MaxHinge):
+        pass
+
+    def block(op, loss=LOSSES["max_hinge"], compiled="auto"):
+        problem = MulticlassDual(op, Y0, loss, lam=LAM)
+        At, S = problem.start()
+        return BlockFW(problem, At, S, random_state=0, compiled=compiled)
+
+    on_the_fly = make_operator(X0, "rbf", gamma=GAMMA, backend="function")
+    assert not block(on_the_fly).compiled
+    assert not block(operator("dense"), MyHinge()).compiled
+    assert not block(operator("dense"), compiled=False).compiled
+    with pytest.raises(ValueError, match="not Features or Gram"):
+        block(on_the_fly, compiled=True)
+    with pytest.raises(ValueError, match="compiled must be"):
+        block(operator("dense"), compiled="yes")
+    monkeypatch.setattr(mc, "compiled_backend", lambda: None)
+    it = block(operator("rbf"))
+    assert not it.compiled
+    with pytest.raises(ValueError, match="numba is not installed"):
+        block(operator("rbf"), compiled=True)
+    gap0 = it.certificate().gap
+    it.step(0)
+    assert it.certificate().gap < gap0
 
 
 # -- estimator ---------------------------------------------------------------------------------

@@ -65,8 +65,10 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         "lsfw": FW with exact line search; "stdfw": step ``2/(t+2)``; "bcfw":
         block-coordinate FW (one pass over the data per iteration; usually the
         fastest; for the max and structured hinge it takes pairwise block
-        steps, math.md §3.9); "pg": the projected-subgradient baseline
-        (``smoothing=0``).
+        steps, math.md §3.9; with numba installed — the ``fast`` extra — each
+        pass runs compiled for the linear kernel and for stored Gram
+        matrices: precomputed, or any kernel when the n × n matrix fits);
+        "pg": the projected-subgradient baseline (``smoothing=0``).
     tol : float, default=1e-3
         Stop when the certified duality gap ``P − D ≤ tol``.  The gap is an
         *absolute* bound on ``P(W) − P*`` on the scale of the objective (which
@@ -87,6 +89,10 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         Block order of "bcfw".
     cache_size : float, default=200
         Column cache (MB) when the kernel is evaluated on the fly.
+    shrinking : bool, default=True
+        "bcfw" only: between two certificates, visit only the examples that
+        are not block-optimal (liblinear-style active set; the certified gap
+        is unaffected).  Works best with ``check_every`` of 5–20.
 
     Attributes
     ----------
@@ -136,12 +142,13 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         "check_every": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "cache_size": [Interval(Real, 0, None, closed="left")],
+        "shrinking": ["boolean"],
     }
 
     def __init__(self, loss="max_hinge", k=1, rho=None, cost=None, lam=1e-2, smoothing=0.0,
                  kernel="rbf", gamma="scale", degree=3, coef0=0.0, solver="lsfw", tol=1e-3,
                  max_iter=1000, warm_start=False, verbose=0, max_time=None, check_every=1,
-                 random_state=None, cache_size=200.0):
+                 random_state=None, cache_size=200.0, shrinking=True):
         self.loss = loss
         self.k = k
         self.rho = rho
@@ -161,6 +168,7 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         self.check_every = check_every
         self.random_state = random_state
         self.cache_size = cache_size
+        self.shrinking = shrinking
 
     # -- input ---------------------------------------------------------------------------
     def _kernel_is_operator(self):
@@ -231,7 +239,7 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 op, y_enc, loss=loss, lam=self.lam, smoothing=self.smoothing,
                 solver=self.solver, n_classes=classes.size, A_init=A_init, tol=self.tol,
                 max_iter=self.max_iter, max_time=self.max_time, check_every=self.check_every,
-                callback=callback, random_state=seed)
+                callback=callback, random_state=seed, shrinking=self.shrinking)
         finally:
             self._end_callbacks()
         self._store_result(result)

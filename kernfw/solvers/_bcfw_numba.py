@@ -10,9 +10,12 @@ scores.  The arithmetic is the numpy path's, operation for operation, so both
 paths give the same iterates up to float rounding (``tests/test_multiclass.py``
 checks it).  The score storage depends on the operator:
 
-- explicit features, dense (``dense_pass``) or CSR (``sparse_pass``): the
-  primal weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) are stored, ``s_i = Wᵀ x_i`` and
-  ``W += x_i δᵀ/(λn)``: ``O(nnz(x_i)·m)`` per block;
+- explicit features, CSR (``sparse_pass``; dense features with few nonzeros
+  are converted, :func:`pass_features`) or dense (``dense_pass``): the primal
+  weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) are stored, ``s_i = Wᵀ x_i`` and
+  ``W += x_i δᵀ/(λn)`` (only the columns of the classes that moved):
+  ``O(nnz(x_i)·m)`` per block.  ``dense_scores`` / ``sparse_scores`` give
+  the full ``S = X W`` for the certificate;
 - a dense Gram matrix (``gram_pass``): the scores ``S = K Aᵀ/(λn)`` (n × m)
   are stored and ``S += K_{:,i} δᵀ/(λn)``: one kernel column, ``O(n·m)``.
 
@@ -27,12 +30,13 @@ whether it imports.
 """
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 
 from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
                       WeightedUsunier)
 
-__all__ = ["loss_code", "gram_columns", "dense_pass", "sparse_pass", "gram_pass",
+__all__ = ["loss_code", "pass_features", "gram_columns", "dense_pass", "sparse_pass", "gram_pass", "dense_scores", "sparse_scores",
            "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK", "WEIGHTED_USUNIER"]
 
 #: loss kinds understood by the compiled LMO
@@ -57,6 +61,24 @@ def loss_code(loss, n_classes):
     k = getattr(loss, "k", 1)
     r = int(np.flatnonzero(rho > 0)[-1]) + 1
     return kind, int(k), rho, r
+
+
+#: dense features with at most this fraction of nonzeros are passed to the CSR kernel
+CSR_DENSITY = 0.75
+
+
+def pass_features(X):
+    """The features as the passes read them: CSR unless ``X`` is dense and mostly nonzero.
+
+    The dense pass skips zero features, so both kernels sum the same terms in
+    the same (increasing feature) order; the CSR one needs no test per entry.
+    """
+    if sp.issparse(X):
+        return X
+    X = np.ascontiguousarray(X)
+    if np.count_nonzero(X) <= CSR_DENSITY * X.size:
+        return sp.csr_matrix(X)
+    return X
 
 
 def gram_columns(K):
@@ -257,6 +279,46 @@ def _scaled_update(i, At, scale, delta, upd):
 
 
 @njit(cache=True)
+def _dense_row_scores(X, i, W, s):
+    """``s = Wᵀ x_i`` summed over the nonzero features in increasing order."""
+    s[:] = 0.0
+    for f in range(X.shape[1]):
+        xf = X[i, f]
+        if xf != 0.0:
+            for j in range(W.shape[1]):
+                s[j] += xf * W[f, j]
+
+
+@njit(cache=True)
+def _sparse_row_scores(indptr, indices, data, i, W, s):
+    """``s = Wᵀ x_i`` for CSR row ``i`` (the same order as :func:`_dense_row_scores`)."""
+    s[:] = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        f, xf = indices[p], data[p]
+        for j in range(W.shape[1]):
+            s[j] += xf * W[f, j]
+
+
+@njit(cache=True)
+def dense_scores(X, W):
+    """All scores ``S = X W`` (n × m), single-threaded (no BLAS threads to wait for)."""
+    S = np.empty((X.shape[0], W.shape[1]))
+    for i in range(X.shape[0]):
+        _dense_row_scores(X, i, W, S[i])
+    return S
+
+
+@njit(cache=True)
+def sparse_scores(indptr, indices, data, W):
+    """:func:`dense_scores` for CSR features."""
+    n = indptr.shape[0] - 1
+    S = np.empty((n, W.shape[1]))
+    for i in range(n):
+        _sparse_row_scores(indptr, indices, data, i, W, S[i])
+    return S
+
+
+@njit(cache=True)
 def _buffers(m):
     """Work vectors of length ``m``: ``s, g, a, β, δ, δ/(λn)``."""
     return (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m))
@@ -266,7 +328,7 @@ def _buffers(m):
 
 @njit(cache=True)
 def dense_pass(order, X, W, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
-               inner_steps, standard, k0):
+               inner_steps, standard, k0, steps):
     """One pass with dense features ``X`` (n × d), keeping ``W = Xᵀ Aᵀ/(λn)`` (d × m).
 
     Parameters
@@ -280,6 +342,8 @@ def dense_pass(order, X, W, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pair
     kind, k, rho, r : the loss (:func:`loss_code`).
     pairwise, inner_steps : pairwise block steps (hinge losses) and their number.
     standard, k0 : the ``2n/(k + 2n)`` rule, and the block-step count ``k`` so far.
+    steps : float64 array like ``order``, written
+        The step taken at each visit (0: the block was optimal).
 
     Returns
     -------
@@ -293,12 +357,7 @@ def dense_pass(order, X, W, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pair
     total = 0.0
     for t in range(order.shape[0]):
         i = order[t]
-        s[:] = 0.0
-        for f in range(d):
-            xf = X[i, f]
-            if xf != 0.0:
-                for j in range(m):
-                    s[j] += xf * W[f, j]
+        _dense_row_scores(X, i, W, s)
         step = _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
                       inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
                       delta)
@@ -307,13 +366,14 @@ def dense_pass(order, X, W, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pair
                 if upd[j] != 0.0:
                     for f in range(d):
                         W[f, j] += X[i, f] * upd[j]
+        steps[t] = step
         total += step
     return total
 
 
 @njit(cache=True)
 def sparse_pass(order, indptr, indices, data, W, At, C, y, Kdiag, scale, sigma, kind, k, rho,
-                r, pairwise, inner_steps, standard, k0):
+                r, pairwise, inner_steps, standard, k0, steps):
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
     n = indptr.shape[0] - 1
     m = W.shape[1]
@@ -323,11 +383,7 @@ def sparse_pass(order, indptr, indices, data, W, At, C, y, Kdiag, scale, sigma, 
     for t in range(order.shape[0]):
         i = order[t]
         lo, hi = indptr[i], indptr[i + 1]
-        s[:] = 0.0
-        for p in range(lo, hi):
-            f, xf = indices[p], data[p]
-            for j in range(m):
-                s[j] += xf * W[f, j]
+        _sparse_row_scores(indptr, indices, data, i, W, s)
         step = _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
                       inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
                       delta)
@@ -336,13 +392,14 @@ def sparse_pass(order, indptr, indices, data, W, At, C, y, Kdiag, scale, sigma, 
                 if upd[j] != 0.0:
                     for p in range(lo, hi):
                         W[indices[p], j] += data[p] * upd[j]
+        steps[t] = step
         total += step
     return total
 
 
 @njit(cache=True)
 def gram_pass(order, Kcols, S, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
-              inner_steps, standard, k0):
+              inner_steps, standard, k0, steps):
     """:func:`dense_pass` on a dense Gram matrix, keeping ``S = K Aᵀ/(λn)`` (n × m).
 
     ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
@@ -369,5 +426,6 @@ def gram_pass(order, Kcols, S, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, p
                 kl = col[l]
                 for q in range(cnt):
                     S[l, nz[q]] += kl * upd[nz[q]]
+        steps[t] = step
         total += step
     return total

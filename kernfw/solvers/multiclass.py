@@ -21,6 +21,7 @@ and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..fw import (BlockCoordinateIterate, Certificate, FWIterate, block_order, quadratic_step,
                   run, standard_step)
@@ -30,6 +31,9 @@ from ..operators import Features, Gram, KernelOperator
 __all__ = ["MulticlassDual", "solve_multiclass", "SOLVERS", "inner", "compiled_backend"]
 
 SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
+
+#: block gaps below ``SHRINK_RTOL·(1 + Φ_i)`` count as zero when shrinking (rounding level)
+SHRINK_RTOL = 1e-12
 
 
 def compiled_backend():
@@ -312,15 +316,26 @@ class BlockFW(_Converged, BlockCoordinateIterate):
     compiled : bool or "auto"
         Compiled passes: "auto" when available, False never (numpy block
         steps), True always (``ValueError`` when not available).
+    shrinking : bool
+        Active-set passes, as liblinear shrinks: after a certificate only the
+        blocks with a positive block gap ``⟨−g_i, u_i − α_i⟩`` are visited, and a
+        block whose visit takes a zero step (it is block-optimal) is dropped
+        until the next certificate.  Each certificate looks at all blocks, so
+        the certified gap stays exact and every block comes back when it is no
+        longer optimal; a pass goes over the active blocks only (use
+        ``check_every > 1``).
 
     Attributes
     ----------
     compiled : bool
         Whether the passes run compiled.
+    active : ndarray of int or None
+        The blocks visited by the next passes (None: all).
     """
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
-                 sample="uniform", pairwise="auto", inner_steps=5, compiled="auto"):
+                 sample="uniform", pairwise="auto", inner_steps=5, compiled="auto",
+                 shrinking=False):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
@@ -343,16 +358,19 @@ class BlockFW(_Converged, BlockCoordinateIterate):
             self.S = None
         else:
             self.S = S
-        self._pass = self._compiled_pass(compiled)
+        self._pass, self._scores = self._compiled_kernels(compiled)
         self.compiled = self._pass is not None
+        self.shrinking, self.active = bool(shrinking), None
+        self._certified_scores = None
 
     # -- compiled passes -------------------------------------------------------------------
-    def _compiled_pass(self, compiled):
-        """``pass(order, k0) -> Σ steps`` running a whole pass compiled, or None."""
+    def _compiled_kernels(self, compiled):
+        """``pass(order, k0) -> Σ steps`` running a whole pass compiled, and
+        ``scores() -> X W`` for features; ``(None, None)`` for the numpy path."""
         if compiled not in ("auto", True, False):
             raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
         if compiled is False:
-            return None
+            return None, None
         p, op = self.problem, self.problem.op
         lib = compiled_backend()
         code = None if lib is None else lib.loss_code(p.loss, p.m)
@@ -363,27 +381,56 @@ class BlockFW(_Converged, BlockCoordinateIterate):
                        "the loss is not a built-in loss" if code is None else
                        f"the operator is a {type(op).__name__} (not Features or Gram)")
                 raise ValueError(f"compiled block steps are not available: {why}")
-            return None
+            return None, None
         kind, k, rho, r = code
         tail = (p.C, p.y, self.Kdiag, p.scale, p.smoothing, kind, k, rho, r, self.pairwise,
                 self.inner_steps, self.rule == "standard")
-        if self.features and self.sparse:
-            X = self.X
-            fn, head = lib.sparse_pass, (X.indptr, X.indices, X.data, self.W, self.At)
-        elif self.features:
-            fn, head = lib.dense_pass, (np.ascontiguousarray(self.X), self.W, self.At)
+        scores = None
+        if self.features:
+            X = lib.pass_features(self.X)
+            if sp.issparse(X):
+                rows = (X.indptr, X.indices, X.data)
+                fn, head = lib.sparse_pass, (*rows, self.W, self.At)
+                scores = lambda: lib.sparse_scores(*rows, self.W)  # noqa: E731
+            else:
+                fn, head = lib.dense_pass, (X, self.W, self.At)
+                scores = lambda: lib.dense_scores(X, self.W)  # noqa: E731
         else:
             fn, head = lib.gram_pass, (lib.gram_columns(op.K), self.S, self.At)
-        return lambda order, k0: fn(order, *head, *tail, k0)
+        return (lambda order, k0, steps: fn(order, *head, *tail, k0, steps)), scores
+
+    def blocks(self):
+        """The blocks of the next pass: :func:`~kernfw.fw.block_order` over all
+        blocks, or over the active ones (shrinking)."""
+        if self.active is None:
+            return block_order(self.n_blocks, self.rng, self.sample)
+        return self.active[block_order(self.active.size, self.rng, self.sample)]
 
     def step(self, t):
-        """One pass over the blocks (compiled when available; the same block order)."""
+        """One pass (compiled when available); returns the mean block step."""
+        self._certified_scores = None
+        order = self.blocks()
+        steps = np.empty(order.size)
         if self._pass is None:
-            return super().step(t)
-        order = block_order(self.n_blocks, self.rng, self.sample)
-        total = self._pass(order, self.k)
-        self.k += order.size
-        return total / max(self.n_blocks, 1)
+            total = 0.0
+            for t, i in enumerate(order.tolist()):
+                steps[t] = self.block_step(i)
+                total += steps[t]
+                self.k += 1
+        else:
+            total = self._pass(order, self.k, steps)
+            self.k += order.size
+        if self.shrinking:
+            self._shrink(order, steps)
+        return total / max(order.size, 1)
+
+    def _shrink(self, order, steps):
+        """Drop from the active blocks those whose visits all took a zero step."""
+        optimal = np.zeros(self.n_blocks, dtype=bool)
+        optimal[order[steps == 0]] = True
+        optimal[order[steps != 0]] = False
+        active = np.arange(self.n_blocks) if self.active is None else self.active
+        self.active = active[~optimal[active]]
 
     # -- scores ----------------------------------------------------------------------
     def _row(self, i):
@@ -395,10 +442,12 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         return None, self.X[i]
 
     def _full_scores(self):
+        """``S`` (n × m): stored, or ``X W`` with features."""
         if not self.features:
             return self.S
-        S = self.X @ self.W
-        return np.asarray(S, dtype=np.float64)
+        if self._scores is not None:
+            return self._scores()
+        return np.asarray(self.X @ self.W, dtype=np.float64)
 
     # -- one block ---------------------------------------------------------------------
     def _block_gradient(self, i):
@@ -497,18 +546,28 @@ class BlockFW(_Converged, BlockCoordinateIterate):
 
     # -- certificate -----------------------------------------------------------------------
     def certificate(self):
+        """The certified gap of the batch solver; with shrinking it also picks the
+        blocks of the next passes: those whose block gap ``⟨−g_i, u_i − α_i⟩`` is > 0."""
         S = self._full_scores()
         _, phi, G = self.problem.direction(self.At, S)
+        if self.shrinking:
+            block_gaps = phi + np.einsum("ij,ij->i", G, self.At)
+            # > 0 beyond rounding, so that the choice does not hang on the last bit
+            self.active = np.flatnonzero(block_gaps > SHRINK_RTOL * (1.0 + np.abs(phi)))
+        self._certified_scores = S
         return self.problem.certificate(self.At, S, phi, G)
 
     def solution(self):
-        return {"A": self.At.T.copy(), "S": self._full_scores().copy()}
+        S = self._certified_scores
+        if S is None:
+            S = self._full_scores()
+        return {"A": self.At.T.copy(), "S": S.copy()}
 
 
 def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver="lsfw",
                      n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
                      max_time=None, check_every=1, callback=None, random_state=None,
-                     sample="uniform", keep_best=True, compiled="auto"):
+                     sample="uniform", keep_best=True, compiled="auto", shrinking=True):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
     Parameters
@@ -553,6 +612,9 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         Compiled passes of ``"bcfw"`` (see :class:`BlockFW`): "auto" uses them
         when numba is installed and the operator is ``Features`` or ``Gram``;
         False forces the numpy block steps.
+    shrinking : bool
+        Active-set passes of ``"bcfw"``: between two certificates only blocks
+        that are not block-optimal are visited (see :class:`BlockFW`).
 
     Returns
     -------
@@ -572,7 +634,8 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     rule = "standard" if solver == "stdfw" else "line_search"
     if solver == "bcfw":
         iterate = BlockFW(problem, At, S, rule="line_search", rtol=rtol,
-                          random_state=random_state, sample=sample, compiled=compiled)
+                          random_state=random_state, sample=sample, compiled=compiled,
+                          shrinking=shrinking)
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
     remedy = ("increase max_iter (or max_time), loosen tol, increase lam, or use "
