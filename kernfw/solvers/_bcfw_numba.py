@@ -76,9 +76,39 @@ def pass_features(X):
     if sp.issparse(X):
         return X
     X = np.ascontiguousarray(X)
-    if np.count_nonzero(X) <= CSR_DENSITY * X.size:
-        return sp.csr_matrix(X)
+    counts = _row_nonzeros(X)
+    if counts.sum() <= CSR_DENSITY * X.size:
+        indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        indices, data = _csr_entries(X, indptr)
+        index = np.int32 if indptr[-1] < np.iinfo(np.int32).max else np.int64  # as scipy's
+        return sp.csr_matrix((data, indices.astype(index), indptr.astype(index)),
+                             shape=X.shape)
     return X
+
+
+@njit(cache=True)
+def _row_nonzeros(X):
+    counts = np.zeros(X.shape[0], dtype=np.int64)
+    for i in range(X.shape[0]):
+        for f in range(X.shape[1]):
+            if X[i, f] != 0:
+                counts[i] += 1
+    return counts
+
+
+@njit(cache=True)
+def _csr_entries(X, indptr):
+    """Column indices and values of the nonzeros of ``X``, row by row (CSR order)."""
+    indices = np.empty(indptr[-1], dtype=np.int64)
+    data = np.empty(indptr[-1], dtype=X.dtype)
+    for i in range(X.shape[0]):
+        p = indptr[i]
+        for f in range(X.shape[1]):
+            if X[i, f] != 0:
+                indices[p], data[p] = f, X[i, f]
+                p += 1
+    return indices, data
 
 
 def gram_columns(K):

@@ -426,6 +426,9 @@ class BlockFW(_Converged, BlockCoordinateIterate):
 
     def _shrink(self, order, steps):
         """Drop from the active blocks those whose visits all took a zero step."""
+        if self.sample == "perm":                 # the pass visited each active block once
+            self.active = order[steps != 0]
+            return
         optimal = np.zeros(self.n_blocks, dtype=bool)
         optimal[order[steps == 0]] = True
         optimal[order[steps != 0]] = False
