@@ -21,6 +21,7 @@ import time
 import warnings
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import __version__
 from .operators import BACKENDS
@@ -224,6 +225,9 @@ def build_parser():
     info.set_defaults(func=_info)
     fit = sub.add_parser("fit", help="fit a model, print accuracy, top-k errors, gap and time")
     _add_common(fit)
+    fit.add_argument("--jobs", type=_jobs, default=None,
+                     help="the model's n_jobs (L2SVC's binary problems) if it has one, "
+                          "otherwise the number of BLAS threads")
     fit.set_defaults(func=_fit)
 
     sw = sub.add_parser("sweep", help="fit one model per value of a hyperparameter (joblib)")
@@ -591,8 +595,15 @@ def _fit(args):
     kind = MODELS[args.model].kind
     est = make_estimator(args, data["X_train"], data["y_train"])
     est = _attach_progress(est, _progress_mode(args.progress))
+    blas_threads = None
+    if args.jobs is not None:
+        if "n_jobs" in est.get_params(deep=False):
+            est.set_params(n_jobs=args.jobs)
+        else:
+            blas_threads = None if args.jobs == -1 else args.jobs
     start = time.perf_counter()
-    _fit_estimator(est, kind, data["X_train"], data["y_train"])
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        _fit_estimator(est, kind, data["X_train"], data["y_train"])
     wall = time.perf_counter() - start
     _print_block([("model", _params_text(est)), ("data", _describe_data(data))]
                  + _certificate_lines(est) + _accuracy_lines(est, kind, data)

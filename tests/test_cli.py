@@ -129,6 +129,17 @@ def test_every_model_fits(capsys, model):
         assert "(5 of 5 kernels)" in out or "of 5 kernels" in out
 
 
+def test_jobs_option_of_fit(capsys):
+    status, out, err = run_main(capsys, "fit", "--model", "l2svc", "--data", "iris",
+                                "--jobs", "2", "--progress", "none")
+    assert status == 0, err
+    assert "n_jobs=2" in out and "over 3 binary problems" in out
+    status, out, err = run_main(capsys, "fit", "--data", "iris", "--jobs", "1",
+                                "--progress", "none")
+    assert status == 0, err
+    assert "accuracy" in out
+
+
 def test_mkl_kernels_option(capsys):
     status, out, err = run_main(capsys, "fit", "--model", "cskl", "--data", "iris",
                                 "--kernel", "rbf,linear", "--t", "1.5", "--progress", "none")
