@@ -36,7 +36,7 @@ from numba import njit
 from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
                       WeightedUsunier)
 
-__all__ = ["loss_code", "pass_features", "gram_columns", "dense_pass", "sparse_pass", "gram_pass", "dense_scores", "sparse_scores",
+__all__ = ["loss_code", "pass_features", "gram_columns", "dense_pass", "sparse_pass", "gram_pass", "dense_scores", "sparse_scores", "certify",
            "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK", "WEIGHTED_USUNIER"]
 
 #: loss kinds understood by the compiled LMO
@@ -352,6 +352,44 @@ def sparse_scores(indptr, indices, data, W):
 def _buffers(m):
     """Work vectors of length ``m``: ``s, g, a, β, δ, δ/(λn)``."""
     return (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m))
+
+
+# -- the certificate ----------------------------------------------------------------------------
+
+@njit(cache=True)
+def certify(S, At, C, y, sigma, kind, k, rho, r):
+    """The LMO of every block at ``s̃_i = s_i + σ α_i`` and the sums of the certificate.
+
+    Returns
+    -------
+    phi : (n,) ``Φ(s̃_i; y_i)``
+    gaps : (n,) block gaps ``⟨−g_i, u_i − α_i⟩ = Φ(s̃_i; y_i) + ⟨g_i, α_i⟩``, ``g_i = c_i + s̃_i``
+    sums : ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ_i Φ_i, ⟨C + S̃, Aᵀ⟩)`` for
+        :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`.
+    """
+    n, m = S.shape
+    _, g, a, beta, _, _ = _buffers(m)
+    idx = np.empty(max(r, 1), dtype=np.int64)
+    phi, gaps = np.empty(n), np.empty(n)
+    AS = CA = AA = phi_sum = GA = 0.0
+    for i in range(n):
+        yi = y[i]
+        for j in range(m):
+            g[j] = C[i, j] + S[i, j] + sigma * At[i, j]
+        for j in range(m):
+            a[j] = g[j] - g[yi]
+        _lmo(a, kind, k, rho, r, idx, beta)
+        ph = ga = 0.0
+        for j in range(m):
+            ph += beta[j] * a[j]
+            ga += g[j] * At[i, j]
+            AS += At[i, j] * S[i, j]
+            CA += C[i, j] * At[i, j]
+            AA += At[i, j] * At[i, j]
+        phi[i], gaps[i] = ph, ph + ga
+        phi_sum += ph
+        GA += ga
+    return phi, gaps, (AS, CA, AA, phi_sum, GA)
 
 
 # -- passes -------------------------------------------------------------------------------------

@@ -162,14 +162,21 @@ class MulticlassDual:
 
         ``phi`` and ``G`` are from :meth:`direction` at the same iterate.
         """
+        return self.certificate_from_sums(
+            inner(At, S), inner(self.C, At), inner(At, At) if self.smoothing else 0.0,
+            float(phi.sum()), inner(G, At))
+
+    def certificate_from_sums(self, AS, CA, AA, phi_sum, GA):
+        """:meth:`certificate` from its sums ``⟨Aᵀ, S⟩``, ``⟨C, Aᵀ⟩``, ``⟨Aᵀ, Aᵀ⟩``,
+        ``Σ_i Φ(s̃_i; y_i)`` and ``⟨C + S̃, Aᵀ⟩``."""
         n, sig = self.n, self.smoothing
-        w_sq = inner(At, S) / self.scale            # ‖w(A)‖²
-        lin = inner(self.C, At) / n                  # (1/n) Σ ⟨c_i, α_i⟩
-        quad = sig / (2 * n) * inner(At, At) if sig else 0.0
-        loss_mean = float(phi.sum()) / n
+        w_sq = AS / self.scale                       # ‖w(A)‖²
+        lin = CA / n                                 # (1/n) Σ ⟨c_i, α_i⟩
+        quad = sig / (2 * n) * AA if sig else 0.0
+        loss_mean = phi_sum / n
         primal = 0.5 * self.lam * w_sq + quad + loss_mean
         dual = -0.5 * self.lam * w_sq - lin - quad
-        gap = (float(phi.sum()) + inner(G, At)) / n  # ⟨−C − S̃, U − Aᵀ⟩ / n
+        gap = (phi_sum + GA) / n                     # ⟨−C − S̃, U − Aᵀ⟩ / n
         return Certificate(primal, dual, gap)
 
     def objectives(self, At, S=None):
@@ -354,23 +361,27 @@ class BlockFW(_Converged, BlockCoordinateIterate):
             if self.sparse and not self.X.has_canonical_format:
                 self.X = self.X.copy()
                 self.X.sum_duplicates()                 # one entry per (i, feature)
-            self.W = np.ascontiguousarray(op.primal(At), dtype=np.float64) / problem.scale
+            if At.any():                               # W = Xᵀ Aᵀ / (λn)
+                self.W = np.ascontiguousarray(op.primal(At), dtype=np.float64) / problem.scale
+            else:
+                self.W = np.zeros((op.d, problem.m))
             self.S = None
         else:
             self.S = S
-        self._pass, self._scores = self._compiled_kernels(compiled)
+        self._pass, self._scores, self._certify = self._compiled_kernels(compiled)
         self.compiled = self._pass is not None
         self.shrinking, self.active = bool(shrinking), None
         self._certified_scores = None
 
     # -- compiled passes -------------------------------------------------------------------
     def _compiled_kernels(self, compiled):
-        """``pass(order, k0) -> Σ steps`` running a whole pass compiled, and
-        ``scores() -> X W`` for features; ``(None, None)`` for the numpy path."""
+        """``pass(order, k0, steps) -> Σ steps`` running a whole pass compiled,
+        ``scores() -> X W`` for features and ``certify(S) -> (Φ, block gaps, sums)``;
+        all None for the numpy path."""
         if compiled not in ("auto", True, False):
             raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
         if compiled is False:
-            return None, None
+            return None, None, None
         p, op = self.problem, self.problem.op
         lib = compiled_backend()
         code = None if lib is None else lib.loss_code(p.loss, p.m)
@@ -381,7 +392,7 @@ class BlockFW(_Converged, BlockCoordinateIterate):
                        "the loss is not a built-in loss" if code is None else
                        f"the operator is a {type(op).__name__} (not Features or Gram)")
                 raise ValueError(f"compiled block steps are not available: {why}")
-            return None, None
+            return None, None, None
         kind, k, rho, r = code
         tail = (p.C, p.y, self.Kdiag, p.scale, p.smoothing, kind, k, rho, r, self.pairwise,
                 self.inner_steps, self.rule == "standard")
@@ -397,7 +408,9 @@ class BlockFW(_Converged, BlockCoordinateIterate):
                 scores = lambda: lib.dense_scores(X, self.W)  # noqa: E731
         else:
             fn, head = lib.gram_pass, (lib.gram_columns(op.K), self.S, self.At)
-        return (lambda order, k0, steps: fn(order, *head, *tail, k0, steps)), scores
+        loss = (p.C, p.y, p.smoothing, kind, k, rho, r)
+        return ((lambda order, k0, steps: fn(order, *head, *tail, k0, steps)), scores,
+                lambda S: lib.certify(S, self.At, *loss))
 
     def blocks(self):
         """The blocks of the next pass: :func:`~kernfw.fw.block_order` over all
@@ -551,14 +564,19 @@ class BlockFW(_Converged, BlockCoordinateIterate):
     def certificate(self):
         """The certified gap of the batch solver; with shrinking it also picks the
         blocks of the next passes: those whose block gap ``⟨−g_i, u_i − α_i⟩`` is > 0."""
-        S = self._full_scores()
-        _, phi, G = self.problem.direction(self.At, S)
-        if self.shrinking:
+        p, S = self.problem, self._full_scores()
+        self._certified_scores = S
+        if self._certify is not None:                 # compiled: one loop over the blocks
+            phi, block_gaps, sums = self._certify(S)
+            cert = p.certificate_from_sums(*sums)
+        else:
+            _, phi, G = p.direction(self.At, S)
             block_gaps = phi + np.einsum("ij,ij->i", G, self.At)
+            cert = p.certificate(self.At, S, phi, G)
+        if self.shrinking:
             # > 0 beyond rounding, so that the choice does not hang on the last bit
             self.active = np.flatnonzero(block_gaps > SHRINK_RTOL * (1.0 + np.abs(phi)))
-        self._certified_scores = S
-        return self.problem.certificate(self.At, S, phi, G)
+        return cert
 
     def solution(self):
         S = self._certified_scores
