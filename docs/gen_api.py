@@ -28,7 +28,7 @@ SECTIONS = [
     ("Kernel operators", "kernfw", ["make_operator", "KernelOperator", "Gram", "Features",
                                     "KernelFunction", "MultiKernel"]),
     ("Frank-Wolfe machinery", "kernfw.fw", None),
-    ("cvxpy references", "kernfw.reference.compare", ["compare", "reference_objective"]),
+    ("cvxpy references", "kernfw.reference.comparison", ["compare", "reference_objective"]),
     ("cvxpy references: common", "kernfw.reference.common", None),
     ("cvxpy references: multi-class", "kernfw.reference.multiclass", None),
     ("cvxpy references: MEB and L2-SVM", "kernfw.reference.meb", None),

@@ -748,7 +748,7 @@ def _subsample(X, y, size, seed):
 
 
 def _compare(args):
-    from .reference.compare import compare
+    from .reference.comparison import compare
 
     _check_outputs(args)
     data = _prepare(args)

@@ -4,7 +4,7 @@ from sklearn.datasets import make_blobs, make_classification
 from sklearn.linear_model import Ridge
 
 from kernfw.reference import compare
-from kernfw.reference.compare import REFERENCES, reference_objective
+from kernfw.reference.comparison import REFERENCES, reference_objective
 
 pytestmark = pytest.mark.cvxpy
 
@@ -156,7 +156,7 @@ def test_compare_is_callable_in_every_import_order():
     import subprocess
     import sys
 
-    code = ("import kernfw.reference.compare, kernfw.reference as r; "
+    code = ("import kernfw.reference.comparison, kernfw.reference as r; "
             "from kernfw.reference import compare; "
             "from sklearn.datasets import load_iris; from kernfw import MinimumEnclosingBall; "
             "X = load_iris(return_X_y=True)[0][:20]; "

@@ -9,12 +9,12 @@ not import cvxpy until a reference solver is called:
 - :mod:`kernfw.reference.meb`: §2 minimum enclosing ball and L2-SVM;
 - :mod:`kernfw.reference.structural`: §3 structural SVMs (n-slack primal);
 - :mod:`kernfw.reference.mkl`: §4–§5 online MKL, CSKL and MKL baselines;
-- :mod:`kernfw.reference.compare`: ``compare(estimator, X, y)``.
+- :mod:`kernfw.reference.comparison`: ``compare(estimator, X, y)``.
 """
 
 import importlib
 
-_SUBMODULES = ("common", "multiclass", "meb", "structural", "mkl", "compare")
+_SUBMODULES = ("common", "multiclass", "meb", "structural", "mkl", "comparison")
 
 
 def __getattr__(name):

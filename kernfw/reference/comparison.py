@@ -24,9 +24,7 @@ OnlineMKLClassifier       :func:`kernfw.reference.mkl.online_mkl_reference` (``F
 ========================  ======================================================
 """
 
-import sys
 import time
-import types
 
 import numpy as np
 from sklearn.base import clone
@@ -218,19 +216,3 @@ def compare(estimator, X, y=None):
         "converged": bool(np.all(getattr(est, "converged_", False))),
         "estimator": est,
     }
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`compare`.
-
-    ``kernfw.reference`` re-exports ``compare`` lazily, but once this
-    submodule is imported the import system binds ``kernfw.reference.compare``
-    to the *module*; making the module callable keeps
-    ``kernfw.reference.compare(estimator, X, y)`` working in every import order.
-    """
-
-    def __call__(self, estimator, X, y=None):
-        return compare(estimator, X, y)
-
-
-sys.modules[__name__].__class__ = _CallableModule
