@@ -6,16 +6,18 @@ order it forms the block gradient ``g_i = c_i + s̃_i`` (``s̃_i = s_i + σ α_i
 takes the block step of the numpy path (closed-form LMO of math.md §1.3, then
 the exact block line search of §3.9 or the ``2n/(k + 2n)`` step; or, for the
 max / structured hinge, up to ``inner_steps`` pairwise steps) and updates the
-scores.  The arithmetic is the numpy path's, operation for operation, so both
-paths give the same iterates up to float rounding (``tests/test_multiclass.py``
-checks it).  The score storage depends on the operator:
+scores.  The arithmetic is the numpy path's, operation for operation and in
+the same order, so both paths give the same iterates, bit for bit in practice
+(``tests/test_multiclass.py`` checks it).  The score storage depends on the
+operator:
 
 - explicit features, CSR (``sparse_pass``; dense features with few nonzeros
   are converted, :func:`pass_features`) or dense (``dense_pass``): the primal
   weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) are stored, ``s_i = Wᵀ x_i`` and
   ``W += x_i δᵀ/(λn)`` (only the columns of the classes that moved):
   ``O(nnz(x_i)·m)`` per block.  ``dense_scores`` / ``sparse_scores`` give
-  the full ``S = X W`` for the certificate;
+  the full ``S = X W`` for the certificate (``certify``: the LMO of every
+  block, block gaps and the sums of the duality gap in one loop);
 - a dense Gram matrix (``gram_pass``): the scores ``S = K Aᵀ/(λn)`` (n × m)
   are stored and ``S += K_{:,i} δᵀ/(λn)``: one kernel column, ``O(n·m)``.
 
@@ -23,10 +25,10 @@ Losses are described to the compiled code by :func:`loss_code`: an integer
 kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
 (ties go to the smallest class index), like the numpy ``lmo_row`` methods.
 
-All functions are compiled with ``cache=True``: the JIT cost (a few seconds)
-is paid once per machine and Python version.  Importing this module needs
-:mod:`numba`; :data:`AVAILABLE` in :mod:`kernfw.solvers.multiclass` tells
-whether it imports.
+All functions are compiled with ``cache=True``: the JIT cost (about 10 s for
+all kernels) is paid once per machine and Python version.  Importing this
+module needs :mod:`numba`;
+:func:`kernfw.solvers.multiclass.compiled_backend` returns None without it.
 """
 
 import numpy as np
@@ -36,7 +38,8 @@ from numba import njit
 from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
                       WeightedUsunier)
 
-__all__ = ["loss_code", "pass_features", "gram_columns", "dense_pass", "sparse_pass", "gram_pass", "dense_scores", "sparse_scores", "certify",
+__all__ = ["loss_code", "pass_features", "gram_columns", "dense_pass", "sparse_pass",
+           "gram_pass", "dense_scores", "sparse_scores", "certify",
            "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK", "WEIGHTED_USUNIER"]
 
 #: loss kinds understood by the compiled LMO

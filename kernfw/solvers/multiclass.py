@@ -426,9 +426,9 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         steps = np.empty(order.size)
         if self._pass is None:
             total = 0.0
-            for t, i in enumerate(order.tolist()):
-                steps[t] = self.block_step(i)
-                total += steps[t]
+            for q, i in enumerate(order.tolist()):
+                steps[q] = self.block_step(i)
+                total += steps[q]
                 self.k += 1
         else:
             total = self._pass(order, self.k, steps)
