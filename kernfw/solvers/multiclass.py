@@ -230,7 +230,32 @@ class _Converged:
         return cert.gap <= max(tol, self.rtol * abs(cert.primal))
 
 
-class FullBatchFW(_Converged, FWIterate):
+class FullBatchIterate(_Converged, FWIterate):
+    """A full-batch iterate ``(Aᵀ, S)`` of the multi-class dual (FW and the PG baseline).
+
+    The LMO is computed once per iterate: the certificate (its value and gap)
+    and the following step share it.
+    """
+
+    def __init__(self, problem, At, S, rtol=0.0):
+        self.problem, self.At, self.S = problem, At, S
+        self.rtol = float(rtol)
+        self._oracle = None
+
+    def _direction(self):
+        if self._oracle is None:
+            self._oracle = self.problem.direction(self.At, self.S)
+        return self._oracle
+
+    def certificate(self):
+        _, phi, G = self._direction()
+        return self.problem.certificate(self.At, self.S, phi, G)
+
+    def solution(self):
+        return {"A": self.At.T.copy(), "S": self.S.copy()}
+
+
+class FullBatchFW(FullBatchIterate):
     """Full-batch dual FW iterate (LSFW or StdFW): one ``matmat`` per step.
 
     The LMO computed for the certificate is reused by the following step.
@@ -248,18 +273,8 @@ class FullBatchFW(_Converged, FWIterate):
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0):
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
-        self.problem, self.At, self.S, self.rule = problem, At, S, rule
-        self.rtol = float(rtol)
-        self._oracle = None
-
-    def _direction(self):
-        if self._oracle is None:
-            self._oracle = self.problem.direction(self.At, self.S)
-        return self._oracle
-
-    def certificate(self):
-        _, phi, G = self._direction()
-        return self.problem.certificate(self.At, self.S, phi, G)
+        super().__init__(problem, At, S, rtol)
+        self.rule = rule
 
     def step(self, t):
         U, _, G = self._direction()
@@ -281,9 +296,6 @@ class FullBatchFW(_Converged, FWIterate):
             KdA *= gamma / p.scale
             self.S += KdA
         return gamma
-
-    def solution(self):
-        return {"A": self.At.T.copy(), "S": self.S.copy()}
 
 
 class BlockFW(_Converged, BlockCoordinateIterate):

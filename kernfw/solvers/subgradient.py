@@ -8,15 +8,15 @@ import math
 
 import numpy as np
 
-from ..fw import FWIterate, run
-from .multiclass import inner
+from ..fw import run
+from .multiclass import FullBatchIterate, inner
 
 __all__ = ["pegasos_multiclass"]
 
 
 # -- multi-category SVM: full-batch projected subgradient (math.md §1.11) ------------------
 
-class _MulticlassPG(FWIterate):
+class _MulticlassPG(FullBatchIterate):
     """Projected subgradient on ``P(W)`` written on the dual iterate ``A``.
 
     Step ``t = 0, 1, …`` with ``η = 1/(λ(t+1))``: the subgradient
@@ -31,21 +31,8 @@ class _MulticlassPG(FWIterate):
     """
 
     def __init__(self, problem, At, S, rtol=0.0):
-        self.problem, self.At, self.S, self.rtol = problem, At, S, float(rtol)
+        super().__init__(problem, At, S, rtol)
         self.radius_sq = problem.radius() ** 2
-        self._oracle = None
-
-    def _direction(self):
-        if self._oracle is None:
-            self._oracle = self.problem.direction(self.At, self.S)
-        return self._oracle
-
-    def certificate(self):
-        _, phi, G = self._direction()
-        return self.problem.certificate(self.At, self.S, phi, G)
-
-    def is_converged(self, cert, tol):
-        return cert.gap <= max(tol, self.rtol * abs(cert.primal))
 
     def step(self, t):
         U, _, _ = self._direction()
@@ -61,9 +48,6 @@ class _MulticlassPG(FWIterate):
             self.At *= shrink
             self.S *= shrink
         return eta
-
-    def solution(self):
-        return {"A": self.At.T.copy(), "S": self.S.copy()}
 
 
 def pegasos_multiclass(problem, *, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
