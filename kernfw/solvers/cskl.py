@@ -325,6 +325,21 @@ def _check_positive(name, value):
     return float(value)
 
 
+def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, multi_class):
+    """``J(γ)`` on the kernels ``mk`` by inner SVM solves, and the classes of ``y``.
+
+    The inner tolerance defaults to ``min(1e-6, tol/100)``: the outer gradient
+    ``−c d`` is only as accurate as the inner ``α``.
+    """
+    C = _check_positive("C", C)
+    inner_tol = min(1e-6, tol / 100) if inner_tol is None else _check_positive("inner_tol",
+                                                                             inner_tol)
+    classes, y_idx = encode_labels(y, mk.n)
+    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
+                           multi_class=multi_class)
+    return KernelWeightObjective(mk, inner), classes
+
+
 def _start(gamma0, t, p):
     if gamma0 is None:
         return np.full(p, t / p)
@@ -416,13 +431,8 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
     if line_search not in LINE_SEARCHES:
         raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
     tol = _check_positive("tol", tol)
-    C = _check_positive("C", C)
-    inner_tol = min(1e-6, tol / 100) if inner_tol is None else _check_positive("inner_tol",
-                                                                             inner_tol)
-    classes, y_idx = encode_labels(y, mk.n)
-    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
-                           multi_class=multi_class)
-    objective = KernelWeightObjective(mk, inner)
+    objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
+                                          inner_tol=inner_tol, multi_class=multi_class)
     iterate = CSKLIterate(objective, t, weight_update, line_search, _start(gamma0, t, p))
     result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
                  callback=_stop_when_stalled(iterate, callback),
@@ -431,7 +441,7 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
     _warn_if_stalled(iterate, result, tol)
     if exact:
         result = _retrain_exact(iterate, result)
-    result.solution.update(classes=classes, codes=inner.codes)
+    result.solution.update(classes=classes, codes=objective.svm.codes)
     return result
 
 

@@ -18,8 +18,7 @@
 import numpy as np
 
 from ..fw import run
-from .cskl import KernelWeightIterate, _check_positive, as_multikernel, cskl, encode_labels
-from .mkl_svm import KernelWeightObjective, make_inner_svm
+from .cskl import KernelWeightIterate, _check_positive, as_multikernel, cskl, weight_objective
 
 __all__ = ["l1_mkl", "uniform_mkl", "lp_mkl", "lp_update", "LpMKLIterate"]
 
@@ -104,14 +103,10 @@ def lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr", tol
         raise ValueError(f"p must be a finite number >= 1, got {p!r}")
     p = float(p)
     tol = _check_positive("tol", tol)
-    C = _check_positive("C", C)
-    inner_tol = min(1e-6, tol / 100) if inner_tol is None else _check_positive("inner_tol",
-                                                                             inner_tol)
-    classes, y_idx = encode_labels(y, mk.n)
-    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
-                           multi_class=multi_class)
-    iterate = LpMKLIterate(KernelWeightObjective(mk, inner), p, np.full(mk.p, mk.p ** (-1 / p)))
+    objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
+                                          inner_tol=inner_tol, multi_class=multi_class)
+    iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)))
     result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time, callback=callback,
                  remedy="increase max_iter or tol", name=f"lp-MKL (p={p:g})")
-    result.solution.update(classes=classes, codes=inner.codes)
+    result.solution.update(classes=classes, codes=objective.svm.codes)
     return result
