@@ -17,7 +17,8 @@ from numbers import Real
 from sklearn.callback import CallbackSupportMixin
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-__all__ = ["FWEstimatorMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS"]
+__all__ = ["FWEstimatorMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS", "resolve_lam",
+           "resolve_deprecated"]
 
 #: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
 #: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a
@@ -100,3 +101,56 @@ class FWEstimatorMixin(CallbackSupportMixin):
         self.converged_ = bool(result.converged)
         self.history_ = result.history
         self.fit_time_ = float(result.time)
+
+
+def resolve_lam(C, lam, n_samples):
+    """The regularization λ of the papers from the scikit-learn ``C``.
+
+    kernfw's primal objectives are ``λ/2 ‖W‖² + (1/n) Σ_i ℓ_i(W)``; dividing by
+    ``λ`` gives ``½ ‖W‖² + C Σ_i ℓ_i(W)`` — the convention of ``SVC`` and
+    ``LinearSVC`` — with ``C = 1/(λ n)``.  So ``λ = 1/(C · n)`` unless ``lam``
+    is given explicitly, which wins.
+
+    Parameters
+    ----------
+    C : float
+        Inverse regularization strength (``SVC``'s ``C``), > 0.
+    lam : float or None
+        Explicit ``λ``; None derives it from ``C``.
+    n_samples : int
+        Number of training examples ``n``.
+
+    Returns
+    -------
+    float
+        ``λ``.
+    """
+    if lam is not None:
+        return float(lam)
+    return 1.0 / (float(C) * int(n_samples))
+
+
+def resolve_deprecated(estimator, old, new, version="0.3"):
+    """The value of parameter ``new``, honouring the deprecated alias ``old``.
+
+    A deprecated constructor argument defaults to the string ``"deprecated"``;
+    when a user sets it, a :class:`FutureWarning` names the new parameter and
+    the old value is used.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        The estimator whose parameters are read.
+    old, new : str
+        Deprecated and current parameter names.
+    version : str
+        The release in which ``old`` will be removed.
+    """
+    import warnings
+
+    value = getattr(estimator, old, "deprecated")
+    if isinstance(value, str) and value == "deprecated":
+        return getattr(estimator, new)
+    warnings.warn(f"{type(estimator).__name__}: `{old}` is deprecated and will be removed in "
+                  f"{version}; use `{new}` instead.", FutureWarning, stacklevel=3)
+    return value

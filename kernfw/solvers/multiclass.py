@@ -23,6 +23,7 @@ and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
 import numpy as np
 import scipy.sparse as sp
 
+from .._compiled import compiled_module
 from ..fw import (BlockCoordinateIterate, Certificate, FWIterate, block_order, quadratic_step,
                   run, standard_step)
 from ..losses import MaxHinge, dual_vertices, make_loss
@@ -39,14 +40,11 @@ SHRINK_RTOL = 1e-12
 def compiled_backend():
     """The module of compiled BCFW passes (:mod:`kernfw.solvers._bcfw_numba`), or None.
 
-    None when :mod:`numba` is not importable (install the ``fast`` extra);
-    the block-coordinate solver then takes its numpy block steps.
+    None when :mod:`numba` is not importable or ``KERNFW_DISABLE_NUMBA`` is
+    set (:func:`kernfw._compiled.compiled_module`); the block-coordinate solver
+    then takes its numpy block steps.
     """
-    try:
-        from . import _bcfw_numba
-    except ImportError:
-        return None
-    return _bcfw_numba
+    return compiled_module("kernfw.solvers._bcfw_numba")
 
 
 def inner(a, b):
