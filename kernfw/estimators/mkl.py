@@ -31,11 +31,11 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .._validation import check_gram
 from ..kernels import make_operator
 from ..operators import Gram, MultiKernel, normalize
-from ..solvers.capped_simplex import check_t
-from ..solvers.cskl import WEIGHT_UPDATES, cskl
-from ..solvers.mkl_baselines import lp_mkl
-from ..solvers.mkl_svm import MULTI_CLASS, SVM_KINDS, decision_values, support_of
-from ..solvers.online_mkl import online_mkl
+from ..solvers.mkl.baselines import solve_lp_mkl
+from ..solvers.mkl.capped_simplex import check_t
+from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
+from ..solvers.mkl.inner_svm import MULTI_CLASS, SVM_KINDS, support_of
+from ..solvers.mkl.online import solve_online_mkl
 from ._base import FWEstimatorMixin
 
 __all__ = ["CSKLClassifier", "LpMKLClassifier", "OnlineMKLClassifier"]
@@ -133,12 +133,12 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.selected_kernels_ = np.flatnonzero(sol["gamma"] > 0)
         self.objective_ = float(result.primal)
         self.kernel_scores_ = sol["d"]
-        self._svm_solution = sol["svm"]
         self.support_ = support_of(sol["coef"])
         self.dual_coef_ = sol["coef"][:, self.support_]
         self.intercept_ = sol["intercept"]
         self.n_support_ = np.bincount(np.searchsorted(self.classes_, y[self.support_]),
                                       minlength=self.classes_.size)
+        self.__dict__.pop("svm_", None)           # a refit without one-vs-one drops it
         if sol["svm"].model is not None:
             self.svm_ = sol["svm"].model
         self._predict_op = mk.with_weights(self.kernel_weights_).subset(self.support_)
@@ -157,7 +157,12 @@ class _WeightedSVMClassifier(_MKLClassifier):
         """
         check_is_fitted(self)
         K = self._predict_op.cross(self._test_kernels(X))
-        return decision_values(self._svm_solution, K)
+        if hasattr(self, "svm_"):                  # libsvm's one-vs-one model on K_γ
+            full = np.zeros((K.shape[0], self.n_train_))
+            full[:, self.support_] = K
+            return self.svm_.decision_function(full)
+        scores = np.asarray(K) @ self.dual_coef_.T + self.intercept_
+        return scores[:, 0] if scores.shape[1] == 1 else scores
 
 
 class CSKLClassifier(_WeightedSVMClassifier):
@@ -306,7 +311,7 @@ default="projected_gradient"
         check_t(self.t, mk.p)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
-            result = cskl(mk, y, self.t, svm=self.svm, C=self.C, nu=self.nu,
+            result = solve_cskl(mk, y, self.t, svm=self.svm, C=self.C, nu=self.nu,
                           multi_class=self.multi_class, weight_update=self.weight_update,
                           exact=self.exact, tol=self.tol, max_iter=self.max_iter,
                           callback=callback)
@@ -389,7 +394,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         mk, y = self._training_kernels(X, y)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
-            result = lp_mkl(mk, y, self.p, svm=self.svm, C=self.C, nu=self.nu,
+            result = solve_lp_mkl(mk, y, self.p, svm=self.svm, C=self.C, nu=self.nu,
                             multi_class=self.multi_class, tol=self.tol,
                             max_iter=self.max_iter, callback=callback)
         finally:
@@ -498,7 +503,7 @@ class OnlineMKLClassifier(_MKLClassifier):
             random_state = random_state.randint(2**31)
         callback = self._fw_callback(self.n_epochs, X, y)
         try:
-            result = online_mkl(mk, y, lam=self.lam, eta0=self.eta, n_epochs=self.n_epochs,
+            result = solve_online_mkl(mk, y, lam=self.lam, eta0=self.eta, n_epochs=self.n_epochs,
                                 radius=self.radius, random_state=random_state,
                                 callback=callback)
         finally:

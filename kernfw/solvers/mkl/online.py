@@ -28,12 +28,12 @@ import math
 
 import numpy as np
 
-from ..fw import Certificate, FWIterate, run
-from ..operators import KernelOperator, MultiKernel
+from ...fw import Certificate, FWIterate, run
+from ...operators import KernelOperator, MultiKernel
 
 __all__ = ["prox_squared_l1", "prox_squared_l21", "structured_hinge", "batch_objective",
            "zero_one_cost", "check_cost",
-           "KernelGroups", "FeatureGroups", "OnlineMKLIterate", "online_mkl",
+           "KernelGroups", "FeatureGroups", "OnlineMKLIterate", "solve_online_mkl",
            "initial_radius"]
 
 
@@ -331,7 +331,7 @@ class OnlineMKLIterate(FWIterate):
         return sol
 
 
-def online_mkl(kernels, y, lam=1e-2, eta0=1.0, n_epochs=10, radius=None, groups=None,
+def solve_online_mkl(kernels, y, lam=1e-2, eta0=1.0, n_epochs=10, radius=None, groups=None,
                cost=None, random_state=None, callback=None, max_time=None):
     """Online MKL: kernelized Fobos with the prox of the squared ℓ2,1 norm (math.md §4).
 
