@@ -36,7 +36,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
-from ...fw import FWResult, armijo_step, run
+from ...fw import Certificate, FWResult, armijo_step, run
 from .capped_simplex import (check_t, project_capped_simplex, snap_to_box, sum_top_t,
                              top_t_vertex)
 from .weights import KernelWeightIterate, as_multikernel, check_positive, weight_objective
@@ -353,7 +353,7 @@ def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
                  name=f"CSKL ({weight_update})")
     _warn_if_stalled(iterate, result, tol)
     if exact:
-        result = _retrain_exact(iterate, result)
+        result = _retrain_exact(iterate, result, tol)
     result.solution.update(classes=classes, codes=objective.svm.codes)
     return result
 
@@ -376,8 +376,13 @@ def _warn_if_stalled(iterate, result, tol):
             "iterate is returned. Use a larger tol.", ConvergenceWarning, stacklevel=3)
 
 
-def _retrain_exact(iterate, result):
-    """The ``exact=True`` post-step: ⌈t⌉ kernels at weight 1, SVM retrained."""
+def _retrain_exact(iterate, result, tol):
+    """The ``exact=True`` post-step: ⌈t⌉ kernels at weight 1, SVM retrained.
+
+    The rounded weights are a heuristic point of ``Γ_⌈t⌉``, not its optimum: the
+    result is ``converged`` only if their own gap ``G ≤ tol·|J|`` over ``Γ_⌈t⌉``
+    (otherwise a :class:`ConvergenceWarning` says so).
+    """
     relaxed = result.solution
     gamma = exact_selection(relaxed["gamma"], relaxed["d"], iterate.t)
     iterate.current = iterate.objective.evaluate(gamma, warm=relaxed["svm"].state)
@@ -385,7 +390,17 @@ def _retrain_exact(iterate, result):
     G = iterate.gap()
     solution = iterate.solution()
     solution["gamma_relaxed"] = relaxed["gamma"]
-    return FWResult(solution=solution, primal=iterate.current.value,
-                    dual=iterate.current.value - G, gap=G, n_iter=result.n_iter,
-                    converged=result.converged, status=result.status,
+    value = iterate.current.value
+    converged = bool(result.converged and iterate.is_converged(
+        Certificate(primal=value, dual=value - G, gap=G), tol))
+    status = result.status if converged or not result.converged else "exact_rounding"
+    if result.converged and not converged:
+        warnings.warn(
+            f"CSKL exact=True: the rounded weights ({int(gamma.sum())} kernels at 1) have gap "
+            f"{G:.3g} > tol·|J| = {tol * abs(value):.3g} over Γ_⌈t⌉ (the rounding is a "
+            "heuristic post-step, not an optimum); converged_ is False. The relaxed solution "
+            "converged: use exact=False for a certified model.", ConvergenceWarning,
+            stacklevel=3)
+    return FWResult(solution=solution, primal=value, dual=value - G, gap=G,
+                    n_iter=result.n_iter, converged=converged, status=status,
                     history=result.history, time=result.time)
