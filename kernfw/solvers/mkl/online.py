@@ -1,419 +1,596 @@
-"""Online multiple kernel learning with the squared ℓ2,1 norm (seed 003; math.md §4).
+r"""Online proximal multiple kernel learning for structured outputs (seed 003; math.md §4).
 
-The model has one parameter block ``θ_k`` per kernel (or per explicit
-feature group) and scores ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩`` with the joint
-feature ``φ_k(x, y) = e_y ⊗ ϕ_k(x)`` of multi-class classification.  It
-minimizes
+The model has one parameter block ``θ_k`` per group and scores
+``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩``.  It minimizes
 
-.. math::  F(θ) = \\frac λ2 \\Big(\\sum_k ‖θ_k‖\\Big)^2
-           + \\frac1n \\sum_i \\max_y \\big[ℓ(y, y_i) + f(x_i, y) − f(x_i, y_i)\\big]
+.. math::  F(θ) = R(θ) + \frac1n \sum_i L_i(θ)
 
-(0/1 cost ``ℓ`` by default, or any cost matrix ``ℓ(y, y') ≥ 0`` with a zero
-diagonal: the structured hinge of cost-sensitive multi-class) by the
-kernelized online proximal algorithm (Fobos, seed Algorithms 1 and 3;
-math.md §4.2): per example a subgradient step on the
-structured hinge, the prox of ``η(λ/2)‖·‖²_{2,1}`` (which shrinks whole groups,
-closed form of §4.3) and an optional projection on a ball.  The kernel
-weights are ``β_k = ‖θ_k‖ / Σ_l ‖θ_l‖``.
+with a group regularizer ``R`` (:mod:`kernfw.solvers.mkl.prox`: squared ℓ2,1,
+ℓ2,1, elastic MKL, sparse group lasso) and the structured hinge
+``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)`` or the CRF loss
+``L_i = log Σ_y exp f(x_i, y) − f(x_i, y_i)``, by the online proximal algorithm of
+the seed (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
+(loss-augmented decoding for the hinge, marginals for the CRF), the prox of each
+term of ``R`` in sequence, and an optional projection on a ball.
 
-Groups are kernels (:class:`KernelGroups`: per-group coefficients of the
-stored support pairs, scaled lazily, group norms maintained through kernel
-values, §4.4) or explicit feature blocks (:class:`FeatureGroups`: ``θ_k``
-stored as a matrix).  One epoch is one step of the shared loop
-:func:`kernfw.fw.run`, whose history records the batch objective ``F`` per
-epoch; this method has no certified gap (``gap = inf``, math.md §4.5).
+**Models.** Any :class:`~kernfw.structured.StructuredModel` with *explicit*
+groups (index sets of its joint feature vector ``φ``) and the hinge, through
+its oracles ``loss_augmented_decode`` / ``joint_feature``.  The node-factored
+models — :class:`~kernfw.structured.MultiClass` (one position) and
+:class:`~kernfw.structured.Chain` (``f = Σ_t θ_t(y_t) + Σ_t G[y_t, y_{t+1}]``) —
+also take *kernel* groups on the positions (unary parts) and the CRF loss
+(softmax / forward–backward marginals, :mod:`kernfw.solvers.mkl.crf`).
+:class:`~kernfw.structured.Matching` is hinge-only (its partition function is a
+permanent).
+
+**Kernel groups** (math.md §4.4, §4.6): ``θ_k = Σ_{p,c} A_k[p, c] ϕ_k(x_p) ⊗ e_c`` over
+training positions ``p`` and states ``c``.  A round on example ``i`` with positions
+``P`` adds ``η δ`` to ``A_k[P]``, with ``δ = onehot(y_i) − onehot(ŷ)`` (hinge) or
+``onehot(y_i) − μ`` (CRF marginals), and updates the group norm without a
+quadratic form over the support:
+
+.. math::  ‖θ_k + ηg‖² = ‖θ_k‖² + 2η ⟨δ, S_k⟩ + η² \operatorname{tr}(δᵀ K_k[P, P] δ),
+
+``S_k`` (T × q) being the node scores of group ``k`` already computed for the
+decoding.  The prox rescales whole groups.
+
+**Online to batch.** ``average`` returns the last iterate (None), the uniform
+or the ``t``-weighted average of all iterates, or the uniform average of the
+iterates of the last epoch (``"epoch"``: a group switched off for a whole epoch
+is exactly zero).  After each epoch the regularized objective ``F`` of the
+returned predictor is recorded (one step of :func:`kernfw.fw.run` per epoch).
+No duality gap is certified (``gap = inf``; math.md §4.5).
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...fw import Certificate, FWIterate, run
-from ...operators import KernelOperator, MultiKernel
+from ...operators import KernelOperator
+from ...structured import Chain, MultiClass
+from ...structured.chain import viterbi_one
+from .crf import chain_marginals, softmax_marginals
+from .prox import make_regularizer
 
-__all__ = ["prox_squared_l1", "prox_squared_l21", "structured_hinge", "batch_objective",
-           "zero_one_cost", "check_cost",
-           "KernelGroups", "FeatureGroups", "OnlineMKLIterate", "solve_online_mkl",
-           "initial_radius"]
+__all__ = ["ExplicitGroup", "OnlineMKLIterate", "solve_online_mkl", "LOSSES", "AVERAGES",
+           "factored_positions"]
+
+LOSSES = ("hinge", "crf")
+AVERAGES = (None, "uniform", "weighted", "epoch")
 
 
-# -- proximal operators (math.md §4.3) ------------------------------------------------------
-def prox_squared_l1(v, tau):
-    """``prox_{(τ/2)‖·‖₁²}(v) = sign(v) ⊙ (|v| − κ)^+``.
+@dataclass
+class ExplicitGroup:
+    """An explicit group: the coordinates ``indices`` of the joint feature vector ``φ``.
 
-    With ``|v|`` sorted decreasingly, ``ξ = max{j : |v|_[j] > τ/(1+jτ) Σ_{r≤j} |v|_[r]}``
-    survivors and threshold ``κ = τ/(1+ξτ) Σ_{r≤ξ} |v|_[r]``.  The largest
-    entry always survives (``ξ ≥ 1`` unless ``v = 0``): the squared norm
-    shrinks, it never zeroes everything.
+    Attributes
+    ----------
+    indices : ndarray of int
+        Indices into ``φ(x, y) ∈ R^D`` (groups must be disjoint).
+    """
+
+    indices: np.ndarray
+
+
+# -- models: decoding, losses and gradients ------------------------------------------------
+def factored_positions(model, X):
+    """Positions of a node-factored model: ``(features (N, d), offsets (n + 1,))``.
+
+    Multi-class examples are one position each; chains are their letters.
+    Returns None for other models.
+    """
+    if isinstance(model, MultiClass):
+        X = model.prepare(X)
+        return X, np.arange(X.shape[0] + 1)
+    if isinstance(model, Chain):
+        batch = model.prepare(X)
+        return batch.features, batch.offsets
+    return None
+
+
+class _Oracle:
+    """Loss, subgradient direction and decoding of a structured model on its examples.
+
+    ``evaluate(i, w, knode)`` returns ``(loss L_i, explicit direction (D,) or None,
+    δ (T, q) or None)``: the negative subgradient ``φ(x_i, y_i) − E[φ(x_i, ·)]`` of
+    the explicit part and ``δ`` of the kernel part (None when the subgradient is 0).
+    """
+
+    factored = False
+
+    def __init__(self, model, X, Y, loss):
+        self.model = model
+        self.X = model.prepare(X)
+        self.Y = model.prepare_outputs(Y)
+        self.n = len(self.Y)
+        self.loss_name = loss
+        if loss != "hinge":
+            raise ValueError(f"loss={loss!r} needs a node-factored model (MultiClass or Chain); "
+                             f"{type(model).__name__} supports loss='hinge' only (its "
+                             "partition function is not tractable here)")
+
+    def evaluate(self, i, w, knode=None, need_grad=True):
+        x, y = self.X[i], self.Y[i]
+        y_hat = self.model.loss_augmented_decode(x, y, w)
+        phi, phi_hat = self.model.joint_feature(x, y), self.model.joint_feature(x, y_hat)
+        loss = self.model.loss(y, y_hat) + float(w @ (phi_hat - phi))
+        if not need_grad or np.array_equal(np.asarray(y_hat), np.asarray(y)):
+            return max(loss, 0.0), None, None
+        return max(loss, 0.0), phi - phi_hat, None
+
+    def predict(self, i, w, knode=None, X=None):
+        return self.model.decode((self.X if X is None else X)[i], w)
+
+
+class _FactoredOracle(_Oracle):
+    """MultiClass and Chain: node scores (+ transitions), kernel groups and the CRF loss."""
+
+    factored = True
+
+    def __init__(self, model, X, Y, loss):
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+        self.model = model
+        self.chain = isinstance(model, Chain)
+        self.X = model.prepare(X)
+        if self.chain:
+            self.Y = model.check_labels(self.X, Y)
+            self.q = model.n_states
+        else:
+            self.Y = model.check_labels(Y)
+            self.q = model.n_classes
+        self.n = len(self.Y)
+        self.loss_name = loss
+        self.labels = [np.atleast_1d(np.asarray(y, dtype=np.intp)) for y in self.Y]
+
+    def nodes(self, x, w):
+        """Explicit node scores (T, q) and transitions G (q, q) (None for multi-class)."""
+        if self.chain:
+            theta, GT = self.model.node_scores(x, w)
+            return theta, GT.T
+        return (w.reshape(self.q, -1) @ x)[None, :], None
+
+    @staticmethod
+    def _score(node, G, lab):
+        s = float(node[np.arange(lab.size), lab].sum())
+        if G is not None and lab.size > 1:
+            s += float(G[lab[:-1], lab[1:]].sum())
+        return s
+
+    def _output(self, lab):
+        return lab if self.chain else int(lab[0])
+
+    def _augmented_decode(self, node, G, lab, y):
+        if self.chain:
+            unit = 1.0 / lab.size if self.model.normalize else 1.0
+            aug = node + unit
+            aug[np.arange(lab.size), lab] -= unit
+            return viterbi_one(aug, np.ascontiguousarray(G.T))
+        return np.array([int(np.argmax(node[0] + self.model.cost[y]))])
+
+    def evaluate(self, i, w, knode=None, need_grad=True):
+        x, y, lab = self.X[i], self.Y[i], self.labels[i]
+        node, G = self.nodes(x, w)
+        if knode is not None:
+            node = node + knode
+        own = self._score(node, G, lab)
+        if self.loss_name == "hinge":
+            hat = self._augmented_decode(node, G, lab, y)
+            loss = self.model.loss(y, self._output(hat)) + self._score(node, G, hat) - own
+            if not need_grad or np.array_equal(hat, lab):
+                return max(loss, 0.0), None, None
+            mu = np.zeros((lab.size, self.q))
+            mu[np.arange(lab.size), hat] = 1.0
+            expected = self.model.joint_feature(x, self._output(hat))
+        else:
+            if self.chain:
+                mu, pairs, log_z = chain_marginals(node, G)
+                stats = np.concatenate([mu.ravel(), pairs.ravel()])
+            else:
+                p, log_z = softmax_marginals(node[0])
+                mu, stats = p[None, :], p
+            loss = log_z - own
+            if not need_grad:
+                return loss, None, None
+            expected = self.model.expand(x, stats)
+        delta = -mu
+        delta[np.arange(lab.size), lab] += 1.0
+        return loss, self.model.joint_feature(x, y) - expected, delta
+
+    def predict(self, i, w, knode=None, X=None):
+        node, G = self.nodes((self.X if X is None else X)[i], w)
+        if knode is not None:
+            node = node + knode
+        if self.chain:
+            return viterbi_one(node, np.ascontiguousarray(G.T))
+        return int(np.argmax(node[0]))
+
+
+def _make_oracle(model, X, Y, loss):
+    if isinstance(model, (MultiClass, Chain)):
+        return _FactoredOracle(model, X, Y, loss)
+    return _Oracle(model, X, Y, loss)
+
+
+# -- the parameters --------------------------------------------------------------------------
+class GroupParameters:
+    """``θ`` split into explicit groups (a vector ``w`` over ``φ``) and kernel groups.
+
+    Groups are numbered explicit first, then kernel.  Kernel group ``k`` keeps
+    coefficients ``A_k`` (N positions × q states); its norm ``‖θ_k‖`` is
+    maintained by the identity of the module docstring.
 
     Parameters
     ----------
-    v : ndarray of shape (M,)
-    tau : float >= 0
-        ``τ = ηλ``.
-    """
-    v = np.asarray(v, dtype=float)
-    a = np.sort(np.abs(v))[::-1]
-    csum = np.cumsum(a)
-    j = np.arange(1, a.size + 1)
-    thresholds = tau / (1.0 + j * tau) * csum
-    survivors = np.flatnonzero(a > thresholds)
-    if survivors.size == 0:
-        return np.zeros_like(v)
-    kappa = thresholds[survivors[-1]]
-    return np.sign(v) * np.maximum(np.abs(v) - kappa, 0.0)
-
-
-def prox_squared_l21(groups, tau):
-    """``prox_{(τ/2)‖·‖²_{2,1}}`` of a list of group arrays ``θ̃_k`` (seed Prop. 1).
-
-    ``b = prox_{(τ/2)‖·‖₁²}(‖θ̃_1‖, …, ‖θ̃_M‖)`` and ``θ_k = (b_k/‖θ̃_k‖) θ̃_k``
-    (0 when ``‖θ̃_k‖ = 0``): whole groups are zeroed.
-    """
-    groups = [np.asarray(g, dtype=float) for g in groups]
-    norms = np.array([np.linalg.norm(g) for g in groups])
-    factors = _shrink_factors(norms, tau)
-    return [c * g for c, g in zip(factors, groups)]
-
-
-def _shrink_factors(norms, tau):
-    """``c_k = b_k / ‖θ̃_k‖`` with ``b`` the squared-ℓ1 prox of the group norms."""
-    b = prox_squared_l1(norms, tau)
-    safe = np.where(norms > 0, norms, 1.0)
-    return np.where(norms > 0, b / safe, 0.0)
-
-
-# -- the objective ---------------------------------------------------------------------------
-def zero_one_cost(n_classes):
-    """The 0/1 cost matrix ``ℓ(y, y') = [y ≠ y']``."""
-    return 1.0 - np.eye(n_classes)
-
-
-def check_cost(cost, n_classes):
-    """A cost matrix ``ℓ[y_true, y]`` (m × m, finite, ≥ 0, zero diagonal); None → 0/1."""
-    if cost is None:
-        return zero_one_cost(n_classes)
-    cost = np.asarray(cost, dtype=float)
-    if cost.shape != (n_classes, n_classes):
-        raise ValueError(f"cost must have shape ({n_classes}, {n_classes}), got {cost.shape}")
-    if not np.all(np.isfinite(cost)) or np.any(cost < 0) or np.any(np.diag(cost) != 0):
-        raise ValueError("cost must be finite and nonnegative with a zero diagonal")
-    return cost
-
-
-def structured_hinge(scores, y_idx, cost=None):
-    """``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)``, shape (n,) (0/1 cost by default)."""
-    n, m = scores.shape
-    cost = zero_one_cost(m) if cost is None else cost
-    rows = np.arange(n)
-    aug = scores + cost[y_idx]
-    return aug.max(axis=1) - scores[rows, y_idx]
-
-
-def batch_objective(scores, norms, y_idx, lam, cost=None):
-    """``F(θ) = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i L_i`` from the summed scores (n, m)."""
-    losses = structured_hinge(scores, y_idx, cost)
-    return 0.5 * lam * float(np.sum(norms)) ** 2 + float(losses.mean())
-
-
-def initial_radius(lam, y_idx=None, cost=None):
-    """``ϱ = sqrt(2 F(0) / λ)``, ``F(0) = (1/n) Σ_i max_y ℓ(y_i, y)`` (math.md §4.2).
-
-    ``F(0) = 1`` for the 0/1 cost (the default when ``cost`` is None).
-    """
-    F0 = 1.0 if cost is None else float(np.mean(np.max(cost[y_idx], axis=1)))
-    return math.sqrt(2.0 * F0 / lam)
-
-
-#: a lazy scale factor below this is folded into the stored coefficients
-_FOLD_SCALE = 1e-50
-
-
-# -- parameter groups -----------------------------------------------------------------------
-class KernelGroups:
-    """Groups given by kernels: ``θ_k = Σ_i Σ_y B_k[i, y] φ_k(x_i, y)``.
-
-    Each support pair ``s = (i_s, ŷ_s)`` contributes ``a_{k,s}`` to
-    ``B_k[i_s, y_{i_s}]`` and ``−a_{k,s}`` to ``B_k[i_s, ŷ_s]``; pairs on the same
-    point are merged in ``B_k`` (the same model, stored per point).  Scalings
-    are lazy: ``B_k = scale_k · stored_k``, so the prox and the projection
-    cost O(M).  Group norms ``‖θ_k‖²`` are maintained from kernel values
-    (math.md §4.4), never recomputed from ``B``.
-
-    Parameters
-    ----------
-    kernels : MultiKernel
-        The ``M`` kernels on the training points.
-    n_classes : int
+    D : int
+        Length of ``φ``.
+    explicit : list of ndarray of int
+        Disjoint index sets into ``φ``.
+    kernels : list of KernelOperator
+        Kernel groups on the N training positions.
+    q : int
+        States per position (classes for multi-class).
     """
 
-    def __init__(self, kernels, n_classes):
-        self.ops = kernels.operators
-        self.M, self.n, self.m = kernels.p, kernels.n, int(n_classes)
-        self.stored = np.zeros((self.M, self.n, self.m))
-        self.scale = np.ones(self.M)
-        self.norms2 = np.zeros(self.M)
-        self.self_kernel = np.array([op.diag() for op in self.ops], dtype=float)  # (M, n)
-        self.in_support = np.zeros(self.n, dtype=bool)
+    def __init__(self, D, explicit, kernels, q):
+        self.idx = [np.asarray(g, dtype=np.intp) for g in explicit]
+        self.w = np.zeros(D)
+        self.covered = np.zeros(D, dtype=bool)
+        for g in self.idx:
+            if g.size == 0 or g.min() < 0 or g.max() >= D:
+                raise ValueError(f"explicit groups must be non-empty index sets into the joint "
+                                 f"feature vector of length {D}")
+            if np.any(self.covered[g]):
+                raise ValueError("explicit groups must be disjoint")
+            self.covered[g] = True
+        self.ops = list(kernels)
+        self.Me, self.Mk = len(self.idx), len(self.ops)
+        self.M = self.Me + self.Mk
+        if self.M == 0:
+            raise ValueError("empty group list: online MKL needs at least one group")
+        N = self.ops[0].n if self.ops else 0
+        self.q = q
+        self.A = np.zeros((self.Mk, N, q))
+        self.knorms2 = np.zeros(self.Mk)
+        self.in_support = np.zeros(N, dtype=bool)
         self.support = np.zeros(0, dtype=np.intp)
 
-    def scores(self, i):
-        """Per-group scores ``f_k(x_i, y)``, shape (M, m)."""
-        S = self.support
-        if S.size == 0:
-            return np.zeros((self.M, self.m))
-        rows = np.stack([op.columns(np.array([i]))[S, 0] for op in self.ops])   # k_k(x_s, x_i)
-        return self.scale[:, None] * np.einsum("ks,ksy->ky", rows, self.stored[:, S])
+    # -- what the regularizers need ------------------------------------------------------
+    def norms(self):
+        explicit = [float(np.linalg.norm(self.w[g])) for g in self.idx]
+        return np.concatenate([explicit, np.sqrt(np.maximum(self.knorms2, 0.0))])
 
-    def add_pair(self, i, y, y_hat, eta, scores):
-        """Subgradient step ``θ_k += η(φ_k(x_i, y) − φ_k(x_i, ŷ))`` for all groups."""
-        self.norms2 += (2.0 * eta * (scores[:, y] - scores[:, y_hat])
-                        + eta ** 2 * 2.0 * self.self_kernel[:, i])
-        self.stored[:, i, y] += eta / self.scale
-        self.stored[:, i, y_hat] -= eta / self.scale
-        if not self.in_support[i]:
-            self.in_support[i] = True
+    def l1(self):
+        """``‖θ_E‖₁`` over the explicit groups."""
+        return float(np.abs(self.w[self.covered]).sum())
+
+    def rescale(self, factors):
+        """``θ_k ← c_k θ_k``; a kernel group scaled to 0 drops its coefficients."""
+        factors = np.asarray(factors, dtype=float)
+        for c, g in zip(factors[:self.Me], self.idx):
+            if c != 1.0:
+                self.w[g] *= c
+        kf = factors[self.Me:]
+        S = self.support
+        for k in np.flatnonzero(kf != 1.0):
+            self.A[k, S] *= kf[k]
+        self.knorms2 *= kf ** 2
+        if np.any(kf == 0) and S.size:
+            used = np.any(self.A[:, S] != 0, axis=(0, 2))
+            self.in_support[S[~used]] = False
+            self.support = S[used]
+
+    def soft_threshold(self, tau):
+        """ℓ1 prox on the explicit coordinates (kernel groups have no coordinates)."""
+        v = self.w[self.covered]
+        self.w[self.covered] = np.sign(v) * np.maximum(np.abs(v) - tau, 0.0)
+
+    # -- a round -----------------------------------------------------------------------------
+    def kernel_nodes(self, P):
+        """Node scores ``S_k`` (Mk, T, q) of the kernel groups at positions ``P`` and ``K_k[P, P]``."""
+        T, S = P.size, self.support
+        nodes = np.zeros((self.Mk, T, self.q))
+        blocks = np.empty((self.Mk, T, T))
+        for k, op in enumerate(self.ops):
+            cols = op.columns(P)                      # (N, T)
+            blocks[k] = cols[P]
+            if S.size:
+                nodes[k] = cols[S].T @ self.A[k, S]
+        return nodes, blocks
+
+    def step(self, eta, direction, P=None, delta=None, nodes=None, blocks=None):
+        """``θ ← θ + η g``: explicit ``w += η·direction`` (on the groups), kernel ``A[P] += η δ``."""
+        if direction is not None and self.Me:
+            self.w[self.covered] += eta * direction[self.covered]
+        if delta is None or not self.Mk:
+            return
+        rows = np.any(delta != 0, axis=1)
+        if not np.any(rows):
+            return
+        for k in range(self.Mk):
+            inner = float(np.sum(delta * nodes[k]))
+            sq = float(np.einsum("tc,ts,sc->", delta, blocks[k], delta))
+            self.knorms2[k] += 2.0 * eta * inner + eta ** 2 * sq
+        Pn = P[rows]
+        self.A[:, Pn] += eta * delta[rows][None]
+        new = Pn[~self.in_support[Pn]]
+        if new.size:
+            self.in_support[new] = True
             self.support = np.flatnonzero(self.in_support)
 
-    def norms(self):
-        return np.sqrt(np.maximum(self.norms2, 0.0))
-
-    def rescale(self, factors):
-        """``θ_k ← c_k θ_k`` (lazily); groups scaled to 0 are reset."""
-        self.scale *= factors
-        self.norms2 *= factors ** 2
-        tiny = (self.scale < _FOLD_SCALE) & (factors != 0)
-        if np.any(tiny):                                  # fold before it underflows
-            self.stored[tiny] *= self.scale[tiny, None, None]
-            self.scale[tiny] = 1.0
-        dead = factors == 0
-        if np.any(dead):
-            self.stored[dead] = 0.0
-            self.scale[dead] = 1.0
-            self.norms2[dead] = 0.0
-            self._drop_unused()
-
-    def _drop_unused(self):
-        """Drop support points whose coefficients are 0 in every group."""
-        used = np.any(self.stored[:, self.support] != 0, axis=(0, 2))
-        self.in_support[self.support[~used]] = False
-        self.support = self.support[used]
-
-    def coefficients(self):
-        """``(support, B)`` with ``B`` of shape (M, n_support, m), scalings applied."""
-        return self.support.copy(), self.scale[:, None, None] * self.stored[:, self.support]
-
-    def batch_scores(self):
-        """Per-group scores on all training points, shape (M, n, m)."""
-        support, B = self.coefficients()
-        if support.size == 0:
-            return np.zeros((self.M, self.n, self.m))
-        return np.stack([op.columns(support) @ B[k] for k, op in enumerate(self.ops)])
+    # -- snapshots ---------------------------------------------------------------------------
+    def snapshot(self):
+        return {"w": self.w.copy(), "A": self.A.copy()}
 
 
-class FeatureGroups:
-    """Groups given by blocks of explicit features: ``θ_k`` is a (d_k × m) matrix.
+class _Average:
+    """Running average of ``(w, A)``: uniform, ``t``-weighted, or uniform over one epoch.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-    groups : list of index arrays or slices
-        The feature columns of each group.
-    n_classes : int
+    ``θ̄ ← θ̄ + ρ_t (θ_t − θ̄)`` with ``ρ_t = 1/t`` (uniform) or ``2/(t+1)``
+    (weights ∝ t); ``t`` restarts at each epoch for ``"epoch"``.  Kernel rows are
+    updated on every position that has been in a support since the restart.
     """
 
-    def __init__(self, X, groups, n_classes):
-        self.blocks = [np.asarray(X[:, g], dtype=float) for g in groups]
-        self.M, self.n, self.m = len(groups), X.shape[0], int(n_classes)
-        self.theta = [np.zeros((B.shape[1], self.m)) for B in self.blocks]
+    def __init__(self, params, kind):
+        self.params, self.kind = params, kind
+        self.w = np.zeros_like(params.w)
+        self.A = np.zeros_like(params.A)
+        self.rows = np.zeros(params.A.shape[1], dtype=bool)
+        self.count = 0
 
-    def scores(self, i):
-        return np.stack([B[i] @ th for B, th in zip(self.blocks, self.theta)])
+    def restart(self):
+        if self.kind == "epoch":
+            self.count = 0
 
-    def add_pair(self, i, y, y_hat, eta, scores):
-        for B, th in zip(self.blocks, self.theta):
-            th[:, y] += eta * B[i]
-            th[:, y_hat] -= eta * B[i]
+    def update(self):
+        self.count += 1
+        p = self.params
+        if self.count == 1:
+            self.w[:] = p.w
+            self.A[:] = 0.0
+            self.rows[:] = False
+            self.rows[p.support] = True
+            self.A[:, p.support] = p.A[:, p.support]
+            return
+        rho = 2.0 / (self.count + 1) if self.kind == "weighted" else 1.0 / self.count
+        self.w += rho * (p.w - self.w)
+        self.rows[p.support] = True
+        R = np.flatnonzero(self.rows)
+        if R.size:
+            self.A[:, R] += rho * (p.A[:, R] - self.A[:, R])
 
-    def norms(self):
-        return np.array([np.linalg.norm(th) for th in self.theta])
 
-    def rescale(self, factors):
-        for c, th in zip(factors, self.theta):
-            th *= c
-
-    def batch_scores(self):
-        return np.stack([B @ th for B, th in zip(self.blocks, self.theta)])
-
-
-# -- the algorithm ----------------------------------------------------------------------------
 class OnlineMKLIterate(FWIterate):
-    """Kernelized Fobos for ``F`` (math.md §4.2 with J = 1); one epoch per :meth:`step`.
+    """Online proximal MKL (math.md §4.2, §4.6); one epoch per :meth:`step`.
 
     Parameters
     ----------
-    groups : KernelGroups or FeatureGroups
-    y_idx : ndarray of int, shape (n,)
-    lam, eta0 : float
-        ``λ`` and ``η_0`` (``η_t = η_0/√t``).
+    oracle : _Oracle
+        The model's decoding, losses and gradients on the training examples.
+    params : GroupParameters
+        ``θ`` (explicit and kernel groups).
+    offsets : ndarray of int or None
+        Positions of example ``i``: ``offsets[i]:offsets[i+1]`` (factored models).
+    regularizer : Regularizer
+    eta0 : float
+        ``η_t = η_0/√t``.
     radius : float or None
-        Project on ``{‖θ‖ ≤ radius}`` after each prox (None: no projection).
-    n_epochs : int
-        The stopping rule: the requested number of epochs.
+        Project on ``{‖θ‖ ≤ radius}`` after the prox.
+    max_iter : int
+        Epochs.
     rng : numpy.random.Generator
         Order of the examples (a new permutation per epoch).
-    cost : ndarray of shape (m, m) or None
-        ``ℓ[y_true, y]`` (None: 0/1).
+    average : {None, "uniform", "weighted", "epoch"}
     """
 
-    def __init__(self, groups, y_idx, lam, eta0, radius, n_epochs, rng, cost=None):
-        self.groups = groups
-        self.y_idx = np.asarray(y_idx)
-        self.lam, self.eta0, self.radius = lam, eta0, radius
-        self.n_epochs = n_epochs
-        self.rng = rng
-        self.cost = check_cost(cost, groups.m)
-        self.rounds = 0
-        self.epochs = 0
-        self.mistakes = 0
+    def __init__(self, oracle, params, offsets, regularizer, eta0, radius, max_iter, rng,
+                 average):
+        self.oracle, self.params, self.offsets = oracle, params, offsets
+        self.reg, self.eta0, self.radius = regularizer, eta0, radius
+        self.max_iter, self.rng = max_iter, rng
+        self.avg = None if average is None else _Average(params, average)
+        self.rounds = self.epochs = self.mistakes = 0
+        self.norm_path = []
+
+    def _positions(self, i):
+        return np.arange(self.offsets[i], self.offsets[i + 1])
 
     def round(self, i):
-        """One online round on example ``i``: decode, step, prox, project."""
+        """One online round on example ``i``: decode, step, prox in sequence, project."""
         self.rounds += 1
         eta = self.eta0 / math.sqrt(self.rounds)
-        y = int(self.y_idx[i])
-        scores = self.groups.scores(i)
-        aug = scores.sum(axis=0) + self.cost[y]
-        y_hat = int(np.argmax(aug))                     # loss-augmented decoding
-        if y_hat != y:
-            self.groups.add_pair(i, y, y_hat, eta, scores)
+        p = self.params
+        P = nodes = blocks = None
+        knode = None
+        if p.Mk:
+            P = self._positions(i)
+            nodes, blocks = p.kernel_nodes(P)
+            knode = nodes.sum(axis=0)
+        _, direction, delta = self.oracle.evaluate(i, p.w, knode)
+        if direction is not None or delta is not None:
+            p.step(eta, direction, P, delta, nodes, blocks)
             self.mistakes += 1
-        norms = self.groups.norms()
-        factors = _shrink_factors(norms, eta * self.lam)
+        self.reg.prox(p, eta)
         if self.radius is not None:
-            total = math.sqrt(float(np.sum((factors * norms) ** 2)))
+            total = float(np.linalg.norm(p.norms()))
             if total > self.radius:
-                factors = factors * (self.radius / total)
-        self.groups.rescale(factors)
+                p.rescale(np.full(p.M, self.radius / total))
+        if self.avg is not None:
+            self.avg.update()
         return eta
 
     def step(self, t):
         self.mistakes = 0
+        if self.avg is not None:
+            self.avg.restart()
         eta = 0.0
-        for i in self.rng.permutation(self.groups.n).tolist():
+        for i in self.rng.permutation(self.oracle.n).tolist():
             eta = self.round(i)
         self.epochs += 1
         return eta
 
-    def objective(self):
-        norms = self.groups.norms()
-        return batch_objective(self.groups.batch_scores().sum(axis=0), norms, self.y_idx,
-                               self.lam, self.cost)
+    # -- the returned predictor ------------------------------------------------------------
+    def predictor(self):
+        """``(w, A, support, group norms)`` of the returned predictor (average or last)."""
+        p = self.params
+        if self.avg is None:
+            return p.w.copy(), p.A[:, p.support].copy(), p.support.copy(), p.norms()
+        support = np.flatnonzero(np.any(self.avg.A != 0, axis=(0, 2)))
+        A = self.avg.A[:, support]
+        explicit = [float(np.linalg.norm(self.avg.w[g])) for g in p.idx]
+        kernel = [math.sqrt(max(float(np.einsum("sc,st,tc->", A[k], op.subset(support).dense(),
+                                                A[k])), 0.0)) if support.size else 0.0
+                  for k, op in enumerate(p.ops)]
+        return self.avg.w.copy(), A, support, np.array(explicit + kernel)
+
+    def kernel_scores(self, A, support):
+        """Kernel node scores of the predictor on all training positions, (N, q)."""
+        p = self.params
+        out = np.zeros((p.A.shape[1], p.q))
+        for k, op in enumerate(p.ops):
+            if support.size:
+                out += op.columns(support) @ A[k]
+        return out
+
+    def objective(self, predictor=None):
+        """``F = R(θ) + (1/n) Σ_i L_i(θ)`` of the returned predictor."""
+        w, A, support, norms = self.predictor() if predictor is None else predictor
+        scores = self.kernel_scores(A, support) if self.params.Mk else None
+        total = 0.0
+        for i in range(self.oracle.n):
+            knode = None if scores is None else scores[self.offsets[i]:self.offsets[i + 1]]
+            total += self.oracle.evaluate(i, w, knode, need_grad=False)[0]
+        l1 = float(np.abs(w[self.params.covered]).sum())
+        return self.reg.value(norms, l1) + total / self.oracle.n
 
     def certificate(self):
-        norms = self.groups.norms()
-        return Certificate(primal=self.objective(), dual=math.nan, gap=math.inf, extra={
+        pred = self.predictor()
+        self.norm_path.append(pred[3])
+        return Certificate(primal=self.objective(pred), dual=math.nan, gap=math.inf, extra={
             "epoch": self.epochs, "mistakes": self.mistakes,
-            "active_groups": int(np.count_nonzero(norms))})
+            "active_groups": int(np.count_nonzero(pred[3]))})
 
     def is_converged(self, cert, tol):
         """The stopping rule of an online method: the requested epochs are done."""
-        return self.epochs >= self.n_epochs
+        return self.epochs >= self.max_iter
 
     def solution(self):
-        norms = self.groups.norms()
+        w, A, support, norms = self.predictor()
         total = norms.sum()
-        sol = {"norms": norms, "beta": norms / total if total > 0 else np.zeros_like(norms)}
-        if isinstance(self.groups, KernelGroups):
-            sol["support"], sol["coef"] = self.groups.coefficients()
-        else:
-            sol["theta"] = [th.copy() for th in self.groups.theta]
-        return sol
+        return {"w": w, "coef": A, "support": support, "norms": norms,
+                "beta": norms / total if total > 0 else np.zeros_like(norms),
+                "norm_path": np.array(self.norm_path)}
 
 
-def solve_online_mkl(kernels, y, lam=1e-2, eta0=1.0, n_epochs=10, radius=None, groups=None,
-               cost=None, random_state=None, callback=None, max_time=None):
-    """Online MKL: kernelized Fobos with the prox of the squared ℓ2,1 norm (math.md §4).
+def _check_positive(name, value):
+    if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_l21", lam=1e-2,
+                     lam2=None, eta0=1.0, max_iter=10, radius=None, average="epoch",
+                     random_state=None, callback=None, max_time=None):
+    """Online proximal MKL over a structured model (math.md §4.2, §4.6).
 
     Parameters
     ----------
-    kernels : MultiKernel, list of KernelOperator, or ndarray of shape (n, d)
-        The groups: kernels on the training points, or explicit features
-        split into column blocks by ``groups``.
-    y : array-like of shape (n,)
-        Class labels (two or more).
+    model : StructuredModel
+        The output space (``MultiClass``, ``Chain``, ``Matching``, ...);
+        :meth:`initialize` is called on ``(X, Y)``.
+    X, Y : sequences
+        Training inputs and outputs, as the model takes them.
+    groups : list of ExplicitGroup or KernelOperator
+        The groups ``θ_k``: explicit index sets into ``φ`` and kernel groups
+        (operators on the training positions of :func:`factored_positions`;
+        MultiClass and Chain only).  Returned quantities list explicit groups
+        first, then kernel groups, each in the given order.
+    loss : {"hinge", "crf"}
+        Structured hinge (loss-augmented decoding) or CRF (marginals).
+    regularizer : {"squared_l21", "l21", "elastic", "sparse_group_lasso"}
+        ``R`` (see :mod:`kernfw.solvers.mkl.prox`).
     lam : float > 0
         ``λ``.
+    lam2 : float >= 0 or None
+        ``λ₂`` of ``"elastic"`` / ``"sparse_group_lasso"`` (None: ``λ``).
     eta0 : float > 0
-        Learning rate ``η_t = η_0 / √t`` (t counts rounds over all epochs).
-    n_epochs : int >= 1
-        Passes over the data (random order per pass).
+        ``η_t = η_0/√t`` (t counts rounds over all epochs).
+    max_iter : int >= 1
+        Epochs (random order per epoch).
     radius : None, "auto" or float > 0
-        Ball projection after each prox: None (none), "auto"
-        (``ϱ = sqrt(2F(0)/λ)``, ``= sqrt(2/λ)`` for the 0/1 cost, which contains
-        the optimum) or a radius.
-    groups : list of index arrays or slices, or None
-        Column blocks when ``kernels`` is a feature matrix.
-    cost : array-like of shape (m, m) or None
-        Cost ``ℓ[y_true, y]`` of the structured hinge (classes in sorted
-        order, zero diagonal); None is the 0/1 cost.
+        Ball projection after the prox; "auto" is ``ϱ = sqrt(2F(0)/λ)`` for the
+        squared regularizers and ``F(0)/λ`` for the ℓ2,1 ones (both contain
+        the optimum).
+    average : {None, "uniform", "weighted", "epoch"}
+        The returned predictor (module docstring).
     random_state : int, Generator or None
-        Order of the examples.
     callback, max_time
         As :func:`kernfw.fw.run`.
 
     Returns
     -------
     FWResult
-        ``primal`` = batch objective ``F`` after the last epoch (``gap = inf``:
-        no certificate).  ``solution`` holds ``beta`` (kernel weights
-        ``‖θ_k‖/Σ‖θ_l‖``), ``norms`` and either ``support`` with ``coef``
-        (M, n_support, m) — ``f_k(x, y) = Σ_s coef[k, s, y] k_k(x_s, x)`` — or
-        ``theta`` (list of (d_k, m)) for feature groups; plus ``classes``.  The
-        history has one row per epoch (row 0: ``θ = 0``) with ``mistakes`` and
-        ``active_groups``.
+        ``primal`` = ``F`` of the returned predictor after the last epoch
+        (``gap = inf``, ``converged = False``: nothing is certified).
+        ``solution`` holds ``w`` (explicit parameters over ``φ``), ``coef``
+        (Mk, n_support, q) and ``support`` (training positions) of the kernel
+        groups, ``norms``, ``beta`` (``‖θ_k‖/Σ‖θ_l‖``) and ``norm_path``
+        (epochs + 1, M).  The history has ``primal`` (F), ``mistakes`` and
+        ``active_groups`` per epoch (row 0: ``θ = 0``).
     """
-    y = np.asarray(y)
-    classes, y_idx = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(f"need at least two classes; y has {classes.size} class"
-                         f"{'es' if classes.size != 1 else ''}")
-    model = _make_groups(kernels, groups, classes.size, y.shape[0])
-    for name, value in (("lam", lam), ("eta0", eta0)):
-        if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
-            raise ValueError(f"{name} must be a positive number, got {value!r}")
-    if isinstance(n_epochs, bool) or int(n_epochs) != n_epochs or n_epochs < 1:
-        raise ValueError(f"n_epochs must be a positive integer, got {n_epochs!r}")
-    if isinstance(radius, str):
-        if radius != "auto":
-            raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
-        radius = initial_radius(lam, y_idx, check_cost(cost, classes.size))
-    elif radius is not None and not radius > 0:
-        raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
-    iterate = OnlineMKLIterate(model, y_idx, float(lam), float(eta0), radius, int(n_epochs),
-                               np.random.default_rng(random_state), cost)
-    result = run(iterate, tol=0.0, max_iter=int(n_epochs), max_time=max_time,
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    lam = _check_positive("lam", lam)
+    eta0 = _check_positive("eta0", eta0)
+    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer (epochs), got {max_iter!r}")
+    reg = make_regularizer(regularizer, lam, lam2)
+    model.initialize(X, Y)
+    oracle = _make_oracle(model, X, Y, loss)
+    groups = list(groups)
+    explicit = [g.indices for g in groups if isinstance(g, ExplicitGroup)]
+    kernels = [g for g in groups if isinstance(g, KernelOperator)]
+    if len(explicit) + len(kernels) != len(groups):
+        raise TypeError("groups must be ExplicitGroup or KernelOperator instances")
+    offsets = None
+    if kernels:
+        if not oracle.factored:
+            raise ValueError(f"kernel groups need a node-factored model (MultiClass or Chain), "
+                             f"got {type(model).__name__}")
+        offsets = factored_positions(model, X)[1]
+        for op in kernels:
+            if op.n != offsets[-1]:
+                raise ValueError(f"kernel groups must be on the {offsets[-1]} training "
+                                 f"positions, got an operator on {op.n} points")
+    params = GroupParameters(model.size_joint_feature, explicit, kernels,
+                             oracle.q if oracle.factored else 1)
+    iterate = OnlineMKLIterate(oracle, params, offsets, reg, eta0, None, int(max_iter),
+                               np.random.default_rng(random_state), average)
+    radius = _radius(radius, iterate, reg)
+    iterate.radius = radius
+    result = run(iterate, tol=0.0, max_iter=int(max_iter), max_time=max_time,
                  callback=callback, keep_best=False, name="online MKL")
-    result.solution["classes"] = classes
+    result.converged = False                 # the epochs are done; nothing is certified
+    if result.status == "converged":
+        result.status = "max_iter"
+    result.solution["radius"] = radius
     return result
 
 
-def _make_groups(kernels, groups, n_classes, n):
-    if groups is not None:
-        X = np.asarray(kernels, dtype=float)
-        if X.ndim != 2 or X.shape[0] != n:
-            raise ValueError(f"feature groups need X of shape ({n}, d), got {X.shape}")
-        groups = list(groups)
-        if not groups:
-            raise ValueError("empty list of feature groups")
-        return FeatureGroups(X, groups, n_classes)
-    if isinstance(kernels, KernelOperator) and not isinstance(kernels, MultiKernel):
-        kernels = [kernels]
-    if not isinstance(kernels, MultiKernel):
-        kernels = list(kernels)
-        if not kernels:
-            raise ValueError("empty kernel list: online MKL needs p >= 1 kernels")
-        kernels = MultiKernel(kernels)
-    if kernels.n != n:
-        raise ValueError(f"y has {n} labels but the kernels are on {kernels.n} points")
-    return KernelGroups(kernels, n_classes)
+def _radius(radius, iterate, reg):
+    if radius is None:
+        return None
+    if isinstance(radius, str):
+        if radius != "auto":
+            raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
+        F0 = iterate.objective()                      # θ = 0: F(0) = mean loss at zero
+        if reg.kind in ("squared_l21", "elastic"):
+            return math.sqrt(2.0 * F0 / reg.lam)
+        return F0 / reg.lam
+    if isinstance(radius, bool) or not np.isscalar(radius) or not radius > 0:
+        raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
+    return float(radius)
