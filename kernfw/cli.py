@@ -419,8 +419,10 @@ def _progress_mode(requested):
 
 def _attach_progress(estimator, mode):
     """Register a progress callback on estimators that support sklearn callbacks."""
-    if mode == "none" or not hasattr(estimator, "set_callbacks"):
+    if mode == "none":
         return estimator
+    if not hasattr(estimator, "set_callbacks"):  # scikit-learn < 1.9: the built-in printer
+        return estimator.set_params(verbose=1) if "verbose" in estimator.get_params() else estimator
     if mode == "bar":
         try:
             from sklearn.callback import ProgressBar

@@ -582,7 +582,7 @@ def test_estimator_warns_and_returns_best_iterate():
 def test_verbose_and_sklearn_callbacks(capsys):
     MultiClassSVM(lam=0.5, verbose=1, tol=1e-3).fit(X0, Y0)
     assert "[MultiClassSVM] it" in capsys.readouterr().err
-    from sklearn.callback import ProgressBar
+    ProgressBar = pytest.importorskip("sklearn.callback").ProgressBar  # scikit-learn >= 1.9
     clf = MultiClassSVM(lam=0.5, tol=1e-3)
     clf.set_callbacks(ProgressBar())
     clf.fit(X0, Y0)

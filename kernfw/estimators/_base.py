@@ -14,11 +14,20 @@ pieces of glue they all need:
 import sys
 from numbers import Real
 
-from sklearn.callback import CallbackSupportMixin
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
+try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
+    from sklearn.callback import CallbackSupportMixin, with_callbacks
+except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints progress
+    class CallbackSupportMixin:
+        """Stand-in for :class:`sklearn.callback.CallbackSupportMixin` (scikit-learn < 1.9)."""
+
+    def with_callbacks(fit):
+        """Stand-in for :func:`sklearn.callback.with_callbacks` (scikit-learn < 1.9)."""
+        return fit
+
 __all__ = ["FWEstimatorMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS", "resolve_lam",
-           "resolve_deprecated"]
+           "resolve_deprecated", "with_callbacks"]
 
 #: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
 #: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a
