@@ -92,7 +92,8 @@ def smallest_eigenvalue(op, n_steps=N_STEPS, n_sample=N_SAMPLE, random_state=0):
     return min(float(theta[0]), sub_min), float(theta[-1])
 
 
-def check_psd(op, rtol=None, n_steps=N_STEPS, action="raise", name="Gram matrix"):
+def check_psd(op, rtol=None, n_steps=N_STEPS, n_sample=N_SAMPLE, action="raise",
+              name="Gram matrix"):
     """Raise (or warn) when the operator's ``K`` is detectably not PSD.
 
     ``K`` is declared indefinite when a diagonal entry ``K_ii`` or the Lanczos
@@ -110,6 +111,8 @@ def check_psd(op, rtol=None, n_steps=N_STEPS, action="raise", name="Gram matrix"
         PSD kernel matrix and far below any indefiniteness that matters.
     n_steps : int
         Lanczos steps ``m`` (products ``K v``).
+    n_sample : int
+        Size of the random principal submatrix (see :func:`smallest_eigenvalue`).
     action : {"raise", "warn"}
         Raise :class:`NotPSDError` or warn :class:`NotPSDWarning`.
     name : str
@@ -131,7 +134,7 @@ def check_psd(op, rtol=None, n_steps=N_STEPS, action="raise", name="Gram matrix"
     if rtol is None:
         rtol = float(np.sqrt(np.finfo(dtype if dtype.kind == "f" else np.float64).eps))
     diag = np.asarray(op.diag(), dtype=np.float64)
-    theta_min, theta_max = smallest_eigenvalue(op, n_steps=n_steps)
+    theta_min, theta_max = smallest_eigenvalue(op, n_steps=n_steps, n_sample=n_sample)
     theta_min = min(theta_min, float(diag.min()) if diag.size else 0.0)
     scale = max(theta_max, float(diag.max()) if diag.size else 0.0, 0.0)
     if theta_min >= -rtol * scale and not (scale == 0.0 and theta_min < 0.0):
