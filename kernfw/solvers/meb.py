@@ -32,6 +32,7 @@ from .._compiled import compiled_module
 from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
 from ..operators.base import KernelOperator
 from ..operators.l2svm import L2SVMKernel
+from ..operators.psd import NotPSDError
 from .cvm import (CoreVectorIterate, ball_shift, cvm_first_point, cvm_second_point,
                   simplex_certificate, simplex_converged)
 
@@ -54,7 +55,7 @@ _NEGATIVE_CURVATURE = 1e-8
 
 def raise_not_psd(curvature, i):
     """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
-    raise ValueError(
+    raise NotPSDError(
         f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
         f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
         "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
