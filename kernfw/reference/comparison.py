@@ -112,7 +112,7 @@ def _structured(est, X, y):
     """math.md §3.1: the n-slack primal with every output enumerated."""
     from .structural import structural_primal
 
-    return structural_primal(est.model_, X, y, est.lam)["primal"]
+    return structural_primal(est.model_, X, y, est.lam_)["primal"]
 
 
 def _mkl_problem(est, X, y):
