@@ -191,6 +191,7 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.n_train_ = mk.n
         self.kernel_weights_ = sol["gamma"]
         self.selected_kernels_ = np.flatnonzero(sol["gamma"] > 0)
+        self.n_active_groups_ = int(self.selected_kernels_.size)
         self.objective_ = float(result.primal)
         self.kernel_scores_ = sol["d"]
         self.support_ = support_of(sol["coef"])
@@ -288,6 +289,8 @@ default="projected_gradient"
         ``γ``.
     selected_kernels_ : ndarray of int
         Indices ``j`` with ``γ_j > 0``.
+    n_active_groups_ : int
+        Their number (the ``n_active`` column of :func:`kernfw.sweep`).
     objective_ : float
         ``J(γ)`` (math.md §5.2; summed over binary problems).
     duality_gap_ : float

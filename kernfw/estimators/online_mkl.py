@@ -111,6 +111,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
         self.group_norms_ = sol["norms"]
         self.kernel_weights_ = sol["beta"]
         self.active_groups_ = np.flatnonzero(sol["norms"] > 0)
+        self.n_active_groups_ = int(self.active_groups_.size)
         self.group_norm_path_ = sol["norm_path"]
         self.coef_ = sol["w"]
         self.support_ = sol["support"]
@@ -176,6 +177,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         ``‖θ_k‖``.
     active_groups_ : ndarray of int
         Groups with ``‖θ_k‖ > 0``.
+    n_active_groups_ : int
+        Their number (the ``n_active`` column of :func:`kernfw.sweep`).
     selected_kernels_ : ndarray of int
         Same as ``active_groups_``.
     group_norm_path_ : ndarray of shape (n_epochs + 1, M)
@@ -257,6 +260,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         mk, y, Xv = self._training_data(X, y, (lambda X: []) if no_default else default_kernels)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         m = self.classes_.size
+        if m < 2:
+            raise ValueError(f"online MKL needs at least two classes; y has {m} class")
         if self._is_precomputed():
             if self.groups is not None:
                 raise ValueError("groups (explicit feature groups) need feature input, not "
