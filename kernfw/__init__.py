@@ -24,7 +24,8 @@ _LAZY = {
     "MinimumEnclosingBall": "kernfw.estimators.meb",
     "StructuredSVM": "kernfw.estimators.structured",
     "CSKLClassifier": "kernfw.estimators.mkl",
-    "OnlineMKLClassifier": "kernfw.estimators.mkl",
+    "OnlineMKLClassifier": "kernfw.estimators.online_mkl",
+    "OnlineMKLStructured": "kernfw.estimators.online_mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
 }
 
