@@ -9,8 +9,14 @@ from sklearn.linear_model import Ridge, RidgeClassifier
 from kernfw import sweep
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, MultiKernel, Normalized
-from kernfw.sweep import (COLUMNS, SweepResults, _allocate_in_memory, _attach_grams, _chunks,
-                          _detach_grams, _materialize, _MemmapFolder, _relative_costs)
+from kernfw.sweep import COLUMNS, SweepResults
+from kernfw.sweep.plan import chunks as _chunks
+from kernfw.sweep.plan import relative_costs as _relative_costs
+from kernfw.sweep.shared import MemmapFolder as _MemmapFolder
+from kernfw.sweep.shared import allocate_in_memory as _allocate_in_memory
+from kernfw.sweep.shared import attach_grams as _attach_grams
+from kernfw.sweep.shared import detach_grams
+from kernfw.sweep.shared import materialize as _materialize
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +182,7 @@ def test_detach_and_attach_round_trip_through_memmaps(data):
         assert isinstance(op, MultiKernel) and isinstance(op.operators[0], Normalized)
         assert all(isinstance(o.base.K, np.memmap) for o in op.operators)
         grams = []
-        shell = _detach_grams(op, grams, {})
+        shell = detach_grams(op, grams)
         assert len(grams) == 2  # base and the centering statistics share one matrix
         assert not any(isinstance(getattr(o.base, "K", None), np.ndarray)
                        for o in shell.operators)
@@ -335,7 +341,7 @@ def test_dask_cluster_gives_the_same_sweep(small, dask_client):
 def test_batched_accuracy_equals_score(small, monkeypatch):
     import importlib
 
-    sweep_module = importlib.import_module("kernfw.sweep")  # kernfw.sweep is the function
+    sweep_module = importlib.import_module("kernfw.sweep.run")
     X, y = small
     est = _svm(lam=0.01).fit(X, y)
     monkeypatch.setattr(sweep_module, "SCORE_BATCH", 7)
