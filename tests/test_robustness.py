@@ -47,7 +47,7 @@ def _repository_text_files():
 
 
 def test_the_path_pattern_catches_machine_paths():
-    for bad in ("/wo" "rk/venv/bin/python bench.py", "/ro" "ot/.cache/x", "pip install /op"
+    for bad in ("/wo" "rk/ve" "nv/bin/python bench.py", "/ro" "ot/.cache/x", "pip install /op"
                 "t/wheels/torch.whl", ".venv/bin/" "python x.py", "venv-peers/bin/" "pip"):
         assert _MACHINE_PATH.search(bad), bad
     for good in ("python benchmarks/bench_x.py --quick", ". .venv/bin/activate",
