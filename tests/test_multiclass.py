@@ -105,7 +105,6 @@ def test_lsfw_matches_cvxpy(loss_name, kind, sigma):
 
 
 @pytest.mark.cvxpy
-@pytest.mark.slow
 @pytest.mark.parametrize("loss_name, kind, sigma", ALL_CASES)
 def test_lsfw_matches_cvxpy_full_grid(loss_name, kind, sigma):
     check_against_reference(loss_name, kind, sigma)
@@ -519,7 +518,6 @@ def test_sklearn_compatible(estimator, check):
         check(estimator)
 
 
-@pytest.mark.slow
 def test_digits_rbf_max_hinge_accuracy():
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
