@@ -3,7 +3,7 @@
 :func:`compare` fits (a clone of) the estimator, solves the same problem with
 the reference formulation of its family (math.md §6) and reports both
 objectives, their relative difference, the estimator's certified gap and the
-time ratio.  The check of math.md §6 decides whether the two agree:
+time ratio.  The check of math.md §6 decides whether the two agree::
 
     |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|.
 
