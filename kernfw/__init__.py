@@ -26,6 +26,7 @@ _LAZY = {
     "CSKLClassifier": "kernfw.estimators.mkl",
     "OnlineMKLClassifier": "kernfw.estimators.mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
+    "evaluate": "kernfw.evaluation",
 }
 
 # ``kernfw.sweep`` is both a module and its main function: importing the function
