@@ -454,7 +454,7 @@ def test_verbose_prints_progress(capsys):
 
 
 def test_sklearn_callbacks_see_every_gap_computation():
-    from sklearn.callback import ProgressBar
+    ProgressBar = pytest.importorskip("sklearn.callback").ProgressBar  # scikit-learn >= 1.9
 
     X, y = multiclass_data()
     svm = StructuredSVM(MultiClass(4), lam=0.1, max_passes=4, gap_every=2)
