@@ -30,7 +30,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_X_y
 
-__all__ = ["evaluate", "EvaluationResults", "default_grid", "DEFAULT_C_GRID"]
+__all__ = ["evaluate", "EvaluationResults", "default_grid", "loss_methods", "solver_methods",
+           "topk_errors", "DEFAULT_C_GRID"]
 
 #: default grid of ``C`` (SVC's convention; λ = 1/(C·n) for kernfw's λ models)
 DEFAULT_C_GRID = (0.1, 1.0, 10.0)
@@ -208,6 +209,65 @@ def default_grid(estimator):
     if "C" in estimator.get_params(deep=False):
         return "C", DEFAULT_C_GRID
     return None, None
+
+
+def _rho(k, m):
+    """Linearly decreasing weights on the top ``k`` of ``m`` positions (sum 1, ρ_m = 0)."""
+    rho = np.zeros(m)
+    rho[:k] = np.arange(k, 0, -1, dtype=float)
+    return rho / rho.sum()
+
+
+def loss_methods(n_classes, k=3, **params):
+    """The six losses of seed 000 as :class:`~kernfw.MultiClassSVM` methods.
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes ``m`` (sets the length of ``ρ``; needs ``k < m``).
+    k : int, default=3
+        ``k`` of the top-k and Usunier losses; the weighted losses use
+        ``ρ ∝ (k, k − 1, …, 1, 0, …, 0)``.
+    **params
+        Further MultiClassSVM parameters shared by all six (kernel, solver, ...).
+
+    Returns
+    -------
+    dict of {str: MultiClassSVM}
+    """
+    from .estimators.multiclass import MultiClassSVM
+
+    if not 1 <= k < n_classes:
+        raise ValueError(f"k must satisfy 1 ≤ k < m = {n_classes}, got {k}")
+    rho = _rho(k, n_classes)
+    return {
+        "max_hinge": MultiClassSVM(loss="max_hinge", **params),
+        "structured_hinge": MultiClassSVM(loss="structured_hinge", **params),
+        f"topk_hinge(k={k})": MultiClassSVM(loss="topk_hinge", k=k, **params),
+        f"usunier(k={k})": MultiClassSVM(loss="usunier", k=k, **params),
+        "weighted_topk": MultiClassSVM(loss="weighted_topk", rho=rho, **params),
+        "weighted_usunier": MultiClassSVM(loss="weighted_usunier", rho=rho, **params),
+    }
+
+
+def solver_methods(max_iter=1000, **params):
+    """Seed 000's Table 1 methods: PG, StdFW and LSFW with the same iteration budget.
+
+    Parameters
+    ----------
+    max_iter : int, default=1000
+        The budget of every solver (the seed runs 1,000 iterations).
+    **params
+        Further MultiClassSVM parameters (loss, kernel, ...).
+
+    Returns
+    -------
+    dict of {str: MultiClassSVM}
+    """
+    from .estimators.multiclass import MultiClassSVM
+
+    return {name: MultiClassSVM(solver=solver, max_iter=max_iter, **params)
+            for name, solver in (("PG", "pg"), ("StdFW", "stdfw"), ("LSFW", "lsfw"))}
 
 
 def _names(estimators):
