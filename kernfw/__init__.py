@@ -27,6 +27,7 @@ _LAZY = {
     "OnlineMKLClassifier": "kernfw.estimators.online_mkl",
     "OnlineMKLStructured": "kernfw.estimators.online_mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
+    "evaluate": "kernfw.evaluation",
 }
 
 # subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use
