@@ -5,6 +5,7 @@ from .combination import MultiKernel
 from .features import Features
 from .function import KernelFunction
 from .gram import Gram
+from .l2svm import L2SVMKernel
 from .normalized import Normalized, normalize
 from .pairwise import PairwiseKernel
 
@@ -15,6 +16,7 @@ __all__ = [
     "Gram",
     "Features",
     "KernelFunction",
+    "L2SVMKernel",
     "MultiKernel",
     "Normalized",
     "PairwiseKernel",
