@@ -521,7 +521,7 @@ def test_exact_block_step_equals_the_block_qp_optimum(rng):
         obj = g @ (a - alpha) + q / 2 * cp.sum_squares(a - alpha)
         prob = cp.Problem(cp.Minimize(obj), [cp.sum(a) == 0, a <= upper])
         prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
-        step, delta = exact_block_step(g.copy(), alpha, yi, q)
+        step, delta, _ = exact_block_step(g.copy(), alpha, yi, q)
         new = alpha + delta
         assert abs(new.sum()) <= 1e-12 and np.all(new <= upper + 1e-15)
         np.testing.assert_allclose(new, a.value, atol=1e-7)
@@ -535,8 +535,8 @@ def test_exact_block_step_equals_the_block_qp_optimum(rng):
 def test_exact_block_step_leaves_an_optimal_block_alone(rng):
     from kernfw.solvers.multiclass import exact_block_step
     g, alpha, yi = _random_hinge_block(rng)
-    step, delta = exact_block_step(g.copy(), alpha, yi, 0.7)
-    step2, delta2 = exact_block_step(g + 0.7 * delta, alpha + delta, yi, 0.7)
+    step, delta, _ = exact_block_step(g.copy(), alpha, yi, 0.7)
+    step2, delta2, _ = exact_block_step(g + 0.7 * delta, alpha + delta, yi, 0.7)
     assert step > 0 and step2 <= 1e-12 and np.abs(delta2).max() <= 1e-12
 
 
@@ -550,6 +550,37 @@ def test_compiled_equals_numpy_for_every_block_step(block_step, kind):
                                 block_step=block_step)
         _assert_same_run(fast, slow)
         assert fast.gap < 0.1 * fast.history["gap"][0]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_class_shrinking_drops_classes_and_keeps_the_optimum(compiled):
+    """Exact steps with shrinking of inactive classes: classes leave the blocks between
+    certificates, the certificate brings them back, the optimum is the same."""
+    if compiled:
+        pytest.importorskip("numba")
+    op = operator("sparse")
+    problem = MulticlassDual(op, Y0, LOSSES["structured_hinge"], lam=0.1)
+    results = []
+    for shrink in (False, True):
+        it = BlockFW(problem, *problem.start(), random_state=0, sample="perm",
+                     compiled=compiled, shrinking=True, shrink_classes=shrink)
+        if shrink:
+            it.step(0)
+            assert it.n_classes.min() < M                     # some classes left
+            it.certificate()
+            assert np.all(it.n_classes == M)
+        results.append(run(it, tol=1e-8, max_iter=20000, check_every=5))
+        assert results[-1].converged
+    assert abs(results[0].primal - results[1].primal) <= 2e-8
+    np.testing.assert_allclose(results[0]["S"], results[1]["S"], atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
+def test_class_shrinking_compiled_equals_numpy(kind):
+    pytest.importorskip("numba")
+    fast, slow = _bcfw_pair(operator(kind), LOSSES["max_hinge"], 0.1, passes=10,
+                            block_step="exact", shrink_classes=True, check_every=3)
+    _assert_same_run(fast, slow)
 
 
 def test_block_step_errors():
