@@ -7,5 +7,5 @@ from .steps import (armijo_step, away_step_max, block_standard_step, quadratic_s
                     standard_step)
 
 __all__ = ["FWIterate", "run", "Certificate", "FWResult", "quadratic_step",
-           "standard_step", "block_standard_step", "away_step_max", "armijo_step", "block_order", "WeightedAverage",
-           "BlockCoordinateIterate"]
+           "standard_step", "block_standard_step", "away_step_max", "armijo_step",
+           "block_order", "WeightedAverage", "BlockCoordinateIterate"]
