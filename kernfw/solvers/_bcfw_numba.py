@@ -539,8 +539,8 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
     steps : float64 array like ``order``, written
         The step taken at each visit (0: the block was optimal).
     """
-    d = X.shape[1]
-    buf, s, upd = _buffers(W.shape[1])
+    d, m = X.shape[1], W.shape[1]
+    buf, s, upd = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
@@ -551,8 +551,12 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
         for f in range(d):                       # s = Wᵀ x_i, nonzero features in order
             xf = X[i, f]
             if xf != 0.0:
-                for c in range(nc):
-                    s[c] += xf * W[f, cl[c]]
+                if nc == m:                      # every class active: cl is the identity
+                    for c in range(m):
+                        s[c] += xf * W[f, c]
+                else:
+                    for c in range(nc):
+                        s[c] += xf * W[f, cl[c]]
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
@@ -568,7 +572,8 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
 @njit(cache=True)
 def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps):
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
-    buf, s, upd = _buffers(W.shape[1])
+    m = W.shape[1]
+    buf, s, upd = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
@@ -577,10 +582,16 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         nc = n_classes[i]
         for c in range(nc):
             s[c] = 0.0
-        for p in range(lo, hi):
-            f, xf = indices[p], data[p]
-            for c in range(nc):
-                s[c] += xf * W[f, cl[c]]
+        if nc == m:                              # every class active: cl is the identity
+            for p in range(lo, hi):
+                f, xf = indices[p], data[p]
+                for c in range(m):
+                    s[c] += xf * W[f, c]
+        else:
+            for p in range(lo, hi):
+                f, xf = indices[p], data[p]
+                for c in range(nc):
+                    s[c] += xf * W[f, cl[c]]
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
