@@ -338,15 +338,18 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         the certified gap stays exact and every block comes back when it is no
         longer optimal; a pass goes over the active blocks only (use
         ``check_every > 1``).
+    averaging : bool
+        Certify and return the weighted average of the iterates (weights
+        ``2/(k + 2)`` per block step, BCFW-wavg); numpy backend only.
     shrink_classes : bool
         With ``shrinking`` and ``"exact"`` block steps, the classes of a
         block shrink too, as in liblinear: a class ``j ≠ y_i`` with
         ``α_ij = 0`` before and after a step and ``g_ij < θ`` (the step's
         multiplier, :func:`exact_block_step`) is left out of the block's scores
         and sub-problem until the next certificate.
-    averaging : bool
-        Certify and return the weighted average of the iterates (weights
-        ``2/(k + 2)`` per block step, BCFW-wavg); numpy backend only.
+    pairwise : bool or None
+        The older spelling of ``block_step``: True is ``"pairwise"``, False
+        ``"fw"`` (None or "auto": ``block_step`` decides).
 
     Attributes
     ----------
@@ -362,10 +365,12 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
                  sample="uniform", block_step="auto", inner_steps=5, compiled="auto",
-                 shrinking=False, averaging=False, shrink_classes=False):
+                 shrinking=False, averaging=False, shrink_classes=False, pairwise=None):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
+        if pairwise is not None and pairwise != "auto":       # the older spelling
+            block_step = "pairwise" if pairwise else "fw"
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
         self.block_step_rule = _check_block_step(block_step, rule, problem.loss)
         self.inner_steps = max(int(inner_steps), 1)
@@ -608,8 +613,9 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         Return the iterate with the smallest gap if the run does not converge.
     compiled : bool or "auto"
         Compiled passes of ``"bcfw"`` (see :class:`BlockFW`): "auto" uses them
-        when numba is installed and the operator is ``Features`` or ``Gram``;
-        False forces the numpy block steps.
+        when numba is installed and the operator has a
+        :meth:`~kernfw.operators.KernelOperator.compiled_view` (``Features``,
+        dense ``Gram``); False forces the numpy block steps.
     shrinking : bool
         Active-set passes of ``"bcfw"``: between two certificates only blocks
         that are not block-optimal are visited (see :class:`BlockFW`).
@@ -619,12 +625,12 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         step with exact line search for the other losses.
     inner_steps : int
         Pairwise steps per block visit (``block_step="pairwise"``).
-    shrink_classes : bool
-        ``"bcfw"`` with ``shrinking`` and exact block steps: also leave the
-        inactive classes of each block out until the next certificate.
     averaging : bool
         ``"bcfw"`` only: certify and return the weighted average of the
         iterates (BCFW-wavg; numpy block steps).
+    shrink_classes : bool
+        ``"bcfw"`` with ``shrinking`` and exact block steps: also leave the
+        inactive classes of each block out until the next certificate.
 
     Returns
     -------
