@@ -32,12 +32,28 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..fw import Certificate, FWIterate
 from ..operators.gram import Gram
+from ..operators.psd import NotPSDError
 
 #: each core QP is solved to this fraction of the FW gap the outer stopping rule accepts
 INNER_FRACTION = 0.1
 
 __all__ = ["CoreVectorIterate", "INNER_FRACTION", "ball_shift", "simplex_certificate", "simplex_converged",
-           "cvm_first_point", "cvm_second_point"]
+           "cvm_first_point", "cvm_second_point", "raise_not_psd"]
+
+
+#: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
+_NEGATIVE_CURVATURE = 1e-8
+
+
+def raise_not_psd(curvature, i):
+    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
+    raise NotPSDError(
+        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
+        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
+        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
+        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
+        "of the identity)."
+    )
 
 
 def ball_shift(diag, q):
@@ -85,7 +101,14 @@ def cvm_first_point(n, rng):
 def cvm_second_point(diag, col_a, a):
     """``b = argmax_i ‖z_i − z_a‖² = argmax_i (Q_ii − 2Q_ia)``, or None if every point is ``z_a``."""
     b = int(np.argmax(diag - 2.0 * col_a))
-    if b == a or diag[b] - 2.0 * col_a[b] + diag[a] <= 0:
+    dist2 = diag[b] - 2.0 * col_a[b] + diag[a]
+    # every ‖z_i − z_a‖² = Q_ii − 2Q_ia + Q_aa ≥ 0 for a PSD Q: the 2 × 2 principal minors
+    nearest = int(np.argmin(diag - 2.0 * col_a))
+    d2_min = diag[nearest] - 2.0 * col_a[nearest] + diag[a]
+    if d2_min < -_NEGATIVE_CURVATURE * max(abs(diag[nearest]), abs(2.0 * col_a[nearest]),
+                                           abs(diag[a]), 1e-300):
+        raise_not_psd(d2_min, nearest)
+    if b == a or dist2 <= 0:
         return None
     return b
 

@@ -32,9 +32,8 @@ from .._compiled import compiled_module
 from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
 from ..operators.base import KernelOperator
 from ..operators.l2svm import L2SVMKernel
-from ..operators.psd import NotPSDError
-from .cvm import (CoreVectorIterate, ball_shift, cvm_first_point, cvm_second_point,
-                  simplex_certificate, simplex_converged)
+from .cvm import (_NEGATIVE_CURVATURE, CoreVectorIterate, ball_shift, cvm_first_point,
+                  cvm_second_point, raise_not_psd, simplex_certificate, simplex_converged)
 
 __all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
            "METHODS", "STOPS"]
@@ -49,21 +48,6 @@ STOPS = ("gap", "relative", "radius")
 _REFRESH_EVERY = 512
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
-#: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
-_NEGATIVE_CURVATURE = 1e-8
-
-
-def raise_not_psd(curvature, i):
-    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
-    raise NotPSDError(
-        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
-        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
-        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
-        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
-        "of the identity)."
-    )
-
-
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -310,7 +294,8 @@ class SimplexQPIterate(FWIterate):
 
     # -- FWIterate protocol ---------------------------------------------------------
     def certificate(self):
-        _, gap = self._fw_vertex()
+        i, gap = self._fw_vertex()
+        self._curvature(i)        # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
         extra = {"coreset": self.active.size, "away_steps": self.n_away,
                  "drop_steps": self.n_drop}
         return simplex_certificate(self.objective(), gap, self.stop, self.ball_shift, extra)
