@@ -431,10 +431,14 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         self._mod = module
         self._f = np.zeros(8)
         self._st = np.zeros(8, dtype=np.int64)
+        self._scores_fresh = False
         super().__init__(Q, q, method, alpha0, stop, rng)
         self._has_q = self.q is not None
         self._q = self.q if self._has_q else np.zeros(1)
         self._hq = self.half_q if self._has_q else np.zeros(1)
+        # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u), s > 0
+        self._argmin_u = not self._has_q or bool(np.all(self.half_q == self.half_q[0]))
+        self._scores_buf = np.zeros(1) if self._argmin_u else self.scores
 
     def _new_active_set(self, n):
         return _SharedActiveSet(n, self._st)
@@ -442,15 +446,22 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     def _refresh(self):
         super()._refresh()
         self._st[2] = 0            # the cached FW vertex is recomputed from the refreshed state
+        self._scores_fresh = False
 
     def _fw_vertex(self):
-        if self._st[2] == 0:
-            self._mod.fw_vertex(self.u, self._f, self._st, self._q, self._hq, self._has_q)
-        return int(self._st[1]), float(self._f[3])
+        st = self._st
+        if st[2] == 0:
+            if not self._argmin_u and not self._scores_fresh:
+                self._score_vector()
+            i = int(np.argmin(self.u if self._argmin_u else self.scores))
+            st[1], st[2] = i, 1
+            self._f[3] = self._grad(i) - self._alpha_grad()
+        return int(st[1]), float(self._f[3])
 
     def step(self, t):
         mod, f, st = self._mod, self._f, self._st
         self.steps += 1
+        self._fw_vertex()
         kind = mod.plan(self.beta, self.u, self.active.items, f, st, self.diag, self._q,
                         self._hq, self._has_q, self.away, _NEGATIVE_CURVATURE)
         gamma = 0.0
@@ -458,16 +469,14 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             raise_not_psd(float(f[6]), int(st[4]))
         if kind != mod.KIND_NONE:
             col = np.ascontiguousarray(self._column(int(st[4])))
-            gamma = mod.apply(col, self.beta, self.u, self.active.items, self.active.where,
-                              f, st, self.diag, self._q, self._hq, self._has_q)
+            gamma = mod.apply(col, self.beta, self.u, self._scores_buf, self.active.items,
+                              self.active.where, f, st, self.diag, self._q, self._hq,
+                              self._has_q, not self._argmin_u)
+            st[2] = 0
+            self._scores_fresh = True
         if self.steps % _REFRESH_EVERY == 0:
             self._refresh()
         return gamma
-
-
-def _core_qp(Q_core, q_core, alpha0, tol):
-    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started."""
-    return solve_simplex_qp(Q_core, q_core, method="mfw", tol=tol, alpha0=alpha0, stop="gap")
 
 
 def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
