@@ -479,6 +479,16 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         return gamma
 
 
+def _core_qp(Q_core, q_core, alpha0, tol):
+    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started.
+
+    Runs inside the outer :func:`solve_simplex_qp` (single-threaded BLAS already; the
+    inputs are the solver's own), so it skips the validation and the thread limit."""
+    iterate = make_iterate(Q_core, q_core, "mfw", alpha0, "gap", None)
+    return run(iterate, tol=tol, max_iter=_default_max_iter(Q_core.n),
+               check_every=_default_check_every(Q_core.n), name="MFW (CVM core QP)")
+
+
 def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
     """The iterate of ``method``: CVM core-set iterations, or FW / MFW — compiled when
     :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
