@@ -28,6 +28,10 @@ _LAZY = {
     "LpMKLClassifier": "kernfw.estimators.mkl",
 }
 
+# subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use
+_SUBMODULES = {"datasets", "estimators", "fw", "kernels", "operators", "plotting", "reference",
+               "solvers", "structured"}
+
 # ``kernfw.sweep`` is both a module and its main function: importing the function
 # here, during package initialization, binds the name to the function for good
 # (the import system sets the submodule attribute only when it first loads it).
@@ -37,6 +41,8 @@ __all__ = sorted(_LAZY) + ["sweep", "__version__"]
 
 
 def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"kernfw.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'kernfw' has no attribute {name!r}")

@@ -12,8 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from kernfw import OnlineMKLClassifier
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram
-from kernfw.solvers.online_mkl import (batch_objective, initial_radius, online_mkl,
-                                       prox_squared_l1, prox_squared_l21, structured_hinge)
+from kernfw.solvers.mkl.online import (batch_objective, initial_radius, prox_squared_l1,
+                                       prox_squared_l21, solve_online_mkl, structured_hinge)
 
 LAM = 0.05
 SPECS = [("linear", {"columns": [0, 1]}), ("linear", {"columns": [2, 3]}),
@@ -98,8 +98,8 @@ def test_kernelized_iterates_equal_explicit_features():
     X, y = _data()
     groups = [[0, 1], [2, 3], [4, 5], [6, 7]]
     K = make_operator(X, [("linear", {"columns": g}) for g in groups])
-    a = online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=15, random_state=0, radius="auto")
-    b = online_mkl(X, y, lam=LAM, eta0=0.5, n_epochs=15, random_state=0, radius="auto",
+    a = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=15, random_state=0, radius="auto")
+    b = solve_online_mkl(X, y, lam=LAM, eta0=0.5, n_epochs=15, random_state=0, radius="auto",
                    groups=groups)
     np.testing.assert_allclose(a.history["primal"], b.history["primal"], atol=1e-10)
     np.testing.assert_allclose(a["norms"], b["norms"], atol=1e-10)
@@ -117,7 +117,7 @@ def test_batch_objective_decreases_over_epochs_toward_the_optimum(problem):
     from kernfw.reference import online_mkl_reference
 
     X, y, K = problem
-    res = online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=50, random_state=0)
+    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=50, random_state=0)
     F = res.history["primal"]
     assert F.shape == (51,) and F[0] == pytest.approx(1.0)      # θ = 0: F(0) = 1
     assert F[1] < F[0] and F[10] < F[1] and F[50] < F[10]
@@ -136,7 +136,7 @@ def test_cost_sensitive_hinge_matches_cvxpy(problem):
 
     X, y, K = problem
     cost = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 1.0], [3.0, 1.0, 0.0]])
-    res = online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=40, random_state=0, cost=cost,
+    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=40, random_state=0, cost=cost,
                      radius="auto")
     F = res.history["primal"]
     assert F[0] == pytest.approx(np.mean(cost[y].max(axis=1)))      # F(0)
@@ -148,12 +148,12 @@ def test_cost_sensitive_hinge_matches_cvxpy(problem):
     assert ref["value"] - 1e-7 <= F[-1] <= ref["value"] + 0.03
     assert np.linalg.norm(res["norms"]) <= initial_radius(LAM, y, cost) + 1e-12
     with pytest.raises(ValueError, match="zero diagonal"):
-        online_mkl(K, y, cost=np.ones((3, 3)))
+        solve_online_mkl(K, y, cost=np.ones((3, 3)))
 
 
 def test_weights_concentrate_on_informative_kernels(problem):
     X, y, K = problem
-    res = online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=30, random_state=0)
+    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=30, random_state=0)
     beta = res["beta"]
     assert beta.sum() == pytest.approx(1.0)
     assert beta[INFORMATIVE].sum() > 0.95
@@ -162,9 +162,9 @@ def test_weights_concentrate_on_informative_kernels(problem):
 
 def test_ball_projection_bounds_the_norm(problem):
     X, y, K = problem
-    res = online_mkl(K, y, lam=LAM, eta0=5.0, n_epochs=5, random_state=0, radius=0.5)
+    res = solve_online_mkl(K, y, lam=LAM, eta0=5.0, n_epochs=5, random_state=0, radius=0.5)
     assert np.linalg.norm(res["norms"]) <= 0.5 + 1e-12
-    free = online_mkl(K, y, lam=LAM, eta0=5.0, n_epochs=5, random_state=0)
+    free = solve_online_mkl(K, y, lam=LAM, eta0=5.0, n_epochs=5, random_state=0)
     assert np.linalg.norm(free["norms"]) > 0.5
 
 
@@ -172,7 +172,7 @@ def test_long_runs_keep_finite_lazy_scales():
     """Thousands of rounds of shrinking: the lazy scale factors are folded, not underflowed."""
     X, y = _data(n=30)
     K = make_operator(X, SPECS, normalization="trace")
-    res = online_mkl(K, y, lam=1.0, eta0=2.0, n_epochs=120, random_state=1)
+    res = solve_online_mkl(K, y, lam=1.0, eta0=2.0, n_epochs=120, random_state=1)
     assert np.all(np.isfinite(res["coef"])) and np.all(np.isfinite(res.history["primal"]))
 
 
@@ -180,7 +180,7 @@ def test_long_runs_keep_finite_lazy_scales():
 def test_estimator_scores_and_weights(problem):
     X, y, K = problem
     clf = OnlineMKLClassifier(SPECS, lam=LAM, eta=0.5, n_epochs=30, random_state=0).fit(X, y)
-    res = online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=30, random_state=0)
+    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=30, random_state=0)
     np.testing.assert_allclose(clf.kernel_weights_, res["beta"])
     assert clf.objective_ == pytest.approx(res.primal)
     assert clf.duality_gap_ == np.inf
@@ -220,19 +220,19 @@ def test_binary_decision_and_pickle():
 def test_bad_input(problem):
     X, y, K = problem
     with pytest.raises(ValueError, match="empty kernel list"):
-        online_mkl([], y)
+        solve_online_mkl([], y)
     with pytest.raises(ValueError, match="empty kernel list"):
         OnlineMKLClassifier([]).fit(X, y)
     with pytest.raises(ValueError, match="different sizes"):
-        online_mkl([Gram(np.eye(60)), Gram(np.eye(50))], y)
+        solve_online_mkl([Gram(np.eye(60)), Gram(np.eye(50))], y)
     with pytest.raises(ValueError, match="lam must be"):
-        online_mkl(K, y, lam=0.0)
+        solve_online_mkl(K, y, lam=0.0)
     with pytest.raises(ValueError, match="n_epochs"):
-        online_mkl(K, y, n_epochs=0)
+        solve_online_mkl(K, y, n_epochs=0)
     with pytest.raises(ValueError, match="radius"):
-        online_mkl(K, y, radius=-1.0)
+        solve_online_mkl(K, y, radius=-1.0)
     with pytest.raises(ValueError, match="labels"):
-        online_mkl(K, y[:-1])
+        solve_online_mkl(K, y[:-1])
     with pytest.raises(ValueError, match="lam"):
         OnlineMKLClassifier(SPECS, lam=-1.0).fit(X, y)
     clf = OnlineMKLClassifier("precomputed", n_epochs=1).fit(

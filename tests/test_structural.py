@@ -275,7 +275,7 @@ def test_multiclass_dual_block_steps_equal_structural_bcfw():
     lam = 0.1
     structural = BCFW(StructuredProblem(MultiClass(4), X, y, lam), random_state=3)
     dual = MulticlassDual(Features(X), y, "max_hinge", lam)
-    block = BlockFW(dual, *dual.start(), random_state=3, pairwise=False, compiled=False)
+    block = BlockFW(dual, *dual.start(), random_state=3, block_step="fw", compiled=False)
     for t in range(40):
         structural.step(t)
         block.step(t)
@@ -613,7 +613,7 @@ class _Recorder:
 
 @pytest.mark.parametrize("solver", ["bcfw", "pairwise"])
 def test_sklearn_callbacks_see_every_gap_computation(solver):
-    from sklearn.callback import ProgressBar
+    ProgressBar = pytest.importorskip("sklearn.callback").ProgressBar  # scikit-learn >= 1.9
 
     X, y = multiclass_data()
     recorder = _Recorder()

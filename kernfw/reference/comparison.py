@@ -117,7 +117,7 @@ def _structured(est, X, y):
 
 def _mkl_problem(est, X, y):
     """The normalized base Grams, the class indices and the binary-problem codes."""
-    from ..solvers.mkl_svm import coding_matrix
+    from ..solvers.mkl.inner_svm import coding_matrix
 
     kernels, _ = est._training_kernels(X, y)
     grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]
