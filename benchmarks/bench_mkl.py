@@ -17,13 +17,15 @@ as precomputed Gram matrices):
 
 Every method is fitted ``--repeats`` times; within a repeat the methods run one after the
 other in a shuffled order (interleaved), and the table shows the median fit time.  Kernel
-computation is not timed (it is shared).  Run it from the repository root; the EasyMKL
-row needs ``pip install MKLpy`` (and torch) and is skipped without it::
+computation is not timed (it is shared).  Run it from the repository root in a venv that
+has kernfw and MKLpy (``pip install MKLpy==0.6 -e .``; MKLpy pulls torch); without MKLpy
+the EasyMKL row is skipped::
 
-    python benchmarks/bench_mkl.py --repeats 3 --markdown mkl_table.md
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python \\
+        benchmarks/bench_mkl.py --repeats 3 --markdown docs/benchmarks/mkl_table.md
 
 ``--t-sweep`` instead prints seed 004's t-sweep table (C-CSKL and ν-CSKL, relaxed and
-``exact=True``, on 24 kernels)::
+``exact=True``, on 24 kernels; no peer needed)::
 
     python benchmarks/bench_mkl.py --t-sweep --n-train 500
 """

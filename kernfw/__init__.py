@@ -27,7 +27,12 @@ _LAZY = {
     "OnlineMKLClassifier": "kernfw.estimators.online_mkl",
     "OnlineMKLStructured": "kernfw.estimators.online_mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
+    "evaluate": "kernfw.evaluation",
 }
+
+# subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use
+_SUBMODULES = {"datasets", "estimators", "fw", "kernels", "operators", "plotting", "reference",
+               "solvers", "structured"}
 
 # ``kernfw.sweep`` is both a module and its main function: importing the function
 # here, during package initialization, binds the name to the function for good
@@ -38,6 +43,8 @@ __all__ = sorted(_LAZY) + ["sweep", "__version__"]
 
 
 def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"kernfw.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'kernfw' has no attribute {name!r}")

@@ -21,15 +21,25 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.callback import CallbackSupportMixin
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_consistent_length, validate_data
 
 from ..kernels import GRAM_MAX_MB, make_operator
 from ..operators import KernelFunction, KernelOperator, PairwiseKernel
 
+try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
+    from sklearn.callback import CallbackSupportMixin, with_callbacks
+except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints progress
+    class CallbackSupportMixin:
+        """Stand-in for :class:`sklearn.callback.CallbackSupportMixin` (scikit-learn < 1.9)."""
+
+    def with_callbacks(fit):
+        """Stand-in for :func:`sklearn.callback.with_callbacks` (scikit-learn < 1.9)."""
+        return fit
+
 __all__ = ["FWEstimatorMixin", "KernelInputMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS",
-           "resolve_lam", "resolve_deprecated", "solver_seed", "accepts_kernel_operator"]
+           "resolve_lam", "resolve_deprecated", "solver_seed", "accepts_kernel_operator",
+           "with_callbacks"]
 
 #: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
 #: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a

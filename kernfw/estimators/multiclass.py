@@ -4,7 +4,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.callback import with_callbacks
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
@@ -12,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..losses import LOSSES, make_loss
 from ..solvers.multiclass import SOLVERS, solve_multiclass
-from ._base import FWEstimatorMixin, KernelInputMixin, solver_seed
+from ._base import FWEstimatorMixin, KernelInputMixin, solver_seed, with_callbacks
 
 __all__ = ["MultiClassSVM"]
 
