@@ -574,9 +574,9 @@ def test_warm_start_refit_with_new_lambda():
 
 def test_estimator_warns_and_returns_best_iterate():
     clf = MultiClassSVM(lam=1e-3, tol=1e-8, max_iter=3)
-    with pytest.warns(ConvergenceWarning, match=r"gap .* > tol=1e-08.*To converge, increase"):
+    with pytest.warns(ConvergenceWarning, match=r"gap .* > tol=.*To converge, increase"):
         clf.fit(X0, Y0)
-    assert not clf.converged_ and clf.duality_gap_ > 1e-8
+    assert not clf.converged_ and clf.duality_gap_ > 1e-8 * clf.primal_objective_
 
 
 def test_verbose_and_sklearn_callbacks(capsys):
