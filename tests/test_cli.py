@@ -151,7 +151,7 @@ def test_mkl_kernels_option(capsys):
     status, out, err = run_main(capsys, "fit", "--model", "cskl", "--data", "iris",
                                 "--kernel", "rbf,linear", "--t", "1.5", "--progress", "none")
     assert status == 0, err
-    assert "kernels=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
+    assert "kernel=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
 
 
 @pytest.mark.parametrize("args, needles", [
@@ -221,6 +221,9 @@ def test_line_progress_prints_at_most_once_per_interval():
 
 def test_progress_modes(capsys):
     est = cli.attach_progress(cli.MODELS["multiclass"].estimator_class()(), "lines")
+    if not hasattr(est, "set_callbacks"):  # scikit-learn < 1.9: the built-in printer
+        assert est.verbose == 1
+        return
     assert any(isinstance(c, cli.LineProgress) for c in est._skl_callbacks)
     pytest.importorskip("rich")
     from sklearn.callback import ProgressBar

@@ -167,3 +167,39 @@ def test_random_state_changes_the_block_order(small):
     np.testing.assert_array_equal(a.dual_coef_, c.dual_coef_)
     assert not np.array_equal(a.dual_coef_, b.dual_coef_)
     assert abs(a.primal_objective_ - b.primal_objective_) <= a.duality_gap_ + b.duality_gap_
+
+
+# ---------------------------------------------------------------------------
+# a non-PSD kernel has no certificate (issue 12)
+# ---------------------------------------------------------------------------
+def _indefinite(X):
+    K = X @ X.T
+    return K - 0.5 * np.abs(np.diag(K)).max() * np.eye(len(K))
+
+
+@pytest.mark.parametrize("how", ["precomputed", "operator", "callable"])
+def test_non_psd_kernel_is_refused(small, how):
+    from kernfw.operators import Gram
+    from kernfw.operators.psd import NotPSDError
+
+    X, y = small
+    if how == "precomputed":
+        clf, data = MultiClassSVM(kernel="precomputed"), _indefinite(X)
+    elif how == "operator":
+        clf, data = MultiClassSVM(kernel=Gram(_indefinite(X))), X
+    else:
+        clf, data = MultiClassSVM(kernel=lambda A, B: -(A @ B.T)), X
+    with pytest.raises(NotPSDError, match="not positive semidefinite"):
+        clf.fit(data, y)
+    assert not hasattr(clf, "converged_")
+
+
+def test_psd_kernels_pass_the_check(small):
+    from kernfw.operators import Gram
+
+    X, y = small
+    K = X @ X.T
+    for clf, data in [(MultiClassSVM(kernel=Gram(K + 1e-9 * np.eye(len(K)))), X),
+                      (MultiClassSVM(kernel=lambda A, B: A @ B.T), X),
+                      (MultiClassSVM(kernel="poly", degree=2), X)]:
+        assert clf.set_params(random_state=0).fit(data, y).converged_

@@ -4,7 +4,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.callback import with_callbacks
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
@@ -12,9 +11,23 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..losses import LOSSES, make_loss
 from ..solvers.multiclass import SOLVERS, solve_multiclass
-from ._base import FWEstimatorMixin, KernelInputMixin, resolve_lam, solver_seed
+from ._base import FWEstimatorMixin, KernelInputMixin, resolve_lam, solver_seed, with_callbacks
 
 __all__ = ["MultiClassSVM"]
+
+
+def _rowwise_product(A, B):
+    """``A @ B`` with every row summed in the same order whatever the other rows.
+
+    BLAS sums a block of rows in an order that depends on the block, so a score
+    (and an argmax between two classes tied up to rounding) could depend on the
+    batch a row comes in.  ``numpy.einsum`` (without ``optimize``) and sparse
+    products reduce each row on its own; ``B`` has only ``m`` columns, so this
+    costs little next to the kernel evaluations that produce ``A``.
+    """
+    if hasattr(A, "tocsr"):
+        return np.asarray(safe_sparse_dot(A, B, dense_output=True))
+    return np.einsum("ij,jk->ik", A, B)
 
 
 class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
@@ -229,6 +242,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         """
         X, y, op = self._validate_training_data(X, y)
         check_classification_targets(y)
+        self._check_psd(op)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError(f"MultiClassSVM needs at least 2 classes; got {classes.size} "
@@ -288,16 +302,21 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
 
     def _scores(self, X):
-        """All ``m`` scores, shape (n_samples, m)."""
+        """All ``m`` scores, shape (n_samples, m), each row computed independently of the
+        others (see :func:`_rowwise_product`)."""
         check_is_fitted(self)
         if hasattr(self, "coef_"):
             X = validate_data(self, X, accept_sparse=("csr", "csc"),
                               dtype=(np.float64, np.float32), reset=False)
-            return np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True))
-        return self._support_kernel(self._new_input(X)) @ self._support_coef
+            return _rowwise_product(X, self.coef_.T)
+        return _rowwise_product(self._support_kernel(self._new_input(X)), self._support_coef)
 
     def predict(self, X):
-        """Labels ``classes_[argmax_j s_j(x)]`` (ties: the first class)."""
+        """Labels ``classes_[argmax_j s_j(x)]`` (ties: the first class).
+
+        A row's scores do not depend on the other rows of ``X``, so neither does
+        its prediction, even between classes tied up to rounding.
+        """
         check_is_fitted(self)
         return self.classes_[np.argmax(self._scores(X), axis=1)]
 

@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from .plan import check_estimator, check_values, plan, splits
 from .results import COLUMNS, SweepResults, report_row, to_number
-from .shared import attach_grams, shared_operator
+from .shared import shared_operator
 
 __all__ = ["sweep", "SCORE_BATCH"]
 
@@ -34,6 +34,7 @@ def _fit_one(estimator, param, value, fold, data, scorer):
         row["objective"] = to_number(getattr(estimator, "primal_objective_", None))
         row["gap"] = to_number(getattr(estimator, "duality_gap_", None))
         row["n_iter"] = to_number(getattr(estimator, "n_iter_", None))
+        row["n_active"] = to_number(getattr(estimator, "n_active_groups_", None))
         converged = getattr(estimator, "converged_", None)
         row["converged"] = None if converged is None else bool(np.all(converged))
         if scorer is not None:
@@ -72,7 +73,7 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, precomputed, warm_st
         data = _fold_data(X, y, split, precomputed)
         operator = None
         if shell is not None:
-            operator = attach_grams(shell, grams)
+            operator = shell.attach_arrays(grams)
             if split is not None:
                 operator = operator.subset(split[0])
 
