@@ -1,4 +1,5 @@
-"""Structural SVM on OCR words: FW, BCFW, BCFW-wavg, SSG, SSG-wavg (seed 002, Figure 1).
+"""Structural SVM on OCR words: FW, BCFW, BCFW-wavg, SSG, SSG-wavg (seed 002, Figure 1)
+=====================================================================================
 
 A small-scale version of the block-coordinate Frank-Wolfe paper's Figure 1:
 the duality gap and the primal suboptimality ``P(w) − P*`` against effective
@@ -57,7 +58,7 @@ def runs(X, Y, n_states, lam, passes, seed=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--fast", action="store_true", help="fewer words and passes")
     parser.add_argument("--out", default="structural_convergence.png", help="PNG to write")
     args = parser.parse_args(argv)

@@ -277,6 +277,7 @@ def test_precomputed_reads_only_support_columns():
 
 
 def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
+    import kernfw.estimators._base as base
     import kernfw.estimators.l2svc as module
     built = []
 
@@ -285,7 +286,7 @@ def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
         built.append(op)
         return op
 
-    monkeypatch.setattr(module, "make_operator", spy)
+    monkeypatch.setattr(base, "make_operator", spy)
     X, y = make_classification(n_samples=2100, n_features=5, random_state=0)
     with pytest.warns(ConvergenceWarning):
         clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)       # a 34 MB Gram: too big

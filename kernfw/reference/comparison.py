@@ -3,7 +3,7 @@
 :func:`compare` fits (a clone of) the estimator, solves the same problem with
 the reference formulation of its family (math.md §6) and reports both
 objectives, their relative difference, the estimator's certified gap and the
-time ratio.  The check of math.md §6 decides whether the two agree:
+time ratio.  The check of math.md §6 decides whether the two agree::
 
     |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|.
 
@@ -112,7 +112,7 @@ def _structured(est, X, y):
     """math.md §3.1: the n-slack primal with every output enumerated."""
     from .structural import structural_primal
 
-    return structural_primal(est.model_, X, y, est.lam)["primal"]
+    return structural_primal(est.model_, X, y, est.lam_)["primal"]
 
 
 def _mkl_problem(est, X, y):

@@ -34,6 +34,7 @@ def _fit_one(estimator, param, value, fold, data, scorer):
         row["objective"] = to_number(getattr(estimator, "primal_objective_", None))
         row["gap"] = to_number(getattr(estimator, "duality_gap_", None))
         row["n_iter"] = to_number(getattr(estimator, "n_iter_", None))
+        row["n_active"] = to_number(getattr(estimator, "n_active_groups_", None))
         converged = getattr(estimator, "converged_", None)
         row["converged"] = None if converged is None else bool(np.all(converged))
         if scorer is not None:
