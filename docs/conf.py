@@ -81,7 +81,9 @@ numpydoc_validation_checks = set()
 intersphinx_mapping = kernfw_docs.intersphinx_mapping()
 intersphinx_timeout = 10
 
-# -- doctests: docstring Examples and ```{doctest} blocks of the Markdown pages -----------------
+# -- doctests: the ```{doctest} blocks of the pages (`sphinx-build -b doctest`); the docstrings'
+# Examples run in their module's namespace with `pytest --doctest-modules kernfw` instead
+doctest_test_doctest_blocks = ""
 doctest_global_setup = "import numpy as np"
 
 # -- gallery ---------------------------------------------------------------------------------

@@ -208,8 +208,8 @@ def _documented_path(target):
         obj = _import_target(".".join(parts[:i]))
         if obj is not None and id(obj) in homes:
             return ".".join([homes[id(obj)]] + parts[i:])
-        if obj is not None and inspect.ismodule(obj) and obj.__name__ in api_modules():
-            return ".".join([obj.__name__] + parts[i:])
+        if i == len(parts) and inspect.ismodule(obj) and obj.__name__ in api_modules():
+            return obj.__name__
     return ""
 
 
@@ -266,12 +266,11 @@ def missing_reference(app, env, node, contnode):
         path = _documented_path(candidate)
         if path is None:
             continue
-        if path:
-            found = env.domains["py"].resolve_xref(env, node["refdoc"], app.builder, "obj",
-                                                   path, node, contnode)
-            if found is not None:
-                return found
-        return contnode         # exists, not part of the API reference
+        if not path:
+            return contnode     # exists, not part of the API reference
+        # documented (or should be: a page that failed leaves the warning)
+        return env.domains["py"].resolve_xref(env, node["refdoc"], app.builder, "obj",
+                                              path, node, contnode)
     root = target.split(".")[0]
     loaded = set(getattr(env, "intersphinx_named_inventory", {}) or {})
     for project, (_, roots) in INTERSPHINX.items():
@@ -302,6 +301,7 @@ def reset_argv(gallery_conf, script_vars):
 
 
 def setup(app):
+    app.setup_extension("sphinx.ext.autodoc")
     app.connect("missing-reference", missing_reference)
     app.connect("autodoc-skip-member", skip_member)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
