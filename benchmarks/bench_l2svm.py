@@ -29,9 +29,9 @@ The machine is shared and has 2 cores: timings are noisy, read the medians.
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_l2svm.py                     # full
-    /work/venv/bin/python benchmarks/bench_l2svm.py --quick             # smoke run
-    /work/venv/bin/python benchmarks/bench_l2svm.py --sizes 20000 --repeats 3 --tol 0.2
+    python benchmarks/bench_l2svm.py                     # full
+    python benchmarks/bench_l2svm.py --quick             # smoke run
+    python benchmarks/bench_l2svm.py --sizes 20000 --repeats 3 --tol 0.2
 """
 
 import argparse

@@ -17,10 +17,11 @@ as precomputed Gram matrices):
 
 Every method is fitted ``--repeats`` times; within a repeat the methods run one after the
 other in a shuffled order (interleaved), and the table shows the median fit time.  Kernel
-computation is not timed (it is shared).  Run it from the peer venv, which has kernfw
-(editable) and MKLpy; without MKLpy the EasyMKL row is skipped::
+computation is not timed (it is shared).  Run it from the repository root in a venv that
+has kernfw and MKLpy (``pip install MKLpy==0.6 -e .``; MKLpy pulls torch); without MKLpy
+the EasyMKL row is skipped::
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /work/venv-peers/bin/python \\
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python \\
         benchmarks/bench_mkl.py --repeats 3 --markdown docs/benchmarks/mkl_table.md
 """
 

@@ -33,8 +33,8 @@ unsets nothing (no OPENBLAS_* variable is touched).
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_structural.py                 # full
-    /work/venv/bin/python benchmarks/bench_structural.py --quick         # smoke run
+    python benchmarks/bench_structural.py                 # full
+    python benchmarks/bench_structural.py --quick         # smoke run
 """
 
 import argparse

@@ -8,7 +8,7 @@ taken from a long block-coordinate run (its certified gap is printed).
 Run::
 
     python examples/multiclass_convergence.py --out convergence.png
-    python examples/multiclass_convergence.py --fast --out /tmp/x.png
+    python examples/multiclass_convergence.py --fast --out multiclass_convergence.png
 """
 
 import argparse

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ._validation import check_features, check_gram
 from .operators import (Features, Gram, KernelFunction, KernelOperator, MultiKernel,
                         PairwiseKernel, normalize)
+from .operators.psd import check_psd
 from .operators.normalized import NORMALIZATIONS
 from .operators.pairwise import resolve_gamma
 
@@ -82,10 +83,12 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb):
     if isinstance(spec.name, KernelOperator):
         return normalize(spec.name, spec.normalization)
     if isinstance(spec.name, str) and spec.name == "precomputed":
-        return normalize(Gram(check_gram(X), check=False), spec.normalization)
+        gram = Gram(check_gram(X), check=False)
+        check_psd(gram)  # a few Lanczos products K v: an indefinite K has no certified dual
+        return normalize(gram, spec.normalization)
     X = check_features(X)
     params = dict(spec.params)
-    Xk = X if spec.columns is None else X[:, spec.columns]
+    Xk = X if spec.columns is None else X[:, _check_columns(spec.columns, X.shape[1])]
     if "gamma" in params:
         params["gamma"] = resolve_gamma(params["gamma"], Xk)
     if backend == "features" and not (spec.name == "linear" and spec.columns is None):
@@ -104,6 +107,29 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb):
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False)
     return normalize(op, spec.normalization)
+
+
+def _check_columns(columns, n_features):
+    """``columns`` of a kernel spec checked against ``n_features`` (clear errors, no IndexError)."""
+    if isinstance(columns, slice):
+        if not range(n_features)[columns]:
+            raise ValueError(f"kernel columns {columns!r} select no feature of X "
+                             f"({n_features} features)")
+        return columns
+    idx = np.asarray(columns)
+    if idx.dtype == bool:
+        if idx.shape != (n_features,):
+            raise ValueError(f"a boolean kernel column mask must have length {n_features}, "
+                             f"got shape {idx.shape}")
+        return columns
+    if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"kernel columns must be a slice, a boolean mask or a non-empty list of "
+                         f"integer indices, got {columns!r}")
+    bad = idx[(idx >= n_features) | (idx < -n_features)]
+    if bad.size:
+        raise ValueError(f"kernel column index {int(bad[0])} is out of range: X has "
+                         f"{n_features} features (columns 0..{n_features - 1})")
+    return columns
 
 
 def _check_backend(backend):

@@ -10,12 +10,13 @@ Save with ``fig.savefig("out.png")``.
   against iterations and against time, several solvers on the same axes,
   log scale (the seeds' convergence figures, math.md §1.9, §2, §3);
 - :func:`plot_sweep`: score and certified gap against the swept parameter;
-- :func:`plot_kernel_weights`: bar chart of MKL kernel weights (math.md §5).
+- :func:`plot_kernel_weights`: bar chart of MKL kernel weights (math.md §5);
+- :func:`plot_topk_errors`: top-k test errors ± std of :func:`kernfw.evaluate`.
 """
 
 import numpy as np
 
-__all__ = ["plot_convergence", "plot_sweep", "plot_kernel_weights", "as_history"]
+__all__ = ["plot_convergence", "plot_sweep", "plot_kernel_weights", "plot_topk_errors", "as_history"]
 
 
 def _figure(nrows, ncols, width=4.2, height=3.2):
@@ -234,4 +235,36 @@ def plot_kernel_weights(weights, *, names=None, ax=None, title="kernel weights")
     ax.set_xticks(positions, labels=list(names), rotation=45 if weights.size > 8 else 0)
     ax.set_ylabel("weight")
     ax.set_title(f"{title} ({int(np.count_nonzero(weights))} of {weights.size} nonzero)")
+    return fig
+
+
+def plot_topk_errors(results, *, ax=None, title=None):
+    """Mean top-k test error ± one standard deviation against k, one line per method.
+
+    Parameters
+    ----------
+    results : EvaluationResults
+        The output of :func:`kernfw.evaluate`.
+    ax : matplotlib Axes or None
+        Axes to draw into (a new figure otherwise).
+    title : str or None
+        Axes title (default: the number of trials).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if ax is None:
+        fig, axes = _figure(1, 1)
+        ax = axes[0, 0]
+    else:
+        fig = ax.figure
+    mean, std = results.mean(), results.std()
+    for a, name in enumerate(results.methods):
+        ax.errorbar(results.ks, mean[a], yerr=std[a], marker="o", capsize=3, label=name)
+    ax.set_xlabel("k")
+    ax.set_ylabel("top-k test error")
+    ax.set_xticks(results.ks)
+    ax.set_title(title or f"top-k error, {results.n_trials} random splits")
+    ax.legend(fontsize="small")
     return fig

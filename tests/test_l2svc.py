@@ -254,7 +254,6 @@ def test_one_vs_one_problems_are_the_binary_ones_and_parallel_agrees():
     np.testing.assert_allclose(pair_decision, one.decision_function(Xt), atol=1e-10)
 
 
-@pytest.mark.slow
 def test_parallel_processes_give_the_sequential_model():
     X, y = load_iris(return_X_y=True)
     seq = L2SVC(C=1.0, tol=1e-8, multi_class="ovr").fit(X, y)
@@ -278,6 +277,7 @@ def test_precomputed_reads_only_support_columns():
 
 
 def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
+    import kernfw.estimators._base as base
     import kernfw.estimators.l2svc as module
     built = []
 
@@ -286,7 +286,7 @@ def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
         built.append(op)
         return op
 
-    monkeypatch.setattr(module, "make_operator", spy)
+    monkeypatch.setattr(base, "make_operator", spy)
     X, y = make_classification(n_samples=2100, n_features=5, random_state=0)
     with pytest.warns(ConvergenceWarning):
         clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)       # a 34 MB Gram: too big
@@ -317,10 +317,19 @@ def test_estimator_bad_parameters():
         L2SVC().fit(X, np.ones(20))
 
 
+# two checks turn the precomputed linear Gram indefinite (K − mean(K); K rounded to
+# integers): kernfw rejects an indefinite Gram with NotPSDError (its dual is not concave)
+_INDEFINITE_GRAM = dict.fromkeys(
+    ("check_positive_only_tag_during_fit", "check_estimators_dtypes"),
+    "the check passes an indefinite precomputed Gram (NotPSDError)")
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 # the precomputed checks use linear Grams of points near (100, 100) with random
 # labels: K̃ is so elongated that MFW converges slowly, hence the budget
 @parametrize_with_checks([L2SVC(), L2SVC(kernel="precomputed", max_iter=3000),
-                          L2SVC(multi_class="ovr")])
+                          L2SVC(multi_class="ovr")],
+                         expected_failed_checks=lambda est: (
+                             _INDEFINITE_GRAM if est.kernel == "precomputed" else {}))
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -8,7 +8,8 @@ from sklearn.svm import SVC
 
 from kernfw import LpMKLClassifier
 from kernfw.kernels import make_operator
-from kernfw.solvers.mkl_baselines import l1_mkl, lp_mkl, lp_update, uniform_mkl
+from kernfw.solvers.mkl.baselines import (lp_update, solve_l1_mkl, solve_lp_mkl,
+                                          solve_uniform_mkl)
 
 SPECS = ([("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(5)]
          + ["linear", ("poly", {"degree": 2})])
@@ -49,7 +50,7 @@ def test_lp_mkl_matches_cvxpy(problem, svm, p):
     from kernfw.reference import lp_mkl_reference
 
     K, y, grams = problem
-    res = lp_mkl(K, y, p, svm=svm, tol=1e-5, max_iter=300)
+    res = solve_lp_mkl(K, y, p, svm=svm, tol=1e-5, max_iter=300)
     ref = _reference(lp_mkl_reference, grams, y, p, svm=svm)
     assert res.converged
     _check(res, ref["value"])
@@ -63,7 +64,7 @@ def test_l1_mkl_is_cskl_with_t_one_and_matches_cvxpy(problem, svm):
     from kernfw.reference import cskl_reference, l1_mkl_reference
 
     K, y, grams = problem
-    res = l1_mkl(K, y, svm=svm, nu=0.3, tol=1e-5, max_iter=200)
+    res = solve_l1_mkl(K, y, svm=svm, nu=0.3, tol=1e-5, max_iter=200)
     ref = _reference(l1_mkl_reference, grams, y, svm=svm, nu=0.3)
     ref_t1 = _reference(cskl_reference, grams, y, 1.0, svm=svm, nu=0.3)
     assert ref["value"] == pytest.approx(ref_t1["value"], rel=1e-6)
@@ -73,7 +74,7 @@ def test_l1_mkl_is_cskl_with_t_one_and_matches_cvxpy(problem, svm):
 
 def test_uniform_is_one_svm_on_the_sum(problem):
     K, y, grams = problem
-    res = uniform_mkl(K, y, svm="c", inner_tol=1e-10)
+    res = solve_uniform_mkl(K, y, svm="c", inner_tol=1e-10)
     assert res.n_iter == 0 and res.gap == 0.0 and res.converged
     np.testing.assert_array_equal(res["gamma"], 1.0)
     model = SVC(C=1.0, kernel="precomputed", tol=1e-10).fit(sum(grams), y)
@@ -110,7 +111,7 @@ def test_lp_update_keeps_theta_without_signal():
 
 def test_lp_objective_decreases_monotonically(problem):
     K, y, _ = problem
-    res = lp_mkl(K, y, 2.0, svm="c", tol=1e-7, max_iter=50)
+    res = solve_lp_mkl(K, y, 2.0, svm="c", tol=1e-7, max_iter=50)
     J = res.history["primal"]
     assert np.all(np.diff(J) <= 1e-9 * abs(J[0]))
     assert res.history["gap"][-1] < res.history["gap"][0]
@@ -119,8 +120,8 @@ def test_lp_objective_decreases_monotonically(problem):
 def test_selected_kernel_counts(problem):
     """p > 1 uses every kernel; t = 1 (l1) is sparse here."""
     K, y, _ = problem
-    dense = lp_mkl(K, y, 2.0, svm="c")
-    sparse = l1_mkl(K, y, svm="c", tol=1e-5)
+    dense = solve_lp_mkl(K, y, 2.0, svm="c")
+    sparse = solve_l1_mkl(K, y, svm="c", tol=1e-5)
     assert np.count_nonzero(dense["gamma"]) == K.p
     assert np.count_nonzero(sparse["gamma"]) < K.p
 
@@ -128,11 +129,11 @@ def test_selected_kernel_counts(problem):
 def test_bad_input(problem):
     K, y, grams = problem
     with pytest.raises(ValueError, match="p must be"):
-        lp_mkl(K, y, 0.5)
+        solve_lp_mkl(K, y, 0.5)
     with pytest.raises(ValueError, match="empty kernel list"):
-        lp_mkl([], y, 2.0)
+        solve_lp_mkl([], y, 2.0)
     with pytest.raises(ValueError, match="svm"):
-        lp_mkl(K, y, 2.0, svm="hinge")
+        solve_lp_mkl(K, y, 2.0, svm="hinge")
     X, y = _data()
     with pytest.raises(ValueError, match="p"):
         LpMKLClassifier(SPECS, p=0.5).fit(X, y)

@@ -105,7 +105,6 @@ def test_lsfw_matches_cvxpy(loss_name, kind, sigma):
 
 
 @pytest.mark.cvxpy
-@pytest.mark.slow
 @pytest.mark.parametrize("loss_name, kind, sigma", ALL_CASES)
 def test_lsfw_matches_cvxpy_full_grid(loss_name, kind, sigma):
     check_against_reference(loss_name, kind, sigma)
@@ -163,23 +162,61 @@ def _random_feasible_iterate(problem, rng, steps=7):
     return At, problem.scores(At)
 
 
+def _best_step(dual_along):
+    """``argmax_{γ ∈ [0, 1]} D(γ)`` by bounded scalar search (independent of the solver)."""
+    best = minimize_scalar(lambda g: -dual_along(g), bounds=(0, 1), method="bounded",
+                           options={"xatol": 1e-12})
+    return best.x, -best.fun
+
+
 @pytest.mark.parametrize("kind", ["dense", "rbf"])
 @pytest.mark.parametrize("sigma", [0.0, 0.1])
 @pytest.mark.parametrize("name", ["max_hinge", "usunier", "weighted_topk"])
-def test_line_search_equals_numerical_maximization(name, sigma, kind, rng):
+def test_lsfw_step_maximizes_the_dual_along_the_fw_direction(name, sigma, kind, rng):
+    """The step LSFW takes (FullBatchFW.step) is the exact line search of §1.7."""
     problem = MulticlassDual(operator(kind), Y0, LOSSES[name], lam=LAM, smoothing=sigma)
     At, S = _random_feasible_iterate(problem, rng)
     U, _, _ = problem.direction(At, S)
-    gamma, dA, dS = problem.line_search(At, S, U)
+    dA = U - At
+    iterate = FullBatchFW(problem, At.copy(), S.copy())
+    gamma = iterate.step(1)
 
-    def neg_dual(g):
-        return -problem.dual(At + g * dA, S + g * dS)
+    def dual_along(g):  # scores recomputed from scratch, not the solver's update
+        return problem.dual(At + g * dA, problem.scores(At + g * dA))
 
-    best = minimize_scalar(neg_dual, bounds=(0, 1), method="bounded",
-                           options={"xatol": 1e-12})
-    assert abs(gamma - best.x) <= 1e-6
-    assert -neg_dual(gamma) >= -best.fun - 1e-12
-    assert 0 < gamma <= 1
+    best_x, best_value = _best_step(dual_along)
+    assert 0 < gamma <= 1 and abs(gamma - best_x) <= 1e-6
+    np.testing.assert_allclose(iterate.At, At + gamma * dA, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(iterate.S, problem.scores(iterate.At), rtol=1e-10, atol=1e-12)
+    assert problem.dual(iterate.At, iterate.S) >= best_value - 1e-12
+
+
+@pytest.mark.parametrize("kind", ["dense", "rbf"])
+@pytest.mark.parametrize("sigma", [0.0, 0.1])
+@pytest.mark.parametrize("name", ["max_hinge", "usunier", "weighted_topk"])
+def test_block_step_maximizes_the_dual_along_its_block(name, sigma, kind, rng):
+    """The block step BCFW takes (fw_block_step, §3.9 on §1's dual) is the exact
+    line search of the full dual restricted to the block direction."""
+    from kernfw.solvers.multiclass import fw_block_step
+
+    problem = MulticlassDual(operator(kind), Y0, LOSSES[name], lam=LAM, smoothing=sigma)
+    At, S = _random_feasible_iterate(problem, rng)
+    K_diag = problem.op.diag()
+    for i in rng.permutation(N)[:5]:
+        g = problem.C[i] + S[i] + sigma * At[i]
+        q = K_diag[i] / problem.scale + sigma
+        _, d = fw_block_step(problem.loss, g.copy(), At[i].copy(), Y0[i], q, gamma_std=1.0)
+        gamma, delta = fw_block_step(problem.loss, g.copy(), At[i].copy(), Y0[i], q)
+
+        def dual_along(t, i=i, d=d):
+            A = At.copy()
+            A[i] += t * d
+            return problem.dual(A, problem.scores(A))
+
+        best_x, best_value = _best_step(dual_along)
+        assert abs(gamma - best_x) <= 1e-6
+        np.testing.assert_allclose(delta, gamma * d, rtol=0, atol=1e-15)
+        assert dual_along(gamma) >= best_value - 1e-12
 
 
 # -- certificates and convergence ------------------------------------------------------------------
@@ -463,16 +500,24 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from kernfw import MultiClassSVM  # noqa: E402
 
 
+# two checks turn the precomputed linear Gram indefinite (K − mean(K); K rounded to
+# integers): kernfw rejects an indefinite Gram with NotPSDError (its dual is not concave)
+_INDEFINITE_GRAM = dict.fromkeys(
+    ("check_positive_only_tag_during_fit", "check_estimators_dtypes"),
+    "the check passes an indefinite precomputed Gram (NotPSDError)")
+
+
 @parametrize_with_checks([MultiClassSVM(max_iter=200, tol=1e-2),
                           MultiClassSVM(kernel="linear", solver="bcfw", max_iter=50, tol=1e-2),
-                          MultiClassSVM(kernel="precomputed", max_iter=200, tol=1e-2)])
+                          MultiClassSVM(kernel="precomputed", max_iter=200, tol=1e-2)],
+                         expected_failed_checks=lambda est: (
+                             _INDEFINITE_GRAM if est.kernel == "precomputed" else {}))
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
 
 
-@pytest.mark.slow
 def test_digits_rbf_max_hinge_accuracy():
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
@@ -582,7 +627,7 @@ def test_estimator_warns_and_returns_best_iterate():
 def test_verbose_and_sklearn_callbacks(capsys):
     MultiClassSVM(lam=0.5, verbose=1, tol=1e-3).fit(X0, Y0)
     assert "[MultiClassSVM] it" in capsys.readouterr().err
-    from sklearn.callback import ProgressBar
+    ProgressBar = pytest.importorskip("sklearn.callback").ProgressBar  # scikit-learn >= 1.9
     clf = MultiClassSVM(lam=0.5, tol=1e-3)
     clf.set_callbacks(ProgressBar())
     clf.fit(X0, Y0)

@@ -1,8 +1,13 @@
-"""What every kernfw estimator shares: progress reporting and the FW-run bridge.
+"""What every kernfw estimator shares: kernel input, progress, the FW-run bridge.
 
 Estimators never do math: they validate, build the operator, call a solver
-and store its :class:`~kernfw.fw.FWResult`.  This module holds the two
-pieces of glue they all need:
+and store its :class:`~kernfw.fw.FWResult`.  This module holds the glue they
+all need:
+
+- :class:`KernelInputMixin`: the kernel parameters (a spec, "precomputed" or
+  a ready operator), the training operator and support-only prediction;
+- :func:`resolve_lam` (λ = 1/(C·n)), :func:`solver_seed` (``random_state``
+  for the solvers) and :func:`resolve_deprecated` (renamed parameters);
 
 - :class:`FWEstimatorMixin` turns scikit-learn callbacks
   (``est.set_callbacks(ProgressBar())``, :mod:`sklearn.callback`) and
@@ -12,13 +17,29 @@ pieces of glue they all need:
 """
 
 import sys
-from numbers import Real
+import time
+from numbers import Integral, Real
 
-from sklearn.callback import CallbackSupportMixin
+import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import _num_samples, check_consistent_length, validate_data
 
-__all__ = ["FWEstimatorMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS", "resolve_lam",
-           "resolve_deprecated"]
+from ..kernels import GRAM_MAX_MB, make_operator
+from ..operators import KernelFunction, KernelOperator, PairwiseKernel
+
+try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
+    from sklearn.callback import CallbackSupportMixin, with_callbacks
+except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints progress
+    class CallbackSupportMixin:
+        """Stand-in for :class:`sklearn.callback.CallbackSupportMixin` (scikit-learn < 1.9)."""
+
+    def with_callbacks(fit):
+        """Stand-in for :func:`sklearn.callback.with_callbacks` (scikit-learn < 1.9)."""
+        return fit
+
+__all__ = ["FWEstimatorMixin", "KernelInputMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS",
+           "resolve_lam", "resolve_deprecated", "solver_seed", "accepts_kernel_operator",
+           "with_callbacks"]
 
 #: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
 #: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a
@@ -32,19 +53,48 @@ KERNEL_PARAMETER_CONSTRAINTS = {
 
 
 class ProgressPrinter:
-    """Print one line per certified iterate to ``stream`` (``verbose=1``)."""
+    """Print one line per certified iterate (``verbose=1`` and ``kernfw fit``'s progress).
 
-    def __init__(self, name, every=1, stream=None):
+    The one progress printer of the package: estimators use it for
+    ``verbose``; the command line wraps it in a scikit-learn callback
+    (:class:`kernfw.cli.report.LineProgress`) that passes ``min_interval``.
+
+    Parameters
+    ----------
+    name : str
+        Prefix of every line (the estimator's class name).
+    every : int, default=1
+        Print every ``every``-th call.
+    stream : file-like or None, default=None
+        Where to print (None: ``sys.stderr`` at the time of printing).
+    min_interval : float, default=0.0
+        Seconds that must pass since the previous line (or since the
+        printer was created) before a new line is printed, so short fits
+        print nothing.
+    """
+
+    def __init__(self, name, every=1, stream=None, min_interval=0.0):
         self.name, self.every = name, max(int(every), 1)
-        self.stream = stream or sys.stderr
+        self.stream = stream
+        self.min_interval = float(min_interval)
         self.calls = 0
+        self._last = time.perf_counter()
+
+    def format(self, row):
+        """The line of one history row (``iteration``, ``primal``, ``gap``, ``time``,
+        and ``dual`` when present)."""
+        dual = f"  dual {row['dual']:.6g}" if "dual" in row else ""
+        return (f"[{self.name}] iteration {int(row['iteration']):7d}  primal {row['primal']:.6g}"
+                f"{dual}  gap {row['gap']:.3e}  ({row['time']:.2f}s)")
 
     def __call__(self, row):
-        if self.calls % self.every == 0:
-            print(f"[{self.name}] it {int(row['iteration']):6d}  "
-                  f"primal {row['primal']:.6g}  dual {row['dual']:.6g}  "
-                  f"gap {row['gap']:.3e}  ({row['time']:.2f}s)", file=self.stream)
+        """Print ``row`` if it is due; return False (never asks the loop to stop)."""
+        now = time.perf_counter()
+        due = self.calls % self.every == 0 and now - self._last >= self.min_interval
         self.calls += 1
+        if due:
+            self._last = now
+            print(self.format(row), file=self.stream or sys.stderr, flush=True)
         return False
 
 
@@ -93,14 +143,188 @@ class FWEstimatorMixin(CallbackSupportMixin):
             ctx.call_on_fit_task_end(estimator=self)
 
     def _store_result(self, result):
-        """Copy the certificate and history of an FWResult into fitted attributes."""
-        self.n_iter_ = int(result.n_iter)
-        self.duality_gap_ = float(result.gap)
-        self.primal_objective_ = float(result.primal)
-        self.dual_objective_ = float(result.dual)
-        self.converged_ = bool(result.converged)
-        self.history_ = result.history
-        self.fit_time_ = float(result.time)
+        """Copy the certificate and history of a run into fitted attributes.
+
+        The only writer of ``n_iter_``, ``duality_gap_``, ``primal_objective_``,
+        ``dual_objective_``, ``converged_``, ``history_`` and ``fit_time_``.
+
+        Parameters
+        ----------
+        result : FWResult or sequence of FWResult
+            One run: scalar attributes.  Several independent runs (the binary
+            problems of a one-vs-one or one-vs-rest model): one array entry per
+            run, ``fit_time_`` their total, and ``history_`` one dict whose
+            arrays are the runs' histories concatenated, with a ``problem``
+            column (the run's position) first.
+        """
+        if not isinstance(result, (list, tuple)):
+            self.n_iter_ = int(result.n_iter)
+            self.duality_gap_ = float(result.gap)
+            self.primal_objective_ = float(result.primal)
+            self.dual_objective_ = float(result.dual)
+            self.converged_ = bool(result.converged)
+            self.history_ = result.history
+            self.fit_time_ = float(result.time)
+            return
+        if len(result) == 1:
+            return self._store_result(result[0])
+        results = list(result)
+        self.n_iter_ = np.array([int(r.n_iter) for r in results])
+        self.duality_gap_ = np.array([float(r.gap) for r in results])
+        self.primal_objective_ = np.array([float(r.primal) for r in results])
+        self.dual_objective_ = np.array([float(r.dual) for r in results])
+        self.converged_ = np.array([bool(r.converged) for r in results])
+        self.fit_time_ = float(sum(r.time for r in results))
+        self.history_ = _concatenate_histories([r.history for r in results])
+
+
+def _concatenate_histories(histories):
+    """One history dict from several: the columns they share, stacked, after a
+    ``problem`` column holding each row's run index."""
+    keys = [k for k in histories[0] if all(k in h for h in histories[1:])]
+    lengths = [len(np.atleast_1d(h[keys[0]])) if keys else 0 for h in histories]
+    out = {"problem": np.repeat(np.arange(len(histories)), lengths)}
+    for key in keys:
+        out[key] = np.concatenate([np.atleast_1d(np.asarray(h[key])) for h in histories])
+    return out
+
+
+def solver_seed(random_state):
+    """The one conversion of an estimator's ``random_state`` for the solvers.
+
+    The solvers seed :func:`numpy.random.default_rng`, which takes None, an
+    int or a :class:`numpy.random.Generator`; a legacy
+    :class:`numpy.random.RandomState` (what scikit-learn's ``random_state``
+    also allows) is turned into an int drawn from it, so it advances as
+    scikit-learn users expect.
+
+    Parameters
+    ----------
+    random_state : None, int, RandomState or Generator
+        The estimator's parameter.
+
+    Returns
+    -------
+    None, int or Generator
+    """
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    raise ValueError(f"random_state must be None, an int, a RandomState or a Generator; got "
+                     f"{random_state!r}")
+
+
+def accepts_kernel_operator(estimator):
+    """Whether ``estimator`` takes a ready :class:`~kernfw.operators.KernelOperator`
+    as ``kernel=`` (so :func:`kernfw.sweep` can share one operator between fits).
+
+    Reads the estimator tag ``_accepts_kernel_operator``, a class attribute set
+    by :class:`KernelInputMixin`; any other estimator is False.
+    """
+    if not getattr(type(estimator), "_accepts_kernel_operator", False):
+        return False
+    return "kernel" in estimator.get_params(deep=False)
+
+
+class KernelInputMixin:
+    """Kernel input and support-only prediction shared by the single-kernel estimators.
+
+    ``kernel`` is an SVC-style spec (with ``gamma``, ``degree``, ``coef0`` and
+    ``cache_size`` parameters), "precomputed" or a ready
+    :class:`~kernfw.operators.KernelOperator` on the training points.
+    :meth:`_validate_training_data` returns the training operator; after
+    ``fit`` sets ``support_``, :meth:`_set_predictor` keeps only what
+    prediction needs (the support points: their kernel is all that is ever
+    evaluated), and :meth:`_support_kernel` returns ``k(X_new, x_j)`` for
+    ``j`` in ``support_`` — an (n_new, 0) array when the support is empty
+    (the zero model), never an error.
+
+    Subclasses may override :meth:`_gram_max_mb` (the largest Gram matrix, in
+    MB, precomputed for the training points).
+    """
+
+    #: estimator tag read by :func:`accepts_kernel_operator`
+    _accepts_kernel_operator = True
+
+    def _kernel_is_operator(self):
+        return isinstance(self.kernel, KernelOperator)
+
+    def _kernel_is_precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    def _gram_max_mb(self, X):
+        """Largest n × n Gram (MB) that ``make_operator`` precomputes for ``X``."""
+        return GRAM_MAX_MB
+
+    def _validate_training_data(self, X, y=None):
+        """Validated ``(X, y)`` and the training kernel operator."""
+        if self._kernel_is_operator():
+            op = self.kernel
+            n = op.n if X is None else _num_samples(X)
+            if n != op.n:
+                raise ValueError(f"X has {n} samples but the kernel operator has n={op.n}")
+            if y is not None:
+                y = np.asarray(y)
+                check_consistent_length(np.empty(op.n), y)
+            return X, y, op
+        kwargs = {"dtype": (np.float64, np.float32)}
+        if not self._kernel_is_precomputed():
+            kwargs["accept_sparse"] = ("csr", "csc")
+        if y is None:
+            X = validate_data(self, X, **kwargs)
+        else:
+            X, y = validate_data(self, X, y, **kwargs)
+        if self._kernel_is_precomputed() and X.shape[0] != X.shape[1]:
+            raise ValueError(f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}")
+        op = make_operator(X, self.kernel, self.gamma, self.degree, self.coef0,
+                           cache_size=self.cache_size, gram_max_mb=self._gram_max_mb(X))
+        return X, y, op
+
+    def _set_predictor(self, X, op):
+        """Keep the kernel on the support points only (``support_`` must be set)."""
+        self._predict_op = None
+        if self._kernel_is_operator():
+            self._predict_op = op
+        elif not self._kernel_is_precomputed():
+            self.support_vectors_ = X[self.support_]
+            kernel = getattr(op, "kernel", None)
+            if self.support_.size == 0:
+                self._predict_op = None
+            elif isinstance(kernel, PairwiseKernel):   # no Gram block of the support needed
+                self._predict_op = KernelFunction(self.support_vectors_, kernel, cache_size=0,
+                                                  check=False)
+            else:
+                self._predict_op = op.subset(self.support_)
+
+    def _new_input(self, X):
+        """Validate prediction input: features, a test Gram (n_new, n_train), or as is
+        for an operator kernel (its ``cross`` checks it)."""
+        if self._kernel_is_operator():
+            return X
+        if self._kernel_is_precomputed():
+            return validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
+        return validate_data(self, X, accept_sparse=("csr", "csc"),
+                             dtype=(np.float64, np.float32), reset=False)
+
+    def _support_kernel(self, X):
+        """``k(x, x_j)`` for validated rows ``X`` (see :meth:`_new_input`) and ``j`` in
+        ``support_``, shape (n_new, n_SV); a test Gram is only read at those columns."""
+        if self.support_.size == 0:
+            return np.zeros((_num_samples(X), 0))
+        if self._kernel_is_operator():
+            return self._predict_op.cross(X, self.support_)
+        if self._kernel_is_precomputed():
+            return X[:, self.support_]
+        return self._predict_op.cross(X)
+
+    def _kernel_tags(self, tags):
+        """Set the input tags: pairwise for a precomputed Gram, sparse for a kernel spec."""
+        tags.input_tags.pairwise = self._kernel_is_precomputed()
+        tags.input_tags.sparse = not (self._kernel_is_precomputed() or self._kernel_is_operator())
+        return tags
 
 
 def resolve_lam(C, lam, n_samples):

@@ -1,6 +1,10 @@
 """Multiple kernel learning classifiers: CSKL, lp-MKL and online MKL (math.md §4–§5).
 
-All three take ``kernels``, either
+All three take ``kernel`` (formerly ``kernels``, a deprecated alias), either
+
+- None (the default): the kernel family of :func:`default_kernels` — RBF at
+  ``γ ∈ {0.1, 1, 10}·γ_scale`` (``γ_scale = 1/(d·Var X)``, SVC's "scale"), the
+  linear kernel and the degree-2 polynomial ``(γ_scale x·x' + 1)²``;
 
 - a list of kernel specs, each computed from ``X`` in ``fit``: a name
   (``"rbf"``, ``"linear"``, ``"poly"``, ...; SVC-style defaults such as
@@ -22,8 +26,9 @@ training statistics.
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.callback import with_callbacks
+from ._base import with_callbacks
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
@@ -31,17 +36,41 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .._validation import check_gram
 from ..kernels import make_operator
 from ..operators import Gram, MultiKernel, normalize
-from ..solvers.capped_simplex import check_t
-from ..solvers.cskl import WEIGHT_UPDATES, cskl
-from ..solvers.mkl_baselines import lp_mkl
-from ..solvers.mkl_svm import MULTI_CLASS, SVM_KINDS, decision_values, support_of
-from ..solvers.online_mkl import online_mkl
-from ._base import FWEstimatorMixin
+from ..operators.pairwise import resolve_gamma
+from ..solvers.mkl.baselines import solve_lp_mkl
+from ..solvers.mkl.capped_simplex import check_t
+from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
+from ..solvers.mkl.inner_svm import MULTI_CLASS, SVM_KINDS, support_of
+from ..solvers.mkl.online import solve_online_mkl
+from ._base import FWEstimatorMixin, resolve_deprecated
 
-__all__ = ["CSKLClassifier", "LpMKLClassifier", "OnlineMKLClassifier"]
+__all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
 
 #: the normalization applied to every kernel (math.md §5.1)
 NORMALIZATION = "trace"
+#: multiples of SVC's γ_scale of the default RBF kernels
+DEFAULT_RBF_FACTORS = (0.1, 1.0, 10.0)
+
+
+def default_kernels(X):
+    """The kernel family used when ``kernel=None``: 5 specs on all features of ``X``.
+
+    RBF kernels ``exp(−γ‖x − x'‖²)`` at ``γ = f·γ_scale`` for ``f`` in
+    :data:`DEFAULT_RBF_FACTORS` (``γ_scale = 1/(d·Var X)``, as ``SVC(gamma="scale")``),
+    the linear kernel ``x·x'`` and the polynomial ``(γ_scale x·x' + 1)²``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Training features.
+
+    Returns
+    -------
+    list of kernel specs
+    """
+    scale = resolve_gamma("scale", X)
+    return ([("rbf", {"gamma": f * scale}) for f in DEFAULT_RBF_FACTORS]
+            + ["linear", ("poly", {"degree": 2, "gamma": scale, "coef0": 1.0})])
 
 
 def _gram_list(X, name="X"):
@@ -55,22 +84,51 @@ def _gram_list(X, name="X"):
         )
     if len(X) == 0:
         raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
-    return [np.asarray(G, dtype=np.float64) for G in X]
+    out = []
+    for j, G in enumerate(X):
+        if sp.issparse(G):                      # Gram matrices are dense n × n anyway
+            G = G.toarray()
+        try:
+            G = np.asarray(G, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"Gram matrix {j} of {name} is not a numeric 2-D array "
+                             f"({exc})") from None
+        if G.ndim != 2:
+            raise ValueError(f"Gram matrix {j} of {name} must be 2-D, got shape {G.shape}")
+        out.append(G)
+    return out
 
 
 class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
     """Kernel building, validation and prediction shared by the MKL classifiers."""
 
     _parameter_constraints = {
-        "kernels": [list, tuple, StrOptions({"precomputed"})],
+        "kernel": [None, list, tuple, StrOptions({"precomputed"})],
+        "kernels": [list, tuple, StrOptions({"precomputed", "deprecated"})],
         "verbose": ["verbose"],
     }
 
+    def _kernel_param(self):
+        """``kernel``, or the deprecated ``kernels`` when it is set (no warning)."""
+        old = getattr(self, "kernels", "deprecated")
+        return self.kernel if isinstance(old, str) and old == "deprecated" else old
+
     def _is_precomputed(self):
-        return isinstance(self.kernels, str) and self.kernels == "precomputed"
+        kernel = self._kernel_param()
+        return isinstance(kernel, str) and kernel == "precomputed"
 
     def _training_kernels(self, X, y):
         """``(MultiKernel of normalized kernels, labels)`` from the training input."""
+        mk, y, _ = self._training_data(X, y)
+        return mk, y
+
+    def _training_data(self, X, y, default=default_kernels):
+        """``(MultiKernel or None, labels, validated features or None)`` for ``fit``.
+
+        ``kernel=None`` takes the specs ``default(X)``; an empty list gives no
+        MultiKernel (None) when ``default`` allows it (feature groups only).
+        """
+        resolve_deprecated(self, "kernels", "kernel")          # FutureWarning if used
         if self._is_precomputed():
             grams = _gram_list(X)
             ops = [normalize(Gram(check_gram(G, name=f"Gram matrix {j}"), check=False),
@@ -80,16 +138,18 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             if y.shape[0] != mk.n:
                 raise ValueError(f"y has {y.shape[0]} labels but the Gram matrices are "
                                  f"{mk.n} x {mk.n}")
+            X = None
         else:
-            specs = list(self.kernels)
-            if not specs:
+            X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
+            kernel = self._kernel_param()
+            specs = default(X) if kernel is None else list(kernel)
+            if not specs and (kernel is not None or default is default_kernels):
                 raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 "
                                  "kernels")
-            X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
             mk = MultiKernel([make_operator(X, spec, normalization=NORMALIZATION)
-                              for spec in specs])
+                              for spec in specs]) if specs else None
         check_classification_targets(y)
-        return mk, y
+        return mk, y, X
 
     def _test_kernels(self, X):
         """The input of ``cross`` on the support: test Grams restricted to ``support_``."""
@@ -131,14 +191,15 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.n_train_ = mk.n
         self.kernel_weights_ = sol["gamma"]
         self.selected_kernels_ = np.flatnonzero(sol["gamma"] > 0)
+        self.n_active_groups_ = int(self.selected_kernels_.size)
         self.objective_ = float(result.primal)
         self.kernel_scores_ = sol["d"]
-        self._svm_solution = sol["svm"]
         self.support_ = support_of(sol["coef"])
         self.dual_coef_ = sol["coef"][:, self.support_]
         self.intercept_ = sol["intercept"]
         self.n_support_ = np.bincount(np.searchsorted(self.classes_, y[self.support_]),
                                       minlength=self.classes_.size)
+        self.__dict__.pop("svm_", None)           # a refit without one-vs-one drops it
         if sol["svm"].model is not None:
             self.svm_ = sol["svm"].model
         self._predict_op = mk.with_weights(self.kernel_weights_).subset(self.support_)
@@ -157,7 +218,12 @@ class _WeightedSVMClassifier(_MKLClassifier):
         """
         check_is_fitted(self)
         K = self._predict_op.cross(self._test_kernels(X))
-        return decision_values(self._svm_solution, K)
+        if hasattr(self, "svm_"):                  # libsvm's one-vs-one model on K_γ
+            full = np.zeros((K.shape[0], self.n_train_))
+            full[:, self.support_] = K
+            return self.svm_.decision_function(full)
+        scores = np.asarray(K) @ self.dual_coef_.T + self.intercept_
+        return scores[:, 0] if scores.shape[1] == 1 else scores
 
 
 class CSKLClassifier(_WeightedSVMClassifier):
@@ -178,9 +244,11 @@ class CSKLClassifier(_WeightedSVMClassifier):
 
     Parameters
     ----------
-    kernels : list of kernel specs or "precomputed"
-        See :mod:`kernfw.estimators.mkl` (``("rbf", {"gamma": 0.1, "columns":
-        slice(0, 32)})`` restricts a kernel to feature columns).
+    kernel : None, list of kernel specs or "precomputed", default=None
+        The base kernels; None is the family of :func:`default_kernels` (RBF at
+        three widths, linear, quadratic).  See :mod:`kernfw.estimators.mkl`
+        (``("rbf", {"gamma": 0.1, "columns": slice(0, 32)})`` restricts a kernel
+        to feature columns).
     t : float in (0, p], default=1.0
         Sum of the weights (the sparsity budget).
     C : float, default=1.0
@@ -212,6 +280,8 @@ default="projected_gradient"
         of classes (``svm="c"`` only, libsvm's own one-vs-one), all sharing
         ``γ``; the weights follow the sum over the binary problems of ``J``
         (and of ``d_j``).
+    kernels : deprecated
+        Former name of ``kernel``.
 
     Attributes
     ----------
@@ -219,6 +289,8 @@ default="projected_gradient"
         ``γ``.
     selected_kernels_ : ndarray of int
         Indices ``j`` with ``γ_j > 0``.
+    n_active_groups_ : int
+        Their number (the ``n_active`` column of :func:`kernfw.sweep`).
     objective_ : float
         ``J(γ)`` (math.md §5.2; summed over binary problems).
     duality_gap_ : float
@@ -273,9 +345,10 @@ default="projected_gradient"
         "multi_class": [StrOptions(set(MULTI_CLASS))],
     }
 
-    def __init__(self, kernels, t=1.0, C=1.0, nu=0.5, svm="l2",
+    def __init__(self, kernel=None, t=1.0, C=1.0, nu=0.5, svm="l2",
                  weight_update="projected_gradient", exact=False, tol=1e-3, max_iter=100,
-                 verbose=0, multi_class="ovr"):
+                 verbose=0, multi_class="ovr", kernels="deprecated"):
+        self.kernel = kernel
         self.kernels = kernels
         self.t = t
         self.C = C
@@ -306,7 +379,7 @@ default="projected_gradient"
         check_t(self.t, mk.p)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
-            result = cskl(mk, y, self.t, svm=self.svm, C=self.C, nu=self.nu,
+            result = solve_cskl(mk, y, self.t, svm=self.svm, C=self.C, nu=self.nu,
                           multi_class=self.multi_class, weight_update=self.weight_update,
                           exact=self.exact, tol=self.tol, max_iter=self.max_iter,
                           callback=callback)
@@ -328,7 +401,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
 
     Parameters
     ----------
-    kernels : list of kernel specs or "precomputed"
+    kernel : None, list of kernel specs or "precomputed", default=None
         As :class:`CSKLClassifier`.
     p : float >= 1, default=2.0
         The norm on the weights.
@@ -342,6 +415,8 @@ class LpMKLClassifier(_WeightedSVMClassifier):
     verbose : int, default=0
     multi_class : {"ovr", "ovo"}, default="ovr"
         As :class:`CSKLClassifier`.
+    kernels : deprecated
+        Former name of ``kernel``.
 
     Attributes
     ----------
@@ -370,8 +445,9 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         "multi_class": [StrOptions(set(MULTI_CLASS))],
     }
 
-    def __init__(self, kernels, p=2.0, C=1.0, svm="l2", nu=0.5, tol=1e-3, max_iter=100,
-                 verbose=0, multi_class="ovr"):
+    def __init__(self, kernel=None, p=2.0, C=1.0, svm="l2", nu=0.5, tol=1e-3, max_iter=100,
+                 verbose=0, multi_class="ovr", kernels="deprecated"):
+        self.kernel = kernel
         self.kernels = kernels
         self.p = p
         self.C = C
@@ -389,7 +465,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         mk, y = self._training_kernels(X, y)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
-            result = lp_mkl(mk, y, self.p, svm=self.svm, C=self.C, nu=self.nu,
+            result = solve_lp_mkl(mk, y, self.p, svm=self.svm, C=self.C, nu=self.nu,
                             multi_class=self.multi_class, tol=self.tol,
                             max_iter=self.max_iter, callback=callback)
         finally:
@@ -398,138 +474,10 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         return self
 
 
-class OnlineMKLClassifier(_MKLClassifier):
-    """Online MKL with the squared ℓ2,1 norm (seed 003, Martins et al.; math.md §4).
+def __getattr__(name):
+    """``OnlineMKLClassifier`` lives in :mod:`kernfw.estimators.online_mkl` (old import path)."""
+    if name == "OnlineMKLClassifier":
+        from .online_mkl import OnlineMKLClassifier
 
-    Multi-class structured hinge with one parameter block per kernel,
-    ``F(θ) = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i max_y [ℓ(y, y_i) + f(x_i, y) − f(x_i, y_i)]``,
-    trained by the kernelized online proximal (Fobos) algorithm: a
-    subgradient step per example, then the prox of the squared ℓ2,1 norm
-    (which switches whole kernels off) and optionally a ball projection.
-    Kernel weights ``β_k = ‖θ_k‖ / Σ_l ‖θ_l‖``.  No certified gap: the batch
-    objective ``F`` is recorded once per epoch in ``history_``.
-
-    Parameters
-    ----------
-    kernels : list of kernel specs or "precomputed"
-        As :class:`CSKLClassifier`.
-    lam : float, default=1e-2
-        ``λ``.
-    eta : float, default=1.0
-        Initial learning rate ``η_0`` (``η_t = η_0/√t``).
-    n_epochs : int, default=10
-        Passes over the training set.
-    radius : None, "auto" or float, default=None
-        Projection on the ball ``‖θ‖ ≤ radius`` after each step ("auto":
-        ``sqrt(2/λ)``, which contains the optimum).
-    random_state : int, Generator or None, default=None
-        Order of the examples in each epoch.
-    verbose : int, default=0
-
-    Attributes
-    ----------
-    kernel_weights_ : ndarray of shape (p,)
-        ``β``.
-    selected_kernels_ : ndarray of int
-        Kernels with ``β_k > 0``.
-    group_norms_ : ndarray of shape (p,)
-        ``‖θ_k‖``.
-    objective_ : float
-        Batch objective ``F`` after the last epoch.
-    duality_gap_ : float
-        ``inf`` (this method certifies nothing).
-    history_ : dict of arrays
-        One row per epoch (row 0: ``θ = 0``): ``primal`` (F), ``mistakes``,
-        ``active_groups``.
-    support_ : ndarray of int
-        Training points of the stored support pairs.
-    dual_coef_ : ndarray of shape (p, n_SV, m)
-        Per-kernel coefficients: ``f(x, y) = Σ_k Σ_s dual_coef_[k, s, y] k_k(x_s, x)``.
-    classes_, n_kernels_, n_iter_, fit_time_, n_features_in_
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from kernfw import OnlineMKLClassifier
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(90, 4)); y = (X[:, 0] > 0).astype(int) + (X[:, 0] > 1)
-    >>> kernels = [("linear", {"columns": [j]}) for j in range(4)]
-    >>> clf = OnlineMKLClassifier(kernels, lam=0.05, n_epochs=20, random_state=0).fit(X, y)
-    >>> int(np.argmax(clf.kernel_weights_))
-    0
-    """
-
-    _parameter_constraints = {
-        **_MKLClassifier._parameter_constraints,
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "eta": [Interval(Real, 0, None, closed="neither")],
-        "n_epochs": [Interval(Integral, 1, None, closed="left")],
-        "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-    }
-
-    def __init__(self, kernels, lam=1e-2, eta=1.0, n_epochs=10, radius=None,
-                 random_state=None, verbose=0):
-        self.kernels = kernels
-        self.lam = lam
-        self.eta = eta
-        self.n_epochs = n_epochs
-        self.radius = radius
-        self.random_state = random_state
-        self.verbose = verbose
-
-    @with_callbacks
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Run ``n_epochs`` passes of the online algorithm.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
-        y : array-like of shape (n,)
-
-        Returns
-        -------
-        self
-        """
-        mk, y = self._training_kernels(X, y)
-        random_state = self.random_state
-        if isinstance(random_state, np.random.RandomState):
-            random_state = random_state.randint(2**31)
-        callback = self._fw_callback(self.n_epochs, X, y)
-        try:
-            result = online_mkl(mk, y, lam=self.lam, eta0=self.eta, n_epochs=self.n_epochs,
-                                radius=self.radius, random_state=random_state,
-                                callback=callback)
-        finally:
-            self._end_callbacks()
-        sol = result.solution
-        self._store_result(result)
-        self.classes_ = sol["classes"]
-        self.n_kernels_ = mk.p
-        self.n_train_ = mk.n
-        self.kernel_weights_ = sol["beta"]
-        self.group_norms_ = sol["norms"]
-        self.selected_kernels_ = np.flatnonzero(sol["beta"] > 0)
-        self.objective_ = float(result.primal)
-        self.support_ = sol["support"]
-        self.dual_coef_ = sol["coef"]
-        self._predict_op = mk.subset(self.support_)
-        return self
-
-    def scores(self, X):
-        """``f(x, y) = Σ_k f_k(x, y)`` for every class, shape (n_test, m)."""
-        check_is_fitted(self)
-        X = self._test_kernels(X)
-        inputs = X if isinstance(X, list) else [X] * self.n_kernels_
-        out = np.zeros((inputs[0].shape[0], self.classes_.size))
-        if self.support_.size == 0:
-            return out
-        for k, (op, x) in enumerate(zip(self._predict_op.operators, inputs)):
-            out += op.cross(x) @ self.dual_coef_[k]
-        return out
-
-    def decision_function(self, X):
-        """Scores: ``f(x, classes_[1]) − f(x, classes_[0])`` for two classes, else (n, m)."""
-        s = self.scores(X)
-        return s[:, 1] - s[:, 0] if s.shape[1] == 2 else s
+        return OnlineMKLClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

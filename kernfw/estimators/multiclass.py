@@ -4,24 +4,19 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.callback import with_callbacks
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (_num_samples, check_consistent_length, check_is_fitted,
-                                      validate_data)
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..kernels import make_operator
 from ..losses import LOSSES, make_loss
-from ..operators import KernelOperator
 from ..solvers.multiclass import SOLVERS, solve_multiclass
-from ._base import FWEstimatorMixin
+from ._base import FWEstimatorMixin, KernelInputMixin, solver_seed, with_callbacks
 
 __all__ = ["MultiClassSVM"]
 
 
-class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
+class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
     """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
 
     Minimizes ``P(W) = λ/2 ‖W‖² + (1/n) Σ_i Φ(s_i; y_i)`` (scores ``s_i = Wᵀφ(x_i)``,
@@ -171,31 +166,6 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         self.shrinking = shrinking
 
     # -- input ---------------------------------------------------------------------------
-    def _kernel_is_operator(self):
-        return isinstance(self.kernel, KernelOperator)
-
-    def _validate_training_data(self, X, y):
-        """Validated ``(X, y)`` and the training kernel operator."""
-        if self._kernel_is_operator():
-            op = self.kernel
-            n = op.n if X is None else _num_samples(X)
-            if n != op.n:
-                raise ValueError(f"X has {n} samples but the kernel operator has n={op.n}")
-            y = np.asarray(y)
-            check_consistent_length(np.empty(op.n), y)
-            return X, y, op
-        if isinstance(self.kernel, str) and self.kernel == "precomputed":
-            X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(f"kernel='precomputed' needs a square Gram matrix, "
-                                 f"got shape {X.shape}")
-        else:
-            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
-                                 dtype=(np.float64, np.float32))
-        op = make_operator(X, self.kernel, self.gamma, self.degree, self.coef0,
-                           cache_size=self.cache_size)
-        return X, y, op
-
     def _warm_start_point(self, loss, classes, n):
         if not (self.warm_start and hasattr(self, "dual_coef_")):
             return None
@@ -232,14 +202,13 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         if self.solver == "pg" and self.smoothing > 0:
             raise ValueError("solver='pg' is defined for smoothing=0 only")
         A_init = self._warm_start_point(loss, classes, op.n)
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
             result = solve_multiclass(
                 op, y_enc, loss=loss, lam=self.lam, smoothing=self.smoothing,
                 solver=self.solver, n_classes=classes.size, A_init=A_init, tol=self.tol,
                 max_iter=self.max_iter, max_time=self.max_time, check_every=self.check_every,
-                callback=callback, random_state=seed, shrinking=self.shrinking)
+                callback=callback, random_state=solver_seed(self.random_state), shrinking=self.shrinking)
         finally:
             self._end_callbacks()
         self._store_result(result)
@@ -251,17 +220,15 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
     def _set_model(self, A, X, op):
         """Store ``dual_coef_`` and what prediction needs (only support points)."""
         scale = self.lam * op.n
-        self.__dict__.pop("coef_", None)
+        for stale in ("coef_", "support_vectors_", "_predict_op"):
+            self.__dict__.pop(stale, None)
         self.dual_coef_ = A
         self.support_ = np.flatnonzero(np.any(A != 0, axis=0))
         self._support_coef = A[:, self.support_].T / scale       # (|support|, m)
-        self._predict_op = None
         if isinstance(self.kernel, str) and self.kernel == "linear":
             self.coef_ = np.asarray(safe_sparse_dot(A, X, dense_output=True)) / scale
-        elif self._kernel_is_operator():
-            self._predict_op = op
-        elif not (isinstance(self.kernel, str) and self.kernel == "precomputed"):
-            self._predict_op = op.subset(self.support_)
+        else:
+            self._set_predictor(X, op)
 
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):
@@ -286,14 +253,7 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             X = validate_data(self, X, accept_sparse=("csr", "csc"),
                               dtype=(np.float64, np.float32), reset=False)
             return np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True))
-        if self._predict_op is None:                       # precomputed Gram
-            K = validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
-            return K[:, self.support_] @ self._support_coef
-        if self._kernel_is_operator():
-            return self._predict_op.cross(X, self.support_) @ self._support_coef
-        X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                          dtype=(np.float64, np.float32), reset=False)
-        return self._predict_op.cross(X) @ self._support_coef
+        return self._support_kernel(self._new_input(X)) @ self._support_coef
 
     def predict(self, X):
         """Labels ``classes_[argmax_j s_j(x)]`` (ties: the first class)."""
@@ -314,8 +274,4 @@ class MultiClassSVM(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         return self.classes_[order[:, :k]]
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        precomputed = isinstance(self.kernel, str) and self.kernel == "precomputed"
-        tags.input_tags.pairwise = precomputed
-        tags.input_tags.sparse = not precomputed and not self._kernel_is_operator()
-        return tags
+        return self._kernel_tags(super().__sklearn_tags__())

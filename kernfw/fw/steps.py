@@ -1,8 +1,14 @@
-"""Step-size rules shared by the Frank-Wolfe solvers."""
+"""Step-size rules shared by the Frank-Wolfe solvers.
+
+:func:`quadratic_step`, :func:`standard_step` and :func:`block_standard_step`
+are plain scalar functions that compiled backends reuse as they are
+(``numba.njit(quadratic_step)``), so every solver takes its steps from here.
+"""
 
 import math
 
-__all__ = ["quadratic_step", "standard_step", "away_step_max", "armijo_step"]
+__all__ = ["quadratic_step", "standard_step", "block_standard_step", "away_step_max",
+           "armijo_step"]
 
 
 def quadratic_step(slope, curvature, step_max=1.0):
@@ -29,6 +35,19 @@ def quadratic_step(slope, curvature, step_max=1.0):
 def standard_step(t):
     """The agnostic step ``γ_t = 2 / (t + 2)``, ``t = 0, 1, …`` (first step 1)."""
     return 2.0 / (t + 2.0)
+
+
+def block_standard_step(k, n):
+    """The agnostic block step ``γ_k = 2n / (k + 2n)`` of block-coordinate FW.
+
+    Parameters
+    ----------
+    k : int
+        Block steps taken so far over the whole run (``k = 0, 1, …``; first step 1).
+    n : int
+        Number of blocks ``n``.
+    """
+    return 2.0 * n / (k + 2.0 * n)
 
 
 def away_step_max(weight):
@@ -85,3 +104,12 @@ def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0
             best = (tau, trial)
         tau *= shrink
     return best
+
+
+def block_standard_step(k, n_blocks):
+    """The agnostic block-coordinate step ``γ_k = 2n / (k + 2n)`` (BCFW, ``k = 0, 1, …``).
+
+    ``k`` counts block steps over the whole run and ``n`` is the number of
+    blocks; the first step is 1 (Lacoste-Julien et al., 2013, Algorithm 3).
+    """
+    return 2.0 * n_blocks / (k + 2.0 * n_blocks)

@@ -5,6 +5,7 @@ from .combination import MultiKernel
 from .features import Features
 from .function import KernelFunction
 from .gram import Gram
+from .l2svm import L2SVMKernel
 from .normalized import Normalized, normalize
 from .pairwise import PairwiseKernel
 
@@ -13,6 +14,7 @@ __all__ = [
     "Gram",
     "Features",
     "KernelFunction",
+    "L2SVMKernel",
     "MultiKernel",
     "Normalized",
     "PairwiseKernel",

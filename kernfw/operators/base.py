@@ -8,10 +8,39 @@ a weighted sum of kernels.
 """
 
 from abc import ABC, abstractmethod
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["KernelOperator", "as_index", "check_block"]
+__all__ = ["KernelOperator", "CompiledView", "ArraySlot", "as_index", "check_block"]
+
+
+class CompiledView(NamedTuple):
+    """The arrays behind an operator, for code that works on arrays (compiled kernels).
+
+    Attributes
+    ----------
+    kind : {"features", "gram"}
+        "features": ``K = X Xᵀ`` with ``matrix`` the features ``X`` (n × d), a
+        C-contiguous ndarray or a CSR matrix in canonical format (sorted
+        indices, no duplicates); "gram": ``matrix`` is ``K`` itself (n × n),
+        a dense ndarray (plain, not a memory-map subclass).
+    matrix : ndarray or scipy.sparse.csr_matrix
+        See ``kind``.
+    """
+
+    kind: str
+    matrix: object
+
+
+class ArraySlot:
+    """Placeholder for array number ``index`` of a store (see :meth:`KernelOperator.detach_arrays`)."""
+
+    def __init__(self, index):
+        self.index = int(index)
+
+    def __repr__(self):
+        return f"ArraySlot({self.index})"
 
 
 def as_index(idx, n):
@@ -100,6 +129,56 @@ class KernelOperator(ABC):
         raise TypeError(
             f"{type(self).__name__} cannot evaluate k(x, x) for new points"
         )
+
+    # -- arrays and operator trees (compiled backends, sweeps) --------------------------
+    def compiled_view(self):
+        """The operator's arrays as a :class:`CompiledView`, or None.
+
+        Solvers with compiled backends ask for it instead of testing the
+        operator's class: a backend that returns None is served through the
+        protocol methods (``columns``, ``matmat``).  The default is None.
+        """
+        return None
+
+    def map_operators(self, fn):
+        """A shallow copy with ``fn`` applied to every child operator.
+
+        Leaves (``Gram``, ``Features``, ``KernelFunction``) have no children and
+        return ``self``; composites (``Normalized``, ``MultiKernel``) return a
+        copy whose children are ``fn(child)`` (a child shared twice is mapped once).
+        """
+        return self
+
+    def detach_arrays(self, store):
+        """A copy of the operator tree whose large arrays are moved to ``store``.
+
+        Every dense Gram matrix of the tree is appended to the list ``store``
+        (once, however many operators share it) and replaced by an
+        :class:`ArraySlot`; the returned "shell" is small to pickle.  A parallel
+        sweep sends the shell to its workers and the arrays as memory maps;
+        :meth:`attach_arrays` puts them back.
+
+        Parameters
+        ----------
+        store : list of ndarray
+            Arrays detached so far (appended to in place).
+        """
+        return self.map_operators(lambda op: op.detach_arrays(store))
+
+    def attach_arrays(self, store):
+        """Inverse of :meth:`detach_arrays`: a copy with every :class:`ArraySlot`
+        replaced by ``store[slot.index]`` (e.g. the memory-mapped matrices)."""
+        return self.map_operators(lambda op: op.attach_arrays(store))
+
+    def materialize(self, allocate, max_mb):
+        """A copy where every on-the-fly kernel whose Gram fits ``max_mb`` MB becomes a
+        :class:`~kernfw.operators.Gram` written into ``allocate((n, n), dtype)``.
+
+        ``allocate`` returns the memory (``numpy.empty`` or a memory map of a
+        sweep); the matrix is written block by block, never held twice.
+        Other operators are returned unchanged (composites are recursed into).
+        """
+        return self.map_operators(lambda op: op.materialize(allocate, max_mb))
 
     def quad(self, v):
         """Quadratic form ``vᵀ K v`` (one value per column when ``v`` is 2-D)."""

@@ -1,5 +1,7 @@
 """Weighted sums of kernels: ``K_w = Σ_j w_j K_j``."""
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -73,6 +75,11 @@ class MultiKernel(KernelOperator):
             out += term
         if out is None:
             out = np.zeros(shape, dtype=self.dtype if dtype is None else dtype)
+        return out
+
+    def map_operators(self, fn):
+        out = copy.copy(self)
+        out.operators = [fn(op) for op in self.operators]
         return out
 
     def with_weights(self, weights):

@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
-from .base import KernelOperator, as_index, check_block
+from .base import CompiledView, KernelOperator, as_index, check_block
 from .pairwise import _sq_norms
 
 __all__ = ["Features"]
@@ -51,6 +51,17 @@ class Features(KernelOperator):
     @property
     def is_sparse(self):
         return sp.issparse(self.X)
+
+    def compiled_view(self):
+        """``CompiledView("features", X)``: C-contiguous dense ``X`` or canonical CSR."""
+        X = self.X
+        if sp.issparse(X):
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()                  # one entry per (i, feature), sorted
+        else:
+            X = np.ascontiguousarray(X)
+        return CompiledView("features", X)
 
     def primal(self, V):
         """``Xᵀ V`` of shape (d,) or (d, r): the primal weights of dual ``V``."""

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
 from .base import KernelOperator, as_index, check_block
+from .gram import Gram
 from .pairwise import PairwiseKernel, resolve_gamma
 
 __all__ = ["KernelFunction"]
@@ -179,6 +180,31 @@ class KernelFunction(KernelOperator):
 
     def new_diag(self, X_new):
         return self.kernel.diag(check_new_features(X_new, self.X.shape[1]))
+
+    def fill_gram(self, out):
+        """Write the whole ``K`` into ``out`` (n × n) by row blocks and return it.
+
+        Each block of ``batch_size`` rows computes the columns from its first
+        row on and mirrors them, so ``out`` is exactly symmetric; the diagonal
+        is the exact ``k(x, x)``.  No column is cached.
+        """
+        for start in range(0, self.n, self.batch_size):
+            stop = min(start + self.batch_size, self.n)
+            B = self.kernel(self.X[start:stop], self.X[start:])
+            head = np.triu(B[:, :stop - start])     # the diagonal block, upper triangle
+            B[:, :stop - start] = head + np.triu(head, 1).T
+            out[start:stop, start:] = B
+            out[start:, start:stop] = B.T
+        np.fill_diagonal(out, self.kernel.diag(self.X))
+        return out
+
+    def materialize(self, allocate, max_mb):
+        """A :class:`~kernfw.operators.Gram` in ``allocate((n, n), dtype)`` when
+        ``n² · itemsize`` is at most ``max_mb`` MB, else ``self``."""
+        if self.n * self.n * np.dtype(self.dtype).itemsize / 2**20 > max_mb:
+            return self
+        K = self.fill_gram(allocate((self.n, self.n), self.dtype))
+        return Gram(K, kernel=self.kernel, X=self.X, check=False)
 
     def subset(self, idx):
         return KernelFunction(self.X[as_index(idx, self.n)], self.kernel,

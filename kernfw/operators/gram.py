@@ -1,9 +1,11 @@
 """Precomputed dense Gram matrix."""
 
+import copy
+
 import numpy as np
 
 from .._validation import check_gram, check_new_features
-from .base import KernelOperator, as_index, check_block
+from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
 
 __all__ = ["Gram"]
 
@@ -71,3 +73,25 @@ class Gram(KernelOperator):
 
     def dense(self):
         return self.K
+
+    def compiled_view(self):
+        """``CompiledView("gram", K)`` (None while ``K`` is detached)."""
+        if isinstance(self.K, np.ndarray):
+            return CompiledView("gram", np.asarray(self.K))
+        return None
+
+    def detach_arrays(self, store):
+        index = next((q for q, K in enumerate(store) if K is self.K), None)
+        if index is None:
+            index = len(store)
+            store.append(self.K)
+        shell = copy.copy(self)
+        shell.K = ArraySlot(index)
+        return shell
+
+    def attach_arrays(self, store):
+        if not isinstance(self.K, ArraySlot):
+            return self
+        op = copy.copy(self)
+        op.K = store[self.K.index]
+        return op

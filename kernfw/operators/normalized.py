@@ -9,6 +9,8 @@ is never copied.  Cross kernels of new points are normalized with the
 training statistics, so predictions stay consistent.
 """
 
+import copy
+
 import numpy as np
 
 from .base import KernelOperator, as_index, check_block
@@ -61,6 +63,14 @@ class Normalized(KernelOperator):
         row_mean = base.matmat(np.ones(base.n, dtype=base.dtype)) / base.n
         return {"row_mean": row_mean, "grand_mean": float(row_mean.mean(dtype=np.float64)),
                 "train": base}
+
+    def map_operators(self, fn):
+        out = copy.copy(self)
+        out.base = fn(self.base)
+        train = self._stats.get("train")
+        if train is not None:                      # the centering statistics' kernel
+            out._stats = dict(self._stats, train=out.base if train is self.base else fn(train))
+        return out
 
     def diag(self):
         st = self._stats

@@ -112,12 +112,12 @@ def _structured(est, X, y):
     """math.md §3.1: the n-slack primal with every output enumerated."""
     from .structural import structural_primal
 
-    return structural_primal(est.model_, X, y, est.lam)["primal"]
+    return structural_primal(est.model_, X, y, est.lam_)["primal"]
 
 
 def _mkl_problem(est, X, y):
     """The normalized base Grams, the class indices and the binary-problem codes."""
-    from ..solvers.mkl_svm import coding_matrix
+    from ..solvers.mkl.inner_svm import coding_matrix
 
     kernels, _ = est._training_kernels(X, y)
     grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]

@@ -1,12 +1,16 @@
-"""Compiled passes of block-coordinate FW on the multi-class dual (math.md §1, §3.9).
+"""The compiled backend of block-coordinate FW on the multi-class dual (math.md §1, §3.9).
 
-One call of a ``*_pass`` function performs a whole pass of
-:class:`kernfw.solvers.multiclass.BlockFW`: for every block ``i`` of the given
-order it forms the block gradient ``g_i = c_i + s̃_i`` (``s̃_i = s_i + σ α_i``),
-takes the block step of the numpy path (closed-form LMO of math.md §1.3, then
-the exact block line search of §3.9 or the ``2n/(k + 2n)`` step; or, for the
-max / structured hinge, up to ``inner_steps`` pairwise steps) and updates the
-scores.  The arithmetic is the numpy path's, operation for operation and in
+:class:`CompiledPasses` is the backend that
+:class:`kernfw.solvers.multiclass.BlockFW` uses when numba is available (the
+other backend is its numpy block steps): it runs the passes of the iterate in
+compiled ``*_pass`` calls, a chunk of blocks per call.  For every block ``i``
+of the order a pass forms the block gradient ``g_i = c_i + s̃_i``
+(``s̃_i = s_i + σ α_i``), takes the block step of ``BlockFW`` (closed-form LMO
+of math.md §1.3 then the exact block line search of §3.9 or the
+``2n/(k + 2n)`` step; up to ``inner_steps`` pairwise steps; or the exact
+solution of the block sub-problem) and updates the scores.  The step rules
+are :mod:`kernfw.fw.steps`'s functions, compiled as they are.  The problem
+reaches the compiled code as one named record, :class:`BlockSpec`.  The arithmetic is the numpy path's, operation for operation and in
 the same order, so both paths give the same iterates, bit for bit in practice
 (``tests/test_multiclass.py`` checks it).  The score storage depends on the
 operator:
@@ -31,22 +35,61 @@ module needs :mod:`numba`;
 :func:`kernfw.solvers.multiclass.compiled_backend` returns None without it.
 """
 
+from collections import namedtuple
+
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from ..fw.steps import block_standard_step, quadratic_step
 from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
                       WeightedUsunier)
 
-__all__ = ["loss_code", "pass_features", "gram_columns", "dense_pass", "sparse_pass",
-           "gram_pass", "dense_scores", "sparse_scores", "certify",
-           "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK", "WEIGHTED_USUNIER"]
+__all__ = ["CompiledPasses", "BlockSpec", "block_spec", "loss_code", "pass_features",
+           "gram_columns", "dense_pass", "sparse_pass", "gram_pass", "dense_scores",
+           "sparse_scores", "certify", "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK",
+           "WEIGHTED_USUNIER", "FW", "PAIRWISE", "EXACT"]
 
 #: loss kinds understood by the compiled LMO
 MAX_HINGE, TOPK, USUNIER, WEIGHTED_TOPK, WEIGHTED_USUNIER = range(5)
 
 _KINDS = {MaxHinge: MAX_HINGE, StructuredHinge: MAX_HINGE, TopKHinge: TOPK, Usunier: USUNIER,
           WeightedTopKHinge: WEIGHTED_TOPK, WeightedUsunier: WEIGHTED_USUNIER}
+
+
+#: block steps (``BlockFW.block_step_rule``)
+FW, PAIRWISE, EXACT = range(3)
+_MODES = {"fw": FW, "pairwise": PAIRWISE, "exact": EXACT}
+
+#: a block whose FW gap is at most this times ``1 + Φ_i`` is optimal (see ``SHRINK_RTOL``
+#: of :mod:`kernfw.solvers.multiclass`, which imports this module lazily: same value)
+_OPTIMAL_RTOL = 1e-12
+
+#: what the compiled block steps need to know about the problem (one argument, named fields)
+BlockSpec = namedtuple("BlockSpec", ["C", "y", "Q", "scale", "sigma", "kind", "k", "rho", "r",
+                                     "mode", "inner_steps", "standard", "n"])
+BlockSpec.__doc__ = """The block problem for the compiled passes.
+
+``C`` (n × m) cost vectors ``c_i``; ``y`` class indices; ``Q`` block
+curvatures ``q_i = K_ii/(λn) + σ``; ``scale`` = ``λn``; ``sigma`` = ``σ``; ``kind, k, rho, r`` the
+loss (:func:`loss_code`); ``mode`` the block step (``FW``, ``PAIRWISE``,
+``EXACT``); ``inner_steps`` pairwise steps per visit; ``standard`` the
+``2n/(k + 2n)`` rule; ``n`` the number of blocks.
+"""
+
+
+def block_spec(iterate):
+    """The :class:`BlockSpec` of a :class:`~kernfw.solvers.multiclass.BlockFW`, or None
+    when its loss is not a built-in loss (the numpy backend then runs)."""
+    p = iterate.problem
+    code = loss_code(p.loss, p.m)
+    if code is None:
+        return None
+    kind, k, rho, r = code
+    return BlockSpec(p.C, p.y, iterate.curvature, float(p.scale), float(p.smoothing), kind,
+                     k, rho, r,
+                     _MODES[iterate.block_step_rule], int(iterate.inner_steps),
+                     iterate.rule == "standard", int(p.n))
 
 
 def loss_code(loss, n_classes):
@@ -191,28 +234,19 @@ def _lmo(a, kind, k, rho, r, idx, beta):
                 beta[idx[q]] = rho[q]
 
 
-# -- one block: the step on α_i (math.md §3.9) --------------------------------------------------
+# -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
 
-@njit(cache=True)
-def _quadratic_step(slope, curvature, step_max):
-    """:func:`kernfw.fw.quadratic_step`: ``clip(b / c, 0, step_max)``."""
-    if curvature <= 0.0:
-        return step_max if slope > 0.0 else 0.0
-    return min(max(slope / curvature, 0.0), step_max)
+_quadratic_step = njit(cache=True)(quadratic_step)
+_block_standard_step = njit(cache=True)(block_standard_step)
 
 
 @njit(cache=True)
-def _fw_block(g, alpha, yi, kd, scale, sigma, kind, k, rho, r, standard, gamma_std,
-              a, idx, beta, delta):
-    """FW step on block ``i``: ``δ = γ (u_i − α_i)``; returns ``γ``.
-
-    ``g = c_i + s̃_i``; ``kd = K_ii``; ``γ`` is the exact block step
-    ``clip(−⟨g, d⟩ / (K_ii ‖d‖²/(λn) + σ‖d‖²), 0, 1)`` or ``gamma_std``.
-    """
+def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
+    """:func:`~kernfw.solvers.multiclass.fw_block_step`: writes ``δ``, returns ``γ``."""
     m = g.shape[0]
     for j in range(m):
         a[j] = g[j] - g[yi]
-    _lmo(a, kind, k, rho, r, idx, beta)
+    _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
     bsum = 0.0
     for j in range(m):
         bsum += beta[j]
@@ -221,37 +255,31 @@ def _fw_block(g, alpha, yi, kd, scale, sigma, kind, k, rho, r, standard, gamma_s
     delta[yi] += bsum
     for j in range(m):
         delta[j] -= alpha[j]
-    if standard:
+    if spec.standard:
         gamma = gamma_std
     else:
         dd = 0.0
         gd = 0.0
         for j in range(m):
-            dd += delta[j] * delta[j]
             gd += g[j] * delta[j]
-        curv = kd * dd / scale + sigma * dd
-        gamma = _quadratic_step(-gd, curv, 1.0)
+        for j in range(m):
+            dd += delta[j] * delta[j]
+        gamma = _quadratic_step(-gd, q * dd, 1.0)
     for j in range(m):
         delta[j] *= gamma
     return gamma
 
 
 @njit(cache=True)
-def _pairwise_block(g, alpha, yi, kd, scale, sigma, inner_steps, a, beta, delta):
-    """Up to ``inner_steps`` pairwise steps on block ``i`` (max / structured hinge).
-
-    Barycentric weights ``β_j = −α_{ij}`` (``j ≠ y_i``), ``β_{y_i} = 1 − α_{i y_i}``;
-    FW vertex ``argmax_j a_j``, away vertex ``argmin_{β_j > 0} a_j``; the step
-    moves ``γ ≤ β_away`` between them (curvature ``2(K_ii/(λn) + σ)``) and ``g``
-    is updated locally.  Writes ``δ = Δα_i``; returns the sum of the steps.
-    """
+def _pairwise_block(g, alpha, yi, q, inner_steps, a, beta, delta):
+    """:func:`~kernfw.solvers.multiclass.pairwise_block_step`: writes ``δ``, returns the
+    sum of the steps."""
     m = g.shape[0]
     for j in range(m):
         beta[j] = -alpha[j]
         delta[j] = 0.0
     beta[yi] = 1.0 - alpha[yi]
-    rate = 2.0 * (kd / scale + sigma)
-    half = rate / 2.0
+    rate = 2.0 * q
     total = 0.0
     for _ in range(inner_steps):
         for j in range(m):
@@ -276,37 +304,85 @@ def _pairwise_block(g, alpha, yi, kd, scale, sigma, inner_steps, a, beta, delta)
         beta[w] = 0.0 if gamma >= cap else beta[w] - gamma    # drop step: exact zero
         delta[w] += gamma
         delta[f] -= gamma
-        g[w] += gamma * half
-        g[f] -= gamma * half
+        g[w] += gamma * q
+        g[f] -= gamma * q
         total += gamma
     return total
 
 
 @njit(cache=True)
-def _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise, inner_steps,
-           standard, gamma_std, g, a, idx, beta, delta):
-    """Gradient ``g = c_i + s_i + σ α_i`` from the scores ``s``, then the block step."""
+def _exact_block(g, alpha, yi, q, b, D, delta):
+    """:func:`~kernfw.solvers.multiclass.exact_block_step` (the Crammer–Singer
+    sub-problem): writes ``δ``, returns ``½‖δ‖₁``."""
     m = g.shape[0]
-    alpha = At[i]
+    phi = 0.0
+    ga = 0.0
     for j in range(m):
-        g[j] = C[i, j] + s[j]
-    if sigma != 0.0:
+        v = g[j] - g[yi]
+        if v > phi:
+            phi = v
+    for j in range(m):
+        ga += g[j] * alpha[j]
+    if phi + ga <= _OPTIMAL_RTOL * (1.0 + phi) or not q > 0:
         for j in range(m):
-            g[j] += sigma * alpha[j]
-    if pairwise:
-        return _pairwise_block(g, alpha, y[i], Kdiag[i], scale, sigma, inner_steps,
-                               a, beta, delta)
-    return _fw_block(g, alpha, y[i], Kdiag[i], scale, sigma, kind, k, rho, r, standard,
-                     gamma_std, a, idx, beta, delta)
+            delta[j] = 0.0
+        return 0.0
+    for j in range(m):
+        b[j] = g[j] - q * alpha[j]
+    for j in range(m):                                     # D sorted decreasingly
+        v = b[j] + q if j == yi else b[j]
+        pos = j
+        while pos > 0 and D[pos - 1] < v:
+            D[pos] = D[pos - 1]
+            pos -= 1
+        D[pos] = v
+    theta = D[0] - q
+    r = 1
+    while r < m and theta < r * D[r]:
+        theta += D[r]
+        r += 1
+    theta /= r
+    moved = 0.0
+    for j in range(m):
+        new = min((theta - b[j]) / q, 1.0 if j == yi else 0.0)
+        delta[j] = new - alpha[j]
+    for j in range(m):
+        moved += abs(delta[j])
+    return 0.5 * moved
 
 
 @njit(cache=True)
-def _scaled_update(i, At, scale, delta, upd):
+def _block(i, s, At, spec, gamma_std, g, a, idx, beta, delta):
+    """Gradient ``g = c_i + s_i + σ α_i`` from the scores ``s``, then the block step."""
+    m = g.shape[0]
+    alpha = At[i]
+    yi = spec.y[i]
+    q = spec.Q[i]
+    for j in range(m):
+        g[j] = spec.C[i, j] + s[j]
+    if spec.sigma != 0.0:
+        for j in range(m):
+            g[j] += spec.sigma * alpha[j]
+    if spec.mode == PAIRWISE:
+        return _pairwise_block(g, alpha, yi, q, spec.inner_steps, a, beta, delta)
+    if spec.mode == EXACT:
+        return _exact_block(g, alpha, yi, q, a, beta, delta)
+    return _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta)
+
+
+@njit(cache=True)
+def _gamma_std(spec, k):
+    """The fixed step ``2n/(k + 2n)`` at block step ``k`` (unused by line searches)."""
+    return _block_standard_step(k, spec.n) if spec.standard else 0.0
+
+
+@njit(cache=True)
+def _scaled_update(i, At, spec, delta, upd):
     """``α_i += δ`` and ``upd = δ/(λn)``; returns whether ``δ`` has a nonzero entry."""
     moved = False
     for j in range(delta.shape[0]):
         At[i, j] += delta[j]
-        upd[j] = delta[j] / scale
+        upd[j] = delta[j] / spec.scale
         moved = moved or delta[j] != 0.0
     return moved
 
@@ -360,7 +436,7 @@ def _buffers(m):
 # -- the certificate ----------------------------------------------------------------------------
 
 @njit(cache=True)
-def certify(S, At, C, y, sigma, kind, k, rho, r):
+def certify(S, At, spec):
     """The LMO of every block at ``s̃_i = s_i + σ α_i`` and the sums of the certificate.
 
     Returns
@@ -371,8 +447,9 @@ def certify(S, At, C, y, sigma, kind, k, rho, r):
         :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`.
     """
     n, m = S.shape
+    C, y, sigma = spec.C, spec.y, spec.sigma
     _, g, a, beta, _, _ = _buffers(m)
-    idx = np.empty(max(r, 1), dtype=np.int64)
+    idx = np.empty(max(spec.r, 1), dtype=np.int64)
     phi, gaps = np.empty(n), np.empty(n)
     AS = CA = AA = phi_sum = GA = 0.0
     for i in range(n):
@@ -381,7 +458,7 @@ def certify(S, At, C, y, sigma, kind, k, rho, r):
             g[j] = C[i, j] + S[i, j] + sigma * At[i, j]
         for j in range(m):
             a[j] = g[j] - g[yi]
-        _lmo(a, kind, k, rho, r, idx, beta)
+        _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
         ph = ga = 0.0
         for j in range(m):
             ph += beta[j] * a[j]
@@ -398,79 +475,61 @@ def certify(S, At, C, y, sigma, kind, k, rho, r):
 # -- passes -------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def dense_pass(order, X, W, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
-               inner_steps, standard, k0, steps):
+def dense_pass(order, X, W, At, spec, k0, steps):
     """One pass with dense features ``X`` (n × d), keeping ``W = Xᵀ Aᵀ/(λn)`` (d × m).
 
     Parameters
     ----------
     order : int array
         Blocks to visit (:func:`kernfw.fw.block_order`).
+    X : (n, d) array
+        The features.
     W, At : float64 arrays, updated in place
         ``W`` (d × m) and ``Aᵀ`` (n × m).
-    C : (n, m) cost vectors ``c_i``; y : class indices; Kdiag : ``K_ii = ‖x_i‖²``.
-    scale, sigma : ``λn`` and ``σ``.
-    kind, k, rho, r : the loss (:func:`loss_code`).
-    pairwise, inner_steps : pairwise block steps (hinge losses) and their number.
-    standard, k0 : the ``2n/(k + 2n)`` rule, and the block-step count ``k`` so far.
+    spec : BlockSpec
+        The block problem (:func:`block_spec`).
+    k0 : int
+        Block steps taken before this call (the ``k`` of ``2n/(k + 2n)``).
     steps : float64 array like ``order``, written
         The step taken at each visit (0: the block was optimal).
-
-    Returns
-    -------
-    float
-        The sum of the block steps (as :meth:`BlockCoordinateIterate.step` sums them).
     """
-    n, d = X.shape
+    d = X.shape[1]
     m = W.shape[1]
     s, g, a, beta, delta, upd = _buffers(m)
-    idx = np.empty(max(r, 1), dtype=np.int64)
-    total = 0.0
+    idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
         _dense_row_scores(X, i, W, s)
-        step = _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
-                      inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
-                      delta)
-        if step != 0.0 and _scaled_update(i, At, scale, delta, upd):
+        step = _block(i, s, At, spec, _gamma_std(spec, k0 + t), g, a, idx, beta, delta)
+        if step != 0.0 and _scaled_update(i, At, spec, delta, upd):
             for j in range(m):
                 if upd[j] != 0.0:
                     for f in range(d):
                         W[f, j] += X[i, f] * upd[j]
         steps[t] = step
-        total += step
-    return total
 
 
 @njit(cache=True)
-def sparse_pass(order, indptr, indices, data, W, At, C, y, Kdiag, scale, sigma, kind, k, rho,
-                r, pairwise, inner_steps, standard, k0, steps):
+def sparse_pass(order, indptr, indices, data, W, At, spec, k0, steps):
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
-    n = indptr.shape[0] - 1
     m = W.shape[1]
     s, g, a, beta, delta, upd = _buffers(m)
-    idx = np.empty(max(r, 1), dtype=np.int64)
-    total = 0.0
+    idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
         lo, hi = indptr[i], indptr[i + 1]
         _sparse_row_scores(indptr, indices, data, i, W, s)
-        step = _block(i, s, C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
-                      inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
-                      delta)
-        if step != 0.0 and _scaled_update(i, At, scale, delta, upd):
+        step = _block(i, s, At, spec, _gamma_std(spec, k0 + t), g, a, idx, beta, delta)
+        if step != 0.0 and _scaled_update(i, At, spec, delta, upd):
             for j in range(m):
                 if upd[j] != 0.0:
                     for p in range(lo, hi):
                         W[indices[p], j] += data[p] * upd[j]
         steps[t] = step
-        total += step
-    return total
 
 
 @njit(cache=True)
-def gram_pass(order, Kcols, S, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
-              inner_steps, standard, k0, steps):
+def gram_pass(order, Kcols, S, At, spec, k0, steps):
     """:func:`dense_pass` on a dense Gram matrix, keeping ``S = K Aᵀ/(λn)`` (n × m).
 
     ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
@@ -478,15 +537,12 @@ def gram_pass(order, Kcols, S, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, p
     """
     n, m = S.shape
     _, g, a, beta, delta, upd = _buffers(m)
-    idx = np.empty(max(r, 1), dtype=np.int64)
+    idx = np.empty(max(spec.r, 1), dtype=np.int64)
     nz = np.empty(m, dtype=np.int64)
-    total = 0.0
     for t in range(order.shape[0]):
         i = order[t]
-        step = _block(i, S[i], C, y, At, Kdiag, scale, sigma, kind, k, rho, r, pairwise,
-                      inner_steps, standard, 2.0 * n / (k0 + t + 2.0 * n), g, a, idx, beta,
-                      delta)
-        if step != 0.0 and _scaled_update(i, At, scale, delta, upd):
+        step = _block(i, S[i], At, spec, _gamma_std(spec, k0 + t), g, a, idx, beta, delta)
+        if step != 0.0 and _scaled_update(i, At, spec, delta, upd):
             cnt = 0
             for j in range(m):                             # columns of S that change
                 if upd[j] != 0.0:
@@ -498,5 +554,62 @@ def gram_pass(order, Kcols, S, At, C, y, Kdiag, scale, sigma, kind, k, rho, r, p
                 for q in range(cnt):
                     S[l, nz[q]] += kl * upd[nz[q]]
         steps[t] = step
-        total += step
-    return total
+
+
+# -- the backend object ---------------------------------------------------------------------
+
+#: blocks per compiled call: Python regains control (and Ctrl-C its KeyboardInterrupt)
+#: between two calls
+CHUNK = 2048
+
+
+class CompiledPasses:
+    """The compiled backend of :class:`~kernfw.solvers.multiclass.BlockFW`.
+
+    The same three methods as the numpy backend: :meth:`run` (a pass over
+    ``order``, in chunks of :data:`CHUNK` blocks), :meth:`scores` (``S = X W``)
+    and :meth:`certify`.
+
+    Parameters
+    ----------
+    iterate : BlockFW
+        Its ``problem``, ``At`` and ``state`` (``W`` or ``S``) are used in place.
+    view : kernfw.operators.CompiledView
+        The operator's arrays.
+    spec : BlockSpec
+        From :func:`block_spec`.
+    """
+
+    def __init__(self, iterate, view, spec):
+        self.problem, self.spec = iterate.problem, spec
+        self.At, self.state = iterate.At, iterate.state
+        self.kind, self.csr = view.kind, None
+        if view.kind == "features":
+            self.X = pass_features(view.matrix)
+            if sp.issparse(self.X):
+                self.csr = (self.X.indptr, self.X.indices, self.X.data)
+        else:
+            self.Kcols = gram_columns(view.matrix)
+
+    def run(self, order, k0, steps):
+        """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into ``steps``."""
+        for lo in range(0, order.size, CHUNK):
+            hi = min(lo + CHUNK, order.size)
+            args = (order[lo:hi], k0 + lo, steps[lo:hi])
+            if self.kind == "gram":
+                gram_pass(args[0], self.Kcols, self.state, self.At, self.spec, *args[1:])
+            elif self.csr is None:
+                dense_pass(args[0], self.X, self.state, self.At, self.spec, *args[1:])
+            else:
+                sparse_pass(args[0], *self.csr, self.state, self.At, self.spec, *args[1:])
+
+    def scores(self, W):
+        """All scores ``S = X W`` (features), single-threaded."""
+        if self.csr is None:
+            return dense_scores(self.X, W)
+        return sparse_scores(*self.csr, W)
+
+    def certify(self, S, At):
+        """``(Φ, block gaps, Certificate)`` at ``(Aᵀ, S)`` in one compiled loop."""
+        phi, gaps, sums = certify(S, At, self.spec)
+        return phi, gaps, self.problem.certificate_from_sums(*sums)

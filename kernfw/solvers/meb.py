@@ -28,14 +28,20 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 from threadpoolctl import threadpool_limits
 
+from .._compiled import compiled_module
 from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
-from ..operators.base import KernelOperator, as_index, check_block
+from ..operators.base import KernelOperator
+from ..operators.l2svm import L2SVMKernel
+from ..operators.psd import NotPSDError
+from .cvm import (CoreVectorIterate, ball_shift, cvm_first_point, cvm_second_point,
+                  simplex_certificate, simplex_converged)
 
 __all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
            "METHODS", "STOPS"]
 
-#: solver variants: plain Frank-Wolfe, and modified (away-step) Frank-Wolfe
-METHODS = ("fw", "mfw")
+#: solver variants: plain Frank-Wolfe, modified (away-step) Frank-Wolfe, and the core
+#: vector machine baseline (core-set iterations, :mod:`kernfw.solvers.cvm`)
+METHODS = ("fw", "mfw", "cvm")
 #: stopping rules (math.md §2.5)
 STOPS = ("gap", "relative", "radius")
 
@@ -43,6 +49,19 @@ STOPS = ("gap", "relative", "radius")
 _REFRESH_EVERY = 512
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
+#: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
+_NEGATIVE_CURVATURE = 1e-8
+
+
+def raise_not_psd(curvature, i):
+    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
+    raise NotPSDError(
+        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
+        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
+        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
+        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
+        "of the identity)."
+    )
 
 
 def _check_positive(name, value):
@@ -162,7 +181,7 @@ class SimplexQPIterate(FWIterate):
         self.beta = np.zeros(n)
         self.u = np.zeros(n)
         self.scores = None if q is None else np.empty(n)
-        self.active = _ActiveSet(n)
+        self.active = self._new_active_set(n)
         self.n_fw = self.n_away = self.n_drop = 0
         self.columns_fetched = 0
         self.steps = 0
@@ -173,18 +192,12 @@ class SimplexQPIterate(FWIterate):
         self._vertex = None
 
     # -- setup -------------------------------------------------------------------
+    def _new_active_set(self, n):
+        return _ActiveSet(n)
+
     def _ball_shift(self):
         """The constant ``c`` with ``diag(Q) = q + c·1`` (then ``r² = f(α) + c``)."""
-        q = np.zeros(self.n) if self.q is None else self.q
-        shift = self.diag - q
-        c = float(shift[0]) if self.n else 0.0
-        if not np.allclose(shift, c, rtol=1e-10, atol=1e-12 * max(1.0, abs(c))):
-            raise ValueError(
-                "stop='radius' needs diag(Q) − q to be constant (a ball: the MEB with "
-                "q = diag(Q), or an L2-SVM whose kernel has a constant diagonal such as "
-                "RBF); use stop='relative' or stop='gap' for this problem"
-            )
-        return c
+        return ball_shift(self.diag, self.q)
 
     def _column(self, i):
         """Column ``Q_{:,i}`` as float64 (never modified: operators may cache it)."""
@@ -193,10 +206,10 @@ class SimplexQPIterate(FWIterate):
 
     def _init_cvm(self, rng):
         """α₀ = ½(e_a + e_b), b the point farthest from a (math.md §2.6)."""
-        a = 0 if rng is None else int(rng.integers(self.n))
+        a = cvm_first_point(self.n, rng)
         col_a = self._column(a)
-        b = int(np.argmax(self.diag - 2.0 * col_a))
-        if b == a or self.diag[b] - 2.0 * col_a[b] + self.diag[a] <= 0:
+        b = cvm_second_point(self.diag, col_a, a)
+        if b is None:
             self.beta[a] = 1.0
             self.u[:] = col_a
             self.active.add(a)
@@ -287,28 +300,23 @@ class SimplexQPIterate(FWIterate):
         return int(idx[np.argmax(s[idx])])
 
     def _curvature(self, i):
-        """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``."""
-        return self.diag[i] - 2.0 * self._v(i) + self.ava
+        """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``; raises if ``Q`` is not PSD."""
+        vi = self._v(i)
+        curvature = self.diag[i] - 2.0 * vi + self.ava
+        if curvature < -_NEGATIVE_CURVATURE * max(abs(self.diag[i]), 2.0 * abs(vi),
+                                                  abs(self.ava), 1e-300):
+            raise_not_psd(curvature, i)
+        return curvature
 
     # -- FWIterate protocol ---------------------------------------------------------
     def certificate(self):
-        i, gap = self._fw_vertex()
-        f = self.objective()
-        gap = max(gap, 0.0)
+        _, gap = self._fw_vertex()
         extra = {"coreset": self.active.size, "away_steps": self.n_away,
                  "drop_steps": self.n_drop}
-        if self.stop == "radius":
-            r2 = f + self.ball_shift
-            extra["radius2"] = r2
-            extra["delta"] = gap / r2 if r2 > 0 else (0.0 if gap <= 0 else math.inf)
-        return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra)
+        return simplex_certificate(self.objective(), gap, self.stop, self.ball_shift, extra)
 
     def is_converged(self, cert, tol):
-        if self.stop == "gap":
-            return cert.gap <= tol
-        if self.stop == "relative":
-            return cert.gap <= tol * abs(cert.dual)
-        return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
+        return simplex_converged(cert, tol, self.stop)
 
     def step(self, t):
         i, fw_slope = self._fw_vertex()
@@ -381,6 +389,113 @@ class SimplexQPIterate(FWIterate):
         return {"alpha": self.alpha, "v": self.v, "support": support}
 
 
+class _SharedActiveSet(_ActiveSet):
+    """:class:`_ActiveSet` whose size lives in ``st[0]`` of the compiled state."""
+
+    def __init__(self, n, st):
+        self._st = st
+        super().__init__(n)
+
+    @property
+    def size(self):
+        return int(self._st[0])
+
+    @size.setter
+    def size(self, value):
+        self._st[0] = value
+
+
+def _state_property(array_name, pos, kind):
+    """An attribute stored in slot ``pos`` of the compiled state array ``array_name``."""
+    def get(self):
+        return kind(getattr(self, array_name)[pos])
+
+    def set(self, value):
+        getattr(self, array_name)[pos] = value
+
+    return property(get, set)
+
+
+class CompiledSimplexQPIterate(SimplexQPIterate):
+    """:class:`SimplexQPIterate` whose steps run in :mod:`kernfw.solvers._mfw_numba`.
+
+    Same state, same formulas, same setup (CVM start, warm start, refresh); the
+    scalars and counters live in two small arrays (``f``, ``st``) shared with the
+    compiled :func:`~kernfw.solvers._mfw_numba.plan` and
+    :func:`~kernfw.solvers._mfw_numba.apply`.  Each iteration is one compiled
+    plan, one column request to the operator ``Q`` (the only source of kernel
+    values, with its own LRU cache) and one compiled update that also finds the
+    next FW vertex, so the certificate stays O(1).
+
+    Parameters
+    ----------
+    module : module
+        :mod:`kernfw.solvers._mfw_numba` (from :func:`kernfw._compiled.compiled_module`).
+    *args
+        As :class:`SimplexQPIterate`.
+    """
+
+    scale = _state_property("_f", 0, float)
+    qa = _state_property("_f", 1, float)
+    ava = _state_property("_f", 2, float)
+    n_fw = _state_property("_st", 5, int)
+    n_away = _state_property("_st", 6, int)
+    n_drop = _state_property("_st", 7, int)
+
+    def __init__(self, module, Q, q, method, alpha0, stop, rng):
+        self._mod = module
+        self._f = np.zeros(8)
+        self._st = np.zeros(8, dtype=np.int64)
+        super().__init__(Q, q, method, alpha0, stop, rng)
+        self._has_q = self.q is not None
+        self._q = self.q if self._has_q else np.zeros(1)
+        self._hq = self.half_q if self._has_q else np.zeros(1)
+
+    def _new_active_set(self, n):
+        return _SharedActiveSet(n, self._st)
+
+    def _refresh(self):
+        super()._refresh()
+        self._st[2] = 0            # the cached FW vertex is recomputed from the refreshed state
+
+    def _fw_vertex(self):
+        if self._st[2] == 0:
+            self._mod.fw_vertex(self.u, self._f, self._st, self._q, self._hq, self._has_q)
+        return int(self._st[1]), float(self._f[3])
+
+    def step(self, t):
+        mod, f, st = self._mod, self._f, self._st
+        self.steps += 1
+        kind = mod.plan(self.beta, self.u, self.active.items, f, st, self.diag, self._q,
+                        self._hq, self._has_q, self.away, _NEGATIVE_CURVATURE)
+        gamma = 0.0
+        if kind == mod.KIND_NEGATIVE:
+            raise_not_psd(float(f[6]), int(st[4]))
+        if kind != mod.KIND_NONE:
+            col = np.ascontiguousarray(self._column(int(st[4])))
+            gamma = mod.apply(col, self.beta, self.u, self.active.items, self.active.where,
+                              f, st, self.diag, self._q, self._hq, self._has_q)
+        if self.steps % _REFRESH_EVERY == 0:
+            self._refresh()
+        return gamma
+
+
+def _core_qp(Q_core, q_core, alpha0, tol):
+    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started."""
+    return solve_simplex_qp(Q_core, q_core, method="mfw", tol=tol, alpha0=alpha0, stop="gap")
+
+
+def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
+    """The iterate of ``method``: CVM core-set iterations, or FW / MFW — compiled when
+    :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
+    if method == "cvm":
+        return CoreVectorIterate(Q, q, stop, rng, tol, _core_qp, alpha0=alpha0)
+    module = compiled_module("kernfw.solvers._mfw_numba")
+    if module is None:
+        return SimplexQPIterate(Q, q, method, alpha0, stop, rng)
+    return CompiledSimplexQPIterate(module, Q, q, method, alpha0, stop, rng)
+
+
 def _default_max_iter(n):
     return max(100_000, 20 * n)
 
@@ -405,10 +520,15 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
         start fetches the columns of its support once.
     q : array-like of shape (n,) or None
         Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
-    method : {"mfw", "fw"}
+    method : {"mfw", "fw", "cvm"}
         "mfw": Frank-Wolfe with away steps and drop steps (linear
         convergence); "fw": plain Frank-Wolfe toward ``i* = argmax g``.
-        Both use the exact line search.
+        Both use the exact line search and run compiled (numba) when
+        :func:`kernfw._compiled.compiled_module` allows it, with the same
+        iterates as the numpy path.  "cvm": the core vector machine baseline
+        (:class:`~kernfw.solvers.cvm.CoreVectorIterate`): each iteration adds
+        the FW vertex to the core set and re-solves the QP on the core set by
+        MFW; an iteration is then a core-set iteration.
     tol : float > 0
         Tolerance of the stopping rule ``stop``.
     max_iter : int or None
@@ -470,13 +590,13 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
     if max_time is not None:
         max_time = _check_positive("max_time", max_time)
     if check_every is None:
-        check_every = _default_check_every(n)
+        check_every = 1 if method == "cvm" else _default_check_every(n)
     rng = None if random_state is None else np.random.default_rng(random_state)
     alpha0 = None if alpha0 is None else _check_alpha0(alpha0, n)
     # one column per iteration is memory-bound O(n d) work: BLAS threads only
     # contend (and libsvm, the usual peer, is single-threaded as well)
     with threadpool_limits(limits=1, user_api="blas"):
-        iterate = SimplexQPIterate(Q, q, method, alpha0, stop, rng)
+        iterate = make_iterate(Q, q, method, alpha0, stop, rng, tol)
         return run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
                    check_every=check_every, callback=callback,
                    remedy="increase max_iter or tol (or use method='mfw')",
@@ -484,85 +604,6 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
 
 
 # -- L2-SVM ------------------------------------------------------------------------
-class L2SVMKernel(KernelOperator):
-    """The modified kernel ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` of the L2-SVM (§2.1).
-
-    An operator wrapper: it answers the operator protocol from the base
-    operator without forming any ``n × n`` matrix.
-
-    Parameters
-    ----------
-    base : KernelOperator
-        The kernel ``K`` on the training points.
-    y : array-like of shape (n,)
-        Labels in {−1, +1}.
-    C : float > 0
-        Penalty of the squared slacks.
-
-    Notes
-    -----
-    ``cross(X_new, idx)`` returns ``y_j (k(x, x_j) + 1)`` for ``j`` in ``idx``:
-    the modified kernel of a new point taken with label +1 (and no δ term),
-    so that the decision function is ``h(x) = cross(x, S) @ α_S``.
-    """
-
-    def __init__(self, base, y, C):
-        self.base = _check_operator(base)
-        self.y = _check_binary(y, base.n)
-        self.C = _check_positive("C", C)
-        self.n = base.n
-        self.dtype = np.result_type(base.dtype, np.float64)
-        self._signed_y = (-self.y[:, None], self.y[:, None])   # y_i y for y_i = −1, +1
-
-    def diag(self):
-        return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + 1.0 / self.C
-
-    def columns(self, idx):
-        idx = as_index(idx, self.n)
-        out = np.add(self.base.columns(idx), 1.0, dtype=np.float64)
-        if idx.size == 1:      # the solvers' case: y_i y is y or −y, one pass
-            i = int(idx[0])
-            out *= self._signed_y[int(self.y[i] > 0)]
-            out[i, 0] += 1.0 / self.C
-            return out
-        out *= np.multiply.outer(self.y, self.y[idx])
-        out[idx, np.arange(idx.size)] += 1.0 / self.C
-        return out
-
-    def matmat(self, V):
-        V = check_block(V, self.n)
-        yV = V * (self.y if V.ndim == 1 else self.y[:, None])
-        out = self.base.matmat(yV) + yV.sum(axis=0)
-        out *= self.y if V.ndim == 1 else self.y[:, None]
-        out += V / self.C
-        return out
-
-    def cross(self, X_new, idx=None):
-        cols = slice(None) if idx is None else as_index(idx, self.n)
-        return (self.base.cross(X_new, idx) + 1.0) * self.y[cols]
-
-    def subset(self, idx):
-        idx = as_index(idx, self.n)
-        return L2SVMKernel(self.base.subset(idx), self.y[idx], self.C)
-
-
-def _check_binary(y, n):
-    """Labels in {−1, +1} of shape (n,) as float64."""
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    values = np.unique(y)
-    if values.size > 2:
-        raise ValueError(
-            f"the binary L2-SVM needs exactly two classes, y has {values.size} "
-            f"({values[:5].tolist()}{'...' if values.size > 5 else ''}); use "
-            "kernfw.L2SVC for multi-class problems"
-        )
-    if not np.all(np.isin(values, (-1, 1))):
-        raise ValueError(f"binary labels must be -1 and +1, got {values.tolist()}")
-    return y.astype(np.float64)
-
-
 def l2svm(op, y, C, method="mfw", tol=1e-6, max_iter=None, alpha0=None, random_state=None,
           callback=None, stop="gap", max_time=None, check_every=None):
     """Train the binary L2-SVM of CVM (math.md §2.1) as a quadratic over the simplex.

@@ -10,30 +10,41 @@ Solvers (``solver=``):
 
 - ``"lsfw"`` — Frank-Wolfe with the exact closed-form line search (§1.7, §1.10);
 - ``"stdfw"`` — the same with the agnostic step ``2/(t+2)``;
-- ``"bcfw"`` — block-coordinate FW: one example per step, exact block line
-  search (§3.9 applied to this dual), one pass per iteration of the shared loop;
+- ``"bcfw"`` — block-coordinate FW: one example per step (§3.9 applied to
+  this dual), one pass per iteration of the shared loop; the block step is a
+  FW step with exact line search, pairwise steps, or (hinge losses) the exact
+  solution of the block's quadratic sub-problem (``block_step``);
 - ``"pg"`` — the projected-subgradient baseline of §1.11
   (:func:`kernfw.solvers.subgradient.pegasos_multiclass`).
 
 With Moreau smoothing ``σ > 0`` the gradient is taken at ``s̃_i = s_i + σ α_i``
 and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
 ``P_σ(W(A)) − P_σ*``).
+
+The problem itself (:class:`MulticlassDual`) lives in
+:mod:`kernfw.solvers.multiclass_dual`, shared with the PG baseline.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._compiled import compiled_module
-from ..fw import (BlockCoordinateIterate, Certificate, FWIterate, block_order, quadratic_step,
-                  run, standard_step)
-from ..losses import MaxHinge, dual_vertices, make_loss
-from ..operators import Features, Gram, KernelOperator
+from ..fw import (BlockCoordinateIterate, WeightedAverage, block_order,
+                  block_standard_step, quadratic_step, run, standard_step)
+from ..losses import MaxHinge
+from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
+from .subgradient import pegasos_multiclass
 
-__all__ = ["MulticlassDual", "solve_multiclass", "SOLVERS", "inner", "compiled_backend"]
+__all__ = ["MulticlassDual", "FullBatchFW", "BlockFW", "solve_multiclass", "SOLVERS",
+           "BLOCK_STEPS", "inner", "compiled_backend", "exact_block_step"]
 
 SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
 
-#: block gaps below ``SHRINK_RTOL·(1 + Φ_i)`` count as zero when shrinking (rounding level)
+#: block steps of ``"bcfw"`` (``"auto"`` picks one, see :class:`BlockFW`)
+BLOCK_STEPS = ("fw", "pairwise", "exact")
+
+#: block gaps below ``SHRINK_RTOL·(1 + Φ_i)`` count as zero (rounding level): such a
+#: block is optimal, is not stepped on and is dropped by shrinking
 SHRINK_RTOL = 1e-12
 
 
@@ -47,210 +58,13 @@ def compiled_backend():
     return compiled_module("kernfw.solvers._bcfw_numba")
 
 
-def inner(a, b):
-    """Frobenius inner product ``⟨a, b⟩`` as a float.
+def _sequential_sum(a):
+    """``Σ_j a_j`` summed left to right, the order of the compiled passes.
 
-    ``einsum`` rather than ``np.vdot``: BLAS ``ddot`` is multithreaded for long
-    vectors and stalls badly on a loaded machine, for no gain at these sizes.
+    Block steps sum this way (and sum scores feature by feature) so that the
+    numpy and the compiled passes round alike and break exact ties alike.
     """
-    return float(np.einsum("ij,ij->", a, b))
-
-
-class MulticlassDual:
-    """The dual problem of math.md §1.4 (smoothed as in §1.10) on a kernel operator.
-
-    Parameters
-    ----------
-    op : KernelOperator
-        The Gram matrix ``K`` of the ``n`` training points.
-    y : array-like of int, shape (n,)
-        Class indices ``y_i ∈ {0, …, m−1}``.
-    loss : MulticlassLoss or str
-        The loss ``Φ`` (see :mod:`kernfw.losses`).
-    lam : float
-        Regularization ``λ > 0``.
-    smoothing : float
-        Moreau smoothing ``σ ≥ 0`` (the seed's ``γ_sm``).
-    n_classes : int or None
-        ``m`` (default: ``max(y) + 1``).
-
-    Attributes
-    ----------
-    C : ndarray of shape (n, m)
-        Cost vectors ``c_i`` (rows).
-    scale : float
-        ``λ n``: ``S = K Aᵀ / (λn)``.
-    """
-
-    def __init__(self, op, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes=None):
-        if not isinstance(op, KernelOperator):
-            raise TypeError(f"op must be a KernelOperator, got {type(op).__name__}")
-        y = np.asarray(y)
-        if y.ndim != 1 or y.size != op.n:
-            raise ValueError(f"y must have shape ({op.n},), got {y.shape}")
-        if not np.issubdtype(y.dtype, np.integer):
-            raise ValueError("y must hold integer class indices (encode labels first)")
-        if not lam > 0:
-            raise ValueError(f"lam must be > 0, got {lam}")
-        if not smoothing >= 0:
-            raise ValueError(f"smoothing must be >= 0, got {smoothing}")
-        m = int(y.max()) + 1 if n_classes is None else int(n_classes)
-        if m < 2:
-            raise ValueError(f"need at least 2 classes, got {m}")
-        self.op, self.y, self.n, self.m = op, y.astype(np.intp), op.n, m
-        self.loss = make_loss(loss).check(m)
-        self.lam, self.smoothing = float(lam), float(smoothing)
-        self.scale = self.lam * self.n
-        self.C = np.ascontiguousarray(self.loss.costs(self.y, m), dtype=np.float64)
-        self.rows = np.arange(self.n)
-
-    # -- iterates ------------------------------------------------------------------
-    def kernel_times(self, V):
-        """``K V`` (one ``matmat``) in float64; ``V`` is cast to the operator's dtype
-        first so a float32 kernel is never upcast (copied) by the product."""
-        if V.dtype != self.op.dtype:
-            V = V.astype(self.op.dtype)
-        return np.asarray(self.op.matmat(V), dtype=np.float64)
-
-    def scores(self, At):
-        """``S = K Aᵀ / (λn)`` from scratch (one ``matmat``)."""
-        return self.kernel_times(At) / self.scale
-
-    def start(self, A_init=None):
-        """Initial ``(At, S)``: ``A = 0`` (feasible for every loss) or ``A_init`` (m × n)."""
-        if A_init is None:
-            At = np.zeros((self.n, self.m))
-            return At, np.zeros((self.n, self.m))
-        A = np.asarray(A_init, dtype=np.float64)
-        if A.shape != (self.m, self.n):
-            raise ValueError(f"A_init must have shape (m, n) = ({self.m}, {self.n}), "
-                             f"got {A.shape}")
-        At = np.ascontiguousarray(A.T)
-        return At, self.scores(At)
-
-    def radius(self):
-        """``R = sqrt(P(0)/λ)``: every minimizer has ``‖w*‖ ≤ R`` (§1.11)."""
-        return float(np.sqrt(self.loss.value(self.C).mean() / self.lam))
-
-    # -- oracle --------------------------------------------------------------------
-    def gradient_scores(self, At, S):
-        """``S̃ = S + σ Aᵀ`` (the point where the LMO is taken, §1.10)."""
-        return S + self.smoothing * At if self.smoothing else S
-
-    def direction(self, At, S):
-        """Closed-form LMO of §1.6 at ``S̃``.
-
-        Returns
-        -------
-        U : ndarray (n, m)
-            Rows ``u_i = (1ᵀβ*_i) e_{y_i} − β*_i``, the FW vertex (``Uᵀ`` in math.md).
-        phi : ndarray (n,)
-            ``Φ(s̃_i; y_i) = ⟨−c_i − s̃_i, u_i⟩``.
-        G : ndarray (n, m)
-            ``C + S̃`` (minus ``n`` times the dual gradient).
-        """
-        G = self.C + self.gradient_scores(At, S)
-        a = G - G[self.rows, self.y][:, None]
-        beta = self.loss.lmo(a)
-        phi = np.einsum("ij,ij->i", beta, a)
-        return dual_vertices(beta, self.y), phi, G
-
-    def certificate(self, At, S, phi, G):
-        """``P̃``, ``D_σ`` and the FW gap ``g_σ = P̃ − D_σ`` (§1.8, §1.10).
-
-        ``phi`` and ``G`` are from :meth:`direction` at the same iterate.
-        """
-        return self.certificate_from_sums(
-            inner(At, S), inner(self.C, At), inner(At, At) if self.smoothing else 0.0,
-            float(phi.sum()), inner(G, At))
-
-    def certificate_from_sums(self, AS, CA, AA, phi_sum, GA):
-        """:meth:`certificate` from its sums ``⟨Aᵀ, S⟩``, ``⟨C, Aᵀ⟩``, ``⟨Aᵀ, Aᵀ⟩``,
-        ``Σ_i Φ(s̃_i; y_i)`` and ``⟨C + S̃, Aᵀ⟩``."""
-        n, sig = self.n, self.smoothing
-        w_sq = AS / self.scale                       # ‖w(A)‖²
-        lin = CA / n                                 # (1/n) Σ ⟨c_i, α_i⟩
-        quad = sig / (2 * n) * AA if sig else 0.0
-        loss_mean = phi_sum / n
-        primal = 0.5 * self.lam * w_sq + quad + loss_mean
-        dual = -0.5 * self.lam * w_sq - lin - quad
-        gap = (phi_sum + GA) / n                     # ⟨−C − S̃, U − Aᵀ⟩ / n
-        return Certificate(primal, dual, gap)
-
-    def objectives(self, At, S=None):
-        """Certificate of the iterate ``At`` (computes ``S`` when not given)."""
-        S = self.scores(At) if S is None else S
-        _, phi, G = self.direction(At, S)
-        return self.certificate(At, S, phi, G)
-
-    def primal(self, S, w_sq):
-        """Unsmoothed primal ``P(W) = λ/2 ‖W‖² + (1/n) Σ Φ(s_i; y_i)`` from scores ``S``."""
-        a = self.C + S - S[self.rows, self.y][:, None]
-        return 0.5 * self.lam * w_sq + float(self.loss.value(a).mean())
-
-    def dual(self, At, S):
-        """``D_σ(A)`` of §1.10 (``D`` of §1.4 when ``σ = 0``)."""
-        w_sq = inner(At, S) / self.scale
-        quad = self.smoothing / (2 * self.n) * inner(At, At)
-        return -0.5 * self.lam * w_sq - inner(self.C, At) / self.n - quad
-
-    def line_search(self, At, S, U, dS=None):
-        """Exact step ``γ = clip(num / (⟨ΔAᵀ, ΔS⟩ + σ‖ΔA‖²), 0, 1)`` along ``U − Aᵀ`` (§1.7).
-
-        Returns ``(γ, ΔA, ΔS)``; ``dS`` may pass a precomputed ``K ΔAᵀ/(λn)``.
-        """
-        dA = U - At
-        G = self.C + self.gradient_scores(At, S)
-        if dS is None:
-            dS = self.scores(dA)
-        num = -inner(G, dA)
-        curv = inner(dA, dS)
-        if self.smoothing:
-            curv += self.smoothing * inner(dA, dA)
-        return quadratic_step(num, curv), dA, dS
-
-
-def _sequential_dot(a, b):
-    """``⟨a, b⟩`` summed left to right, the order of the compiled passes.
-
-    Block steps use it (and sum scores feature by feature) so that the numpy
-    and the compiled passes round alike and break exact ties alike.
-    """
-    return float(np.cumsum(a * b)[-1])
-
-
-class _Converged:
-    """Stopping rule ``gap ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates."""
-
-    rtol = 0.0
-
-    def is_converged(self, cert, tol):
-        return cert.gap <= max(tol, self.rtol * abs(cert.primal))
-
-
-class FullBatchIterate(_Converged, FWIterate):
-    """A full-batch iterate ``(Aᵀ, S)`` of the multi-class dual (FW and the PG baseline).
-
-    The LMO is computed once per iterate: the certificate (its value and gap)
-    and the following step share it.
-    """
-
-    def __init__(self, problem, At, S, rtol=0.0):
-        self.problem, self.At, self.S = problem, At, S
-        self.rtol = float(rtol)
-        self._oracle = None
-
-    def _direction(self):
-        if self._oracle is None:
-            self._oracle = self.problem.direction(self.At, self.S)
-        return self._oracle
-
-    def certificate(self):
-        _, phi, G = self._direction()
-        return self.problem.certificate(self.At, self.S, phi, G)
-
-    def solution(self):
-        return {"A": self.At.T.copy(), "S": self.S.copy()}
+    return float(np.cumsum(a)[-1])
 
 
 class FullBatchFW(FullBatchIterate):
@@ -296,24 +110,192 @@ class FullBatchFW(FullBatchIterate):
         return gamma
 
 
-class BlockFW(_Converged, BlockCoordinateIterate):
+# -- the block steps (numpy; :mod:`kernfw.solvers._bcfw_numba` compiles the same arithmetic) --
+
+def fw_block_step(loss, g, alpha, yi, q, gamma_std=None):
+    """FW step on one block: ``δ = γ (u_i − α_i)`` with the closed-form LMO vertex ``u_i``.
+
+    Parameters
+    ----------
+    loss : MulticlassLoss
+        Gives the LMO ``β* = lmo_row(a)`` at ``a = g − g_{y_i} 1``.
+    g : ndarray (m,)
+        Block gradient ``g_i = c_i + s̃_i`` (minus ``n`` times ``∇_{α_i} D``).
+    alpha : ndarray (m,)
+        The block ``α_i``.
+    yi : int
+        ``y_i``.
+    q : float
+        Block curvature ``q_i = K_ii/(λn) + σ``.
+    gamma_std : float or None
+        A fixed step (:func:`~kernfw.fw.block_standard_step`); None: the exact
+        block line search ``γ = clip(−⟨g, d⟩ / (q‖d‖²), 0, 1)``.
+
+    Returns
+    -------
+    gamma : float
+        The step ``γ``.
+    delta : ndarray (m,)
+        ``Δα_i = γ d``.
+    """
+    beta = loss.lmo_row(g - g[yi])
+    d = -beta
+    d[yi] += _sequential_sum(beta)
+    d -= alpha
+    if gamma_std is None:
+        gamma = quadratic_step(-_sequential_sum(g * d), q * _sequential_sum(d * d))
+    else:
+        gamma = gamma_std
+    return gamma, gamma * d
+
+
+def pairwise_block_step(g, alpha, yi, q, inner_steps):
+    """Up to ``inner_steps`` pairwise steps on one block (max / structured hinge, math.md §3.9).
+
+    The block domain is a simplex with vertices ``v_j = e_{y_i} − e_j``
+    (``v_{y_i} = 0``) and barycentric weights ``β_j = −α_{ij}`` (``j ≠ y_i``),
+    ``β_{y_i} = 1 − Σ_{j≠y_i} β_j``.  Vertex ``j`` has value ``a_j = g_j − g_{y_i}``:
+    the FW vertex is ``argmax_j a_j``, the away vertex ``argmin_{β_j > 0} a_j``;
+    a step moves weight ``γ ≤ β_away`` between them (``Δα = γ(e_away − e_fw)``,
+    curvature ``2q``) and updates ``g`` (a scratch copy) locally.
+
+    Returns
+    -------
+    total : float
+        The sum of the steps (0: the block is optimal).
+    delta : ndarray (m,)
+        ``Δα_i``.
+    """
+    beta = -alpha                                             # weights of v_j, j ≠ y_i
+    beta[yi] = 1.0 - alpha[yi]                                # weight of v_{y_i} = 0
+    delta = np.zeros_like(g)
+    rate = 2.0 * q
+    total = 0.0
+    for _ in range(inner_steps):
+        a = g - g[yi]
+        f = int(np.argmax(a))
+        active = np.flatnonzero(beta > 0)
+        w = int(active[np.argmin(a[active])])
+        slope = a[f] - a[w]
+        if f == w or slope <= 0:
+            break
+        cap = beta[w]
+        gamma = quadratic_step(slope, rate, cap)
+        if gamma <= 0:
+            break
+        beta[f] += gamma
+        beta[w] = 0.0 if gamma >= cap else beta[w] - gamma  # drop step: exact zero
+        delta[w] += gamma
+        delta[f] -= gamma
+        g[w] += gamma * q
+        g[f] -= gamma * q
+        total += gamma
+    return total, delta
+
+
+def exact_block_step(g, alpha, yi, q):
+    """The exact minimizer of the block sub-problem (max / structured hinge).
+
+    Solves ``min_{α' ∈ A_i} ⟨g, α' − α_i⟩ + (q/2) ‖α' − α_i‖²`` over the block
+    domain ``A_i = {α' : Σ_j α'_j = 0, α'_j ≤ 0 (j ≠ y_i), α'_{y_i} ≤ 1}`` of the
+    hinge (its vertices are ``e_{y_i} − e_j`` and 0): the Crammer–Singer
+    sub-problem, solved in ``O(m log m)`` as liblinear does.  With
+    ``b = g − q α_i`` its KKT conditions give ``α'_j = min(C_j, (θ − b_j)/q)``
+    (``C_{y_i} = 1``, else 0), where ``θ`` makes ``Σ_j α'_j = 0``; sorting
+    ``D_j = b_j + q C_j`` decreasingly, ``θ = (Σ_{j≤r} D_(j) − q)/r`` for the
+    largest ``r`` with ``θ_{r−1} < D_(r)``.
+
+    A block whose FW gap ``Φ_i + ⟨g, α_i⟩`` is at rounding level
+    (``≤ SHRINK_RTOL·(1 + Φ_i)``) is optimal and is left alone.
+
+    Parameters
+    ----------
+    g, alpha, yi, q
+        As in :func:`fw_block_step` (``q > 0``).
+
+    Returns
+    -------
+    step : float
+        ``½‖Δα_i‖₁``, the weight moved between vertices (0: the block is optimal).
+    delta : ndarray (m,)
+        ``Δα_i = α' − α_i``.
+    """
+    phi = max(float(np.max(g - g[yi])), 0.0)                # Φ(s̃_i; y_i) of the hinge
+    if phi + _sequential_sum(g * alpha) <= SHRINK_RTOL * (1.0 + phi) or not q > 0:
+        return 0.0, np.zeros_like(g)
+    b = g - q * alpha
+    D = b.copy()
+    D[yi] += q
+    D = np.sort(D)[::-1]
+    theta, r = D[0] - q, 1
+    while r < D.size and theta < r * D[r]:
+        theta += D[r]
+        r += 1
+    theta /= r
+    new = np.minimum((theta - b) / q, 0.0)
+    new[yi] = min((theta - b[yi]) / q, 1.0)
+    delta = new - alpha
+    return 0.5 * _sequential_sum(np.abs(delta)), delta
+
+
+class _NumpyPasses:
+    """The numpy backend of :class:`BlockFW`: block steps one by one in Python.
+
+    The compiled backend (:class:`kernfw.solvers._bcfw_numba.CompiledPasses`)
+    has the same three methods and the same arithmetic.
+    """
+
+    def __init__(self, iterate):
+        self.it = iterate
+
+    def run(self, order, k0, steps):
+        """Visit the blocks ``order``; write the step taken at each visit into ``steps``."""
+        it = self.it
+        for q, i in enumerate(order.tolist()):
+            steps[q] = it.block_step(i)
+            it.k += 1
+            if it.average is not None:
+                it.average.update(At=it.At, state=it.state)
+
+    def scores(self, W):
+        """``S = X W`` for features (the scores of the primal weights ``W``)."""
+        return np.asarray(self.it.X @ W, dtype=np.float64)
+
+    def certify(self, S, At):
+        """``(Φ, block gaps, Certificate)`` at ``(Aᵀ, S)``."""
+        p = self.it.problem
+        _, phi, G = p.direction(At, S)
+        block_gaps = phi + np.einsum("ij,ij->i", G, At)
+        return phi, block_gaps, p.certificate(At, S, phi, G)
+
+
+class BlockFW(GapStopping, BlockCoordinateIterate):
     """Block-coordinate dual FW: one example ``i`` per block step (math.md §3.9 on §1's dual).
 
-    Block step: LMO at ``a_i = c_i + s̃_i − s̃_{i,y_i} 1`` (the same closed form),
-    direction ``d = u_i − α_i``, exact block step
-    ``γ = clip(−⟨c_i + s̃_i, d⟩ / (K_ii ‖d‖²/(λn) + σ‖d‖²), 0, 1)`` (or
-    ``2n/(k + 2n)``), then ``α_i += γ d`` and ``S += γ K_{:,i} dᵀ/(λn)`` (one
-    column).  With :class:`~kernfw.operators.Features` the scores are not
-    stored: ``W = Xᵀ Aᵀ/(λn)`` is, ``s_i = Wᵀ x_i`` and ``W += γ x_i dᵀ/(λn)``,
-    ``O(d·m)`` per step.  The certificate (full LMO, certified gap) is the one
+    A block step at ``g_i = c_i + s̃_i`` (``q_i = K_ii/(λn) + σ``, the block
+    curvature) is one of (``block_step``):
+
+    - ``"fw"``: the closed-form LMO vertex ``u_i`` and the exact block step
+      ``γ = clip(−⟨g_i, d⟩ / (q_i‖d‖²), 0, 1)`` along ``d = u_i − α_i`` (or
+      ``2n/(k + 2n)`` with ``rule="standard"``), any loss;
+    - ``"pairwise"``: up to ``inner_steps`` pairwise (away-to-FW vertex) steps
+      while the row is hot (:func:`pairwise_block_step`; max / structured hinge);
+    - ``"exact"``: the exact solution of the block's quadratic sub-problem
+      (:func:`exact_block_step`; max / structured hinge), as liblinear's
+      Crammer–Singer solver.
+
+    Then ``α_i += Δα_i`` and the scores follow: with a ``"features"`` operator
+    (:meth:`~kernfw.operators.KernelOperator.compiled_view`) the primal
+    weights ``W = Xᵀ Aᵀ/(λn)`` are stored, ``s_i = Wᵀ x_i`` and
+    ``W += x_i Δα_iᵀ/(λn)``, ``O(nnz(x_i)·m)`` per step; otherwise
+    ``S += K_{:,i} Δα_iᵀ/(λn)`` (one kernel column, any operator, also
+    on-the-fly kernels).  The certificate (full LMO, certified gap) is the one
     of the batch solver.
 
-    With :mod:`numba` installed, a built-in loss and a
-    :class:`~kernfw.operators.Features` (dense or CSR) or dense
-    :class:`~kernfw.operators.Gram` operator, a whole pass runs in one compiled
-    call (:mod:`kernfw.solvers._bcfw_numba`) with the same arithmetic and the
-    same block order (the same iterates up to float rounding); otherwise the
-    block steps below run in numpy.
+    Passes run in a backend: compiled (:mod:`kernfw.solvers._bcfw_numba`) when
+    numba is available, the loss is built in and the operator has a
+    :meth:`~kernfw.operators.KernelOperator.compiled_view`, else numpy; both
+    take the same steps in the same order (the same iterates up to rounding).
 
     Parameters
     ----------
@@ -321,13 +303,15 @@ class BlockFW(_Converged, BlockCoordinateIterate):
     At, S : ndarray (n, m)
         Initial ``Aᵀ`` and ``S = K Aᵀ/(λn)`` (updated in place).
     rule : {"line_search", "standard"}
-        Exact block line search or the step ``2n/(k + 2n)``.
+        Exact block line search or the step ``2n/(k + 2n)`` (``"fw"`` steps).
     rtol : float
         Relative tolerance of the stopping rule.
     random_state, sample
         Block order (:func:`kernfw.fw.block_order`).
-    pairwise : bool or "auto"
-        Pairwise block steps (max / structured hinge only; "auto": with line search).
+    block_step : {"auto", "fw", "pairwise", "exact"}
+        "auto": ``"exact"`` for the max / structured hinge with
+        ``rule="line_search"`` (fastest in ``docs/benchmarks/multiclass.md``),
+        else ``"fw"``.
     inner_steps : int
         Maximum number of pairwise steps per visit of a block.
     compiled : bool or "auto"
@@ -341,86 +325,79 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         the certified gap stays exact and every block comes back when it is no
         longer optimal; a pass goes over the active blocks only (use
         ``check_every > 1``).
+    averaging : bool
+        Certify and return the weighted average of the iterates (weights
+        ``2/(k + 2)`` per block step, BCFW-wavg); numpy backend only.
 
     Attributes
     ----------
     compiled : bool
         Whether the passes run compiled.
+    block_step_rule : str
+        The block step taken ("fw", "pairwise" or "exact").
     active : ndarray of int or None
         The blocks visited by the next passes (None: all).
     """
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
-                 sample="uniform", pairwise="auto", inner_steps=5, compiled="auto",
-                 shrinking=False):
+                 sample="uniform", block_step="auto", inner_steps=5, compiled="auto",
+                 shrinking=False, averaging=False):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
-        if pairwise == "auto":
-            pairwise = rule == "line_search" and isinstance(problem.loss, MaxHinge)
-        if pairwise and not isinstance(problem.loss, MaxHinge):
-            raise ValueError("pairwise block steps need the max or structured hinge")
-        self.pairwise, self.inner_steps = bool(pairwise), max(int(inner_steps), 1)
+        self.block_step_rule = _check_block_step(block_step, rule, problem.loss)
+        self.inner_steps = max(int(inner_steps), 1)
         op = problem.op
         self.Kdiag = np.asarray(op.diag(), dtype=np.float64)
-        self.features = isinstance(op, Features)
+        self.curvature = self.Kdiag / problem.scale + problem.smoothing    # q_i
+        view = op.compiled_view()
+        self.features = view is not None and view.kind == "features"
         if self.features:
-            self.X = op.X
-            self.sparse = op.is_sparse
-            if self.sparse and not self.X.has_canonical_format:
-                self.X = self.X.copy()
-                self.X.sum_duplicates()                 # one entry per (i, feature)
+            self.X = view.matrix
+            self.sparse = sp.issparse(self.X)
             if At.any():                               # W = Xᵀ Aᵀ / (λn)
-                self.W = np.ascontiguousarray(op.primal(At), dtype=np.float64) / problem.scale
+                W = np.asarray(self.X.T @ At, dtype=np.float64) / problem.scale
+                self.state = np.ascontiguousarray(W)
             else:
-                self.W = np.zeros((op.d, problem.m))
-            self.S = None
+                self.state = np.zeros((self.X.shape[1], problem.m))
         else:
-            self.S = S
-        self._pass, self._scores, self._certify = self._compiled_kernels(compiled)
-        self.compiled = self._pass is not None
+            self.state = S                             # the scores S
+        self.average = WeightedAverage() if averaging else None
+        self.backend = self._backend(compiled, view)
+        self.compiled = not isinstance(self.backend, _NumpyPasses)
         self.shrinking, self.active = bool(shrinking), None
-        self._certified_scores = None
+        self._certified = None
 
-    # -- compiled passes -------------------------------------------------------------------
-    def _compiled_kernels(self, compiled):
-        """``pass(order, k0, steps) -> Σ steps`` running a whole pass compiled,
-        ``scores() -> X W`` for features and ``certify(S) -> (Φ, block gaps, sums)``;
-        all None for the numpy path."""
+    @property
+    def W(self):
+        """The primal weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) with features, else None."""
+        return self.state if self.features else None
+
+    @property
+    def S(self):
+        """The stored scores ``S = K Aᵀ/(λn)`` (n × m), None with features."""
+        return None if self.features else self.state
+
+    def _backend(self, compiled, view):
+        """The compiled passes when available (and asked for), else :class:`_NumpyPasses`."""
         if compiled not in ("auto", True, False):
             raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
         if compiled is False:
-            return None, None, None
-        p, op = self.problem, self.problem.op
+            return _NumpyPasses(self)
         lib = compiled_backend()
-        code = None if lib is None else lib.loss_code(p.loss, p.m)
-        supported = self.features or isinstance(op, Gram)
-        if lib is None or code is None or not supported:
-            if compiled is True:
-                why = ("numba is not installed" if lib is None else
-                       "the loss is not a built-in loss" if code is None else
-                       f"the operator is a {type(op).__name__} (not Features or Gram)")
-                raise ValueError(f"compiled block steps are not available: {why}")
-            return None, None, None
-        kind, k, rho, r = code
-        tail = (p.C, p.y, self.Kdiag, p.scale, p.smoothing, kind, k, rho, r, self.pairwise,
-                self.inner_steps, self.rule == "standard")
-        scores = None
-        if self.features:
-            X = lib.pass_features(self.X)
-            if sp.issparse(X):
-                rows = (X.indptr, X.indices, X.data)
-                fn, head = lib.sparse_pass, (*rows, self.W, self.At)
-                scores = lambda: lib.sparse_scores(*rows, self.W)  # noqa: E731
-            else:
-                fn, head = lib.dense_pass, (X, self.W, self.At)
-                scores = lambda: lib.dense_scores(X, self.W)  # noqa: E731
-        else:
-            fn, head = lib.gram_pass, (lib.gram_columns(op.K), self.S, self.At)
-        loss = (p.C, p.y, p.smoothing, kind, k, rho, r)
-        return ((lambda order, k0, steps: fn(order, *head, *tail, k0, steps)), scores,
-                lambda S: lib.certify(S, self.At, *loss))
+        spec = None if lib is None else lib.block_spec(self)
+        why = ("numba is not installed" if lib is None else
+               "the loss is not a built-in loss" if spec is None else
+               f"the operator is a {type(self.problem.op).__name__} (not Features or Gram)"
+               if view is None else
+               "averaging is done by the numpy block steps" if self.average is not None
+               else None)
+        if why is None:
+            return lib.CompiledPasses(self, view, spec)
+        if compiled is True:
+            raise ValueError(f"compiled block steps are not available: {why}")
+        return _NumpyPasses(self)
 
     def blocks(self):
         """The blocks of the next pass: :func:`~kernfw.fw.block_order` over all
@@ -431,21 +408,15 @@ class BlockFW(_Converged, BlockCoordinateIterate):
 
     def step(self, t):
         """One pass (compiled when available); returns the mean block step."""
-        self._certified_scores = None
+        self._certified = None
         order = self.blocks()
-        steps = np.empty(order.size)
-        if self._pass is None:
-            total = 0.0
-            for q, i in enumerate(order.tolist()):
-                steps[q] = self.block_step(i)
-                total += steps[q]
-                self.k += 1
-        else:
-            total = self._pass(order, self.k, steps)
+        steps = np.zeros(order.size)
+        self.backend.run(order, self.k, steps)
+        if self.compiled:
             self.k += order.size
         if self.shrinking:
             self._shrink(order, steps)
-        return total / max(order.size, 1)
+        return _sequential_sum(steps) / order.size if order.size else 0.0
 
     def _shrink(self, order, steps):
         """Drop from the active blocks those whose visits all took a zero step."""
@@ -458,147 +429,102 @@ class BlockFW(_Converged, BlockCoordinateIterate):
         active = np.arange(self.n_blocks) if self.active is None else self.active
         self.active = active[~optimal[active]]
 
-    # -- scores ----------------------------------------------------------------------
-    def _row(self, i):
-        """``x_i`` as (indices, values) for sparse features, or the dense row."""
-        if self.sparse:
-            X = self.X
-            lo, hi = X.indptr[i], X.indptr[i + 1]
-            return X.indices[lo:hi], X.data[lo:hi]
-        return None, self.X[i]
-
-    def _full_scores(self):
-        """``S`` (n × m): stored, or ``X W`` with features."""
-        if not self.features:
-            return self.S
-        if self._scores is not None:
-            return self._scores()
-        return np.asarray(self.X @ self.W, dtype=np.float64)
-
-    # -- one block ---------------------------------------------------------------------
+    # -- one block (the numpy backend) ------------------------------------------------
     def _block_gradient(self, i):
         """``(x_i, g_i = c_i + s̃_i)`` for block ``i`` (``x_i`` is (idx, values) or None)."""
         p = self.problem
         if self.features:
-            idx, x = self._row(i)
-            Wi = self.W if idx is None else self.W[idx]
+            X = self.X
+            if self.sparse:
+                lo, hi = X.indptr[i], X.indptr[i + 1]
+                idx, x = X.indices[lo:hi], X.data[lo:hi]
+                Wi = self.state[idx]
+            else:
+                idx, x, Wi = None, X[i], self.state
             # s_i = Wᵀ x_i summed feature by feature (the order of the compiled pass)
             s = np.add.reduce(x[:, None] * Wi, axis=0)
             row = (idx, x)
         else:
-            s, row = self.S[i], None
+            s, row = self.state[i], None
         g = p.C[i] + s
         if p.smoothing:
             g = g + p.smoothing * self.At[i]
         return row, g
 
     def _apply(self, i, row, delta):
-        """Scores after ``α_i += delta``: ``W += x_i deltaᵀ/(λn)`` or ``S += K_{:,i} deltaᵀ/(λn)``."""
+        """``α_i += δ`` and the scores: ``W += x_i δᵀ/(λn)`` or ``S += K_{:,i} δᵀ/(λn)``."""
         self.At[i] += delta
         upd = delta / self.problem.scale
         if self.features:
             idx, x = row
             if idx is None:
-                self.W += np.outer(x, upd)
+                self.state += np.outer(x, upd)
             else:
-                self.W[idx] += np.outer(x, upd)
+                self.state[idx] += np.outer(x, upd)
         else:
-            self.S += self.problem.op.columns([i]) * upd        # one kernel column
+            self.state += self.problem.op.columns([i]) * upd       # one kernel column
 
     def block_step(self, i):
-        if self.pairwise:
-            return self._pairwise_block_step(i)
+        """The block step on ``α_i`` (numpy); returns the step taken (0: none)."""
         p = self.problem
-        yi = p.y[i]
         row, g = self._block_gradient(i)
-        beta = p.loss.lmo_row(g - g[yi])
-        d = -beta
-        d[yi] += np.cumsum(beta)[-1]
-        d -= self.At[i]
-        if self.rule == "standard":
-            gamma = 2.0 * p.n / (self.k + 2.0 * p.n)
+        q, yi = self.curvature[i], p.y[i]
+        if self.block_step_rule == "pairwise":
+            step, delta = pairwise_block_step(g, self.At[i], yi, q, self.inner_steps)
+        elif self.block_step_rule == "exact":
+            step, delta = exact_block_step(g, self.At[i], yi, q)
         else:
-            dd = _sequential_dot(d, d)
-            curv = self.Kdiag[i] * dd / p.scale + p.smoothing * dd
-            gamma = quadratic_step(-_sequential_dot(g, d), curv)
-        if gamma:
-            self._apply(i, row, gamma * d)
-        return gamma
-
-    def _pairwise_block_step(self, i):
-        """Pairwise steps on block ``i`` for the max / structured hinge (math.md §3.9).
-
-        The block domain is a simplex with vertices ``v_j = e_{y_i} − e_j``
-        (``v_{y_i} = 0``) and barycentric weights ``β_j = −α_{ij}`` (``j ≠ y_i``),
-        ``β_{y_i} = 1 − Σ_{j≠y_i} β_j``.  Vertex ``j`` has value ``a_j``: the FW
-        vertex is ``argmax_j a_j``, the away vertex ``argmin_{β_j > 0} a_j``; the
-        step moves weight ``γ ≤ β_away`` between them (``Δα = γ(e_away − e_fw)``,
-        curvature ``2(K_ii/(λn) + σ)``).  Up to ``inner_steps`` such steps are
-        taken on the block (``s̃_i`` is updated locally) before the scores are
-        updated once.
-        """
-        p = self.problem
-        yi = p.y[i]
-        row, g = self._block_gradient(i)
-        alpha = self.At[i]
-        beta = -alpha                                             # weights of v_j, j ≠ y_i
-        beta[yi] = 1.0 - alpha[yi]                                # weight of v_{y_i} = 0
-        delta = np.zeros(p.m)
-        rate = 2.0 * (self.Kdiag[i] / p.scale + p.smoothing)     # curvature of e_w − e_f
-        half = rate / 2.0
-        total = 0.0
-        for _ in range(self.inner_steps):
-            a = g - g[yi]
-            f = int(np.argmax(a))
-            active = np.flatnonzero(beta > 0)
-            w = int(active[np.argmin(a[active])])
-            slope = a[f] - a[w]
-            if f == w or slope <= 0:
-                break
-            cap = beta[w]
-            gamma = quadratic_step(slope, rate, cap)
-            if gamma <= 0:
-                break
-            beta[f] += gamma
-            beta[w] = 0.0 if gamma >= cap else beta[w] - gamma  # drop step: exact zero
-            delta[w] += gamma
-            delta[f] -= gamma
-            g[w] += gamma * half
-            g[f] -= gamma * half
-            total += gamma
-        if total:
+            fixed = block_standard_step(self.k, p.n) if self.rule == "standard" else None
+            step, delta = fw_block_step(p.loss, g, self.At[i], yi, q, fixed)
+        if step:
             self._apply(i, row, delta)
-        return total
+        return step
 
     # -- certificate -----------------------------------------------------------------------
+    def _point(self):
+        """The certified point ``(Aᵀ, W or S)``: the iterate, or its average."""
+        if self.average is not None and self.average.values is not None:
+            return self.average["At"], self.average["state"]
+        return self.At, self.state
+
     def certificate(self):
         """The certified gap of the batch solver; with shrinking it also picks the
         blocks of the next passes: those whose block gap ``⟨−g_i, u_i − α_i⟩`` is > 0."""
-        p, S = self.problem, self._full_scores()
-        self._certified_scores = S
-        if self._certify is not None:                 # compiled: one loop over the blocks
-            phi, block_gaps, sums = self._certify(S)
-            cert = p.certificate_from_sums(*sums)
-        else:
-            _, phi, G = p.direction(self.At, S)
-            block_gaps = phi + np.einsum("ij,ij->i", G, self.At)
-            cert = p.certificate(self.At, S, phi, G)
+        At, state = self._point()
+        S = self.backend.scores(state) if self.features else state
+        phi, block_gaps, cert = self.backend.certify(S, At)
+        self._certified = (At, S)
         if self.shrinking:
             # > 0 beyond rounding, so that the choice does not hang on the last bit
             self.active = np.flatnonzero(block_gaps > SHRINK_RTOL * (1.0 + np.abs(phi)))
+        cert.extra.update(oracle_calls=self.k, **{"pass": self.k / self.n_blocks})
         return cert
 
     def solution(self):
-        S = self._certified_scores
-        if S is None:
-            S = self._full_scores()
-        return {"A": self.At.T.copy(), "S": S.copy()}
+        if self._certified is None:
+            At, state = self._point()
+            self._certified = (At, self.backend.scores(state) if self.features else state)
+        At, S = self._certified
+        return {"A": At.T.copy(), "S": S.copy()}
+
+
+def _check_block_step(block_step, rule, loss):
+    """The block step rule of :class:`BlockFW` (see ``block_step`` there)."""
+    if block_step not in ("auto",) + BLOCK_STEPS:
+        raise ValueError(f"block_step must be 'auto' or one of {BLOCK_STEPS}, got {block_step!r}")
+    hinge = isinstance(loss, MaxHinge)
+    if block_step == "auto":
+        return "exact" if hinge and rule == "line_search" else "fw"
+    if block_step != "fw" and not hinge:
+        raise ValueError(f"{block_step} block steps need the max or structured hinge")
+    return block_step
 
 
 def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver="lsfw",
                      n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
                      max_time=None, check_every=1, callback=None, random_state=None,
-                     sample="uniform", keep_best=True, compiled="auto", shrinking=True):
+                     sample="uniform", keep_best=True, compiled="auto", shrinking=True,
+                     block_step="auto", inner_steps=5, averaging=False):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
     Parameters
@@ -646,6 +572,15 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     shrinking : bool
         Active-set passes of ``"bcfw"``: between two certificates only blocks
         that are not block-optimal are visited (see :class:`BlockFW`).
+    block_step : {"auto", "fw", "pairwise", "exact"}
+        The block step of ``"bcfw"`` (see :class:`BlockFW`): "auto" solves the
+        block sub-problem exactly for the max / structured hinge and takes a FW
+        step with exact line search for the other losses.
+    inner_steps : int
+        Pairwise steps per block visit (``block_step="pairwise"``).
+    averaging : bool
+        ``"bcfw"`` only: certify and return the weighted average of the
+        iterates (BCFW-wavg; numpy block steps).
 
     Returns
     -------
@@ -657,7 +592,6 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     problem = MulticlassDual(op, y, loss, lam, smoothing, n_classes)
     if solver == "pg":
-        from .subgradient import pegasos_multiclass
         return pegasos_multiclass(problem, A_init=A_init, tol=tol, rtol=rtol,
                                   max_iter=max_iter, max_time=max_time,
                                   check_every=check_every, callback=callback)
@@ -665,8 +599,9 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     rule = "standard" if solver == "stdfw" else "line_search"
     if solver == "bcfw":
         iterate = BlockFW(problem, At, S, rule="line_search", rtol=rtol,
-                          random_state=random_state, sample=sample, compiled=compiled,
-                          shrinking=shrinking)
+                          random_state=random_state, sample=sample, block_step=block_step,
+                          inner_steps=inner_steps, compiled=compiled, shrinking=shrinking,
+                          averaging=averaging)
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
     remedy = ("increase max_iter (or max_time), loosen tol, increase lam, or use "

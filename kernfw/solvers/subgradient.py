@@ -1,17 +1,26 @@
 """Subgradient baselines reporting the same objectives as the Frank-Wolfe solvers.
 
 - :func:`pegasos_multiclass` — the full-batch projected subgradient method
-  ("PG" of seed 000, Pegasos-style; math.md §1.11) for the multi-category SVM.
+  ("PG" of seed 000, Pegasos-style; math.md §1.11) for the multi-category SVM;
+- :func:`structural_ssg` — stochastic subgradient (SSG, SSG-wavg; math.md §3.6)
+  for the structural SVM.
+
+The multi-class problem comes from :mod:`kernfw.solvers.multiclass_dual`
+(shared with :mod:`kernfw.solvers.multiclass`, which dispatches
+``solver="pg"`` here), the structural one from :mod:`kernfw.solvers.structural`.
 """
 
 import math
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
-from ..fw import run
-from .multiclass import FullBatchIterate, inner
+from ..fw import BlockCoordinateIterate, Certificate, WeightedAverage, run
+from .multiclass_dual import FullBatchIterate, inner
+from .structural import StructuredProblem
 
-__all__ = ["pegasos_multiclass"]
+__all__ = ["pegasos_multiclass", "StructuralSSG", "structural_ssg"]
 
 
 # -- multi-category SVM: full-batch projected subgradient (math.md §1.11) ------------------
@@ -56,7 +65,7 @@ def pegasos_multiclass(problem, *, A_init=None, tol=1e-3, rtol=0.0, max_iter=100
 
     Parameters
     ----------
-    problem : kernfw.solvers.multiclass.MulticlassDual
+    problem : kernfw.solvers.multiclass_dual.MulticlassDual
         The problem (``smoothing`` must be 0: PG is defined on the plain primal).
     A_init : ndarray (m, n) or None
         Starting dual point (default 0, i.e. ``w = 0``).
@@ -81,14 +90,6 @@ def pegasos_multiclass(problem, *, A_init=None, tol=1e-3, rtol=0.0, max_iter=100
 
 
 # -- structural SVM: stochastic subgradient, SSG and SSG-wavg (math.md §3.6) ------------------
-# (its imports are kept here, next to the code that uses them)
-import warnings  # noqa: E402
-
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-
-from ..fw import BlockCoordinateIterate, Certificate, WeightedAverage  # noqa: E402
-
-__all__ += ["StructuralSSG", "structural_ssg"]
 
 
 class StructuralSSG(BlockCoordinateIterate):
@@ -189,8 +190,6 @@ def structural_ssg(model, X, Y, lam, *, averaging=True, project=False, sample="u
         ``solution["w"]``; ``primal`` is ``P(w)`` as the FW solvers report it,
         ``gap`` is inf (not certified); history columns ``oracle_calls``, ``pass``.
     """
-    from .structural import StructuredProblem
-
     if int(gap_every) < 1:
         raise ValueError(f"gap_every must be >= 1, got {gap_every}")
     problem = StructuredProblem(model, X, Y, lam)

@@ -6,7 +6,7 @@ Kernel weights ``γ`` live in the capped simplex
 .. math::  J(γ) = \\max_α\\ a(α) − c\\,Σ_j γ_j d_j(α),\\qquad d_j(α) = (y∘α)ᵀK_j(y∘α),
 
 the optimal dual value of an SVM with kernel ``K_γ = Σ_j γ_j K_j`` (C-SVM,
-ν-SVM or L2-SVM; see :mod:`kernfw.solvers.mkl_svm` for ``a`` and ``c``).
+ν-SVM or L2-SVM; see :mod:`kernfw.solvers.mkl.inner_svm` for ``a`` and ``c``).
 By Danskin ``∇_j J = −c d_j``.  The solver alternates (seed Algorithm 2,
 math.md §5.3)
 
@@ -36,15 +36,14 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
-from ..fw import Certificate, FWIterate, FWResult, armijo_step, run
-from ..operators import KernelOperator, MultiKernel
+from ...fw import Certificate, FWResult, armijo_step, run
 from .capped_simplex import (check_t, project_capped_simplex, snap_to_box, sum_top_t,
                              top_t_vertex)
-from .mkl_svm import KernelWeightObjective, make_inner_svm
+from .weights import KernelWeightIterate, as_multikernel, check_positive, weight_objective
 
-__all__ = ["cskl", "KernelWeightIterate", "CSKLIterate", "projected_gradient_direction",
+__all__ = ["solve_cskl", "CSKLIterate", "projected_gradient_direction",
            "reduced_gradient_direction", "frank_wolfe_direction", "exact_selection",
-           "as_multikernel", "encode_labels", "WEIGHT_UPDATES", "LINE_SEARCHES"]
+           "WEIGHT_UPDATES", "LINE_SEARCHES"]
 
 WEIGHT_UPDATES = ("projected_gradient", "reduced_gradient", "frank_wolfe")
 LINE_SEARCHES = ("armijo", "exact")
@@ -133,47 +132,6 @@ def exact_selection(gamma, d, t):
 
 
 # -- the outer iteration ------------------------------------------------------------------
-class KernelWeightIterate(FWIterate):
-    """Alternating kernel-weight learning: the weights ``γ`` and the SVM solved at ``γ``.
-
-    The weight set ``Γ`` enters only through its support function
-    ``σ_Γ(d) = max_{γ'∈Γ} γ'ᵀd`` (:meth:`support`), which gives the FW gap
-    ``G = c (σ_Γ(d) − γᵀd) ≥ J(γ) − J*`` of ``min_Γ J`` (``c`` the objective's
-    curvature factor, ``d_j = (y∘α)ᵀ K_j (y∘α)``).  CSKL and lp-MKL share it.
-    """
-
-    def __init__(self, objective, gamma0):
-        self.objective = objective
-        self.c = objective.curvature
-        self.current = objective.evaluate(gamma0)
-
-    def support(self, d):
-        """``σ_Γ(d)``, the largest ``γ'ᵀd`` over the weight set."""
-        raise NotImplementedError
-
-    def gap(self, evaluation=None):
-        """``G = c (σ_Γ(d) − γᵀd)``, the FW gap of ``min_Γ J``."""
-        ev = self.current if evaluation is None else evaluation
-        return max(self.c * (self.support(ev.d) - float(ev.gamma @ ev.d)), 0.0)
-
-    def certificate(self):
-        ev = self.current
-        G = self.gap()
-        return Certificate(primal=ev.value, dual=ev.value - G, gap=G, extra={
-            "n_kernels": int(np.count_nonzero(ev.gamma)),
-            "inner_gap": float(ev.solution.inner_gap),
-            "svm_solves": self.objective.n_solves})
-
-    def is_converged(self, cert, tol):
-        """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
-        return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
-
-    def solution(self):
-        ev = self.current
-        return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
-                "coef": ev.solution.coef.copy(), "intercept": ev.solution.intercept.copy()}
-
-
 class CSKLIterate(KernelWeightIterate):
     """State of the alternating CSKL solver: ``γ`` and the SVM solved at ``γ``.
 
@@ -186,7 +144,7 @@ class CSKLIterate(KernelWeightIterate):
     weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
     line_search : {"armijo", "exact"}
     gamma0 : ndarray of shape (p,)
-        A feasible start (default in :func:`cskl`: ``(t/p) 1``).
+        A feasible start (default in :func:`solve_cskl`: ``(t/p) 1``).
     """
 
     def __init__(self, objective, t, weight_update, line_search, gamma0):
@@ -295,51 +253,6 @@ class CSKLIterate(KernelWeightIterate):
 
 
 # -- the solver ---------------------------------------------------------------------------
-def as_multikernel(kernels):
-    """A :class:`MultiKernel` from a MultiKernel or a non-empty list of operators."""
-    if isinstance(kernels, MultiKernel):
-        return kernels
-    if isinstance(kernels, KernelOperator):
-        return MultiKernel([kernels])
-    kernels = list(kernels)
-    if not kernels:
-        raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
-    return MultiKernel(kernels)
-
-
-def encode_labels(y, n):
-    """Class labels → ``(classes, indices)``; checks the length and ≥ 2 classes."""
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must have shape ({n},) to match the kernels, got {y.shape}")
-    classes, y_idx = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(f"need at least two classes; y has {classes.size} class"
-                         f"{'es' if classes.size != 1 else ''}")
-    return classes, y_idx
-
-
-def _check_positive(name, value):
-    if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
-def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, multi_class):
-    """``J(γ)`` on the kernels ``mk`` by inner SVM solves, and the classes of ``y``.
-
-    The inner tolerance defaults to ``min(1e-6, tol/100)``: the outer gradient
-    ``−c d`` is only as accurate as the inner ``α``.
-    """
-    C = _check_positive("C", C)
-    inner_tol = min(1e-6, tol / 100) if inner_tol is None else _check_positive("inner_tol",
-                                                                             inner_tol)
-    classes, y_idx = encode_labels(y, mk.n)
-    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
-                           multi_class=multi_class)
-    return KernelWeightObjective(mk, inner), classes
-
-
 def _start(gamma0, t, p):
     if gamma0 is None:
         return np.full(p, t / p)
@@ -350,7 +263,7 @@ def _start(gamma0, t, p):
     return snap_to_box(gamma0)
 
 
-def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
+def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
          weight_update="projected_gradient", line_search="armijo", exact=False, tol=1e-3,
          max_iter=100, inner_tol=None, gamma0=None, callback=None, max_time=None):
     """Controlled-sparsity kernel learning by alternating SVM solves and weight updates.
@@ -406,7 +319,7 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
         ``a(α) − c g_t(d(α))`` at the same ``α``, ``gap`` = ``G``.
         ``solution`` holds ``gamma``, ``d``, ``coef`` (r, n) (``y∘α`` per binary
         problem), ``intercept`` (r,), ``svm`` (the inner
-        :class:`~kernfw.solvers.mkl_svm.SVMSolution`), ``classes``, ``codes``
+        :class:`~kernfw.solvers.mkl.inner_svm.SVMSolution`), ``classes``, ``codes``
         and, with ``exact=True``, ``gamma_relaxed`` (the weights before
         rounding).  The history has ``n_kernels``, ``inner_gap`` and
         ``svm_solves`` per outer iteration.
@@ -419,7 +332,7 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
     >>> X = rng.normal(size=(40, 4)); y = np.where(X[:, 0] > 0, 1, -1)
     >>> specs = [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(4)]
     >>> K = make_operator(X, specs, normalization="trace")
-    >>> res = cskl(K, y, t=1.0, svm="c", C=10.0, tol=1e-4)
+    >>> res = solve_cskl(K, y, t=1.0, svm="c", C=10.0, tol=1e-4)
     >>> int(np.argmax(res["gamma"]))
     0
     """
@@ -430,7 +343,7 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
         raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}, got {weight_update!r}")
     if line_search not in LINE_SEARCHES:
         raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
-    tol = _check_positive("tol", tol)
+    tol = check_positive("tol", tol)
     objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
                                           inner_tol=inner_tol, multi_class=multi_class)
     iterate = CSKLIterate(objective, t, weight_update, line_search, _start(gamma0, t, p))
@@ -440,7 +353,7 @@ def cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
                  name=f"CSKL ({weight_update})")
     _warn_if_stalled(iterate, result, tol)
     if exact:
-        result = _retrain_exact(iterate, result)
+        result = _retrain_exact(iterate, result, tol)
     result.solution.update(classes=classes, codes=objective.svm.codes)
     return result
 
@@ -463,8 +376,13 @@ def _warn_if_stalled(iterate, result, tol):
             "iterate is returned. Use a larger tol.", ConvergenceWarning, stacklevel=3)
 
 
-def _retrain_exact(iterate, result):
-    """The ``exact=True`` post-step: ⌈t⌉ kernels at weight 1, SVM retrained."""
+def _retrain_exact(iterate, result, tol):
+    """The ``exact=True`` post-step: ⌈t⌉ kernels at weight 1, SVM retrained.
+
+    The rounded weights are a heuristic point of ``Γ_⌈t⌉``, not its optimum: the
+    result is ``converged`` only if their own gap ``G ≤ tol·|J|`` over ``Γ_⌈t⌉``
+    (otherwise a :class:`ConvergenceWarning` says so).
+    """
     relaxed = result.solution
     gamma = exact_selection(relaxed["gamma"], relaxed["d"], iterate.t)
     iterate.current = iterate.objective.evaluate(gamma, warm=relaxed["svm"].state)
@@ -472,7 +390,17 @@ def _retrain_exact(iterate, result):
     G = iterate.gap()
     solution = iterate.solution()
     solution["gamma_relaxed"] = relaxed["gamma"]
-    return FWResult(solution=solution, primal=iterate.current.value,
-                    dual=iterate.current.value - G, gap=G, n_iter=result.n_iter,
-                    converged=result.converged, status=result.status,
+    value = iterate.current.value
+    converged = bool(result.converged and iterate.is_converged(
+        Certificate(primal=value, dual=value - G, gap=G), tol))
+    status = result.status if converged or not result.converged else "exact_rounding"
+    if result.converged and not converged:
+        warnings.warn(
+            f"CSKL exact=True: the rounded weights ({int(gamma.sum())} kernels at 1) have gap "
+            f"{G:.3g} > tol·|J| = {tol * abs(value):.3g} over Γ_⌈t⌉ (the rounding is a "
+            "heuristic post-step, not an optimum); converged_ is False. The relaxed solution "
+            "converged: use exact=False for a certified model.", ConvergenceWarning,
+            stacklevel=3)
+    return FWResult(solution=solution, primal=value, dual=value - G, gap=G,
+                    n_iter=result.n_iter, converged=converged, status=status,
                     history=result.history, time=result.time)

@@ -1,9 +1,9 @@
 """MKL baselines (math.md §5.5): l1-MKL, lp-MKL and the uniform average.
 
 - **l1-MKL** (SimpleMKL's problem) is CSKL with ``t = 1``: ``Γ_1`` is the unit
-  simplex; :func:`l1_mkl` calls :func:`~kernfw.solvers.cskl.cskl`.
+  simplex; :func:`solve_l1_mkl` calls :func:`~kernfw.solvers.mkl.cskl.solve_cskl`.
 - **Uniform**: all weights 1 (``t = p``, the single point of ``Γ_p``): one SVM
-  on ``Σ_j K_j``; :func:`uniform_mkl`.
+  on ``Σ_j K_j``; :func:`solve_uniform_mkl`.
 - **lp-MKL** (Kloft et al.), ``p ≥ 1``:
   ``min_{θ ≥ 0, ‖θ‖_p ≤ 1} J(θ)``, equivalently
   ``max_α a(α) − c ‖d(α)‖_{p*}`` with ``p* = p/(p−1)``.  Alternate an SVM
@@ -17,21 +17,22 @@
 
 import numpy as np
 
-from ..fw import run
-from .cskl import KernelWeightIterate, _check_positive, as_multikernel, cskl, weight_objective
+from ...fw import run
+from .cskl import solve_cskl
+from .weights import KernelWeightIterate, as_multikernel, check_positive, weight_objective
 
-__all__ = ["l1_mkl", "uniform_mkl", "lp_mkl", "lp_update", "LpMKLIterate"]
-
-
-def l1_mkl(kernels, y, **kwargs):
-    """l1-MKL = CSKL with ``t = 1`` (keyword arguments as :func:`~kernfw.solvers.cskl.cskl`)."""
-    return cskl(kernels, y, 1.0, **kwargs)
+__all__ = ["solve_l1_mkl", "solve_uniform_mkl", "solve_lp_mkl", "lp_update", "LpMKLIterate"]
 
 
-def uniform_mkl(kernels, y, **kwargs):
+def solve_l1_mkl(kernels, y, **kwargs):
+    """l1-MKL = CSKL with ``t = 1`` (keywords as :func:`~kernfw.solvers.mkl.cskl.solve_cskl`)."""
+    return solve_cskl(kernels, y, 1.0, **kwargs)
+
+
+def solve_uniform_mkl(kernels, y, **kwargs):
     """The uniform combination ``Σ_j K_j`` (CSKL with ``t = p``: one SVM solve, gap 0)."""
     mk = as_multikernel(kernels)
-    return cskl(mk, y, float(mk.p), **kwargs)
+    return solve_cskl(mk, y, float(mk.p), **kwargs)
 
 
 def lp_update(theta, d, p):
@@ -76,7 +77,7 @@ class LpMKLIterate(KernelWeightIterate):
         return float(np.max(np.abs(theta - ev.gamma)))
 
 
-def lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr", tol=1e-3,
+def solve_lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr", tol=1e-3,
            max_iter=100, inner_tol=None, callback=None, max_time=None):
     """lp-norm MKL by alternating SVM solves and the closed-form update (math.md §5.5).
 
@@ -88,21 +89,21 @@ def lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr", tol
         Class labels.
     p : float >= 1
         The norm on the weights ``θ`` (``p = 1``: l1-MKL by multiplicative
-        updates, slower than :func:`l1_mkl`; ``p > 1``: non-sparse weights).
+        updates, slower than :func:`solve_l1_mkl`; ``p > 1``: non-sparse weights).
     svm, C, nu, multi_class, tol, max_iter, inner_tol, callback, max_time
-        As :func:`~kernfw.solvers.cskl.cskl` (stop when ``gap ≤ tol·|J|``).
+        As :func:`~kernfw.solvers.mkl.cskl.solve_cskl` (stop when ``gap ≤ tol·|J|``).
 
     Returns
     -------
     FWResult
         ``primal`` = ``J(θ)``, ``dual`` = ``a(α) − c‖d(α)‖_{p*}``; ``solution``
-        as :func:`~kernfw.solvers.cskl.cskl` (``gamma`` holds ``θ``).
+        as :func:`~kernfw.solvers.mkl.cskl.solve_cskl` (``gamma`` holds ``θ``).
     """
     mk = as_multikernel(kernels)
     if isinstance(p, bool) or not np.isscalar(p) or not np.isfinite(p) or p < 1:
         raise ValueError(f"p must be a finite number >= 1, got {p!r}")
     p = float(p)
-    tol = _check_positive("tol", tol)
+    tol = check_positive("tol", tol)
     objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
                                           inner_tol=inner_tol, multi_class=multi_class)
     iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)))

@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
 __all__ = ["SVMSolution", "InnerSVM", "LibsvmC", "LibsvmNu", "L2SVM", "make_inner_svm",
-           "Evaluation", "KernelWeightObjective", "decision_values", "support_of", "DENSE_MAX_N",
+           "Evaluation", "KernelWeightObjective", "support_of", "DENSE_MAX_N",
            "coding_matrix", "SVM_KINDS", "MULTI_CLASS"]
 
 SVM_KINDS = ("l2", "c", "nu")
@@ -300,7 +300,7 @@ class L2SVM(InnerSVM):
         self.method = method
 
     def solve(self, op, warm=None):
-        from .meb import l2svm
+        from ..meb import l2svm
 
         coef, intercept, alphas, offset, gap = [], [], [], 0.0, 0.0
         for r, y in enumerate(self.codes):
@@ -386,7 +386,7 @@ class KernelWeightObjective:
 
     def weighted(self, gamma):
         """The operator ``K_γ`` (a dense :class:`~kernfw.operators.Gram` for small n)."""
-        from ..operators import Gram
+        from ...operators import Gram
 
         op = self.kernels.with_weights(gamma)
         if op.n <= DENSE_MAX_N:
@@ -419,28 +419,3 @@ def support_of(coef):
     """Indices of the training points with a nonzero coefficient in some binary problem."""
     return np.flatnonzero(np.any(np.asarray(coef) != 0, axis=0))
 
-
-def decision_values(solution, K_support):
-    """Decision values of the inner SVM on new points.
-
-    Parameters
-    ----------
-    solution : SVMSolution
-    K_support : ndarray of shape (n_new, n_support)
-        ``k_γ(x, x_i)`` for the new points and the training points
-        ``support_of(solution.coef)`` (in that order).
-
-    Returns
-    -------
-    ndarray of shape (n_new,) for one binary problem (positive: class 1), else
-    (n_new, m): one column per class (one-vs-rest scores, or libsvm's
-    one-vs-one votes with confidences, as ``SVC(decision_function_shape="ovr")``).
-    """
-    support = support_of(solution.coef)
-    K_support = np.asarray(K_support)
-    if solution.model is not None:
-        full = np.zeros((K_support.shape[0], solution.coef.shape[1]))
-        full[:, support] = K_support
-        return solution.model.decision_function(full)
-    scores = K_support @ solution.coef[:, support].T + solution.intercept
-    return scores[:, 0] if scores.shape[1] == 1 else scores

@@ -1,0 +1,126 @@
+"""Data for the command line: bundled datasets, svmlight and .npz files, the split."""
+
+import os
+
+import numpy as np
+
+from .errors import CLIError, one_line
+
+__all__ = ["DATASETS", "load_data", "prepare", "stack_folds", "subsample"]
+
+#: bundled datasets (scikit-learn loaders, no download)
+DATASETS = {
+    "digits": "load_digits",
+    "iris": "load_iris",
+    "wine": "load_wine",
+    "breast_cancer": "load_breast_cancer",
+}
+
+
+def load_data(spec):
+    """Load ``(X, y, description)`` from a bundled name, an svmlight file or an .npz.
+
+    Raises
+    ------
+    CLIError
+        When the name is unknown, the file cannot be read or holds no samples.
+    """
+    if spec in DATASETS:
+        import sklearn.datasets
+
+        X, y = getattr(sklearn.datasets, DATASETS[spec])(return_X_y=True)
+        return X.astype(np.float64), y, spec
+    if not os.path.isfile(spec):
+        raise CLIError(f"--data {spec!r} is neither a bundled dataset "
+                       f"({', '.join(DATASETS)}) nor an existing file")
+    if spec.endswith(".npz"):
+        X, y = _load_npz(spec)
+    else:
+        X, y = _load_svmlight(spec)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise CLIError(f"{spec!r} holds no data ({X.shape[0]} samples x {X.shape[1]} "
+                       f"features)")
+    return X, y, os.path.basename(spec)
+
+
+def _load_svmlight(path):
+    from sklearn.datasets import load_svmlight_file
+
+    try:
+        return load_svmlight_file(path)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise CLIError(f"cannot read {path!r} as an svmlight file: {one_line(exc)}")
+
+
+def _load_npz(path):
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = {"X", "y"} - set(data.files)
+            if missing:
+                raise CLIError(f"{path!r} must hold arrays 'X' and 'y'; missing "
+                               f"{sorted(missing)} (it has {sorted(data.files)})")
+            X, y = data["X"], data["y"]
+    except CLIError:
+        raise
+    except Exception as exc:  # zipfile/pickle/format errors of a bad file
+        raise CLIError(f"cannot read {path!r} as an .npz file: {one_line(exc)}")
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise CLIError(f"{path!r}: X must be 2-D and y 1-D with as many rows; got X "
+                       f"{X.shape}, y {y.shape}")
+    return X, y
+
+
+def _split(X, y, test_size, seed):
+    from sklearn.model_selection import train_test_split
+
+    _, counts = np.unique(y, return_counts=True)
+    stratify = y if counts.min() >= 2 else None
+    try:
+        return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
+    except ValueError as exc:
+        raise CLIError(f"cannot split the data: {one_line(exc)}")
+
+
+def prepare(args, kind):
+    """Data, split and (optionally) standardization of ``args``; returns a dict with
+    ``name``, ``shape``, ``n_classes``, ``X_train``, ``X_test``, ``y_train``, ``y_test``.
+
+    ``kind`` is the model's kind (:class:`kernfw.cli.models.Model`): structured
+    models get labels ``0 … m−1``.
+    """
+    X, y, name = load_data(args.data)
+    n_classes = np.unique(y).size
+    if kind == "structured":  # MultiClass wants labels 0 … m−1
+        y = np.unique(y, return_inverse=True)[1]
+    X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed)
+    if args.standardize:
+        from sklearn.preprocessing import StandardScaler
+
+        scaler = StandardScaler(with_mean=not hasattr(X, "tocsr")).fit(X_train)
+        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    return {"name": name, "shape": X.shape, "n_classes": n_classes, "X_train": X_train,
+            "X_test": X_test, "y_train": y_train, "y_test": y_test}
+
+
+def stack_folds(data):
+    """Train and test splits stacked, with the one (train, test) fold they form."""
+    import scipy.sparse as sp
+
+    X_train, X_test = data["X_train"], data["X_test"]
+    X = sp.vstack([X_train, X_test]).tocsr() if sp.issparse(X_train) else \
+        np.vstack([X_train, X_test])
+    y = np.concatenate([data["y_train"], data["y_test"]])
+    n = len(data["y_train"])
+    return X, y, [(np.arange(n), np.arange(n, len(y)))]
+
+
+def subsample(X, y, size, seed):
+    """At most ``size`` rows of ``(X, y)`` (stratified when every class can be kept)."""
+    if len(y) <= size:
+        return X, y
+    from sklearn.model_selection import train_test_split
+
+    _, counts = np.unique(y, return_counts=True)
+    stratify = y if counts.min() >= 2 and len(counts) <= size else None
+    X, _, y, _ = train_test_split(X, y, train_size=size, random_state=seed, stratify=stratify)
+    return X, y

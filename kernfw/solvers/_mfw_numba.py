@@ -1,0 +1,219 @@
+"""Compiled (numba) steps of the simplex-QP FW / MFW solver (math.md §2.3).
+
+The backend of :class:`kernfw.solvers.meb.SimplexQPIterate` when
+:func:`kernfw._compiled.compiled_module` returns this module.  It does the
+O(n) work of one iteration in two compiled calls and nothing else:
+
+- :func:`plan` — FW vertex ``i* = argmax_i g_i`` (if not known yet), away
+  vertex ``j* = argmin_{α_j>0} g_j``, the MFW choice, the exact line search
+  (with the away bound ``γ_max``) and the index whose column the step needs;
+- :func:`apply` — the update ``α = s·β``, ``v = Qα = s·u`` from that one
+  column, the O(1) updates of ``qᵀα`` and ``αᵀQα``, the active set (drop
+  steps included), and — in the same pass over ``u`` — the next FW vertex and
+  its gap, so that the O(1) certificate is ready.
+
+The column itself is fetched by the Python caller from the kernel operator
+(``Q.columns``, with its LRU cache): the operator protocol stays the only way
+to kernel values.  Every formula is the numpy path's, in the same order, so the
+iterates agree to rounding (BLAS ``daxpy`` may fuse a multiply-add).
+
+State arrays shared with the caller
+-----------------------------------
+``f`` (float64[8])
+    ``[s, qᵀα, αᵀQα, FW gap of the cached vertex, planned γ, planned γ_max,
+    curvature met, unused]``.
+``st`` (int64[8])
+    ``[active size, cached FW vertex i*, vertex valid (0/1), planned kind
+    (0 none, 1 FW, 2 away, 3 negative curvature), planned index, #FW steps,
+    #away steps, #drop steps]``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["plan", "apply", "fw_vertex", "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE"]
+
+KIND_NONE, KIND_FW, KIND_AWAY, KIND_NEGATIVE = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def _score(u, scale, hq, has_q, k):
+    """The vertex score whose argmin is ``argmax g``: ``u_k`` (q = 0) or ``s u_k − q_k/2``."""
+    if has_q:
+        return u[k] * scale - hq[k]
+    return u[k]
+
+
+@njit(cache=True, inline="always")
+def _vertex_gap(u, f, q, has_q, i):
+    """FW gap ``g_i − αᵀg`` with ``g_i = q_i − 2 s u_i`` and ``αᵀg = qᵀα − 2αᵀQα``."""
+    qi = q[i] if has_q else 0.0
+    return (qi - 2.0 * (f[0] * u[i])) - (f[1] - 2.0 * f[2])
+
+
+@njit(cache=True)
+def fw_vertex(u, f, st, q, hq, has_q):
+    """Cache the FW vertex ``i*`` (first minimizer of the score) and its gap in ``st``/``f``."""
+    scale = f[0]
+    best = _score(u, scale, hq, has_q, 0)
+    bi = 0
+    for k in range(1, u.shape[0]):
+        s = _score(u, scale, hq, has_q, k)
+        if s < best:
+            best = s
+            bi = k
+    st[1] = bi
+    st[2] = 1
+    f[3] = _vertex_gap(u, f, q, has_q, bi)
+
+
+@njit(cache=True, inline="always")
+def _line_search(slope, curvature, step_max):
+    """``clip(slope / curvature, 0, step_max)``; ``step_max`` (or 0) when ``curvature ≤ 0``."""
+    if curvature <= 0.0:
+        return step_max if slope > 0.0 else 0.0
+    return min(max(slope / curvature, 0.0), step_max)
+
+
+@njit(cache=True, inline="always")
+def _negative(curv, d_ii, v_i, ava, neg_tol):
+    """``dᵀQd`` below what round-off explains: ``Q`` is not PSD."""
+    return curv < -neg_tol * max(abs(d_ii), 2.0 * abs(v_i), abs(ava), 1e-300)
+
+
+@njit(cache=True)
+def plan(beta, u, items, f, st, diag, q, hq, has_q, away, neg_tol):
+    """Choose the step of the next iteration (see the module docstring); returns its kind."""
+    if st[2] == 0:
+        fw_vertex(u, f, st, q, hq, has_q)
+    scale, ava = f[0], f[2]
+    i = st[1]
+    fw_slope = f[3]
+    if away and st[0] > 1:
+        j = items[0]
+        best = _score(u, scale, hq, has_q, j)
+        for p in range(1, st[0]):
+            k = items[p]
+            s = _score(u, scale, hq, has_q, k)
+            if s > best:
+                best = s
+                j = k
+        qj = q[j] if has_q else 0.0
+        vj = scale * u[j]
+        away_slope = (f[1] - 2.0 * ava) - (qj - 2.0 * vj)
+        if away_slope > fw_slope:
+            w = scale * beta[j]
+            gamma_max = math.inf if w >= 1.0 else w / (1.0 - w)
+            curv = diag[j] - 2.0 * vj + ava
+            if _negative(curv, diag[j], vj, ava, neg_tol):
+                st[3], st[4], f[6] = KIND_NEGATIVE, j, curv
+                return KIND_NEGATIVE
+            gamma = _line_search(away_slope, 2.0 * curv, gamma_max)
+            if gamma <= 0.0 or not math.isfinite(gamma):
+                st[3], f[4] = KIND_NONE, 0.0
+                return KIND_NONE
+            st[3], st[4], f[4], f[5] = KIND_AWAY, j, gamma, gamma_max
+            return KIND_AWAY
+    vi = scale * u[i]
+    curv = diag[i] - 2.0 * vi + ava
+    if _negative(curv, diag[i], vi, ava, neg_tol):
+        st[3], st[4], f[6] = KIND_NEGATIVE, i, curv
+        return KIND_NEGATIVE
+    gamma = _line_search(fw_slope, 2.0 * curv, 1.0)
+    if gamma <= 0.0:
+        st[3], f[4] = KIND_NONE, 0.0
+        return KIND_NONE
+    st[3], st[4], f[4] = KIND_FW, i, gamma
+    return KIND_FW
+
+
+@njit(cache=True, inline="always")
+def _add(items, where, st, i):
+    if where[i] < 0:
+        items[st[0]] = i
+        where[i] = st[0]
+        st[0] += 1
+
+
+@njit(cache=True, inline="always")
+def _remove(items, where, st, i):
+    pos = where[i]
+    if pos >= 0:
+        last = items[st[0] - 1]
+        items[pos] = last
+        where[last] = pos
+        where[i] = -1
+        st[0] -= 1
+
+
+@njit(cache=True)
+def apply(col, beta, u, items, where, f, st, diag, q, hq, has_q):
+    """Take the planned step with its column ``col = Q_{:,idx}``; cache the next FW vertex."""
+    kind, idx, gamma = st[3], st[4], f[4]
+    scale, qa, ava = f[0], f[1], f[2]
+    vi = scale * u[idx]
+    if kind == KIND_FW:
+        f[2] = ((1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi
+                + gamma ** 2 * diag[idx])
+        if has_q:
+            f[1] = (1 - gamma) * qa + gamma * q[idx]
+        st[5] += 1
+        if gamma >= 1.0:
+            for p in range(st[0]):
+                k = items[p]
+                beta[k] = 0.0
+                where[k] = -1
+            st[0] = 0
+            beta[idx] = 1.0
+            _add(items, where, st, idx)
+            f[0] = 1.0
+            _axpy_vertex(u, col, 0.0, 1.0, f, st, q, hq, has_q)
+            return 1.0
+        scale *= 1.0 - gamma
+        step = gamma / scale
+        beta[idx] += step
+        _add(items, where, st, idx)
+    else:
+        gamma_max = f[5]
+        f[2] = ((1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vi
+                + gamma ** 2 * diag[idx])
+        if has_q:
+            f[1] = (1 + gamma) * qa - gamma * q[idx]
+        scale *= 1.0 + gamma
+        step = -(gamma / scale)
+        beta[idx] += step
+        st[6] += 1
+        if gamma >= gamma_max:
+            beta[idx] = 0.0
+            _remove(items, where, st, idx)
+            st[7] += 1
+    f[0] = scale
+    _axpy_vertex(u, col, 1.0, step, f, st, q, hq, has_q)
+    return gamma
+
+
+@njit(cache=True)
+def _axpy_vertex(u, col, keep, step, f, st, q, hq, has_q):
+    """``u ← keep·u + step·col`` (keep ∈ {0, 1}) and, in the same pass, the next FW vertex."""
+    scale = f[0]
+    n = u.shape[0]
+    if keep == 0.0:
+        u[0] = col[0]
+    else:
+        u[0] += step * col[0]
+    best = _score(u, scale, hq, has_q, 0)
+    bi = 0
+    for k in range(1, n):
+        if keep == 0.0:
+            u[k] = col[k]
+        else:
+            u[k] += step * col[k]
+        s = _score(u, scale, hq, has_q, k)
+        if s < best:
+            best = s
+            bi = k
+    st[1] = bi
+    st[2] = 1
+    f[3] = _vertex_gap(u, f, q, has_q, bi)

@@ -1,0 +1,104 @@
+"""Alternating kernel-weight learning shared by CSKL and lp-MKL (math.md §5.2, §5.5).
+
+Both methods minimize ``J(γ)`` — the optimal inner-SVM dual value for
+``K_γ = Σ_j γ_j K_j`` (:class:`~kernfw.solvers.mkl.inner_svm.KernelWeightObjective`)
+— over a convex weight set ``Γ``, alternating an SVM solve with a weight update.
+This module holds what they share: the outer iterate
+(:class:`KernelWeightIterate`, whose FW gap ``G = c (σ_Γ(d) − γᵀd)`` needs only
+the support function ``σ_Γ`` of the weight set), the construction of ``J`` from
+labels and SVM parameters (:func:`weight_objective`), and input checks.
+"""
+
+import numpy as np
+
+from ...fw import Certificate, FWIterate
+from ...operators import KernelOperator, MultiKernel
+from .inner_svm import KernelWeightObjective, make_inner_svm
+
+__all__ = ["KernelWeightIterate", "as_multikernel", "encode_labels", "check_positive",
+           "weight_objective"]
+
+class KernelWeightIterate(FWIterate):
+    """Alternating kernel-weight learning: the weights ``γ`` and the SVM solved at ``γ``.
+
+    The weight set ``Γ`` enters only through its support function
+    ``σ_Γ(d) = max_{γ'∈Γ} γ'ᵀd`` (:meth:`support`), which gives the FW gap
+    ``G = c (σ_Γ(d) − γᵀd) ≥ J(γ) − J*`` of ``min_Γ J`` (``c`` the objective's
+    curvature factor, ``d_j = (y∘α)ᵀ K_j (y∘α)``).  CSKL and lp-MKL share it.
+    """
+
+    def __init__(self, objective, gamma0):
+        self.objective = objective
+        self.c = objective.curvature
+        self.current = objective.evaluate(gamma0)
+
+    def support(self, d):
+        """``σ_Γ(d)``, the largest ``γ'ᵀd`` over the weight set."""
+        raise NotImplementedError
+
+    def gap(self, evaluation=None):
+        """``G = c (σ_Γ(d) − γᵀd)``, the FW gap of ``min_Γ J``."""
+        ev = self.current if evaluation is None else evaluation
+        return max(self.c * (self.support(ev.d) - float(ev.gamma @ ev.d)), 0.0)
+
+    def certificate(self):
+        ev = self.current
+        G = self.gap()
+        return Certificate(primal=ev.value, dual=ev.value - G, gap=G, extra={
+            "n_kernels": int(np.count_nonzero(ev.gamma)),
+            "inner_gap": float(ev.solution.inner_gap),
+            "svm_solves": self.objective.n_solves})
+
+    def is_converged(self, cert, tol):
+        """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
+        return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
+
+    def solution(self):
+        ev = self.current
+        return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
+                "coef": ev.solution.coef.copy(), "intercept": ev.solution.intercept.copy()}
+
+
+def as_multikernel(kernels):
+    """A :class:`MultiKernel` from a MultiKernel or a non-empty list of operators."""
+    if isinstance(kernels, MultiKernel):
+        return kernels
+    if isinstance(kernels, KernelOperator):
+        return MultiKernel([kernels])
+    kernels = list(kernels)
+    if not kernels:
+        raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
+    return MultiKernel(kernels)
+
+
+def encode_labels(y, n):
+    """Class labels → ``(classes, indices)``; checks the length and ≥ 2 classes."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) to match the kernels, got {y.shape}")
+    classes, y_idx = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"need at least two classes; y has {classes.size} class"
+                         f"{'es' if classes.size != 1 else ''}")
+    return classes, y_idx
+
+
+def check_positive(name, value):
+    if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, multi_class):
+    """``J(γ)`` on the kernels ``mk`` by inner SVM solves, and the classes of ``y``.
+
+    The inner tolerance defaults to ``min(1e-6, tol/100)``: the outer gradient
+    ``−c d`` is only as accurate as the inner ``α``.
+    """
+    C = check_positive("C", C)
+    inner_tol = min(1e-6, tol / 100) if inner_tol is None else check_positive("inner_tol",
+                                                                             inner_tol)
+    classes, y_idx = encode_labels(y, mk.n)
+    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
+                           multi_class=multi_class)
+    return KernelWeightObjective(mk, inner), classes

@@ -1,0 +1,216 @@
+"""The multi-class dual of math.md §1.4 (smoothed as in §1.10), shared by its solvers.
+
+:class:`MulticlassDual` is the problem (its LMO, certificate and line search);
+:class:`FullBatchIterate` the full-batch iterate that the Frank-Wolfe solvers
+(:mod:`kernfw.solvers.multiclass`) and the projected-subgradient baseline
+(:mod:`kernfw.solvers.subgradient`) both extend.  Both solver modules import
+this one; it imports neither.
+"""
+
+import numpy as np
+
+from ..fw import Certificate, FWIterate, quadratic_step
+from ..losses import dual_vertices, make_loss
+from ..operators import KernelOperator
+
+__all__ = ["MulticlassDual", "FullBatchIterate", "GapStopping", "inner"]
+
+
+def inner(a, b):
+    """Frobenius inner product ``⟨a, b⟩`` as a float.
+
+    ``einsum`` rather than ``np.vdot``: BLAS ``ddot`` is multithreaded for long
+    vectors and stalls badly on a loaded machine, for no gain at these sizes.
+    """
+    return float(np.einsum("ij,ij->", a, b))
+
+
+class MulticlassDual:
+    """The dual problem of math.md §1.4 (smoothed as in §1.10) on a kernel operator.
+
+    Parameters
+    ----------
+    op : KernelOperator
+        The Gram matrix ``K`` of the ``n`` training points.
+    y : array-like of int, shape (n,)
+        Class indices ``y_i ∈ {0, …, m−1}``.
+    loss : MulticlassLoss or str
+        The loss ``Φ`` (see :mod:`kernfw.losses`).
+    lam : float
+        Regularization ``λ > 0``.
+    smoothing : float
+        Moreau smoothing ``σ ≥ 0`` (the seed's ``γ_sm``).
+    n_classes : int or None
+        ``m`` (default: ``max(y) + 1``).
+
+    Attributes
+    ----------
+    C : ndarray of shape (n, m)
+        Cost vectors ``c_i`` (rows).
+    scale : float
+        ``λ n``: ``S = K Aᵀ / (λn)``.
+    """
+
+    def __init__(self, op, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes=None):
+        if not isinstance(op, KernelOperator):
+            raise TypeError(f"op must be a KernelOperator, got {type(op).__name__}")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.size != op.n:
+            raise ValueError(f"y must have shape ({op.n},), got {y.shape}")
+        if not np.issubdtype(y.dtype, np.integer):
+            raise ValueError("y must hold integer class indices (encode labels first)")
+        if not lam > 0:
+            raise ValueError(f"lam must be > 0, got {lam}")
+        if not smoothing >= 0:
+            raise ValueError(f"smoothing must be >= 0, got {smoothing}")
+        m = int(y.max()) + 1 if n_classes is None else int(n_classes)
+        if m < 2:
+            raise ValueError(f"need at least 2 classes, got {m}")
+        self.op, self.y, self.n, self.m = op, y.astype(np.intp), op.n, m
+        self.loss = make_loss(loss).check(m)
+        self.lam, self.smoothing = float(lam), float(smoothing)
+        self.scale = self.lam * self.n
+        self.C = np.ascontiguousarray(self.loss.costs(self.y, m), dtype=np.float64)
+        self.rows = np.arange(self.n)
+
+    # -- iterates ------------------------------------------------------------------
+    def kernel_times(self, V):
+        """``K V`` (one ``matmat``) in float64; ``V`` is cast to the operator's dtype
+        first so a float32 kernel is never upcast (copied) by the product."""
+        if V.dtype != self.op.dtype:
+            V = V.astype(self.op.dtype)
+        return np.asarray(self.op.matmat(V), dtype=np.float64)
+
+    def scores(self, At):
+        """``S = K Aᵀ / (λn)`` from scratch (one ``matmat``)."""
+        return self.kernel_times(At) / self.scale
+
+    def start(self, A_init=None):
+        """Initial ``(At, S)``: ``A = 0`` (feasible for every loss) or ``A_init`` (m × n)."""
+        if A_init is None:
+            At = np.zeros((self.n, self.m))
+            return At, np.zeros((self.n, self.m))
+        A = np.asarray(A_init, dtype=np.float64)
+        if A.shape != (self.m, self.n):
+            raise ValueError(f"A_init must have shape (m, n) = ({self.m}, {self.n}), "
+                             f"got {A.shape}")
+        At = np.ascontiguousarray(A.T)
+        return At, self.scores(At)
+
+    def radius(self):
+        """``R = sqrt(P(0)/λ)``: every minimizer has ``‖w*‖ ≤ R`` (§1.11)."""
+        return float(np.sqrt(self.loss.value(self.C).mean() / self.lam))
+
+    # -- oracle --------------------------------------------------------------------
+    def gradient_scores(self, At, S):
+        """``S̃ = S + σ Aᵀ`` (the point where the LMO is taken, §1.10)."""
+        return S + self.smoothing * At if self.smoothing else S
+
+    def direction(self, At, S):
+        """Closed-form LMO of §1.6 at ``S̃``.
+
+        Returns
+        -------
+        U : ndarray (n, m)
+            Rows ``u_i = (1ᵀβ*_i) e_{y_i} − β*_i``, the FW vertex (``Uᵀ`` in math.md).
+        phi : ndarray (n,)
+            ``Φ(s̃_i; y_i) = ⟨−c_i − s̃_i, u_i⟩``.
+        G : ndarray (n, m)
+            ``C + S̃`` (minus ``n`` times the dual gradient).
+        """
+        G = self.C + self.gradient_scores(At, S)
+        a = G - G[self.rows, self.y][:, None]
+        beta = self.loss.lmo(a)
+        phi = np.einsum("ij,ij->i", beta, a)
+        return dual_vertices(beta, self.y), phi, G
+
+    def certificate(self, At, S, phi, G):
+        """``P̃``, ``D_σ`` and the FW gap ``g_σ = P̃ − D_σ`` (§1.8, §1.10).
+
+        ``phi`` and ``G`` are from :meth:`direction` at the same iterate.
+        """
+        return self.certificate_from_sums(
+            inner(At, S), inner(self.C, At), inner(At, At) if self.smoothing else 0.0,
+            float(phi.sum()), inner(G, At))
+
+    def certificate_from_sums(self, AS, CA, AA, phi_sum, GA):
+        """:meth:`certificate` from its sums ``⟨Aᵀ, S⟩``, ``⟨C, Aᵀ⟩``, ``⟨Aᵀ, Aᵀ⟩``,
+        ``Σ_i Φ(s̃_i; y_i)`` and ``⟨C + S̃, Aᵀ⟩``."""
+        n, sig = self.n, self.smoothing
+        w_sq = AS / self.scale                       # ‖w(A)‖²
+        lin = CA / n                                 # (1/n) Σ ⟨c_i, α_i⟩
+        quad = sig / (2 * n) * AA if sig else 0.0
+        loss_mean = phi_sum / n
+        primal = 0.5 * self.lam * w_sq + quad + loss_mean
+        dual = -0.5 * self.lam * w_sq - lin - quad
+        gap = (phi_sum + GA) / n                     # ⟨−C − S̃, U − Aᵀ⟩ / n
+        return Certificate(primal, dual, gap)
+
+    def objectives(self, At, S=None):
+        """Certificate of the iterate ``At`` (computes ``S`` when not given)."""
+        S = self.scores(At) if S is None else S
+        _, phi, G = self.direction(At, S)
+        return self.certificate(At, S, phi, G)
+
+    def primal(self, S, w_sq):
+        """Unsmoothed primal ``P(W) = λ/2 ‖W‖² + (1/n) Σ Φ(s_i; y_i)`` from scores ``S``."""
+        a = self.C + S - S[self.rows, self.y][:, None]
+        return 0.5 * self.lam * w_sq + float(self.loss.value(a).mean())
+
+    def dual(self, At, S):
+        """``D_σ(A)`` of §1.10 (``D`` of §1.4 when ``σ = 0``)."""
+        w_sq = inner(At, S) / self.scale
+        quad = self.smoothing / (2 * self.n) * inner(At, At)
+        return -0.5 * self.lam * w_sq - inner(self.C, At) / self.n - quad
+
+    def line_search(self, At, S, U, dS=None):
+        """Exact step ``γ = clip(num / (⟨ΔAᵀ, ΔS⟩ + σ‖ΔA‖²), 0, 1)`` along ``U − Aᵀ`` (§1.7).
+
+        Returns ``(γ, ΔA, ΔS)``; ``dS`` may pass a precomputed ``K ΔAᵀ/(λn)``.
+        """
+        dA = U - At
+        G = self.C + self.gradient_scores(At, S)
+        if dS is None:
+            dS = self.scores(dA)
+        num = -inner(G, dA)
+        curv = inner(dA, dS)
+        if self.smoothing:
+            curv += self.smoothing * inner(dA, dA)
+        return quadratic_step(num, curv), dA, dS
+
+
+class GapStopping:
+    """Stopping rule ``gap ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates.
+
+    Subclasses set ``rtol`` (the relative tolerance).
+    """
+
+    rtol = 0.0
+
+    def is_converged(self, cert, tol):
+        return cert.gap <= max(tol, self.rtol * abs(cert.primal))
+
+
+class FullBatchIterate(GapStopping, FWIterate):
+    """A full-batch iterate ``(Aᵀ, S)`` of the multi-class dual (FW and the PG baseline).
+
+    The LMO is computed once per iterate: the certificate (its value and gap)
+    and the following step share it.
+    """
+
+    def __init__(self, problem, At, S, rtol=0.0):
+        self.problem, self.At, self.S = problem, At, S
+        self.rtol = float(rtol)
+        self._oracle = None
+
+    def _direction(self):
+        if self._oracle is None:
+            self._oracle = self.problem.direction(self.At, self.S)
+        return self._oracle
+
+    def certificate(self):
+        _, phi, G = self._direction()
+        return self.problem.certificate(self.At, self.S, phi, G)
+
+    def solution(self):
+        return {"A": self.At.T.copy(), "S": self.S.copy()}
