@@ -65,7 +65,6 @@ autosummary_generate = True
 autosummary_ignore_module_all = False
 autosummary_context = {
     "kernfw_api": kernfw_docs.api_modules(),
-    "kernfw_inherited_stop": ", ".join(kernfw_docs.INHERITED_STOP),
 }
 autodoc_typehints = "none"
 autodoc_member_order = "bysource"
