@@ -726,7 +726,7 @@ def test_estimator_objective_equals_solver(solver):
 
 def test_estimator_inputs_agree_linear_sparse_precomputed_operator():
     y = _strings(Y0)
-    kw = dict(lam=LAM, tol=1e-5, max_iter=100_000, loss="weighted_topk", rho=RHO)
+    kw = dict(lam=LAM, tol=1e-5, max_iter=100_000, loss="weighted_topk", rho=RHO, solver="lsfw")
     dense = MultiClassSVM(kernel="linear", **kw).fit(X0, y)
     sparse = MultiClassSVM(kernel="linear", **kw).fit(sp.csr_matrix(X0), y)
     pre = MultiClassSVM(kernel="precomputed", **kw).fit(X0 @ X0.T, y)
@@ -780,9 +780,9 @@ def test_warm_start_refit_with_new_lambda():
 
 def test_estimator_warns_and_returns_best_iterate():
     clf = MultiClassSVM(lam=1e-3, tol=1e-8, max_iter=3)
-    with pytest.warns(ConvergenceWarning, match=r"gap .* > tol=1e-08.*To converge, increase"):
+    with pytest.warns(ConvergenceWarning, match=r"gap .* > tol=.*To converge, increase"):
         clf.fit(X0, Y0)
-    assert not clf.converged_ and clf.duality_gap_ > 1e-8
+    assert not clf.converged_ and clf.duality_gap_ > 1e-8 * clf.primal_objective_
 
 
 def test_verbose_and_sklearn_callbacks(capsys):

@@ -37,6 +37,19 @@ def standard_step(t):
     return 2.0 / (t + 2.0)
 
 
+def block_standard_step(k, n):
+    """The agnostic block step ``γ_k = 2n / (k + 2n)`` of block-coordinate FW.
+
+    Parameters
+    ----------
+    k : int
+        Block steps taken so far over the whole run (``k = 0, 1, …``; first step 1).
+    n : int
+        Number of blocks ``n``.
+    """
+    return 2.0 * n / (k + 2.0 * n)
+
+
 def away_step_max(weight):
     """Largest step ``α_j / (1 − α_j)`` along an away direction ``α − e_j``.
 
@@ -91,19 +104,3 @@ def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0
             best = (tau, trial)
         tau *= shrink
     return best
-
-
-def block_standard_step(k, n_blocks):
-    """The agnostic block-coordinate step ``γ_k = 2n / (k + 2n)`` (BCFW, ``k = 0, 1, …``).
-
-    ``k`` counts block steps over the whole run and ``n`` is the number of
-    blocks; the first step is 1 (Lacoste-Julien et al., 2013, Algorithm 3).
-
-    Parameters
-    ----------
-    k : int
-        Block steps taken so far over the whole run.
-    n_blocks : int
-        Number of blocks ``n``.
-    """
-    return 2.0 * n_blocks / (k + 2.0 * n_blocks)
