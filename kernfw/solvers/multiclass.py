@@ -422,13 +422,16 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             return _NumpyPasses(self)
         lib = compiled_backend()
         spec = None if lib is None else lib.block_spec(self)
-        why = ("numba is not installed" if lib is None else
-               "the loss is not a built-in loss" if spec is None else
-               f"the operator is a {type(self.problem.op).__name__} (not Features or Gram)"
-               if view is None else
-               "averaging is done by the numpy block steps" if self.average is not None
-               else None)
-        if why is None:
+        if lib is None:
+            why = "numba is not installed"
+        elif spec is None:
+            why = "the loss is not a built-in loss"
+        elif view is None:
+            why = (f"the operator is a {type(self.problem.op).__name__} "
+                   "(not Features or Gram: it has no compiled_view)")
+        elif self.average is not None:
+            why = "averaging is done by the numpy block steps"
+        else:
             return lib.CompiledPasses(self, view, spec)
         if compiled is True:
             raise ValueError(f"compiled block steps are not available: {why}")
