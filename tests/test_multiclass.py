@@ -831,3 +831,35 @@ def test_fewer_than_two_classes():
 def test_operator_kernel_length_mismatch():
     with pytest.raises(ValueError, match="kernel operator has n=30"):
         MultiClassSVM(kernel=Features(X0)).fit(X0[:10], Y0[:10])
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_compiled_passes_is_a_keyboard_interrupt(tmp_path):
+    """SIGINT during compiled BCFW passes ends as KeyboardInterrupt (exit status 130, the
+    process ends by SIGINT), not as a SystemError: the passes run in chunks, so Python regains control between them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    pytest.importorskip("numba")
+    script = tmp_path / "long_bcfw.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from kernfw.operators import Features\n"
+        "from kernfw.solvers.multiclass import solve_multiclass\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = rng.normal(size=(20000, 200)); y = rng.integers(0, 10, 20000)\n"
+        "solve_multiclass(Features(X[:2000]), y[:2000], lam=1.0, solver='bcfw', max_iter=1)\n"
+        "print('running', flush=True)\n"
+        "solve_multiclass(Features(X), y, lam=1e-7, solver='bcfw', tol=0, max_iter=10**6,\n"
+        "                 check_every=10**6, shrinking=False)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "running"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (130, -signal.SIGINT), err     # a shell shows 130
+    assert "KeyboardInterrupt" in err and "SystemError" not in err
