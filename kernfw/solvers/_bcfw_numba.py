@@ -560,12 +560,11 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            for f in range(d):
-                xf = X[i, f]
-                if xf != 0.0:
-                    for c in range(nc):
-                        if upd[c] != 0.0:
-                            W[f, cl[c]] += xf * upd[c]
+            for c in range(nc):                  # only the columns of the classes that moved
+                if upd[c] != 0.0:
+                    j = cl[c]
+                    for f in range(d):
+                        W[f, j] += X[i, f] * upd[c]
         steps[t] = step
 
 
@@ -595,11 +594,11 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            for p in range(lo, hi):
-                f, xf = indices[p], data[p]
-                for c in range(nc):
-                    if upd[c] != 0.0:
-                        W[f, cl[c]] += xf * upd[c]
+            for c in range(nc):                  # only the columns of the classes that moved
+                if upd[c] != 0.0:
+                    j = cl[c]
+                    for p in range(lo, hi):
+                        W[indices[p], j] += data[p] * upd[c]
         steps[t] = step
 
 
