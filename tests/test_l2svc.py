@@ -259,7 +259,6 @@ def test_one_vs_one_problems_are_the_binary_ones_and_parallel_agrees():
     np.testing.assert_allclose(pair_decision, one.decision_function(Xt), atol=1e-10)
 
 
-@pytest.mark.slow
 def test_parallel_processes_give_the_sequential_model():
     X, y = load_iris(return_X_y=True)
     seq = L2SVC(C=1.0, tol=1e-8, multi_class="ovr").fit(X, y)
