@@ -13,8 +13,8 @@ Both estimators run at their defaults (L2SVC: ``tol``, ``cache_size``,
 ``max_iter``; SVC: ``tol``, ``cache_size``) unless ``--tol`` / ``--cache-size``
 are given.  L2SVC's MFW loop runs compiled (numba, ``kernfw.solvers._mfw_numba``);
 ``--numpy`` adds the numpy path (``KERNFW_DISABLE_NUMBA=1``) to the same
-interleaved rounds.  Per size the fits are interleaved (SVC, kernfw, ... then
-reversed) and repeated; medians, the ratio kernfw ÷ SVC and the accuracy
+interleaved rounds.  Per size the fits are interleaved (the order rotated every
+round: each model runs after each other one) and repeated; medians, the ratio kernfw ÷ SVC and the accuracy
 difference (points) are printed.  kernfw runs single-threaded BLAS (as libsvm).
 
 The cold JIT time (compiling the MFW steps in a fresh process with an empty
@@ -129,8 +129,11 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
     times = {k: [] for k in models}
     cpu = {k: [] for k in models}
     fitted = {}
+    names = list(models)
     for r in range(repeats):
-        order = list(models) if r % 2 == 0 else list(models)[::-1]
+        # rotate the order: each model runs after each other one (a fit right after
+        # another model's pays that model's freed memory being faulted in again)
+        order = names[r % len(names):] + names[:r % len(names)]
         for key in order:
             factory, use_numpy = models[key]
             fitted[key], t = fit_timed(factory, Xtr, ytr, use_numpy)
