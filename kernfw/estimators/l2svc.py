@@ -19,8 +19,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
 from ..solvers.meb import METHODS, l2svm
-from ._base import (KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin, KernelInputMixin,
-                    solver_seed, with_callbacks)
+from ._base import (
+    KERNEL_PARAMETER_CONSTRAINTS,
+    FWEstimatorMixin,
+    KernelInputMixin,
+    solver_seed,
+    with_callbacks,
+)
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
 __all__ = ["L2SVC", "gram_budget"]

@@ -39,7 +39,6 @@ Few array arguments keep numba's dispatch cheap (a few µs per call).
 
 import math
 
-import numpy as np
 from numba import njit
 
 __all__ = ["plan", "apply", "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE"]

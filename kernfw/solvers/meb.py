@@ -29,11 +29,19 @@ from scipy.linalg.blas import daxpy
 from threadpoolctl import threadpool_limits
 
 from .._compiled import compiled_module
-from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
+from ..fw import FWIterate, away_step_max, quadratic_step, run
 from ..operators.base import KernelOperator
 from ..operators.l2svm import L2SVMKernel
-from .cvm import (_NEGATIVE_CURVATURE, CoreVectorIterate, ball_shift, cvm_first_point,
-                  cvm_second_point, raise_not_psd, simplex_certificate, simplex_converged)
+from .cvm import (
+    NEGATIVE_CURVATURE,
+    CoreVectorIterate,
+    ball_shift,
+    cvm_first_point,
+    cvm_second_point,
+    raise_not_psd,
+    simplex_certificate,
+    simplex_converged,
+)
 
 __all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
            "METHODS", "STOPS"]
@@ -287,7 +295,7 @@ class SimplexQPIterate(FWIterate):
         """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``; raises if ``Q`` is not PSD."""
         vi = self._v(i)
         curvature = self.diag[i] - 2.0 * vi + self.ava
-        if curvature < -_NEGATIVE_CURVATURE * max(abs(self.diag[i]), 2.0 * abs(vi),
+        if curvature < -NEGATIVE_CURVATURE * max(abs(self.diag[i]), 2.0 * abs(vi),
                                                   abs(self.ava), 1e-300):
             raise_not_psd(curvature, i)
         return curvature
@@ -449,7 +457,7 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u), as s > 0
         self._argmin_u = not has_q or bool(np.all(self.half_q == self.half_q[0]))
         self._st[8:11] = has_q, self.away, not self._argmin_u
-        self._f[7] = _NEGATIVE_CURVATURE
+        self._f[7] = NEGATIVE_CURVATURE
 
     def _new_active_set(self, n):
         return _SharedActiveSet(n, self._st)
