@@ -13,8 +13,8 @@ Both estimators run at their defaults (L2SVC: ``tol``, ``cache_size``,
 ``max_iter``; SVC: ``tol``, ``cache_size``) unless ``--tol`` / ``--cache-size``
 are given.  L2SVC's MFW loop runs compiled (numba, ``kernfw.solvers._mfw_numba``);
 ``--numpy`` adds the numpy path (``KERNFW_DISABLE_NUMBA=1``) to the same
-interleaved rounds.  Per size the fits are interleaved (SVC, kernfw, ... then
-reversed) and repeated; medians, the ratio kernfw ÷ SVC and the accuracy
+interleaved rounds.  Per size the fits are interleaved (the order rotated every
+round: each model runs after each other one) and repeated; medians, the ratio kernfw ÷ SVC and the accuracy
 difference (points) are printed.  kernfw runs single-threaded BLAS (as libsvm).
 
 The cold JIT time (compiling the MFW steps in a fresh process with an empty
@@ -64,6 +64,9 @@ from kernfw import L2SVC, MinimumEnclosingBall
 from kernfw.kernels import resolve_gamma
 
 N_TEST = 5000
+#: process CPU seconds of every fit_timed call, in order (a loaded machine stretches wall
+#: time; both estimators are single-threaded, so CPU time is the load-independent measure)
+CPU_TIMES = []
 
 
 def synthetic(n, seed=0):
@@ -105,10 +108,11 @@ def fit_timed(factory, Xtr, ytr, numpy_path=False):
     old = os.environ.get("KERNFW_DISABLE_NUMBA")
     os.environ["KERNFW_DISABLE_NUMBA"] = "1" if numpy_path else "0"
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(Xtr, ytr)
+        CPU_TIMES.append(time.process_time() - cpu)
         return model, time.perf_counter() - start
     finally:
         if old is None:
@@ -123,15 +127,21 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
     gamma = resolve_gamma("scale", Xtr)
     models = make_models(gamma, C, tol, cache_size, svc_cache, numpy_path)
     times = {k: [] for k in models}
+    cpu = {k: [] for k in models}
     fitted = {}
+    names = list(models)
     for r in range(repeats):
-        order = list(models) if r % 2 == 0 else list(models)[::-1]
+        # rotate the order: each model runs after each other one (a fit right after
+        # another model's pays that model's freed memory being faulted in again)
+        order = names[r % len(names):] + names[:r % len(names)]
         for key in order:
             factory, use_numpy = models[key]
             fitted[key], t = fit_timed(factory, Xtr, ytr, use_numpy)
             times[key].append(t)
+            cpu[key].append(CPU_TIMES[-1])
     acc = {k: float(m.score(Xte, yte)) for k, m in fitted.items()}
     med = {k: float(np.median(v)) for k, v in times.items()}
+    med_cpu = {k: float(np.median(v)) for k, v in cpu.items()}
     kf = fitted["kernfw"]
     row = {"task": name, "n": len(Xtr), "gamma": gamma, "C": C, "tol": kf.tol,
            "cache_size": kf.cache_size,
@@ -140,16 +150,21 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
            "acc_diff_points": 100 * (acc["kernfw"] - acc["SVC"]),
            "svc_n_sv": int(fitted["SVC"].n_support_.sum()), "kernfw_n_sv": int(kf.support_.size),
            "kernfw_iter": int(kf.n_iter_), "kernfw_rel_gap": float(kf.duality_gap_ / kf.rho_[0]),
-           "svc_times": times["SVC"], "kernfw_times": times["kernfw"]}
+           "svc_times": times["SVC"], "kernfw_times": times["kernfw"],
+           "svc_cpu": med_cpu["SVC"], "kernfw_cpu": med_cpu["kernfw"],
+           "cpu_ratio": med_cpu["kernfw"] / med_cpu["SVC"], "cpu_times": cpu}
     extra = ""
     if numpy_path:
         row["numpy_time"] = med["kernfw-numpy"]
         row["numpy_times"] = times["kernfw-numpy"]
         row["compiled_speedup"] = med["kernfw-numpy"] / med["kernfw"]
+        row["numpy_cpu"] = med_cpu["kernfw-numpy"]
+        row["compiled_cpu_speedup"] = med_cpu["kernfw-numpy"] / med_cpu["kernfw"]
         extra = (f"  numpy path {row['numpy_time']:.2f}s (compiled {row['compiled_speedup']:.2f}x"
-                 f" faster)")
+                 f" faster; CPU {row['compiled_cpu_speedup']:.2f}x)")
     print(f"{name:22s} n={row['n']:6d}  SVC {row['svc_time']:7.2f}s  kernfw {row['kernfw_time']:7.2f}s"
-          f"  ratio {row['ratio']:5.2f}  acc SVC {acc['SVC']:.4f} kernfw {acc['kernfw']:.4f}"
+          f"  ratio {row['ratio']:5.2f} (CPU {row['svc_cpu']:.2f}s / {row['kernfw_cpu']:.2f}s:"
+          f" {row['cpu_ratio']:5.2f})  acc SVC {acc['SVC']:.4f} kernfw {acc['kernfw']:.4f}"
           f" ({row['acc_diff_points']:+.2f} pts)  SV {row['svc_n_sv']}/{row['kernfw_n_sv']}"
           f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}{extra}", flush=True)
     return row
@@ -160,20 +175,25 @@ def meb_compare(n, repeats, seed=0):
     X, _ = make_classification(n_samples=n, n_features=20, n_informative=10, n_redundant=5,
                                flip_y=0.01, random_state=seed)
     times = {"compiled": [], "numpy": []}
+    cpu = {"compiled": [], "numpy": []}
     fitted = {}
     for r in range(repeats):
         order = ["compiled", "numpy"] if r % 2 == 0 else ["numpy", "compiled"]
         for key in order:
             fitted[key], t = fit_timed(MinimumEnclosingBall, X, None, key == "numpy")
             times[key].append(t)
+            cpu[key].append(CPU_TIMES[-1])
     med = {k: float(np.median(v)) for k, v in times.items()}
+    med_cpu = {k: float(np.median(v)) for k, v in cpu.items()}
     a, b = fitted["compiled"], fitted["numpy"]
     row = {"n": n, "compiled_time": med["compiled"], "numpy_time": med["numpy"],
            "speedup": med["numpy"] / med["compiled"], "radius_compiled": a.radius_,
            "radius_numpy": b.radius_, "n_iter": int(a.n_iter_), "coreset": int(a.support_.size),
-           "times": times}
+           "times": times, "compiled_cpu": med_cpu["compiled"], "numpy_cpu": med_cpu["numpy"],
+           "cpu_speedup": med_cpu["numpy"] / med_cpu["compiled"], "cpu_times": cpu}
     print(f"MinimumEnclosingBall n={n}: compiled {med['compiled']:.3f}s  numpy {med['numpy']:.3f}s"
-          f"  speed-up {row['speedup']:.2f}x  radius {a.radius_:.10f} / {b.radius_:.10f}"
+          f"  speed-up {row['speedup']:.2f}x (CPU {med_cpu['compiled']:.3f}s / "
+          f"{med_cpu['numpy']:.3f}s: {row['cpu_speedup']:.2f}x)  radius {a.radius_:.10f} / {b.radius_:.10f}"
           f"  iterations {a.n_iter_} / {b.n_iter_}  core set {a.support_.size}", flush=True)
     return row
 

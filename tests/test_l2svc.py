@@ -301,6 +301,7 @@ def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
     L2SVC(tol=0.1).fit(Xw, yw)
     assert isinstance(built[-1], Gram)
     assert module.gram_budget(Xw, 500) == 500 and module.gram_budget(X, 500) == 32
+    assert module.gram_budget(Xw, 50) == module.WIDE_GRAM_MB
     # prediction keeps only the support points
     assert clf._predict_op.n == clf.support_.size
 

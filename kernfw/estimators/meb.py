@@ -15,7 +15,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
 from ..solvers.meb import METHODS, solve_simplex_qp
-from ._base import KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin, solver_seed, with_callbacks
+from ._base import (
+    KERNEL_PARAMETER_CONSTRAINTS,
+    FWEstimatorMixin,
+    solver_seed,
+    with_callbacks,
+)
 from .l2svc import SupportKernelMixin
 
 __all__ = ["MinimumEnclosingBall"]

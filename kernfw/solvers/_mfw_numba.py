@@ -21,18 +21,24 @@ rounding (BLAS ``daxpy`` may fuse a multiply-add).
 
 State arrays shared with the caller
 -----------------------------------
+``vec`` (float64[3, n])
+    Rows ``β``, ``u`` and the scores ``s·u − q/2``.
+``ind`` (intp[2, n])
+    Rows ``items`` and ``where`` of the active set.
+``con`` (float64[3, n])
+    Rows ``diag(Q)``, ``q`` and ``q/2`` (zeros when ``q = 0``).
 ``f`` (float64[8])
     ``[s, qᵀα, αᵀQα, FW gap of the cached vertex, planned γ, planned γ_max,
-    curvature met, unused]``.
-``st`` (int64[8])
+    curvature met, negative-curvature tolerance]``.
+``st`` (int64[12])
     ``[active size, cached FW vertex i*, vertex valid (0/1), planned kind
     (0 none, 1 FW, 2 away, 3 negative curvature), planned index, #FW steps,
-    #away steps, #drop steps]``.
+    #away steps, #drop steps, q ≠ 0, away steps on, fill scores, unused]``.
+Few array arguments keep numba's dispatch cheap (a few µs per call).
 """
 
 import math
 
-import numpy as np
 from numba import njit
 
 __all__ = ["plan", "apply", "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE"]
@@ -63,9 +69,12 @@ def _negative(curv, d_ii, v_i, ava, neg_tol):
 
 
 @njit(cache=True)
-def plan(beta, u, items, f, st, diag, q, hq, has_q, away, neg_tol):
+def plan(vec, ind, con, f, st):
     """Choose the step of the next iteration (the FW vertex ``st[1]`` and its gap ``f[3]``
     must be cached: see the module docstring); returns its kind."""
+    beta, u, items = vec[0], vec[1], ind[0]
+    diag, q, hq = con[0], con[1], con[2]
+    has_q, away, neg_tol = st[8] != 0, st[9] != 0, f[7]
     scale, ava = f[0], f[2]
     i = st[1]
     fw_slope = f[3]
@@ -127,9 +136,12 @@ def _remove(items, where, st, i):
 
 
 @njit(cache=True)
-def apply(col, beta, u, scores, items, where, f, st, diag, q, hq, has_q, fill_scores):
+def apply(col, vec, ind, con, f, st):
     """Take the planned step with its column ``col = Q_{:,idx}``; refresh the scores
-    (``fill_scores``: not needed when ``q`` is constant, then ``argmin u`` is the vertex)."""
+    (unless ``st[10] = 0``: a constant ``q``, then ``argmin u`` is the vertex)."""
+    beta, u, scores, items, where = vec[0], vec[1], vec[2], ind[0], ind[1]
+    diag, q, hq = con[0], con[1], con[2]
+    has_q, fill_scores = st[8] != 0, st[10] != 0
     kind, idx, gamma = st[3], st[4], f[4]
     scale, qa, ava = f[0], f[1], f[2]
     vi = scale * u[idx]

@@ -38,11 +38,11 @@ from ..operators.psd import NotPSDError
 INNER_FRACTION = 0.1
 
 __all__ = ["CoreVectorIterate", "INNER_FRACTION", "ball_shift", "simplex_certificate", "simplex_converged",
-           "cvm_first_point", "cvm_second_point", "raise_not_psd"]
+           "cvm_first_point", "cvm_second_point", "raise_not_psd", "NEGATIVE_CURVATURE"]
 
 
 #: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
-_NEGATIVE_CURVATURE = 1e-8
+NEGATIVE_CURVATURE = 1e-8
 
 
 def raise_not_psd(curvature, i):
@@ -105,7 +105,7 @@ def cvm_second_point(diag, col_a, a):
     # every ‖z_i − z_a‖² = Q_ii − 2Q_ia + Q_aa ≥ 0 for a PSD Q: the 2 × 2 principal minors
     nearest = int(np.argmin(diag - 2.0 * col_a))
     d2_min = diag[nearest] - 2.0 * col_a[nearest] + diag[a]
-    if d2_min < -_NEGATIVE_CURVATURE * max(abs(diag[nearest]), abs(2.0 * col_a[nearest]),
+    if d2_min < -NEGATIVE_CURVATURE * max(abs(diag[nearest]), abs(2.0 * col_a[nearest]),
                                            abs(diag[a]), 1e-300):
         raise_not_psd(d2_min, nearest)
     if b == a or dist2 <= 0:

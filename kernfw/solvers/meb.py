@@ -29,11 +29,19 @@ from scipy.linalg.blas import daxpy
 from threadpoolctl import threadpool_limits
 
 from .._compiled import compiled_module
-from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
+from ..fw import FWIterate, away_step_max, quadratic_step, run
 from ..operators.base import KernelOperator
 from ..operators.l2svm import L2SVMKernel
-from .cvm import (_NEGATIVE_CURVATURE, CoreVectorIterate, ball_shift, cvm_first_point,
-                  cvm_second_point, raise_not_psd, simplex_certificate, simplex_converged)
+from .cvm import (
+    NEGATIVE_CURVATURE,
+    CoreVectorIterate,
+    ball_shift,
+    cvm_first_point,
+    cvm_second_point,
+    raise_not_psd,
+    simplex_certificate,
+    simplex_converged,
+)
 
 __all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
            "METHODS", "STOPS"]
@@ -287,7 +295,7 @@ class SimplexQPIterate(FWIterate):
         """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``; raises if ``Q`` is not PSD."""
         vi = self._v(i)
         curvature = self.diag[i] - 2.0 * vi + self.ava
-        if curvature < -_NEGATIVE_CURVATURE * max(abs(self.diag[i]), 2.0 * abs(vi),
+        if curvature < -NEGATIVE_CURVATURE * max(abs(self.diag[i]), 2.0 * abs(vi),
                                                   abs(self.ava), 1e-300):
             raise_not_psd(curvature, i)
         return curvature
@@ -375,11 +383,15 @@ class SimplexQPIterate(FWIterate):
 
 
 class _SharedActiveSet(_ActiveSet):
-    """:class:`_ActiveSet` whose size lives in ``st[0]`` of the compiled state."""
+    """:class:`_ActiveSet` whose arrays are the rows of ``ind`` and whose size is ``st[0]``
+    (the compiled state)."""
 
     def __init__(self, n, st):
         self._st = st
-        super().__init__(n)
+        self.ind = np.empty((2, n), dtype=np.intp)
+        self.items, self.where = self.ind[0], self.ind[1]
+        self.where[:] = -1
+        self.size = 0
 
     @property
     def size(self):
@@ -430,15 +442,22 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     def __init__(self, module, Q, q, method, alpha0, stop, rng):
         self._mod = module
         self._f = np.zeros(8)
-        self._st = np.zeros(8, dtype=np.int64)
+        self._st = np.zeros(12, dtype=np.int64)
         self._scores_fresh = False
         super().__init__(Q, q, method, alpha0, stop, rng)
-        self._has_q = self.q is not None
-        self._q = self.q if self._has_q else np.zeros(1)
-        self._hq = self.half_q if self._has_q else np.zeros(1)
-        # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u), s > 0
-        self._argmin_u = not self._has_q or bool(np.all(self.half_q == self.half_q[0]))
-        self._scores_buf = np.zeros(1) if self._argmin_u else self.scores
+        n, has_q = self.n, self.q is not None
+        # β, u, scores as rows of one array (views: the numpy methods update them in place)
+        self._vec = np.zeros((3, n))
+        self._vec[0], self._vec[1] = self.beta, self.u
+        self.beta, self.u, self.scores = self._vec[0], self._vec[1], self._vec[2]
+        self._con = np.zeros((3, n))
+        self._con[0] = self.diag
+        if has_q:
+            self._con[1], self._con[2] = self.q, self.half_q
+        # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u), as s > 0
+        self._argmin_u = not has_q or bool(np.all(self.half_q == self.half_q[0]))
+        self._st[8:11] = has_q, self.away, not self._argmin_u
+        self._f[7] = NEGATIVE_CURVATURE
 
     def _new_active_set(self, n):
         return _SharedActiveSet(n, self._st)
@@ -451,9 +470,12 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     def _fw_vertex(self):
         st = self._st
         if st[2] == 0:
-            if not self._argmin_u and not self._scores_fresh:
-                self._score_vector()
-            i = int(np.argmin(self.u if self._argmin_u else self.scores))
+            if self._argmin_u:
+                i = int(self.u.argmin())
+            else:
+                if not self._scores_fresh:
+                    self._score_vector()
+                i = int(self.scores.argmin())
             st[1], st[2] = i, 1
             self._f[3] = self._grad(i) - self._alpha_grad()
         return int(st[1]), float(self._f[3])
@@ -461,17 +483,18 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     def step(self, t):
         mod, f, st = self._mod, self._f, self._st
         self.steps += 1
-        self._fw_vertex()
-        kind = mod.plan(self.beta, self.u, self.active.items, f, st, self.diag, self._q,
-                        self._hq, self._has_q, self.away, _NEGATIVE_CURVATURE)
+        if st[2] == 0:
+            self._fw_vertex()
+        kind = mod.plan(self._vec, self.active.ind, self._con, f, st)
         gamma = 0.0
         if kind == mod.KIND_NEGATIVE:
             raise_not_psd(float(f[6]), int(st[4]))
         if kind != mod.KIND_NONE:
-            col = np.ascontiguousarray(self._column(int(st[4])))
-            gamma = mod.apply(col, self.beta, self.u, self._scores_buf, self.active.items,
-                              self.active.where, f, st, self.diag, self._q, self._hq,
-                              self._has_q, not self._argmin_u)
+            col = self.Q.columns(np.array([st[4]], dtype=np.intp))[:, 0]
+            self.columns_fetched += 1
+            if col.dtype != np.float64 or not col.flags.c_contiguous:
+                col = np.ascontiguousarray(col, dtype=np.float64)
+            gamma = mod.apply(col, self._vec, self.active.ind, self._con, f, st)
             st[2] = 0
             self._scores_fresh = True
         if self.steps % _REFRESH_EVERY == 0:
