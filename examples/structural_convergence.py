@@ -20,7 +20,7 @@ bounds.
 Run::
 
     python examples/structural_convergence.py            # full OCR, 50 passes (a few minutes)
-    python examples/structural_convergence.py --fast     # 200 words, 8 passes (smoke run)
+    python examples/structural_convergence.py --fast     # 120 words, 6 passes (smoke run)
 """
 
 import argparse
@@ -81,16 +81,16 @@ def trace(iterate, passes, model, X_test, Y_test):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fast", action="store_true", help="200 words, 8 passes")
+    parser.add_argument("--fast", action="store_true", help="120 words, 6 passes")
     parser.add_argument("--passes", type=int, default=None, help="passes per method")
     parser.add_argument("--lam", type=float, default=0.01, help="λ (the paper's 0.01)")
     parser.add_argument("--out", default="structural_convergence.png", help="PNG to write")
     args = parser.parse_args(argv)
-    passes = args.passes or (8 if args.fast else 50)
+    passes = args.passes or (6 if args.fast else 50)
 
     X, Y, X_test, Y_test = load_ocr()
     if args.fast:
-        X, Y, X_test, Y_test = X[:200], Y[:200], X_test[:100], Y_test[:100]
+        X, Y, X_test, Y_test = X[:120], Y[:120], X_test[:60], Y_test[:60]
     model = Chain(26).initialize(X, Y)
     problem = StructuredProblem(model, X, Y, args.lam)
     print(f"OCR: n = {len(X)} train words, {len(X_test)} test words, D = "
