@@ -24,8 +24,10 @@ _LAZY = {
     "MinimumEnclosingBall": "kernfw.estimators.meb",
     "StructuredSVM": "kernfw.estimators.structured",
     "CSKLClassifier": "kernfw.estimators.mkl",
-    "OnlineMKLClassifier": "kernfw.estimators.mkl",
+    "OnlineMKLClassifier": "kernfw.estimators.online_mkl",
+    "OnlineMKLStructured": "kernfw.estimators.online_mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
+    "evaluate": "kernfw.evaluation",
 }
 
 # subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use

@@ -47,7 +47,7 @@ def _repository_text_files():
 
 
 def test_the_path_pattern_catches_machine_paths():
-    for bad in ("/wo" "rk/venv/bin/python bench.py", "/ro" "ot/.cache/x", "pip install /op"
+    for bad in ("/wo" "rk/ve" "nv/bin/python bench.py", "/ro" "ot/.cache/x", "pip install /op"
                 "t/wheels/torch.whl", ".venv/bin/" "python x.py", "venv-peers/bin/" "pip"):
         assert _MACHINE_PATH.search(bad), bad
     for good in ("python benchmarks/bench_x.py --quick", ". .venv/bin/activate",
@@ -237,3 +237,19 @@ def test_gram_of_strings_is_a_type_error(K):
         Gram(K)
     with pytest.raises(TypeError, match="must hold numbers"):
         make_operator(K, "precomputed")
+
+
+def test_convergence_warnings_are_not_silenced_file_wide():
+    """A run stopping before tol warns; tests may silence that per test, never per file."""
+    config = (ROOT / "pyproject.toml").read_text() + "".join(
+        (ROOT / name).read_text() for name in ("pytest.ini", "setup.cfg", "tox.ini")
+        if (ROOT / name).exists())
+    assert "ConvergenceWarning" not in config
+    offenders = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            top_level = not line.startswith((" ", "\t", "@"))
+            if top_level and "ConvergenceWarning" in line and re.search(
+                    r"pytestmark|filterwarnings|simplefilter", line):
+                offenders.append(f"{path.name}:{lineno}: {line}")
+    assert not offenders, offenders
