@@ -651,6 +651,14 @@ def test_outputs_as_plain_lists():
 
 # -- compiled chain passes (kernfw.solvers._chain_numba) ------------------------------------------
 
+@pytest.fixture
+def numba_enabled(monkeypatch):
+    """Both paths are tested even when the run sets KERNFW_DISABLE_NUMBA (needs numba)."""
+    pytest.importorskip("numba")
+    monkeypatch.delenv("KERNFW_DISABLE_NUMBA", raising=False)
+    return monkeypatch
+
+
 def _chain_iterates(compiled, averaging, step, passes=6):
     X, Y = make_chains(25, n_states=4, n_features=5, length=(1, 7), noise=1.0, random_state=3)
     problem = StructuredProblem(Chain(4), X, Y, 0.05, compiled=compiled)
@@ -662,10 +670,9 @@ def _chain_iterates(compiled, averaging, step, passes=6):
 
 @pytest.mark.parametrize("averaging", [False, True])
 @pytest.mark.parametrize("step", ["line_search", "standard"])
-def test_compiled_chain_bcfw_equals_numpy(averaging, step):
+def test_compiled_chain_bcfw_equals_numpy(averaging, step, numba_enabled):
     """Same block order, same formulas: the iterates agree to rounding (not bit for bit:
     the compiled pass sums the node scores in another order and never forms z)."""
-    pytest.importorskip("numba")
     ref = _chain_iterates(False, averaging, step)
     fast = _chain_iterates(True, averaging, step)
     assert fast.compiled and not ref.compiled
@@ -683,8 +690,7 @@ def test_compiled_chain_bcfw_equals_numpy(averaging, step):
         np.testing.assert_allclose(fast.average["w"], ref.average["w"], atol=1e-10 * scale)
 
 
-def test_compiled_chain_oracle_pass_equals_numpy():
-    pytest.importorskip("numba")
+def test_compiled_chain_oracle_pass_equals_numpy(numba_enabled):
     X, Y = make_chains(30, n_states=3, n_features=4, length=(1, 6), random_state=1)
     w = np.random.default_rng(0).normal(size=Chain(3).initialize(X, Y).size_joint_feature)
     phi_c, loss_c = StructuredProblem(Chain(3), X, Y, 0.1, compiled=True).oracle_pass(w)
@@ -694,8 +700,8 @@ def test_compiled_chain_oracle_pass_equals_numpy():
 
 
 @FIXED_BUDGET
-def test_compiled_switch(monkeypatch):
-    pytest.importorskip("numba")
+def test_compiled_switch(numba_enabled):
+    monkeypatch = numba_enabled
     X, Y = chain_data()
     assert BCFW(StructuredProblem(Chain(3), X, Y, 0.1)).compiled
     assert not BCFW(StructuredProblem(Matching(), *_matchings(), 0.1)).compiled

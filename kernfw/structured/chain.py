@@ -312,7 +312,20 @@ class Chain(StructuredModel):
         return self.flat_joint_feature(self.prepare(X), np.concatenate(Y))
 
     def flat_joint_feature(self, batch, y):
-        """``Σ_i φ(x_i, y_i)`` from the states ``y`` (N,) of every position of ``batch``."""
+        """``Σ_i φ(x_i, y_i)`` from the states of every position of ``batch``.
+
+        Parameters
+        ----------
+        batch : ChainBatch
+            Prepared sequences (:meth:`prepare`).
+        y : array of int, shape (N,)
+            States of all positions, sequence after sequence.
+
+        Returns
+        -------
+        ndarray of shape (D,)
+            The summed joint features.
+        """
         q, d = self.n_states, self.n_features
         qd, N = q * d, batch.features.shape[0]
         y = np.asarray(y).astype(np.intp, copy=False)
