@@ -145,7 +145,7 @@ def test_mkl_kernels_option(capsys):
     status, out, err = run_main(capsys, "fit", "--model", "cskl", "--data", "iris",
                                 "--kernel", "rbf,linear", "--t", "1.5", "--progress", "none")
     assert status == 0, err
-    assert "kernels=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
+    assert "kernel=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
 
 
 @pytest.mark.parametrize("args, needles", [
