@@ -82,7 +82,7 @@ def _multiclass(est, X, y):
     m = len(est.classes_)
     loss = make_loss(est.loss, k=est.k, rho=est.rho, cost=est.cost)
     result = multiclass_primal(_features(est, X), _class_indices(est, y), loss=loss,
-                               lam=est.lam, smoothing=est.smoothing, n_classes=m)
+                               lam=est.lam_, smoothing=est.smoothing, n_classes=m)
     return result["value"]
 
 
