@@ -141,7 +141,7 @@ def plot(rows, base, fitted, args, path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition('\n')[0])
     parser.add_argument("--n-train", type=int, default=200)
     parser.add_argument("--n-test", type=int, default=300)
     parser.add_argument("--epochs", type=int, default=4)

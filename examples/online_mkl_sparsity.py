@@ -1,5 +1,5 @@
 """Online MKL for structured prediction: sparsity in groups at equal accuracy (seed 003)
-====================================================================================
+=====================================================================================
 
 The seed's claim in small, on the OCR words (chains over 26 letters): a chain model
 whose unary part is split into 8 kernel groups (linear, two polynomials, five RBF
@@ -42,7 +42,7 @@ def letter_error(Y, P):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition('\n')[0])
     parser.add_argument("--fast", action="store_true", help="a few words and epochs")
     parser.add_argument("--out", default="online_mkl_sparsity.png")
     args = parser.parse_args()
