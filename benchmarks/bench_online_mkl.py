@@ -20,8 +20,7 @@ linear features = a single kernel, λ = 1/n) on the same words.
 
 Run from the repository root::
 
-    python benchmarks/bench_online_mkl.py --markdown docs/benchmarks/online_mkl_table.md \\
-        --plot docs/img/online_mkl_path.png
+    python benchmarks/bench_online_mkl.py --plot online_mkl_path.png
 """
 
 import argparse
@@ -142,12 +141,12 @@ def plot(rows, base, fitted, args, path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-train", type=int, default=250)
+    parser = argparse.ArgumentParser(description=__doc__.partition('\n')[0])
+    parser.add_argument("--n-train", type=int, default=200)
     parser.add_argument("--n-test", type=int, default=300)
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--eta0", type=float, default=1.0)
-    parser.add_argument("--lams", type=float, nargs="+", default=[1e-3, 1e-2, 0.1, 1.0])
+    parser.add_argument("--lams", type=float, nargs="+", default=[0.01, 0.1, 1.0])
     parser.add_argument("--plot-lam", type=float, default=0.1)
     parser.add_argument("--losses", nargs="+", default=["hinge", "crf"])
     parser.add_argument("--methods", nargs="+", default=["proximal", "dual_averaging"])

@@ -24,6 +24,7 @@ from kernfw.solvers.mkl.capped_simplex import (check_t, project_capped_simplex, 
 from kernfw.solvers.mkl.cskl import (exact_selection, frank_wolfe_direction,
                                      projected_gradient_direction, reduced_gradient_direction,
                                      solve_cskl)
+from kernfw.estimators._multiclass_decomposition import binary_problems
 from kernfw.solvers.mkl.inner_svm import KernelWeightObjective, coding_matrix, make_inner_svm
 
 N_POINTS = 40
@@ -174,10 +175,15 @@ def test_armijo_step_accepts_sufficient_decrease_and_falls_back():
 
 
 # -- inner SVMs -------------------------------------------------------------------------------
+def _problems(y, m, scheme):
+    return [(p.classes, p.index, p.y) for p in binary_problems(y, m, scheme)]
+
+
 def test_ovo_coefficients_unpack_libsvm_layout():
     X, y = _data(n=45, n_classes=3)
     K = Gram(np.exp(-0.3 * ((X[:, None] - X[None]) ** 2).sum(-1)))
-    svm = make_inner_svm("c", y, 3, C=1.0, tol=1e-10, multi_class="ovo")
+    svm = make_inner_svm("c", y, 3, C=1.0, tol=1e-10, problems=_problems(y, 3, "ovo"))
+    assert svm.ovo                                   # one libsvm call for all pairs
     sol = svm.solve(K)
     for code, v, b in zip(svm.codes, sol.coef, sol.intercept):
         sub = code != 0
@@ -264,8 +270,9 @@ def test_multiclass_shared_weights_match_cvxpy(svm, multi_class):
 
     X, y = _data(n=30, seed=4, n_classes=3)
     K = make_operator(X, SPECS[:3] + ["linear"], normalization="trace")
-    res = solve_cskl(K, y, 1.5, svm=svm, multi_class=multi_class, tol=1e-6, max_iter=100)
-    codes = coding_matrix(y, 3, multi_class)
+    problems = _problems(y, 3, multi_class)
+    res = solve_cskl(K, y, 1.5, svm=svm, problems=problems, tol=1e-6, max_iter=100)
+    codes = coding_matrix(problems, y.size)
     assert res["coef"].shape[0] == codes.shape[0] == 3
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -439,8 +446,9 @@ def test_bad_input_is_rejected(problem):
         solve_cskl([Gram(grams[0]), Gram(grams[1][:30, :30])], y, 1.0)
     with pytest.raises(ValueError, match="weight_update"):
         solve_cskl(K, y, 1.0, weight_update="newton")
-    with pytest.raises(ValueError, match="ovo"):
-        solve_cskl(K, y, 1.0, svm="l2", multi_class="ovo")
+    y3 = _data(n=K.n, n_classes=3)[1]
+    with pytest.raises(ValueError, match="svm='c' only"):
+        solve_cskl(K, y3, 1.0, svm="l2", problems=_problems(y3, 3, "ovo"))
     with pytest.raises(ValueError, match="nu=0.99 is infeasible"):
         solve_cskl(K, y, 1.0, svm="nu", nu=0.99)
     with pytest.raises(ValueError, match="two classes"):
@@ -499,7 +507,8 @@ def test_decision_function_is_the_svm_on_k_gamma():
     assert np.all(clf.predict(X) == np.where(h > 0, 1, -1))
 
 
-@pytest.mark.parametrize("svm, multi_class", [("l2", "ovr"), ("c", "ovo"), ("nu", "ovr")])
+@pytest.mark.parametrize("svm, multi_class", [("l2", "ovr"), ("c", "ovo"), ("nu", "ovr"),
+                                               ("c", "ddag")])
 def test_multiclass_estimator(svm, multi_class):
     X, y = _data(n=60, seed=5, n_classes=3)
     labels = np.array(["a", "b", "c"])[y]
@@ -508,8 +517,21 @@ def test_multiclass_estimator(svm, multi_class):
     assert clf.decision_function(X).shape == (60, 3)
     assert clf.score(X, labels) > 0.7
     assert list(clf.classes_) == ["a", "b", "c"]
-    assert hasattr(clf, "svm_") == (multi_class == "ovo")
+    assert len(clf.binary_problems_) == 3 == clf.dual_coef_.shape[0]
     assert clf.n_support_.sum() == clf.support_.size
+
+
+def test_ovo_prediction_is_libsvms_on_the_learned_kernel():
+    """One-vs-one through the shared decomposition = SVC(kernel="precomputed") on K_γ."""
+    X, y = _data(n=60, seed=5, n_classes=3)
+    clf = CSKLClassifier(SPECS[:3], t=1.5, svm="c", multi_class="ovo", tol=1e-4).fit(X, y)
+    K = make_operator(X, SPECS[:3], normalization="trace").with_weights(clf.kernel_weights_)
+    svc = SVC(C=1.0, kernel="precomputed", tol=1e-10).fit(K.dense(), y)
+    np.testing.assert_allclose(clf.decision_function(X), svc.decision_function(K.dense()),
+                               atol=1e-5)
+    ddag = CSKLClassifier(SPECS[:3], t=1.5, svm="c", multi_class="ddag", tol=1e-4).fit(X, y)
+    np.testing.assert_allclose(ddag.kernel_weights_, clf.kernel_weights_)
+    assert np.mean(ddag.predict(X) == clf.predict(X)) > 0.95
 
 
 def test_fitted_attributes_and_pickle():

@@ -40,9 +40,10 @@ from ..operators.pairwise import resolve_gamma
 from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.capped_simplex import check_t
 from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
-from ..solvers.mkl.inner_svm import MULTI_CLASS, SVM_KINDS, support_of
+from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
 from ..solvers.mkl.online import solve_online_mkl
 from ._base import FWEstimatorMixin, resolve_deprecated
+from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
 __all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
 
@@ -199,9 +200,6 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.intercept_ = sol["intercept"]
         self.n_support_ = np.bincount(np.searchsorted(self.classes_, y[self.support_]),
                                       minlength=self.classes_.size)
-        self.__dict__.pop("svm_", None)           # a refit without one-vs-one drops it
-        if sol["svm"].model is not None:
-            self.svm_ = sol["svm"].model
         self._predict_op = mk.with_weights(self.kernel_weights_).subset(self.support_)
 
     def decision_function(self, X):
@@ -214,16 +212,23 @@ class _WeightedSVMClassifier(_MKLClassifier):
         Returns
         -------
         ndarray of shape (n_test,) for two classes (positive: ``classes_[1]``),
-        else (n_test, m): one-vs-rest scores (one-vs-one: votes with confidences).
+        else (n_test, m): one-vs-rest scores, one-vs-one votes with confidences (as
+        ``SVC``) or DDAG ranks (:func:`~kernfw.estimators._multiclass_decomposition.combine_decisions`).
         """
         check_is_fitted(self)
         K = self._predict_op.cross(self._test_kernels(X))
-        if hasattr(self, "svm_"):                  # libsvm's one-vs-one model on K_γ
-            full = np.zeros((K.shape[0], self.n_train_))
-            full[:, self.support_] = K
-            return self.svm_.decision_function(full)
-        scores = np.asarray(K) @ self.dual_coef_.T + self.intercept_
-        return scores[:, 0] if scores.shape[1] == 1 else scores
+        decisions = np.asarray(K) @ self.dual_coef_.T + self.intercept_
+        return combine_decisions(decisions, self.binary_problems_, self.classes_.size,
+                                 self.multi_class)
+
+    def _problems(self, y):
+        """The binary problems of ``multi_class`` (shared decomposition) for the solver."""
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"need at least two classes; y has {classes.size} class")
+        problems = binary_problems(y_idx, classes.size, self.multi_class)
+        self.binary_problems_ = [p.classes for p in problems]
+        return [(p.classes, p.index, p.y) for p in problems]
 
 
 class CSKLClassifier(_WeightedSVMClassifier):
@@ -275,11 +280,12 @@ default="projected_gradient"
         Outer iterations.
     verbose : int, default=0
         Print one line per outer iteration.
-    multi_class : {"ovr", "ovo"}, default="ovr"
-        Multi-class problems: one binary SVM per class (all SVMs) or per pair
-        of classes (``svm="c"`` only, libsvm's own one-vs-one), all sharing
-        ``γ``; the weights follow the sum over the binary problems of ``J``
-        (and of ``d_j``).
+    multi_class : {"ovr", "ovo", "ddag"}, default="ovr"
+        Multi-class problems (:mod:`kernfw.estimators._multiclass_decomposition`):
+        one binary SVM per class (all SVMs) or per pair of classes (``svm="c"``
+        only; solved in one libsvm one-vs-one call), all sharing ``γ``; the
+        weights follow the sum over the binary problems of ``J`` (and of
+        ``d_j``).  "ovo" predicts by votes, "ddag" by the decision DAG.
     kernels : deprecated
         Former name of ``kernel``.
 
@@ -311,8 +317,9 @@ default="projected_gradient"
         Biases: ``h_r(x) = Σ_i dual_coef_[r, i] k_γ(x_i, x) + intercept_[r]``.
     n_support_ : ndarray of shape (m,)
         Support points per class.
-    svm_ : sklearn.svm.SVC
-        The libsvm one-vs-one model on ``K_γ`` (only for ``multi_class="ovo"``).
+    binary_problems_ : list of tuple
+        Classes of each binary problem (rows of ``dual_coef_``): ``(k,)``
+        one-vs-rest, ``(i, j)`` a pair (positive: class ``j``).
     n_kernels_ : int
         ``p``.
     n_features_in_ : int
@@ -342,7 +349,7 @@ default="projected_gradient"
         "exact": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "multi_class": [StrOptions(set(MULTI_CLASS))],
+        "multi_class": [StrOptions(set(SCHEMES))],
     }
 
     def __init__(self, kernel=None, t=1.0, C=1.0, nu=0.5, svm="l2",
@@ -380,7 +387,7 @@ default="projected_gradient"
         callback = self._fw_callback(self.max_iter, X, y)
         try:
             result = solve_cskl(mk, y, self.t, svm=self.svm, C=self.C, nu=self.nu,
-                          multi_class=self.multi_class, weight_update=self.weight_update,
+                          problems=self._problems(y), weight_update=self.weight_update,
                           exact=self.exact, tol=self.tol, max_iter=self.max_iter,
                           callback=callback)
         finally:
@@ -413,7 +420,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         Stop when the gap ``≤ tol·|J|``.
     max_iter : int, default=100
     verbose : int, default=0
-    multi_class : {"ovr", "ovo"}, default="ovr"
+    multi_class : {"ovr", "ovo", "ddag"}, default="ovr"
         As :class:`CSKLClassifier`.
     kernels : deprecated
         Former name of ``kernel``.
@@ -442,7 +449,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         "nu": [Interval(Real, 0, 1, closed="right")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "multi_class": [StrOptions(set(MULTI_CLASS))],
+        "multi_class": [StrOptions(set(SCHEMES))],
     }
 
     def __init__(self, kernel=None, p=2.0, C=1.0, svm="l2", nu=0.5, tol=1e-3, max_iter=100,
@@ -466,7 +473,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         callback = self._fw_callback(self.max_iter, X, y)
         try:
             result = solve_lp_mkl(mk, y, self.p, svm=self.svm, C=self.C, nu=self.nu,
-                            multi_class=self.multi_class, tol=self.tol,
+                            problems=self._problems(y), tol=self.tol,
                             max_iter=self.max_iter, callback=callback)
         finally:
             self._end_callbacks()

@@ -119,13 +119,16 @@ def _structured(est, X, y):
 
 def _mkl_problem(est, X, y):
     """The normalized base Grams, the class indices and the binary-problem codes."""
+    from ..estimators._multiclass_decomposition import binary_problems
     from ..solvers.mkl.inner_svm import coding_matrix
 
     kernels, _ = est._training_kernels(X, y)
     grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]
     y_idx = _class_indices(est, y)
-    codes = coding_matrix(y_idx, len(est.classes_), getattr(est, "multi_class", "ovr"))
-    return grams, y_idx, codes
+    scheme = getattr(est, "multi_class", "ovr")
+    problems = [(p.classes, p.index, p.y)
+                for p in binary_problems(y_idx, len(est.classes_), scheme)]
+    return grams, y_idx, coding_matrix(problems, y_idx.size)
 
 
 @_reference("CSKLClassifier")
@@ -151,11 +154,16 @@ def _lp_mkl(est, X, y):
 
 @_reference("OnlineMKLClassifier")
 def _online_mkl(est, X, y):
-    """math.md §4.1: the batch optimum ``F*`` of the squared-ℓ2,1 MKL objective."""
+    """math.md §4.1: the batch optimum ``F*`` of the squared-ℓ2,1 MKL objective (hinge)."""
     from .mkl import online_mkl_reference
 
+    if est.loss != "hinge" or est.regularizer != "squared_l21" or est.groups is not None:
+        raise ValueError("compare needs OnlineMKLClassifier(loss='hinge', "
+                         "regularizer='squared_l21', groups=None): the cvxpy reference is "
+                         "the squared-l21 MKL hinge problem on kernel groups")
     grams, y_idx, _ = _mkl_problem(est, X, y)
-    return online_mkl_reference(grams, y_idx, est.lam, n_classes=len(est.classes_))["value"]
+    return online_mkl_reference(grams, y_idx, est.lam_, n_classes=len(est.classes_),
+                                cost=est.cost)["value"]
 
 
 def reference_objective(estimator, X, y=None):

@@ -77,7 +77,7 @@ class LpMKLIterate(KernelWeightIterate):
         return float(np.max(np.abs(theta - ev.gamma)))
 
 
-def solve_lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr", tol=1e-3,
+def solve_lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, problems=None, tol=1e-3,
            max_iter=100, inner_tol=None, callback=None, max_time=None):
     """lp-norm MKL by alternating SVM solves and the closed-form update (math.md §5.5).
 
@@ -90,7 +90,7 @@ def solve_lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr
     p : float >= 1
         The norm on the weights ``θ`` (``p = 1``: l1-MKL by multiplicative
         updates, slower than :func:`solve_l1_mkl`; ``p > 1``: non-sparse weights).
-    svm, C, nu, multi_class, tol, max_iter, inner_tol, callback, max_time
+    svm, C, nu, problems, tol, max_iter, inner_tol, callback, max_time
         As :func:`~kernfw.solvers.mkl.cskl.solve_cskl` (stop when ``gap ≤ tol·|J|``).
 
     Returns
@@ -105,7 +105,7 @@ def solve_lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr
     p = float(p)
     tol = check_positive("tol", tol)
     objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
-                                          inner_tol=inner_tol, multi_class=multi_class)
+                                          inner_tol=inner_tol, problems=problems)
     iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)))
     result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time, callback=callback,
                  remedy="increase max_iter or tol", name=f"lp-MKL (p={p:g})")

@@ -263,7 +263,7 @@ def _start(gamma0, t, p):
     return snap_to_box(gamma0)
 
 
-def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
+def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, problems=None,
          weight_update="projected_gradient", line_search="armijo", exact=False, tol=1e-3,
          max_iter=100, inner_tol=None, gamma0=None, callback=None, max_time=None):
     """Controlled-sparsity kernel learning by alternating SVM solves and weight updates.
@@ -284,9 +284,10 @@ def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
         Inner SVM: kernfw's L2-SVM (MFW, warm started), libsvm's C-SVM or ν-SVM.
     C, nu : float
         Their parameters.
-    multi_class : {"ovr", "ovo"}
-        Binary problems sharing ``γ`` (``d`` and ``J`` are summed); "ovo" for
-        ``svm="c"`` only.
+    problems : list of (classes, index, y) or None
+        Binary problems sharing ``γ`` (``d`` and ``J`` are summed), e.g. from
+        :func:`kernfw.estimators._multiclass_decomposition.binary_problems`;
+        None is one-vs-rest.  One-vs-one pairs need ``svm="c"``.
     weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
         The direction (math.md §5.3).  Projected gradient backtracks along
         the projection arc ``Π_{Γ_t}(γ − τη∇J)`` (its ``τ = 1`` point is §5.3's
@@ -345,7 +346,7 @@ def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, multi_class="ovr",
         raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
     tol = check_positive("tol", tol)
     objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
-                                          inner_tol=inner_tol, multi_class=multi_class)
+                                          inner_tol=inner_tol, problems=problems)
     iterate = CSKLIterate(objective, t, weight_update, line_search, _start(gamma0, t, p))
     result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
                  callback=_stop_when_stalled(iterate, callback),

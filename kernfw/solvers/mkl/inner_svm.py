@@ -37,39 +37,37 @@ from sklearn.svm import SVC, NuSVC
 
 __all__ = ["SVMSolution", "InnerSVM", "LibsvmC", "LibsvmNu", "L2SVM", "make_inner_svm",
            "Evaluation", "KernelWeightObjective", "support_of", "DENSE_MAX_N",
-           "coding_matrix", "SVM_KINDS", "MULTI_CLASS"]
+           "coding_matrix", "one_vs_rest", "SVM_KINDS"]
 
 SVM_KINDS = ("l2", "c", "nu")
-MULTI_CLASS = ("ovr", "ovo")
 
 
-def coding_matrix(y_idx, n_classes, multi_class="ovr"):
-    """Binary problems of a (multi-class) task as rows of a ``{−1, 0, +1}`` matrix.
+def one_vs_rest(y_idx, n_classes):
+    """The default binary problems ``(classes, index, y)``: one per class (one for two classes).
 
-    Parameters
-    ----------
-    y_idx : ndarray of int, shape (n,)
-        Class indices ``0 … m−1``.
-    n_classes : int
-        ``m``.
-    multi_class : {"ovr", "ovo"}
-        One row per class (+1 the class, −1 the rest) or one row per pair
-        ``a < b`` (+1 class a, −1 class b, 0 elsewhere).  Two classes give one
-        row, +1 for class 1.
-
-    Returns
-    -------
-    ndarray of shape (r, n)
+    Other decompositions (one-vs-one, DDAG) are built by the estimators
+    (:mod:`kernfw.estimators._multiclass_decomposition`) and passed as ``problems``.
     """
+    y_idx = np.asarray(y_idx)
+    everything = np.arange(y_idx.size)
     if n_classes == 2:
-        return np.where(y_idx == 1, 1.0, -1.0)[None, :]
-    if multi_class == "ovr":
-        return np.where(y_idx[None, :] == np.arange(n_classes)[:, None], 1.0, -1.0)
-    rows = []
-    for a in range(n_classes):
-        for b in range(a + 1, n_classes):
-            rows.append((y_idx == a).astype(float) - (y_idx == b))
-    return np.array(rows)
+        return [((0, 1), everything, np.where(y_idx == 1, 1.0, -1.0))]
+    return [((k,), everything, np.where(y_idx == k, 1.0, -1.0)) for k in range(n_classes)]
+
+
+def coding_matrix(problems, n):
+    """Binary problems ``(classes, index, y)`` as the rows of a ``{−1, 0, +1}`` matrix (r, n)."""
+    codes = np.zeros((len(problems), n))
+    for r, (_, index, y) in enumerate(problems):
+        codes[r, index] = y
+    return codes
+
+
+def _is_all_pairs(problems, n_classes):
+    """Whether ``problems`` are the one-vs-one pairs ``(i, j)``, ``i < j``, in libsvm's order."""
+    pairs = [tuple(p[0]) for p in problems]
+    return n_classes > 2 and pairs == [(a, b) for a in range(n_classes)
+                                       for b in range(a + 1, n_classes)]
 
 
 @dataclass
@@ -88,8 +86,6 @@ class SVMSolution:
         Certified duality gap of the inner solve (summed), ``nan`` if unknown.
     state : list
         Warm-start state (the L2-SVM's ``α`` per problem).
-    model : object or None
-        A fitted libsvm model when prediction needs it (one-vs-one).
     """
 
     coef: np.ndarray
@@ -97,7 +93,6 @@ class SVMSolution:
     offset: float
     inner_gap: float = np.nan
     state: list = field(default_factory=list)
-    model: object = None
 
 
 class InnerSVM:
@@ -106,7 +101,7 @@ class InnerSVM:
     Parameters
     ----------
     codes : ndarray of shape (r, n)
-        Binary problems from :func:`coding_matrix`.
+        Binary problems as rows of :func:`coding_matrix`.
     tol : float
         Tolerance of the inner solver.
     """
@@ -177,7 +172,7 @@ def _libsvm_max_iter(n):
 
 
 class LibsvmC(InnerSVM):
-    """C-SVM by libsvm (``SVC(kernel="precomputed")``); one-vs-one uses libsvm's own multi-class.
+    """C-SVM by libsvm (``SVC(kernel="precomputed")``); all pairs at once by libsvm's one-vs-one.
 
     Parameters
     ----------
@@ -186,17 +181,17 @@ class LibsvmC(InnerSVM):
     tol : float
         libsvm's stopping tolerance.
     y_idx : ndarray of int or None
-        Class indices; required (with ``multi_class="ovo"``) for one-vs-one.
-    multi_class : {"ovr", "ovo"}
+        Class indices; given when the rows are all one-vs-one pairs ``(i, j)``
+        (``+1`` = class ``j``, in libsvm's pair order): one libsvm call solves them.
     """
 
     curvature = 0.5
 
-    def __init__(self, codes, C, tol, y_idx=None, multi_class="ovr"):
+    def __init__(self, codes, C, tol, y_idx=None):
         super().__init__(codes, tol)
         self.C = float(C)
         self.y_idx = y_idx
-        self.ovo = multi_class == "ovo" and y_idx is not None and y_idx.max() >= 2
+        self.ovo = y_idx is not None
 
     def _svc(self):
         return SVC(C=self.C, kernel="precomputed", tol=self.tol, cache_size=1,
@@ -220,9 +215,10 @@ class LibsvmC(InnerSVM):
     def _solve_ovo(self, K):
         """All pairs in one libsvm call; unpack libsvm's ``dual_coef_`` layout.
 
-        For classes ``a < b`` the coefficients of pair (a, b) are
+        For classes ``a < b`` libsvm's coefficients of pair (a, b) are
         ``dual_coef_[b−1]`` on the support vectors of class a and
-        ``dual_coef_[a]`` on those of class b.
+        ``dual_coef_[a]`` on those of class b, positive for class a; the
+        problems here are positive for class b, so signs (and the intercept) flip.
         """
         model = _quiet_fit(self._svc(), K, self.y_idx)
         m = int(self.y_idx.max()) + 1
@@ -231,16 +227,16 @@ class LibsvmC(InnerSVM):
         for row, (a, b) in zip(self.codes, _pairs(m)):
             v = np.zeros(self.n)
             in_a, in_b = sv_class == a, sv_class == b
-            v[model.support_[in_a]] = model.dual_coef_[b - 1, in_a]
-            v[model.support_[in_b]] = model.dual_coef_[a, in_b]
+            v[model.support_[in_a]] = -model.dual_coef_[b - 1, in_a]
+            v[model.support_[in_b]] = -model.dual_coef_[a, in_b]
             coef.append(v)
         coef = np.array(coef)
-        intercept = model.intercept_.copy()
+        intercept = -model.intercept_
         for v, b, y in zip(coef, intercept, self.codes):
             sub = y != 0
             gap += _hinge_gap(K[np.ix_(sub, sub)], v[sub], b, y[sub], self.C,
                               np.abs(v).sum())
-        return SVMSolution(coef, intercept, float(np.abs(coef).sum()), gap, model=model)
+        return SVMSolution(coef, intercept, float(np.abs(coef).sum()), gap)
 
 
 def _pairs(m):
@@ -317,19 +313,24 @@ class L2SVM(InnerSVM):
         return SVMSolution(np.array(coef), np.array(intercept), offset, gap, state=alphas)
 
 
-def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, multi_class="ovr"):
-    """The inner SVM of kind ``svm`` in ``("l2", "c", "nu")`` for class indices ``y_idx``."""
+def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=None):
+    """The inner SVM of kind ``svm`` in ``("l2", "c", "nu")`` for class indices ``y_idx``.
+
+    ``problems``: binary problems ``(classes, index, y)`` sharing the weights
+    (default :func:`one_vs_rest`); pairs (one-vs-one) need ``svm="c"``.
+    """
     if svm not in SVM_KINDS:
         raise ValueError(f"svm must be one of {SVM_KINDS}, got {svm!r}")
-    if multi_class not in MULTI_CLASS:
-        raise ValueError(f"multi_class must be one of {MULTI_CLASS}, got {multi_class!r}")
-    if multi_class == "ovo" and svm != "c":
-        raise ValueError("multi_class='ovo' is available for svm='c' only")
     if n_classes < 2:
         raise ValueError(f"need at least two classes, got {n_classes}")
-    codes = coding_matrix(y_idx, n_classes, multi_class)
+    problems = one_vs_rest(y_idx, n_classes) if problems is None else list(problems)
+    codes = coding_matrix(problems, len(y_idx))
+    pairs = _is_all_pairs(problems, n_classes)
+    if np.any(codes == 0) and not (svm == "c" and pairs):
+        raise ValueError("one-vs-one problems (multi_class='ovo' or 'ddag') are available for "
+                         "svm='c' only")
     if svm == "c":
-        return LibsvmC(codes, C, tol, y_idx=y_idx, multi_class=multi_class)
+        return LibsvmC(codes, C, tol, y_idx=y_idx if pairs else None)
     if svm == "nu":
         return LibsvmNu(codes, nu, tol)
     return L2SVM(codes, C, tol)

@@ -89,7 +89,7 @@ def check_positive(name, value):
     return float(value)
 
 
-def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, multi_class):
+def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, problems=None):
     """``J(γ)`` on the kernels ``mk`` by inner SVM solves, and the classes of ``y``.
 
     The inner tolerance defaults to ``min(1e-6, tol/100)``: the outer gradient
@@ -100,5 +100,5 @@ def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, multi_class):
                                                                              inner_tol)
     classes, y_idx = encode_labels(y, mk.n)
     inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
-                           multi_class=multi_class)
+                           problems=problems)
     return KernelWeightObjective(mk, inner), classes
