@@ -69,7 +69,12 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "sigmoid", "precomputed", a callable), or a ready
         :class:`~kernfw.operators.KernelOperator` on the training points (then
         ``X`` in ``fit`` is only checked for its length, and prediction calls
-        the operator's ``cross``).
+        the operator's ``cross``).  A kernel that is not positive semidefinite by
+        construction (a callable, "sigmoid", a user's operator or Gram matrix)
+        is tested first (:func:`kernfw.operators.psd.check_psd`, a few Lanczos
+        products): a detectably indefinite one raises ``NotPSDError`` (a
+        ``ValueError``), since its dual is not concave and no gap would
+        certify anything.
     gamma : {"scale", "auto"} or float, default="scale"
         Kernel coefficient, as in ``SVC``.
     degree : int, default=3
@@ -102,7 +107,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         certified iterate.
     warm_start : bool, default=False
         Start from the previous ``dual_coef_`` when refitting on the same
-        training set, loss and classes (e.g. after ``set_params(lam=...)``: the
+        training set, loss and classes (e.g. after ``set_params(C=...)``: the
         dual feasible set does not depend on ``λ`` or ``σ``).
     verbose : int, default=0
         Print one line per certified iterate.
