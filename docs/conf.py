@@ -65,7 +65,6 @@ autosummary_generate = True
 autosummary_ignore_module_all = False
 autosummary_context = {
     "kernfw_api": kernfw_docs.api_modules(),
-    "kernfw_inherited_stop": ", ".join(kernfw_docs.INHERITED_STOP),
 }
 autodoc_typehints = "none"
 autodoc_member_order = "bysource"
@@ -81,7 +80,9 @@ numpydoc_validation_checks = set()
 intersphinx_mapping = kernfw_docs.intersphinx_mapping()
 intersphinx_timeout = 10
 
-# -- doctests: docstring Examples and ```{doctest} blocks of the Markdown pages -----------------
+# -- doctests: the ```{doctest} blocks of the pages (`sphinx-build -b doctest`); the docstrings'
+# Examples run in their module's namespace with `pytest --doctest-modules kernfw` instead
+doctest_test_doctest_blocks = ""
 doctest_global_setup = "import numpy as np"
 
 # -- gallery ---------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Seed 000, Table 1 protocol: top-k errors of the six multi-category losses.
+"""Seed 000, Table 1 protocol: top-k errors of the six multi-category losses
+=========================================================================
 
 Repeated random 50/50 splits; in each training half the regularization ``C``
 (``λ = 1/(C·n)``) is chosen by cross-validation; the top-1 … top-k test errors
@@ -38,7 +39,7 @@ def load(name, n=None, seed=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--data", choices=("digits", "mnist"), default="digits")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--fast", action="store_true",

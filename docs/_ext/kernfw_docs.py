@@ -32,13 +32,6 @@ from sphinx import addnodes
 FIRST = ("kernfw", "kernfw.operators", "kernfw.kernels", "kernfw.structured", "kernfw.sweep",
          "kernfw.plotting", "kernfw.reference")
 
-#: classes whose members the class pages do not repeat (scikit-learn's machinery, builtins)
-INHERITED_STOP = ("object", "tuple", "dict", "list", "Exception", "ABC", "Generic",
-                  "BaseEstimator", "ClassifierMixin", "RegressorMixin", "OutlierMixin",
-                  "TransformerMixin", "MetaEstimatorMixin", "MultiOutputMixin",
-                  "_MetadataRequester", "ReprHTMLMixin", "_HTMLDocumentationLinkMixin",
-                  "_SetOutputMixin")
-
 #: intersphinx projects: name -> (documentation root, top-level import names)
 INTERSPHINX = {
     "python": ("https://docs.python.org/3/", ()),
@@ -208,8 +201,8 @@ def _documented_path(target):
         obj = _import_target(".".join(parts[:i]))
         if obj is not None and id(obj) in homes:
             return ".".join([homes[id(obj)]] + parts[i:])
-        if obj is not None and inspect.ismodule(obj) and obj.__name__ in api_modules():
-            return ".".join([obj.__name__] + parts[i:])
+        if i == len(parts) and inspect.ismodule(obj) and obj.__name__ in api_modules():
+            return obj.__name__
     return ""
 
 
@@ -266,12 +259,20 @@ def missing_reference(app, env, node, contnode):
         path = _documented_path(candidate)
         if path is None:
             continue
-        if path:
-            found = env.domains["py"].resolve_xref(env, node["refdoc"], app.builder, "obj",
-                                                   path, node, contnode)
-            if found is not None:
-                return found
-        return contnode         # exists, not part of the API reference
+        if not path:
+            return contnode     # exists, not part of the API reference
+        found = env.domains["py"].resolve_xref(env, node["refdoc"], app.builder, "obj",
+                                               path, node, contnode)
+        if found is None and path not in documented_objects().values():
+            return contnode     # an undocumented member of a documented object
+        return found            # None: a documented object whose page failed
+    if node.get("reftype") == "attr":
+        # an instance attribute listed in a class's numpydoc "Attributes" (no target)
+        for scope in _scopes(node):
+            cls = _import_target(scope) if scope.startswith("kernfw") else None
+            if inspect.isclass(cls) and re.search(rf"^\s*{re.escape(target)}\s*:",
+                                                  inspect.getdoc(cls) or "", re.M):
+                return contnode
     root = target.split(".")[0]
     loaded = set(getattr(env, "intersphinx_named_inventory", {}) or {})
     for project, (_, roots) in INTERSPHINX.items():
@@ -284,9 +285,24 @@ def missing_reference(app, env, node, contnode):
 
 
 def skip_member(app, what, name, obj, skip, options):
-    """Leave out scikit-learn's generated ``set_*_request`` methods (metadata routing)."""
-    if name.startswith("set_") and name.endswith("_request"):
+    """Class pages show kernfw's own methods, inherited ones included, but not those of
+    scikit-learn, argparse or builtins (``get_params``, ``set_*_request``, ``count``)."""
+    if what != "class":
+        return None
+    func = getattr(obj, "fget", obj)                  # property
+    func = getattr(func, "__func__", func)            # classmethod, staticmethod
+    if inspect.ismethoddescriptor(func) or inspect.isbuiltin(func):
         return True
+    module = getattr(func, "__module__", None) if callable(func) else None
+    if module is not None and module.split(".")[0] != "kernfw":
+        return True
+    if module is not None and not getattr(func, "__doc__", None):
+        # a kernfw override without a docstring shows the docstring it inherits: not
+        # when that one is another library's (argparse's ``error``)
+        owner = _import_target(f"{module}.{func.__qualname__.rpartition('.')[0]}")
+        for base in getattr(owner, "__mro__", ())[1:]:
+            if getattr(base.__dict__.get(name), "__doc__", None):
+                return True if base.__module__.split(".")[0] != "kernfw" else None
     return None
 
 
@@ -302,6 +318,7 @@ def reset_argv(gallery_conf, script_vars):
 
 
 def setup(app):
+    app.setup_extension("sphinx.ext.autodoc")
     app.connect("missing-reference", missing_reference)
     app.connect("autodoc-skip-member", skip_member)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
