@@ -80,6 +80,8 @@ class MultiClass(StructuredModel):
     def prepare(self, X):
         """Inputs as a float matrix of shape (n, d) (dense, or CSR for sparse input)."""
         X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+        if sp.issparse(X):  # a csr_matrix: X[i] is a row on every scipy (csr_array: >= 1.14)
+            X = sp.csr_matrix(X)
         if self.n_features is not None and X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features} features as input")
