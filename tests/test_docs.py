@@ -128,3 +128,13 @@ def test_a_broken_reference_fails_the_build(kernfw_docs, tmp_path, capsys):
     assert len(warnings) == 3, warnings
     html = (tmp_path / "out" / "good.html").read_text(encoding="utf-8")
     assert 'href="#kernfw.structured.viterbi"' in html
+
+
+def test_landing_page_takes_the_benchmarks_headline_table(kernfw_docs):
+    text = "# B\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nmore\n\n| c |\n|---|\n"
+    assert kernfw_docs.headline_table(text) == "| a | b |\n|---|---|\n| 1 | 2 |"
+    marked = text.replace("more", "<!-- headline table: start -->")
+    assert kernfw_docs.headline_table(marked) == "| c |\n|---|"
+    benchmarks = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    assert kernfw_docs.headline_table(benchmarks).count("\n") >= 2
+    assert kernfw_docs.HEADLINE_PLACEHOLDER in (DOCS / "index.md").read_text(encoding="utf-8")

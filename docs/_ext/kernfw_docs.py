@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.util import logging
 
 #: modules shown first in the API reference, in this order; every other public module
 #: with an ``__all__`` follows alphabetically (so new modules appear without editing)
@@ -317,8 +318,40 @@ def reset_argv(gallery_conf, script_vars):
     return argv
 
 
+#: where the landing page shows the benchmarks' headline table
+HEADLINE_PLACEHOLDER = "<!-- benchmarks headline table -->"
+
+
+def headline_table(text):
+    """The headline table of ``docs/benchmarks.md``: the first Markdown table after the
+    ``<!-- headline table: start -->`` marker if there is one, else the first table."""
+    start = text.find("<!-- headline table: start -->")
+    lines = text[max(start, 0):].splitlines()
+    table = []
+    for line in lines:
+        if line.lstrip().startswith("|"):
+            table.append(line)
+        elif table:
+            break
+    return "\n".join(table)
+
+
+def include_headline_table(app, docname, source):
+    """Put the benchmarks' headline table into the landing page (kept in one place)."""
+    if docname != app.config.root_doc or HEADLINE_PLACEHOLDER not in source[0]:
+        return
+    path = Path(app.srcdir) / "benchmarks.md"
+    app.env.note_dependency(str(path))
+    table = headline_table(path.read_text(encoding="utf-8")) if path.is_file() else ""
+    if not table:
+        logging.getLogger(__name__).warning(
+            "no Markdown table in %s for the landing page's headline table", path)
+    source[0] = source[0].replace(HEADLINE_PLACEHOLDER, table)
+
+
 def setup(app):
     app.setup_extension("sphinx.ext.autodoc")
+    app.connect("source-read", include_headline_table)
     app.connect("missing-reference", missing_reference)
     app.connect("autodoc-skip-member", skip_member)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
