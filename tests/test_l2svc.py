@@ -154,8 +154,13 @@ def test_kernel_function_backend_forms_no_gram_and_agrees():
     func.matmat = func.dense = None                      # any n × n use would fail
     a = l2svm(gram, y, 2.0, tol=1e-9)
     b = l2svm(func, y, 2.0, tol=1e-9)
-    assert a.n_iter == b.n_iter
-    np.testing.assert_allclose(a["alpha"], b["alpha"], atol=1e-10)
+    assert a.converged and b.converged
+    # both duals within their certified gaps of the same optimum
+    assert abs(a.dual - b.dual) <= a.gap + b.gap
+    # the MEB centres c = Σ α_i φ̃_i: ‖c − c*‖² ≤ f* − f(α) ≤ gap (strong convexity of ‖c‖²)
+    Kt = L2SVMKernel(gram, y, 2.0).dense()
+    d = a["alpha"] - b["alpha"]
+    assert np.sqrt(max(d @ Kt @ d, 0.0)) <= np.sqrt(a.gap) + np.sqrt(b.gap)
     assert func.hits + func.misses <= b.n_iter + 2
 
 
@@ -333,3 +338,116 @@ _INDEFINITE_GRAM = dict.fromkeys(
                              _INDEFINITE_GRAM if est.kernel == "precomputed" else {}))
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- the C convention ---------------------------------------------------------------------------
+def test_C_maps_to_the_squared_hinge_svm_with_half_C():
+    """L2SVC(C) ≡ ½‖w‖² + ½b² + (C/2)·Σ max(0, 1 − y h)²: LinearSVC(squared hinge, C/2,
+    bias regularized as a constant feature) for the linear kernel, up to the factor ρ."""
+    from sklearn.svm import LinearSVC
+    X, y = _binary(120, d=4, seed=31)
+    for C in (0.2, 5.0):
+        clf = L2SVC(kernel="linear", C=C, tol=1e-12, max_iter=200000).fit(X, y)
+        lin = LinearSVC(loss="squared_hinge", C=C / 2, intercept_scaling=1.0, tol=1e-12,
+                        max_iter=1000000).fit(X, y)
+        h = clf.decision_function(X) / clf.rho_[0]
+        ref = lin.decision_function(X)
+        np.testing.assert_allclose(h, ref, atol=1e-5 * np.abs(ref).max())
+        w = (clf.dual_coef_[0] @ X[clf.support_]) / clf.rho_[0]
+        np.testing.assert_allclose(w, lin.coef_[0], atol=1e-5 * np.abs(lin.coef_).max())
+
+
+# -- results storage, defaults ------------------------------------------------------------
+def test_multiclass_results_go_through_store_result():
+    X, y = load_iris(return_X_y=True)
+    clf = L2SVC(tol=1e-3).fit(X, y)
+    assert isinstance(clf.history_, dict)
+    assert set(np.unique(clf.history_["problem"])) == {0, 1, 2}
+    n_rows = [np.sum(clf.history_["problem"] == p) for p in range(3)]
+    assert all(r >= 1 for r in n_rows) and clf.n_iter_.shape == (3,)
+    assert np.all(clf.duality_gap_ <= 1e-3 * clf.rho_ * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("loader", ["digits", "breast_cancer"])
+def test_defaults_converge_without_warning(loader):
+    import warnings
+
+    from sklearn import datasets
+    X, y = getattr(datasets, f"load_{loader}")(return_X_y=True)
+    X = X / 16.0 if loader == "digits" else (X - X.mean(0)) / X.std(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = L2SVC().fit(X, y)
+    assert np.all(clf.converged_)
+    assert np.all(clf.duality_gap_ <= clf.tol * clf.rho_ * (1 + 1e-12))
+    assert clf.score(X, y) > 0.97
+
+
+def test_random_state_changes_the_start_point():
+    X, y = _binary(60, seed=32)
+    fits = {s: L2SVC(kernel="linear", max_iter=0, random_state=s) for s in (None, 1, 2)}
+    supports = {}
+    for s, est in fits.items():
+        with pytest.warns(ConvergenceWarning):
+            supports[s] = tuple(est.fit(X, y).support_)
+        a = 0 if s is None else int(np.random.default_rng(s).integers(60))
+        assert a in supports[s]
+    assert len(set(supports.values())) == 3
+
+
+# -- CVM and DDAG ------------------------------------------------------------------------------
+@pytest.mark.cvxpy
+def test_cvm_reaches_the_l2svm_optimum_within_the_certified_gap():
+    from kernfw.reference import l2svm_reference
+    X, y = _binary(60, seed=33)
+    K = pairwise_kernels(X, metric="rbf", gamma=0.5)
+    P = l2svm_reference(K, y, 2.0)["objective"]
+    cvm = l2svm(Gram(K), y, 2.0, method="cvm", tol=1e-9)
+    mfw = l2svm(Gram(K), y, 2.0, method="mfw", tol=1e-9)
+    assert cvm.converged and cvm.gap <= 1e-9
+    assert cvm.dual <= P + 1e-7 * abs(P) and P <= cvm.primal + 1e-7 * abs(P)
+    assert abs(cvm.dual - mfw.dual) <= cvm.gap + mfw.gap
+    clf = L2SVC(method="cvm", gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
+    ref = L2SVC(gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
+    assert abs(clf.dual_objective_ - ref.dual_objective_) <= clf.duality_gap_ + ref.duality_gap_
+    assert np.mean(clf.predict(X) == ref.predict(X)) >= 0.98
+
+
+def test_ddag_agrees_with_one_vs_one_on_separable_classes():
+    rng = np.random.default_rng(34)
+    centres = np.array([[0, 0], [6, 0], [0, 6], [6, 6], [3, 12]], dtype=float)
+    X = np.vstack([c + 0.5 * rng.normal(size=(25, 2)) for c in centres])
+    y = np.repeat(np.arange(5), 25)
+    Xt = np.vstack([c + 0.5 * rng.normal(size=(10, 2)) for c in centres])
+    ddag = L2SVC(multi_class="ddag", tol=1e-3).fit(X, y)
+    ovo = L2SVC(multi_class="ovo", tol=1e-3).fit(X, y)
+    assert ddag.problems_ == ovo.problems_ and len(ddag.problems_) == 10
+    np.testing.assert_array_equal(ddag.predict(Xt), ovo.predict(Xt))
+    np.testing.assert_array_equal(ddag.predict(Xt), np.repeat(np.arange(5), 10))
+    scores = ddag.decision_function(Xt)            # removal steps: a permutation of 0…m−1
+    np.testing.assert_array_equal(np.sort(scores, axis=1), np.tile(np.arange(5), (50, 1)))
+
+
+def test_ddag_walks_the_dag():
+    """The DAG of 3 classes: (0, 2) first; the loser's end of the range is dropped."""
+    from kernfw.estimators._multiclass_decomposition import ddag_scores
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    # row 0: (0,2) prefers 0 → range [0, 1]; (0,1) prefers 1 → 1
+    # row 1: (0,2) prefers 2 → range [1, 2]; (1,2) prefers 1 → 1
+    # row 2: (0,2) prefers 0, (0,1) prefers 0 → 0 (although (1,2) prefers 1: never asked)
+    decision = np.array([[1.0, -1.0, 5.0], [5.0, 1.0, -1.0], [-1.0, -1.0, -9.0]])
+    scores = ddag_scores(decision, pairs, 3)
+    np.testing.assert_array_equal(scores.argmax(axis=1), [1, 1, 0])
+    np.testing.assert_array_equal(scores[0], [1, 2, 0])
+
+
+def test_ddag_on_digits():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, test_size=0.25, random_state=0)
+    ddag = L2SVC(multi_class="ddag").fit(Xtr, ytr)
+    ovo_pred = L2SVC(multi_class="ovo").fit(Xtr, ytr).predict(Xte)
+    pred = ddag.predict(Xte)
+    assert np.mean(pred == yte) >= 0.97
+    assert np.mean(pred == ovo_pred) >= 0.98

@@ -189,12 +189,15 @@ def test_forward_backward_equals_brute_force(T, q):
 
 # -- kernelized = explicit ---------------------------------------------------------------------
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
-@pytest.mark.parametrize("average", [None, "epoch", "weighted"])
-def test_multiclass_kernelized_iterates_equal_explicit_features(loss, average):
+@pytest.mark.parametrize("average, method", [(None, "proximal"), ("epoch", "proximal"),
+                                             ("weighted", "proximal"), (None, "dual_averaging"),
+                                             ("epoch", "dual_averaging")])
+def test_multiclass_kernelized_iterates_equal_explicit_features(loss, average, method):
     X, y = _data()
     cols = [[0, 1], [2, 3], [4, 5], [6, 7]]
     K = make_operator(X, [("linear", {"columns": g}) for g in cols])
-    kw = dict(loss=loss, lam=LAM, eta0=0.5, max_iter=8, random_state=0, average=average)
+    kw = dict(loss=loss, lam=LAM, eta0=0.5, max_iter=8, random_state=0, average=average,
+              method=method)
     a = solve_online_mkl(MultiClass(3), X, y, list(K.operators), **kw)
     b = solve_online_mkl(MultiClass(3), X, y, _multiclass_groups(X, 3, cols), **kw)
     np.testing.assert_allclose(a.history["primal"], b.history["primal"], rtol=1e-10)
@@ -208,7 +211,8 @@ def test_multiclass_kernelized_iterates_equal_explicit_features(loss, average):
 
 
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
-def test_chain_kernelized_iterates_equal_explicit_features(loss):
+@pytest.mark.parametrize("method", ["proximal", "dual_averaging"])
+def test_chain_kernelized_iterates_equal_explicit_features(loss, method):
     X, Y = _chains()
     q, d = 3, 5
     model = Chain(q).initialize(X, Y)
@@ -217,7 +221,7 @@ def test_chain_kernelized_iterates_equal_explicit_features(loss):
     explicit = [ExplicitGroup(U[:, :2].ravel()), ExplicitGroup(U[:, 2:].ravel()), trans]
     feats = np.concatenate(X)
     K = make_operator(feats, [("linear", {"columns": [0, 1]}), ("linear", {"columns": [2, 3, 4]})])
-    kw = dict(loss=loss, lam=0.01, eta0=0.5, max_iter=6, random_state=0)
+    kw = dict(loss=loss, lam=0.01, eta0=0.5, max_iter=6, random_state=0, method=method)
     a = solve_online_mkl(Chain(q), X, Y, explicit, **kw)
     b = solve_online_mkl(Chain(q), X, Y, [trans] + list(K.operators), **kw)
     np.testing.assert_allclose(a.history["primal"], b.history["primal"], rtol=1e-10)

@@ -28,11 +28,8 @@ from kernfw.solvers.structural import (
 from kernfw.structured import Chain, Matching, MultiClass, StructuredModel
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
+#: a run stopped by its budget on purpose (fixed passes, tol=0): its ConvergenceWarning is expected
+FIXED_BUDGET = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
 def multiclass_data(n=30, m=4, d=5, seed=0):
@@ -103,9 +100,10 @@ def test_multiclass_pairwise_reaches_cvxpy_optimum_linearly(multiclass_reference
     from kernfw.reference import structural_objective
     assert structural_objective(model, X, y, MC_LAM, svm.coef_) == pytest.approx(
         svm.primal_objective_, abs=1e-10)                  # coef_ is the certified point
-    plain = solve_structural_bcfw(MultiClass(4), X, y, MC_LAM, averaging=False,
-                                  max_iter=svm.n_iter_, tol=0, check_every=svm.n_iter_,
-                                  random_state=0)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        plain = solve_structural_bcfw(MultiClass(4), X, y, MC_LAM, averaging=False,
+                                      max_iter=svm.n_iter_, tol=0, check_every=svm.n_iter_,
+                                      random_state=0)
     assert plain.gap > 100 * max(svm.duality_gap_, 1e-10)  # FW block steps: sublinear
 
 
@@ -275,7 +273,7 @@ def test_multiclass_dual_block_steps_equal_structural_bcfw():
     lam = 0.1
     structural = BCFW(StructuredProblem(MultiClass(4), X, y, lam), random_state=3)
     dual = MulticlassDual(Features(X), y, "max_hinge", lam)
-    block = BlockFW(dual, *dual.start(), random_state=3, pairwise=False, compiled=False)
+    block = BlockFW(dual, *dual.start(), random_state=3, block_step="fw", compiled=False)
     for t in range(40):
         structural.step(t)
         block.step(t)
@@ -287,6 +285,7 @@ def test_multiclass_dual_block_steps_equal_structural_bcfw():
     assert a.gap > 1e-6                                       # not trivially converged
 
 
+@FIXED_BUDGET
 def test_same_random_state_same_iterates():
     X, Y = chain_data()
     a = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=6, check_every=2, random_state=7)
@@ -300,6 +299,7 @@ def test_same_random_state_same_iterates():
     np.testing.assert_array_equal(e1.coef_, e2.coef_)
 
 
+@FIXED_BUDGET
 def test_history_counts_passes_and_oracle_calls():
     X, Y = chain_data()
     result = solve_structural_bcfw(Chain(3), X, Y, 0.1, sample="perm", max_iter=9, tol=0,
@@ -313,6 +313,7 @@ def test_history_counts_passes_and_oracle_calls():
     np.testing.assert_array_equal(fw.history["pass"], [0, 1, 2, 3, 4])
 
 
+@FIXED_BUDGET
 def test_fw_line_search_beats_standard_step():
     X, y = multiclass_data()
     ls = solve_structural_fw(MultiClass(4), X, y, 0.1, max_iter=200, tol=0)
@@ -321,6 +322,7 @@ def test_fw_line_search_beats_standard_step():
     assert np.all(np.diff(ls.history["dual"]) >= -1e-12)      # exact line search: monotone dual
 
 
+@FIXED_BUDGET
 def test_bcfw_standard_step_runs():
     X, y = multiclass_data()
     result = solve_structural_bcfw(MultiClass(4), X, y, 0.1, step="standard", max_iter=20,
@@ -371,6 +373,7 @@ def test_ssg_first_step_and_run():
 
 # -- estimator --------------------------------------------------------------------------------
 
+@FIXED_BUDGET
 def test_estimator_fits_chains():
     X, Y = make_chains(40, n_states=3, n_features=4, length=(3, 6), noise=0.5,
                        random_state=1)
@@ -390,6 +393,7 @@ def test_estimator_fits_chains():
 
 @pytest.mark.cvxpy
 @pytest.mark.parametrize("solver", ["bcfw", "fw", "cutting_plane"])
+@FIXED_BUDGET
 def test_estimator_gap_bounds_the_suboptimality(chain_reference, solver):
     """Independent check of the certificate: ``P(coef_)`` by enumerating every labeling,
     ``P*`` from cvxpy; every certified iterate has ``P − P* ≤ gap`` and the bound is tight
@@ -431,6 +435,7 @@ def test_cutting_plane_estimator_matches_fw_within_gaps():
 
 
 @pytest.mark.parametrize("solver", ["fw", "bcfw", "pairwise", "ssg"])
+@FIXED_BUDGET
 def test_estimator_solvers_agree_on_multiclass(solver):
     X, y = multiclass_data()
     ref = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_iter=500, tol=1e-9,
@@ -462,6 +467,7 @@ def test_multiclass_svm_max_hinge_same_optimum():
         bcfw.duality_gap_ + mc.duality_gap_)
 
 
+@FIXED_BUDGET
 def test_estimator_contract():
     X, y = multiclass_data()
     svm = StructuredSVM(MultiClass(4), lam=0.1, max_iter=5, random_state=0)
@@ -497,6 +503,7 @@ def test_estimator_bad_parameters(params, match):
         StructuredSVM(**{"model": MultiClass(4), **params}).fit(X, y)
 
 
+@FIXED_BUDGET
 def test_deprecated_budget_names():
     X, y = multiclass_data()
     with pytest.warns(FutureWarning, match="max_passes"):
@@ -509,6 +516,7 @@ def test_deprecated_budget_names():
     np.testing.assert_array_equal(svm.history_["iteration"], [0, 2, 4])
 
 
+@FIXED_BUDGET
 def test_C_gives_lam():
     X, y = multiclass_data()
     n = len(y)
@@ -521,6 +529,7 @@ def test_C_gives_lam():
 
 
 @pytest.mark.parametrize("solver", ["fw", "bcfw"])
+@FIXED_BUDGET
 def test_standard_step_is_the_predefined_rule(solver):
     """step="standard": γ_t = 2/(t+2) for FW, γ_k = 2n/(k+2n) for BCFW (history step column:
     the mean block step of the pass)."""
@@ -556,6 +565,7 @@ def test_default_solver_and_score_on_multiclass():
     assert svm.n_features_in_ == 64
 
 
+@FIXED_BUDGET
 def test_sparse_input_multiclass_and_clear_error_for_chains():
     """Issue 12 reproducer: ``StructuredSVM(MultiClass(3)).fit(sp.csr_matrix(X), y)``."""
     import scipy.sparse as sp
@@ -584,6 +594,7 @@ def test_pairwise_needs_multiclass():
         StructuredSVM(Chain(3), solver="pairwise").fit(X, Y)
 
 
+@FIXED_BUDGET
 def test_verbose_prints_progress(capsys):
     X, y = multiclass_data()
     StructuredSVM(MultiClass(4), lam=0.1, max_iter=4, check_every=2, verbose=1).fit(X, y)
@@ -612,6 +623,7 @@ class _Recorder:
 
 
 @pytest.mark.parametrize("solver", ["bcfw", "pairwise"])
+@FIXED_BUDGET
 def test_sklearn_callbacks_see_every_gap_computation(solver):
     ProgressBar = pytest.importorskip("sklearn.callback").ProgressBar  # scikit-learn >= 1.9
 
@@ -627,6 +639,7 @@ def test_sklearn_callbacks_see_every_gap_computation(solver):
     np.testing.assert_array_equal([r["primal"] for r in recorder.rows], svm.history_["primal"])
 
 
+@FIXED_BUDGET
 def test_outputs_as_plain_lists():
     X, Y = chain_data()
     arrays = StructuredSVM(Chain(3), lam=0.1, max_iter=3, random_state=0).fit(X, Y)
@@ -680,6 +693,7 @@ def test_compiled_chain_oracle_pass_equals_numpy():
     assert loss_c == pytest.approx(loss_n, abs=1e-12) and loss_n > 0
 
 
+@FIXED_BUDGET
 def test_compiled_switch(monkeypatch):
     pytest.importorskip("numba")
     X, Y = chain_data()
@@ -715,5 +729,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 @parametrize_with_checks([StructuredSVM(MultiClass(4), max_iter=50, tol=1e-2, random_state=0),
                           StructuredSVM(MultiClass(4), solver="bcfw", max_iter=5,
                                         random_state=0)])
+@FIXED_BUDGET
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -12,11 +12,13 @@ from kernfw.operators import Gram, MultiKernel, Normalized
 from kernfw.sweep import COLUMNS, SweepResults
 from kernfw.sweep.plan import chunks as _chunks
 from kernfw.sweep.plan import relative_costs as _relative_costs
+from kernfw.kernels import GRAM_MAX_MB
 from kernfw.sweep.shared import MemmapFolder as _MemmapFolder
 from kernfw.sweep.shared import allocate_in_memory as _allocate_in_memory
-from kernfw.sweep.shared import attach_grams as _attach_grams
-from kernfw.sweep.shared import detach_grams
-from kernfw.sweep.shared import materialize as _materialize
+
+
+def _materialize(op, allocate):
+    return op.materialize(allocate, GRAM_MAX_MB)
 
 
 @pytest.fixture(scope="module")
@@ -182,11 +184,11 @@ def test_detach_and_attach_round_trip_through_memmaps(data):
         assert isinstance(op, MultiKernel) and isinstance(op.operators[0], Normalized)
         assert all(isinstance(o.base.K, np.memmap) for o in op.operators)
         grams = []
-        shell = detach_grams(op, grams)
+        shell = op.detach_arrays(grams)
         assert len(grams) == 2  # base and the centering statistics share one matrix
         assert not any(isinstance(getattr(o.base, "K", None), np.ndarray)
                        for o in shell.operators)
-        back = _attach_grams(shell, grams)
+        back = shell.attach_arrays(grams)
         np.testing.assert_array_equal(back.dense(), op.dense())
         idx = np.arange(0, X.shape[0], 3)
         np.testing.assert_array_equal(back.subset(idx).dense(), op.subset(idx).dense())

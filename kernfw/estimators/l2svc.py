@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
+from ..operators.psd import check_psd
 from ..solvers.meb import METHODS, l2svm
 from ._base import (KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin, KernelInputMixin,
                     solver_seed, with_callbacks)
@@ -232,6 +233,8 @@ KernelOperator, default="rbf"
         self
         """
         X, y, op = self._validate_training_data(X, y)
+        if self._kernel_is_operator():
+            check_psd(op)       # a few products K v: an indefinite K certifies nothing
         check_classification_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:

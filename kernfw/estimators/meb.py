@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..operators.psd import check_psd
 from ..solvers.meb import METHODS, solve_simplex_qp
 from ._base import KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin, solver_seed, with_callbacks
 from .l2svc import SupportKernelMixin
@@ -170,6 +171,8 @@ KernelOperator, default="rbf"
         self
         """
         X, _, op = self._validate_training_data(X, None)
+        if self._kernel_is_operator():
+            check_psd(op)       # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
         callback = self._fw_callback(self.max_iter, X)
         try:

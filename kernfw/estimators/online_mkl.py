@@ -20,8 +20,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import make_operator
-from ..solvers.mkl.online import (AVERAGES, LOSSES, ExplicitGroup, factored_positions,
-                                  solve_online_mkl)
+from ..solvers.mkl.online import (AVERAGES, LOSSES, METHODS, ExplicitGroup,
+                                  factored_positions, solve_online_mkl)
 from ..solvers.mkl.prox import REGULARIZERS
 from ..structured import Chain, MultiClass
 from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam
@@ -39,6 +39,7 @@ _ONLINE_CONSTRAINTS = {
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     "average": [None, StrOptions({a for a in AVERAGES if a is not None})],
+    "method": [StrOptions(set(METHODS))],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
@@ -58,6 +59,18 @@ def _feature_scale(X, column_groups):
         sq = float(np.mean(np.sum(np.asarray(X[:, g], dtype=float) ** 2, axis=1)))
         scale[g] = 1.0 / np.sqrt(sq) if sq > 0 else 1.0
     return scale
+
+
+#: kernel groups keep their Gram on the training positions up to this many positions
+GRAM_MAX_POSITIONS = 4000
+
+
+def _backend(n_positions):
+    """Kernel groups are read a few columns per round: a Gram (a slice) while it fits,
+    else computed columns with a small cache (the per-epoch objective reads them all)."""
+    if n_positions <= GRAM_MAX_POSITIONS:
+        return {"backend": "gram"}
+    return {"backend": "function", "cache_size": 64.0}
 
 
 def _check_columns(groups, d):
@@ -100,7 +113,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
             result = solve_online_mkl(model, X, Y, groups, loss=self.loss,
                                       regularizer=self.regularizer, lam=lam, lam2=self.lam2,
                                       eta0=eta0, max_iter=max_iter, radius=self.radius,
-                                      average=self.average,
+                                      average=self.average, method=self.method,
                                       random_state=_seed(self.random_state), callback=callback)
         finally:
             self._end_callbacks()
@@ -164,6 +177,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     average : {None, "uniform", "weighted", "epoch"}, default="epoch"
         Returned predictor: the last iterate, the uniform or ``t``-weighted
         average of all iterates, or the average over the last epoch.
+    method : {"proximal", "dual_averaging"}, default="proximal"
+        The seed's online proximal algorithm (subgradient step, then the prox
+        of each term of ``R``), or regularized dual averaging (the proxes
+        applied to the running sum of subgradients; groups stay exactly zero
+        while their averaged gradient is below the threshold — much sparser).
     random_state : int, RandomState, Generator or None, default=None
     verbose : int, default=0
     kernels, eta, n_epochs : deprecated
@@ -222,7 +240,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
 
     def __init__(self, kernel=None, groups=None, C=1.0, lam=None, loss="hinge",
                  regularizer="squared_l21", lam2=None, cost=None, eta0=1.0, max_iter=10,
-                 radius=None, average="epoch", random_state=None, verbose=0,
+                 radius=None, average="epoch", method="proximal", random_state=None, verbose=0,
                  kernels="deprecated", eta="deprecated", n_epochs="deprecated"):
         self.kernel = kernel
         self.groups = groups
@@ -236,6 +254,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self.max_iter = max_iter
         self.radius = radius
         self.average = average
+        self.method = method
         self.random_state = random_state
         self.verbose = verbose
         self.kernels = kernels
@@ -337,7 +356,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         None: :func:`~kernfw.estimators.mkl.default_kernels` on the positions
         (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
         other models.
-    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, average, random_state, verbose
+    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, average, method, random_state, verbose
         As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
 
     Attributes
@@ -368,7 +387,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
 
     def __init__(self, model, groups=None, C=1.0, lam=None, loss="hinge",
                  regularizer="squared_l21", lam2=None, eta0=1.0, max_iter=10, radius=None,
-                 average="epoch", random_state=None, verbose=0):
+                 average="epoch", method="proximal", random_state=None, verbose=0):
         self.model = model
         self.groups = groups
         self.C = C
@@ -380,6 +399,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self.max_iter = max_iter
         self.radius = radius
         self.average = average
+        self.method = method
         self.random_state = random_state
         self.verbose = verbose
 
@@ -422,7 +442,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                 if positions is None:
                     raise ValueError(f"kernel groups need MultiClass or Chain, got "
                                      f"{type(model).__name__}")
-                kernels.append(make_operator(positions[0], spec, normalization=NORMALIZATION))
+                kernels.append(make_operator(positions[0], spec, normalization=NORMALIZATION,
+                                             **_backend(positions[0].shape[0])))
                 names.append(f"kernel {spec!r}")
         if positions is not None:
             scale = _feature_scale(positions[0], columns)

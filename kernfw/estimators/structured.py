@@ -16,19 +16,13 @@ from ..solvers.multiclass import solve_multiclass
 from ..solvers.structural import StructuredProblem, solve_structural_bcfw, solve_structural_fw
 from ..solvers.subgradient import structural_ssg
 from ..structured import MultiClass
-from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam, with_callbacks
+from ._base import (FWEstimatorMixin, resolve_deprecated, resolve_lam, solver_seed,
+                    with_callbacks)
 
 __all__ = ["StructuredSVM"]
 
 #: the solver rules behind ``step``
 _STEP_RULES = {"exact": "line_search", "standard": "standard"}
-
-
-def _seed(random_state):
-    """A seed ``numpy.random.default_rng`` accepts (int, None or Generator)."""
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(np.iinfo(np.int32).max))
-    return random_state
 
 
 class StructuredSVM(FWEstimatorMixin, BaseEstimator):
@@ -232,7 +226,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         self.lam_ = resolve_lam(self.C, self.lam, len(Y))
         callback = self._fw_callback(max_iter, X, Y)
         rule = _STEP_RULES[self.step]
-        blocks = dict(sample=self.sample, random_state=_seed(self.random_state),
+        blocks = dict(sample=self.sample, random_state=solver_seed(self.random_state),
                       callback=callback)
         try:
             if solver == "fw":
@@ -276,7 +270,8 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         zero_one = np.array_equal(model.cost, 1.0 - np.eye(m))
         loss = MaxHinge() if zero_one else StructuredHinge(model.cost)
         result = solve_multiclass(op, model.check_labels(Y), loss=loss, lam=self.lam_,
-                                  solver="bcfw", n_classes=m, tol=self.tol, max_iter=max_iter,
+                                  solver="bcfw", block_step="pairwise", n_classes=m,
+                                  tol=self.tol, max_iter=max_iter,
                                   check_every=check_every, **blocks)
         result.history["pass"] = result.history["iteration"].astype(float)
         # W = Xᵀ Aᵀ/(λn), (d, m); coef_ = vec(Wᵀ)

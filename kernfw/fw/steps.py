@@ -104,12 +104,3 @@ def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0
             best = (tau, trial)
         tau *= shrink
     return best
-
-
-def block_standard_step(k, n_blocks):
-    """The agnostic block-coordinate step ``γ_k = 2n / (k + 2n)`` (BCFW, ``k = 0, 1, …``).
-
-    ``k`` counts block steps over the whole run and ``n`` is the number of
-    blocks; the first step is 1 (Lacoste-Julien et al., 2013, Algorithm 3).
-    """
-    return 2.0 * n_blocks / (k + 2.0 * n_blocks)

@@ -82,20 +82,22 @@ def _multiclass(est, X, y):
     m = len(est.classes_)
     loss = make_loss(est.loss, k=est.k, rho=est.rho, cost=est.cost)
     result = multiclass_primal(_features(est, X), _class_indices(est, y), loss=loss,
-                               lam=est.lam, smoothing=est.smoothing, n_classes=m)
+                               lam=est.lam_, smoothing=est.smoothing, n_classes=m)
     return result["value"]
 
 
 @_reference("L2SVC")
 def _l2svc(est, X, y):
     """math.md §2.1: the L2-SVM of every binary problem (one-vs-one, one-vs-rest)."""
+    from ..estimators._multiclass_decomposition import binary_problems
     from .meb import l2svm_reference
 
     K = _gram(est, X)
     y_enc = _class_indices(est, y)
     total = 0.0
-    for _, idx, y_pm in est._problems(y_enc, len(est.classes_)):
-        total += l2svm_reference(K[np.ix_(idx, idx)], y_pm, est.C)["objective"]
+    for problem in binary_problems(y_enc, len(est.classes_), est.multi_class):
+        idx = problem.index
+        total += l2svm_reference(K[np.ix_(idx, idx)], problem.y, est.C)["objective"]
     return total
 
 

@@ -32,12 +32,28 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..fw import Certificate, FWIterate
 from ..operators.gram import Gram
+from ..operators.psd import NotPSDError
 
 #: each core QP is solved to this fraction of the FW gap the outer stopping rule accepts
 INNER_FRACTION = 0.1
 
 __all__ = ["CoreVectorIterate", "INNER_FRACTION", "ball_shift", "simplex_certificate", "simplex_converged",
-           "cvm_first_point", "cvm_second_point"]
+           "cvm_first_point", "cvm_second_point", "raise_not_psd"]
+
+
+#: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
+_NEGATIVE_CURVATURE = 1e-8
+
+
+def raise_not_psd(curvature, i):
+    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
+    raise NotPSDError(
+        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
+        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
+        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
+        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
+        "of the identity)."
+    )
 
 
 def ball_shift(diag, q):
@@ -85,7 +101,14 @@ def cvm_first_point(n, rng):
 def cvm_second_point(diag, col_a, a):
     """``b = argmax_i ‖z_i − z_a‖² = argmax_i (Q_ii − 2Q_ia)``, or None if every point is ``z_a``."""
     b = int(np.argmax(diag - 2.0 * col_a))
-    if b == a or diag[b] - 2.0 * col_a[b] + diag[a] <= 0:
+    dist2 = diag[b] - 2.0 * col_a[b] + diag[a]
+    # every ‖z_i − z_a‖² = Q_ii − 2Q_ia + Q_aa ≥ 0 for a PSD Q: the 2 × 2 principal minors
+    nearest = int(np.argmin(diag - 2.0 * col_a))
+    d2_min = diag[nearest] - 2.0 * col_a[nearest] + diag[a]
+    if d2_min < -_NEGATIVE_CURVATURE * max(abs(diag[nearest]), abs(2.0 * col_a[nearest]),
+                                           abs(diag[a]), 1e-300):
+        raise_not_psd(d2_min, nearest)
+    if b == a or dist2 <= 0:
         return None
     return b
 
@@ -129,23 +152,28 @@ class CoreVectorIterate(FWIterate):
         self.ball_shift = ball_shift(self.diag, q) if stop == "radius" else 0.0
         self.inner_iterations = 0
         self.columns_fetched = 0
-        self._cols = np.empty((self.n, 0))
-        self.core = np.empty(0, dtype=np.intp)
+        self._core = np.empty(16, dtype=np.intp)
+        self._cols = np.empty((self.n, 16))          # Q_{:,S}, grown by doubling
+        self._core_gram = np.empty((16, 16))         # Q_SS, grown with it
+        self._size = 0
         if alpha0 is None:
             a = cvm_first_point(self.n, rng)
-            self._cols = self._fetch([a])
-            b = cvm_second_point(self.diag, self._cols[:, 0], a)
-            self.core = np.array([a], dtype=np.intp)
+            col_a = self._fetch([a])
+            b = cvm_second_point(self.diag, col_a[:, 0], a)
+            self._add_columns([a], col_a)
             if b is not None:
                 self._add_columns([b], self._fetch([b]))
-                self.core = np.array([a, b], dtype=np.intp)
-            weights = np.full(self.core.size, 1.0 / self.core.size)
+            weights = np.full(self._size, 1.0 / self._size)
         else:
             support = np.flatnonzero(alpha0)
             self._add_columns(support, self._fetch(support))
-            self.core = support
             weights = alpha0[support]
         self._solve_core(weights)
+
+    @property
+    def core(self):
+        """The core set ``S`` (indices, in the order they joined)."""
+        return self._core[:self._size]
 
     # -- columns and the core QP -------------------------------------------------------
     def _fetch(self, idx):
@@ -155,18 +183,37 @@ class CoreVectorIterate(FWIterate):
         return np.asarray(self.Q.columns(idx), dtype=np.float64)
 
     def _add_columns(self, idx, cols):
-        self._cols = np.concatenate([self._cols, cols], axis=1) if self._cols.size else cols
+        """Append points ``idx`` (columns ``cols``) to the core set, growing ``Q_{:,S}`` and
+        ``Q_SS`` by doubling (no re-copy per point)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        k, m = self._size, idx.size
+        if k + m > self._cols.shape[1]:
+            cap = max(2 * self._cols.shape[1], k + m)
+            cols_new = np.empty((self.n, cap))
+            cols_new[:, :k] = self._cols[:, :k]
+            gram_new = np.empty((cap, cap))
+            gram_new[:k, :k] = self._core_gram[:k, :k]
+            core_new = np.empty(cap, dtype=np.intp)
+            core_new[:k] = self._core[:k]
+            self._cols, self._core_gram, self._core = cols_new, gram_new, core_new
+        self._cols[:, k:k + m] = cols
+        self._core[k:k + m] = idx
+        self._size = k + m
+        S = self._core[:k + m]
+        self._core_gram[k:k + m, :k + m] = cols[S].T
+        self._core_gram[:k + m, k:k + m] = cols[S]
 
     def _solve_core(self, weights):
         """Solve the QP on ``S`` from the warm start ``weights``; set ``α_S`` and ``v = Q_{:,S}α_S``."""
-        sub = Gram(np.ascontiguousarray(self._cols[self.core]), check=False)
+        k = self._size
+        sub = Gram(self._core_gram[:k, :k], check=False)
         q_core = None if self.q is None else self.q[self.core]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = self._inner_solve(sub, q_core, weights / weights.sum(), self._inner_tol())
         self.inner_iterations += res.n_iter
         self.alpha_core = res.solution["alpha"]
-        self.v = self._cols @ self.alpha_core
+        self.v = self._cols[:, :k] @ self.alpha_core
         self.qa = 0.0 if self.q is None else float(self.q[self.core] @ self.alpha_core)
         self.ava = float(self.alpha_core @ self.v[self.core])
         g = -2.0 * self.v if self.q is None else self.q - 2.0 * self.v
@@ -202,7 +249,6 @@ class CoreVectorIterate(FWIterate):
             self._solve_core(self.alpha_core)
             return 0.0
         self._add_columns([i], self._fetch([i]))
-        self.core = np.append(self.core, i)
         self._solve_core(np.append(self.alpha_core, 0.0))
         return math.nan
 

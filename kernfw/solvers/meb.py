@@ -32,9 +32,8 @@ from .._compiled import compiled_module
 from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
 from ..operators.base import KernelOperator
 from ..operators.l2svm import L2SVMKernel
-from ..operators.psd import NotPSDError
-from .cvm import (CoreVectorIterate, ball_shift, cvm_first_point, cvm_second_point,
-                  simplex_certificate, simplex_converged)
+from .cvm import (_NEGATIVE_CURVATURE, CoreVectorIterate, ball_shift, cvm_first_point,
+                  cvm_second_point, raise_not_psd, simplex_certificate, simplex_converged)
 
 __all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
            "METHODS", "STOPS"]
@@ -49,21 +48,6 @@ STOPS = ("gap", "relative", "radius")
 _REFRESH_EVERY = 512
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
-#: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
-_NEGATIVE_CURVATURE = 1e-8
-
-
-def raise_not_psd(curvature, i):
-    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
-    raise NotPSDError(
-        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
-        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
-        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
-        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
-        "of the identity)."
-    )
-
-
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -310,7 +294,8 @@ class SimplexQPIterate(FWIterate):
 
     # -- FWIterate protocol ---------------------------------------------------------
     def certificate(self):
-        _, gap = self._fw_vertex()
+        i, gap = self._fw_vertex()
+        self._curvature(i)        # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
         extra = {"coreset": self.active.size, "away_steps": self.n_away,
                  "drop_steps": self.n_drop}
         return simplex_certificate(self.objective(), gap, self.stop, self.ball_shift, extra)
@@ -446,10 +431,14 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         self._mod = module
         self._f = np.zeros(8)
         self._st = np.zeros(8, dtype=np.int64)
+        self._scores_fresh = False
         super().__init__(Q, q, method, alpha0, stop, rng)
         self._has_q = self.q is not None
         self._q = self.q if self._has_q else np.zeros(1)
         self._hq = self.half_q if self._has_q else np.zeros(1)
+        # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u), s > 0
+        self._argmin_u = not self._has_q or bool(np.all(self.half_q == self.half_q[0]))
+        self._scores_buf = np.zeros(1) if self._argmin_u else self.scores
 
     def _new_active_set(self, n):
         return _SharedActiveSet(n, self._st)
@@ -457,15 +446,22 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     def _refresh(self):
         super()._refresh()
         self._st[2] = 0            # the cached FW vertex is recomputed from the refreshed state
+        self._scores_fresh = False
 
     def _fw_vertex(self):
-        if self._st[2] == 0:
-            self._mod.fw_vertex(self.u, self._f, self._st, self._q, self._hq, self._has_q)
-        return int(self._st[1]), float(self._f[3])
+        st = self._st
+        if st[2] == 0:
+            if not self._argmin_u and not self._scores_fresh:
+                self._score_vector()
+            i = int(np.argmin(self.u if self._argmin_u else self.scores))
+            st[1], st[2] = i, 1
+            self._f[3] = self._grad(i) - self._alpha_grad()
+        return int(st[1]), float(self._f[3])
 
     def step(self, t):
         mod, f, st = self._mod, self._f, self._st
         self.steps += 1
+        self._fw_vertex()
         kind = mod.plan(self.beta, self.u, self.active.items, f, st, self.diag, self._q,
                         self._hq, self._has_q, self.away, _NEGATIVE_CURVATURE)
         gamma = 0.0
@@ -473,16 +469,24 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             raise_not_psd(float(f[6]), int(st[4]))
         if kind != mod.KIND_NONE:
             col = np.ascontiguousarray(self._column(int(st[4])))
-            gamma = mod.apply(col, self.beta, self.u, self.active.items, self.active.where,
-                              f, st, self.diag, self._q, self._hq, self._has_q)
+            gamma = mod.apply(col, self.beta, self.u, self._scores_buf, self.active.items,
+                              self.active.where, f, st, self.diag, self._q, self._hq,
+                              self._has_q, not self._argmin_u)
+            st[2] = 0
+            self._scores_fresh = True
         if self.steps % _REFRESH_EVERY == 0:
             self._refresh()
         return gamma
 
 
 def _core_qp(Q_core, q_core, alpha0, tol):
-    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started."""
-    return solve_simplex_qp(Q_core, q_core, method="mfw", tol=tol, alpha0=alpha0, stop="gap")
+    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started.
+
+    Runs inside the outer :func:`solve_simplex_qp` (single-threaded BLAS already; the
+    inputs are the solver's own), so it skips the validation and the thread limit."""
+    iterate = make_iterate(Q_core, q_core, "mfw", alpha0, "gap", None)
+    return run(iterate, tol=tol, max_iter=_default_max_iter(Q_core.n),
+               check_every=_default_check_every(Q_core.n), name="MFW (CVM core QP)")
 
 
 def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):

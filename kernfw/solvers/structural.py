@@ -145,7 +145,8 @@ class StructuredProblem:
         if lib is not None:
             batch, model = self.X, self.model
             y_hat = np.empty(batch.features.shape[0], dtype=np.int64)
-            loss = lib.chain_oracle_pass(batch.features, batch.offsets, self.labels, w,
+            loss = lib.chain_oracle_pass(batch.features, batch.offsets, self.labels,
+                                         np.ascontiguousarray(w, dtype=np.float64),
                                          model.n_states, model.normalize, True, y_hat)
             return model.flat_joint_feature(batch, y_hat), float(loss)
         Y_hat = self.model.batch_decode(self.X, w, self.Y)
