@@ -1,4 +1,5 @@
-"""Seed 001's comparison: MFW vs plain FW vs the core vector machine (CVM) on the L2-SVM.
+"""Seed 001's comparison: MFW vs plain FW vs the core vector machine (CVM) on the L2-SVM
+=====================================================================================
 
 The binary L2-SVM of the core vector machine (math.md §2.1; RBF kernel, so the
 modified kernel has a constant diagonal and the dual is a minimum enclosing
@@ -106,7 +107,7 @@ def plot(rows, out):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--fast", action="store_true", help="smaller synthetic set, eps 1e-4")
     parser.add_argument("--eps", type=float, default=None, help="epsilon of the (1+eps)-ball")
     parser.add_argument("--C", type=float, default=1.0)

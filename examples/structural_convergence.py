@@ -1,5 +1,5 @@
-"""Seed 002's Figure 1 on OCR: FW, BCFW, BCFW-wavg, SSG, SSG-wavg and the cutting plane.
-=====================================================================================
+"""Seed 002's Figure 1 on OCR: FW, BCFW, BCFW-wavg, SSG, SSG-wavg and the cutting plane
+====================================================================================
 
 Reproduces the OCR panels of Figure 1 of the block-coordinate Frank-Wolfe
 paper (Lacoste-Julien et al., 2013): the primal suboptimality ``P(w) − P*``,
@@ -81,7 +81,7 @@ def trace(iterate, passes, model, X_test, Y_test):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--fast", action="store_true", help="200 words, 8 passes")
     parser.add_argument("--passes", type=int, default=None, help="passes per method")
     parser.add_argument("--lam", type=float, default=0.01, help="λ (the paper's 0.01)")
