@@ -172,7 +172,7 @@ def structural_ssg(model, X, Y, lam, *, averaging=True, project=False, sample="u
     Parameters
     ----------
     model, X, Y, lam
-        As in :func:`kernfw.solvers.structural.structural_bcfw`.
+        As in :func:`kernfw.solvers.structural.solve_structural_bcfw`.
     averaging : bool
         SSG-wavg (weighted average of the iterates) instead of the last iterate.
     project : bool
@@ -182,7 +182,7 @@ def structural_ssg(model, X, Y, lam, *, averaging=True, project=False, sample="u
     gap_every : int
         Passes between two primal evaluations (one oracle pass each).
     sample, random_state, max_time, callback
-        As in :func:`~kernfw.solvers.structural.structural_bcfw`.
+        As in :func:`~kernfw.solvers.structural.solve_structural_bcfw`.
 
     Returns
     -------
