@@ -96,7 +96,6 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "download_all_examples": False,
     "remove_config_comments": True,
-    "reference_url": {"kernfw": None},               # link kernfw names in the code
     "capture_repr": (),
     "show_memory": False,
     "show_signature": False,
