@@ -92,10 +92,10 @@ sphinx_gallery_conf = {
     "filename_pattern": r"\.py$",                    # run every example, not only plot_*
     "ignore_pattern": r"(__init__\.py|[\\/]_[^\\/]*\.py)$",
     "reset_argv": "kernfw_docs.reset_argv",          # --fast --out ...
+    "image_scrapers": ("kernfw_docs.saved_figure_scraper", "matplotlib"),
     "within_subsection_order": "FileNameSortKey",
     "download_all_examples": False,
     "remove_config_comments": True,
-    "reference_url": {"kernfw": None},               # link kernfw names in the code
     "capture_repr": (),
     "show_memory": False,
     "show_signature": False,

@@ -1,5 +1,5 @@
-"""Seed 002, Figure 1 on OCR: FW, BCFW(-wavg), SSG(-wavg), cutting plane
-=====================================================================
+"""Seed 002's Figure 1 on OCR: FW, BCFW, BCFW-wavg, SSG, SSG-wavg and the cutting plane
+====================================================================================
 
 Reproduces the OCR panels of Figure 1 of the block-coordinate Frank-Wolfe
 paper (Lacoste-Julien et al., 2013): the primal suboptimality ``P(w) − P*``,
@@ -21,7 +21,7 @@ bounds.
 Run::
 
     python examples/structural_convergence.py            # full OCR, 50 passes (a few minutes)
-    python examples/structural_convergence.py --fast     # 120 words, 6 passes (smoke run)
+    python examples/structural_convergence.py --fast     # 200 words, 8 passes (smoke run)
 """
 
 import argparse
@@ -81,17 +81,17 @@ def trace(iterate, passes, model, X_test, Y_test):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.partition('\n')[0])
-    parser.add_argument("--fast", action="store_true", help="120 words, 6 passes")
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--fast", action="store_true", help="200 words, 8 passes")
     parser.add_argument("--passes", type=int, default=None, help="passes per method")
     parser.add_argument("--lam", type=float, default=0.01, help="λ (the paper's 0.01)")
     parser.add_argument("--out", default="structural_convergence.png", help="PNG to write")
     args = parser.parse_args(argv)
-    passes = args.passes or (6 if args.fast else 50)
+    passes = args.passes or (8 if args.fast else 50)
 
     X, Y, X_test, Y_test = load_ocr()
     if args.fast:
-        X, Y, X_test, Y_test = X[:120], Y[:120], X_test[:60], Y_test[:60]
+        X, Y, X_test, Y_test = X[:200], Y[:200], X_test[:100], Y_test[:100]
     model = Chain(26).initialize(X, Y)
     problem = StructuredProblem(model, X, Y, args.lam)
     print(f"OCR: n = {len(X)} train words, {len(X_test)} test words, D = "

@@ -128,3 +128,35 @@ def test_a_broken_reference_fails_the_build(kernfw_docs, tmp_path, capsys):
     assert len(warnings) == 3, warnings
     html = (tmp_path / "out" / "good.html").read_text(encoding="utf-8")
     assert 'href="#kernfw.structured.viterbi"' in html
+
+
+def test_landing_page_takes_the_benchmarks_headline_table(kernfw_docs):
+    text = "# B\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nmore\n\n| c |\n|---|\n"
+    assert kernfw_docs.headline_table(text) == "| a | b |\n|---|---|\n| 1 | 2 |"
+    marked = text.replace("more", "<!-- headline table: start -->")
+    assert kernfw_docs.headline_table(marked) == "| c |\n|---|"
+    benchmarks = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    assert kernfw_docs.headline_table(benchmarks).count("\n") >= 2
+    assert kernfw_docs.HEADLINE_PLACEHOLDER in (DOCS / "index.md").read_text(encoding="utf-8")
+
+
+def test_gallery_shows_the_figure_an_example_saved(kernfw_docs, tmp_path, monkeypatch):
+    monkeypatch.delenv("KERNFW_DOCS_FAST", raising=False)
+    pytest.importorskip("sphinx_gallery", reason="the docs extra is not installed")
+    pytest.importorskip("matplotlib")
+    src = tmp_path / "examples" / "demo.py"
+    src.parent.mkdir()
+    src.write_text('"""T\n=\n\nd\n"""\n')
+    conf = {"src_dir": str(tmp_path / "docs")}
+    argv = kernfw_docs.reset_argv(conf, {"src_file": str(src)})
+    assert argv[0] == "--fast" and argv[1] == "--out"
+    out = (src.parent / argv[2]).resolve()
+    assert out == tmp_path / "docs" / "auto_examples" / "demo.png"
+    block_vars = {"src_file": str(src),
+                  "image_path_iterator": iter([str(tmp_path / "docs" / "img_001.png")])}
+    assert kernfw_docs.saved_figure_scraper(None, block_vars, conf) == ""   # nothing saved
+    out.parent.mkdir(parents=True)
+    out.write_bytes(b"\x89PNG\r\n\x1a\n")
+    rst = kernfw_docs.saved_figure_scraper(None, block_vars, conf)
+    assert "img_001.png" in rst and (tmp_path / "docs" / "img_001.png").is_file()
+    assert not out.exists()

@@ -8,7 +8,8 @@
   into plain text when their intersphinx inventory could not be loaded (offline builds).
   Every other unresolved reference stays a warning, i.e. an error under ``-W``.
 - :func:`reset_argv` gives every gallery example its command line (``--fast`` unless
-  ``KERNFW_DOCS_FAST=0``, and ``--out`` under the generated gallery directory).
+  ``KERNFW_DOCS_FAST=0``, and ``--out`` under the generated gallery directory), and
+  :func:`saved_figure_scraper` shows that saved figure when no pyplot figure is open.
 """
 
 import builtins
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.util import logging
 
 #: modules shown first in the API reference, in this order; every other public module
 #: with an ``__all__`` follows alphabetically (so new modules appear without editing)
@@ -306,19 +308,75 @@ def skip_member(app, what, name, obj, skip, options):
     return None
 
 
+def _out_path(gallery_conf, src_file):
+    """Where a gallery example writes its ``--out`` figure."""
+    return Path(gallery_conf["src_dir"]) / "auto_examples" / f"{Path(src_file).stem}.png"
+
+
 def reset_argv(gallery_conf, script_vars):
     """Command line of a gallery example: ``--fast`` (unless ``KERNFW_DOCS_FAST=0``) and
     ``--out`` into the generated gallery directory (the example runs in ``examples/``)."""
     src = Path(script_vars["src_file"])
-    out = Path(gallery_conf["src_dir"]) / "auto_examples" / f"{src.stem}.png"
+    out = _out_path(gallery_conf, src)
+    out.unlink(missing_ok=True)         # a figure from an earlier build is not this run's
     argv = ["--out", os.path.relpath(out, src.parent)]
     if os.environ.get("KERNFW_DOCS_FAST", "1") not in ("", "0"):
         argv.insert(0, "--fast")
     return argv
 
 
+def saved_figure_scraper(block, block_vars, gallery_conf):
+    """The figure an example saved with ``--out``, when it left no pyplot figure open.
+
+    kernfw.plotting builds figures without pyplot (safe in threads and on servers), so
+    sphinx-gallery's matplotlib scraper does not see them; the PNG the example wrote does.
+    """
+    import matplotlib.pyplot as plt
+    from sphinx_gallery.scrapers import figure_rst
+
+    out = _out_path(gallery_conf, block_vars["src_file"])
+    if plt.get_fignums() or not out.is_file():
+        return ""
+    target = Path(next(block_vars["image_path_iterator"]))
+    target.write_bytes(out.read_bytes())
+    out.unlink()
+    return figure_rst([str(target)], gallery_conf["src_dir"])
+
+
+#: where the landing page shows the benchmarks' headline table
+HEADLINE_PLACEHOLDER = "<!-- benchmarks headline table -->"
+
+
+def headline_table(text):
+    """The headline table of ``docs/benchmarks.md``: the first Markdown table after the
+    ``<!-- headline table: start -->`` marker if there is one, else the first table."""
+    start = text.find("<!-- headline table: start -->")
+    lines = text[max(start, 0):].splitlines()
+    table = []
+    for line in lines:
+        if line.lstrip().startswith("|"):
+            table.append(line)
+        elif table:
+            break
+    return "\n".join(table)
+
+
+def include_headline_table(app, docname, source):
+    """Put the benchmarks' headline table into the landing page (kept in one place)."""
+    if docname != app.config.root_doc or HEADLINE_PLACEHOLDER not in source[0]:
+        return
+    path = Path(app.srcdir) / "benchmarks.md"
+    app.env.note_dependency(str(path))
+    table = headline_table(path.read_text(encoding="utf-8")) if path.is_file() else ""
+    if not table:
+        logging.getLogger(__name__).warning(
+            "no Markdown table in %s for the landing page's headline table", path)
+    source[0] = source[0].replace(HEADLINE_PLACEHOLDER, table)
+
+
 def setup(app):
     app.setup_extension("sphinx.ext.autodoc")
+    app.connect("source-read", include_headline_table)
     app.connect("missing-reference", missing_reference)
     app.connect("autodoc-skip-member", skip_member)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -53,7 +53,7 @@ def smallest_eigenvalue(op, n_steps=N_STEPS, n_sample=N_SAMPLE, random_state=0):
     n_steps : int
         Number ``m`` of products ``K v`` (the cost: O(m n²) on a dense Gram).
     n_sample : int
-        Size ``|S|`` of the principal submatrix (the cost: O(|S| n + |S|³)).
+        Size ``|S|`` of the principal submatrix (the cost: ``O(|S| n + |S|³)``).
     random_state : int
         Seed of the start vector and of ``S`` (the estimate is deterministic).
 

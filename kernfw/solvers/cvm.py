@@ -85,7 +85,7 @@ def simplex_certificate(f, gap, stop, shift, extra):
 
 
 def simplex_converged(cert, tol, stop):
-    """The stopping rules of :func:`solve_simplex_qp` (``STOPS``) on a certificate."""
+    """The stopping rules of :func:`~kernfw.solvers.meb.solve_simplex_qp` (``STOPS``) on a certificate."""
     if stop == "gap":
         return cert.gap <= tol
     if stop == "relative":

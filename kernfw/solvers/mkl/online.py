@@ -494,12 +494,14 @@ class OnlineMKLIterate(FWIterate):
 
 
 class DualAveragingIterate(OnlineMKLIterate):
-    """Regularized dual averaging (Xiao, 2010) for the same ``F``: one epoch per :meth:`step`.
+    r"""Regularized dual averaging (Xiao, 2010) for the same ``F``: one epoch per :meth:`step`.
 
     With the running sum of negative subgradients ``G_t = −Σ_{s≤t} g_s``,
 
-    .. math::  θ_{t+1} = \operatorname{argmin}_θ\ ⟨−G_t/t, θ⟩ + R(θ) + \frac{1}{2η_0\sqrt t}‖θ‖²
-               = \mathrm{prox}_{η_0\sqrt t\,R}\big(η_0 G_t/\sqrt t\big),
+    .. math::
+
+        θ_{t+1} = \operatorname{argmin}_θ\ ⟨−G_t/t, θ⟩ + R(θ) + \frac{1}{2η_0\sqrt t}‖θ‖²
+                = \mathrm{prox}_{η_0\sqrt t\,R}\big(η_0 G_t/\sqrt t\big),
 
     the same prox sequence as the proximal method, applied to the averaged
     gradient: a group is zero while ``‖G_{t,k}‖/t`` stays below the threshold of
@@ -577,7 +579,7 @@ def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_
     ----------
     model : StructuredModel
         The output space (``MultiClass``, ``Chain``, ``Matching``, ...);
-        :meth:`initialize` is called on ``(X, Y)``.
+        :meth:`~kernfw.structured.StructuredModel.initialize` is called on ``(X, Y)``.
     X, Y : sequences
         Training inputs and outputs, as the model takes them.
     groups : list of ExplicitGroup or KernelOperator

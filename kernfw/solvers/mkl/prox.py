@@ -6,14 +6,14 @@ function of the group norms ``‖θ_k‖`` (plus, for the sparse group lasso, th
 through one factor ``θ_k ← c_k θ_k`` (kernel groups stay kernelized), except
 the ℓ1 soft threshold, which needs explicit coordinates.
 
-======================  =============================================  =============================
-``regularizer``         ``R(θ)``                                       prox sequence (Alg. 1)
-======================  =============================================  =============================
-``"squared_l21"``       ``λ/2 (Σ_k ‖θ_k‖)²``                            squared ℓ2,1 (§4.3)
-``"l21"``               ``λ Σ_k ‖θ_k‖``                                 group soft threshold
-``"elastic"``           ``λ/2 (Σ_k ‖θ_k‖)² + λ₂/2 ‖θ‖²``                squared ℓ2,1, then ``1/(1+ηλ₂)``
-``"sparse_group_lasso"``  ``λ Σ_k ‖θ_k‖ + λ₂ ‖θ_E‖₁`` (E: explicit)    ℓ1 soft threshold, then ℓ2,1
-======================  =============================================  =============================
+========================  =============================================  =============================
+``regularizer``           ``R(θ)``                                       prox sequence (Alg. 1)
+========================  =============================================  =============================
+``"squared_l21"``         ``λ/2 (Σ_k ‖θ_k‖)²``                            squared ℓ2,1 (§4.3)
+``"l21"``                 ``λ Σ_k ‖θ_k‖``                                 group soft threshold
+``"elastic"``             ``λ/2 (Σ_k ‖θ_k‖)² + λ₂/2 ‖θ‖²``                squared ℓ2,1, then ``1/(1+ηλ₂)``
+``"sparse_group_lasso"``  ``λ Σ_k ‖θ_k‖ + λ₂ ‖θ_E‖₁`` (E: explicit)      ℓ1 soft threshold, then ℓ2,1
+========================  =============================================  =============================
 
 For the sparse group lasso the sequence is the exact prox of the sum; for the
 elastic MKL regularizer it is the composite step of the seed's Algorithm 1
