@@ -203,6 +203,13 @@ KernelOperator, default="rbf"
         ``joblib.parallel_config`` context).
     verbose : int, default=0
         Print one line per certified iterate (single problem, sequential runs).
+    backend : {"local", "dask"}, default="local"
+        "dask": data-parallel MFW on the current Dask cluster (the default
+        ``distributed.Client``, or Dask's configured ``scheduler-address``):
+        the rows are split over the workers, which keep them and their part
+        of the solver state for the whole fit (:mod:`kernfw.distributed`;
+        same iterates as "local").  The fitted model is the same in-memory
+        model.  Needs a kernel given by name or callable.
 
     Attributes
     ----------
@@ -264,11 +271,12 @@ KernelOperator, default="rbf"
         "multi_class": [StrOptions({"ovo", "ovr"})],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
+        "backend": [StrOptions({"local", "dask"})],
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
                  tol=1e-3, max_iter=None, cache_size=500, multi_class="ovo", n_jobs=None,
-                 verbose=0):
+                 verbose=0, backend="local"):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -281,6 +289,7 @@ KernelOperator, default="rbf"
         self.multi_class = multi_class
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.backend = backend
 
     # -- fit -------------------------------------------------------------------------------
     def _problems(self, y_enc, n_classes):
@@ -324,7 +333,12 @@ KernelOperator, default="rbf"
                                          self.C, self.method, self.tol, self.max_iter,
                                          callback)
                     for _, idx, y_pm in problems)
-            fits = Parallel(n_jobs=self.n_jobs)(jobs)
+            if self.backend == "dask":     # data-parallel MFW on the Dask cluster
+                from ..distributed import fit_l2svm_problems
+                fits = fit_l2svm_problems(X, op, y_enc, problems, self.C, self.method,
+                                          self.tol, self.max_iter, callback, self.cache_size)
+            else:
+                fits = Parallel(n_jobs=self.n_jobs)(jobs)
         finally:
             self._end_callbacks()
         self.classes_ = classes

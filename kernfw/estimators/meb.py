@@ -57,6 +57,9 @@ KernelOperator, default="rbf"
         Gram is precomputed when small, as in :class:`~kernfw.L2SVC`).
     verbose : int, default=0
         Print one line per certified iterate.
+    backend : {"local", "dask"}, default="local"
+        "dask": data-parallel MFW on the current Dask cluster, as in
+        :class:`~kernfw.L2SVC` (:mod:`kernfw.distributed`).
 
     Attributes
     ----------
@@ -101,10 +104,11 @@ KernelOperator, default="rbf"
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "verbose": ["verbose"],
+        "backend": [StrOptions({"local", "dask"})],
     }
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
-                 tol=1e-4, max_iter=None, cache_size=500, verbose=0):
+                 tol=1e-4, max_iter=None, cache_size=500, verbose=0, backend="local"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -114,6 +118,7 @@ KernelOperator, default="rbf"
         self.max_iter = max_iter
         self.cache_size = cache_size
         self.verbose = verbose
+        self.backend = backend
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
@@ -134,9 +139,14 @@ KernelOperator, default="rbf"
         diag = op.diag()
         callback = self._fw_callback(self.max_iter, X)
         try:
-            result = solve_simplex_qp(op, q=diag, method=self.method, tol=self.tol,
-                                      max_iter=self.max_iter, stop="radius",
-                                      callback=callback)
+            if self.backend == "dask":     # data-parallel MFW on the Dask cluster
+                from ..distributed import solve_meb
+                result = solve_meb(X, op, self.method, self.tol, self.max_iter, callback,
+                                   self.cache_size)
+            else:
+                result = solve_simplex_qp(op, q=diag, method=self.method, tol=self.tol,
+                                          max_iter=self.max_iter, stop="radius",
+                                          callback=callback)
         finally:
             self._end_callbacks()
         self._store_result(result)
