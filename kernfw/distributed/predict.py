@@ -39,7 +39,7 @@ def decision_function(estimator, X, method="decision_function", rows=100_000, cl
     client = get_client(client)
     if not hasattr(estimator, method):
         raise ValueError(f"{type(estimator).__name__} has no method {method!r}")
-    model = client.scatter(estimator, broadcast=True)
+    model = client.scatter(estimator, broadcast=True, hash=False)
 
     def score(model, block):
         return getattr(model, method)(block)

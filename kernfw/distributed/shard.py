@@ -24,7 +24,10 @@ from scipy.linalg.blas import daxpy
 from ..operators.pairwise import _sq_norms
 from ..solvers.meb import _ActiveSet
 
-__all__ = ["RowShard", "ShardedRows", "Vertex", "WorkerLostError"]
+__all__ = ["RowShard", "ShardedRows", "Vertex", "WorkerLostError", "get_client"]
+
+#: seconds between liveness checks of the shard workers while waiting for an answer
+LIVENESS_POLL = 2.0
 
 
 class WorkerLostError(RuntimeError):
@@ -462,7 +465,7 @@ class ShardedRows:
             for k, worker in enumerate(self.workers):
                 lo, hi = self.bounds[k], self.bounds[k + 1]
                 data = self.client.scatter([X[lo:hi], None if labels is None else labels[lo:hi]],
-                                           workers=[worker])
+                                           workers=[worker], hash=False)
                 self._futures.append(self.client.submit(
                     RowShard, data[0], int(lo), kernel, data[1], workers=[worker],
                     allow_other_workers=False, actor=True, pure=False))
@@ -499,19 +502,34 @@ class ShardedRows:
         ids = range(len(self.actors)) if shards is None else shards
         try:
             futures = [getattr(self.actors[k], method)(*args) for k in ids]
-            return [f.result() for f in futures]
+            return [self._wait(f) for f in futures]
+        except WorkerLostError:
+            raise
         except Exception as exc:
             lost = self.lost_workers()
             if lost or _is_connection_error(exc) or "actor" in str(exc).lower():
-                where = ", ".join(f"{w} (rows {self.bounds[k]}:{self.bounds[k + 1]})"
-                                  for k, w in enumerate(self.workers) if w in lost) or "unknown"
                 raise WorkerLostError(
-                    f"a Dask worker holding training rows was lost during the fit "
-                    f"(lost: {where}; {type(exc).__name__}: {exc}). Its part of the solver "
-                    "state is gone, so no model was produced; fit again (the rows are "
-                    "scattered anew on the live workers)."
-                ) from exc
+                    self._lost_message(lost, f"{type(exc).__name__}: {exc}")) from exc
             raise
+
+    def _wait(self, future):
+        """The answer of an actor call; every ``LIVENESS_POLL`` seconds of waiting,
+        check that the shard workers are alive (a killed worker's call would only
+        fail at a connection timeout)."""
+        while True:
+            try:
+                return future.result(timeout=LIVENESS_POLL)
+            except TimeoutError:
+                if self.lost_workers():
+                    raise WorkerLostError(self._lost_message(self.lost_workers(),
+                                                             "no answer")) from None
+
+    def _lost_message(self, lost, cause):
+        where = ", ".join(f"{w} (rows {self.bounds[k]}:{self.bounds[k + 1]})"
+                          for k, w in enumerate(self.workers) if w in lost) or "unknown"
+        return (f"a Dask worker holding training rows was lost during the fit (lost: {where}; "
+                f"{cause}). Its part of the solver state is gone, so no model was produced; "
+                "fit again (the rows are scattered anew on the live workers).")
 
     def lost_workers(self):
         """Addresses of shard workers that are no longer in the cluster."""
