@@ -73,7 +73,16 @@ class Vertex(NamedTuple):
 
 
 def peak_memory_mb():
-    """Peak resident memory of this process (MB), from ``getrusage``."""
+    """Peak resident memory of this process (MB): ``VmHWM`` of ``/proc/self/status``
+    (Linux; unlike ``getrusage``, not inherited from the parent across ``exec``),
+    else ``getrusage``'s ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
