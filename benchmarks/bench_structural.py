@@ -1,44 +1,49 @@
-"""Structural SVMs: FW, BCFW, BCFW-wavg, SSG, SSG-wavg on OCR chains and on digits (seed 002, Fig. 1).
+"""Structural SVMs on OCR chains and digits: compiled chain BCFW, FW, BCFW, SSG, cutting plane.
 
-Two problems, both with λ = 0.01 as in the paper:
+Two problems, both with λ = 0.01 as in seed 002 (Lacoste-Julien et al., 2013):
 
-1. **OCR** (``ocr_letters.npz``): chain model (unary + start/end bias +
-   transition features, D = 26·128 + 2·26 + 26² = 4,056), normalized Hamming
-   loss, train on folds 1–9 (6,251 words), test on fold 0 (626 words);
+1. **OCR** (``load_ocr``): chain model (unary + start/end bias + transition
+   features, D = 26·128 + 2·26 + 26² = 4,056), normalized Hamming loss, train
+   on folds 1–9 (6,251 words), test on fold 0 (626 words);
 2. **digits** (scikit-learn, 8×8 images scaled to [0, 1]) as a multi-class
    structural SVM (``MultiClass(10)``, D = 640), a stratified 2/3 – 1/3 split.
 
-For each problem and method the script prints and plots (PNG) the duality gap
-and the primal suboptimality ``P(w) − P*`` against effective passes (n oracle
+Part 1 (issue 11): **one BCFW pass over the OCR words, compiled vs numpy** —
+``BCFW.step`` with the compiled chain pass (:mod:`kernfw.solvers._chain_numba`)
+and with the numpy block steps (``compiled=False``), interleaved and repeated,
+medians and ratios; the same for BCFW-wavg and for one duality-gap computation
+(an oracle pass); the largest relative difference of the two paths' iterates
+after the timed passes; and the cold JIT time (a fresh process with an empty
+numba cache directory, compile + one pass, minus the warm time of the same run).
+
+Part 2 (seed 002, Figure 1): for each problem and method the duality gap and
+the primal suboptimality ``P(w) − P*`` against effective passes (n oracle
 calls each; the extra oracle pass that computes a gap is not counted), the
-time per pass, and the test error (per letter for OCR).  ``P*`` comes from a
-long high-accuracy run done once per invocation (BCFW with random
-permutations for OCR, the linearly convergent pairwise BCFW for digits): the
-script reports the certified interval ``[D_best, P_best]`` that contains it,
-and suboptimalities are measured from ``D_best`` (so they are upper bounds).
+time per pass, and the test error.  ``P*`` comes from a long high-accuracy run
+(BCFW with random permutations for OCR, the linearly convergent pairwise
+multi-class solver for digits), bracketed by ``[D_best, P_best]``;
+suboptimalities are measured from ``D_best`` (upper bounds).
 
-3. **Kernelized multi-class BCFW without a Gram matrix**: the pairwise BCFW of
-   math.md §3.9 on a ``KernelFunction`` (RBF) at n = 20,000 (``make_classification``,
-   5 classes, 20 features), where the Gram matrix would take 3.2 GB: time per
-   pass (one kernel column per block step), duality gap, and the peak memory
-   of the run (tracemalloc) next to the Gram's size.
+Part 3: the pairwise multi-class BCFW (math.md §3.9; ``solve_multiclass``) on
+a ``KernelFunction`` (RBF) at n = 20,000 without a Gram matrix: time per
+pass, duality gap, peak memory.
 
-Goals (issue 7): BCFW-wavg reaches a primal suboptimality 10× smaller than
-SSG-wavg after 10 passes; one BCFW pass over the 6,251 OCR words takes < 1 s.
+The machine is shared (2 cores, other jobs running): single timings are
+noisy, read the medians and the ratios.  No OPENBLAS_* variable is touched.
 
-Time per pass: ``step()`` of each method's iterate (one pass), interleaved
-across methods and repeated; medians printed.  The machine is shared (2 cores,
-other jobs running): single timings are noisy, read the medians.  The command
-unsets nothing (no OPENBLAS_* variable is touched).
+Run from the repository root::
 
-Run::
-
-    /work/venv/bin/python benchmarks/bench_structural.py                 # full
-    /work/venv/bin/python benchmarks/bench_structural.py --quick         # smoke run
+    python benchmarks/bench_structural.py                  # full
+    python benchmarks/bench_structural.py --quick          # smoke run
+    python benchmarks/bench_structural.py --only-timing    # part 1 only
 """
 
 import argparse
+import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 import warnings
@@ -51,18 +56,19 @@ from sklearn.model_selection import train_test_split
 
 from kernfw.datasets import load_ocr
 from kernfw.operators import Features, KernelFunction
+from kernfw.solvers.cutting_plane import CuttingPlane, solve_structural_cutting_plane
+from kernfw.solvers.multiclass import solve_multiclass
 from kernfw.solvers.structural import (
     BCFW,
     BatchFW,
     StructuredProblem,
-    multiclass_kernel_bcfw,
-    structural_bcfw,
-    structural_fw,
+    solve_structural_bcfw,
+    solve_structural_fw,
 )
 from kernfw.solvers.subgradient import StructuralSSG, structural_ssg
 from kernfw.structured import Chain, MultiClass
 
-METHODS = ("FW", "BCFW", "BCFW-wavg", "SSG", "SSG-wavg")
+METHODS = ("FW", "BCFW", "BCFW-wavg", "SSG", "SSG-wavg", "cutting plane")
 MARKS = (1, 2, 5, 10, 20, 50, 100)
 
 
@@ -82,31 +88,115 @@ def digits():
     return "digits", MultiClass(10), X_train, y_train, X_test, y_test
 
 
-# -- runs -----------------------------------------------------------------------------------------
+# -- part 1: compiled vs numpy chain passes --------------------------------------------------------
+
+def _timed(fn):
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def chain_pass_times(X, Y, lam, repeats, seed=0):
+    """Median (wall, CPU) seconds of one pass, compiled and numpy, interleaved.
+
+    Returns ``({label: (wall, cpu)}, max relative difference of the iterates)``.
+    """
+    problems = {c: StructuredProblem(Chain(26), X, Y, lam, compiled=c) for c in (True, False)}
+    runs = {}
+    for compiled in (True, False):
+        tag = "compiled" if compiled else "numpy"
+        for averaging in (False, True):
+            name = f"BCFW{'-wavg' if averaging else ''} pass, {tag}"
+            runs[name] = BCFW(problems[compiled], averaging=averaging, random_state=seed)
+    times = {name: [] for name in runs}
+    times.update({"gap pass, compiled": [], "gap pass, numpy": []})
+    for t in range(repeats + 1):                 # the first pass is a warm-up
+        for name, iterate in runs.items():
+            elapsed = _timed(lambda: iterate.step(t))
+            if t:
+                times[name].append(elapsed)
+        for compiled, tag in ((True, "compiled"), (False, "numpy")):
+            w = runs[f"BCFW pass, {tag}"].w
+            elapsed = _timed(lambda: problems[compiled].oracle_pass(w))
+            if t:
+                times[f"gap pass, {tag}"].append(elapsed)
+    a, b = runs["BCFW pass, compiled"], runs["BCFW pass, numpy"]
+    diff = float(np.max(np.abs(a.w - b.w)) / np.max(np.abs(b.w)))
+    return {name: tuple(np.median(v, axis=0)) for name, v in times.items()}, diff
+
+
+_JIT_SCRIPT = """
+import time
+start = time.perf_counter()
+from kernfw.datasets import make_chains
+from kernfw.solvers.structural import BCFW, StructuredProblem
+from kernfw.structured import Chain
+X, Y = make_chains(20, n_states=3, random_state=0)
+it = BCFW(StructuredProblem(Chain(3), X, Y, 0.1, compiled=True), averaging=True)
+it.step(0)
+it.certificate()
+print(time.perf_counter() - start)
+"""
+
+
+def cold_jit_seconds():
+    """(cold, warm) seconds of a fresh process that compiles the chain kernels and runs
+    one tiny pass, with an empty numba cache directory (cold) and then reusing it (warm)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        env.pop("KERNFW_DISABLE_NUMBA", None)
+        out = [float(subprocess.run([sys.executable, "-c", _JIT_SCRIPT], env=env, check=True,
+                                    capture_output=True, text=True).stdout)
+               for _ in range(2)]
+    return out[0], out[1]
+
+
+def report_timing(X, Y, lam, repeats):
+    times, diff = chain_pass_times(X, Y, lam, repeats)
+    print(f"\n== OCR (n = {len(X)} words), λ = {lam}: one pass, median of {repeats} "
+          f"(interleaved, after a warm-up pass)")
+    print(f"{'':28s}{'wall s':>9s}{'CPU s':>9s}{'numpy/compiled (wall)':>24s}")
+    for name, (wall, cpu) in times.items():
+        ratio = ""
+        if name.endswith("compiled"):
+            ratio = f"{times[name.replace('compiled', 'numpy')][0] / wall:24.1f}"
+        print(f"  {name:26s}{wall:9.3f}{cpu:9.3f}{ratio}")
+    print(f"  iterates after {repeats + 1} passes: max |w_compiled − w_numpy| / max |w| = "
+          f"{diff:.1e}")
+    cold, warm = cold_jit_seconds()
+    print(f"  cold start (empty numba cache: compile + a tiny pass): {cold:.1f} s; "
+          f"warm start (cached): {warm:.1f} s; JIT ≈ {cold - warm:.1f} s, once per machine")
+
+
+# -- part 2: runs ---------------------------------------------------------------------------------
 
 def run_method(method, model, X, Y, lam, passes, seed):
     """One method for ``passes`` passes, certified (or evaluated) after every pass."""
-    common = dict(max_passes=passes, gap_every=1, random_state=seed)
+    common = dict(max_iter=passes, check_every=1, random_state=seed)
     if method == "FW":
-        return structural_fw(model, X, Y, lam, max_passes=passes, tol=0.0)
+        return solve_structural_fw(model, X, Y, lam, max_iter=passes, tol=0.0)
+    if method == "cutting plane":
+        return solve_structural_cutting_plane(model, X, Y, lam, max_iter=passes, tol=0.0)
     if method.startswith("BCFW"):
-        return structural_bcfw(model, X, Y, lam, averaging=method.endswith("wavg"), tol=0.0,
-                               **common)
-    return structural_ssg(model, X, Y, lam, averaging=method.endswith("wavg"), **common)
+        return solve_structural_bcfw(model, X, Y, lam, averaging=method.endswith("wavg"),
+                                     tol=0.0, **common)
+    return structural_ssg(model, X, Y, lam, averaging=method.endswith("wavg"),
+                          max_passes=passes, gap_every=1, random_state=seed)
 
 
 def optimum(model, X, Y, lam, passes):
     """A long high-accuracy run: its final certificate brackets ``P*``."""
     start = time.perf_counter()
     if isinstance(model, MultiClass):
-        result = multiclass_kernel_bcfw(Features(model.prepare(X)), np.asarray(Y), lam,
-                                        n_classes=model.n_classes, pairwise=True,
-                                        max_passes=passes, tol=1e-10, gap_every=10,
-                                        random_state=1)
-        how = "pairwise BCFW"
+        result = solve_multiclass(Features(model.prepare(X)), np.asarray(Y), lam=lam,
+                                  n_classes=model.n_classes, solver="bcfw",
+                                  block_step="pairwise", max_iter=passes, tol=1e-10,
+                                  check_every=10, random_state=1)
+        how = "pairwise multi-class BCFW"
     else:
-        result = structural_bcfw(model, X, Y, lam, averaging=False, sample="perm",
-                                 max_passes=passes, tol=1e-7, gap_every=10, random_state=1)
+        result = solve_structural_bcfw(model, X, Y, lam, averaging=False, sample="perm",
+                                       max_iter=passes, tol=1e-7, check_every=10,
+                                       random_state=1)
         how = "BCFW (perm)"
     return result, how, time.perf_counter() - start
 
@@ -125,19 +215,23 @@ def pass_times(model, X, Y, lam, repeats, seed=0):
         "BCFW-wavg": BCFW(problem, averaging=True, random_state=seed),
         "SSG": StructuralSSG(problem, averaging=False, random_state=seed),
         "SSG-wavg": StructuralSSG(problem, averaging=True, random_state=seed),
+        "cutting plane": CuttingPlane(problem),
     }
     times = {name: [] for name in iterates}
+
+    def batch_iteration(iterate, t):             # FW and cutting plane: the oracle pass (which
+        iterate.certificate()                    # also certifies) and the step that uses it
+        iterate.step(t)
+
     for t in range(repeats + 1):                 # the first pass is a warm-up
         for name, iterate in iterates.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            iterate.step(t)
+            if name in ("FW", "cutting plane"):
+                elapsed = _timed(lambda: batch_iteration(iterate, t))
+            else:
+                elapsed = _timed(lambda: iterate.step(t))
             if t:
-                times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
-    gap = []
-    for _ in range(repeats):
-        wall, cpu = time.perf_counter(), time.process_time()
-        problem.oracle_pass(iterates["BCFW"].w)
-        gap.append((time.perf_counter() - wall, time.process_time() - cpu))
+                times[name].append(elapsed)
+    gap = [_timed(lambda: problem.oracle_pass(iterates["BCFW"].w)) for _ in range(repeats)]
     medians = {name: tuple(np.median(v, axis=0)) for name, v in times.items()}
     return medians, tuple(np.median(gap, axis=0))
 
@@ -160,8 +254,8 @@ def kernel_scaling(n, passes, cache_mb=100.0):
     wall, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        result = multiclass_kernel_bcfw(op, y, 1.0 / n, pairwise=True, max_passes=passes,
-                                        gap_every=1, tol=0.0, random_state=0)
+        result = solve_multiclass(op, y, lam=1.0 / n, solver="bcfw", block_step="pairwise",
+                                  max_iter=passes, check_every=1, tol=0.0, random_state=0)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -196,8 +290,8 @@ def report(name, results, lower, upper, times, gap_pass, errors, marks):
     for method in results:
         wall, cpu = times[method]
         print(f"  {method:22s}{wall:12.3f}{cpu:12.3f}{errors[method]:12.4f}")
-    print(f"  one gap computation (a batched oracle pass): wall {gap_pass[0]:.3f} s, "
-          f"CPU {gap_pass[1]:.3f} s")
+    print(f"  one gap computation (a batched oracle pass): wall {gap_pass[0]:.4f} s, "
+          f"CPU {gap_pass[1]:.4f} s (FW and cutting plane: included in their pass)")
     ten = min(10, max(marks))
     wavg = at_pass(results["BCFW-wavg"].history, "primal", ten) - lower
     ssg = at_pass(results["SSG-wavg"].history, "primal", ten) - lower
@@ -232,6 +326,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=None, help="timed passes per method")
     parser.add_argument("--kernel-n", type=int, default=None,
                         help="n of the KernelFunction run (0 skips it)")
+    parser.add_argument("--only-timing", action="store_true",
+                        help="part 1 only (compiled vs numpy passes, JIT time)")
     parser.add_argument("--out", default="docs/img/structural.png")
     args = parser.parse_args(argv)
     passes = args.passes or (10 if args.quick else 50)
@@ -241,7 +337,12 @@ def main(argv=None):
     marks = [p for p in MARKS if p <= passes]
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-          f"{platform.machine()}; λ = {lam}, {passes} passes per method, seed {seed}")
+          f"{platform.machine()}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}; λ = {lam}, {passes} passes per method, seed {seed}")
+    X, Y = ocr(500 if args.quick else None)[2:4]
+    report_timing(X, Y, lam, repeats)
+    if args.only_timing:
+        return
     panels = []
     for name, model, X, Y, X_test, Y_test in (ocr(500 if args.quick else None), digits()):
         model.initialize(X, Y)

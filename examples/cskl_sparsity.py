@@ -1,4 +1,5 @@
-"""Controlled-sparsity kernel learning: accuracy and number of kernels vs t (seed 004).
+"""Controlled-sparsity kernel learning: accuracy and number of kernels vs t (seed 004)
+====================================================================================
 
 The seed's experiment in small: CSKL learns kernel weights γ in the capped simplex
 {0 ≤ γ_j ≤ 1, Σ_j γ_j = t} for a family of kernels on the digits images (RBF of
@@ -73,7 +74,7 @@ def run(ts, n_train, svm, seed=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--fast", action="store_true", help="fewer points and budgets")
     parser.add_argument("--svm", default="c", choices=("c", "l2", "nu"))
     parser.add_argument("--out", default="cskl_sparsity.png", help="PNG to write")

@@ -1,4 +1,5 @@
-"""L2-SVM as a minimum enclosing ball: plain Frank-Wolfe vs away-step MFW (seed 001).
+"""L2-SVM as a minimum enclosing ball: plain Frank-Wolfe vs away-step MFW (seed 001)
+==================================================================================
 
 The seed's experiment in small: the binary L2-SVM of the core vector machine
 (RBF kernel, C = 10, math.md §2.1) is the minimum enclosing ball of the
@@ -59,7 +60,7 @@ def first_below(history, level):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--fast", action="store_true", help="fewer iterations")
     parser.add_argument("--out", default="meb_convergence.png", help="PNG to write")
     args = parser.parse_args(argv)

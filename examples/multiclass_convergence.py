@@ -1,4 +1,5 @@
-"""Seed 000, Fig. 1 at small scale: LSFW vs StdFW vs PG on digits (RBF kernel).
+"""Seed 000, Fig. 1 at small scale: LSFW vs StdFW vs PG on digits (RBF kernel)
+============================================================================
 
 Plots the primal suboptimality ``P(w_t) − P*`` and LSFW's certified duality gap
 against the iteration count for the max hinge and the top-k hinge.  ``P*`` is
@@ -7,7 +8,7 @@ taken from a long block-coordinate run (its certified gap is printed).
 Run::
 
     python examples/multiclass_convergence.py --out convergence.png
-    python examples/multiclass_convergence.py --fast --out /tmp/x.png
+    python examples/multiclass_convergence.py --fast --out multiclass_convergence.png
 """
 
 import argparse
@@ -45,7 +46,7 @@ def curves(op, y, loss, lam, iterations):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--fast", action="store_true", help="small problem (a few seconds)")
     parser.add_argument("--out", default="multiclass_convergence.png", help="PNG path")
     args = parser.parse_args(argv)

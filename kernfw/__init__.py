@@ -24,9 +24,15 @@ _LAZY = {
     "MinimumEnclosingBall": "kernfw.estimators.meb",
     "StructuredSVM": "kernfw.estimators.structured",
     "CSKLClassifier": "kernfw.estimators.mkl",
-    "OnlineMKLClassifier": "kernfw.estimators.mkl",
+    "OnlineMKLClassifier": "kernfw.estimators.online_mkl",
+    "OnlineMKLStructured": "kernfw.estimators.online_mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
+    "evaluate": "kernfw.evaluation",
 }
+
+# subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use
+_SUBMODULES = {"datasets", "estimators", "fw", "kernels", "operators", "plotting", "reference",
+               "solvers", "structured"}
 
 # ``kernfw.sweep`` is both a module and its main function: importing the function
 # here, during package initialization, binds the name to the function for good
@@ -37,6 +43,8 @@ __all__ = sorted(_LAZY) + ["sweep", "__version__"]
 
 
 def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"kernfw.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'kernfw' has no attribute {name!r}")

@@ -43,6 +43,19 @@ def _max_asymmetry(K):
     return worst
 
 
+def _check_not_text(K, name):
+    """TypeError for strings or bytes (numpy would parse '1' and fail on 'a')."""
+    if hasattr(K, "tocsr"):  # sparse: check_array raises its own TypeError
+        return
+    try:
+        values = np.asarray(K)
+    except ValueError:  # ragged nested lists: check_array reports them
+        return
+    if values.dtype.kind in "USV" or (values.dtype.kind == "O" and any(
+            isinstance(v, (str, bytes)) for v in values.ravel())):
+        raise TypeError(f"{name} must hold numbers, got strings or bytes (dtype {values.dtype})")
+
+
 def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
     """Validate a precomputed Gram matrix.
 
@@ -59,6 +72,7 @@ def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
     name : str
         How error messages call ``K``.
     """
+    _check_not_text(K, name)
     K = check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name=name)
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be square, got shape {K.shape}")

@@ -2,7 +2,7 @@
 
 - :func:`make_chains`: small synthetic sequence-labeling problems (tests);
 - :func:`load_ocr`: the OCR handwritten-letters words of the BCFW paper
-  (Taskar et al., 2003), read from ``ocr_letters.npz``.
+  (Taskar et al., 2003), shipped with the package as ``kernfw/data/ocr_letters.npz``.
 """
 
 import os
@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["make_chains", "load_ocr", "OCR_FILE"]
 
-#: file name of the OCR data; looked up in ``$KERNFW_DATA`` and ``../shared/data``
+#: file name of the OCR data; shipped in ``kernfw/data/``, ``$KERNFW_DATA`` overrides it
 OCR_FILE = "ocr_letters.npz"
 
 
@@ -65,18 +65,14 @@ def make_chains(n_sequences=20, n_states=3, n_features=4, length=(3, 6), noise=1
 
 
 def _ocr_path(path):
+    """Where ``ocr_letters.npz`` is read from: ``path``, ``$KERNFW_DATA``, the package data."""
     if path is not None:
         return Path(path)
-    candidates = []
     if os.environ.get("KERNFW_DATA"):
-        candidates.append(Path(os.environ["KERNFW_DATA"]) / OCR_FILE)
-    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "data" / OCR_FILE)
-    for candidate in candidates:
-        if candidate.exists():
-            return candidate
-    raise FileNotFoundError(
-        f"{OCR_FILE} not found (looked in {', '.join(map(str, candidates))}); "
-        "pass path= or set KERNFW_DATA to its directory")
+        override = Path(os.environ["KERNFW_DATA"]) / OCR_FILE
+        if override.exists():
+            return override
+    return Path(__file__).resolve().parent / "data" / OCR_FILE
 
 
 def load_ocr(path=None, test_fold=0):
@@ -88,8 +84,9 @@ def load_ocr(path=None, test_fold=0):
     Parameters
     ----------
     path : str, Path or None
-        Location of ``ocr_letters.npz`` (default: ``$KERNFW_DATA`` or
-        ``../shared/data`` next to the repository).
+        Location of ``ocr_letters.npz``.  Default: the file in the directory
+        ``$KERNFW_DATA`` when that variable is set and the file is there,
+        otherwise the copy shipped in ``kernfw/data/``.
     test_fold : int in 0..9
 
     Returns

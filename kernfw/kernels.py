@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ._validation import check_features, check_gram
 from .operators import (Features, Gram, KernelFunction, KernelOperator, MultiKernel,
                         PairwiseKernel, normalize)
+from .operators.psd import check_psd
 from .operators.normalized import NORMALIZATIONS
 from .operators.pairwise import resolve_gamma
 
@@ -82,7 +83,9 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb):
     if isinstance(spec.name, KernelOperator):
         return normalize(spec.name, spec.normalization)
     if isinstance(spec.name, str) and spec.name == "precomputed":
-        return normalize(Gram(check_gram(X), check=False), spec.normalization)
+        gram = Gram(check_gram(X), check=False)
+        check_psd(gram)  # a few Lanczos products K v: an indefinite K has no certified dual
+        return normalize(gram, spec.normalization)
     X = check_features(X)
     params = dict(spec.params)
     Xk = X if spec.columns is None else X[:, _check_columns(spec.columns, X.shape[1])]

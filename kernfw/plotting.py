@@ -10,12 +10,15 @@ Save with ``fig.savefig("out.png")``.
   against iterations and against time, several solvers on the same axes,
   log scale (the seeds' convergence figures, math.md §1.9, §2, §3);
 - :func:`plot_sweep`: score and certified gap against the swept parameter;
-- :func:`plot_kernel_weights`: bar chart of MKL kernel weights (math.md §5).
+- :func:`plot_kernel_weights`: bar chart of MKL kernel weights (math.md §5);
+- :func:`plot_topk_errors`: top-k test errors ± std of :func:`kernfw.evaluate`;
+- :func:`plot_group_norms`: online-MKL group norms over epochs (math.md §4).
 """
 
 import numpy as np
 
-__all__ = ["plot_convergence", "plot_sweep", "plot_kernel_weights", "as_history"]
+__all__ = ["plot_convergence", "plot_sweep", "plot_kernel_weights", "plot_topk_errors",
+           "plot_group_norms", "as_history"]
 
 
 def _figure(nrows, ncols, width=4.2, height=3.2):
@@ -234,4 +237,81 @@ def plot_kernel_weights(weights, *, names=None, ax=None, title="kernel weights")
     ax.set_xticks(positions, labels=list(names), rotation=45 if weights.size > 8 else 0)
     ax.set_ylabel("weight")
     ax.set_title(f"{title} ({int(np.count_nonzero(weights))} of {weights.size} nonzero)")
+    return fig
+
+
+def plot_topk_errors(results, *, ax=None, title=None):
+    """Mean top-k test error ± one standard deviation against k, one line per method.
+
+    Parameters
+    ----------
+    results : EvaluationResults
+        The output of :func:`kernfw.evaluate`.
+    ax : matplotlib Axes or None
+        Axes to draw into (a new figure otherwise).
+    title : str or None
+        Axes title (default: the number of trials).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if ax is None:
+        fig, axes = _figure(1, 1)
+        ax = axes[0, 0]
+    else:
+        fig = ax.figure
+    mean, std = results.mean(), results.std()
+    for a, name in enumerate(results.methods):
+        ax.errorbar(results.ks, mean[a], yerr=std[a], marker="o", capsize=3, label=name)
+    ax.set_xlabel("k")
+    ax.set_ylabel("top-k test error")
+    ax.set_xticks(results.ks)
+    ax.set_title(title or f"top-k error, {results.n_trials} random splits")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_group_norms(path, *, names=None, ax=None, title="group norms over epochs"):
+    """Group norms ``‖θ_k‖`` of online MKL after each epoch (math.md §4), one line per group.
+
+    Parameters
+    ----------
+    path : array-like of shape (n_epochs + 1, M) or a fitted estimator with ``group_norm_path_``
+        Row ``e``: the norms of the returned predictor after epoch ``e`` (row 0: θ = 0).
+    names : sequence of str or None
+        Group names (default: the estimator's ``group_names_``, else ``G1 … GM``).
+    ax : matplotlib Axes or None
+        Where to draw; default: a new figure.
+    title : str
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if names is None:
+        names = getattr(path, "group_names_", None)
+    if hasattr(path, "group_norm_path_"):
+        path = path.group_norm_path_
+    path = np.asarray(path, dtype=float)
+    if path.ndim != 2 or path.size == 0 or not np.all(np.isfinite(path)):
+        raise ValueError("group norm path must be a finite (n_epochs + 1, M) array")
+    M = path.shape[1]
+    if names is None:
+        names = [f"G{k + 1}" for k in range(M)]
+    if len(names) != M:
+        raise ValueError(f"{len(names)} names for {M} groups")
+    if ax is None:
+        fig, grid = _figure(1, 1, width=5.5)
+        ax = grid[0, 0]
+    fig = ax.figure
+    epochs = np.arange(path.shape[0])
+    for k in range(M):
+        ax.plot(epochs, path[:, k], marker=".", lw=1,
+                ls="-" if path[-1, k] > 0 else ":", label=str(names[k]))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(r"$\|\theta_k\|$")
+    ax.set_title(f"{title} ({int(np.count_nonzero(path[-1]))} of {M} active)")
+    ax.legend(fontsize=6, ncol=2)
     return fig

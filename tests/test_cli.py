@@ -52,14 +52,20 @@ def iris_files(tmp_path):
 # ---------------------------------------------------------------------------
 def test_fit_on_the_default_data_prints_accuracy_and_the_gap(tmp_path):
     plot, out = tmp_path / "conv.png", tmp_path / "history.csv"
-    proc = run("fit", "--plot", str(plot), "--out", str(out))
+    proc = run("fit", "--baseline", "--plot", str(plot), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "digits: 1797 samples x 64 features, 10 classes" in proc.stdout
     acc = proc.stdout.split("accuracy")[1].split("\n")[0]
     test_accuracy = float(acc.split("test")[1])
-    assert test_accuracy > 0.9
+    assert test_accuracy >= 0.98
+    # --baseline: SVC() at its defaults on the same split, with the time ratio
+    baseline = proc.stdout.split("baseline")[1].split("\n")[0]
+    assert "SVC() at its defaults" in baseline
+    assert 0.9 < float(baseline.split("test")[1]) <= 1.0
+    assert float(proc.stdout.split("time ratio kernfw / SVC =")[1].split()[0]) > 0
     gap = float(proc.stdout.split("certified gap")[1].split()[0])
-    assert 0 <= gap <= 1e-3  # the default tol
+    primal = float(proc.stdout.split("primal")[1].split()[0])
+    assert 0 <= gap <= 3e-2 * primal  # the default (relative) tol
     assert "top-1" in proc.stdout and "top-3" in proc.stdout
     assert plot.stat().st_size > 1000
     with open(out) as handle:
@@ -81,7 +87,7 @@ def test_sweep_writes_a_table_and_a_plot(tmp_path):
     assert [float(r["value"]) for r in rows[:6:3]] == [0.1, 0.01]
     ok = [r for r in rows if not r["error"]]
     assert len(ok) == 6 and all(0.5 < float(r["val_score"]) <= 1 for r in ok)
-    assert all(float(r["gap"]) <= 1e-3 for r in ok)
+    assert all(float(r["gap"]) <= 3e-2 * float(r["objective"]) for r in ok)  # default tol
     assert plot.stat().st_size > 1000
 
 
@@ -145,7 +151,7 @@ def test_mkl_kernels_option(capsys):
     status, out, err = run_main(capsys, "fit", "--model", "cskl", "--data", "iris",
                                 "--kernel", "rbf,linear", "--t", "1.5", "--progress", "none")
     assert status == 0, err
-    assert "kernels=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
+    assert "kernel=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
 
 
 @pytest.mark.parametrize("args, needles", [
@@ -180,8 +186,13 @@ def test_bad_files(capsys, tmp_path):
     np.savez(npz_shape, X=np.zeros((3, 2)), y=np.zeros(4))
     npz_broken = tmp_path / "broken.npz"
     npz_broken.write_bytes(b"not a zip file")
+    empty = tmp_path / "empty.svm"
+    empty.write_text("")
+    npz_empty = tmp_path / "empty.npz"
+    np.savez(npz_empty, X=np.zeros((0, 3)), y=np.zeros(0))
     for path, needle in [(garbage, "svmlight"), (npz_wrong, "must hold arrays 'X' and 'y'"),
-                         (npz_shape, "as many rows"), (npz_broken, "cannot read")]:
+                         (npz_shape, "as many rows"), (npz_broken, "cannot read"),
+                         (empty, "holds no data"), (npz_empty, "holds no data")]:
         status, out, err = run_main(capsys, "fit", "--data", str(path))
         assert status == 2, (path, out, err)
         assert len(err.strip().splitlines()) == 1 and needle in err, err
@@ -210,6 +221,9 @@ def test_line_progress_prints_at_most_once_per_interval():
 
 def test_progress_modes(capsys):
     est = cli.attach_progress(cli.MODELS["multiclass"].estimator_class()(), "lines")
+    if not hasattr(est, "set_callbacks"):  # scikit-learn < 1.9: the built-in printer
+        assert est.verbose == 1
+        return
     assert any(isinstance(c, cli.LineProgress) for c in est._skl_callbacks)
     pytest.importorskip("rich")
     from sklearn.callback import ProgressBar

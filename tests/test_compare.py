@@ -118,16 +118,24 @@ def test_lp_mkl(data, kernels):
                    X[:, :4], y), 1e-6)
 
 
-def test_online_mkl_reports_no_certificate(data, kernels):
+def test_online_mkl_reports_no_certificate_and_converges_at_its_rate(data, kernels):
     from kernfw import OnlineMKLClassifier
 
     X, y = data
-    report = compare(OnlineMKLClassifier(kernels, lam=0.1, n_epochs=30, random_state=0),
-                     X[:, :4], y)
+    est = OnlineMKLClassifier(kernels, lam=0.1, random_state=0)
+    budget = "max_iter" if "max_iter" in est.get_params() else "n_epochs"
+    report = compare(est.set_params(**{budget: 300}), X[:, :4], y)
     assert report["gap"] == np.inf and report["within_gap"]
-    # F* is the optimum: the online iterate cannot be below it
-    assert report["objective"] >= report["reference_objective"] - 1e-6
-    assert report["relative_difference"] < 0.5
+    optimum = report["reference_objective"]
+    # F* is the optimum: no epoch's iterate is below it (up to cvxpy's accuracy)
+    excess = np.asarray(report["estimator"].history_["primal"]) - optimum
+    assert excess.size == 301 and excess.min() >= -1e-6 * max(1.0, abs(optimum))
+    assert report["objective"] == pytest.approx(optimum + excess[-1])
+    # the claim (math.md §4.2, the seed's O(1/ε²) analysis): F − F* = O(1/√T) with
+    # η_t = η0/√t.  Epochs 21–40 and 201–300 (centres 30.5 and 250.5) should then differ
+    # by √(250.5/30.5) ≈ 2.9 on average; 2.5 leaves room for the stochastic order.
+    early, late = excess[21:41].mean(), excess[201:301].mean()
+    assert early >= 2.5 * late, (early, late)
 
 
 def test_unknown_estimators_are_rejected(data):

@@ -18,7 +18,7 @@ from kernfw import CSKLClassifier, LpMKLClassifier, OnlineMKLClassifier
 from kernfw.fw import armijo_step
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, MultiKernel
-from kernfw.solvers.meb import L2SVMKernel
+from kernfw.operators.l2svm import L2SVMKernel
 from kernfw.solvers.mkl.capped_simplex import (check_t, project_capped_simplex, sum_top_t,
                                                top_t_vertex)
 from kernfw.solvers.mkl.cskl import (exact_selection, frank_wolfe_direction,

@@ -154,8 +154,13 @@ def test_kernel_function_backend_forms_no_gram_and_agrees():
     func.matmat = func.dense = None                      # any n × n use would fail
     a = l2svm(gram, y, 2.0, tol=1e-9)
     b = l2svm(func, y, 2.0, tol=1e-9)
-    assert a.n_iter == b.n_iter
-    np.testing.assert_allclose(a["alpha"], b["alpha"], atol=1e-10)
+    assert a.converged and b.converged
+    # both duals within their certified gaps of the same optimum
+    assert abs(a.dual - b.dual) <= a.gap + b.gap
+    # the MEB centres c = Σ α_i φ̃_i: ‖c − c*‖² ≤ f* − f(α) ≤ gap (strong convexity of ‖c‖²)
+    Kt = L2SVMKernel(gram, y, 2.0).dense()
+    d = a["alpha"] - b["alpha"]
+    assert np.sqrt(max(d @ Kt @ d, 0.0)) <= np.sqrt(a.gap) + np.sqrt(b.gap)
     assert func.hits + func.misses <= b.n_iter + 2
 
 
@@ -254,7 +259,6 @@ def test_one_vs_one_problems_are_the_binary_ones_and_parallel_agrees():
     np.testing.assert_allclose(pair_decision, one.decision_function(Xt), atol=1e-10)
 
 
-@pytest.mark.slow
 def test_parallel_processes_give_the_sequential_model():
     X, y = load_iris(return_X_y=True)
     seq = L2SVC(C=1.0, tol=1e-8, multi_class="ovr").fit(X, y)
@@ -278,6 +282,7 @@ def test_precomputed_reads_only_support_columns():
 
 
 def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
+    import kernfw.estimators._base as base
     import kernfw.estimators.l2svc as module
     built = []
 
@@ -286,7 +291,7 @@ def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
         built.append(op)
         return op
 
-    monkeypatch.setattr(module, "make_operator", spy)
+    monkeypatch.setattr(base, "make_operator", spy)
     X, y = make_classification(n_samples=2100, n_features=5, random_state=0)
     with pytest.warns(ConvergenceWarning):
         clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)       # a 34 MB Gram: too big
@@ -317,10 +322,132 @@ def test_estimator_bad_parameters():
         L2SVC().fit(X, np.ones(20))
 
 
+# two checks turn the precomputed linear Gram indefinite (K − mean(K); K rounded to
+# integers): kernfw rejects an indefinite Gram with NotPSDError (its dual is not concave)
+_INDEFINITE_GRAM = dict.fromkeys(
+    ("check_positive_only_tag_during_fit", "check_estimators_dtypes"),
+    "the check passes an indefinite precomputed Gram (NotPSDError)")
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 # the precomputed checks use linear Grams of points near (100, 100) with random
 # labels: K̃ is so elongated that MFW converges slowly, hence the budget
 @parametrize_with_checks([L2SVC(), L2SVC(kernel="precomputed", max_iter=3000),
-                          L2SVC(multi_class="ovr")])
+                          L2SVC(multi_class="ovr")],
+                         expected_failed_checks=lambda est: (
+                             _INDEFINITE_GRAM if est.kernel == "precomputed" else {}))
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- the C convention ---------------------------------------------------------------------------
+def test_C_maps_to_the_squared_hinge_svm_with_half_C():
+    """L2SVC(C) ≡ ½‖w‖² + ½b² + (C/2)·Σ max(0, 1 − y h)²: LinearSVC(squared hinge, C/2,
+    bias regularized as a constant feature) for the linear kernel, up to the factor ρ."""
+    from sklearn.svm import LinearSVC
+    X, y = _binary(120, d=4, seed=31)
+    for C in (0.2, 5.0):
+        clf = L2SVC(kernel="linear", C=C, tol=1e-12, max_iter=200000).fit(X, y)
+        lin = LinearSVC(loss="squared_hinge", C=C / 2, intercept_scaling=1.0, tol=1e-12,
+                        max_iter=1000000).fit(X, y)
+        h = clf.decision_function(X) / clf.rho_[0]
+        ref = lin.decision_function(X)
+        np.testing.assert_allclose(h, ref, atol=1e-5 * np.abs(ref).max())
+        w = (clf.dual_coef_[0] @ X[clf.support_]) / clf.rho_[0]
+        np.testing.assert_allclose(w, lin.coef_[0], atol=1e-5 * np.abs(lin.coef_).max())
+
+
+# -- results storage, defaults ------------------------------------------------------------
+def test_multiclass_results_go_through_store_result():
+    X, y = load_iris(return_X_y=True)
+    clf = L2SVC(tol=1e-3).fit(X, y)
+    assert isinstance(clf.history_, dict)
+    assert set(np.unique(clf.history_["problem"])) == {0, 1, 2}
+    n_rows = [np.sum(clf.history_["problem"] == p) for p in range(3)]
+    assert all(r >= 1 for r in n_rows) and clf.n_iter_.shape == (3,)
+    assert np.all(clf.duality_gap_ <= 1e-3 * clf.rho_ * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("loader", ["digits", "breast_cancer"])
+def test_defaults_converge_without_warning(loader):
+    import warnings
+
+    from sklearn import datasets
+    X, y = getattr(datasets, f"load_{loader}")(return_X_y=True)
+    X = X / 16.0 if loader == "digits" else (X - X.mean(0)) / X.std(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = L2SVC().fit(X, y)
+    assert np.all(clf.converged_)
+    assert np.all(clf.duality_gap_ <= clf.tol * clf.rho_ * (1 + 1e-12))
+    assert clf.score(X, y) > 0.97
+
+
+def test_random_state_changes_the_start_point():
+    X, y = _binary(60, seed=32)
+    fits = {s: L2SVC(kernel="linear", max_iter=0, random_state=s) for s in (None, 1, 2)}
+    supports = {}
+    for s, est in fits.items():
+        with pytest.warns(ConvergenceWarning):
+            supports[s] = tuple(est.fit(X, y).support_)
+        a = 0 if s is None else int(np.random.default_rng(s).integers(60))
+        assert a in supports[s]
+    assert len(set(supports.values())) == 3
+
+
+# -- CVM and DDAG ------------------------------------------------------------------------------
+@pytest.mark.cvxpy
+def test_cvm_reaches_the_l2svm_optimum_within_the_certified_gap():
+    from kernfw.reference import l2svm_reference
+    X, y = _binary(60, seed=33)
+    K = pairwise_kernels(X, metric="rbf", gamma=0.5)
+    P = l2svm_reference(K, y, 2.0)["objective"]
+    cvm = l2svm(Gram(K), y, 2.0, method="cvm", tol=1e-9)
+    mfw = l2svm(Gram(K), y, 2.0, method="mfw", tol=1e-9)
+    assert cvm.converged and cvm.gap <= 1e-9
+    assert cvm.dual <= P + 1e-7 * abs(P) and P <= cvm.primal + 1e-7 * abs(P)
+    assert abs(cvm.dual - mfw.dual) <= cvm.gap + mfw.gap
+    clf = L2SVC(method="cvm", gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
+    ref = L2SVC(gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
+    assert abs(clf.dual_objective_ - ref.dual_objective_) <= clf.duality_gap_ + ref.duality_gap_
+    assert np.mean(clf.predict(X) == ref.predict(X)) >= 0.98
+
+
+def test_ddag_agrees_with_one_vs_one_on_separable_classes():
+    rng = np.random.default_rng(34)
+    centres = np.array([[0, 0], [6, 0], [0, 6], [6, 6], [3, 12]], dtype=float)
+    X = np.vstack([c + 0.5 * rng.normal(size=(25, 2)) for c in centres])
+    y = np.repeat(np.arange(5), 25)
+    Xt = np.vstack([c + 0.5 * rng.normal(size=(10, 2)) for c in centres])
+    ddag = L2SVC(multi_class="ddag", tol=1e-3).fit(X, y)
+    ovo = L2SVC(multi_class="ovo", tol=1e-3).fit(X, y)
+    assert ddag.problems_ == ovo.problems_ and len(ddag.problems_) == 10
+    np.testing.assert_array_equal(ddag.predict(Xt), ovo.predict(Xt))
+    np.testing.assert_array_equal(ddag.predict(Xt), np.repeat(np.arange(5), 10))
+    scores = ddag.decision_function(Xt)            # removal steps: a permutation of 0…m−1
+    np.testing.assert_array_equal(np.sort(scores, axis=1), np.tile(np.arange(5), (50, 1)))
+
+
+def test_ddag_walks_the_dag():
+    """The DAG of 3 classes: (0, 2) first; the loser's end of the range is dropped."""
+    from kernfw.estimators._multiclass_decomposition import ddag_scores
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    # row 0: (0,2) prefers 0 → range [0, 1]; (0,1) prefers 1 → 1
+    # row 1: (0,2) prefers 2 → range [1, 2]; (1,2) prefers 1 → 1
+    # row 2: (0,2) prefers 0, (0,1) prefers 0 → 0 (although (1,2) prefers 1: never asked)
+    decision = np.array([[1.0, -1.0, 5.0], [5.0, 1.0, -1.0], [-1.0, -1.0, -9.0]])
+    scores = ddag_scores(decision, pairs, 3)
+    np.testing.assert_array_equal(scores.argmax(axis=1), [1, 1, 0])
+    np.testing.assert_array_equal(scores[0], [1, 2, 0])
+
+
+def test_ddag_on_digits():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, test_size=0.25, random_state=0)
+    ddag = L2SVC(multi_class="ddag").fit(Xtr, ytr)
+    ovo_pred = L2SVC(multi_class="ovo").fit(Xtr, ytr).predict(Xte)
+    pred = ddag.predict(Xte)
+    assert np.mean(pred == yte) >= 0.97
+    assert np.mean(pred == ovo_pred) >= 0.98

@@ -1,5 +1,7 @@
 """The six mdos losses (math.md §1.2–§1.3): values, closed-form LMO, validation."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -48,15 +50,51 @@ def test_lmo_is_feasible_and_attains_the_loss(loss, rng):
     assert np.all(beta >= 0) and np.all(beta.sum(axis=1) <= rho.sum() + 1e-12)
     # β is a (scaled, capped) rearrangement of ρ: sorted β is dominated by ρ
     assert np.all(-np.sort(-beta, axis=1) <= rho + 1e-12)
-    # brute force: no vertex of the form "ρ on another permutation" does better
-    perms = [rng.permutation(M) for _ in range(50)]
-    for p in perms:
-        other = definition(loss, a)  # LMO value is the max over B, so random points cannot beat it
-        cand = np.zeros_like(a)
-        cand[:, p] = rho
-        if loss.positive_part:
-            cand = cand * (a > 0)
-        assert np.all(np.einsum("ij,ij->i", cand, a) <= other + 1e-12)
+
+
+def _table_rho(loss, m):
+    """ρ of math.md §1.3's table from the loss's constructor arguments (not ``loss.rho``)."""
+    if loss.name in ("max_hinge", "structured_hinge"):
+        return np.eye(m)[0]
+    if loss.name in ("topk_hinge", "usunier"):
+        return np.r_[np.full(loss.k, 1.0 / loss.k), np.zeros(m - loss.k)]
+    return np.asarray(loss.get_params()["rho"], dtype=float)
+
+
+def _vertices(loss, m):
+    """Every vertex of ``B`` (math.md §1.3): {0} ∪ permutations of ρ for the top-k family,
+    permutations of ρ with any entries zeroed for the Usunier (positive-part) family."""
+    perms = {tuple(p) for p in itertools.permutations(_table_rho(loss, m))}
+    if loss.name in ("usunier", "weighted_usunier"):
+        masks = list(itertools.product((0.0, 1.0), repeat=m))
+        return np.unique([np.multiply(p, z) for p in perms for z in masks], axis=0)
+    return np.array([np.zeros(m)] + sorted(perms))
+
+
+def _in_B(loss, beta, m, tol=1e-12):
+    """Membership in ``B`` from its inequality description (Rado; math.md §1.3)."""
+    rho = _table_rho(loss, m)
+    if np.any(beta < -tol):
+        return False
+    partial = np.cumsum(-np.sort(-beta))
+    if loss.name in ("usunier", "weighted_usunier"):   # 0 ≤ β ≤ p, p in the permutahedron
+        return bool(np.all(partial <= np.cumsum(rho) + tol))
+    theta = beta.sum() / rho.sum()                     # β = θ p, θ ∈ [0, 1]
+    return theta <= 1 + tol and (theta <= tol or bool(
+        np.all(partial / theta <= np.cumsum(rho) + 1e-9)))
+
+
+@pytest.mark.parametrize("loss", all_losses(), ids=lambda l: l.name)
+def test_lmo_against_enumeration_of_the_vertices(loss, rng):
+    """⟨LMO(a), a⟩ = max over every vertex of B, and LMO(a) ∈ B (brute force, m = 5)."""
+    a, _ = random_margins(rng, n=25)
+    a = np.vstack([a, np.zeros(M), -np.abs(a[:3]) - 0.1,     # loss 0: β may be 0
+                   np.round(a[3:8])])                         # ties
+    V = _vertices(loss, M)
+    best = (a @ V.T).max(axis=1)
+    for beta in (loss.lmo(a), np.array([loss.lmo_row(row) for row in a])):
+        np.testing.assert_allclose(np.einsum("ij,ij->i", beta, a), best, atol=1e-12)
+        assert all(_in_B(loss, row, M) for row in beta)
 
 
 @pytest.mark.parametrize("loss", all_losses(), ids=lambda l: l.name)

@@ -28,6 +28,12 @@ def _f(K, q, alpha):
     return q @ alpha - alpha @ K @ alpha
 
 
+def _center_distance(K, a, b):
+    """‖c_a − c_b‖ for the centres c = Σ α_i z_i of two weight vectors."""
+    d = a - b
+    return float(np.sqrt(max(d @ K @ d, 0.0)))
+
+
 class ForbidMatmat(KernelOperator):
     """Wraps an operator; counts column fetches and refuses anything n × n."""
 
@@ -213,8 +219,10 @@ def test_kernel_function_backend_agrees_with_gram():
     func = make_operator(X, "rbf", gamma=0.4, backend="function", cache_size=0.05)
     a = solve_simplex_qp(gram, q=gram.diag(), tol=1e-10)
     b = solve_simplex_qp(func, q=func.diag(), tol=1e-10)
-    assert a.n_iter == b.n_iter
-    np.testing.assert_allclose(a["alpha"], b["alpha"], atol=1e-10)
+    assert a.converged and b.converged
+    assert abs(a.dual - b.dual) <= a.gap + b.gap
+    # Bădoiu–Clarkson: ‖c − c*‖² ≤ R(c)² − r*² ≤ gap for any centre c
+    assert _center_distance(gram.dense(), a["alpha"], b["alpha"]) <= np.sqrt(a.gap) + np.sqrt(b.gap)
 
 
 def test_radius_stop_is_the_one_plus_epsilon_ball():
@@ -395,6 +403,8 @@ def _expected_failures(estimator):
                       "check_methods_sample_order_invariance", "check_methods_subset_invariance",
                       "check_dict_unchanged", "check_fit_idempotent"):
             failures[check] = _PRECOMPUTED_DIAG
+        # the check passes K − mean(K), an indefinite Gram: kernfw raises NotPSDError
+        failures["check_positive_only_tag_during_fit"] = "indefinite precomputed Gram"
     return failures
 
 
@@ -402,3 +412,170 @@ def _expected_failures(estimator):
                          expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- compiled backend (numba) = numpy path ------------------------------------------------
+def _both_backends(monkeypatch, solve):
+    """``solve()`` on the numpy path and on the compiled path (numba)."""
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    numpy_run = solve()
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    compiled_run = solve()
+    return numpy_run, compiled_run
+
+
+def test_compiled_backend_is_used_unless_disabled(monkeypatch):
+    pytest.importorskip("numba")
+    from kernfw.solvers.meb import CompiledSimplexQPIterate, make_iterate
+    op = Gram(rbf_kernel(_points(20), gamma=0.5))
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    assert isinstance(make_iterate(op, op.diag(), "mfw", None, "gap", None),
+                      CompiledSimplexQPIterate)
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
+    assert type(it) is SimplexQPIterate
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("problem", ["meb", "l2svm", "l2svm_poly"])
+@pytest.mark.parametrize("method", ["mfw", "fw"])
+def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
+    """Same trajectory to rounding: every certified dual value, gap and coreset size,
+    and the final α, v (FW and MFW; MEB and L2-SVM, constant and non-constant diagonal)."""
+    pytest.importorskip("numba")
+    X = _points(150, d=4, seed=21)
+    y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
+    kernel, params = (("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0})
+                      if problem == "l2svm_poly" else ("rbf", {"gamma": 0.5}))
+    K = Gram(_gram(X, kernel, params))
+    op = K if problem == "meb" else L2SVMKernel(K, y, 2.0)
+    q = op.diag() if problem == "meb" else None
+
+    def solve():
+        # 1500 steps: > 2 refreshes of the maintained scalars, drop steps, a γ = 1 step
+        return solve_simplex_qp(op, q=q, method=method, tol=1e-13, max_iter=1500,
+                                check_every=1, random_state=4)
+
+    a, b = _both_backends(monkeypatch, solve)
+    assert a.n_iter == b.n_iter                   # the budget, not a BLAS-dependent stop
+    scale = abs(a.dual) + a.history["primal"].max()
+    for key in ("dual", "primal"):
+        np.testing.assert_allclose(b.history[key], a.history[key], rtol=0, atol=1e-10 * scale)
+    np.testing.assert_array_equal(b.history["coreset"], a.history["coreset"])
+    np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
+    np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
+    if method == "mfw":
+        assert a.history["drop_steps"][-1] > 0
+
+
+def test_compiled_backend_reaches_the_same_certified_optimum(monkeypatch):
+    pytest.importorskip("numba")
+    X = _points(300, d=5, seed=22)
+    op = KernelFunction(X, "rbf", gamma=0.2, cache_size=0.2)
+    a, b = _both_backends(monkeypatch, lambda: solve_simplex_qp(op, q=op.diag(), tol=1e-9))
+    assert a.converged and b.converged
+    assert abs(a.dual - b.dual) <= a.gap + b.gap
+    assert _center_distance(op.dense(), a["alpha"], b["alpha"]) <= np.sqrt(a.gap) + np.sqrt(b.gap)
+
+
+# -- random_state must move the start ----------------------------------------------------
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_random_state_changes_the_start_point():
+    X = _points(50, seed=12)
+    op = Gram(X @ X.T)
+    starts = {}
+    for seed in (None, 3, 5):
+        res = solve_simplex_qp(op, q=op.diag(), max_iter=0, random_state=seed)
+        a = 0 if seed is None else int(np.random.default_rng(seed).integers(50))
+        assert a in res["support"]                # the start pair contains the chosen point
+        starts[seed] = tuple(res["support"])
+    assert len(set(starts.values())) == 3
+    # the estimator passes its random_state on
+    fits = [MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=s).fit(X)
+            for s in (3, 5)]
+    assert tuple(fits[0].support_) == starts[3] and tuple(fits[1].support_) == starts[5]
+    again = MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=3).fit(X)
+    np.testing.assert_array_equal(again.support_, fits[0].support_)
+
+
+# -- decisions robust to round-off (points on the sphere) -----------------------------------
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel):
+    X = (3 * np.random.RandomState(0).uniform(size=(20, 3))).astype(dtype)
+    ball = MinimumEnclosingBall(kernel=kernel).fit(X)
+    whole = ball.predict(X)
+    assert np.all(whole == 1)
+    for i in range(len(X)):                       # one point at a time, and in reverse order
+        assert ball.predict(X[i:i + 1])[0] == 1
+    assert np.all(ball.predict(X[::-1]) == 1)
+    assert ball.predict(X[4:5])[0] == whole[4]    # the issue's reproducer
+    # the slack is round-off sized: a point 1 % outside the sphere is an outlier
+    eps = np.finfo(dtype).eps
+    assert 0 < ball.boundary_tol_ <= 1e3 * eps * (1 + ball.radius_ ** 2 + ball.center_norm2_)
+    # the sphere passes through the farthest training point (what made it fragile)
+    assert abs(ball.distance2(X).max() - ball.radius_ ** 2) <= ball.boundary_tol_
+
+
+def test_a_point_just_outside_the_sphere_is_an_outlier():
+    X = 3 * np.random.RandomState(0).uniform(size=(20, 3))
+    ball = MinimumEnclosingBall(kernel="linear", tol=1e-10).fit(X)
+    centre = ball.dual_coef_[0] @ X[ball.support_]
+    far = X[ball.support_[0]]
+    outside = centre + 1.01 * (far - centre)
+    assert ball.predict(outside[None, :])[0] == -1
+    assert ball.predict((centre + 0.99 * (far - centre))[None, :])[0] == 1
+
+
+# -- indefinite Q: no certificate ----------------------------------------------------------
+@pytest.mark.parametrize("numba_off", ["0", "1"])
+def test_indefinite_matrix_raises_instead_of_certifying(monkeypatch, numba_off):
+    from kernfw.operators.psd import NotPSDError
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
+    X = _points(40, seed=23)
+    # K − 0.5·I with a wide RBF (K ≈ 1): the line search meets dᵀQd < 0 at once
+    op = Gram(rbf_kernel(X, gamma=0.01) - 0.5 * np.eye(40), check=False)
+    with pytest.raises(NotPSDError, match="negative curvature"):
+        solve_simplex_qp(op, q=op.diag(), tol=1e-8)
+    with pytest.raises(NotPSDError, match="negative curvature"):
+        solve_simplex_qp(L2SVMKernel(op, np.where(X[:, 0] > 0, 1.0, -1.0), 100.0), tol=1e-8)
+    # a narrow RBF: the directions FW takes have positive curvature, so the estimator's
+    # cheap spectrum check on an operator kernel is what refuses it
+    narrow = Gram(rbf_kernel(X, gamma=0.5) - 0.5 * np.eye(40), check=False)
+    with pytest.raises(NotPSDError, match="positive semidefinite"):
+        MinimumEnclosingBall(kernel=narrow).fit(X)
+
+
+# -- the CVM baseline ------------------------------------------------------------------------
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("kernel,params", KERNELS)
+def test_cvm_reaches_the_cvxpy_optimum_within_its_certified_gap(kernel, params):
+    from kernfw.reference import meb_reference
+    X = _points(60, seed=24)
+    K = _gram(X, kernel, params)
+    r2 = meb_reference(K)["radius2"]
+    op = Gram(K)
+    cvm = solve_simplex_qp(op, q=op.diag(), method="cvm", tol=1e-8, stop="gap")
+    mfw = solve_simplex_qp(op, q=op.diag(), method="mfw", tol=1e-8, stop="gap")
+    assert cvm.converged and cvm.gap <= 1e-8
+    # the certified bracket dual ≤ r*² ≤ primal holds (to the reference's accuracy)
+    assert cvm.dual <= r2 + 1e-7 * r2 and r2 <= cvm.primal + 1e-7 * r2
+    assert abs(cvm.dual - mfw.dual) <= cvm.gap + mfw.gap + 1e-12 * r2
+    # every iteration adds one point: the core set is the iteration count + the start pair
+    assert cvm.history["coreset"][-1] <= cvm.n_iter + 2
+    assert np.all(np.diff(cvm.history["dual"]) >= -1e-12 * r2)
+
+
+def test_cvm_radius_rule_and_estimator():
+    X = _points(200, d=5, seed=25)
+    op = Gram(rbf_kernel(X, gamma=0.3))
+    eps = 1e-3
+    res = solve_simplex_qp(op, q=op.diag(), method="cvm", tol=eps, stop="radius")
+    assert res.converged
+    assert np.sqrt(res.primal) <= (1 + eps) * np.sqrt(res.dual) * (1 + 1e-12)
+    exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
+    assert res.dual <= exact.dual * (1 + 1e-12) <= res.primal * (1 + 1e-12)
+    ball = MinimumEnclosingBall(method="cvm", gamma=0.3, tol=eps).fit(X)
+    assert ball.converged_ and np.all(ball.predict(X) == 1)
+    assert ball.radius_lower_ <= np.sqrt(exact.dual) * (1 + 1e-9) <= ball.radius_ * (1 + 1e-9)

@@ -1,19 +1,25 @@
-"""Online MKL (math.md §4): proxes vs cvxpy, kernelized = explicit iterates, the batch
-objective over epochs, weights on the informative kernels, the estimator, bad input."""
+"""Online MKL (math.md §4): proxes against cvxpy, CRF marginals against enumeration,
+kernelized = explicit iterates (multi-class and chains, hinge and CRF), sparsity along a
+λ path, the batch optimum against cvxpy, and the two estimators."""
 
+import itertools
 import pickle
 import warnings
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernfw import OnlineMKLClassifier
+from kernfw.estimators.online_mkl import OnlineMKLStructured
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram
-from kernfw.solvers.mkl.online import (batch_objective, initial_radius, prox_squared_l1,
-                                       prox_squared_l21, solve_online_mkl, structured_hinge)
+from kernfw.solvers.mkl.crf import chain_marginals, softmax_marginals
+from kernfw.solvers.mkl.online import ExplicitGroup, GroupParameters, solve_online_mkl
+from kernfw.solvers.mkl.prox import make_regularizer, prox_squared_l1, prox_squared_l21
+from kernfw.structured import Chain, Matching, MultiClass
 
 LAM = 0.05
 SPECS = [("linear", {"columns": [0, 1]}), ("linear", {"columns": [2, 3]}),
@@ -32,13 +38,40 @@ def _data(n=60, seed=0):
     return X, y
 
 
+def _chains(n=25, q=3, d=5, seed=0):
+    """Short chains whose letters show their state in the first q features (plus noise)."""
+    rng = np.random.default_rng(seed)
+    Y = [rng.integers(0, q, size=rng.integers(2, 5)) for _ in range(n)]
+    X = [np.eye(q, d)[y] * 1.5 + rng.normal(size=(y.size, d)) for y in Y]
+    return X, Y
+
+
 @pytest.fixture(scope="module")
 def problem():
     X, y = _data()
     return X, y, make_operator(X, SPECS, normalization="trace")
 
 
-# -- proximal operators ------------------------------------------------------------------------
+def _multiclass_groups(X, m, cols):
+    d = X.shape[1]
+    return [ExplicitGroup((np.arange(m)[:, None] * d + np.asarray(g)[None]).ravel())
+            for g in cols]
+
+
+# -- proximal operators (each against cvxpy) ---------------------------------------------------
+def _prox_case(seed):
+    rng = np.random.default_rng(seed)
+    v = [rng.normal(size=3), 0.1 * rng.normal(size=2), rng.normal(size=4), np.zeros(2)]
+    return v, [np.arange(0, 3), np.arange(3, 5), np.arange(5, 9), np.arange(9, 11)]
+
+
+def _apply(kind, v, idx, tau, tau2):
+    params = GroupParameters(11, idx, [], 1)
+    params.w[:] = np.concatenate(v)
+    make_regularizer(kind, tau, tau2).prox(params, 1.0)
+    return params.w
+
+
 @pytest.mark.cvxpy
 @pytest.mark.parametrize("tau", [0.01, 0.3, 3.0])
 def test_prox_squared_l1_matches_cvxpy(tau):
@@ -50,165 +83,301 @@ def test_prox_squared_l1_matches_cvxpy(tau):
 
 
 @pytest.mark.cvxpy
+@pytest.mark.parametrize("kind", ["squared_l21", "l21"])
 @pytest.mark.parametrize("tau", [0.01, 0.3, 3.0])
-def test_prox_squared_l21_matches_cvxpy(tau):
-    from kernfw.reference import prox_squared_l21_reference
+@pytest.mark.parametrize("seed", [0, 2])
+def test_group_prox_matches_cvxpy(kind, tau, seed):
+    from kernfw.reference import prox_group_reference
 
-    rng = np.random.default_rng(2)
-    groups = [rng.normal(size=3), 0.1 * rng.normal(size=2), rng.normal(size=4), np.zeros(2)]
-    ours = prox_squared_l21(groups, tau)
+    v, idx = _prox_case(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)     # Clarabel "inaccurate"
+        ref = np.concatenate(prox_group_reference(v, kind, tau))
+    np.testing.assert_allclose(_apply(kind, v, idx, tau, 0.0), ref, atol=1e-8)
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("tau2", [0.05, 0.5])
+def test_ridge_and_l1_prox_match_cvxpy(tau2):
+    """The single-term proxes of the composite regularizers."""
+    from kernfw.reference import prox_group_reference
+
+    v, idx = _prox_case(3)
+    params = GroupParameters(11, idx, [], 1)
+    params.w[:] = np.concatenate(v)
+    params.soft_threshold(tau2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        ref = prox_squared_l21_reference(groups, tau)
-    for a, b in zip(ours, ref):
-        np.testing.assert_allclose(a, b, atol=1e-8)
+        l1 = np.concatenate(prox_group_reference(v, "l1", 0.0, tau2))
+        ridge = np.concatenate(prox_group_reference(v, "ridge", 0.0, tau2))
+    np.testing.assert_allclose(params.w, l1, atol=1e-8)
+    # elastic = squared ℓ2,1 prox, then the ridge prox θ/(1+ηλ₂) (Alg. 1's sequence)
+    elastic = _apply("elastic", v, idx, 0.3, tau2)
+    squared = _apply("squared_l21", v, idx, 0.3, 0.0)
+    np.testing.assert_allclose(elastic, squared / (1 + tau2), rtol=1e-14)
+    np.testing.assert_allclose(np.concatenate(v) / (1 + tau2), ridge, atol=1e-8)
 
 
-def test_prox_zeros_whole_groups_and_is_optimal():
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("tau", [0.01, 0.3, 3.0])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sparse_group_lasso_prox_is_the_prox_of_the_sum(tau, seed):
+    """ℓ1 then ℓ2,1 in sequence = the prox of τ‖·‖_{2,1} + τ₂‖·‖₁ (math.md §4.6).
+
+    Checked by its optimality conditions to 1e-12 and against cvxpy, whose solution
+    is within its own accuracy here (Clarabel stops at a 1e-10 gap, i.e. ≲ 1e-6 in z):
+    our point must be at least as good as cvxpy's.
+    """
+    from kernfw.reference import prox_group_reference
+
+    tau2 = 0.2
+    v, idx = _prox_case(seed)
+    z = _apply("sparse_group_lasso", v, idx, tau, tau2)
+    for g in idx:
+        vg, zg = np.concatenate(v)[g], z[g]
+        if np.linalg.norm(zg) == 0:          # 0 ∈ ∂: ‖S_τ₂(v_g)‖ ≤ τ
+            s = np.sign(vg) * np.maximum(np.abs(vg) - tau2, 0)
+            assert np.linalg.norm(s) <= tau + 1e-12
+        else:                                 # v − z = τ z/‖z‖ + τ₂ ∂|z|
+            r = vg - zg - tau * zg / np.linalg.norm(zg)
+            nz = zg != 0
+            np.testing.assert_allclose(r[nz], tau2 * np.sign(zg[nz]), atol=1e-12)
+            assert np.all(np.abs(r[~nz]) <= tau2 + 1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ref = np.concatenate(prox_group_reference(v, "sparse_group_lasso", tau, tau2))
+
+    def objective(u):
+        fit = 0.5 * np.sum((u - np.concatenate(v)) ** 2)
+        return fit + tau * sum(np.linalg.norm(u[g]) for g in idx) + tau2 * np.abs(u).sum()
+
+    assert objective(z) <= objective(ref) + 1e-12
+    np.testing.assert_allclose(z, ref, atol=1e-6)
+
+
+def test_prox_zeros_whole_groups_and_keeps_directions():
     groups = [np.array([3.0, 4.0]), np.array([0.1, 0.0]), np.array([0.0, 1.0])]
-    tau = 0.5
-    out = prox_squared_l21(groups, tau)
-    assert np.all(out[1] == 0)                                  # a whole group switched off
-    np.testing.assert_allclose(out[0] / np.linalg.norm(out[0]), [0.6, 0.8])   # direction kept
-
-    def value(th):
-        fit = sum(np.sum((a - g) ** 2) for a, g in zip(th, groups))
-        return 0.5 * fit + 0.5 * tau * sum(np.linalg.norm(a) for a in th) ** 2
-
-    rng = np.random.default_rng(3)
-    for _ in range(200):
-        other = [a + 0.05 * rng.normal(size=a.shape) for a in out]
-        assert value(other) >= value(out) - 1e-12
-    # one coordinate: argmin ½(u − a)² + (τ/2)u² = a / (1 + τ); the largest entry survives
+    out = prox_squared_l21(groups, 0.5)
+    assert np.all(out[1] == 0)
+    np.testing.assert_allclose(out[0] / np.linalg.norm(out[0]), [0.6, 0.8])
     assert prox_squared_l1(np.array([2.0]), 3.0)[0] == pytest.approx(0.5)
     np.testing.assert_allclose(prox_squared_l1(np.array([1.0, -0.1]), 1.0), [0.5, 0.0])
 
 
-def test_structured_hinge_and_objective():
-    scores = np.array([[2.0, 0.0, 0.5], [0.0, 0.2, 0.1]])
-    y = np.array([0, 1])
-    np.testing.assert_allclose(structured_hinge(scores, y), [0.0, 0.9])
-    assert batch_objective(scores, np.array([1.0, 2.0]), y, 0.1) == pytest.approx(0.45 + 0.45)
-    assert initial_radius(0.5) == pytest.approx(2.0)
+# -- CRF marginals against enumeration ---------------------------------------------------------
+@pytest.mark.parametrize("T, q", [(1, 3), (2, 2), (3, 3), (4, 2)])
+def test_forward_backward_equals_brute_force(T, q):
+    rng = np.random.default_rng(T * 10 + q)
+    theta, G = 2 * rng.normal(size=(T, q)), 2 * rng.normal(size=(q, q))
+    mu, pairs, log_z = chain_marginals(theta, G)
+    labelings = np.array(list(itertools.product(range(q), repeat=T)))
+    f = theta[np.arange(T), labelings].sum(axis=1)
+    f += G[labelings[:, :-1], labelings[:, 1:]].sum(axis=1)
+    p = np.exp(f - logsumexp(f))
+    assert log_z == pytest.approx(logsumexp(f), rel=1e-12)
+    brute_mu = np.zeros((T, q))
+    brute_pairs = np.zeros((q, q))
+    for y, py in zip(labelings, p):
+        brute_mu[np.arange(T), y] += py
+        for a, b in zip(y[:-1], y[1:]):
+            brute_pairs[a, b] += py
+    np.testing.assert_allclose(mu, brute_mu, atol=1e-12)
+    np.testing.assert_allclose(pairs, brute_pairs, atol=1e-12)
+    p1, z1 = softmax_marginals(theta[0])
+    np.testing.assert_allclose(p1, np.exp(theta[0] - logsumexp(theta[0])), atol=1e-15)
 
 
-# -- the algorithm ---------------------------------------------------------------------------
-def test_kernelized_iterates_equal_explicit_features():
-    """Linear kernels on column groups = explicit feature groups (math.md §4.4)."""
+# -- kernelized = explicit ---------------------------------------------------------------------
+@pytest.mark.parametrize("loss", ["hinge", "crf"])
+@pytest.mark.parametrize("average, method", [(None, "proximal"), ("epoch", "proximal"),
+                                             ("weighted", "proximal"), (None, "dual_averaging"),
+                                             ("epoch", "dual_averaging")])
+def test_multiclass_kernelized_iterates_equal_explicit_features(loss, average, method):
     X, y = _data()
-    groups = [[0, 1], [2, 3], [4, 5], [6, 7]]
-    K = make_operator(X, [("linear", {"columns": g}) for g in groups])
-    a = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=15, random_state=0, radius="auto")
-    b = solve_online_mkl(X, y, lam=LAM, eta0=0.5, n_epochs=15, random_state=0, radius="auto",
-                   groups=groups)
-    np.testing.assert_allclose(a.history["primal"], b.history["primal"], atol=1e-10)
-    np.testing.assert_allclose(a["norms"], b["norms"], atol=1e-10)
+    cols = [[0, 1], [2, 3], [4, 5], [6, 7]]
+    K = make_operator(X, [("linear", {"columns": g}) for g in cols])
+    kw = dict(loss=loss, lam=LAM, eta0=0.5, max_iter=8, random_state=0, average=average,
+              method=method)
+    a = solve_online_mkl(MultiClass(3), X, y, list(K.operators), **kw)
+    b = solve_online_mkl(MultiClass(3), X, y, _multiclass_groups(X, 3, cols), **kw)
+    np.testing.assert_allclose(a.history["primal"], b.history["primal"], rtol=1e-10)
+    np.testing.assert_allclose(a["norms"], b["norms"], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(a.history["mistakes"], b.history["mistakes"])
-    # the maintained group norms equal ‖θ_k‖ recomputed from the coefficients
-    support, coef = a["support"], a["coef"]
-    for k, g in enumerate(groups):
-        theta = X[support][:, g].T @ coef[k]                       # (d_k, m)
-        assert np.linalg.norm(theta) == pytest.approx(a["norms"][k], abs=1e-9)
-        np.testing.assert_allclose(theta, b["theta"][k], atol=1e-9)
+    W = b["w"].reshape(3, -1)
+    for k, g in enumerate(cols):           # θ_k from the kernel coefficients = explicit θ_k
+        theta = X[a["support"]][:, g].T @ a["coef"][k]
+        np.testing.assert_allclose(theta, W[:, g].T, atol=1e-10)
+        assert np.linalg.norm(theta) == pytest.approx(a["norms"][k], rel=1e-10)
 
 
+@pytest.mark.parametrize("loss", ["hinge", "crf"])
+@pytest.mark.parametrize("method", ["proximal", "dual_averaging"])
+def test_chain_kernelized_iterates_equal_explicit_features(loss, method):
+    X, Y = _chains()
+    q, d = 3, 5
+    model = Chain(q).initialize(X, Y)
+    U = np.arange(q * d).reshape(q, d)
+    trans = ExplicitGroup(np.arange(q * d, model.size_joint_feature))
+    explicit = [ExplicitGroup(U[:, :2].ravel()), ExplicitGroup(U[:, 2:].ravel()), trans]
+    feats = np.concatenate(X)
+    K = make_operator(feats, [("linear", {"columns": [0, 1]}), ("linear", {"columns": [2, 3, 4]})])
+    kw = dict(loss=loss, lam=0.01, eta0=0.5, max_iter=6, random_state=0, method=method)
+    a = solve_online_mkl(Chain(q), X, Y, explicit, **kw)
+    b = solve_online_mkl(Chain(q), X, Y, [trans] + list(K.operators), **kw)
+    np.testing.assert_allclose(a.history["primal"], b.history["primal"], rtol=1e-10)
+    np.testing.assert_allclose(a["norms"][[2, 0, 1]], b["norms"], rtol=1e-10)
+    Ua = a["w"][:q * d].reshape(q, d)
+    for k, cols in enumerate([[0, 1], [2, 3, 4]]):
+        theta = feats[b["support"]][:, cols].T @ b["coef"][k]     # (d_k, q)
+        np.testing.assert_allclose(theta, Ua[:, cols].T, atol=1e-10)
+    np.testing.assert_allclose(a["w"][q * d:], b["w"][q * d:], atol=1e-10)
+
+
+def test_maintained_kernel_norms_equal_quadratic_forms(problem):
+    """‖θ_k‖² kept by the identity of math.md §4.4 = a_kᵀ K_k a_k (last iterate)."""
+    X, y, K = problem
+    for loss in ("hinge", "crf"):
+        res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), loss=loss, lam=LAM,
+                               max_iter=5, random_state=1, average=None)
+        S, A = res["support"], res["coef"]
+        for k, op in enumerate(K.operators):
+            quad = np.einsum("sc,st,tc->", A[k], op.dense()[np.ix_(S, S)], A[k])
+            assert res["norms"][k] == pytest.approx(np.sqrt(quad), rel=1e-9)
+
+
+# -- sparsity ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("regularizer", ["l21", "sparse_group_lasso"])
+def test_large_lambda_zeroes_every_group(problem, regularizer):
+    X, y, K = problem
+    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), regularizer=regularizer,
+                           lam=50.0, max_iter=2, random_state=0)
+    assert np.all(res["norms"] == 0) and res.history["active_groups"][-1] == 0
+    mixed = solve_online_mkl(MultiClass(3), X, y,
+                             _multiclass_groups(X, 3, [[0, 1], [2, 3]]) + list(K.operators[2:]),
+                             regularizer=regularizer, lam=50.0, max_iter=2, random_state=0)
+    assert np.all(mixed["norms"] == 0) and np.all(mixed["w"] == 0)
+
+
+def test_active_groups_fall_monotonically_along_a_lambda_path():
+    from kernfw import sweep
+
+    X, y = _data(n=90, seed=3)
+    specs = ([("linear", {"columns": [j]}) for j in range(8)]
+             + [("rbf", {"gamma": 0.5, "columns": [0, 1]})])
+    lams = np.geomspace(1e-3, 10.0, 9)
+    table = sweep(OnlineMKLClassifier(specs, regularizer="l21", max_iter=5, random_state=0,
+                                      average=None), X, y, "lam", lams)
+    active = table["n_active"].astype(int).tolist()
+    assert all(a >= b for a, b in zip(active, active[1:])), active
+    assert active[0] == 9 and active[-1] == 0
+
+
+# -- the batch objective -------------------------------------------------------------------------
 @pytest.mark.cvxpy
-def test_batch_objective_decreases_over_epochs_toward_the_optimum(problem):
+def test_objective_decreases_over_epochs_toward_the_optimum(problem):
     from kernfw.reference import online_mkl_reference
 
     X, y, K = problem
-    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=50, random_state=0)
+    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5,
+                           max_iter=30, random_state=0, average="uniform")
     F = res.history["primal"]
-    assert F.shape == (51,) and F[0] == pytest.approx(1.0)      # θ = 0: F(0) = 1
-    assert F[1] < F[0] and F[10] < F[1] and F[50] < F[10]
+    assert F.shape == (31,) and F[0] == pytest.approx(1.0)          # θ = 0: F(0) = 1
+    assert np.all(np.diff(F) < 0)                   # the averaged predictor's F decreases
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         ref = online_mkl_reference([op.dense() for op in K.operators], y, LAM)
-    assert np.all(F >= ref["value"] - 1e-7)                        # F* is a lower bound
-    assert F[50] - ref["value"] < 0.01               # math.md §4.5: about 1e-2 after 50 epochs
-    assert F[-1] == pytest.approx(res.primal)
+    assert np.all(F >= ref["value"] - 1e-7)                         # F* is a lower bound
+    assert F[-1] - ref["value"] < 0.02
     np.testing.assert_allclose(res["beta"], ref["beta"], atol=0.05)
+    assert not res.converged and res.gap == np.inf
 
 
 @pytest.mark.cvxpy
 def test_cost_sensitive_hinge_matches_cvxpy(problem):
-    from kernfw.reference import online_mkl_objective, online_mkl_reference
+    from kernfw.reference import online_mkl_reference
 
     X, y, K = problem
     cost = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 1.0], [3.0, 1.0, 0.0]])
-    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=40, random_state=0, cost=cost,
-                     radius="auto")
+    res = solve_online_mkl(MultiClass(3, cost=cost), X, y, list(K.operators), lam=LAM,
+                           eta0=0.5, max_iter=40, random_state=0, radius="auto")
     F = res.history["primal"]
     assert F[0] == pytest.approx(np.mean(cost[y].max(axis=1)))      # F(0)
-    scores = sum(op.columns(res["support"]) @ res["coef"][k] for k, op in enumerate(K.operators))
-    assert F[-1] == pytest.approx(online_mkl_objective(scores, res["norms"], y, LAM, cost))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         ref = online_mkl_reference([op.dense() for op in K.operators], y, LAM, cost=cost)
     assert ref["value"] - 1e-7 <= F[-1] <= ref["value"] + 0.03
-    assert np.linalg.norm(res["norms"]) <= initial_radius(LAM, y, cost) + 1e-12
-    with pytest.raises(ValueError, match="zero diagonal"):
-        solve_online_mkl(K, y, cost=np.ones((3, 3)))
+    assert np.linalg.norm(res["norms"]) <= res["radius"] + 1e-12
 
 
 def test_weights_concentrate_on_informative_kernels(problem):
     X, y, K = problem
-    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=30, random_state=0)
-    beta = res["beta"]
-    assert beta.sum() == pytest.approx(1.0)
-    assert beta[INFORMATIVE].sum() > 0.95
-    assert beta[2:].max() < 0.03
+    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5,
+                           max_iter=30, random_state=0)
+    assert res["beta"].sum() == pytest.approx(1.0)
+    assert res["beta"][INFORMATIVE].sum() > 0.95
 
 
 def test_ball_projection_bounds_the_norm(problem):
     X, y, K = problem
-    res = solve_online_mkl(K, y, lam=LAM, eta0=5.0, n_epochs=5, random_state=0, radius=0.5)
+    kw = dict(lam=LAM, eta0=5.0, max_iter=3, random_state=0, average=None)
+    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), radius=0.5, **kw)
     assert np.linalg.norm(res["norms"]) <= 0.5 + 1e-12
-    free = solve_online_mkl(K, y, lam=LAM, eta0=5.0, n_epochs=5, random_state=0)
+    free = solve_online_mkl(MultiClass(3), X, y, list(K.operators), **kw)
     assert np.linalg.norm(free["norms"]) > 0.5
 
 
-def test_long_runs_keep_finite_lazy_scales():
-    """Thousands of rounds of shrinking: the lazy scale factors are folded, not underflowed."""
-    X, y = _data(n=30)
-    K = make_operator(X, SPECS, normalization="trace")
-    res = solve_online_mkl(K, y, lam=1.0, eta0=2.0, n_epochs=120, random_state=1)
-    assert np.all(np.isfinite(res["coef"])) and np.all(np.isfinite(res.history["primal"]))
-
-
-# -- the estimator ----------------------------------------------------------------------------
+# -- the multi-class estimator -------------------------------------------------------------------
 def test_estimator_scores_and_weights(problem):
     X, y, K = problem
-    clf = OnlineMKLClassifier(SPECS, lam=LAM, eta=0.5, n_epochs=30, random_state=0).fit(X, y)
-    res = solve_online_mkl(K, y, lam=LAM, eta0=0.5, n_epochs=30, random_state=0)
+    clf = OnlineMKLClassifier(SPECS, lam=LAM, eta0=0.5, max_iter=20, random_state=0).fit(X, y)
+    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5,
+                           max_iter=20, random_state=0)
     np.testing.assert_allclose(clf.kernel_weights_, res["beta"])
     assert clf.objective_ == pytest.approx(res.primal)
-    assert clf.duality_gap_ == np.inf
-    assert clf.score(X, y) > 0.9
-    np.testing.assert_array_equal(clf.selected_kernels_, np.flatnonzero(res["beta"]))
-    # scores are Σ_k K_k(X, X_S) B_k
+    assert clf.duality_gap_ == np.inf and not clf.converged_
+    assert clf.score(X, y) > 0.9 and clf.lam_ == LAM
     scores = sum(op.cross(X, clf.support_) @ clf.dual_coef_[k]
                  for k, op in enumerate(K.operators))
     np.testing.assert_allclose(clf.decision_function(X), scores, atol=1e-10)
-    assert clf.history_["primal"].shape == (31,)
+    assert clf.group_norm_path_.shape == (21, 4)
+    np.testing.assert_allclose(clf.group_norm_path_[-1], clf.group_norms_)
+
+
+def test_estimator_mixes_feature_groups_and_kernels():
+    X, y = _data()
+    clf = OnlineMKLClassifier(kernel=[("rbf", {"gamma": 0.5, "columns": [4, 5]})],
+                              groups=[[0, 1], [2, 3]], lam=LAM, max_iter=10,
+                              random_state=0).fit(X, y)
+    assert clf.n_groups_ == 3 and clf.group_norms_.shape == (3,)
+    assert clf.score(X, y) > 0.9
+    # the same groups as linear kernels on trace-normalized columns: same model
+    same = OnlineMKLClassifier(kernel=[("linear", {"columns": [0, 1]}),
+                                       ("linear", {"columns": [2, 3]}),
+                                       ("rbf", {"gamma": 0.5, "columns": [4, 5]})],
+                               lam=LAM, max_iter=10, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.group_norms_, same.group_norms_, rtol=1e-9)
+    np.testing.assert_allclose(clf.decision_function(X), same.decision_function(X), atol=1e-9)
+    only = OnlineMKLClassifier(groups=[[0, 1], [2, 3]], loss="crf", cost=None, lam=LAM,
+                               max_iter=5, random_state=0).fit(X, y)
+    assert only.n_kernels_ == 0 and only.score(X, y) > 0.9
 
 
 def test_precomputed_equals_specs():
     X, y = _data()
     Xtr, Xte, ytr = X[:45], X[45:], y[:45]
-    a = OnlineMKLClassifier(SPECS, lam=LAM, n_epochs=5, random_state=0).fit(Xtr, ytr)
+    a = OnlineMKLClassifier(SPECS, lam=LAM, max_iter=5, random_state=0).fit(Xtr, ytr)
     raw = make_operator(Xtr, SPECS)
     grams = [op.dense() for op in raw.operators]
     tests = [op.cross(Xte) for op in raw.operators]
-    b = OnlineMKLClassifier("precomputed", lam=LAM, n_epochs=5, random_state=0).fit(grams, ytr)
+    b = OnlineMKLClassifier("precomputed", lam=LAM, max_iter=5, random_state=0).fit(grams, ytr)
     np.testing.assert_allclose(a.kernel_weights_, b.kernel_weights_, atol=1e-12)
     np.testing.assert_allclose(a.decision_function(Xte), b.decision_function(tests), atol=1e-9)
 
 
-def test_binary_decision_and_pickle():
+def test_binary_decision_pickle_and_clone():
     X, y = _data()
     yb = np.where(y == 0, "pos", "neg")
-    clf = OnlineMKLClassifier(SPECS, lam=LAM, n_epochs=5, random_state=0).fit(X, yb)
+    clf = OnlineMKLClassifier(SPECS, lam=LAM, max_iter=5, random_state=0).fit(X, yb)
     dec = clf.decision_function(X)
     assert dec.shape == (60,)
     np.testing.assert_array_equal(clf.predict(X), clf.classes_[(dec > 0).astype(int)])
@@ -217,30 +386,90 @@ def test_binary_decision_and_pickle():
     assert clone(clf).get_params() == clf.get_params()
 
 
+def test_deprecated_aliases_and_c_convention():
+    X, y = _data()
+    new = OnlineMKLClassifier(SPECS, eta0=0.5, max_iter=3, random_state=0).fit(X, y)
+    assert new.lam_ == pytest.approx(1.0 / X.shape[0])               # λ = 1/(C n), C = 1
+    with pytest.warns(FutureWarning, match="`n_epochs` is deprecated"):
+        with pytest.warns(FutureWarning, match="`eta` is deprecated"):
+            old = OnlineMKLClassifier(SPECS, eta=0.5, n_epochs=3, random_state=0).fit(X, y)
+    np.testing.assert_allclose(old.group_norms_, new.group_norms_)
+    half = OnlineMKLClassifier(SPECS, C=0.5, max_iter=1, random_state=0).fit(X, y)
+    assert half.lam_ == pytest.approx(2.0 / X.shape[0])
+
+
 def test_bad_input(problem):
     X, y, K = problem
-    with pytest.raises(ValueError, match="empty kernel list"):
-        solve_online_mkl([], y)
+    with pytest.raises(ValueError, match="empty group list"):
+        solve_online_mkl(MultiClass(3), X, y, [])
     with pytest.raises(ValueError, match="empty kernel list"):
         OnlineMKLClassifier([]).fit(X, y)
-    with pytest.raises(ValueError, match="different sizes"):
-        solve_online_mkl([Gram(np.eye(60)), Gram(np.eye(50))], y)
     with pytest.raises(ValueError, match="lam must be"):
-        solve_online_mkl(K, y, lam=0.0)
-    with pytest.raises(ValueError, match="n_epochs"):
-        solve_online_mkl(K, y, n_epochs=0)
+        solve_online_mkl(MultiClass(3), X, y, list(K.operators), lam=0.0)
+    with pytest.raises(ValueError, match="max_iter"):
+        solve_online_mkl(MultiClass(3), X, y, list(K.operators), max_iter=0)
     with pytest.raises(ValueError, match="radius"):
-        solve_online_mkl(K, y, radius=-1.0)
-    with pytest.raises(ValueError, match="labels"):
-        solve_online_mkl(K, y[:-1])
-    with pytest.raises(ValueError, match="lam"):
-        OnlineMKLClassifier(SPECS, lam=-1.0).fit(X, y)
-    clf = OnlineMKLClassifier("precomputed", n_epochs=1).fit(
+        solve_online_mkl(MultiClass(3), X, y, list(K.operators), radius=-1.0)
+    with pytest.raises(ValueError, match="positions"):
+        solve_online_mkl(MultiClass(3), X, y, [Gram(np.eye(50))])
+    with pytest.raises(ValueError, match="disjoint"):
+        OnlineMKLClassifier(groups=[[0, 1], [1, 2]]).fit(X, y)
+    with pytest.raises(ValueError, match="column indices"):
+        OnlineMKLClassifier(groups=[[0, 99]]).fit(X, y)
+    with pytest.raises(ValueError, match="zero diagonal"):
+        OnlineMKLClassifier(SPECS, cost=np.ones((3, 3))).fit(X, y)
+    clf = OnlineMKLClassifier("precomputed", max_iter=1).fit(
         [op.dense() for op in K.operators], y)
     with pytest.raises(ValueError, match="expected 4 test Gram"):
         clf.predict([np.zeros((3, 60))])
 
 
-@parametrize_with_checks([OnlineMKLClassifier(["linear", "rbf"], n_epochs=2, random_state=0)])
+@parametrize_with_checks([OnlineMKLClassifier(["linear", "rbf"], max_iter=2, random_state=0),
+                          OnlineMKLClassifier(loss="crf", max_iter=2, random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- the structured estimator -----------------------------------------------------------------
+@pytest.mark.parametrize("loss", ["hinge", "crf"])
+def test_structured_chain_with_mixed_groups(loss):
+    X, Y = _chains(n=40)
+    groups = [("features", [0, 1, 2]), ("features", [3, 4]), "transitions",
+              ("rbf", {"gamma": 0.3})]
+    est = OnlineMKLStructured(Chain(3), groups, loss=loss, lam=0.01, eta0=0.5, max_iter=8,
+                              random_state=0).fit(X, Y)
+    assert est.group_names_[:3] == ["features [0, 1, 2]", "features [3, 4]", "transitions"]
+    assert est.group_norms_.shape == (4,) and est.score(X, Y) > 0.8
+    F = est.history_["primal"]
+    assert F[-1] < F[1]
+    pred = est.predict(X)
+    assert all(p.shape == y.shape for p, y in zip(pred, Y))
+    assert clone(est).get_params()["groups"] == groups
+    again = pickle.loads(pickle.dumps(est))
+    assert all(np.array_equal(a, b) for a, b in zip(again.predict(X), pred))
+
+
+def test_structured_multiclass_equals_the_classifier():
+    X, y = _data()
+    a = OnlineMKLStructured(MultiClass(3), SPECS, lam=LAM, max_iter=4, random_state=0).fit(X, y)
+    b = OnlineMKLClassifier(SPECS, lam=LAM, max_iter=4, random_state=0).fit(X, y)
+    np.testing.assert_allclose(a.group_norms_, b.group_norms_, rtol=1e-10)
+    np.testing.assert_array_equal(a.predict(X), np.searchsorted(b.classes_, b.predict(X)))
+
+
+def test_structured_matching_is_hinge_only():
+    rng = np.random.default_rng(0)
+    Y = [rng.permutation(3) for _ in range(20)]
+    X = []
+    for y in Y:
+        x = rng.normal(size=(3, 3, 4)) * 0.3
+        x[np.arange(3), y, 0] += 1.0
+        X.append(x)
+    est = OnlineMKLStructured(Matching(), [np.array([0]), np.array([1, 2, 3])], lam=0.01,
+                              max_iter=5, random_state=0).fit(X, Y)
+    assert est.score(X, Y) > 0.9
+    assert est.group_norms_[0] > est.group_norms_[1]
+    with pytest.raises(ValueError, match="hinge"):
+        OnlineMKLStructured(Matching(), loss="crf", lam=0.01).fit(X, Y)
+    with pytest.raises(ValueError, match="kernel groups need"):
+        OnlineMKLStructured(Matching(), ["rbf"], lam=0.01).fit(X, Y)

@@ -704,3 +704,59 @@ def test_repr(data):
     X, _ = data
     assert repr(Features(X.astype(np.float32))) == "Features(n=40, dtype=float32)"
     assert "weights=[0.5, 1.0]" in repr(MultiKernel([Features(X)] * 2, [0.5, 1.0]))
+
+
+# -- arrays for compiled kernels and sweeps (the protocol's tree methods) -----------------------
+
+def test_compiled_view_of_each_backend():
+    from kernfw.operators import KernelFunction, MultiKernel, normalize
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 4))
+    view = Features(X).compiled_view()
+    assert view.kind == "features" and view.matrix.flags.c_contiguous
+    np.testing.assert_array_equal(view.matrix, X)
+    Xs = sp.csr_matrix((np.ones(3), ([0, 0, 1], [2, 2, 0])), shape=(2, 3))  # a duplicate
+    view = Features(Xs).compiled_view()
+    assert view.matrix.has_canonical_format and view.matrix.nnz == 2
+    assert view.matrix[0, 2] == 2.0
+    K = X @ X.T
+    view = Gram(K).compiled_view()
+    assert view.kind == "gram" and view.matrix is K
+    for op in (KernelFunction(X, "rbf"), MultiKernel([Gram(K)]), normalize(Gram(K), "trace")):
+        assert op.compiled_view() is None
+
+
+def test_detach_attach_and_materialize_operator_trees():
+    """A sweep's round trip: on-the-fly kernels become Grams in given memory, the Grams
+    leave the (pickled) tree once each and come back; the kernel is unchanged."""
+    from kernfw.operators import ArraySlot, KernelFunction, MultiKernel, Normalized, normalize
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 3))
+    op = MultiKernel([normalize(KernelFunction(X, "rbf", gamma=0.3), "center"),
+                      make_operator(X, "linear"), KernelFunction(X, "poly", degree=2)],
+                     [0.5, 1.0, 0.2])
+    allocated = []
+
+    def allocate(shape, dtype):
+        allocated.append(np.empty(shape, dtype))
+        return allocated[-1]
+
+    big = op.materialize(allocate, max_mb=1e-3)             # no Gram fits: unchanged kernels
+    assert not allocated and isinstance(big.operators[2], KernelFunction)
+    dense = op.materialize(allocate, max_mb=100)
+    assert len(allocated) == 2 and isinstance(dense.operators[2], Gram)
+    centered = dense.operators[0]
+    assert isinstance(centered, Normalized) and centered._stats["train"] is centered.base
+    assert centered.base.K is allocated[0]
+    np.testing.assert_array_equal(allocated[0], allocated[0].T)    # exactly symmetric
+    np.testing.assert_allclose(dense.dense(), op.dense(), atol=1e-12)
+    store = []
+    shell = dense.detach_arrays(store)
+    assert len(store) == 2 and store[0] is allocated[0]
+    assert isinstance(shell.operators[0].base.K, ArraySlot)
+    assert shell.operators[0]._stats["train"].K.index == 0      # shared, detached once
+    back = pickle.loads(pickle.dumps(shell)).attach_arrays(store)
+    assert back.operators[2].K is store[1]
+    np.testing.assert_allclose(back.dense(), op.dense(), atol=1e-12)
+    Xn = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(back.cross(Xn), op.cross(Xn), atol=1e-12)

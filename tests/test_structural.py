@@ -17,21 +17,19 @@ from kernfw import StructuredSVM
 from kernfw.datasets import make_chains
 from kernfw.fw import Certificate
 from kernfw.operators import Features, Gram, KernelFunction
+from kernfw.solvers.cutting_plane import solve_structural_cutting_plane
+from kernfw.solvers.multiclass import solve_multiclass
 from kernfw.solvers.structural import (
     BCFW,
     StructuredProblem,
-    multiclass_kernel_bcfw,
-    structural_bcfw,
-    structural_fw,
+    solve_structural_bcfw,
+    solve_structural_fw,
 )
 from kernfw.structured import Chain, Matching, MultiClass, StructuredModel
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
+#: a run stopped by its budget on purpose (fixed passes, tol=0): its ConvergenceWarning is expected
+FIXED_BUDGET = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
 def multiclass_data(n=30, m=4, d=5, seed=0):
@@ -79,10 +77,10 @@ def multiclass_reference():
 def test_multiclass_fw_and_bcfw_reach_cvxpy_optimum(multiclass_reference, solver):
     X, y, model, ref = multiclass_reference
     if solver == "fw":
-        result = structural_fw(model, X, y, MC_LAM, max_passes=50000, tol=1e-4)
+        result = solve_structural_fw(model, X, y, MC_LAM, max_iter=50000, tol=1e-4)
     else:
-        result = structural_bcfw(model, X, y, MC_LAM, averaging=solver == "bcfw-wavg",
-                                 max_passes=50000, tol=1e-4, gap_every=10, random_state=0)
+        result = solve_structural_bcfw(model, X, y, MC_LAM, averaging=solver == "bcfw-wavg",
+                                 max_iter=50000, tol=1e-4, check_every=10, random_state=0)
     assert result.converged
     assert_certified(result, ref["primal"], 1e-4)
     assert_history_bounds(result, ref["primal"])
@@ -90,17 +88,23 @@ def test_multiclass_fw_and_bcfw_reach_cvxpy_optimum(multiclass_reference, solver
 
 @pytest.mark.cvxpy
 def test_multiclass_pairwise_reaches_cvxpy_optimum_linearly(multiclass_reference):
+    """solver="pairwise" is the multi-class dual solver with pairwise block steps (§3.7, §3.9)."""
     X, y, model, ref = multiclass_reference
-    result = multiclass_kernel_bcfw(Features(X), y, MC_LAM, pairwise=True, max_passes=3000,
-                                    tol=1e-9, gap_every=10, random_state=0)
-    assert result.converged and result.n_iter < 1000
-    assert abs(result.primal - ref["primal"]) <= 1e-8
-    assert_history_bounds(result, ref["primal"])
-    W = (Features(X).primal(result["dual_coef"])).T
-    np.testing.assert_allclose(W.ravel(), ref["w"], atol=1e-4)
-    plain = multiclass_kernel_bcfw(Features(X), y, MC_LAM, max_passes=result.n_iter, tol=0,
-                                   gap_every=result.n_iter, random_state=0)
-    assert plain.gap > 100 * max(result.gap, 1e-10)        # FW block steps: sublinear
+    svm = StructuredSVM(MultiClass(4), lam=MC_LAM, solver="pairwise", max_iter=3000, tol=1e-9,
+                        check_every=10, random_state=0).fit(X, y)
+    assert svm.converged_ and svm.n_iter_ < 1000
+    assert abs(svm.primal_objective_ - ref["primal"]) <= 1e-8
+    assert np.all(svm.history_["primal"] - ref["primal"] <= svm.history_["gap"] + 1e-9)
+    assert np.all(svm.history_["dual"] <= ref["primal"] + 1e-9)
+    np.testing.assert_allclose(svm.coef_, ref["w"], atol=1e-4)
+    from kernfw.reference import structural_objective
+    assert structural_objective(model, X, y, MC_LAM, svm.coef_) == pytest.approx(
+        svm.primal_objective_, abs=1e-10)                  # coef_ is the certified point
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        plain = solve_structural_bcfw(MultiClass(4), X, y, MC_LAM, averaging=False,
+                                      max_iter=svm.n_iter_, tol=0, check_every=svm.n_iter_,
+                                      random_state=0)
+    assert plain.gap > 100 * max(svm.duality_gap_, 1e-10)  # FW block steps: sublinear
 
 
 @pytest.mark.cvxpy
@@ -112,11 +116,11 @@ def test_label_costs_reach_cvxpy_optimum():
     cost = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 0.5], [2.0, 0.5, 0.0]])
     ref = structural_primal(MultiClass(3, cost=cost).initialize(X, y), X, y, MC_LAM)
     pairwise = StructuredSVM(MultiClass(3, cost=cost), lam=MC_LAM, solver="pairwise",
-                             max_passes=3000, tol=1e-9, random_state=0).fit(X, y)
+                             max_iter=3000, tol=1e-9, random_state=0).fit(X, y)
     assert abs(pairwise.primal_objective_ - ref["primal"]) <= 1e-8
     np.testing.assert_allclose(pairwise.coef_, ref["w"], atol=1e-4)
-    bcfw = StructuredSVM(MultiClass(3, cost=cost), lam=MC_LAM, max_passes=5000, tol=1e-4,
-                         gap_every=10, random_state=0).fit(X, y)
+    bcfw = StructuredSVM(MultiClass(3, cost=cost), lam=MC_LAM, solver="bcfw", max_iter=5000,
+                         tol=1e-4, check_every=10, random_state=0).fit(X, y)
     assert bcfw.converged_
     assert abs(bcfw.primal_objective_ - ref["primal"]) <= bcfw.duality_gap_ + 1e-6
 
@@ -129,8 +133,8 @@ def test_kernel_bcfw_with_rbf_kernel_function_reaches_cvxpy_optimum():
     op = KernelFunction(X, "rbf", gamma=0.5, cache_size=0)       # nothing cached: K never stored
     F = factor_gram(Gram(op.dense()).dense())
     ref = structural_primal(MultiClass(3).initialize(F, y), F, y, 0.05)
-    result = multiclass_kernel_bcfw(op, y, 0.05, pairwise=True, max_passes=3000, tol=1e-9,
-                                    gap_every=10, random_state=0)
+    result = solve_multiclass(op, y, lam=0.05, solver="bcfw", max_iter=3000, tol=1e-9,
+                              check_every=10, random_state=0)
     assert result.converged
     assert abs(result.primal - ref["primal"]) <= 1e-8
     assert op.misses > 0 and op.cache_info["cached"] == 0
@@ -152,10 +156,10 @@ def chain_reference():
 def test_chain_solvers_reach_cvxpy_optimum(chain_reference, solver):
     X, Y, model, ref = chain_reference
     if solver == "fw":
-        result = structural_fw(model, X, Y, 1.0, max_passes=20000, tol=1e-4)
+        result = solve_structural_fw(model, X, Y, 1.0, max_iter=20000, tol=1e-4)
     else:
-        result = structural_bcfw(model, X, Y, 1.0, averaging=solver == "bcfw-wavg",
-                                 sample="perm", max_passes=20000, tol=1e-4, gap_every=10,
+        result = solve_structural_bcfw(model, X, Y, 1.0, averaging=solver == "bcfw-wavg",
+                                 sample="perm", max_iter=20000, tol=1e-4, check_every=10,
                                  random_state=0)
     assert result.converged
     assert_certified(result, ref["primal"], 1e-4)
@@ -172,8 +176,8 @@ def test_matching_bcfw_reaches_cvxpy_optimum():
          for y in Y]
     model = Matching().initialize(X, Y)
     ref = structural_primal(model, X, Y, 0.5)
-    result = structural_bcfw(model, X, Y, 0.5, averaging=False, max_passes=20000, tol=1e-4,
-                             gap_every=10, random_state=0)
+    result = solve_structural_bcfw(model, X, Y, 0.5, averaging=False, max_iter=20000, tol=1e-4,
+                             check_every=10, random_state=0)
     assert result.converged
     assert_certified(result, ref["primal"], 1e-4)
     assert structural_objective(model, X, Y, 0.5, result["w"]) == pytest.approx(result.primal)
@@ -205,7 +209,7 @@ def test_user_model_is_a_binary_svm():
     X, y = multiclass_data(n=25, m=2, d=3, seed=3)
     Y = list(2 * y - 1)
     model = Sign()
-    svm = StructuredSVM(model, lam=0.3, solver="fw", max_passes=20000, tol=1e-4).fit(list(X), Y)
+    svm = StructuredSVM(model, lam=0.3, solver="fw", max_iter=20000, tol=1e-4).fit(list(X), Y)
     ref = structural_primal(Sign().initialize(list(X), Y), list(X), Y, 0.3)
     assert svm.converged_
     assert abs(svm.primal_objective_ - ref["primal"]) <= svm.duality_gap_ + 1e-6
@@ -257,66 +261,71 @@ def test_block_step_is_the_exact_line_search():
     assert checked >= problem.n // 2
 
 
-def test_kernel_bcfw_equals_explicit_bcfw_on_linear_features():
+def test_multiclass_dual_block_steps_equal_structural_bcfw():
+    """§3.7: BCFW on MultiClass and the multi-class dual's FW block steps are the same method.
+
+    The two are written independently (joint features and oracles here; the closed-form
+    LMO and ``W = Xᵀ Aᵀ/(λn)`` there); with the same block order their iterates agree.
+    """
+    from kernfw.solvers.multiclass import BlockFW, MulticlassDual
+
     X, y = multiclass_data()
-    explicit = structural_bcfw(MultiClass(4), X, y, 0.1, averaging=True, max_passes=40,
-                               gap_every=4, random_state=3)
-    kernel = multiclass_kernel_bcfw(Features(X), y, 0.1, averaging=True, max_passes=40,
-                                    gap_every=4, random_state=3)
-    W = Features(X).primal(kernel["dual_coef"]).T
-    np.testing.assert_allclose(W.ravel(), explicit["w"], atol=1e-12)
-    for key in ("primal", "dual", "gap", "oracle_calls"):
-        np.testing.assert_allclose(kernel.history[key], explicit.history[key], atol=1e-12)
+    lam = 0.1
+    structural = BCFW(StructuredProblem(MultiClass(4), X, y, lam), random_state=3)
+    dual = MulticlassDual(Features(X), y, "max_hinge", lam)
+    block = BlockFW(dual, *dual.start(), random_state=3, block_step="fw", compiled=False)
+    for t in range(40):
+        structural.step(t)
+        block.step(t)
+    W = X.T @ block.At / (lam * len(y))                       # (d, m)
+    np.testing.assert_allclose(W.T.ravel(), structural.w, atol=1e-10)
+    a, b = structural.certificate(), block.certificate()
+    assert a.primal == pytest.approx(b.primal, abs=1e-10)
+    assert a.dual == pytest.approx(b.dual, abs=1e-10)
+    assert a.gap > 1e-6                                       # not trivially converged
 
 
-def test_kernel_backends_agree():
-    X, y = multiclass_data(n=25, m=3, d=4, seed=2)
-    runs = [multiclass_kernel_bcfw(op, y, 0.3, pairwise=True, max_passes=500, tol=1e-10,
-                                   gap_every=5, random_state=0)
-            for op in (Gram(X @ X.T), Features(X), KernelFunction(X, "linear", cache_size=0),
-                       KernelFunction(X, "linear"))]                   # cached columns reused
-    for r in runs:
-        assert r.converged
-        np.testing.assert_allclose(r["S"], runs[0]["S"], atol=1e-6)   # the optimal scores
-
-
+@FIXED_BUDGET
 def test_same_random_state_same_iterates():
     X, Y = chain_data()
-    a = structural_bcfw(Chain(3), X, Y, 0.1, max_passes=6, gap_every=2, random_state=7)
-    b = structural_bcfw(Chain(3), X, Y, 0.1, max_passes=6, gap_every=2, random_state=7)
-    c = structural_bcfw(Chain(3), X, Y, 0.1, max_passes=6, gap_every=2, random_state=8)
+    a = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=6, check_every=2, random_state=7)
+    b = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=6, check_every=2, random_state=7)
+    c = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=6, check_every=2, random_state=8)
     np.testing.assert_array_equal(a["w"], b["w"])
     np.testing.assert_array_equal(a.history["primal"], b.history["primal"])
     assert not np.array_equal(a["w"], c["w"])
-    e1 = StructuredSVM(Chain(3), lam=0.1, max_passes=6, random_state=1).fit(X, Y)
-    e2 = StructuredSVM(Chain(3), lam=0.1, max_passes=6, random_state=1).fit(X, Y)
+    e1 = StructuredSVM(Chain(3), lam=0.1, max_iter=6, random_state=1).fit(X, Y)
+    e2 = StructuredSVM(Chain(3), lam=0.1, max_iter=6, random_state=1).fit(X, Y)
     np.testing.assert_array_equal(e1.coef_, e2.coef_)
 
 
+@FIXED_BUDGET
 def test_history_counts_passes_and_oracle_calls():
     X, Y = chain_data()
-    result = structural_bcfw(Chain(3), X, Y, 0.1, sample="perm", max_passes=9, tol=0,
-                             gap_every=3, random_state=0)
+    result = solve_structural_bcfw(Chain(3), X, Y, 0.1, sample="perm", max_iter=9, tol=0,
+                             check_every=3, random_state=0)
     h = result.history
     np.testing.assert_array_equal(h["iteration"], [0, 3, 6, 9])
     np.testing.assert_array_equal(h["oracle_calls"], [0, 24, 48, 72])
     np.testing.assert_array_equal(h["pass"], [0, 3, 6, 9])
     assert np.all(np.isfinite(result["block_gaps"]))      # perm visits every block
-    fw = structural_fw(Chain(3), X, Y, 0.1, max_passes=4, tol=0)
+    fw = solve_structural_fw(Chain(3), X, Y, 0.1, max_iter=4, tol=0)
     np.testing.assert_array_equal(fw.history["pass"], [0, 1, 2, 3, 4])
 
 
+@FIXED_BUDGET
 def test_fw_line_search_beats_standard_step():
     X, y = multiclass_data()
-    ls = structural_fw(MultiClass(4), X, y, 0.1, max_passes=200, tol=0)
-    std = structural_fw(MultiClass(4), X, y, 0.1, step="standard", max_passes=200, tol=0)
+    ls = solve_structural_fw(MultiClass(4), X, y, 0.1, max_iter=200, tol=0)
+    std = solve_structural_fw(MultiClass(4), X, y, 0.1, step="standard", max_iter=200, tol=0)
     assert ls.gap < std.gap
     assert np.all(np.diff(ls.history["dual"]) >= -1e-12)      # exact line search: monotone dual
 
 
+@FIXED_BUDGET
 def test_bcfw_standard_step_runs():
     X, y = multiclass_data()
-    result = structural_bcfw(MultiClass(4), X, y, 0.1, step="standard", max_passes=20,
+    result = solve_structural_bcfw(MultiClass(4), X, y, 0.1, step="standard", max_iter=20,
                              random_state=0)
     assert result.gap < result.history["gap"][0]
 
@@ -324,15 +333,15 @@ def test_bcfw_standard_step_runs():
 def test_bad_solver_arguments():
     X, y = multiclass_data()
     with pytest.raises(ValueError, match="lam"):
-        structural_bcfw(MultiClass(4), X, y, 0.0)
+        solve_structural_bcfw(MultiClass(4), X, y, 0.0)
     with pytest.raises(ValueError, match="step"):
-        structural_fw(MultiClass(4), X, y, 0.1, step="exact")
+        solve_structural_fw(MultiClass(4), X, y, 0.1, step="exact")
     with pytest.raises(ValueError, match="sample"):
-        structural_bcfw(MultiClass(4), X, y, 0.1, sample="cyclic")
-    with pytest.raises(ValueError, match="gap_every"):
-        structural_bcfw(MultiClass(4), X, y, 0.1, gap_every=0)
-    with pytest.raises(ValueError, match="labels"):
-        multiclass_kernel_bcfw(Features(X), y + 10, 0.1, n_classes=4)
+        solve_structural_bcfw(MultiClass(4), X, y, 0.1, sample="cyclic")
+    with pytest.raises(ValueError, match="check_every"):
+        solve_structural_bcfw(MultiClass(4), X, y, 0.1, check_every=0)
+    with pytest.raises(ValueError, match="compiled"):
+        solve_structural_bcfw(MultiClass(4), X, y, 0.1, compiled="yes")
 
 
 # -- SSG baseline -------------------------------------------------------------------------------
@@ -350,8 +359,8 @@ def test_ssg_first_step_and_run():
     psi = model.joint_feature(X[i], y[i]) - model.joint_feature(X[i], y_hat)
     np.testing.assert_allclose(ssg.w, psi / 0.1)
 
-    fw = multiclass_kernel_bcfw(Features(X), y, 0.1, pairwise=True, max_passes=1000, tol=1e-9,
-                                random_state=0)
+    fw = solve_multiclass(Features(X), y, lam=0.1, solver="bcfw", max_iter=1000, tol=1e-9,
+                          random_state=0)
     for averaging in (False, True):
         result = structural_ssg(MultiClass(4), X, y, 0.1, averaging=averaging, max_passes=100,
                                 gap_every=20, random_state=0)
@@ -364,28 +373,74 @@ def test_ssg_first_step_and_run():
 
 # -- estimator --------------------------------------------------------------------------------
 
+@FIXED_BUDGET
 def test_estimator_fits_chains():
     X, Y = make_chains(40, n_states=3, n_features=4, length=(3, 6), noise=0.5,
                        random_state=1)
-    svm = StructuredSVM(Chain(3), lam=0.05, max_passes=20, gap_every=4, random_state=0)
+    svm = StructuredSVM(Chain(3), lam=0.05, max_iter=20, check_every=4, random_state=0)
     assert svm.fit(X, Y) is svm
     pred = svm.predict(X)
     assert len(pred) == len(X) and all(len(p) == len(y) for p, y in zip(pred, Y))
     loss = np.mean([np.mean(p != y) for p, y in zip(pred, Y)])
-    assert svm.score(X, Y) == pytest.approx(loss) and loss < 0.2
+    assert svm.task_loss(X, Y) == pytest.approx(loss) and loss < 0.2
+    assert svm.score(X, Y) == pytest.approx(1.0 - loss)          # higher is better
     assert svm.n_passes_ == 20 == svm.n_iter_
     assert svm.primal_objective_ == pytest.approx(svm.primal_objective(X, Y))
-    assert svm.primal_objective_ - svm.dual_objective_ == pytest.approx(svm.duality_gap_)
+    assert svm.lam_ == 0.05 and svm.n_features_in_ == 4 and svm.solver_ == "bcfw"
     assert {"oracle_calls", "pass", "gap", "primal"} <= set(svm.history_)
     assert svm.coef_.shape == (svm.model_.size_joint_feature,)
 
 
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("solver", ["bcfw", "fw", "cutting_plane"])
+@FIXED_BUDGET
+def test_estimator_gap_bounds_the_suboptimality(chain_reference, solver):
+    """Independent check of the certificate: ``P(coef_)`` by enumerating every labeling,
+    ``P*`` from cvxpy; every certified iterate has ``P − P* ≤ gap`` and the bound is tight
+    enough that half the gap would not be one."""
+    from kernfw.reference import structural_objective
+
+    X, Y, model, ref = chain_reference
+    svm = StructuredSVM(Chain(3), lam=1.0, solver=solver, averaging=False, max_iter=12,
+                        tol=0.0, check_every=1, random_state=0).fit(X, Y)
+    p_enum = structural_objective(model, X, Y, 1.0, svm.coef_)
+    assert p_enum == pytest.approx(svm.primal_objective_, abs=1e-10)
+    assert 0 <= p_enum - ref["primal"] <= svm.duality_gap_ + 1e-9
+    assert svm.dual_objective_ <= ref["primal"] + 1e-9
+    sub, gap = svm.history_["primal"] - ref["primal"], svm.history_["gap"]
+    assert np.all(sub <= gap + 1e-9) and np.all(sub >= -1e-9)
+    assert np.any(sub > 0.5 * gap)
+
+
+@pytest.mark.cvxpy
+def test_cutting_plane_reaches_cvxpy_optimum(multiclass_reference, chain_reference):
+    cases = ((MultiClass(4), multiclass_reference, MC_LAM), (Chain(3), chain_reference, 1.0))
+    for model, (X, Y, _, ref), lam in cases:
+        result = solve_structural_cutting_plane(model, X, Y, lam, tol=1e-6, max_iter=500)
+        assert result.converged
+        assert_certified(result, ref["primal"], 1e-6)
+        assert_history_bounds(result, ref["primal"])
+        h = result.history
+        np.testing.assert_array_equal(h["cuts"], np.arange(h["cuts"].size) + 1)
+        assert np.all(np.diff(h["dual"]) >= -1e-9)        # the restricted duals only grow
+
+
+def test_cutting_plane_estimator_matches_fw_within_gaps():
+    X, y = multiclass_data()
+    cp = StructuredSVM(MultiClass(4), lam=0.1, solver="cutting_plane", tol=1e-5).fit(X, y)
+    fw = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", tol=1e-8).fit(X, y)
+    assert cp.converged_ and cp.duality_gap_ <= 1e-5
+    assert abs(cp.primal_objective_ - fw.primal_objective_) <= cp.duality_gap_ + 1e-8
+    assert cp.history_["pass"][-1] == cp.n_iter_
+
+
 @pytest.mark.parametrize("solver", ["fw", "bcfw", "pairwise", "ssg"])
+@FIXED_BUDGET
 def test_estimator_solvers_agree_on_multiclass(solver):
     X, y = multiclass_data()
-    ref = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_passes=500, tol=1e-9,
+    ref = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_iter=500, tol=1e-9,
                         random_state=0).fit(X, y)
-    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_passes=300, tol=1e-4,
+    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=300, tol=1e-4,
                         random_state=0).fit(X, y)
     assert svm.primal_objective_ - ref.primal_objective_ <= (
         svm.duality_gap_ if solver != "ssg" else 0.02) + 1e-9
@@ -398,7 +453,7 @@ def test_multiclass_svm_max_hinge_same_optimum():
     from kernfw import MultiClassSVM
 
     X, y = multiclass_data()
-    structured = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_passes=1000,
+    structured = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_iter=1000,
                                tol=1e-9, random_state=0).fit(X, y)
     mc = MultiClassSVM(loss="max_hinge", lam=0.1, kernel="linear", tol=1e-5,
                        max_iter=100000).fit(X, y)
@@ -406,15 +461,16 @@ def test_multiclass_svm_max_hinge_same_optimum():
     assert 0 <= mc.primal_objective_ - structured.primal_objective_ <= mc.duality_gap_ + 1e-9
     np.testing.assert_allclose(mc.coef_, structured.coef_.reshape(4, -1), atol=1e-3)
     bcfw = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", averaging=False,
-                         max_passes=5000, tol=1e-4, gap_every=10, random_state=0).fit(X, y)
+                         max_iter=5000, tol=1e-4, check_every=10, random_state=0).fit(X, y)
     assert bcfw.converged_
     assert abs(bcfw.primal_objective_ - mc.primal_objective_) <= (
         bcfw.duality_gap_ + mc.duality_gap_)
 
 
+@FIXED_BUDGET
 def test_estimator_contract():
     X, y = multiclass_data()
-    svm = StructuredSVM(MultiClass(4), lam=0.1, max_passes=5, random_state=0)
+    svm = StructuredSVM(MultiClass(4), lam=0.1, max_iter=5, random_state=0)
     check_no_attributes_set_in_init("StructuredSVM", svm)
     check_get_params_invariance("StructuredSVM", svm)
     check_set_params("StructuredSVM", svm)
@@ -429,16 +485,107 @@ def test_estimator_contract():
 
 @pytest.mark.parametrize("params,match", [
     ({"lam": 0.0}, "lam"),
+    ({"C": 0.0}, "C"),
     ({"solver": "sgd"}, "solver"),
+    ({"step": "armijo"}, "step"),
+    ({"max_iter": -1}, "max_iter"),
+    ({"check_every": 0}, "check_every"),
     ({"max_passes": -1}, "max_passes"),
     ({"gap_every": 0}, "gap_every"),
     ({"sample": "cyclic"}, "sample"),
     ({"model": object()}, "model"),
+    ({"solver": "pairwise", "step": "standard"}, "step='standard' applies"),
+    ({"solver": "cutting_plane", "step": "standard"}, "step='standard' applies"),
 ])
 def test_estimator_bad_parameters(params, match):
     X, y = multiclass_data()
     with pytest.raises(ValueError, match=match):
         StructuredSVM(**{"model": MultiClass(4), **params}).fit(X, y)
+
+
+@FIXED_BUDGET
+def test_deprecated_budget_names():
+    X, y = multiclass_data()
+    with pytest.warns(FutureWarning, match="max_passes"):
+        svm = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", max_passes=4,
+                            tol=0).fit(X, y)
+    assert svm.n_iter_ == 4
+    with pytest.warns(FutureWarning, match="gap_every"):
+        svm = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", max_iter=4, gap_every=2,
+                            tol=0).fit(X, y)
+    np.testing.assert_array_equal(svm.history_["iteration"], [0, 2, 4])
+
+
+@FIXED_BUDGET
+def test_C_gives_lam():
+    X, y = multiclass_data()
+    n = len(y)
+    by_c = StructuredSVM(MultiClass(4), C=0.5, solver="bcfw", max_iter=5, random_state=0)
+    by_lam = StructuredSVM(MultiClass(4), lam=1 / (0.5 * n), solver="bcfw", max_iter=5,
+                           random_state=0)
+    assert by_c.fit(X, y).lam_ == pytest.approx(1 / (0.5 * n))
+    np.testing.assert_allclose(by_c.coef_, by_lam.fit(X, y).coef_, rtol=1e-12)
+    assert StructuredSVM(MultiClass(4), C=0.5, lam=0.3, max_iter=5).fit(X, y).lam_ == 0.3
+
+
+@pytest.mark.parametrize("solver", ["fw", "bcfw"])
+@FIXED_BUDGET
+def test_standard_step_is_the_predefined_rule(solver):
+    """step="standard": γ_t = 2/(t+2) for FW, γ_k = 2n/(k+2n) for BCFW (history step column:
+    the mean block step of the pass)."""
+    X, y = multiclass_data()
+    n = len(y)
+    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, step="standard", max_iter=6,
+                        check_every=1, tol=0, random_state=0).fit(X, y)
+    steps = svm.history_["step"][1:]
+    if solver == "fw":
+        expected = 2.0 / (np.arange(6) + 2.0)
+    else:
+        k = np.arange(6 * n).reshape(6, n)
+        expected = (2.0 * n / (k + 2.0 * n)).mean(axis=1)
+    np.testing.assert_allclose(steps, expected, rtol=1e-12)
+    exact = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=6, check_every=1,
+                          tol=0, random_state=0).fit(X, y)
+    assert not np.allclose(exact.history_["step"][1:], expected)
+
+
+def test_default_solver_and_score_on_multiclass():
+    """Defaults pick the pairwise multi-class solver; ``score`` is the accuracy."""
+    from sklearn.datasets import load_digits
+    from sklearn.metrics import accuracy_score
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600], y[:600]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        svm = StructuredSVM(MultiClass(10), random_state=0).fit(X, y)
+    assert svm.solver_ == "pairwise" and svm.converged_ and svm.duality_gap_ <= svm.tol
+    assert svm.lam_ == pytest.approx(1 / 600)
+    assert svm.score(X, y) == pytest.approx(accuracy_score(y, svm.predict(X)))
+    assert svm.n_features_in_ == 64
+
+
+@FIXED_BUDGET
+def test_sparse_input_multiclass_and_clear_error_for_chains():
+    """Issue 12 reproducer: ``StructuredSVM(MultiClass(3)).fit(sp.csr_matrix(X), y)``."""
+    import scipy.sparse as sp
+
+    X, y = multiclass_data(m=3)
+    X[np.abs(X) < 0.7] = 0.0
+    for solver in ("bcfw", "fw", "pairwise", "cutting_plane", "ssg"):
+        kw = dict(lam=0.1, solver=solver, max_iter=50, random_state=0)
+        dense = StructuredSVM(MultiClass(3), **kw).fit(X, y)
+        sparse = StructuredSVM(MultiClass(3), **kw).fit(sp.csr_matrix(X), y)
+        bound = 0.02 if solver == "ssg" else dense.duality_gap_ + sparse.duality_gap_ + 1e-12
+        assert abs(dense.primal_objective_ - sparse.primal_objective_) <= bound
+        np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(X)),
+                                      sparse.predict(X))
+    assert StructuredSVM(MultiClass(3)).fit(sp.csr_matrix(X), y).n_features_in_ == X.shape[1]
+    Xc, Yc = chain_data()
+    with pytest.raises(TypeError, match="sparse"):
+        StructuredSVM(Chain(3)).fit([sp.csr_matrix(x) for x in Xc], Yc)
+    with pytest.raises(TypeError, match="sparse"):
+        StructuredSVM(Chain(3)).fit(sp.csr_matrix(np.vstack(Xc)), Yc)
 
 
 def test_pairwise_needs_multiclass():
@@ -447,26 +594,141 @@ def test_pairwise_needs_multiclass():
         StructuredSVM(Chain(3), solver="pairwise").fit(X, Y)
 
 
+@FIXED_BUDGET
 def test_verbose_prints_progress(capsys):
     X, y = multiclass_data()
-    StructuredSVM(MultiClass(4), lam=0.1, max_passes=4, gap_every=2, verbose=1).fit(X, y)
+    StructuredSVM(MultiClass(4), lam=0.1, max_iter=4, check_every=2, verbose=1).fit(X, y)
     assert "StructuredSVM" in capsys.readouterr().err
 
 
-def test_sklearn_callbacks_see_every_gap_computation():
-    from sklearn.callback import ProgressBar
+class _Recorder:
+    """A scikit-learn fit callback that keeps the metadata of every finished task."""
+
+    def __init__(self):
+        self.rows = []
+
+    def setup(self, estimator, context):
+        pass
+
+    def teardown(self, estimator, context):
+        pass
+
+    def on_fit_task_begin(self, estimator, context, **kwargs):
+        pass
+
+    def on_fit_task_end(self, estimator, context, *, metadata=None, **kwargs):
+        if metadata and "gap" in metadata:
+            self.rows.append(dict(metadata))
+        return False
+
+
+@pytest.mark.parametrize("solver", ["bcfw", "pairwise"])
+@FIXED_BUDGET
+def test_sklearn_callbacks_see_every_gap_computation(solver):
+    ProgressBar = pytest.importorskip("sklearn.callback").ProgressBar  # scikit-learn >= 1.9
 
     X, y = multiclass_data()
-    svm = StructuredSVM(MultiClass(4), lam=0.1, max_passes=4, gap_every=2)
-    svm.set_callbacks(ProgressBar())
+    recorder = _Recorder()
+    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=6, check_every=2,
+                        tol=0)
+    svm.set_callbacks(recorder, ProgressBar())
     svm.fit(X, y)
-    assert svm.n_passes_ == 4
+    assert svm.n_passes_ == 6
+    assert [r["iteration"] for r in recorder.rows] == [0, 2, 4, 6]
+    np.testing.assert_array_equal([r["gap"] for r in recorder.rows], svm.history_["gap"])
+    np.testing.assert_array_equal([r["primal"] for r in recorder.rows], svm.history_["primal"])
 
 
+@FIXED_BUDGET
 def test_outputs_as_plain_lists():
     X, Y = chain_data()
-    arrays = StructuredSVM(Chain(3), lam=0.1, max_passes=3, random_state=0).fit(X, Y)
-    lists = StructuredSVM(Chain(3), lam=0.1, max_passes=3, random_state=0).fit(
+    arrays = StructuredSVM(Chain(3), lam=0.1, max_iter=3, random_state=0).fit(X, Y)
+    lists = StructuredSVM(Chain(3), lam=0.1, max_iter=3, random_state=0).fit(
         [x.tolist() for x in X], [y.tolist() for y in Y])
     np.testing.assert_array_equal(arrays.coef_, lists.coef_)
     assert lists.score(X, [y.tolist() for y in Y]) == arrays.score(X, Y)
+
+
+# -- compiled chain passes (kernfw.solvers._chain_numba) ------------------------------------------
+
+def _chain_iterates(compiled, averaging, step, passes=6):
+    X, Y = make_chains(25, n_states=4, n_features=5, length=(1, 7), noise=1.0, random_state=3)
+    problem = StructuredProblem(Chain(4), X, Y, 0.05, compiled=compiled)
+    iterate = BCFW(problem, averaging=averaging, step=step, random_state=0)
+    for t in range(passes):
+        iterate.step(t)
+    return iterate
+
+
+@pytest.mark.parametrize("averaging", [False, True])
+@pytest.mark.parametrize("step", ["line_search", "standard"])
+def test_compiled_chain_bcfw_equals_numpy(averaging, step):
+    """Same block order, same formulas: the iterates agree to rounding (not bit for bit:
+    the compiled pass sums the node scores in another order and never forms z)."""
+    pytest.importorskip("numba")
+    ref = _chain_iterates(False, averaging, step)
+    fast = _chain_iterates(True, averaging, step)
+    assert fast.compiled and not ref.compiled
+    scale = np.max(np.abs(ref.w))
+    np.testing.assert_allclose(fast.w, ref.w, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(fast.stats, ref.stats, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fast.block_loss, ref.block_loss, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.block_gaps, ref.block_gaps, rtol=0, atol=1e-10)
+    assert fast.ell == pytest.approx(ref.ell, abs=1e-12)
+    assert fast.k == ref.k and fast.oracle_calls == ref.oracle_calls
+    a, b = fast.certificate(), ref.certificate()          # compiled vs numpy oracle passes
+    assert a.gap == pytest.approx(b.gap, rel=1e-9) and a.primal == pytest.approx(b.primal)
+    if averaging:
+        assert fast.average.k == ref.average.k
+        np.testing.assert_allclose(fast.average["w"], ref.average["w"], atol=1e-10 * scale)
+
+
+def test_compiled_chain_oracle_pass_equals_numpy():
+    pytest.importorskip("numba")
+    X, Y = make_chains(30, n_states=3, n_features=4, length=(1, 6), random_state=1)
+    w = np.random.default_rng(0).normal(size=Chain(3).initialize(X, Y).size_joint_feature)
+    phi_c, loss_c = StructuredProblem(Chain(3), X, Y, 0.1, compiled=True).oracle_pass(w)
+    phi_n, loss_n = StructuredProblem(Chain(3), X, Y, 0.1, compiled=False).oracle_pass(w)
+    np.testing.assert_allclose(phi_c, phi_n, atol=1e-12)
+    assert loss_c == pytest.approx(loss_n, abs=1e-12) and loss_n > 0
+
+
+@FIXED_BUDGET
+def test_compiled_switch(monkeypatch):
+    pytest.importorskip("numba")
+    X, Y = chain_data()
+    assert BCFW(StructuredProblem(Chain(3), X, Y, 0.1)).compiled
+    assert not BCFW(StructuredProblem(Matching(), *_matchings(), 0.1)).compiled
+    with pytest.raises(ValueError, match="not a Chain"):
+        StructuredProblem(MultiClass(4), *multiclass_data(), 0.1, compiled=True)
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    assert not BCFW(StructuredProblem(Chain(3), X, Y, 0.1)).compiled
+    with pytest.raises(ValueError, match="KERNFW_DISABLE_NUMBA"):
+        StructuredProblem(Chain(3), X, Y, 0.1, compiled=True)
+    result = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=3, random_state=0)
+    monkeypatch.delenv("KERNFW_DISABLE_NUMBA")
+    again = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=3, random_state=0)
+    np.testing.assert_allclose(again["w"], result["w"], atol=1e-12)
+
+
+def _matchings():
+    rng = np.random.default_rng(5)
+    Y = [rng.permutation(3) for _ in range(4)]
+    X = [rng.normal(size=(3, 3, 2)) for _ in Y]
+    return X, Y
+
+
+# -- scikit-learn's estimator checks ----------------------------------------------------------------
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+# A MultiClass model with 4 classes covers the labels the checks draw (0..3); the checks
+# need 2-D X, so a Chain model cannot run them (its inputs are lists of sequences).
+# No check is expected to fail.
+@parametrize_with_checks([StructuredSVM(MultiClass(4), max_iter=50, tol=1e-2, random_state=0),
+                          StructuredSVM(MultiClass(4), solver="bcfw", max_iter=5,
+                                        random_state=0)])
+@FIXED_BUDGET
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

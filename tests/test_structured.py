@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kernfw.datasets import OCR_FILE, load_ocr, make_chains
+from kernfw.datasets import load_ocr, make_chains
 from kernfw.structured import Chain, Matching, MultiClass, StructuredModel, viterbi
 
 
@@ -238,10 +238,7 @@ def test_make_chains_is_reproducible():
 
 
 def test_load_ocr_split():
-    try:
-        X_train, Y_train, X_test, Y_test = load_ocr()
-    except FileNotFoundError:
-        pytest.skip(f"{OCR_FILE} not available")
+    X_train, Y_train, X_test, Y_test = load_ocr()
     assert (len(X_train), len(X_test)) == (6251, 626)
     assert X_train[0].shape[1] == 128 and X_train[0].dtype == np.float64
     assert all(len(x) == len(y) for x, y in zip(X_train, Y_train))

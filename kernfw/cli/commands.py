@@ -19,6 +19,7 @@ from .. import __version__
 from ..operators import BACKENDS
 from .data import prepare, stack_folds, subsample
 from .errors import CLIError
+from .evaluate import configure_evaluate, run_evaluate
 from .models import MODELS, sweep_direction
 from .parser import HYPERPARAMETERS, add_common, float_list, jobs, positive_int
 from .report import (accuracy, accuracy_lines, attach_progress, certificate_lines, check_outputs,
@@ -290,4 +291,6 @@ COMMANDS = [
             configure_sweep, run_sweep),
     Command("compare", "solve the same problem with the cvxpy reference",
             configure_compare, run_compare),
+    Command("evaluate", "seed 000's protocol: random splits, inner CV, top-k errors, t-tests",
+            configure_evaluate, run_evaluate),
 ]

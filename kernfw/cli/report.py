@@ -60,8 +60,10 @@ def progress_mode(requested):
 
 def attach_progress(estimator, mode):
     """Register a progress callback on estimators that support sklearn callbacks."""
-    if mode == "none" or not hasattr(estimator, "set_callbacks"):
+    if mode == "none":
         return estimator
+    if not hasattr(estimator, "set_callbacks"):  # scikit-learn < 1.9: the built-in printer
+        return estimator.set_params(verbose=1) if "verbose" in estimator.get_params() else estimator
     if mode == "bar":
         try:
             from sklearn.callback import ProgressBar

@@ -365,7 +365,7 @@ def pairwise_kernel(op):
 
 
 def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callback=None,
-                       cache_size=500.0, client=None):
+                       cache_size=500.0, client=None, random_state=None):
     """Train the binary L2-SVMs of :class:`~kernfw.L2SVC` on the Dask cluster.
 
     The rows are scattered once; the problems (one-vs-one pairs, one-vs-rest or
@@ -379,9 +379,11 @@ def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callbac
         The estimator's training operator (only its kernel ``k`` is used).
     y_enc : ndarray of int of shape (n,)
         Encoded labels.
-    problems : list of tuple
-        ``(classes, indices, y_pm)`` as :meth:`kernfw.L2SVC._problems` yields.
-    C, method, tol, max_iter, callback
+    problems : list of BinaryProblem
+        ``(classes, index, y)`` of every binary problem (one-vs-one pairs
+        ``(i, j)``: rows of both classes, ``j`` positive; one-vs-rest ``(k,)``:
+        every row, ``k`` positive).
+    C, method, tol, max_iter, callback, random_state
         As :func:`kernfw.solvers.meb.l2svm` with ``stop="relative"``.
     cache_size : float
         Column-slice cache per shard (MB).
@@ -402,7 +404,8 @@ def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callbac
             spec = {"members": members, "positive": classes[-1], "C": C, "ball": False}
             result = solve_sharded_simplex_qp(shards, spec, method=method, tol=tol,
                                               max_iter=max_iter, stop="relative",
-                                              callback=callback, cache_size=cache_size)
+                                              random_state=random_state, callback=callback,
+                                              cache_size=cache_size)
             sol = result.solution
             support, alpha = sol["support"], sol["alpha_support"]
             y_S = np.where(y_enc[support] == classes[-1], 1.0, -1.0)
@@ -413,7 +416,8 @@ def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callbac
     return fits
 
 
-def solve_meb(X, op, method, tol, max_iter, callback=None, cache_size=500.0, client=None):
+def solve_meb(X, op, method, tol, max_iter, callback=None, cache_size=500.0, random_state=None,
+              client=None):
     """The minimum enclosing ball of :class:`~kernfw.MinimumEnclosingBall` on the cluster.
 
     Parameters
@@ -422,7 +426,7 @@ def solve_meb(X, op, method, tol, max_iter, callback=None, cache_size=500.0, cli
         Validated training points.
     op : KernelOperator
         The estimator's training operator (only its kernel ``k`` is used).
-    method, tol, max_iter, callback
+    method, tol, max_iter, callback, random_state
         As :func:`kernfw.solvers.meb.solve_simplex_qp` with ``stop="radius"``.
     cache_size : float
         Column-slice cache per shard (MB).
@@ -439,7 +443,7 @@ def solve_meb(X, op, method, tol, max_iter, callback=None, cache_size=500.0, cli
     with ShardedRows(X, pairwise_kernel(op), client=client) as shards:
         result = solve_sharded_simplex_qp(shards, {"ball": True}, method=method, tol=tol,
                                           max_iter=max_iter, stop="radius", callback=callback,
-                                          cache_size=cache_size)
+                                          random_state=random_state, cache_size=cache_size)
     sol = result.solution
     n = X.shape[0]
     sol["alpha"] = np.zeros(n)

@@ -21,15 +21,26 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.callback import CallbackSupportMixin
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_consistent_length, validate_data
 
 from ..kernels import GRAM_MAX_MB, make_operator
-from ..operators import KernelFunction, KernelOperator, PairwiseKernel
+from ..operators import Features, KernelFunction, KernelOperator, MultiKernel, PairwiseKernel
+from ..operators.psd import check_psd
+
+try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
+    from sklearn.callback import CallbackSupportMixin, with_callbacks
+except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints progress
+    class CallbackSupportMixin:
+        """Stand-in for :class:`sklearn.callback.CallbackSupportMixin` (scikit-learn < 1.9)."""
+
+    def with_callbacks(fit):
+        """Stand-in for :func:`sklearn.callback.with_callbacks` (scikit-learn < 1.9)."""
+        return fit
 
 __all__ = ["FWEstimatorMixin", "KernelInputMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS",
-           "resolve_lam", "resolve_deprecated", "solver_seed", "accepts_kernel_operator"]
+           "resolve_lam", "resolve_deprecated", "solver_seed", "accepts_kernel_operator",
+           "with_callbacks"]
 
 #: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
 #: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a
@@ -219,6 +230,38 @@ def accepts_kernel_operator(estimator):
     return "kernel" in estimator.get_params(deep=False)
 
 
+#: kernels of :mod:`sklearn.metrics.pairwise` whose Gram matrices are PSD by construction
+PSD_KERNELS = frozenset({"linear", "rbf", "laplacian", "cosine", "chi2"})
+
+
+def psd_by_construction(op):
+    """Whether the operator's ``K`` is positive semidefinite by construction.
+
+    True for explicit features (``K = XXᵀ``), for a Gram or on-the-fly kernel of
+    a kernel in :data:`PSD_KERNELS` or a polynomial kernel with ``γ > 0``,
+    ``coef0 ≥ 0`` and an integer degree, and for normalizations and
+    nonnegative combinations of such operators.  False when it cannot tell
+    (a sigmoid kernel, a callable, a user's Gram matrix): then
+    :func:`kernfw.operators.psd.check_psd` has to test it.
+    """
+    if isinstance(op, Features):
+        return True
+    kernel = getattr(op, "kernel", None)
+    if isinstance(kernel, PairwiseKernel):
+        metric, params = kernel.metric, kernel.params
+        if metric == "poly":
+            gamma, coef0 = params.get("gamma"), params.get("coef0", 1.0)
+            degree = float(params.get("degree", 3))
+            return (gamma is None or gamma > 0) and coef0 >= 0 and degree.is_integer() \
+                and degree >= 0
+        return isinstance(metric, str) and metric in PSD_KERNELS
+    if isinstance(op, MultiKernel) and np.any(np.asarray(op.weights) < 0):
+        return False
+    children = []
+    op.map_operators(lambda child: children.append(child) or child)
+    return bool(children) and all(psd_by_construction(child) for child in children)
+
+
 class KernelInputMixin:
     """Kernel input and support-only prediction shared by the single-kernel estimators.
 
@@ -309,6 +352,16 @@ class KernelInputMixin:
         if self._kernel_is_precomputed():
             return X[:, self.support_]
         return self._predict_op.cross(X)
+
+    def _check_psd(self, op):
+        """Raise :class:`~kernfw.operators.psd.NotPSDError` (a ValueError) when the training
+        kernel is detectably indefinite: its dual is then not concave and no gap would
+        certify anything.  Skipped for kernels PSD by construction (see
+        :func:`psd_by_construction`) and for ``kernel="precomputed"``, which
+        :func:`~kernfw.kernels.make_operator` has already tested."""
+        if self._kernel_is_precomputed() or psd_by_construction(op):
+            return
+        check_psd(op, name=f"kernel matrix of {type(self).__name__}(kernel={self.kernel!r})")
 
     def _kernel_tags(self, tags):
         """Set the input tags: pairwise for a precomputed Gram, sparse for a kernel spec."""

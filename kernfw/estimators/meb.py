@@ -10,15 +10,35 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
-from sklearn.callback import with_callbacks
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..operators.psd import check_psd
 from ..solvers.meb import METHODS, solve_simplex_qp
-from ._base import KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin
+from ._base import KERNEL_PARAMETER_CONSTRAINTS, FWEstimatorMixin, solver_seed, with_callbacks
 from .l2svc import SupportKernelMixin
 
 __all__ = ["MinimumEnclosingBall"]
+
+
+def boundary_tolerance(dtype, diag, center_norm2, radius2, n_iter):
+    """Round-off slack ``τ`` of the sphere ``‖φ(x) − c‖² = R²`` (see ``boundary_tol_``).
+
+    Parameters
+    ----------
+    dtype : numpy dtype
+        Floating type in which the kernel of new points is evaluated.
+    diag : ndarray
+        ``k(x_i, x_i)`` of the training points.
+    center_norm2, radius2 : float
+        ``‖c‖²`` and ``R²``.
+    n_iter : int
+        Solver iterations (the maintained ``Kα`` drifts by about ``ε√n_iter``).
+    """
+    eps = np.finfo(np.result_type(dtype, np.float32)).eps
+    scale = float(np.max(np.abs(diag))) + abs(center_norm2) + abs(radius2)
+    drift = np.finfo(np.float64).eps * np.sqrt(n_iter + 1.0)
+    return float(64.0 * (eps + drift) * scale)
 
 
 class MinimumEnclosingBall(OutlierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
@@ -44,19 +64,28 @@ KernelOperator, default="rbf"
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
-    method : {"mfw", "fw"}, default="mfw"
-        Away-step (MFW) or plain Frank-Wolfe, both with exact line search.
+    method : {"mfw", "fw", "cvm"}, default="mfw"
+        Away-step (MFW) or plain Frank-Wolfe, both with exact line search
+        (compiled with numba when available), or "cvm": the core vector
+        machine's core-set iterations (each solves the QP on the core set).
     tol : float, default=1e-4
-        ε of the (1+ε)-approximate ball (math.md §2.5): stop when the farthest
-        point lies within ``(1+ε) r`` of the current centre, so that
-        ``r ≤ r* ≤ (1+ε) r``.
+        Scale-free ε of the CVM (1+ε)-approximate ball (math.md §2.5): stop when
+        the farthest point lies within ``(1+ε) r`` of the current centre,
+        i.e. ``δ = (max_i ‖φ(x_i) − c‖² − r²)/r² ≤ (1+ε)² − 1`` with ``r² = f(α)``
+        the dual value; then ``r ≤ r* ≤ R ≤ (1+ε) r``.  The default certifies
+        the radius to 0.01 %; the inlier decisions of held-out points change
+        only within that band of the sphere.
     max_iter : int, default=None
-        Iteration budget (None: ``max(100000, 20 n)``).
+        Iteration budget (None: ``max(100000, 20 n)``; core-set iterations for
+        ``method="cvm"``).
     cache_size : float, default=500
         Kernel column cache (MB) when the kernel is evaluated on the fly (the
         Gram is precomputed when small, as in :class:`~kernfw.L2SVC`).
     verbose : int, default=0
         Print one line per certified iterate.
+    random_state : int, RandomState instance or None, default=None
+        Chooses the first point ``a`` of the CVM start ``α₀ = ½(e_a + e_b)``
+        (math.md §2.6); None starts at point 0.
     backend : {"local", "dask"}, default="local"
         "dask": data-parallel MFW on the current Dask cluster, as in
         :class:`~kernfw.L2SVC` (:mod:`kernfw.distributed`).
@@ -77,8 +106,17 @@ KernelOperator, default="rbf"
         Those points (not set for precomputed kernels or operators).
     dual_coef_ : ndarray of shape (1, n_SV)
         Their weights ``α_i`` (summing to 1).
+    boundary_tol_ : float
+        ``τ``, the round-off slack of the sphere: a point is an inlier when
+        ``‖φ(x) − c‖² ≤ R² + τ`` with ``τ = 64·ε_dtype·(max_i k(x_i, x_i) +
+        ‖c‖² + R²) + 64·ε_float64·√(n_iter + 1)·(same scale)``: ``ε_dtype`` the
+        machine epsilon of the kernel's dtype (a new point's distance is
+        computed in it), the second term the drift of the solver's maintained
+        ``Kα`` over its iterations.  Every training point has ``‖φ(x_i) − c‖² ≤
+        R²`` exactly (``R²`` is their maximum), so training points on the
+        surface are inliers whatever the batch they are predicted in.
     offset_ : float
-        ``−R²``, so that ``decision_function = score_samples − offset_``
+        ``−(R² + τ)``, so that ``decision_function = score_samples − offset_``
         (as in ``OneClassSVM``).
     n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
         Certificate and trace of the run (see :class:`kernfw.fw.FWResult`).
@@ -104,11 +142,13 @@ KernelOperator, default="rbf"
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "verbose": ["verbose"],
+        "random_state": ["random_state"],
         "backend": [StrOptions({"local", "dask"})],
     }
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
-                 tol=1e-4, max_iter=None, cache_size=500, verbose=0, backend="local"):
+                 tol=1e-4, max_iter=None, cache_size=500, verbose=0, random_state=None,
+                 backend="local"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -118,6 +158,7 @@ KernelOperator, default="rbf"
         self.max_iter = max_iter
         self.cache_size = cache_size
         self.verbose = verbose
+        self.random_state = random_state
         self.backend = backend
 
     @with_callbacks
@@ -136,17 +177,20 @@ KernelOperator, default="rbf"
         self
         """
         X, _, op = self._validate_training_data(X, None)
+        if self._kernel_is_operator():
+            check_psd(op)       # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
         callback = self._fw_callback(self.max_iter, X)
         try:
             if self.backend == "dask":     # data-parallel MFW on the Dask cluster
                 from ..distributed import solve_meb
                 result = solve_meb(X, op, self.method, self.tol, self.max_iter, callback,
-                                   self.cache_size)
+                                   self.cache_size, solver_seed(self.random_state))
             else:
                 result = solve_simplex_qp(op, q=diag, method=self.method, tol=self.tol,
                                           max_iter=self.max_iter, stop="radius",
-                                          callback=callback)
+                                          callback=callback,
+                                          random_state=solver_seed(self.random_state))
         finally:
             self._end_callbacks()
         self._store_result(result)
@@ -156,7 +200,10 @@ KernelOperator, default="rbf"
         self.center_norm2_ = float(sol["alpha"][self.support_] @ sol["v"][self.support_])
         self.radius_ = float(np.sqrt(max(result.primal, 0.0)))
         self.radius_lower_ = float(np.sqrt(max(result.dual, 0.0)))
-        self.offset_ = -self.radius_ ** 2
+        R2 = max(result.primal, 0.0)
+        self.boundary_tol_ = boundary_tolerance(op.dtype, diag, self.center_norm2_, R2,
+                                                result.n_iter)
+        self.offset_ = -(R2 + self.boundary_tol_)
         self._train_diag = float(diag[0]) if np.allclose(diag, diag[0]) else None
         self._set_predictor(X, op)
         return self
@@ -191,15 +238,45 @@ KernelOperator, default="rbf"
         return self._self_similarity(X) - 2.0 * (K @ self.dual_coef_[0]) + self.center_norm2_
 
     def score_samples(self, X):
-        """``−‖φ(x) − c‖²``: larger is more normal."""
+        """``−‖φ(x) − c‖²``: larger is more normal.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, d)
+            Inputs (the test Gram ``K(X, X_train)`` for ``kernel="precomputed"``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         return -self.distance2(X)
 
     def decision_function(self, X):
-        """``R² − ‖φ(x) − c‖²``: positive inside the ball (inliers), negative outside."""
+        """``R² + τ − ‖φ(x) − c‖²``: ≥ 0 inside the ball (inliers), negative outside.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, d)
+            Inputs (the test Gram ``K(X, X_train)`` for ``kernel="precomputed"``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         return self.score_samples(X) - self.offset_
 
     def predict(self, X):
-        """+1 for points inside the ball (or on its sphere), −1 outside."""
+        """+1 for points inside the ball or on its sphere (up to ``boundary_tol_``), −1 outside.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, d)
+            Inputs (the test Gram ``K(X, X_train)`` for ``kernel="precomputed"``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         return np.where(self.decision_function(X) >= 0, 1, -1)
 
     def __sklearn_tags__(self):

@@ -28,7 +28,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.callback import with_callbacks
+from ._base import with_callbacks
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
@@ -44,7 +44,7 @@ from ..solvers.mkl.inner_svm import MULTI_CLASS, SVM_KINDS, support_of
 from ..solvers.mkl.online import solve_online_mkl
 from ._base import FWEstimatorMixin, resolve_deprecated
 
-__all__ = ["CSKLClassifier", "LpMKLClassifier", "OnlineMKLClassifier", "default_kernels"]
+__all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
 
 #: the normalization applied to every kernel (math.md §5.1)
 NORMALIZATION = "trace"
@@ -119,6 +119,15 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
 
     def _training_kernels(self, X, y):
         """``(MultiKernel of normalized kernels, labels)`` from the training input."""
+        mk, y, _ = self._training_data(X, y)
+        return mk, y
+
+    def _training_data(self, X, y, default=default_kernels):
+        """``(MultiKernel or None, labels, validated features or None)`` for ``fit``.
+
+        ``kernel=None`` takes the specs ``default(X)``; an empty list gives no
+        MultiKernel (None) when ``default`` allows it (feature groups only).
+        """
         resolve_deprecated(self, "kernels", "kernel")          # FutureWarning if used
         if self._is_precomputed():
             grams = _gram_list(X)
@@ -129,17 +138,18 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             if y.shape[0] != mk.n:
                 raise ValueError(f"y has {y.shape[0]} labels but the Gram matrices are "
                                  f"{mk.n} x {mk.n}")
+            X = None
         else:
             X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
             kernel = self._kernel_param()
-            specs = default_kernels(X) if kernel is None else list(kernel)
-            if not specs:
+            specs = default(X) if kernel is None else list(kernel)
+            if not specs and (kernel is not None or default is default_kernels):
                 raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 "
                                  "kernels")
             mk = MultiKernel([make_operator(X, spec, normalization=NORMALIZATION)
-                              for spec in specs])
+                              for spec in specs]) if specs else None
         check_classification_targets(y)
-        return mk, y
+        return mk, y, X
 
     def _test_kernels(self, X):
         """The input of ``cross`` on the support: test Grams restricted to ``support_``."""
@@ -181,6 +191,7 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.n_train_ = mk.n
         self.kernel_weights_ = sol["gamma"]
         self.selected_kernels_ = np.flatnonzero(sol["gamma"] > 0)
+        self.n_active_groups_ = int(self.selected_kernels_.size)
         self.objective_ = float(result.primal)
         self.kernel_scores_ = sol["d"]
         self.support_ = support_of(sol["coef"])
@@ -278,6 +289,8 @@ default="projected_gradient"
         ``γ``.
     selected_kernels_ : ndarray of int
         Indices ``j`` with ``γ_j > 0``.
+    n_active_groups_ : int
+        Their number (the ``n_active`` column of :func:`kernfw.sweep`).
     objective_ : float
         ``J(γ)`` (math.md §5.2; summed over binary problems).
     duality_gap_ : float
@@ -461,138 +474,10 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         return self
 
 
-class OnlineMKLClassifier(_MKLClassifier):
-    """Online MKL with the squared ℓ2,1 norm (seed 003, Martins et al.; math.md §4).
+def __getattr__(name):
+    """``OnlineMKLClassifier`` lives in :mod:`kernfw.estimators.online_mkl` (old import path)."""
+    if name == "OnlineMKLClassifier":
+        from .online_mkl import OnlineMKLClassifier
 
-    Multi-class structured hinge with one parameter block per kernel,
-    ``F(θ) = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i max_y [ℓ(y, y_i) + f(x_i, y) − f(x_i, y_i)]``,
-    trained by the kernelized online proximal (Fobos) algorithm: a
-    subgradient step per example, then the prox of the squared ℓ2,1 norm
-    (which switches whole kernels off) and optionally a ball projection.
-    Kernel weights ``β_k = ‖θ_k‖ / Σ_l ‖θ_l‖``.  No certified gap: the batch
-    objective ``F`` is recorded once per epoch in ``history_``.
-
-    Parameters
-    ----------
-    kernels : list of kernel specs or "precomputed"
-        As :class:`CSKLClassifier`.
-    lam : float, default=1e-2
-        ``λ``.
-    eta : float, default=1.0
-        Initial learning rate ``η_0`` (``η_t = η_0/√t``).
-    n_epochs : int, default=10
-        Passes over the training set.
-    radius : None, "auto" or float, default=None
-        Projection on the ball ``‖θ‖ ≤ radius`` after each step ("auto":
-        ``sqrt(2/λ)``, which contains the optimum).
-    random_state : int, Generator or None, default=None
-        Order of the examples in each epoch.
-    verbose : int, default=0
-
-    Attributes
-    ----------
-    kernel_weights_ : ndarray of shape (p,)
-        ``β``.
-    selected_kernels_ : ndarray of int
-        Kernels with ``β_k > 0``.
-    group_norms_ : ndarray of shape (p,)
-        ``‖θ_k‖``.
-    objective_ : float
-        Batch objective ``F`` after the last epoch.
-    duality_gap_ : float
-        ``inf`` (this method certifies nothing).
-    history_ : dict of arrays
-        One row per epoch (row 0: ``θ = 0``): ``primal`` (F), ``mistakes``,
-        ``active_groups``.
-    support_ : ndarray of int
-        Training points of the stored support pairs.
-    dual_coef_ : ndarray of shape (p, n_SV, m)
-        Per-kernel coefficients: ``f(x, y) = Σ_k Σ_s dual_coef_[k, s, y] k_k(x_s, x)``.
-    classes_, n_kernels_, n_iter_, fit_time_, n_features_in_
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from kernfw import OnlineMKLClassifier
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(90, 4)); y = (X[:, 0] > 0).astype(int) + (X[:, 0] > 1)
-    >>> kernels = [("linear", {"columns": [j]}) for j in range(4)]
-    >>> clf = OnlineMKLClassifier(kernels, lam=0.05, n_epochs=20, random_state=0).fit(X, y)
-    >>> int(np.argmax(clf.kernel_weights_))
-    0
-    """
-
-    _parameter_constraints = {
-        **_MKLClassifier._parameter_constraints,
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "eta": [Interval(Real, 0, None, closed="neither")],
-        "n_epochs": [Interval(Integral, 1, None, closed="left")],
-        "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-    }
-
-    def __init__(self, kernels, lam=1e-2, eta=1.0, n_epochs=10, radius=None,
-                 random_state=None, verbose=0):
-        self.kernels = kernels
-        self.lam = lam
-        self.eta = eta
-        self.n_epochs = n_epochs
-        self.radius = radius
-        self.random_state = random_state
-        self.verbose = verbose
-
-    @with_callbacks
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Run ``n_epochs`` passes of the online algorithm.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
-        y : array-like of shape (n,)
-
-        Returns
-        -------
-        self
-        """
-        mk, y = self._training_kernels(X, y)
-        random_state = self.random_state
-        if isinstance(random_state, np.random.RandomState):
-            random_state = random_state.randint(2**31)
-        callback = self._fw_callback(self.n_epochs, X, y)
-        try:
-            result = solve_online_mkl(mk, y, lam=self.lam, eta0=self.eta, n_epochs=self.n_epochs,
-                                radius=self.radius, random_state=random_state,
-                                callback=callback)
-        finally:
-            self._end_callbacks()
-        sol = result.solution
-        self._store_result(result)
-        self.classes_ = sol["classes"]
-        self.n_kernels_ = mk.p
-        self.n_train_ = mk.n
-        self.kernel_weights_ = sol["beta"]
-        self.group_norms_ = sol["norms"]
-        self.selected_kernels_ = np.flatnonzero(sol["beta"] > 0)
-        self.objective_ = float(result.primal)
-        self.support_ = sol["support"]
-        self.dual_coef_ = sol["coef"]
-        self._predict_op = mk.subset(self.support_)
-        return self
-
-    def scores(self, X):
-        """``f(x, y) = Σ_k f_k(x, y)`` for every class, shape (n_test, m)."""
-        check_is_fitted(self)
-        X = self._test_kernels(X)
-        inputs = X if isinstance(X, list) else [X] * self.n_kernels_
-        out = np.zeros((inputs[0].shape[0], self.classes_.size))
-        if self.support_.size == 0:
-            return out
-        for k, (op, x) in enumerate(zip(self._predict_op.operators, inputs)):
-            out += op.cross(x) @ self.dual_coef_[k]
-        return out
-
-    def decision_function(self, X):
-        """Scores: ``f(x, classes_[1]) − f(x, classes_[0])`` for two classes, else (n, m)."""
-        s = self.scores(X)
-        return s[:, 1] - s[:, 0] if s.shape[1] == 2 else s
+        return OnlineMKLClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

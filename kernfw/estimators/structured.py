@@ -4,24 +4,25 @@ import copy
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.callback import with_callbacks
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..losses import MaxHinge, StructuredHinge
 from ..operators import Features
-from ..solvers.structural import multiclass_kernel_bcfw, structural_bcfw, structural_fw
+from ..solvers.cutting_plane import solve_structural_cutting_plane
+from ..solvers.multiclass import solve_multiclass
+from ..solvers.structural import StructuredProblem, solve_structural_bcfw, solve_structural_fw
+from ..solvers.subgradient import structural_ssg
 from ..structured import MultiClass
-from ._base import FWEstimatorMixin
+from ._base import (FWEstimatorMixin, resolve_deprecated, resolve_lam, solver_seed,
+                    with_callbacks)
 
 __all__ = ["StructuredSVM"]
 
-
-def _seed(random_state):
-    """A seed ``numpy.random.default_rng`` accepts (int, None or Generator)."""
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(np.iinfo(np.int32).max))
-    return random_state
+#: the solver rules behind ``step``
+_STEP_RULES = {"exact": "line_search", "standard": "standard"}
 
 
 class StructuredSVM(FWEstimatorMixin, BaseEstimator):
@@ -33,43 +34,71 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     for any :class:`~kernfw.structured.StructuredModel` (``MultiClass``,
     ``Chain``, ``Matching`` or your own), with a certified duality gap.
+    Dividing by ``λ`` gives ``½‖w‖² + C Σ_i max_y [...]``, SVMstruct's and
+    scikit-learn's convention, with ``C = 1/(λn)``.
 
     Parameters
     ----------
     model : StructuredModel
         Joint feature map, task loss and decoding oracles (copied at fit).
-    lam : float, default=1e-2
-        Regularization ``λ > 0``.
-    solver : {"bcfw", "fw", "pairwise", "ssg"}, default="bcfw"
+    C : float, default=1.0
+        Inverse regularization ``C > 0``: ``λ = 1/(C·n)`` (``n`` training
+        examples) unless ``lam`` is given.
+    lam : float or None, default=None
+        Regularization ``λ > 0`` of the primal above; overrides ``C``.
+    solver : {"auto", "bcfw", "fw", "pairwise", "cutting_plane", "ssg"}, default="auto"
+        - "auto": "pairwise" for a ``MultiClass`` model with ``step="exact"``
+          (the fastest certified solver there), "bcfw" otherwise;
         - "bcfw": block-coordinate Frank-Wolfe (paper Algorithm 4), one oracle
-          call per step, exact block line search;
+          call per step; compiled passes for ``Chain`` when numba is available;
         - "fw": batch Frank-Wolfe (Algorithm 2), one oracle pass per iteration;
-        - "pairwise": the pairwise (away-step) block variant of §3.9, for
-          ``MultiClass`` models; converges linearly (high-accuracy runs);
+        - "pairwise": for ``MultiClass`` models, the multi-class dual solver
+          with pairwise block steps (:func:`kernfw.solvers.multiclass.solve_multiclass`,
+          ``solver="bcfw"``; math.md §3.7, §3.9), linearly convergent;
+        - "cutting_plane": the 1-slack cutting-plane baseline of SVMstruct
+          (:mod:`kernfw.solvers.cutting_plane`), one oracle pass and one small QP
+          per iteration, with the same certified gap;
         - "ssg": stochastic subgradient baseline (§3.6); certifies nothing
-          (``duality_gap_`` is inf) and always runs ``max_passes``.
+          (``duality_gap_`` is inf) and always runs ``max_iter`` passes.
+    step : {"exact", "standard"}, default="exact"
+        Step rule of "fw" and "bcfw": the exact (block) line search, or the
+        predefined steps ``2/(t+2)`` ("fw") and ``2n/(k+2n)`` ("bcfw",
+        ``k`` block steps so far).  The other solvers have their own steps and
+        accept only "exact".
     averaging : bool, default=True
         Weighted averaging of the iterates (BCFW-wavg, SSG-wavg): ``coef_``
-        is ``w̄``.  Used by "bcfw" and "ssg"; "fw" and "pairwise" return their
+        is ``w̄``.  Used by "bcfw" and "ssg"; the other solvers return their
         last (or best certified) iterate.
-    max_passes : int, default=50
-        Budget in effective passes over the data (``n`` oracle calls each).
+    max_iter : int, default=2000
+        Budget: passes over the data (``n`` oracle calls each) for "bcfw",
+        "pairwise" and "ssg", iterations (one oracle pass each) for "fw" and
+        "cutting_plane".
     tol : float, default=1e-3
         Stop when the duality gap ``P(w) − D ≤ tol``.
-    gap_every : int, default=5
-        Passes between two duality-gap computations (each costs one oracle
-        pass); batch FW gets its gap every iteration for free.
+    check_every : int, default=5
+        Passes between two duality-gap computations of "bcfw", "pairwise" and
+        "ssg" (each costs one oracle pass); "fw" and "cutting_plane" get their
+        gap every iteration for free.
     sample : {"uniform", "perm"}, default="uniform"
         Block order: uniform draws, or a random permutation per pass.
     random_state : int, Generator, RandomState or None
         Seed of the block order; the same seed gives the same iterates.
     verbose : int, default=0
         Print one line per duality-gap computation.
+    max_passes : int
+        Deprecated alias of ``max_iter``.
+    gap_every : int
+        Deprecated alias of ``check_every``.
 
     Attributes
     ----------
     model_ : StructuredModel
         The initialized copy of ``model``.
+    lam_ : float
+        The ``λ`` used (``lam``, or ``1/(C·n)``).
+    n_features_in_ : int
+        Input features per example (``MultiClass``) or per position
+        (``Chain``); absent for models without a feature count.
     coef_ : ndarray (D,)
         The weights ``w`` in the model's joint-feature layout (for
         ``MultiClass``: ``vec(W)``, ``W`` of shape (m, d)).
@@ -79,14 +108,18 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         Dual objective of the returned dual point (NaN for "ssg").
     duality_gap_ : float
         ``P − D ≥ P(coef_) − P*`` (inf for "ssg").
-    n_passes_ : int
-        Passes (iterations) performed; ``n_iter_`` is the same number.
+    n_iter_ : int
+        Passes (iterations) performed; ``n_passes_`` is the same number.
     converged_ : bool
+        Whether ``duality_gap_ ≤ tol``.
     history_ : dict of arrays
         One row per gap computation: ``iteration``, ``time``, ``primal``,
-        ``dual``, ``gap``, ``step``, ``oracle_calls`` (calls made by the
-        optimization, gap passes excluded) and ``pass``.
+        ``dual``, ``gap``, ``step``, ``pass`` and, for the structural solvers,
+        ``oracle_calls`` (calls made by the optimization, gap passes excluded).
     fit_time_ : float
+        Seconds spent in the solver.
+    solver_ : str
+        The solver used (``solver``, with "auto" resolved).
 
     Notes
     -----
@@ -95,9 +128,10 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     ``λ`` (math.md §3.7; both use ``λ/2‖W‖² + (1/n) Σ``): the two reach the
     same optimum ``W`` (``coef_.reshape(m, d)``).
 
-    :meth:`score` returns the **mean task loss** (lower is better), unlike
-    scikit-learn's "higher is better" convention; for model selection use a
-    scorer that negates it.
+    :meth:`score` is higher-is-better, ``1 −`` the mean task loss: the
+    accuracy for ``MultiClass`` with 0/1 costs, the mean per-position accuracy
+    for ``Chain`` with the normalized Hamming loss (:meth:`task_loss` gives the
+    loss itself).
 
     Examples
     --------
@@ -105,110 +139,208 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     >>> from kernfw.datasets import make_chains
     >>> from kernfw.structured import Chain
     >>> X, Y = make_chains(30, n_states=3, random_state=0)
-    >>> svm = StructuredSVM(Chain(3), lam=0.1, max_passes=30, random_state=0).fit(X, Y)
-    >>> svm.score(X, Y) < 0.2
+    >>> svm = StructuredSVM(Chain(3), lam=0.1, max_iter=30, random_state=0).fit(X, Y)
+    >>> svm.score(X, Y) > 0.8
     True
     """
 
     _parameter_constraints = {
         "model": [HasMethods(["joint_feature", "loss", "loss_augmented_decode", "decode"])],
-        "lam": [Interval(Real, 0, None, closed="neither")],
-        "solver": [StrOptions({"bcfw", "fw", "pairwise", "ssg"})],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "lam": [Interval(Real, 0, None, closed="neither"), None],
+        "solver": [StrOptions({"auto", "bcfw", "fw", "pairwise", "cutting_plane", "ssg"})],
+        "step": [StrOptions(set(_STEP_RULES))],
         "averaging": ["boolean"],
-        "max_passes": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "gap_every": [Interval(Integral, 1, None, closed="left")],
+        "check_every": [Interval(Integral, 1, None, closed="left")],
         "sample": [StrOptions({"uniform", "perm"})],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
+        "max_passes": [Interval(Integral, 0, None, closed="left"), Hidden(StrOptions({"deprecated"}))],
+        "gap_every": [Interval(Integral, 1, None, closed="left"), Hidden(StrOptions({"deprecated"}))],
     }
 
-    def __init__(self, model, lam=1e-2, solver="bcfw", averaging=True, max_passes=50, tol=1e-3,
-                 gap_every=5, sample="uniform", random_state=None, verbose=0):
+    def __init__(self, model, C=1.0, lam=None, solver="auto", step="exact", averaging=True,
+                 max_iter=2000, tol=1e-3, check_every=5, sample="uniform", random_state=None,
+                 verbose=0, max_passes="deprecated", gap_every="deprecated"):
         self.model = model
+        self.C = C
         self.lam = lam
         self.solver = solver
+        self.step = step
         self.averaging = averaging
-        self.max_passes = max_passes
+        self.max_iter = max_iter
         self.tol = tol
-        self.gap_every = gap_every
+        self.check_every = check_every
         self.sample = sample
         self.random_state = random_state
         self.verbose = verbose
+        self.max_passes = max_passes
+        self.gap_every = gap_every
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.sparse = isinstance(self.model, MultiClass)
+        return tags
+
+    def _check_sparse(self, X):
+        if sp.issparse(X) and not getattr(self.model, "accepts_sparse", False):
+            raise TypeError(f"{type(self.model).__name__} does not accept sparse input; "
+                            "pass dense arrays (MultiClass accepts scipy.sparse matrices)")
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, Y):
-        """Fit on examples ``X`` (sequence of inputs) and outputs ``Y``.
+    def fit(self, X, y):
+        """Fit on examples ``X`` (sequence of inputs) and outputs ``y``.
 
         Parameters
         ----------
         X : sequence of length n
             Inputs in the model's format (e.g. arrays (T_i, d) for ``Chain``,
-            a matrix (n, d) for ``MultiClass``).
-        Y : sequence of length n
-            Outputs in the model's format.
+            a matrix (n, d), dense or scipy.sparse, for ``MultiClass``).
+        y : sequence of length n
+            Outputs in the model's format (``Y`` in the docs of the models).
 
         Returns
         -------
         self
+            The fitted estimator.
         """
+        Y = y
+        max_iter = resolve_deprecated(self, "max_passes", "max_iter")
+        check_every = resolve_deprecated(self, "gap_every", "check_every")
+        solver = self.solver
+        if solver == "auto":
+            pairwise = isinstance(self.model, MultiClass) and self.step == "exact"
+            solver = "pairwise" if pairwise else "bcfw"
+        if self.step != "exact" and solver not in ("fw", "bcfw"):
+            raise ValueError(f"step={self.step!r} applies to solver 'fw' and 'bcfw' only; "
+                             f"solver={solver!r} takes its own steps (use step='exact')")
+        self._check_sparse(X)
+        if y is None:
+            raise ValueError("StructuredSVM requires y to be passed, but the target y is None "
+                             "(Y holds the outputs in the model's format)")
         model = copy.deepcopy(self.model).initialize(X, Y)
-        callback = self._fw_callback(self.max_passes, X, Y)
-        blocks = dict(max_passes=self.max_passes, gap_every=self.gap_every, sample=self.sample,
-                      random_state=_seed(self.random_state), callback=callback)
+        self.lam_ = resolve_lam(self.C, self.lam, len(Y))
+        callback = self._fw_callback(max_iter, X, Y)
+        rule = _STEP_RULES[self.step]
+        blocks = dict(sample=self.sample, random_state=solver_seed(self.random_state),
+                      callback=callback)
         try:
-            if self.solver == "fw":
-                result = structural_fw(model, X, Y, self.lam, max_passes=self.max_passes,
-                                       tol=self.tol, callback=callback)
+            if solver == "fw":
+                result = solve_structural_fw(model, X, Y, self.lam_, step=rule,
+                                             max_iter=max_iter, tol=self.tol, callback=callback)
                 coef = result["w"]
-            elif self.solver == "bcfw":
-                result = structural_bcfw(model, X, Y, self.lam, averaging=self.averaging,
-                                         tol=self.tol, **blocks)
+            elif solver == "bcfw":
+                result = solve_structural_bcfw(model, X, Y, self.lam_, averaging=self.averaging,
+                                               step=rule, max_iter=max_iter, tol=self.tol,
+                                               check_every=check_every, **blocks)
                 coef = result["w"]
-            elif self.solver == "ssg":
-                from ..solvers.subgradient import structural_ssg
-
-                result = structural_ssg(model, X, Y, self.lam, averaging=self.averaging, **blocks)
+            elif solver == "cutting_plane":
+                result = solve_structural_cutting_plane(model, X, Y, self.lam_,
+                                                        max_iter=max_iter, tol=self.tol,
+                                                        callback=callback)
+                coef = result["w"]
+            elif solver == "ssg":
+                result = structural_ssg(model, X, Y, self.lam_, averaging=self.averaging,
+                                        max_passes=max_iter, gap_every=check_every, **blocks)
                 coef = result["w"]
             else:
-                result, coef = self._fit_pairwise(model, X, Y, dict(blocks, tol=self.tol))
+                result, coef = self._fit_pairwise(model, X, Y, max_iter, check_every, blocks)
         finally:
             self._end_callbacks()
         self.model_ = model
+        if getattr(model, "n_features", None) is not None:
+            self.n_features_in_ = int(model.n_features)
         self.coef_ = np.asarray(coef, dtype=float)
         self._store_result(result)
         self.n_passes_ = self.n_iter_
+        self.solver_ = solver
         return self
 
-    def _fit_pairwise(self, model, X, Y, options):
-        """Pairwise kernelized multi-class BCFW (§3.9) on the linear kernel of ``X``."""
+    def _fit_pairwise(self, model, X, Y, max_iter, check_every, blocks):
+        """The multi-class dual with pairwise block steps (math.md §3.7, §3.9), linear kernel."""
         if not isinstance(model, MultiClass):
             raise ValueError("solver='pairwise' needs a MultiClass model, "
                              f"got {type(model).__name__}")
         op = Features(model.prepare(X))
-        result = multiclass_kernel_bcfw(op, model.check_labels(Y), self.lam,
-                                        n_classes=model.n_classes, cost=model.cost,
-                                        pairwise=True, **options)
-        coef = op.primal(result["dual_coef"]).T.ravel()      # W = Xᵀ(E_Y − α)/(λn), (m, d)
-        return result, coef
+        m = model.n_classes
+        zero_one = np.array_equal(model.cost, 1.0 - np.eye(m))
+        loss = MaxHinge() if zero_one else StructuredHinge(model.cost)
+        result = solve_multiclass(op, model.check_labels(Y), loss=loss, lam=self.lam_,
+                                  solver="bcfw", block_step="pairwise", n_classes=m,
+                                  tol=self.tol, max_iter=max_iter,
+                                  check_every=check_every, **blocks)
+        result.history["pass"] = result.history["iteration"].astype(float)
+        # W = Xᵀ Aᵀ/(λn), (d, m); coef_ = vec(Wᵀ)
+        W = np.asarray(op.primal(result["A"].T), dtype=float) / (self.lam_ * op.n)
+        return result, W.T.ravel()
 
     def predict(self, X):
         """Plain decoding ``argmax_y ⟨coef_, φ(x, y)⟩`` of every input.
 
-        Returns a list of outputs (an int array for ``MultiClass``).
+        Parameters
+        ----------
+        X : sequence
+            Inputs in the model's format.
+
+        Returns
+        -------
+        list or ndarray
+            The decoded outputs (an int array for ``MultiClass``).
         """
         check_is_fitted(self)
+        self._check_sparse(X)
         return self.model_.batch_decode(self.model_.prepare(X), self.coef_)
 
-    def score(self, X, Y):
-        """Mean task loss ``(1/n) Σ_i L(y_i, ŷ_i)`` of the predictions (**lower is better**)."""
+    def task_loss(self, X, y):
+        """Mean task loss ``(1/n) Σ_i L(y_i, ŷ_i)`` of the predictions (lower is better).
+
+        Parameters
+        ----------
+        X, y : sequences
+            Inputs and true outputs.
+
+        Returns
+        -------
+        float
+            The mean loss.
+        """
         Y_pred = self.predict(X)
-        return float(np.mean(self.model_.batch_loss(self.model_.prepare_outputs(Y), Y_pred)))
+        return float(np.mean(self.model_.batch_loss(self.model_.prepare_outputs(y), Y_pred)))
 
-    def primal_objective(self, X, Y):
-        """``P(coef_)`` on data ``(X, Y)`` with this ``λ`` (one oracle pass)."""
-        from ..solvers.structural import StructuredProblem
+    def score(self, X, y):
+        """``1 − task_loss(X, Y)``: higher is better (scikit-learn's convention).
 
+        The accuracy for ``MultiClass`` with 0/1 costs; the mean per-position
+        accuracy for ``Chain`` with the normalized Hamming loss.
+
+        Parameters
+        ----------
+        X, y : sequences
+            Inputs and true outputs.
+
+        Returns
+        -------
+        float
+            ``1 − (1/n) Σ_i L(y_i, ŷ_i)``.
+        """
+        return 1.0 - self.task_loss(X, y)
+
+    def primal_objective(self, X, y):
+        """``P(coef_)`` on data ``(X, Y)`` with the fitted ``λ`` (one oracle pass).
+
+        Parameters
+        ----------
+        X, y : sequences
+            Inputs and outputs.
+
+        Returns
+        -------
+        float
+            ``λ/2‖w‖² + (1/n) Σ_i H_i(w)``.
+        """
         check_is_fitted(self)
-        return StructuredProblem(self.model_, X, Y, self.lam).primal(self.coef_)
+        return StructuredProblem(self.model_, X, y, self.lam_).primal(self.coef_)

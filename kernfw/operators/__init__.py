@@ -1,6 +1,6 @@
 """Kernel operators: the one interface every solver talks to."""
 
-from .base import KernelOperator
+from .base import ArraySlot, CompiledView, KernelOperator
 from .combination import MultiKernel
 from .features import Features
 from .function import KernelFunction
@@ -11,6 +11,8 @@ from .pairwise import PairwiseKernel
 
 __all__ = [
     "KernelOperator",
+    "CompiledView",
+    "ArraySlot",
     "Gram",
     "Features",
     "KernelFunction",

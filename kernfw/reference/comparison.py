@@ -3,7 +3,7 @@
 :func:`compare` fits (a clone of) the estimator, solves the same problem with
 the reference formulation of its family (math.md §6) and reports both
 objectives, their relative difference, the estimator's certified gap and the
-time ratio.  The check of math.md §6 decides whether the two agree:
+time ratio.  The check of math.md §6 decides whether the two agree::
 
     |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|.
 
@@ -82,20 +82,22 @@ def _multiclass(est, X, y):
     m = len(est.classes_)
     loss = make_loss(est.loss, k=est.k, rho=est.rho, cost=est.cost)
     result = multiclass_primal(_features(est, X), _class_indices(est, y), loss=loss,
-                               lam=est.lam, smoothing=est.smoothing, n_classes=m)
+                               lam=est.lam_, smoothing=est.smoothing, n_classes=m)
     return result["value"]
 
 
 @_reference("L2SVC")
 def _l2svc(est, X, y):
     """math.md §2.1: the L2-SVM of every binary problem (one-vs-one, one-vs-rest)."""
+    from ..estimators._multiclass_decomposition import binary_problems
     from .meb import l2svm_reference
 
     K = _gram(est, X)
     y_enc = _class_indices(est, y)
     total = 0.0
-    for _, idx, y_pm in est._problems(y_enc, len(est.classes_)):
-        total += l2svm_reference(K[np.ix_(idx, idx)], y_pm, est.C)["objective"]
+    for problem in binary_problems(y_enc, len(est.classes_), est.multi_class):
+        idx = problem.index
+        total += l2svm_reference(K[np.ix_(idx, idx)], problem.y, est.C)["objective"]
     return total
 
 
@@ -112,7 +114,7 @@ def _structured(est, X, y):
     """math.md §3.1: the n-slack primal with every output enumerated."""
     from .structural import structural_primal
 
-    return structural_primal(est.model_, X, y, est.lam)["primal"]
+    return structural_primal(est.model_, X, y, est.lam_)["primal"]
 
 
 def _mkl_problem(est, X, y):

@@ -22,7 +22,7 @@ import numpy as np
 from .common import factor_gram, require_cvxpy, solve_problem
 
 __all__ = ["cskl_reference", "l1_mkl_reference", "lp_mkl_reference",
-           "prox_squared_l1_reference", "prox_squared_l21_reference",
+           "prox_squared_l1_reference", "prox_squared_l21_reference", "prox_group_reference",
            "online_mkl_reference", "online_mkl_objective"]
 
 _SVMS = ("c", "nu", "l2")
@@ -148,6 +148,29 @@ def prox_squared_l21_reference(groups, tau):
     norms = sum(cp.norm(th, 2) for th in thetas)
     solve_problem(cp.Problem(cp.Minimize(0.5 * fit + 0.5 * tau * cp.square(norms))))
     return [th.value for th in thetas]
+
+
+def prox_group_reference(groups, kind, tau, tau2=0.0):
+    """``argmin_z ½ Σ_k ‖z_k − v_k‖² + P(z)`` by cvxpy, for the group penalties of online MKL.
+
+    ``P`` is ``(τ/2)(Σ‖z_k‖)²`` ("squared_l21"), ``τ Σ‖z_k‖`` ("l21"),
+    ``(τ₂/2)‖z‖²`` ("ridge"), ``τ₂‖z‖₁`` ("l1") or ``τ Σ‖z_k‖ + τ₂‖z‖₁``
+    ("sparse_group_lasso") (math.md §4.3, §4.6).
+    """
+    cp = require_cvxpy()
+    groups = [np.asarray(g, dtype=float).ravel() for g in groups]
+    zs = [cp.Variable(g.size) for g in groups]
+    fit = 0.5 * sum(cp.sum_squares(z - g) for z, g in zip(zs, groups))
+    l21 = sum(cp.norm(z, 2) for z in zs)
+    l1 = sum(cp.norm1(z) for z in zs)
+    ridge = sum(cp.sum_squares(z) for z in zs)
+    penalty = {"squared_l21": lambda: 0.5 * tau * cp.square(l21),
+               "l21": lambda: tau * l21,
+               "ridge": lambda: 0.5 * tau2 * ridge,
+               "l1": lambda: tau2 * l1,
+               "sparse_group_lasso": lambda: tau * l21 + tau2 * l1}[kind]()
+    solve_problem(cp.Problem(cp.Minimize(fit + penalty)))
+    return [z.value for z in zs]
 
 
 def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):

@@ -67,14 +67,15 @@ _OPTIMAL_RTOL = 1e-12
 
 #: what the compiled block steps need to know about the problem (one argument, named fields)
 BlockSpec = namedtuple("BlockSpec", ["C", "y", "Q", "scale", "sigma", "kind", "k", "rho", "r",
-                                     "mode", "inner_steps", "standard", "n"])
+                                     "mode", "inner_steps", "standard", "n", "shrink"])
 BlockSpec.__doc__ = """The block problem for the compiled passes.
 
 ``C`` (n × m) cost vectors ``c_i``; ``y`` class indices; ``Q`` block
 curvatures ``q_i = K_ii/(λn) + σ``; ``scale`` = ``λn``; ``sigma`` = ``σ``; ``kind, k, rho, r`` the
 loss (:func:`loss_code`); ``mode`` the block step (``FW``, ``PAIRWISE``,
 ``EXACT``); ``inner_steps`` pairwise steps per visit; ``standard`` the
-``2n/(k + 2n)`` rule; ``n`` the number of blocks.
+``2n/(k + 2n)`` rule; ``n`` the number of blocks; ``shrink`` whether exact
+steps drop inactive classes (``BlockFW.shrinking``).
 """
 
 
@@ -89,7 +90,7 @@ def block_spec(iterate):
     return BlockSpec(p.C, p.y, iterate.curvature, float(p.scale), float(p.smoothing), kind,
                      k, rho, r,
                      _MODES[iterate.block_step_rule], int(iterate.inner_steps),
-                     iterate.rule == "standard", int(p.n))
+                     iterate.rule == "standard", int(p.n), bool(iterate.shrink_classes))
 
 
 def loss_code(loss, n_classes):
@@ -311,22 +312,35 @@ def _pairwise_block(g, alpha, yi, q, inner_steps, a, beta, delta):
 
 
 @njit(cache=True)
-def _exact_block(g, alpha, yi, q, b, D, delta):
+def _exact_block(g, alpha, yi, q, b, D, delta, out):
     """:func:`~kernfw.solvers.multiclass.exact_block_step` (the Crammer–Singer
-    sub-problem): writes ``δ``, returns ``½‖δ‖₁``."""
+    sub-problem): writes ``δ`` and ``θ`` (into ``out[0]``), returns ``½‖δ‖₁``."""
     m = g.shape[0]
     phi = 0.0
     ga = 0.0
+    top = 0
     for j in range(m):
         v = g[j] - g[yi]
         if v > phi:
             phi = v
+        if v > g[top] - g[yi]:
+            top = j
     for j in range(m):
         ga += g[j] * alpha[j]
-    if phi + ga <= _OPTIMAL_RTOL * (1.0 + phi) or not q > 0:
+    if phi + ga <= _OPTIMAL_RTOL * (1.0 + phi):
         for j in range(m):
             delta[j] = 0.0
         return 0.0
+    if not q > 0:                        # K_ii = σ = 0: a linear problem, the LMO vertex
+        for j in range(m):
+            delta[j] = -alpha[j]
+        if phi > 0:
+            delta[yi] += 1.0
+            delta[top] -= 1.0
+        moved = 0.0
+        for j in range(m):
+            moved += abs(delta[j])
+        return 0.5 * moved
     for j in range(m):
         b[j] = g[j] - q * alpha[j]
     for j in range(m):                                     # D sorted decreasingly
@@ -342,49 +356,77 @@ def _exact_block(g, alpha, yi, q, b, D, delta):
         theta += D[r]
         r += 1
     theta /= r
+    out[0] = theta
+    total = 0.0
+    for j in range(m):
+        D[j] = 0.0 if j == yi else min((theta - b[j]) / q, 0.0)     # α'
+    for j in range(m):
+        total += D[j]
+    D[yi] = -total
     moved = 0.0
     for j in range(m):
-        new = min((theta - b[j]) / q, 1.0 if j == yi else 0.0)
-        delta[j] = new - alpha[j]
+        delta[j] = D[j] - alpha[j]
     for j in range(m):
         moved += abs(delta[j])
     return 0.5 * moved
 
 
 @njit(cache=True)
-def _block(i, s, At, spec, gamma_std, g, a, idx, beta, delta):
-    """Gradient ``g = c_i + s_i + σ α_i`` from the scores ``s``, then the block step."""
-    m = g.shape[0]
-    alpha = At[i]
+def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
+    """The block step of block ``i`` on its active classes ``cl[:nc]``.
+
+    ``s[c]`` is the score of class ``cl[c]``; the gradient ``g = c_i + s_i + σ α_i``
+    and ``α_i`` are gathered on those classes (the whole block when none is
+    shrunk), the step is taken and ``δ`` is written into ``buf[5]`` (same
+    positions).  With exact steps and ``spec.shrink`` the inactive classes
+    are dropped from ``cl`` (the new count is returned second).
+    """
+    g, al, a, beta, delta = buf[0, :nc], buf[1, :nc], buf[2, :nc], buf[3, :nc], buf[5, :nc]
     yi = spec.y[i]
-    q = spec.Q[i]
-    for j in range(m):
-        g[j] = spec.C[i, j] + s[j]
+    yc = 0
+    for c in range(nc):
+        j = cl[c]
+        al[c] = At[i, j]
+        g[c] = spec.C[i, j] + s[c]
+        if j == yi:
+            yc = c
     if spec.sigma != 0.0:
-        for j in range(m):
-            g[j] += spec.sigma * alpha[j]
+        for c in range(nc):
+            g[c] += spec.sigma * al[c]
+    q = spec.Q[i]
     if spec.mode == PAIRWISE:
-        return _pairwise_block(g, alpha, yi, q, spec.inner_steps, a, beta, delta)
-    if spec.mode == EXACT:
-        return _exact_block(g, alpha, yi, q, a, beta, delta)
-    return _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta)
+        return _pairwise_block(g, al, yc, q, spec.inner_steps, a, beta, delta), nc
+    if spec.mode == FW:
+        return _fw_block(g, al, yc, q, spec, gamma_std, a, idx, beta, delta), nc
+    theta = buf[4, :1]
+    step = _exact_block(g, al, yc, q, a, beta, delta, theta)
+    if step == 0.0 or not spec.shrink:
+        return step, nc
+    kept = 0
+    for c in range(nc):                  # keep y_i and the classes that may be active
+        if c == yc or not (al[c] == 0.0 and al[c] + delta[c] == 0.0 and g[c] < theta[0]):
+            cl[kept] = cl[c]
+            delta[kept] = delta[c]
+            kept += 1
+    return step, kept
+
+
+@njit(cache=True)
+def _apply_delta(i, cl, nc, At, spec, delta, upd):
+    """``α_i += δ`` on the classes ``cl[:nc]`` and ``upd = δ/(λn)``; returns whether
+    ``δ`` has a nonzero entry."""
+    moved = False
+    for c in range(nc):
+        At[i, cl[c]] += delta[c]
+        upd[c] = delta[c] / spec.scale
+        moved = moved or delta[c] != 0.0
+    return moved
 
 
 @njit(cache=True)
 def _gamma_std(spec, k):
     """The fixed step ``2n/(k + 2n)`` at block step ``k`` (unused by line searches)."""
     return _block_standard_step(k, spec.n) if spec.standard else 0.0
-
-
-@njit(cache=True)
-def _scaled_update(i, At, spec, delta, upd):
-    """``α_i += δ`` and ``upd = δ/(λn)``; returns whether ``δ`` has a nonzero entry."""
-    moved = False
-    for j in range(delta.shape[0]):
-        At[i, j] += delta[j]
-        upd[j] = delta[j] / spec.scale
-        moved = moved or delta[j] != 0.0
-    return moved
 
 
 @njit(cache=True)
@@ -429,8 +471,9 @@ def sparse_scores(indptr, indices, data, W):
 
 @njit(cache=True)
 def _buffers(m):
-    """Work vectors of length ``m``: ``s, g, a, β, δ, δ/(λn)``."""
-    return (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m))
+    """Work arrays: rows ``g, α, a, β, θ, δ`` of a (6, m) buffer, the scores ``s`` and
+    ``δ/(λn)``."""
+    return np.zeros((6, m)), np.zeros(m), np.zeros(m)
 
 
 # -- the certificate ----------------------------------------------------------------------------
@@ -448,7 +491,8 @@ def certify(S, At, spec):
     """
     n, m = S.shape
     C, y, sigma = spec.C, spec.y, spec.sigma
-    _, g, a, beta, _, _ = _buffers(m)
+    buf = _buffers(m)[0]
+    g, a, beta = buf[0], buf[2], buf[3]
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     phi, gaps = np.empty(n), np.empty(n)
     AS = CA = AA = phi_sum = GA = 0.0
@@ -475,7 +519,7 @@ def certify(S, At, spec):
 # -- passes -------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def dense_pass(order, X, W, At, spec, k0, steps):
+def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
     """One pass with dense features ``X`` (n × d), keeping ``W = Xᵀ Aᵀ/(λn)`` (d × m).
 
     Parameters
@@ -488,71 +532,96 @@ def dense_pass(order, X, W, At, spec, k0, steps):
         ``W`` (d × m) and ``Aᵀ`` (n × m).
     spec : BlockSpec
         The block problem (:func:`block_spec`).
+    classes, n_classes : int arrays (n, m) and (n,), updated in place
+        The active classes ``classes[i, :n_classes[i]]`` of each block.
     k0 : int
         Block steps taken before this call (the ``k`` of ``2n/(k + 2n)``).
     steps : float64 array like ``order``, written
         The step taken at each visit (0: the block was optimal).
     """
     d = X.shape[1]
-    m = W.shape[1]
-    s, g, a, beta, delta, upd = _buffers(m)
+    buf, s, upd = _buffers(W.shape[1])
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
-        _dense_row_scores(X, i, W, s)
-        step = _block(i, s, At, spec, _gamma_std(spec, k0 + t), g, a, idx, beta, delta)
-        if step != 0.0 and _scaled_update(i, At, spec, delta, upd):
-            for j in range(m):
-                if upd[j] != 0.0:
-                    for f in range(d):
-                        W[f, j] += X[i, f] * upd[j]
+        cl = classes[i]
+        nc = n_classes[i]
+        for c in range(nc):
+            s[c] = 0.0
+        for f in range(d):                       # s = Wᵀ x_i, nonzero features in order
+            xf = X[i, f]
+            if xf != 0.0:
+                for c in range(nc):
+                    s[c] += xf * W[f, cl[c]]
+        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        n_classes[i] = nc
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
+            for f in range(d):
+                xf = X[i, f]
+                if xf != 0.0:
+                    for c in range(nc):
+                        if upd[c] != 0.0:
+                            W[f, cl[c]] += xf * upd[c]
         steps[t] = step
 
 
 @njit(cache=True)
-def sparse_pass(order, indptr, indices, data, W, At, spec, k0, steps):
+def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps):
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
-    m = W.shape[1]
-    s, g, a, beta, delta, upd = _buffers(m)
+    buf, s, upd = _buffers(W.shape[1])
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
         lo, hi = indptr[i], indptr[i + 1]
-        _sparse_row_scores(indptr, indices, data, i, W, s)
-        step = _block(i, s, At, spec, _gamma_std(spec, k0 + t), g, a, idx, beta, delta)
-        if step != 0.0 and _scaled_update(i, At, spec, delta, upd):
-            for j in range(m):
-                if upd[j] != 0.0:
-                    for p in range(lo, hi):
-                        W[indices[p], j] += data[p] * upd[j]
+        cl = classes[i]
+        nc = n_classes[i]
+        for c in range(nc):
+            s[c] = 0.0
+        for p in range(lo, hi):
+            f, xf = indices[p], data[p]
+            for c in range(nc):
+                s[c] += xf * W[f, cl[c]]
+        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        n_classes[i] = nc
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
+            for p in range(lo, hi):
+                f, xf = indices[p], data[p]
+                for c in range(nc):
+                    if upd[c] != 0.0:
+                        W[f, cl[c]] += xf * upd[c]
         steps[t] = step
 
 
 @njit(cache=True)
-def gram_pass(order, Kcols, S, At, spec, k0, steps):
+def gram_pass(order, Kcols, S, At, spec, classes, n_classes, k0, steps):
     """:func:`dense_pass` on a dense Gram matrix, keeping ``S = K Aᵀ/(λn)`` (n × m).
 
     ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
     block step reads one column and updates ``S``: ``O(n·m)``.
     """
     n, m = S.shape
-    _, g, a, beta, delta, upd = _buffers(m)
+    buf, s, upd = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     nz = np.empty(m, dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
-        step = _block(i, S[i], At, spec, _gamma_std(spec, k0 + t), g, a, idx, beta, delta)
-        if step != 0.0 and _scaled_update(i, At, spec, delta, upd):
+        cl = classes[i]
+        nc = n_classes[i]
+        for c in range(nc):
+            s[c] = S[i, cl[c]]
+        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        n_classes[i] = nc
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
             cnt = 0
-            for j in range(m):                             # columns of S that change
-                if upd[j] != 0.0:
-                    nz[cnt] = j
+            for c in range(nc):                            # columns of S that change
+                if upd[c] != 0.0:
+                    nz[cnt] = c
                     cnt += 1
             col = Kcols[i]
             for l in range(n):
                 kl = col[l]
                 for q in range(cnt):
-                    S[l, nz[q]] += kl * upd[nz[q]]
+                    S[l, cl[nz[q]]] += kl * upd[nz[q]]
         steps[t] = step
 
 
@@ -583,6 +652,7 @@ class CompiledPasses:
     def __init__(self, iterate, view, spec):
         self.problem, self.spec = iterate.problem, spec
         self.At, self.state = iterate.At, iterate.state
+        self.classes, self.n_classes = iterate.classes, iterate.n_classes
         self.kind, self.csr = view.kind, None
         if view.kind == "features":
             self.X = pass_features(view.matrix)
@@ -595,13 +665,14 @@ class CompiledPasses:
         """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into ``steps``."""
         for lo in range(0, order.size, CHUNK):
             hi = min(lo + CHUNK, order.size)
-            args = (order[lo:hi], k0 + lo, steps[lo:hi])
+            tail = (self.state, self.At, self.spec, self.classes, self.n_classes, k0 + lo,
+                    steps[lo:hi])
             if self.kind == "gram":
-                gram_pass(args[0], self.Kcols, self.state, self.At, self.spec, *args[1:])
+                gram_pass(order[lo:hi], self.Kcols, *tail)
             elif self.csr is None:
-                dense_pass(args[0], self.X, self.state, self.At, self.spec, *args[1:])
+                dense_pass(order[lo:hi], self.X, *tail)
             else:
-                sparse_pass(args[0], *self.csr, self.state, self.At, self.spec, *args[1:])
+                sparse_pass(order[lo:hi], *self.csr, *tail)
 
     def scores(self, W):
         """All scores ``S = X W`` (features), single-threaded."""

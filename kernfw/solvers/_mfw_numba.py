@@ -1,21 +1,23 @@
 """Compiled (numba) steps of the simplex-QP FW / MFW solver (math.md §2.3).
 
-The backend of :class:`kernfw.solvers.meb.SimplexQPIterate` when
-:func:`kernfw._compiled.compiled_module` returns this module.  It does the
-O(n) work of one iteration in two compiled calls and nothing else:
+The backend of :class:`kernfw.solvers.meb.CompiledSimplexQPIterate` when
+:func:`kernfw._compiled.compiled_module` returns this module.  One iteration
+is two compiled calls around one column request:
 
-- :func:`plan` — FW vertex ``i* = argmax_i g_i`` (if not known yet), away
-  vertex ``j* = argmin_{α_j>0} g_j``, the MFW choice, the exact line search
-  (with the away bound ``γ_max``) and the index whose column the step needs;
+- :func:`plan` — given the cached FW vertex ``i* = argmax_i g_i`` and its gap,
+  the away vertex ``j* = argmin_{α_j>0} g_j``, the MFW choice, the exact line
+  search (with the away bound ``γ_max``), a negative-curvature check, and the
+  index whose column the step needs;
+- the caller fetches that column from the kernel operator (``Q.columns``, with
+  its LRU cache): the operator protocol stays the only way to kernel values;
 - :func:`apply` — the update ``α = s·β``, ``v = Qα = s·u`` from that one
   column, the O(1) updates of ``qᵀα`` and ``αᵀQα``, the active set (drop
-  steps included), and — in the same pass over ``u`` — the next FW vertex and
-  its gap, so that the O(1) certificate is ready.
+  steps included) and the vertex scores ``s·u − q/2`` in a vectorized pass;
+  the caller takes the next FW vertex as their ``np.argmin`` (numpy's SIMD
+  argmin is faster than a compiled loop), so the certificate stays O(1).
 
-The column itself is fetched by the Python caller from the kernel operator
-(``Q.columns``, with its LRU cache): the operator protocol stays the only way
-to kernel values.  Every formula is the numpy path's, in the same order, so the
-iterates agree to rounding (BLAS ``daxpy`` may fuse a multiply-add).
+Every formula is the numpy path's, in the same order, so the iterates agree to
+rounding (BLAS ``daxpy`` may fuse a multiply-add).
 
 State arrays shared with the caller
 -----------------------------------
@@ -33,7 +35,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["plan", "apply", "fw_vertex", "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE"]
+__all__ = ["plan", "apply", "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE"]
 
 KIND_NONE, KIND_FW, KIND_AWAY, KIND_NEGATIVE = 0, 1, 2, 3
 
@@ -44,29 +46,6 @@ def _score(u, scale, hq, has_q, k):
     if has_q:
         return u[k] * scale - hq[k]
     return u[k]
-
-
-@njit(cache=True, inline="always")
-def _vertex_gap(u, f, q, has_q, i):
-    """FW gap ``g_i − αᵀg`` with ``g_i = q_i − 2 s u_i`` and ``αᵀg = qᵀα − 2αᵀQα``."""
-    qi = q[i] if has_q else 0.0
-    return (qi - 2.0 * (f[0] * u[i])) - (f[1] - 2.0 * f[2])
-
-
-@njit(cache=True)
-def fw_vertex(u, f, st, q, hq, has_q):
-    """Cache the FW vertex ``i*`` (first minimizer of the score) and its gap in ``st``/``f``."""
-    scale = f[0]
-    best = _score(u, scale, hq, has_q, 0)
-    bi = 0
-    for k in range(1, u.shape[0]):
-        s = _score(u, scale, hq, has_q, k)
-        if s < best:
-            best = s
-            bi = k
-    st[1] = bi
-    st[2] = 1
-    f[3] = _vertex_gap(u, f, q, has_q, bi)
 
 
 @njit(cache=True, inline="always")
@@ -85,9 +64,8 @@ def _negative(curv, d_ii, v_i, ava, neg_tol):
 
 @njit(cache=True)
 def plan(beta, u, items, f, st, diag, q, hq, has_q, away, neg_tol):
-    """Choose the step of the next iteration (see the module docstring); returns its kind."""
-    if st[2] == 0:
-        fw_vertex(u, f, st, q, hq, has_q)
+    """Choose the step of the next iteration (the FW vertex ``st[1]`` and its gap ``f[3]``
+    must be cached: see the module docstring); returns its kind."""
     scale, ava = f[0], f[2]
     i = st[1]
     fw_slope = f[3]
@@ -149,8 +127,9 @@ def _remove(items, where, st, i):
 
 
 @njit(cache=True)
-def apply(col, beta, u, items, where, f, st, diag, q, hq, has_q):
-    """Take the planned step with its column ``col = Q_{:,idx}``; cache the next FW vertex."""
+def apply(col, beta, u, scores, items, where, f, st, diag, q, hq, has_q, fill_scores):
+    """Take the planned step with its column ``col = Q_{:,idx}``; refresh the scores
+    (``fill_scores``: not needed when ``q`` is constant, then ``argmin u`` is the vertex)."""
     kind, idx, gamma = st[3], st[4], f[4]
     scale, qa, ava = f[0], f[1], f[2]
     vi = scale * u[idx]
@@ -169,7 +148,7 @@ def apply(col, beta, u, items, where, f, st, diag, q, hq, has_q):
             beta[idx] = 1.0
             _add(items, where, st, idx)
             f[0] = 1.0
-            _axpy_vertex(u, col, 0.0, 1.0, f, st, q, hq, has_q)
+            _axpy_scores(u, col, 0.0, 1.0, scores, f, hq, fill_scores)
             return 1.0
         scale *= 1.0 - gamma
         step = gamma / scale
@@ -190,30 +169,21 @@ def apply(col, beta, u, items, where, f, st, diag, q, hq, has_q):
             _remove(items, where, st, idx)
             st[7] += 1
     f[0] = scale
-    _axpy_vertex(u, col, 1.0, step, f, st, q, hq, has_q)
+    _axpy_scores(u, col, 1.0, step, scores, f, hq, fill_scores)
     return gamma
 
 
 @njit(cache=True)
-def _axpy_vertex(u, col, keep, step, f, st, q, hq, has_q):
-    """``u ← keep·u + step·col`` (keep ∈ {0, 1}) and, in the same pass, the next FW vertex."""
+def _axpy_scores(u, col, keep, step, scores, f, hq, fill_scores):
+    """``u ← keep·u + step·col`` (keep ∈ {0, 1}) and, in the same vectorized pass, the
+    scores ``s·u − q/2`` (when ``q ≠ 0``); the FW vertex is their ``np.argmin``, taken by
+    the caller (numpy's SIMD argmin beats a compiled loop).  Marks the vertex unknown."""
     scale = f[0]
-    n = u.shape[0]
     if keep == 0.0:
-        u[0] = col[0]
+        u[:] = col
     else:
-        u[0] += step * col[0]
-    best = _score(u, scale, hq, has_q, 0)
-    bi = 0
-    for k in range(1, n):
-        if keep == 0.0:
-            u[k] = col[k]
-        else:
+        for k in range(u.shape[0]):
             u[k] += step * col[k]
-        s = _score(u, scale, hq, has_q, k)
-        if s < best:
-            best = s
-            bi = k
-    st[1] = bi
-    st[2] = 1
-    f[3] = _vertex_gap(u, f, q, has_q, bi)
+    if fill_scores:
+        for k in range(u.shape[0]):
+            scores[k] = u[k] * scale - hq[k]

@@ -32,12 +32,15 @@ from .._compiled import compiled_module
 from ..fw import Certificate, FWIterate, away_step_max, quadratic_step, run
 from ..operators.base import KernelOperator
 from ..operators.l2svm import L2SVMKernel
+from .cvm import (_NEGATIVE_CURVATURE, CoreVectorIterate, ball_shift, cvm_first_point,
+                  cvm_second_point, raise_not_psd, simplex_certificate, simplex_converged)
 
 __all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
            "METHODS", "STOPS"]
 
-#: solver variants: plain Frank-Wolfe, and modified (away-step) Frank-Wolfe
-METHODS = ("fw", "mfw")
+#: solver variants: plain Frank-Wolfe, modified (away-step) Frank-Wolfe, and the core
+#: vector machine baseline (core-set iterations, :mod:`kernfw.solvers.cvm`)
+METHODS = ("fw", "mfw", "cvm")
 #: stopping rules (math.md §2.5)
 STOPS = ("gap", "relative", "radius")
 
@@ -45,21 +48,6 @@ STOPS = ("gap", "relative", "radius")
 _REFRESH_EVERY = 512
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
-#: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
-_NEGATIVE_CURVATURE = 1e-8
-
-
-def raise_not_psd(curvature, i):
-    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
-    raise ValueError(
-        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
-        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
-        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
-        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
-        "of the identity)."
-    )
-
-
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -193,16 +181,7 @@ class SimplexQPIterate(FWIterate):
 
     def _ball_shift(self):
         """The constant ``c`` with ``diag(Q) = q + c·1`` (then ``r² = f(α) + c``)."""
-        q = np.zeros(self.n) if self.q is None else self.q
-        shift = self.diag - q
-        c = float(shift[0]) if self.n else 0.0
-        if not np.allclose(shift, c, rtol=1e-10, atol=1e-12 * max(1.0, abs(c))):
-            raise ValueError(
-                "stop='radius' needs diag(Q) − q to be constant (a ball: the MEB with "
-                "q = diag(Q), or an L2-SVM whose kernel has a constant diagonal such as "
-                "RBF); use stop='relative' or stop='gap' for this problem"
-            )
-        return c
+        return ball_shift(self.diag, self.q)
 
     def _column(self, i):
         """Column ``Q_{:,i}`` as float64 (never modified: operators may cache it)."""
@@ -211,10 +190,10 @@ class SimplexQPIterate(FWIterate):
 
     def _init_cvm(self, rng):
         """α₀ = ½(e_a + e_b), b the point farthest from a (math.md §2.6)."""
-        a = 0 if rng is None else int(rng.integers(self.n))
+        a = cvm_first_point(self.n, rng)
         col_a = self._column(a)
-        b = int(np.argmax(self.diag - 2.0 * col_a))
-        if b == a or self.diag[b] - 2.0 * col_a[b] + self.diag[a] <= 0:
+        b = cvm_second_point(self.diag, col_a, a)
+        if b is None:
             self.beta[a] = 1.0
             self.u[:] = col_a
             self.active.add(a)
@@ -316,22 +295,13 @@ class SimplexQPIterate(FWIterate):
     # -- FWIterate protocol ---------------------------------------------------------
     def certificate(self):
         i, gap = self._fw_vertex()
-        f = self.objective()
-        gap = max(gap, 0.0)
+        self._curvature(i)        # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
         extra = {"coreset": self.active.size, "away_steps": self.n_away,
                  "drop_steps": self.n_drop}
-        if self.stop == "radius":
-            r2 = f + self.ball_shift
-            extra["radius2"] = r2
-            extra["delta"] = gap / r2 if r2 > 0 else (0.0 if gap <= 0 else math.inf)
-        return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra)
+        return simplex_certificate(self.objective(), gap, self.stop, self.ball_shift, extra)
 
     def is_converged(self, cert, tol):
-        if self.stop == "gap":
-            return cert.gap <= tol
-        if self.stop == "relative":
-            return cert.gap <= tol * abs(cert.dual)
-        return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
+        return simplex_converged(cert, tol, self.stop)
 
     def step(self, t):
         i, fw_slope = self._fw_vertex()
@@ -461,10 +431,14 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         self._mod = module
         self._f = np.zeros(8)
         self._st = np.zeros(8, dtype=np.int64)
+        self._scores_fresh = False
         super().__init__(Q, q, method, alpha0, stop, rng)
         self._has_q = self.q is not None
         self._q = self.q if self._has_q else np.zeros(1)
         self._hq = self.half_q if self._has_q else np.zeros(1)
+        # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u), s > 0
+        self._argmin_u = not self._has_q or bool(np.all(self.half_q == self.half_q[0]))
+        self._scores_buf = np.zeros(1) if self._argmin_u else self.scores
 
     def _new_active_set(self, n):
         return _SharedActiveSet(n, self._st)
@@ -472,15 +446,22 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     def _refresh(self):
         super()._refresh()
         self._st[2] = 0            # the cached FW vertex is recomputed from the refreshed state
+        self._scores_fresh = False
 
     def _fw_vertex(self):
-        if self._st[2] == 0:
-            self._mod.fw_vertex(self.u, self._f, self._st, self._q, self._hq, self._has_q)
-        return int(self._st[1]), float(self._f[3])
+        st = self._st
+        if st[2] == 0:
+            if not self._argmin_u and not self._scores_fresh:
+                self._score_vector()
+            i = int(np.argmin(self.u if self._argmin_u else self.scores))
+            st[1], st[2] = i, 1
+            self._f[3] = self._grad(i) - self._alpha_grad()
+        return int(st[1]), float(self._f[3])
 
     def step(self, t):
         mod, f, st = self._mod, self._f, self._st
         self.steps += 1
+        self._fw_vertex()
         kind = mod.plan(self.beta, self.u, self.active.items, f, st, self.diag, self._q,
                         self._hq, self._has_q, self.away, _NEGATIVE_CURVATURE)
         gamma = 0.0
@@ -488,15 +469,31 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             raise_not_psd(float(f[6]), int(st[4]))
         if kind != mod.KIND_NONE:
             col = np.ascontiguousarray(self._column(int(st[4])))
-            gamma = mod.apply(col, self.beta, self.u, self.active.items, self.active.where,
-                              f, st, self.diag, self._q, self._hq, self._has_q)
+            gamma = mod.apply(col, self.beta, self.u, self._scores_buf, self.active.items,
+                              self.active.where, f, st, self.diag, self._q, self._hq,
+                              self._has_q, not self._argmin_u)
+            st[2] = 0
+            self._scores_fresh = True
         if self.steps % _REFRESH_EVERY == 0:
             self._refresh()
         return gamma
 
 
-def make_iterate(Q, q, method, alpha0, stop, rng):
-    """The compiled iterate when :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
+def _core_qp(Q_core, q_core, alpha0, tol):
+    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started.
+
+    Runs inside the outer :func:`solve_simplex_qp` (single-threaded BLAS already; the
+    inputs are the solver's own), so it skips the validation and the thread limit."""
+    iterate = make_iterate(Q_core, q_core, "mfw", alpha0, "gap", None)
+    return run(iterate, tol=tol, max_iter=_default_max_iter(Q_core.n),
+               check_every=_default_check_every(Q_core.n), name="MFW (CVM core QP)")
+
+
+def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
+    """The iterate of ``method``: CVM core-set iterations, or FW / MFW — compiled when
+    :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
+    if method == "cvm":
+        return CoreVectorIterate(Q, q, stop, rng, tol, _core_qp, alpha0=alpha0)
     module = compiled_module("kernfw.solvers._mfw_numba")
     if module is None:
         return SimplexQPIterate(Q, q, method, alpha0, stop, rng)
@@ -527,10 +524,15 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
         start fetches the columns of its support once.
     q : array-like of shape (n,) or None
         Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
-    method : {"mfw", "fw"}
+    method : {"mfw", "fw", "cvm"}
         "mfw": Frank-Wolfe with away steps and drop steps (linear
         convergence); "fw": plain Frank-Wolfe toward ``i* = argmax g``.
-        Both use the exact line search.
+        Both use the exact line search and run compiled (numba) when
+        :func:`kernfw._compiled.compiled_module` allows it, with the same
+        iterates as the numpy path.  "cvm": the core vector machine baseline
+        (:class:`~kernfw.solvers.cvm.CoreVectorIterate`): each iteration adds
+        the FW vertex to the core set and re-solves the QP on the core set by
+        MFW; an iteration is then a core-set iteration.
     tol : float > 0
         Tolerance of the stopping rule ``stop``.
     max_iter : int or None
@@ -592,13 +594,13 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
     if max_time is not None:
         max_time = _check_positive("max_time", max_time)
     if check_every is None:
-        check_every = _default_check_every(n)
+        check_every = 1 if method == "cvm" else _default_check_every(n)
     rng = None if random_state is None else np.random.default_rng(random_state)
     alpha0 = None if alpha0 is None else _check_alpha0(alpha0, n)
     # one column per iteration is memory-bound O(n d) work: BLAS threads only
     # contend (and libsvm, the usual peer, is single-threaded as well)
     with threadpool_limits(limits=1, user_api="blas"):
-        iterate = make_iterate(Q, q, method, alpha0, stop, rng)
+        iterate = make_iterate(Q, q, method, alpha0, stop, rng, tol)
         return run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
                    check_every=check_every, callback=callback,
                    remedy="increase max_iter or tol (or use method='mfw')",

@@ -203,10 +203,12 @@ def exact_block_step(g, alpha, yi, q):
     ``b = g − q α_i`` its KKT conditions give ``α'_j = min(C_j, (θ − b_j)/q)``
     (``C_{y_i} = 1``, else 0), where ``θ`` makes ``Σ_j α'_j = 0``; sorting
     ``D_j = b_j + q C_j`` decreasingly, ``θ = (Σ_{j≤r} D_(j) − q)/r`` for the
-    largest ``r`` with ``θ_{r−1} < D_(r)``.
+    largest ``r`` with ``θ_{r−1} < D_(r)``; ``α'_{y_i} = −Σ_{j≠y_i} α'_j`` keeps the
+    sum exactly 0 when every other class is clamped.
 
     A block whose FW gap ``Φ_i + ⟨g, α_i⟩`` is at rounding level
-    (``≤ SHRINK_RTOL·(1 + Φ_i)``) is optimal and is left alone.
+    (``≤ SHRINK_RTOL·(1 + Φ_i)``) is optimal and is left alone; with ``q = 0``
+    (``K_ii = σ = 0``) the problem is linear and its solution the LMO vertex.
 
     Parameters
     ----------
@@ -219,10 +221,20 @@ def exact_block_step(g, alpha, yi, q):
         ``½‖Δα_i‖₁``, the weight moved between vertices (0: the block is optimal).
     delta : ndarray (m,)
         ``Δα_i = α' − α_i``.
+    theta : float
+        The multiplier ``θ`` (NaN when the block is left alone): a class
+        ``j ≠ y_i`` with ``α_j = α'_j = 0`` and ``g_j < θ`` is inactive.
     """
-    phi = max(float(np.max(g - g[yi])), 0.0)                # Φ(s̃_i; y_i) of the hinge
-    if phi + _sequential_sum(g * alpha) <= SHRINK_RTOL * (1.0 + phi) or not q > 0:
-        return 0.0, np.zeros_like(g)
+    a = g - g[yi]
+    phi = max(float(np.max(a)), 0.0)                        # Φ(s̃_i; y_i) of the hinge
+    if phi + _sequential_sum(g * alpha) <= SHRINK_RTOL * (1.0 + phi):
+        return 0.0, np.zeros_like(g), np.nan
+    if not q > 0:                        # K_ii = σ = 0: a linear problem, the LMO vertex
+        new = np.zeros_like(g)
+        if phi > 0:
+            new[yi], new[int(np.argmax(a))] = 1.0, -1.0
+        delta = new - alpha
+        return 0.5 * _sequential_sum(np.abs(delta)), delta, np.nan
     b = g - q * alpha
     D = b.copy()
     D[yi] += q
@@ -233,9 +245,10 @@ def exact_block_step(g, alpha, yi, q):
         r += 1
     theta /= r
     new = np.minimum((theta - b) / q, 0.0)
-    new[yi] = min((theta - b[yi]) / q, 1.0)
+    new[yi] = 0.0
+    new[yi] = -_sequential_sum(new)                         # Σ_j α'_j = 0 to rounding
     delta = new - alpha
-    return 0.5 * _sequential_sum(np.abs(delta)), delta
+    return 0.5 * _sequential_sum(np.abs(delta)), delta, theta
 
 
 class _NumpyPasses:
@@ -325,6 +338,12 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         the certified gap stays exact and every block comes back when it is no
         longer optimal; a pass goes over the active blocks only (use
         ``check_every > 1``).
+    shrink_classes : bool
+        With ``shrinking`` and ``"exact"`` block steps, the classes of a
+        block shrink too, as in liblinear: a class ``j ≠ y_i`` with
+        ``α_ij = 0`` before and after a step and ``g_ij < θ`` (the step's
+        multiplier, :func:`exact_block_step`) is left out of the block's scores
+        and sub-problem until the next certificate.
     averaging : bool
         Certify and return the weighted average of the iterates (weights
         ``2/(k + 2)`` per block step, BCFW-wavg); numpy backend only.
@@ -337,11 +356,13 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         The block step taken ("fw", "pairwise" or "exact").
     active : ndarray of int or None
         The blocks visited by the next passes (None: all).
+    classes, n_classes : ndarray of int, shapes (n, m) and (n,)
+        Block ``i``'s active classes are ``classes[i, :n_classes[i]]``.
     """
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
                  sample="uniform", block_step="auto", inner_steps=5, compiled="auto",
-                 shrinking=False, averaging=False):
+                 shrinking=False, averaging=False, shrink_classes=False):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
@@ -364,10 +385,19 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         else:
             self.state = S                             # the scores S
         self.average = WeightedAverage() if averaging else None
+        self.shrinking, self.active = bool(shrinking), None
+        self.shrink_classes = self.shrinking and bool(shrink_classes)
+        self.classes = np.empty((problem.n, problem.m), dtype=np.int64)
+        self.n_classes = np.empty(problem.n, dtype=np.int64)
+        self._all_classes()
+        self._certified = None
         self.backend = self._backend(compiled, view)
         self.compiled = not isinstance(self.backend, _NumpyPasses)
-        self.shrinking, self.active = bool(shrinking), None
-        self._certified = None
+
+    def _all_classes(self):
+        """Every class of every block is active (after each certificate)."""
+        self.classes[:] = np.arange(self.problem.m)
+        self.n_classes[:] = self.problem.m
 
     @property
     def W(self):
@@ -430,25 +460,26 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         self.active = active[~optimal[active]]
 
     # -- one block (the numpy backend) ------------------------------------------------
-    def _block_gradient(self, i):
-        """``(x_i, g_i = c_i + s̃_i)`` for block ``i`` (``x_i`` is (idx, values) or None)."""
+    def _block_gradient(self, i, cls):
+        """``(x_i, g)``: ``g`` is ``g_i = c_i + s̃_i`` on the classes ``cls`` of block ``i``
+        (``x_i`` is (idx, values) or None)."""
         p = self.problem
         if self.features:
             X = self.X
             if self.sparse:
                 lo, hi = X.indptr[i], X.indptr[i + 1]
                 idx, x = X.indices[lo:hi], X.data[lo:hi]
-                Wi = self.state[idx]
+                Wi = self.state[np.ix_(idx, cls)]
             else:
-                idx, x, Wi = None, X[i], self.state
+                idx, x, Wi = None, X[i], self.state[:, cls]
             # s_i = Wᵀ x_i summed feature by feature (the order of the compiled pass)
             s = np.add.reduce(x[:, None] * Wi, axis=0)
             row = (idx, x)
         else:
-            s, row = self.state[i], None
-        g = p.C[i] + s
+            s, row = self.state[i, cls], None
+        g = p.C[i, cls] + s
         if p.smoothing:
-            g = g + p.smoothing * self.At[i]
+            g = g + p.smoothing * self.At[i, cls]
         return row, g
 
     def _apply(self, i, row, delta):
@@ -467,12 +498,21 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
     def block_step(self, i):
         """The block step on ``α_i`` (numpy); returns the step taken (0: none)."""
         p = self.problem
-        row, g = self._block_gradient(i)
+        cls = self.classes[i, :self.n_classes[i]].copy()         # the active classes
+        row, g = self._block_gradient(i, cls)
         q, yi = self.curvature[i], p.y[i]
         if self.block_step_rule == "pairwise":
             step, delta = pairwise_block_step(g, self.At[i], yi, q, self.inner_steps)
         elif self.block_step_rule == "exact":
-            step, delta = exact_block_step(g, self.At[i], yi, q)
+            yc = int(np.flatnonzero(cls == yi)[0])
+            alpha = self.At[i, cls]
+            step, dc, theta = exact_block_step(g, alpha, yc, q)
+            delta = np.zeros(p.m)
+            delta[cls] = dc
+            if step and self.shrink_classes:    # drop the classes that are clearly inactive
+                keep = (cls == yi) | ~((alpha == 0) & (alpha + dc == 0) & (g < theta))
+                self.n_classes[i] = keep.sum()
+                self.classes[i, :self.n_classes[i]] = cls[keep]
         else:
             fixed = block_standard_step(self.k, p.n) if self.rule == "standard" else None
             step, delta = fw_block_step(p.loss, g, self.At[i], yi, q, fixed)
@@ -497,6 +537,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         if self.shrinking:
             # > 0 beyond rounding, so that the choice does not hang on the last bit
             self.active = np.flatnonzero(block_gaps > SHRINK_RTOL * (1.0 + np.abs(phi)))
+            self._all_classes()
         cert.extra.update(oracle_calls=self.k, **{"pass": self.k / self.n_blocks})
         return cert
 
@@ -524,7 +565,7 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
                      n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
                      max_time=None, check_every=1, callback=None, random_state=None,
                      sample="uniform", keep_best=True, compiled="auto", shrinking=True,
-                     block_step="auto", inner_steps=5, averaging=False):
+                     block_step="auto", inner_steps=5, averaging=False, shrink_classes=False):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
     Parameters
@@ -578,6 +619,9 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         step with exact line search for the other losses.
     inner_steps : int
         Pairwise steps per block visit (``block_step="pairwise"``).
+    shrink_classes : bool
+        ``"bcfw"`` with ``shrinking`` and exact block steps: also leave the
+        inactive classes of each block out until the next certificate.
     averaging : bool
         ``"bcfw"`` only: certify and return the weighted average of the
         iterates (BCFW-wavg; numpy block steps).
@@ -601,7 +645,7 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         iterate = BlockFW(problem, At, S, rule="line_search", rtol=rtol,
                           random_state=random_state, sample=sample, block_step=block_step,
                           inner_steps=inner_steps, compiled=compiled, shrinking=shrinking,
-                          averaging=averaging)
+                          averaging=averaging, shrink_classes=shrink_classes)
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
     remedy = ("increase max_iter (or max_time), loosen tol, increase lam, or use "

@@ -11,12 +11,15 @@ statistics ``s̄_i = Σ_y α_i(y) s(y)`` of its mean labeling (the model's compa
 representation, :meth:`~kernfw.structured.StructuredModel.statistics`) and
 ``ℓ_i``; ``w`` and ``ℓ`` are kept as sums.  Solvers here:
 
-- :func:`structural_fw` — batch Frank-Wolfe (paper Algorithm 2, §3.4);
-- :func:`structural_bcfw` — block-coordinate Frank-Wolfe (Algorithm 4, §3.5),
-  optionally with weighted averaging of the iterates (BCFW-wavg);
-- :func:`multiclass_kernel_bcfw` — kernelized BCFW for multi-class (§3.9) on a
-  :class:`~kernfw.operators.KernelOperator`, with the pairwise (away-step)
-  variant that converges linearly.
+- :func:`solve_structural_fw` — batch Frank-Wolfe (paper Algorithm 2, §3.4);
+- :func:`solve_structural_bcfw` — block-coordinate Frank-Wolfe (Algorithm 4,
+  §3.5), optionally with weighted averaging of the iterates (BCFW-wavg); for
+  the :class:`~kernfw.structured.Chain` model a whole pass runs compiled
+  (:mod:`kernfw.solvers._chain_numba`) when numba is available;
+- the 1-slack cutting-plane baseline is in :mod:`kernfw.solvers.cutting_plane`;
+  the pairwise (linearly convergent) BCFW of §3.9 for multi-class is the
+  multi-class dual solver :func:`kernfw.solvers.multiclass.solve_multiclass`
+  (§3.7: the two problems are equal).
 
 All are :class:`~kernfw.fw.FWIterate` objects driven by :func:`kernfw.fw.run`;
 the duality gap ``P − D`` (§3.3) certifies ``P(w) − P*``.
@@ -29,21 +32,38 @@ rather than a certificate.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..fw import BlockCoordinateIterate, Certificate, FWIterate, WeightedAverage, run
-from ..fw.steps import quadratic_step, standard_step
-from ..structured.multiclass import check_cost_matrix
+from .._compiled import compiled_module
+from ..fw import BlockCoordinateIterate, Certificate, FWIterate, WeightedAverage, block_order, run
+from ..fw.steps import block_standard_step, quadratic_step, standard_step
+from ..structured import Chain
 
-__all__ = ["StructuredProblem", "BatchFW", "BCFW", "KernelMultiClassBCFW",
-           "structural_fw", "structural_bcfw", "multiclass_kernel_bcfw"]
+__all__ = ["StructuredProblem", "BatchFW", "BCFW", "solve_structural_fw",
+           "solve_structural_bcfw", "compiled_chain_backend", "STEPS"]
 
 STEPS = ("line_search", "standard")
+
+
+def compiled_chain_backend():
+    """The module of compiled chain passes (:mod:`kernfw.solvers._chain_numba`), or None.
+
+    None when :mod:`numba` is not importable or ``KERNFW_DISABLE_NUMBA`` is set
+    (:func:`kernfw._compiled.compiled_module`).
+    """
+    return compiled_module("kernfw.solvers._chain_numba")
 
 
 def _check_step(step):
     if step not in STEPS:
         raise ValueError(f"step must be one of {STEPS}, got {step!r}")
     return step
+
+
+def _check_compiled(compiled):
+    if compiled not in ("auto", True, False):
+        raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
+    return compiled
 
 
 class StructuredProblem:
@@ -57,6 +77,11 @@ class StructuredProblem:
         Inputs ``x_i`` and outputs ``y_i``.
     lam : float
         Regularization ``λ > 0``.
+    compiled : bool or "auto"
+        Compiled oracle passes and BCFW passes for a
+        :class:`~kernfw.structured.Chain` model (:mod:`kernfw.solvers._chain_numba`):
+        "auto" when available, False never, True always (``ValueError`` when
+        not available).
 
     Attributes
     ----------
@@ -67,23 +92,47 @@ class StructuredProblem:
         ``Σ_i φ(x_i, y_i)``.
     """
 
-    def __init__(self, model, X, Y, lam):
+    def __init__(self, model, X, Y, lam, compiled="auto"):
         if not lam > 0:
             raise ValueError(f"lam must be > 0, got {lam}")
+        self.compiled = _check_compiled(compiled)
         if model.size_joint_feature is None:
             model.initialize(X, Y)
         self.model = model
         self.lam = float(lam)
         self.X = model.prepare(X)
         self.Y = model.prepare_outputs(Y)
-        self.n = len(self.X)
+        self.n = self.X.shape[0] if sp.issparse(self.X) else len(self.X)
         if self.n != len(self.Y):
             raise ValueError(f"X and Y have different numbers of examples: {self.n} != {len(self.Y)}")
         self.dim = int(model.size_joint_feature)
         self.phi_true = model.batch_joint_feature(self.X, self.Y)
+        self._chain_lib = self._compiled_chain()
+        if self._chain_lib is not None:
+            self.labels = np.concatenate(self.Y).astype(np.int64)
+
+    def _compiled_chain(self):
+        if self.compiled is False:
+            return None
+        lib = compiled_chain_backend()
+        if lib is None or type(self.model) is not Chain:
+            if self.compiled is True:
+                why = ("numba is not installed or KERNFW_DISABLE_NUMBA is set" if lib is None
+                       else f"the model is a {type(self.model).__name__}, not a Chain")
+                raise ValueError(f"compiled structural passes are not available: {why}")
+            return None
+        return lib
+
+    def chain_backend(self):
+        """The compiled chain module when this problem uses it, else None."""
+        return self._chain_lib
 
     def oracle_pass(self, w):
         """Loss-augmented decoding of every example at ``w``.
+
+        Compiled (:func:`kernfw.solvers._chain_numba.chain_oracle_pass`) for a
+        :class:`~kernfw.structured.Chain` model when :func:`compiled_chain_backend`
+        gives it.
 
         Returns
         -------
@@ -92,6 +141,14 @@ class StructuredProblem:
         loss : float
             ``Σ_i L_i(ŷ_i)``.
         """
+        lib = self.chain_backend()
+        if lib is not None:
+            batch, model = self.X, self.model
+            y_hat = np.empty(batch.features.shape[0], dtype=np.int64)
+            loss = lib.chain_oracle_pass(batch.features, batch.offsets, self.labels,
+                                         np.ascontiguousarray(w, dtype=np.float64),
+                                         model.n_states, model.normalize, True, y_hat)
+            return model.flat_joint_feature(batch, y_hat), float(loss)
         Y_hat = self.model.batch_decode(self.X, w, self.Y)
         return (self.model.batch_joint_feature(self.X, Y_hat),
                 float(np.sum(self.model.batch_loss(self.Y, Y_hat))))
@@ -200,6 +257,14 @@ class BCFW(BlockCoordinateIterate):
     sample : {"uniform", "perm"}
         Block order (:func:`kernfw.fw.block_order`).
     random_state : int, Generator or None
+
+    Notes
+    -----
+    When ``problem.chain_backend()`` is set (a :class:`~kernfw.structured.Chain`
+    model and numba), :meth:`step` runs the whole pass in one compiled call
+    (:func:`kernfw.solvers._chain_numba.chain_pass`) with the same block order
+    and formulas: the same iterates up to rounding.  :meth:`block_step` stays
+    the numpy step.
     """
 
     def __init__(self, problem, averaging=False, step="line_search", sample="uniform",
@@ -215,6 +280,42 @@ class BCFW(BlockCoordinateIterate):
         self.block_gaps = np.full(problem.n, np.nan)
         self.average = WeightedAverage() if averaging else None
         self.oracle_calls = 0
+        self._lib = problem.chain_backend()
+        if self._lib is not None:
+            batch = problem.X
+            self._grams = self._lib.word_grams(batch.features, batch.offsets)   # (grams, offsets)
+            self._stat_offsets = offsets.astype(np.int64)
+            self._ell = np.zeros(1)
+
+    @property
+    def compiled(self):
+        """Whether the passes run compiled."""
+        return self._lib is not None
+
+    def step(self, t):
+        """One pass over the blocks (compiled for a Chain model when available)."""
+        if self._lib is None:
+            return super().step(t)
+        p = self.problem
+        order = block_order(self.n_blocks, self.rng, self.sample).astype(np.int64)
+        avg = self.average
+        if avg is not None and avg.values is None:      # the first update copies w (ρ = 1)
+            avg.values = {"w": np.zeros_like(self.w), "ell": np.zeros(())}
+        avg_w = avg.values["w"] if avg is not None else self.w
+        avg_ell = avg.values["ell"].reshape(1) if avg is not None else self._ell
+        self._ell[0] = self.ell
+        steps = np.empty(order.size)
+        total = self._lib.chain_pass(
+            order, p.X.features, p.X.offsets, p.labels, *self._grams, self.stats,
+            self._stat_offsets, self.w, self.block_loss, self.block_gaps, self._ell,
+            p.model.n_states, p.lam, p.model.normalize, self.step_rule == "standard", self.k,
+            avg is not None, avg_w, avg_ell, avg.k if avg is not None else 0, steps)
+        self.ell = float(self._ell[0])
+        self.k += order.size
+        self.oracle_calls += order.size
+        if avg is not None:
+            avg.k += order.size
+        return total / max(order.size, 1)
 
     def block_direction(self, i):
         """One oracle call for block ``i`` at the current ``w``.
@@ -245,7 +346,7 @@ class BCFW(BlockCoordinateIterate):
         if self.step_rule == "line_search":
             gamma = quadratic_step(gap, float(z @ z) / (p.lam * p.n * p.n))
         else:
-            gamma = 2.0 * p.n / (self.k + 2.0 * p.n)
+            gamma = block_standard_step(self.k, p.n)
         if gamma > 0.0:
             w -= (gamma / (p.lam * p.n)) * z
             self.block_stats[i] += gamma * ds
@@ -274,197 +375,83 @@ class BCFW(BlockCoordinateIterate):
                 "block_gaps": self.block_gaps.copy()}
 
 
-# -- kernelized multi-class BCFW (math.md §3.9) ------------------------------------------------
-
-class KernelMultiClassBCFW(BlockCoordinateIterate):
-    """Block-coordinate FW for the multi-class structural SVM on a kernel operator.
-
-    Stores ``α`` (n × m, rows in the simplex, start ``α_i = e_{y_i}``), the
-    scores ``S = K (E_Y − α)/(λn)`` and ``ℓ = (1/n) Σ_i ⟨α_i, L_i⟩``.  A block
-    step reads row ``i`` of ``S``, picks ``ŷ = argmax_j L_ij + S_ij`` and moves
-    along ``d`` (``1ᵀd = 0``) with the exact step
-
-        γ = clip(λn ⟨d, S_i + L_i⟩ / (K_ii ‖d‖²), 0, γ_max),
-
-    then ``S −= γ K[:, i] dᵀ/(λn)``: one kernel column per step, O(nm) work,
-    so ``K`` is never formed (``KernelFunction`` works where a Gram does not fit).
-
-    - FW direction ``d = e_ŷ − α_i``, ``γ_max = 1``;
-    - pairwise (``pairwise=True``): away label ``a = argmin_{j: α_ij > 0}
-      L_ij + S_ij``, ``d = e_ŷ − e_a``, ``γ_max = α_ia`` (``α_ia`` set to 0 exactly
-      when the step is clipped); converges linearly.
-
-    The multi-class structural SVM equals math.md §1's multi-class SVM with the
-    max hinge (structured hinge for a cost matrix) and the same ``λ`` (§3.7);
-    §1's dual column is ``e_{y_i} − α_i``.
-
-    Parameters
-    ----------
-    op : KernelOperator
-        Kernel of the ``n`` training points.
-    y : array of int, shape (n,)
-        Labels in ``0, …, m − 1``.
-    lam : float
-        ``λ > 0``.
-    n_classes : int or None
-        ``m`` (default ``max(y) + 1``, or the size of ``cost``).
-    cost : array (m, m) or None
-        Label costs ``Δ`` (0/1 when None); ``L_i = Δ[y_i]``.
-    pairwise : bool
-        Pairwise (away-step) block directions instead of FW directions.
-    averaging : bool
-        Certify and return the weighted average of ``(α, S, ℓ)``.
-    sample, random_state
-        Block order, as in :class:`BCFW`.
-    """
-
-    def __init__(self, op, y, lam, n_classes=None, cost=None, pairwise=False,
-                 averaging=False, sample="uniform", random_state=None):
-        super().__init__(op.n, random_state=random_state, sample=sample)
-        if not lam > 0:
-            raise ValueError(f"lam must be > 0, got {lam}")
-        y = np.asarray(y)
-        if y.shape != (op.n,) or not np.issubdtype(y.dtype, np.integer):
-            raise ValueError(f"y must be an int array of shape ({op.n},), got {y.shape} {y.dtype}")
-        if n_classes is None:
-            n_classes = np.shape(cost)[0] if cost is not None else int(y.max()) + 1
-        if y.min() < 0 or y.max() >= n_classes:
-            raise ValueError(f"labels must lie in 0..{n_classes - 1}")
-        self.op, self.lam, self.pairwise = op, float(lam), bool(pairwise)
-        n, m = op.n, int(n_classes)
-        self.y = y.astype(np.intp)
-        self.L = check_cost_matrix(cost, m)[self.y]
-        self.onehot = np.zeros((n, m))
-        self.onehot[np.arange(n), self.y] = 1.0
-        self.alpha = self.onehot.copy()
-        self.S = np.zeros((n, m), order="F")     # columns contiguous: pairwise updates two
-        self.ell = 0.0
-        self.kdiag = np.asarray(op.diag(), dtype=float)
-        self.block_gaps = np.full(n, np.nan)
-        self.average = WeightedAverage() if averaging else None
-        self.oracle_calls = 0
-
-    def block_step(self, i):
-        n, lam = self.op.n, self.lam
-        alpha_i, v = self.alpha[i], self.S[i] + self.L[i]
-        j = int(np.argmax(v))
-        gap = (v[j] - float(alpha_i @ v)) / n          # ⟨e_ŷ − α_i, S_i + L_i⟩ / n
-        self.block_gaps[i] = gap
-        self.oracle_calls += 1
-        if self.pairwise:
-            support = np.flatnonzero(alpha_i > 0.0)
-            a = int(support[np.argmin(v[support])])
-            d = np.zeros_like(alpha_i)
-            if a != j:
-                d[j], d[a] = 1.0, -1.0
-            step_max = alpha_i[a]
-        else:
-            d = -alpha_i
-            d[j] += 1.0
-            step_max = 1.0
-        slope = float(d @ v) / n
-        gamma = quadratic_step(slope, self.kdiag[i] * float(d @ d) / (lam * n * n), step_max)
-        if gamma > 0.0:
-            column = self.op.columns([i])[:, 0]
-            if self.pairwise:                        # S −= γ K[:, i] (e_ŷ − e_a)ᵀ/(λn)
-                column = (gamma / (lam * n)) * column  # a copy: the operator may cache it
-                self.S[:, j] -= column
-                self.S[:, a] += column
-            else:
-                self.S -= np.outer(column, (gamma / (lam * n)) * d)
-            alpha_i += gamma * d
-            if self.pairwise and gamma == step_max:
-                alpha_i[a] = 0.0                     # drop the away label exactly
-            self.ell += gamma * float(d @ self.L[i]) / n
-        if self.average is not None:
-            self.average.update(alpha=self.alpha, S=self.S, ell=self.ell)
-        return gamma
-
-    def _point(self):
-        if self.average is not None and self.average.values is not None:
-            return self.average["alpha"], self.average["S"], float(self.average["ell"])
-        return self.alpha, self.S, self.ell
-
-    def certificate(self):
-        alpha, S, ell = self._point()
-        n, lam = self.op.n, self.lam
-        w_sq = float(np.vdot(self.onehot - alpha, S)) / (lam * n)   # ‖w‖²
-        rows = np.arange(n)
-        hinge = np.max(self.L + S, axis=1) - S[rows, self.y]
-        primal = 0.5 * lam * w_sq + float(hinge.mean())
-        dual = -0.5 * lam * w_sq + ell
-        return Certificate(primal, dual, primal - dual,
-                           {"oracle_calls": self.oracle_calls, "pass": self.oracle_calls / n})
-
-    def solution(self):
-        alpha, S, ell = self._point()
-        return {"alpha": alpha.copy(), "S": S.copy(), "ell": ell,
-                "dual_coef": (self.onehot - alpha) / (self.lam * self.op.n),
-                "block_gaps": self.block_gaps.copy()}
-
-
 # -- entry points -------------------------------------------------------------------------------
 
-def _check_gap_every(gap_every):
-    if int(gap_every) < 1:
-        raise ValueError(f"gap_every must be >= 1, got {gap_every}")
-    return int(gap_every)
+def check_every_passes(check_every):
+    """``check_every`` as an int ≥ 1 (``ValueError`` otherwise)."""
+    if int(check_every) < 1:
+        raise ValueError(f"check_every must be >= 1, got {check_every}")
+    return int(check_every)
 
 
-def structural_fw(model, X, Y, lam, *, step="line_search", max_passes=50, tol=1e-3,
-                  max_time=None, callback=None):
+def solve_structural_fw(model, X, Y, lam, *, step="line_search", max_iter=50, tol=1e-3,
+                        max_time=None, callback=None, compiled="auto"):
     """Batch Frank-Wolfe for the structural SVM (paper Algorithm 2, math.md §3.4).
 
     Parameters
     ----------
     model : StructuredModel
+        Joint features, loss and oracles.
     X, Y : sequences
         Training inputs and outputs.
     lam : float
         ``λ``.
     step : {"line_search", "standard"}
         Exact line search or ``2/(t+2)``.
-    max_passes : int
+    max_iter : int
         Iterations (each is one oracle pass over the data).
     tol : float
         Stop when the duality gap ``P − D ≤ tol`` (checked every iteration).
     max_time : float or None
+        Wall-clock budget (s).
     callback : callable or None
         ``callback(row) -> bool`` on each history row.
+    compiled : bool or "auto"
+        Compiled oracle passes for a Chain model (see :class:`StructuredProblem`).
 
     Returns
     -------
     FWResult
         ``solution["w"]``; history columns ``oracle_calls`` and ``pass``.
     """
-    problem = StructuredProblem(model, X, Y, lam)
-    return run(BatchFW(problem, step=step), tol=tol, max_iter=max_passes, max_time=max_time,
+    problem = StructuredProblem(model, X, Y, lam, compiled=compiled)
+    return run(BatchFW(problem, step=step), tol=tol, max_iter=max_iter, max_time=max_time,
                check_every=1, callback=callback, keep_best=True,
-               remedy="increase max_passes or tol, or use solver='bcfw'",
+               remedy="increase max_iter or tol, or use solver='bcfw'",
                name="structural SVM batch FW")
 
 
-def structural_bcfw(model, X, Y, lam, *, averaging=True, step="line_search", sample="uniform",
-                    max_passes=50, tol=1e-3, gap_every=5, random_state=None, max_time=None,
-                    callback=None):
+def solve_structural_bcfw(model, X, Y, lam, *, averaging=True, step="line_search",
+                          sample="uniform", max_iter=50, tol=1e-3, check_every=5,
+                          random_state=None, max_time=None, callback=None, compiled="auto"):
     """Block-coordinate Frank-Wolfe for the structural SVM (Algorithm 4, math.md §3.5).
 
     One oracle call per block step; a pass is ``n`` block steps.  The total
-    duality gap (one extra oracle pass) is computed every ``gap_every`` passes
-    and stops the run when ``≤ tol``.
+    duality gap (one extra oracle pass) is computed every ``check_every``
+    passes and stops the run when ``≤ tol``.
 
     Parameters
     ----------
     model, X, Y, lam
-        As in :func:`structural_fw`.
+        As in :func:`solve_structural_fw`.
     averaging : bool
         BCFW-wavg: certify and return the weighted average ``w̄``.
     step : {"line_search", "standard"}
         Exact block line search or ``2n/(k+2n)``.
     sample : {"uniform", "perm"}
         Blocks drawn uniformly at random, or a random permutation per pass.
-    max_passes, tol, gap_every, random_state, max_time, callback
-        Budget, stopping rule and reproducibility.
+    max_iter : int
+        Budget in passes.
+    tol : float
+        Stop when the duality gap ``≤ tol``.
+    check_every : int
+        Passes between two duality-gap computations.
+    random_state : int, Generator or None
+        Seed of the block order.
+    max_time, callback
+        As in :func:`kernfw.fw.run`.
+    compiled : bool or "auto"
+        Compiled passes for a Chain model (see :class:`StructuredProblem`).
 
     Returns
     -------
@@ -473,34 +460,9 @@ def structural_bcfw(model, X, Y, lam, *, averaging=True, step="line_search", sam
         ``ell`` and ``block_gaps``; history columns ``oracle_calls`` and ``pass``
         (oracle calls of the optimization, gap passes excluded).
     """
-    problem = StructuredProblem(model, X, Y, lam)
+    problem = StructuredProblem(model, X, Y, lam, compiled=compiled)
     iterate = BCFW(problem, averaging=averaging, step=step, sample=sample,
                    random_state=random_state)
-    return run(iterate, tol=tol, max_iter=max_passes, max_time=max_time,
-               check_every=_check_gap_every(gap_every), callback=callback, keep_best=True,
-               remedy="increase max_passes or tol", name="structural SVM BCFW")
-
-
-def multiclass_kernel_bcfw(op, y, lam, *, n_classes=None, cost=None, pairwise=False,
-                           averaging=False, sample="uniform", max_passes=50, tol=1e-3,
-                           gap_every=5, random_state=None, max_time=None, callback=None):
-    """Kernelized multi-class BCFW (math.md §3.9), optionally pairwise.
-
-    Solves ``min_w λ/2 ‖w‖² + (1/n) Σ_i max_j (Δ[y_i, j] + s_ij − s_{i y_i})``
-    in the feature space of ``op``: with the 0/1 cost this is the
-    Crammer–Singer objective of ``MultiClassSVM(loss="max_hinge", lam=λ)``
-    (§3.7: same ``λ``, same objective).  See :class:`KernelMultiClassBCFW`.
-
-    Returns
-    -------
-    FWResult
-        ``solution["dual_coef"]`` (n × m) gives the scores of new points as
-        ``K(X_new, X) @ dual_coef``; ``solution["alpha"]``, ``["S"]``.
-    """
-    iterate = KernelMultiClassBCFW(op, y, lam, n_classes=n_classes, cost=cost,
-                                   pairwise=pairwise, averaging=averaging, sample=sample,
-                                   random_state=random_state)
-    name = "multi-class kernel BCFW" + (" (pairwise)" if pairwise else "")
-    return run(iterate, tol=tol, max_iter=max_passes, max_time=max_time,
-               check_every=_check_gap_every(gap_every), callback=callback, keep_best=True,
-               remedy="increase max_passes or tol, or use pairwise=True", name=name)
+    return run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
+               check_every=check_every_passes(check_every), callback=callback, keep_best=True,
+               remedy="increase max_iter or tol", name="structural SVM BCFW")

@@ -12,15 +12,17 @@ implementing its five abstract methods; every other method has a correct
 from abc import ABC, abstractmethod
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["StructuredModel", "check_pair_lengths"]
 
 
 def check_pair_lengths(X, Y):
     """Check that ``X`` and ``Y`` hold the same (positive) number of examples."""
-    if len(X) != len(Y):
-        raise ValueError(f"X and Y have different numbers of examples: {len(X)} != {len(Y)}")
-    if len(X) == 0:
+    n_x = X.shape[0] if sp.issparse(X) else len(X)
+    if n_x != len(Y):
+        raise ValueError(f"X and Y have different numbers of examples: {n_x} != {len(Y)}")
+    if n_x == 0:
         raise ValueError("at least one training example is needed")
 
 
@@ -56,9 +58,13 @@ class StructuredModel(ABC):
     ----------
     size_joint_feature : int
         ``D``, the length of ``w`` (set by :meth:`initialize`).
+    accepts_sparse : bool
+        Whether inputs may be scipy.sparse matrices (False by default;
+        :class:`~kernfw.structured.MultiClass` sets it).
     """
 
     size_joint_feature = None
+    accepts_sparse = False
 
     # -- required ------------------------------------------------------------------
     def initialize(self, X, Y):

@@ -110,6 +110,9 @@ class ChainBatch:
     """
 
     def __init__(self, X):
+        if sp.issparse(X) or any(sp.issparse(x) for x in X):
+            raise TypeError("Chain needs dense sequences (arrays of shape (T, d)), "
+                            "got a scipy.sparse matrix")
         words = [np.asarray(x) for x in X]
         for i, x in enumerate(words):
             if x.ndim != 2 or x.shape[0] == 0:
@@ -306,10 +309,13 @@ class Chain(StructuredModel):
         return out
 
     def batch_joint_feature(self, X, Y):
-        batch = self.prepare(X)
+        return self.flat_joint_feature(self.prepare(X), np.concatenate(Y))
+
+    def flat_joint_feature(self, batch, y):
+        """``Σ_i φ(x_i, y_i)`` from the states ``y`` (N,) of every position of ``batch``."""
         q, d = self.n_states, self.n_features
         qd, N = q * d, batch.features.shape[0]
-        y = np.concatenate(Y).astype(np.intp, copy=False)
+        y = np.asarray(y).astype(np.intp, copy=False)
         onehot = sp.csr_matrix((np.ones(N), (y, np.arange(N))), shape=(q, N))
         out = np.empty(self.size_joint_feature)
         out[:qd] = (onehot @ batch.features).ravel()

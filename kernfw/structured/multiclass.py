@@ -3,6 +3,7 @@
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 from .base import StructuredModel, check_pair_lengths
@@ -25,6 +26,13 @@ def check_cost_matrix(cost, n_classes):
     if np.any(np.diag(cost) != 0):
         raise ValueError("cost must have a zero diagonal (Δ[y, y] = 0)")
     return cost
+
+
+def _dense_row(x):
+    """One input ``x`` as a dense 1-D float array (a row of a sparse matrix is densified)."""
+    if sp.issparse(x):
+        return x.toarray().ravel()
+    return np.asarray(x, dtype=float).ravel()
 
 
 class MultiClass(StructuredModel):
@@ -55,6 +63,9 @@ class MultiClass(StructuredModel):
     1
     """
 
+    #: inputs may be scipy.sparse matrices (stored as CSR)
+    accepts_sparse = True
+
     def __init__(self, n_classes, cost=None):
         if not isinstance(n_classes, numbers.Integral) or n_classes < 2:
             raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
@@ -67,10 +78,11 @@ class MultiClass(StructuredModel):
 
     # -- sizes and validation ----------------------------------------------------
     def prepare(self, X):
-        """Inputs as a float matrix of shape (n, d)."""
-        X = check_array(X, dtype=np.float64, input_name="X")
+        """Inputs as a float matrix of shape (n, d) (dense, or CSR for sparse input)."""
+        X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
         if self.n_features is not None and X.shape[1] != self.n_features:
-            raise ValueError(f"X has {X.shape[1]} features, the model expects {self.n_features}")
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features} features as input")
         return X
 
     def prepare_outputs(self, Y):
@@ -83,8 +95,9 @@ class MultiClass(StructuredModel):
         integral = np.issubdtype(Y.dtype, np.integer) or (
             np.issubdtype(Y.dtype, np.floating) and np.all(np.mod(Y, 1) == 0))
         if Y.ndim != 1 or not integral:
-            raise ValueError("multi-class labels must be a 1-D sequence of integers "
-                             f"0..{self.n_classes - 1}, got dtype {Y.dtype}, shape {Y.shape}")
+            raise ValueError("Unknown label type: multi-class labels must be a 1-D sequence of "
+                             f"integers 0..{self.n_classes - 1}, got dtype {Y.dtype}, "
+                             f"shape {Y.shape}")
         Y = Y.astype(np.intp)
         if Y.size and (Y.min() < 0 or Y.max() >= self.n_classes):
             raise ValueError(f"labels must lie in 0..{self.n_classes - 1}, "
@@ -103,6 +116,7 @@ class MultiClass(StructuredModel):
         """``W`` (m × d) as a view of ``w``."""
         return np.asarray(w).reshape(self.n_classes, self.n_features)
 
+
     # -- protocol ----------------------------------------------------------------------
     def statistics(self, x, y):
         """``s(y) = e_y`` (length m); ``φ(x, y) = s ⊗ x``."""
@@ -112,7 +126,7 @@ class MultiClass(StructuredModel):
 
     def expand(self, x, s):
         """``s ⊗ x`` flattened (length m·d)."""
-        return np.outer(s, x).ravel()
+        return np.outer(s, _dense_row(x)).ravel()
 
     def joint_feature(self, x, y):
         return self.expand(x, self.statistics(x, y))
@@ -127,14 +141,14 @@ class MultiClass(StructuredModel):
         return iter(range(self.n_classes))
 
     def loss_augmented_decode(self, x, y_true, w):
-        return int(np.argmax(self.cost[y_true] + self._weights(w) @ x))
+        return int(np.argmax(self.cost[y_true] + self._weights(w) @ _dense_row(x)))
 
     def decode(self, x, w):
-        return int(np.argmax(self._weights(w) @ x))
+        return int(np.argmax(self._weights(w) @ _dense_row(x)))
 
     # -- whole passes --------------------------------------------------------------
     def batch_decode(self, X, w, Y=None):
-        scores = X @ self._weights(w).T
+        scores = np.asarray(X @ self._weights(w).T)
         if Y is not None:
             scores += self.cost[np.asarray(Y, dtype=np.intp)]
         return scores.argmax(axis=1)
@@ -142,7 +156,7 @@ class MultiClass(StructuredModel):
     def batch_joint_feature(self, X, Y):
         onehot = np.zeros((X.shape[0], self.n_classes))
         onehot[np.arange(X.shape[0]), np.asarray(Y, dtype=np.intp)] = 1.0
-        return (onehot.T @ X).ravel()
+        return np.asarray(X.T @ onehot).T.ravel()
 
     def batch_loss(self, Y_true, Y):
         return self.cost[np.asarray(Y_true, dtype=np.intp), np.asarray(Y, dtype=np.intp)]

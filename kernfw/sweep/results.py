@@ -9,7 +9,7 @@ import numpy as np
 __all__ = ["COLUMNS", "SweepResults", "write_table", "to_number", "format_value", "report_row"]
 
 #: the columns of a sweep table, in order
-COLUMNS = ("value", "fold", "objective", "gap", "n_iter", "fit_time",
+COLUMNS = ("value", "fold", "objective", "gap", "n_iter", "n_active", "fit_time",
            "train_score", "val_score", "converged", "error")
 
 
@@ -32,7 +32,9 @@ class SweepResults:
     Columns (see :data:`COLUMNS`): ``value`` of the swept parameter, ``fold``
     (0 without cross-validation), ``objective`` (the primal objective P, or
     NaN for estimators without one), ``gap`` (the certified duality gap,
-    NaN if none), ``n_iter``, ``fit_time`` (seconds), ``train_score`` and
+    NaN if none), ``n_iter``, ``n_active`` (the number of active kernels or
+    groups of MKL estimators, ``n_active_groups_``; NaN for others), ``fit_time``
+    (seconds), ``train_score`` and
     ``val_score`` (the estimator's ``score`` or ``scoring``; ``val_score`` is
     NaN without folds), ``converged`` and ``error`` (empty, or the exception
     of a failed fit, whose other numbers are NaN).

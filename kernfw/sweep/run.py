@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from .plan import check_estimator, check_values, plan, splits
 from .results import COLUMNS, SweepResults, report_row, to_number
-from .shared import attach_grams, shared_operator
+from .shared import shared_operator
 
 __all__ = ["sweep", "SCORE_BATCH"]
 
@@ -34,6 +34,7 @@ def _fit_one(estimator, param, value, fold, data, scorer):
         row["objective"] = to_number(getattr(estimator, "primal_objective_", None))
         row["gap"] = to_number(getattr(estimator, "duality_gap_", None))
         row["n_iter"] = to_number(getattr(estimator, "n_iter_", None))
+        row["n_active"] = to_number(getattr(estimator, "n_active_groups_", None))
         converged = getattr(estimator, "converged_", None)
         row["converged"] = None if converged is None else bool(np.all(converged))
         if scorer is not None:
@@ -72,7 +73,7 @@ def _fit_chunk(estimator, param, values, fold, X, y, split, precomputed, warm_st
         data = _fold_data(X, y, split, precomputed)
         operator = None
         if shell is not None:
-            operator = attach_grams(shell, grams)
+            operator = shell.attach_arrays(grams)
             if split is not None:
                 operator = operator.subset(split[0])
 
@@ -125,7 +126,7 @@ def _scorer(estimator, scoring):
     return check_scoring(estimator, scoring=scoring)
 
 
-def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
+def sweep(estimator, X, y, param="C", values=None, cv=None, n_jobs=None,
           warm_start=True, verbose=0, scoring=None):
     """Fit ``estimator`` once per value of ``param`` (and per CV fold), in parallel.
 
@@ -139,11 +140,13 @@ def sweep(estimator, X, y, param="lam", values=None, cv=None, n_jobs=None,
         Training inputs.
     y : array-like of shape (n,)
         Labels.
-    param : str, default="lam"
-        The swept hyperparameter: ``"C"`` (SVC's C; λ = 1/(C·n)) or ``"lam"``
-        (λ itself) for the kernfw SVMs, or any other parameter.
+    param : str, default="C"
+        The swept hyperparameter: ``"C"`` (as scikit-learn's SVMs; the kernfw
+        models with a λ use λ = 1/(C·n)) or ``"lam"`` (λ itself), or any other
+        parameter of the estimator.
     values : sequence
-        Its values, fitted in this order within each worker.
+        Its values, fitted in this order within each worker (for warm starts,
+        from strong to weak regularization: increasing ``C``, decreasing ``lam``).
     cv : None, int, CV splitter or iterable of (train, val) index pairs
         None fits on all of ``X`` (fold 0, no validation score); otherwise as
         :func:`sklearn.model_selection.check_cv` (stratified folds for

@@ -54,10 +54,11 @@ from ...structured.chain import viterbi_one
 from .crf import chain_marginals, softmax_marginals
 from .prox import make_regularizer
 
-__all__ = ["ExplicitGroup", "OnlineMKLIterate", "solve_online_mkl", "LOSSES", "AVERAGES",
-           "factored_positions"]
+__all__ = ["ExplicitGroup", "GroupParameters", "OnlineMKLIterate", "DualAveragingIterate",
+           "solve_online_mkl", "LOSSES", "AVERAGES", "METHODS", "factored_positions"]
 
 LOSSES = ("hinge", "crf")
+METHODS = ("proximal", "dual_averaging")
 AVERAGES = (None, "uniform", "weighted", "epoch")
 
 
@@ -288,17 +289,29 @@ class GroupParameters:
         self.w[self.covered] = np.sign(v) * np.maximum(np.abs(v) - tau, 0.0)
 
     # -- a round -----------------------------------------------------------------------------
-    def kernel_nodes(self, P):
-        """Node scores ``S_k`` (Mk, T, q) of the kernel groups at positions ``P`` and ``K_k[P, P]``."""
-        T, S = P.size, self.support
+    def kernel_nodes(self, P, coef=None, support=None):
+        """Node scores ``S_k`` (Mk, T, q) of the kernel groups at positions ``P`` and ``K_k[P, P]``.
+
+        ``coef`` (N, q) with ``support``: one coefficient matrix for every group
+        (dual averaging) instead of the groups' own ``A_k``.
+        """
+        T = P.size
+        S = self.support if support is None else support
         nodes = np.zeros((self.Mk, T, self.q))
         blocks = np.empty((self.Mk, T, T))
         for k, op in enumerate(self.ops):
             cols = op.columns(P)                      # (N, T)
             blocks[k] = cols[P]
             if S.size:
-                nodes[k] = cols[S].T @ self.A[k, S]
+                nodes[k] = cols[S].T @ (self.A[k, S] if coef is None else coef[S])
         return nodes, blocks
+
+    @staticmethod
+    def norm_increment(eta, delta, nodes, blocks):
+        """``2η⟨δ, S_k⟩ + η² tr(δᵀ K_k[P, P] δ)`` for every kernel group (math.md §4.4)."""
+        inner = np.einsum("tc,ktc->k", delta, nodes)
+        sq = np.einsum("ktc,tc->k", blocks @ delta, delta)
+        return 2.0 * eta * inner + eta ** 2 * sq
 
     def step(self, eta, direction, P=None, delta=None, nodes=None, blocks=None):
         """``θ ← θ + η g``: explicit ``w += η·direction`` (on the groups), kernel ``A[P] += η δ``."""
@@ -309,10 +322,7 @@ class GroupParameters:
         rows = np.any(delta != 0, axis=1)
         if not np.any(rows):
             return
-        for k in range(self.Mk):
-            inner = float(np.sum(delta * nodes[k]))
-            sq = float(np.einsum("tc,ts,sc->", delta, blocks[k], delta))
-            self.knorms2[k] += 2.0 * eta * inner + eta ** 2 * sq
+        self.knorms2 += self.norm_increment(eta, delta, nodes, blocks)
         Pn = P[rows]
         self.A[:, Pn] += eta * delta[rows][None]
         new = Pn[~self.in_support[Pn]]
@@ -440,9 +450,8 @@ class OnlineMKLIterate(FWIterate):
         support = np.flatnonzero(np.any(self.avg.A != 0, axis=(0, 2)))
         A = self.avg.A[:, support]
         explicit = [float(np.linalg.norm(self.avg.w[g])) for g in p.idx]
-        kernel = [math.sqrt(max(float(np.einsum("sc,st,tc->", A[k], op.subset(support).dense(),
-                                                A[k])), 0.0)) if support.size else 0.0
-                  for k, op in enumerate(p.ops)]
+        kernel = [math.sqrt(max(float(np.sum(A[k] * (op.subset(support).dense() @ A[k]))), 0.0))
+                  if support.size else 0.0 for k, op in enumerate(p.ops)]
         return self.avg.w.copy(), A, support, np.array(explicit + kernel)
 
     def kernel_scores(self, A, support):
@@ -484,6 +493,75 @@ class OnlineMKLIterate(FWIterate):
                 "norm_path": np.array(self.norm_path)}
 
 
+class DualAveragingIterate(OnlineMKLIterate):
+    """Regularized dual averaging (Xiao, 2010) for the same ``F``: one epoch per :meth:`step`.
+
+    With the running sum of negative subgradients ``G_t = −Σ_{s≤t} g_s``,
+
+    .. math::  θ_{t+1} = \operatorname{argmin}_θ\ ⟨−G_t/t, θ⟩ + R(θ) + \frac{1}{2η_0\sqrt t}‖θ‖²
+               = \mathrm{prox}_{η_0\sqrt t\,R}\big(η_0 G_t/\sqrt t\big),
+
+    the same prox sequence as the proximal method, applied to the averaged
+    gradient: a group is zero while ``‖G_{t,k}‖/t`` stays below the threshold of
+    ``R`` (``λ`` for ℓ2,1, the batch optimality condition), instead of being
+    revived by every example whose own gradient exceeds it.  Kernel groups share
+    one coefficient matrix ``B`` (N × q) for ``G`` (every group's gradient has the
+    same coefficients ``δ``); ``‖G_k‖`` is kept by the identity of math.md §4.4 and
+    ``θ_k = s_k G_k``.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        p = self.params
+        self.G = np.zeros_like(p.w)
+        self.B = np.zeros((p.A.shape[1], p.q))
+        self.B_rows = np.zeros(p.A.shape[1], dtype=bool)
+        self.B_support = np.zeros(0, dtype=np.intp)
+        self.G_norms2 = np.zeros(p.Mk)
+        self.scales = np.zeros(p.Mk)
+
+    def round(self, i):
+        self.rounds += 1
+        t = self.rounds
+        p = self.params
+        P = nodes = blocks = knode = None
+        if p.Mk:
+            P = self._positions(i)
+            nodes, blocks = p.kernel_nodes(P, self.B, self.B_support)
+            knode = np.einsum("k,ktc->tc", self.scales, nodes)
+        _, direction, delta = self.oracle.evaluate(i, p.w, knode)
+        if direction is not None and p.Me:
+            self.G[p.covered] += direction[p.covered]
+        if delta is not None and p.Mk and np.any(delta != 0):
+            self.G_norms2 += p.norm_increment(1.0, delta, nodes, blocks)
+            rows = np.any(delta != 0, axis=1)
+            self.B[P[rows]] += delta[rows]
+            if not np.all(self.B_rows[P[rows]]):
+                self.B_rows[P[rows]] = True
+                self.B_support = np.flatnonzero(self.B_rows)
+        if direction is not None or delta is not None:
+            self.mistakes += 1
+        # θ = prox_{cR}(G·η0/√t) with c = η0·√t, on the group container
+        scale, c = self.eta0 / math.sqrt(t), self.eta0 * math.sqrt(t)
+        S = self.B_support
+        p.w[:] = scale * self.G
+        p.A[:, S] = scale * self.B[S][None]
+        p.in_support[:] = self.B_rows
+        p.support = S
+        p.knorms2 = scale ** 2 * self.G_norms2
+        before = np.sqrt(np.maximum(p.knorms2, 0.0))
+        self.reg.prox(p, c)
+        if self.radius is not None:
+            total = float(np.linalg.norm(p.norms()))
+            if total > self.radius:
+                p.rescale(np.full(p.M, self.radius / total))
+        after = np.sqrt(np.maximum(p.knorms2, 0.0))
+        self.scales = scale * np.where(before > 0, after / np.where(before > 0, before, 1), 0.0)
+        if self.avg is not None:
+            self.avg.update()
+        return scale
+
+
 def _check_positive(name, value):
     if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -492,7 +570,7 @@ def _check_positive(name, value):
 
 def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_l21", lam=1e-2,
                      lam2=None, eta0=1.0, max_iter=10, radius=None, average="epoch",
-                     random_state=None, callback=None, max_time=None):
+                     method="proximal", random_state=None, callback=None, max_time=None):
     """Online proximal MKL over a structured model (math.md §4.2, §4.6).
 
     Parameters
@@ -525,6 +603,10 @@ def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_
         the optimum).
     average : {None, "uniform", "weighted", "epoch"}
         The returned predictor (module docstring).
+    method : {"proximal", "dual_averaging"}
+        The seed's online proximal step (Alg. 1: subgradient step, then the
+        proxes) or regularized dual averaging (:class:`DualAveragingIterate`:
+        the proxes applied to the running gradient sum, sparser).
     random_state : int, Generator or None
     callback, max_time
         As :func:`kernfw.fw.run`.
@@ -544,6 +626,8 @@ def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     lam = _check_positive("lam", lam)
     eta0 = _check_positive("eta0", eta0)
     if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
@@ -568,8 +652,9 @@ def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_
                                  f"positions, got an operator on {op.n} points")
     params = GroupParameters(model.size_joint_feature, explicit, kernels,
                              oracle.q if oracle.factored else 1)
-    iterate = OnlineMKLIterate(oracle, params, offsets, reg, eta0, None, int(max_iter),
-                               np.random.default_rng(random_state), average)
+    cls = OnlineMKLIterate if method == "proximal" else DualAveragingIterate
+    iterate = cls(oracle, params, offsets, reg, eta0, None, int(max_iter),
+                  np.random.default_rng(random_state), average)
     radius = _radius(radius, iterate, reg)
     iterate.radius = radius
     result = run(iterate, tol=0.0, max_iter=int(max_iter), max_time=max_time,

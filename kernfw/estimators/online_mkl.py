@@ -1,0 +1,537 @@
+"""Online MKL estimators (seed 003; math.md §4): multi-class and structured outputs.
+
+Both fit :func:`kernfw.solvers.mkl.online.solve_online_mkl`: one parameter block
+``θ_k`` per group — kernel groups (a kernel on the input, or on the positions
+of a chain) and explicit feature groups (columns of the input) mixed in one
+model — with a group regularizer that switches whole groups off.
+
+Every kernel group is trace-normalized (mean ``k(x, x) = 1`` on the training
+positions, as the batch MKL estimators do) and so is every explicit feature
+group (its columns are scaled so that the mean ``‖x_g‖² = 1``): a feature group
+and the linear kernel on the same columns are the same group.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.callback import with_callbacks
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..kernels import make_operator
+from ..solvers.mkl.online import (AVERAGES, LOSSES, METHODS, ExplicitGroup,
+                                  factored_positions, solve_online_mkl)
+from ..solvers.mkl.prox import REGULARIZERS
+from ..structured import Chain, MultiClass
+from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam
+from .mkl import NORMALIZATION, _MKLClassifier, default_kernels
+
+__all__ = ["OnlineMKLClassifier", "OnlineMKLStructured"]
+
+_ONLINE_CONSTRAINTS = {
+    "C": [Interval(Real, 0, None, closed="neither")],
+    "lam": [None, Interval(Real, 0, None, closed="neither")],
+    "lam2": [None, Interval(Real, 0, None, closed="left")],
+    "loss": [StrOptions(set(LOSSES))],
+    "regularizer": [StrOptions(set(REGULARIZERS))],
+    "eta0": [Interval(Real, 0, None, closed="neither")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    "average": [None, StrOptions({a for a in AVERAGES if a is not None})],
+    "method": [StrOptions(set(METHODS))],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
+def _seed(random_state):
+    """An int seed or Generator for numpy's ``default_rng`` from sklearn's random_state."""
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31))
+    return random_state
+
+
+def _feature_scale(X, column_groups):
+    """Per-column scale: the columns of each group scaled to mean ``‖x_g‖² = 1``."""
+    scale = np.ones(X.shape[1])
+    for g in column_groups:
+        sq = float(np.mean(np.sum(np.asarray(X[:, g], dtype=float) ** 2, axis=1)))
+        scale[g] = 1.0 / np.sqrt(sq) if sq > 0 else 1.0
+    return scale
+
+
+#: kernel groups keep their Gram on the training positions up to this many positions
+GRAM_MAX_POSITIONS = 4000
+
+
+def _backend(n_positions):
+    """Kernel groups are read a few columns per round: a Gram (a slice) while it fits,
+    else computed columns with a small cache (the per-epoch objective reads them all)."""
+    if n_positions <= GRAM_MAX_POSITIONS:
+        return {"backend": "gram"}
+    return {"backend": "function", "cache_size": 64.0}
+
+
+def _check_columns(groups, d):
+    out = []
+    for j, g in enumerate(groups):
+        idx = np.arange(d)[g] if isinstance(g, slice) else np.asarray(g)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer) or idx.min() < -d \
+                or idx.max() >= d:
+            raise ValueError(f"feature group {j} must be a non-empty set of column indices in "
+                             f"0..{d - 1}, got {g!r}")
+        out.append(np.unique(idx % d))
+    if out and np.concatenate(out).size != np.unique(np.concatenate(out)).size:
+        raise ValueError("feature groups must be disjoint")
+    return out
+
+
+def _unary_indices(model, columns, d):
+    """Indices of ``φ`` of the unary weights of ``columns`` for every state (MultiClass, Chain)."""
+    q = model.n_classes if isinstance(model, MultiClass) else model.n_states
+    return (np.arange(q)[:, None] * d + np.asarray(columns)[None, :]).ravel()
+
+
+def _transition_indices(model):
+    """Indices of ``φ`` of a chain's start/end biases and transitions (one explicit group)."""
+    qd = model.n_states * model.n_features
+    return np.arange(qd, model.size_joint_feature)
+
+
+class _OnlineMKLMixin(FWEstimatorMixin):
+    """Fit/predict plumbing shared by the two online estimators."""
+
+    def _solve(self, model, X, Y, groups, n):
+        lam = resolve_lam(self.C, self.lam, n)
+        eta0 = resolve_deprecated(self, "eta", "eta0")
+        max_iter = resolve_deprecated(self, "n_epochs", "max_iter")
+        callback = self._fw_callback(max_iter, X, Y)
+        try:
+            result = solve_online_mkl(model, X, Y, groups, loss=self.loss,
+                                      regularizer=self.regularizer, lam=lam, lam2=self.lam2,
+                                      eta0=eta0, max_iter=max_iter, radius=self.radius,
+                                      average=self.average, method=self.method,
+                                      random_state=_seed(self.random_state), callback=callback)
+        finally:
+            self._end_callbacks()
+        sol = result.solution
+        self._store_result(result)
+        self.lam_ = lam
+        self.objective_ = float(result.primal)
+        self.group_norms_ = sol["norms"]
+        self.kernel_weights_ = sol["beta"]
+        self.active_groups_ = np.flatnonzero(sol["norms"] > 0)
+        self.n_active_groups_ = int(self.active_groups_.size)
+        self.group_norm_path_ = sol["norm_path"]
+        self.coef_ = sol["w"]
+        self.support_ = sol["support"]
+        self.dual_coef_ = sol["coef"]
+        return result
+
+
+class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
+    """Online MKL for multi-class classification (seed 003, Martins et al.; math.md §4).
+
+    Scores ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩`` with one block per kernel (and per
+    explicit feature group), trained by the online proximal algorithm on
+
+    ``F(θ) = R(θ) + (1/n) Σ_i L_i(θ)``,
+
+    ``L_i`` the cost-sensitive structured hinge
+    ``max_y [Δ(y_i, y) + f(x_i, y)] − f(x_i, y_i)`` or the CRF (multinomial
+    logistic) loss ``log Σ_y exp f(x_i, y) − f(x_i, y_i)``, and ``R`` a group
+    regularizer (``"squared_l21"``: ``λ/2 (Σ_k ‖θ_k‖)²``, the MKL objective).
+    The kernel weights are ``β_k = ‖θ_k‖ / Σ_l ‖θ_l‖``.  No certified gap: the
+    objective of the returned predictor is recorded once per epoch.
+
+    Parameters
+    ----------
+    kernel : None, list of kernel specs or "precomputed", default=None
+        Kernel groups; None is :func:`~kernfw.estimators.mkl.default_kernels`
+        unless ``groups`` is given (then there are no kernel groups).
+    groups : list of column index arrays or slices, or None, default=None
+        Explicit feature groups (disjoint column sets of ``X``), listed before
+        the kernel groups in every fitted array.
+    C : float, default=1.0
+        ``λ = 1/(C·n)`` (SVC's ``C``) unless ``lam`` is given.
+    lam : float or None, default=None
+        ``λ`` of the regularizer.
+    loss : {"hinge", "crf"}, default="hinge"
+    regularizer : {"squared_l21", "l21", "elastic", "sparse_group_lasso"}, default="squared_l21"
+        ``λ/2 (Σ‖θ_k‖)²``, ``λ Σ‖θ_k‖``, ``λ/2 (Σ‖θ_k‖)² + λ₂/2 ‖θ‖²`` or
+        ``λ Σ‖θ_k‖ + λ₂ ‖θ_E‖₁`` (ℓ1 on the explicit groups only).
+    lam2 : float or None, default=None
+        ``λ₂`` (None: ``λ₂ = λ``).
+    cost : array-like of shape (m, m) or None, default=None
+        Cost ``Δ[y_true, y]`` of the hinge (classes in sorted order, zero
+        diagonal); None is the 0/1 cost.
+    eta0 : float, default=1.0
+        Learning rate ``η_t = η_0/√t``.
+    max_iter : int, default=10
+        Epochs (passes over the training set, in random order).
+    radius : None, "auto" or float, default=None
+        Ball projection after each prox ("auto": a radius containing the optimum).
+    average : {None, "uniform", "weighted", "epoch"}, default="epoch"
+        Returned predictor: the last iterate, the uniform or ``t``-weighted
+        average of all iterates, or the average over the last epoch.
+    method : {"proximal", "dual_averaging"}, default="proximal"
+        The seed's online proximal algorithm (subgradient step, then the prox
+        of each term of ``R``), or regularized dual averaging (the proxes
+        applied to the running sum of subgradients; groups stay exactly zero
+        while their averaged gradient is below the threshold — much sparser).
+    random_state : int, RandomState, Generator or None, default=None
+    verbose : int, default=0
+    kernels, eta, n_epochs : deprecated
+        Former names of ``kernel``, ``eta0`` and ``max_iter``.
+
+    Attributes
+    ----------
+    kernel_weights_ : ndarray of shape (M,)
+        ``β`` over the groups (explicit first, then kernels).
+    group_norms_ : ndarray of shape (M,)
+        ``‖θ_k‖``.
+    active_groups_ : ndarray of int
+        Groups with ``‖θ_k‖ > 0``.
+    n_active_groups_ : int
+        Their number (the ``n_active`` column of :func:`kernfw.sweep`).
+    selected_kernels_ : ndarray of int
+        Same as ``active_groups_``.
+    group_norm_path_ : ndarray of shape (n_epochs + 1, M)
+        ``‖θ_k‖`` of the returned predictor after each epoch (row 0: 0).
+    objective_ : float
+        ``F`` of the returned predictor.
+    lam_ : float
+        The ``λ`` used.
+    history_ : dict of arrays
+        Per epoch: ``primal`` (F), ``mistakes``, ``active_groups``.
+    coef_ : ndarray of shape (m·d,)
+        Explicit weights over ``φ = e_y ⊗ x̃`` (scaled feature groups).
+    support_ : ndarray of int
+        Training points with kernel coefficients.
+    dual_coef_ : ndarray of shape (n_kernels, n_SV, m)
+        ``f(x, y) = Σ_k Σ_s dual_coef_[k, s, y] k_k(x_s, x) + ⟨coef_, φ(x, y)⟩``.
+    duality_gap_ : float
+        ``inf`` (nothing is certified); ``converged_`` is False.
+    classes_, n_kernels_, n_groups_, n_iter_, fit_time_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw import OnlineMKLClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(90, 4)); y = (X[:, 0] > 0).astype(int) + (X[:, 0] > 1)
+    >>> kernels = [("linear", {"columns": [j]}) for j in range(4)]
+    >>> clf = OnlineMKLClassifier(kernels, lam=0.05, max_iter=20, random_state=0).fit(X, y)
+    >>> int(np.argmax(clf.kernel_weights_))
+    0
+    """
+
+    _parameter_constraints = {
+        **_MKLClassifier._parameter_constraints,
+        **_ONLINE_CONSTRAINTS,
+        "groups": [None, list],
+        "cost": [None, "array-like"],
+        "eta": [Interval(Real, 0, None, closed="neither"), StrOptions({"deprecated"})],
+        "n_epochs": [Interval(Integral, 1, None, closed="left"), StrOptions({"deprecated"})],
+    }
+
+    def __init__(self, kernel=None, groups=None, C=1.0, lam=None, loss="hinge",
+                 regularizer="squared_l21", lam2=None, cost=None, eta0=1.0, max_iter=10,
+                 radius=None, average="epoch", method="proximal", random_state=None, verbose=0,
+                 kernels="deprecated", eta="deprecated", n_epochs="deprecated"):
+        self.kernel = kernel
+        self.groups = groups
+        self.C = C
+        self.lam = lam
+        self.loss = loss
+        self.regularizer = regularizer
+        self.lam2 = lam2
+        self.cost = cost
+        self.eta0 = eta0
+        self.max_iter = max_iter
+        self.radius = radius
+        self.average = average
+        self.method = method
+        self.random_state = random_state
+        self.verbose = verbose
+        self.kernels = kernels
+        self.eta = eta
+        self.n_epochs = n_epochs
+
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Run ``max_iter`` epochs of the online algorithm.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
+        y : array-like of shape (n,)
+
+        Returns
+        -------
+        self
+        """
+        no_default = self.groups is not None and not self._is_precomputed()
+        mk, y, Xv = self._training_data(X, y, (lambda X: []) if no_default else default_kernels)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        m = self.classes_.size
+        if m < 2:
+            raise ValueError(f"online MKL needs at least two classes; y has {m} class")
+        if self._is_precomputed():
+            if self.groups is not None:
+                raise ValueError("groups (explicit feature groups) need feature input, not "
+                                 "kernel='precomputed'")
+            Xf, columns = np.zeros((mk.n, 1)), []
+        else:
+            Xf = np.asarray(Xv, dtype=float)
+            columns = _check_columns(self.groups or [], Xf.shape[1])
+        self.feature_scale_ = _feature_scale(Xf, columns)
+        Xs = Xf * self.feature_scale_
+        model = MultiClass(m, cost=self.cost)
+        d = Xs.shape[1]
+        groups = ([ExplicitGroup(_unary_indices(model, g, d)) for g in columns]
+                  + ([] if mk is None else list(mk.operators)))
+        self._solve(model, Xs, y_idx, groups, y_idx.size)
+        self.n_kernels_ = 0 if mk is None else mk.p
+        self.n_groups_ = len(groups)
+        self.n_train_ = y_idx.size
+        self.selected_kernels_ = self.active_groups_
+        self._predict_op = (None if mk is None or self.support_.size == 0
+                            else mk.subset(self.support_))
+        return self
+
+    def scores(self, X):
+        """``f(x, y)`` for every class, shape (n_test, m)."""
+        check_is_fitted(self)
+        m = self.classes_.size
+        if self._is_precomputed():
+            test = self._test_kernels(X)
+            n_new = test[0].shape[0]
+            explicit = np.zeros((n_new, m))
+            cross = [op.cross(K) for op, K in zip(self._predict_op.operators, test)]
+        else:
+            Xt = self._test_kernels(X)
+            n_new = Xt.shape[0]
+            explicit = (Xt * self.feature_scale_) @ self.coef_.reshape(m, -1).T
+            cross = ([] if self._predict_op is None
+                     else [op.cross(Xt) for op in self._predict_op.operators])
+        if not cross or self.support_.size == 0:
+            return explicit
+        return explicit + sum(K @ self.dual_coef_[k] for k, K in enumerate(cross))
+
+    def decision_function(self, X):
+        """Scores: ``f(x, classes_[1]) − f(x, classes_[0])`` for two classes, else (n, m)."""
+        s = self.scores(X)
+        return s[:, 1] - s[:, 0] if s.shape[1] == 2 else s
+
+
+class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
+    """Online MKL for structured outputs (seed 003; math.md §4.2, §4.6).
+
+    Learns ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩`` over the output space of a
+    :mod:`kernfw.structured` model, with groups of the joint feature map —
+    kernels on the positions (unary parts of MultiClass and Chain), explicit
+    feature columns, a chain's transitions, or any index set of ``φ`` — and a
+    group regularizer (as :class:`OnlineMKLClassifier`).
+
+    Parameters
+    ----------
+    model : StructuredModel
+        ``MultiClass``, ``Chain`` (kernel groups, hinge and CRF) or any other
+        model (explicit index groups, hinge only — e.g. ``Matching``).
+    groups : list or None, default=None
+        Group specs, each one of
+
+        - ``("features", columns)``: an explicit unary group on those input
+          columns, for every state (MultiClass, Chain);
+        - ``"transitions"``: a chain's start/end biases and transitions;
+        - an int array: indices into the joint feature vector ``φ`` (any model);
+        - a kernel spec (``"rbf"``, ``("rbf", {"gamma": 0.1, "columns": ...})``,
+          ...): a kernel group on the positions (MultiClass, Chain).
+
+        None: :func:`~kernfw.estimators.mkl.default_kernels` on the positions
+        (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
+        other models.
+    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, average, method, random_state, verbose
+        As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
+
+    Attributes
+    ----------
+    model_ : StructuredModel
+        The initialized model.
+    group_names_ : list of str
+        One name per group (explicit groups first, then kernel groups).
+    group_norms_, kernel_weights_, active_groups_, group_norm_path_, objective_, lam_,
+    history_, coef_, support_, dual_coef_, n_iter_, fit_time_
+        As :class:`OnlineMKLClassifier` (``support_`` holds training positions).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw.estimators.online_mkl import OnlineMKLStructured
+    >>> from kernfw.structured import Chain
+    >>> rng = np.random.default_rng(0)
+    >>> Y = [rng.integers(0, 2, size=5) for _ in range(30)]
+    >>> X = [np.eye(2)[y] + 0.3 * rng.normal(size=(5, 2)) for y in Y]
+    >>> est = OnlineMKLStructured(Chain(2), [("features", [0, 1]), "transitions"], lam=0.01,
+    ...                           max_iter=5, random_state=0).fit(X, Y)
+    >>> est.score(X, Y) > 0.9
+    True
+    """
+
+    _parameter_constraints = {**_ONLINE_CONSTRAINTS, "model": [object], "groups": [None, list]}
+
+    def __init__(self, model, groups=None, C=1.0, lam=None, loss="hinge",
+                 regularizer="squared_l21", lam2=None, eta0=1.0, max_iter=10, radius=None,
+                 average="epoch", method="proximal", random_state=None, verbose=0):
+        self.model = model
+        self.groups = groups
+        self.C = C
+        self.lam = lam
+        self.loss = loss
+        self.regularizer = regularizer
+        self.lam2 = lam2
+        self.eta0 = eta0
+        self.max_iter = max_iter
+        self.radius = radius
+        self.average = average
+        self.method = method
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _inputs(self, X, scale):
+        if isinstance(self.model_, MultiClass):
+            return np.asarray(self.model_.prepare(X)) * scale
+        if isinstance(self.model_, Chain):
+            return [np.asarray(x, dtype=float) * scale for x in self.model_.prepare(X)]
+        return X
+
+    def _build_groups(self, X):
+        """``(groups for the solver, names, feature scale)`` from the group specs."""
+        model = self.model_
+        positions = factored_positions(model, X)
+        specs = self.groups
+        if specs is None:
+            specs = ((default_kernels(positions[0]) if positions is not None else [])
+                     + (["transitions"] if isinstance(model, Chain) else []))
+            if positions is None:
+                specs = [np.arange(model.size_joint_feature)]
+        columns, explicit, kernels, names = [], [], [], []
+        for spec in specs:
+            if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) \
+                    and spec[0] == "features":
+                if positions is None:
+                    raise ValueError("('features', columns) groups need MultiClass or Chain")
+                cols = _check_columns([spec[1]], positions[0].shape[1])[0]
+                columns.append(cols)
+                explicit.append(_unary_indices(model, cols, positions[0].shape[1]))
+                names.append(f"features {cols.tolist()}")
+            elif isinstance(spec, str) and spec == "transitions":
+                if not isinstance(model, Chain):
+                    raise ValueError("the 'transitions' group needs a Chain model")
+                explicit.append(_transition_indices(model))
+                names.append("transitions")
+            elif isinstance(spec, (np.ndarray, list)) and np.asarray(spec).dtype.kind in "iu":
+                explicit.append(np.asarray(spec))
+                names.append(f"phi[{len(explicit) - 1}]")
+            else:
+                if positions is None:
+                    raise ValueError(f"kernel groups need MultiClass or Chain, got "
+                                     f"{type(model).__name__}")
+                kernels.append(make_operator(positions[0], spec, normalization=NORMALIZATION,
+                                             **_backend(positions[0].shape[0])))
+                names.append(f"kernel {spec!r}")
+        if positions is not None:
+            scale = _feature_scale(positions[0], columns)
+        else:
+            scale = None
+        groups = [ExplicitGroup(g) for g in explicit] + kernels
+        order = [names[i] for i in range(len(names))]
+        explicit_names = [n for n in order if not n.startswith("kernel")]
+        kernel_names = [n for n in order if n.startswith("kernel")]
+        return groups, explicit_names + kernel_names, scale
+
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, Y):
+        """Run ``max_iter`` epochs of the online algorithm on examples ``(X, Y)``.
+
+        Parameters
+        ----------
+        X : sequence of inputs (as the model takes them)
+        Y : sequence of outputs
+
+        Returns
+        -------
+        self
+        """
+        import copy
+
+        self.model_ = copy.deepcopy(self.model).initialize(X, Y)
+        groups, self.group_names_, scale = self._build_groups(X)
+        self.feature_scale_ = scale
+        Xs = X if scale is None else self._inputs(X, scale)
+        self._kernel_ops = [g for g in groups if not isinstance(g, ExplicitGroup)]
+        self._solve(self.model_, Xs, Y, groups, len(Y))
+        return self
+
+    def predict(self, X):
+        """Decode every input: ``argmax_y f(x, y)``.
+
+        Parameters
+        ----------
+        X : sequence of inputs
+
+        Returns
+        -------
+        list of outputs
+        """
+        check_is_fitted(self)
+        model = self.model_
+        if self.feature_scale_ is None:
+            prepared = model.prepare(X)
+            return [model.decode(prepared[i], self.coef_) for i in range(len(prepared))]
+        Xs = self._inputs(X, self.feature_scale_)
+        features, offsets = factored_positions(model, Xs)
+        q = model.n_classes if isinstance(model, MultiClass) else model.n_states
+        knode = np.zeros((features.shape[0], q))
+        if self.support_.size:
+            raw = features / self.feature_scale_
+            for k, op in enumerate(self._kernel_ops):
+                knode += op.cross(raw, self.support_) @ self.dual_coef_[k]
+        prepared = model.prepare(Xs)
+        out = []
+        for i in range(len(offsets) - 1):
+            x = prepared[i]
+            node = knode[offsets[i]:offsets[i + 1]]
+            if isinstance(model, Chain):
+                theta, GT = model.node_scores(x, self.coef_)
+                out.append(model_decode_chain(theta + node, GT))
+            else:
+                out.append(int(np.argmax(self.coef_.reshape(q, -1) @ x + node[0])))
+        return out
+
+    def score(self, X, Y):
+        """``1 − mean task loss`` (higher is better; per-letter accuracy for a normalized Chain).
+
+        Parameters
+        ----------
+        X, Y : sequences
+
+        Returns
+        -------
+        float
+        """
+        pred = self.predict(X)
+        return 1.0 - float(np.mean([self.model_.loss(y, p) for y, p in zip(Y, pred)]))
+
+
+def model_decode_chain(theta, GT):
+    """Viterbi on node scores ``theta`` (T, q) and transposed transitions ``GT``."""
+    from ..structured.chain import viterbi_one
+
+    return viterbi_one(theta, np.ascontiguousarray(GT))

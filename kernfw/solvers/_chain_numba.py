@@ -1,0 +1,307 @@
+"""Compiled passes of the structural BCFW for the chain model (math.md §3.5, §3.8 (ii)).
+
+One call of :func:`chain_pass` performs a whole pass of
+:class:`kernfw.solvers.structural.BCFW` on a :class:`~kernfw.structured.Chain`
+model: for every block ``i`` of the given order it computes the node scores
+``θ_t(l) = U_l x_t + [t = 1] b^s_l + [t = T] b^e_l``, decodes the
+loss-augmented scores by Viterbi (ties to the smallest state, as
+:func:`kernfw.structured.chain.viterbi_one`), and takes the block step of the
+numpy path with the same formulas:
+
+    g_i = ⟨z, w⟩/n − ℓ_i + L_i(ŷ)/n,   γ = clip(g_i / (‖z‖²/(λn²)), 0, 1)  (or 2n/(k+2n)),
+
+``z = A_{x_i}(s(ŷ) − s̄_i)``.  ``z`` is never formed: with ``ΔE = E_ŷ − Ē_i``
+(T × q) and ``ΔC = C_ŷ − C̄_i`` (q × q),
+
+    ⟨z, w⟩ = Σ_{t,l} ΔE_{tl} θ_t(l) + ⟨ΔC, G⟩,
+    ‖z‖²  = Σ_{t,t'} ⟨x_t, x_t'⟩ ⟨ΔE_t, ΔE_t'⟩ + ‖ΔE_1‖² + ‖ΔE_T‖² + ‖ΔC‖²,
+
+(the word Grams ``⟨x_t, x_t'⟩`` are computed once, :func:`word_grams``), and
+the update ``U −= γ/(λn) ΔEᵀ x`` skips the zero entries of ``ΔE`` (a block's
+mean labeling has few labels per position).  The node scores are dot products
+over the ``d`` features, summed in any order (``fastmath`` reassociation, so
+they vectorize); everything else is evaluated in the numpy path's order.  The
+two paths therefore give the same iterates up to rounding
+(``tests/test_structural.py`` checks it).
+
+All functions are compiled with ``cache=True``.  Importing this module needs
+:mod:`numba`; :func:`kernfw.solvers.structural.compiled_chain_backend`
+returns None without it (then the numpy block steps run).
+"""
+
+import numpy as np
+from numba import njit
+
+from ..fw.steps import block_standard_step, quadratic_step
+
+__all__ = ["word_grams", "chain_pass", "chain_oracle_pass"]
+
+#: reassociation for the node-score dot products only (they vectorize)
+_DOT_FLAGS = {"reassoc", "contract"}
+
+#: the step rules of :mod:`kernfw.fw.steps`, compiled as they are
+_quadratic_step = njit(cache=True)(quadratic_step)
+_block_standard_step = njit(cache=True)(block_standard_step)
+
+
+@njit(cache=True)
+def word_grams(features, offsets):
+    """Gram matrices ``⟨x_t, x_t'⟩`` of every word, flattened, and their offsets.
+
+    Parameters
+    ----------
+    features : ndarray (N, d)
+        All positions of all words (:class:`~kernfw.structured.ChainBatch`).
+    offsets : ndarray (n + 1,)
+        Word ``i`` is ``features[offsets[i]:offsets[i + 1]]``.
+
+    Returns
+    -------
+    grams : ndarray (Σ_i T_i²,)
+        Word ``i``'s (T_i × T_i) Gram, row-major, at ``gram_offsets[i]``.
+    gram_offsets : ndarray (n + 1,)
+    """
+    n = offsets.size - 1
+    gram_offsets = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        T = offsets[i + 1] - offsets[i]
+        gram_offsets[i + 1] = gram_offsets[i] + T * T
+    grams = np.empty(gram_offsets[n])
+    d = features.shape[1]
+    for i in range(n):
+        a, T, g = offsets[i], offsets[i + 1] - offsets[i], gram_offsets[i]
+        for t in range(T):
+            for u in range(t, T):
+                acc = 0.0
+                for f in range(d):
+                    acc += features[a + t, f] * features[a + u, f]
+                grams[g + t * T + u] = acc
+                grams[g + u * T + t] = acc
+    return grams, gram_offsets
+
+
+@njit(cache=True, fastmath=_DOT_FLAGS)
+def _node_scores(features, a, T, w, q, theta):
+    """``θ_t(l) = U_l x_t + [t = 1] b^s_l + [t = T] b^e_l`` into ``theta[:T]``."""
+    d = features.shape[1]
+    qd = q * d
+    for t in range(T):
+        for l in range(q):
+            acc = 0.0
+            for f in range(d):
+                acc += features[a + t, f] * w[l * d + f]
+            theta[t, l] = acc
+    for l in range(q):
+        theta[0, l] += w[qd + l]
+        theta[T - 1, l] += w[qd + q + l]
+
+
+@njit(cache=True)
+def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back, out):
+    """Viterbi on ``θ`` (+ the loss term ``[l ≠ y_t]·unit`` when ``augment``) into ``out[:T]``.
+
+    ``δ_1 = θ_1``, ``δ_t(l) = θ_t(l) + max_{l'} (δ_{t−1}(l') + G[l', l])``;
+    ties go to the smallest state.  The loss term is added as the numpy path
+    adds it (``θ + unit``, then ``− unit`` at the true state).
+    """
+    for l in range(q):
+        v = theta[0, l]
+        if augment:
+            v += unit
+            if l == labels[a]:
+                v -= unit
+        delta[l] = v
+    for t in range(1, T):
+        for l in range(q):
+            prev[l] = delta[l]
+        for l in range(q):
+            best = prev[0] + w[gstart + l]
+            arg = 0
+            for lp in range(1, q):
+                v = prev[lp] + w[gstart + lp * q + l]
+                if v > best:
+                    best = v
+                    arg = lp
+            back[t, l] = arg
+            v = theta[t, l]
+            if augment:
+                v += unit
+                if l == labels[a + t]:
+                    v -= unit
+            delta[l] = best + v
+    state = 0
+    for l in range(1, q):
+        if delta[l] > delta[state]:
+            state = l
+    out[T - 1] = state
+    for t in range(T - 1, 0, -1):
+        state = back[t, state]
+        out[t - 1] = state
+
+
+@njit(cache=True)
+def chain_pass(order, features, offsets, labels, grams, gram_offsets, stats, stat_offsets, w,
+               block_loss, block_gaps, ell, q, lam, normalize, standard, k0, averaging,
+               avg_w, avg_ell, avg_k0, steps):
+    """One BCFW pass over the blocks ``order`` (in place); returns ``Σ γ``.
+
+    Parameters
+    ----------
+    order : ndarray of int
+        Blocks ``i`` in visiting order.
+    features, offsets : ndarray
+        The words (:class:`~kernfw.structured.ChainBatch`).
+    labels : ndarray (N,) of int
+        True states of every position.
+    grams, gram_offsets : ndarray
+        :func:`word_grams`.
+    stats, stat_offsets : ndarray
+        Block statistics ``s̄_i = (Ē_i, C̄_i)`` flattened (``T_i·q + q²`` each).
+    w : ndarray (D,)
+        ``w = (U, b^s, b^e, G)``.
+    block_loss, block_gaps : ndarray (n,)
+        ``ℓ_i`` and the last block gap ``g_i`` of every block.
+    ell : ndarray (1,)
+        ``ℓ = Σ_i ℓ_i``.
+    q : int
+        Number of states.
+    lam : float
+        ``λ``.
+    normalize : bool
+        Hamming loss divided by ``T``.
+    standard : bool
+        Step ``2n/(k + 2n)`` instead of the exact block line search.
+    k0 : int
+        Block steps taken before this pass (``k`` of the first one).
+    averaging : bool
+        Update the weighted averages ``w̄``, ``ℓ̄`` (``ρ = 2/(k̄ + 2)``).
+    avg_w, avg_ell : ndarray
+        ``w̄`` (D,) and ``ℓ̄`` (1,).
+    avg_k0 : int
+        Averaging updates before this pass.
+    steps : ndarray (len(order),)
+        Receives every block step ``γ``.
+    """
+    n = offsets.size - 1
+    d = features.shape[1]
+    qd = q * d
+    gstart = qd + 2 * q
+    scale = lam * n
+    t_max = 1
+    for i in range(n):
+        t_max = max(t_max, offsets[i + 1] - offsets[i])
+    theta = np.empty((t_max, q))
+    back = np.zeros((t_max, q), dtype=np.int64)
+    delta = np.empty(q)
+    prev = np.empty(q)
+    y_hat = np.empty(t_max, dtype=np.int64)
+    dE = np.empty((t_max, q))
+    dC = np.empty(q * q)
+    total = 0.0
+    for s in range(order.size):
+        i = order[s]
+        a = offsets[i]
+        T = offsets[i + 1] - a
+        unit = 1.0 / T if normalize else 1.0
+        _node_scores(features, a, T, w, q, theta)
+        _viterbi(theta, T, labels, a, unit, True, w, q, gstart, delta, prev, back, y_hat)
+        # s(ŷ) − s̄_i, the loss of ŷ and ⟨z, w⟩
+        e0 = stat_offsets[i]
+        c0 = e0 + T * q
+        wrong = 0
+        zw = 0.0
+        for t in range(T):
+            if y_hat[t] != labels[a + t]:
+                wrong += 1
+            for l in range(q):
+                v = -stats[e0 + t * q + l]
+                if l == y_hat[t]:
+                    v += 1.0
+                dE[t, l] = v
+                zw += v * theta[t, l]
+        for j in range(q * q):
+            dC[j] = -stats[c0 + j]
+        for t in range(T - 1):
+            dC[y_hat[t] * q + y_hat[t + 1]] += 1.0
+        for j in range(q * q):
+            zw += dC[j] * w[gstart + j]
+        # ‖z‖² from the word Gram
+        g0 = gram_offsets[i]
+        zz = 0.0
+        for t in range(T):
+            for u in range(T):
+                acc = 0.0
+                for l in range(q):
+                    acc += dE[t, l] * dE[u, l]
+                zz += grams[g0 + t * T + u] * acc
+        for l in range(q):
+            zz += dE[0, l] * dE[0, l] + dE[T - 1, l] * dE[T - 1, l]
+        for j in range(q * q):
+            zz += dC[j] * dC[j]
+        loss_s = wrong * unit / n
+        gap = zw / n - block_loss[i] + loss_s
+        if standard:
+            gamma = _block_standard_step(k0 + s, n)
+        else:
+            gamma = _quadratic_step(gap, zz / (lam * n * n), 1.0)
+        if gamma > 0.0:
+            c = gamma / scale
+            for t in range(T):
+                for l in range(q):
+                    coef = c * dE[t, l]
+                    if coef != 0.0:
+                        for f in range(d):
+                            w[l * d + f] -= coef * features[a + t, f]
+            for l in range(q):
+                w[qd + l] -= c * dE[0, l]
+                w[qd + q + l] -= c * dE[T - 1, l]
+                for t in range(T):
+                    stats[e0 + t * q + l] += gamma * dE[t, l]
+            for j in range(q * q):
+                w[gstart + j] -= c * dC[j]
+                stats[c0 + j] += gamma * dC[j]
+            delta_loss = gamma * (loss_s - block_loss[i])
+            block_loss[i] += delta_loss
+            ell[0] += delta_loss
+        block_gaps[i] = gap
+        if averaging:
+            rho = 2.0 / (avg_k0 + s + 2.0)
+            for j in range(w.size):
+                avg_w[j] = avg_w[j] * (1.0 - rho) + rho * w[j]
+            avg_ell[0] = avg_ell[0] * (1.0 - rho) + rho * ell[0]
+        steps[s] = gamma
+        total += gamma
+    return total
+
+
+@njit(cache=True)
+def chain_oracle_pass(features, offsets, labels, w, q, normalize, augment, out_labels):
+    """Viterbi decoding of every word at ``w`` (loss-augmented when ``augment``).
+
+    Writes the decoded states of every position into ``out_labels`` (N,) and
+    returns ``Σ_i L_i(ŷ_i)`` (0 when not ``augment``).
+    """
+    n = offsets.size - 1
+    t_max = 1
+    for i in range(n):
+        t_max = max(t_max, offsets[i + 1] - offsets[i])
+    gstart = q * features.shape[1] + 2 * q
+    theta = np.empty((t_max, q))
+    back = np.zeros((t_max, q), dtype=np.int64)
+    delta = np.empty(q)
+    prev = np.empty(q)
+    y_hat = np.empty(t_max, dtype=np.int64)
+    loss = 0.0
+    for i in range(n):
+        a = offsets[i]
+        T = offsets[i + 1] - a
+        unit = 1.0 / T if normalize else 1.0
+        _node_scores(features, a, T, w, q, theta)
+        _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back, y_hat)
+        wrong = 0
+        for t in range(T):
+            out_labels[a + t] = y_hat[t]
+            if augment and y_hat[t] != labels[a + t]:
+                wrong += 1
+        loss += wrong * unit
+    return loss

