@@ -84,8 +84,8 @@ def test_multiclass_same_model(client, multi_class):
 
 def test_meb_same_iterates_as_single_process(client):
     X = np.random.default_rng(3).normal(size=(300, 4))
-    local = MinimumEnclosingBall(gamma=0.2, tol=1e-7).fit(X)
-    dist = MinimumEnclosingBall(gamma=0.2, tol=1e-7, backend="dask").fit(X)
+    local = MinimumEnclosingBall(gamma=0.2, tol=1e-7, random_state=5).fit(X)
+    dist = MinimumEnclosingBall(gamma=0.2, tol=1e-7, random_state=5, backend="dask").fit(X)
     _same_iterates(local, dist)
     assert dist.converged_
     np.testing.assert_allclose(dist.radius_, local.radius_, rtol=1e-10)
