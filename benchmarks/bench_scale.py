@@ -73,8 +73,8 @@ def peak_rss_mb():
 
 
 def l2svc_params(args, gamma):
-    return dict(C=1.0, gamma=gamma, tol=args.tol, max_iter=args.max_iter,
-                cache_size=args.cache_size)
+    return {"C": 1.0, "gamma": gamma, "tol": args.tol, "max_iter": args.max_iter,
+            "cache_size": args.cache_size}
 
 
 def summary(model, X_test, y_test, fit_time):

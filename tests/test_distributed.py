@@ -15,8 +15,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 
 from kernfw import L2SVC, MinimumEnclosingBall
-from kernfw.distributed import (ShardedRows, WorkerLostError, decision_function, get_client,
-                                solve_sharded_simplex_qp)
+from kernfw.distributed import (
+    ShardedRows,
+    WorkerLostError,
+    decision_function,
+    get_client,
+    solve_sharded_simplex_qp,
+)
 from kernfw.operators import PairwiseKernel
 
 distributed = pytest.importorskip("distributed")
@@ -56,7 +61,7 @@ def _same_iterates(local, dist, rtol=1e-10):
 def test_l2svc_same_iterates_as_single_process(client, method, numba, monkeypatch):
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba)
     X, y = _binary()
-    params = dict(C=5.0, gamma=0.3, method=method, tol=1e-8, max_iter=1000)
+    params = {"C": 5.0, "gamma": 0.3, "method": method, "tol": 1e-8, "max_iter": 1000}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)   # plain FW at this tol
         local = L2SVC(**params).fit(X, y)

@@ -8,11 +8,26 @@ iteration (:func:`solve_sharded_simplex_qp`).  :class:`kernfw.L2SVC` and
 fitted models are ordinary in-memory models.
 """
 
-from .mfw import (ShardedSimplexQPIterate, fit_l2svm_problems, pairwise_kernel, solve_meb,
-                  solve_sharded_simplex_qp)
+from .mfw import (
+                  ShardedSimplexQPIterate,
+                  fit_l2svm_problems,
+                  pairwise_kernel,
+                  solve_meb,
+                  solve_sharded_simplex_qp,
+)
 from .predict import decision_function
 from .shard import RowShard, ShardedRows, Vertex, WorkerLostError, get_client
 
-__all__ = ["ShardedRows", "RowShard", "Vertex", "WorkerLostError", "get_client",
-           "ShardedSimplexQPIterate", "solve_sharded_simplex_qp", "fit_l2svm_problems",
-           "solve_meb", "pairwise_kernel", "decision_function"]
+__all__ = [
+                  "RowShard",
+                  "ShardedRows",
+                  "ShardedSimplexQPIterate",
+                  "Vertex",
+                  "WorkerLostError",
+                  "decision_function",
+                  "fit_l2svm_problems",
+                  "get_client",
+                  "pairwise_kernel",
+                  "solve_meb",
+                  "solve_sharded_simplex_qp",
+]

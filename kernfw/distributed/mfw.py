@@ -24,17 +24,20 @@ partial sums per shard in the same round trip.
 
 import math
 import numbers
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..fw import FWResult, away_step_max, quadratic_step, run
-from ..solvers.meb import METHODS, STOPS, SimplexQPIterate, _REFRESH_EVERY
+from ..fw import away_step_max, quadratic_step, run
+from ..solvers.meb import METHODS, STOPS, SimplexQPIterate
 from .shard import ShardedRows
 
-__all__ = ["ShardedSimplexQPIterate", "solve_sharded_simplex_qp", "fit_l2svm_problems",
-           "solve_meb"]
+__all__ = [
+    "ShardedSimplexQPIterate",
+    "fit_l2svm_problems",
+    "solve_meb",
+    "solve_sharded_simplex_qp",
+]
 
 
 class _Support:
@@ -119,7 +122,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         """α₀ = ½(e_a + e_b), b the point farthest from a (math.md §2.6)."""
         rec_a = self._vertex_record(a)
         found = [r for r in self._call("farthest", rec_a) if r is not None]
-        value, rec_b, col_b = max(found, key=lambda r: (r[0], -r[1].index))
+        _, rec_b, col_b = max(found, key=lambda r: (r[0], -r[1].index))
         b = rec_b.index
         if b == a or rec_b.diag - 2.0 * col_b + rec_a.diag <= 0:
             self.active.beta = {a: 1.0}

@@ -203,6 +203,10 @@ class RowShard:
     """
 
     def __init__(self, X, start, kernel, labels=None):
+        if isinstance(X, np.ndarray) and not (X.flags.aligned and X.flags.c_contiguous):
+            # a block unpickled from a network frame can be unaligned: numpy's
+            # matrix products then skip BLAS (several times slower); copy it once
+            X = np.require(X, requirements=["A", "C"])
         self.X = X
         self.start = int(start)
         self.kernel = kernel
@@ -544,6 +548,6 @@ class ShardedRows:
         """Addresses of shard workers that are no longer in the cluster."""
         try:
             alive = set(self.client.scheduler_info()["workers"])
-        except Exception:     # the scheduler itself is unreachable
+        except Exception:  # noqa: BLE001 - the scheduler itself is unreachable
             return set(self.workers)
         return set(self.workers) - alive
