@@ -31,6 +31,7 @@ Run (from the repository root)::
 
     python benchmarks/bench_scale.py                                  # the documented run
     python benchmarks/bench_scale.py --sizes 20000 50000 --max-iter 300 --no-svc   # quick
+    python benchmarks/bench_scale.py --from-json scale.json   # re-print a saved run
 """
 
 import argparse
@@ -189,7 +190,13 @@ def per_row_costs(ds=(10, 20, 50), m=200_000, steps=40):
 
 
 def fit_model(rows, costs, latency, shard_times, d):
-    """``t_iter = L + W·c_w + (n/W)(b_d d + b_0)`` from the measurements."""
+    """``t_iter = L + W·c_w + κ (n/W)(b_d d + b_0)`` from the measurements.
+
+    ``L``, ``c_w``, ``b_d``, ``b_0`` come from the micro-measurements; ``κ`` (the
+    slow-down of a worker step inside the fit: workers sharing cores and memory
+    bandwidth with each other and the driver) is fitted by least squares to the
+    measured time per iteration of the distributed fits.
+    """
     from scipy.optimize import nnls
 
     ds = np.array(sorted(costs))
@@ -198,16 +205,55 @@ def fit_model(rows, costs, latency, shard_times, d):
     shards = np.array(sorted(shard_times))
     c_w = max(float(np.polyfit(shards, [shard_times[k] for k in shards], 1)[0]), 0.0) / 1e3
     L = latency / 1e3
-    model = {"L_s": L, "c_w_s": c_w, "b_d_s": float(b_d), "b_0_s": float(b_0)}
 
-    def predict(n, W, dd=d, lat=L):
-        return lat + W * c_w + (n / W) * (b_d * dd + b_0)
+    def predict(n, W, dd=d, lat=L, kappa=1.0):
+        return lat + W * c_w + kappa * (n / W) * (b_d * dd + b_0)
 
+    compute, rest = [], []
     for row in rows:
-        row["model_s_per_iter"] = predict(row["n"], row["workers"])
         row["measured_s_per_iter"] = row["dask"]["fit_time"] / max(row["dask"]["n_iter"], 1)
-    model["predict"] = predict
-    return model
+        overhead = predict(row["n"], row["workers"], kappa=0.0)
+        compute.append(predict(row["n"], row["workers"]) - overhead)
+        rest.append(row["measured_s_per_iter"] - overhead)
+    compute, rest = np.array(compute), np.array(rest)
+    kappa = float(compute @ rest / (compute @ compute)) if rows else 1.0
+    for row in rows:
+        row["model_s_per_iter"] = predict(row["n"], row["workers"], kappa=kappa)
+    return {"L_s": L, "c_w_s": c_w, "b_d_s": float(b_d), "b_0_s": float(b_0),
+            "kappa": kappa}, predict
+
+
+def report(rows, costs, latency, shard_times, d):
+    """Print the model, the table and the 10M-point predictions."""
+    model, predict = fit_model(rows, costs, latency, shard_times, d)
+    print("\nmodel: t_iter = L + W c_w + kappa (n/W)(b_d d + b_0):",
+          ", ".join(f"{k} = {v:.3g}" for k, v in model.items()))
+    print("| n | dask (s) | single (s) | speed-up | iterations | round trips | rel. gap "
+          "(both) | acc dask / single | SVC (s) / acc | worker peak RSS (MB, base → peak) "
+          "| single peak RSS (MB) | s/iter measured / model |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        dd, s, v = r["dask"], r["single"], r["svc"]
+        svc_txt = "—" if v is None else (v.get("note") or
+                                          f"{v['fit_time']:.1f} / {v['accuracy']:.4f}")
+        mem = "; ".join(f"{a:.0f} → {b:.0f}" for a, b in zip(dd["worker_base_mb"],
+                                                            dd["worker_peak_mb"]))
+        print(f"| {r['n']:,} | {dd['fit_time']:.1f} | {s['fit_time']:.1f} | "
+              f"{r['speedup']:.2f} | {dd['n_iter']:,} / {s['n_iter']:,} | {dd['round_trips']:,} | "
+              f"{dd['rel_gap']:.3g} / {s['rel_gap']:.3g} | {dd['accuracy']:.4f} / "
+              f"{s['accuracy']:.4f} | {svc_txt} | {mem} | {s['peak_rss_mb']:.0f} | "
+              f"{1e3 * r['measured_s_per_iter']:.1f} ms / {1e3 * r['model_s_per_iter']:.1f} ms |")
+    single = predict(10_000_000, 1, lat=0.0, kappa=1.0) - model["c_w_s"]
+    print(f"one process at n = 10M, d = {d} (kappa = 1): {1e3 * single:.0f} ms per iteration")
+    for kappa in (1.0, model["kappa"]):
+        for lat_ms in (0.5, 1.0, model["L_s"] * 1e3):
+            for c_w in (model["c_w_s"], 0.1e-3):
+                t = (predict(10_000_000, 64, lat=lat_ms / 1e3, kappa=kappa)
+                     - 64 * (model["c_w_s"] - c_w))
+                print(f"n = 10M, d = {d}, W = 64, kappa = {kappa:.2f}, L = {lat_ms:.2f} ms, "
+                      f"c_w = {1e3 * c_w:.2f} ms: {1e3 * t:.1f} ms per iteration, "
+                      f"10,000 iterations in {t * 1e4 / 60:.1f} min "
+                      f"({single / t:.1f}x one process)")
 
 
 def main():
@@ -224,9 +270,18 @@ def main():
     p.add_argument("--json", default=None, help="write the results to this file")
     p.add_argument("--child", choices=["l2svc", "svc"], help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--from-json", default=None,
+                   help="print the model and tables of a saved run (--json) and exit")
     args = p.parse_args()
     if args.child:
         return child(args)
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        return report(saved["rows"], {int(k): v for k, v in saved["row_costs"].items()},
+                      saved["latency_ms"],
+                      {int(k): v for k, v in saved["shard_times_ms"].items()},
+                      saved.get("d", args.d))
 
     rows = []
     c, client = cluster(args.workers)
@@ -263,36 +318,11 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    model = fit_model(rows, costs, latency, shard_times, args.d)
-    predict = model.pop("predict")
-    print("\nmodel: t_iter = L + W c_w + (n/W)(b_d d + b_0):",
-          ", ".join(f"{k} = {v:.3g}" for k, v in model.items()))
-    print("| n | dask (s) | single (s) | speed-up | iterations | round trips | rel. gap "
-          "(both) | acc dask / single | SVC (s) / acc | worker peak RSS (MB, base → peak) "
-          "| single peak RSS (MB) | s/iter measured / model |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        dd, s, v = r["dask"], r["single"], r["svc"]
-        svc_txt = "—" if v is None else (v.get("note") or
-                                          f"{v['fit_time']:.1f} / {v['accuracy']:.4f}")
-        mem = "; ".join(f"{a:.0f} → {b:.0f}" for a, b in zip(dd["worker_base_mb"],
-                                                            dd["worker_peak_mb"]))
-        print(f"| {r['n']:,} | {dd['fit_time']:.1f} | {s['fit_time']:.1f} | "
-              f"{r['speedup']:.2f} | {dd['n_iter']:,} / {s['n_iter']:,} | {dd['round_trips']:,} | "
-              f"{dd['rel_gap']:.3g} / {s['rel_gap']:.3g} | {dd['accuracy']:.4f} / "
-              f"{s['accuracy']:.4f} | {svc_txt} | {mem} | {s['peak_rss_mb']:.0f} | "
-              f"{1e3 * r['measured_s_per_iter']:.1f} ms / {1e3 * r['model_s_per_iter']:.1f} ms |")
-    for lat_ms in (0.5, 1.0, model["L_s"] * 1e3):
-        t = predict(10_000_000, 64, lat=lat_ms / 1e3)
-        print(f"prediction n = 10M, d = {args.d}, W = 64, L = {lat_ms:.2f} ms: "
-              f"{1e3 * t:.1f} ms per iteration; 10,000 iterations: {t * 1e4 / 60:.1f} min; "
-              f"one process (W = 1, L = 0): {1e3 * predict(10_000_000, 1, lat=0.0):.0f} ms "
-              "per iteration")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "model": model, "latency_ms": latency,
-                       "shard_times_ms": shard_times, "row_costs": costs}, f, indent=1)
-
+            json.dump({"rows": rows, "latency_ms": latency, "shard_times_ms": shard_times,
+                       "row_costs": costs, "d": args.d}, f, indent=1)
+    report(rows, costs, latency, shard_times, args.d)
 
 if __name__ == "__main__":
     main()

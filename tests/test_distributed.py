@@ -230,3 +230,19 @@ def test_worker_closed_mid_fit_is_a_clear_error():
                 solve_sharded_simplex_qp(shards, {"positive": 1, "C": 1.0, "ball": False},
                                          tol=1e-12, callback=close_worker)
     cluster.close()
+
+
+def test_unaligned_block_is_copied_once():
+    """Rows unpickled from a network frame may be unaligned (numpy then skips BLAS)."""
+    from kernfw.distributed import RowShard
+
+    X = np.random.default_rng(0).normal(size=(50, 4))
+    raw = np.zeros(X.nbytes + 1, dtype=np.uint8)
+    unaligned = np.frombuffer(raw.data, dtype=np.float64, count=X.size, offset=1).reshape(X.shape)
+    unaligned[...] = X
+    assert not unaligned.flags.aligned
+    shard = RowShard(unaligned, 0, PairwiseKernel("linear"))
+    assert shard.X.flags.aligned and shard.X.flags.c_contiguous
+    np.testing.assert_array_equal(shard.X, X)
+    aligned = RowShard(X, 0, PairwiseKernel("linear"))
+    assert aligned.X is X
