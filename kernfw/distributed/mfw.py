@@ -347,6 +347,15 @@ def _stack(blocks):
 def pairwise_kernel(op):
     """The :class:`~kernfw.operators.PairwiseKernel` behind a training operator.
 
+    Parameters
+    ----------
+    op : KernelOperator
+        The operator an estimator built for its training points.
+
+    Returns
+    -------
+    PairwiseKernel
+
     Raises
     ------
     ValueError

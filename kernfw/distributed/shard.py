@@ -396,6 +396,15 @@ def get_client(client=None):
     current default client, else a client of the scheduler in Dask's configuration
     (``scheduler-address``, e.g. env ``DASK_SCHEDULER_ADDRESS``).
 
+    Parameters
+    ----------
+    client : distributed.Client, str or None
+        A client, a scheduler address such as ``"tcp://scheduler:8786"``, or None.
+
+    Returns
+    -------
+    distributed.Client
+
     Raises
     ------
     ValueError
@@ -505,7 +514,21 @@ class ShardedRows:
         return int(np.searchsorted(self.bounds, j, side="right") - 1)
 
     def call(self, method, *args, shards=None):
-        """Call ``method(*args)`` on every shard (or those in ``shards``) at once; the answers.
+        """Call ``method(*args)`` on every shard (or those in ``shards``) at once.
+
+        Parameters
+        ----------
+        method : str
+            A :class:`RowShard` method.
+        *args
+            Its arguments (the same for every shard).
+        shards : sequence of int or None
+            The blocks to call (None: all).
+
+        Returns
+        -------
+        list
+            The answers, in the order of the shards.
 
         Raises
         ------
