@@ -156,6 +156,13 @@ KernelOperator, default="rbf"
     random_state : int, RandomState instance or None, default=None
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6); None starts at point 0.
+    backend : {"local", "dask"}, default="local"
+        "dask": data-parallel MFW on the current Dask cluster (the default
+        ``distributed.Client``, or Dask's configured ``scheduler-address``):
+        the rows are split over the workers, which keep them and their part
+        of the solver state for the whole fit (:mod:`kernfw.distributed`;
+        same iterates as "local").  The fitted model is the same in-memory
+        model.  Needs a kernel given by name or callable.
 
     Attributes
     ----------
@@ -219,11 +226,12 @@ KernelOperator, default="rbf"
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "backend": [StrOptions({"local", "dask"})],
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
                  tol=0.3, max_iter=None, cache_size=50, multi_class="ovo", n_jobs=None,
-                 verbose=0, random_state=None):
+                 verbose=0, random_state=None, backend="local"):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -237,6 +245,7 @@ KernelOperator, default="rbf"
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.random_state = random_state
+        self.backend = backend
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
@@ -271,7 +280,13 @@ KernelOperator, default="rbf"
                                          p.y, self.C, self.method, self.tol, self.max_iter,
                                          callback, seed)
                     for p in problems)
-            fits = Parallel(n_jobs=self.n_jobs)(jobs)
+            if self.backend == "dask":     # data-parallel MFW on the Dask cluster
+                from ..distributed import fit_l2svm_problems
+                fits = fit_l2svm_problems(X, op, y_enc, problems, self.C, self.method,
+                                          self.tol, self.max_iter, callback, self.cache_size,
+                                          random_state=seed)
+            else:
+                fits = Parallel(n_jobs=self.n_jobs)(jobs)
         finally:
             self._end_callbacks()
         self.classes_ = classes

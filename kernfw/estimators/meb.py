@@ -91,6 +91,9 @@ KernelOperator, default="rbf"
     random_state : int, RandomState instance or None, default=None
         Chooses the first point ``a`` of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6); None starts at point 0.
+    backend : {"local", "dask"}, default="local"
+        "dask": data-parallel MFW on the current Dask cluster, as in
+        :class:`~kernfw.L2SVC` (:mod:`kernfw.distributed`).
 
     Attributes
     ----------
@@ -145,10 +148,12 @@ KernelOperator, default="rbf"
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "backend": [StrOptions({"local", "dask"})],
     }
 
     def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
-                 tol=1e-4, max_iter=None, cache_size=500, verbose=0, random_state=None):
+                 tol=1e-4, max_iter=None, cache_size=500, verbose=0, random_state=None,
+                 backend="local"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -159,6 +164,7 @@ KernelOperator, default="rbf"
         self.cache_size = cache_size
         self.verbose = verbose
         self.random_state = random_state
+        self.backend = backend
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
@@ -181,10 +187,15 @@ KernelOperator, default="rbf"
         diag = op.diag()
         callback = self._fw_callback(self.max_iter, X)
         try:
-            result = solve_simplex_qp(op, q=diag, method=self.method, tol=self.tol,
-                                      max_iter=self.max_iter, stop="radius",
-                                      callback=callback,
-                                      random_state=solver_seed(self.random_state))
+            if self.backend == "dask":     # data-parallel MFW on the Dask cluster
+                from ..distributed import solve_meb
+                result = solve_meb(X, op, self.method, self.tol, self.max_iter, callback,
+                                   self.cache_size, solver_seed(self.random_state))
+            else:
+                result = solve_simplex_qp(op, q=diag, method=self.method, tol=self.tol,
+                                          max_iter=self.max_iter, stop="radius",
+                                          callback=callback,
+                                          random_state=solver_seed(self.random_state))
         finally:
             self._end_callbacks()
         self._store_result(result)

@@ -1,0 +1,465 @@
+"""Data-parallel FW / MFW for the MEB and L2-SVM duals on a Dask cluster (math.md §2).
+
+The iterates are those of :class:`~kernfw.solvers.meb.SimplexQPIterate` — the
+same vertices, exact line searches, drop steps and certificate — with the
+vectors ``β``, ``u`` (``α = s·β``, ``v = Qα = s·u``) split by rows over the
+shards of a :class:`~kernfw.distributed.shard.ShardedRows`, as in the
+distributed Frank-Wolfe (dFW) of Bellet et al. (SDM 2015), extended with away
+and drop steps.  One round trip per iteration:
+
+1. every shard proposes its local FW vertex ``argmin`` of its scores and its
+   away vertex ``argmax`` over its active points, with the scalars ``u_i``,
+   ``q_i``, ``Q_ii`` and the point ``x_i`` (d numbers);
+2. the driver picks the global ones (ties: the smallest index, as
+   ``numpy.argmin`` over all rows), takes the exact line search and the
+   certificate from those scalars and the maintained ``s``, ``qᵀα``,
+   ``αᵀQα`` (O(1), no communication), and chooses the step;
+3. it broadcasts the chosen point and step; each shard computes its slice of
+   the column ``Q_{:,j}``, updates its ``β``, ``u``, active set, and answers
+   with its next proposals (step 1 of the next iteration).
+
+The exact refresh of ``qᵀα`` and ``αᵀQα`` every few hundred steps gathers two
+partial sums per shard in the same round trip.
+"""
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..fw import away_step_max, quadratic_step, run
+from ..solvers.meb import METHODS, STOPS, SimplexQPIterate
+from .shard import ShardedRows
+
+__all__ = [
+    "ShardedSimplexQPIterate",
+    "fit_l2svm_problems",
+    "solve_meb",
+    "solve_sharded_simplex_qp",
+]
+
+
+class _Support:
+    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as :class:`_ActiveSet`)."""
+
+    def __init__(self):
+        self.beta = {}
+
+    @property
+    def size(self):
+        return len(self.beta)
+
+
+class _Diag:
+    """``Q_ii`` of the current candidate vertices, indexable like ``diag(Q)``."""
+
+    def __init__(self, records):
+        self.records = records
+
+    def __getitem__(self, i):
+        return self.records[i].diag
+
+
+class ShardedSimplexQPIterate(SimplexQPIterate):
+    """:class:`~kernfw.solvers.meb.SimplexQPIterate` whose vectors live on Dask workers.
+
+    The driver keeps the scalars ``s`` (``scale``), ``qa = qᵀα``,
+    ``ava = αᵀQα``, the support ``{i: β_i}`` and the current candidate vertices;
+    :meth:`step` (inherited) reads them through :meth:`_fw_vertex`,
+    :meth:`_away_vertex`, :meth:`_v`, :meth:`_grad` and ``diag[i]``, and the
+    moves are sent to the shards lazily, in the round trip that brings back
+    the next candidates.
+
+    Parameters
+    ----------
+    shards : ShardedRows
+        The rows, with one problem set up on every shard (see :func:`solve_sharded_simplex_qp`).
+    n : int
+        Number of points in the problem.
+    has_q : bool
+        Whether ``q ≠ 0`` (the MEB).
+    method : {"fw", "mfw"}
+        Plain FW or away-step MFW.
+    stop : {"gap", "relative", "radius"}
+        Stopping rule.
+    ball_shift : float
+        ``c`` with ``diag(Q) − q = c·1`` (``stop="radius"``), else 0.
+    first : int
+        The first point of the CVM initialization.
+    """
+
+    def __init__(self, shards, n, has_q, method, stop, ball_shift, first):
+        self.shards = shards
+        self.n = n
+        self.has_q = has_q
+        self.away = method == "mfw"
+        self.stop = stop
+        self.ball_shift = ball_shift
+        self.scale = 1.0
+        self.qa = self.ava = 0.0
+        self.active = _Support()
+        self.records = {}
+        self.diag = _Diag(self.records)
+        self.n_fw = self.n_away = self.n_drop = 0
+        self.steps = 0
+        self.round_trips = 0
+        self._pending = None
+        self._vertex = None
+        self._init_cvm(first)
+
+    # -- communication -----------------------------------------------------------------
+    def _call(self, method, *args, shards=None):
+        self.round_trips += 1
+        return self.shards.call(method, *args, shards=shards)
+
+    def _vertex_record(self, j):
+        """:class:`~kernfw.distributed.shard.Vertex` of point ``j`` from its shard."""
+        owner = self.shards.owner(j)
+        return self._call("vertex", j, shards=[owner])[0]
+
+    def _init_cvm(self, a):
+        """α₀ = ½(e_a + e_b), b the point farthest from a (math.md §2.6)."""
+        rec_a = self._vertex_record(a)
+        found = [r for r in self._call("farthest", rec_a) if r is not None]
+        _, rec_b, col_b = max(found, key=lambda r: (r[0], -r[1].index))
+        b = rec_b.index
+        if b == a or rec_b.diag - 2.0 * col_b + rec_a.diag <= 0:
+            self.active.beta = {a: 1.0}
+            rec_b = None
+        else:
+            self.active.beta = {a: 0.5, b: 0.5}
+        self._receive(self._call("start_state", rec_a, rec_b, self.scale), refresh=True)
+
+    def _receive(self, answers, refresh):
+        """Combine the shards' proposals (and partial sums)."""
+        fws = [a[0] for a in answers if a[0] is not None]
+        aways = [a[1] for a in answers if a[1] is not None]
+        count = sum(a[2] for a in answers)
+        if count != self.active.size:
+            raise RuntimeError(
+                f"the shards report {count} active points but the driver has "
+                f"{self.active.size}: the distributed state is inconsistent (was a worker "
+                "restarted?); no model is returned"
+            )
+        self._fw = min(fws, key=lambda r: (r.score, r.index))
+        self._away = max(aways, key=lambda r: (r.score, -r.index)) if aways else None
+        self.records.clear()
+        self.records[self._fw.index] = self._fw
+        if self._away is not None:
+            self.records.setdefault(self._away.index, self._away)
+        if refresh:
+            s = self.scale
+            self.ava = s * s * sum(a[3][0] for a in answers)
+            self.qa = s * sum(a[3][1] for a in answers) if self.has_q else 0.0
+
+    def _flush(self):
+        """Send the pending move (and refresh) and receive the next proposals."""
+        if self._pending is None:
+            return
+        move, renorm, refresh = self._pending
+        self._pending = None
+        self._receive(self._call("step", move, self.scale, renorm, refresh), refresh)
+
+    # -- SimplexQPIterate hooks ------------------------------------------------------------
+    def _v(self, i):
+        return self.scale * self.records[i].u
+
+    def _grad(self, i):
+        return self.records[i].q - 2.0 * self._v(i)
+
+    def _fw_vertex(self):
+        self._flush()
+        i = self._fw.index
+        return i, self._grad(i) - self._alpha_grad()
+
+    def _away_vertex(self):
+        return self._away.index
+
+    def _refresh(self):
+        """Ask for the exact ``qᵀα``, ``αᵀQα`` with the pending move; renormalize ``s``."""
+        move, renorm, _ = self._pending or (None, None, False)
+        if not 1.0 / self._SCALE_LIMIT < self.scale < self._SCALE_LIMIT:
+            renorm = self.scale if renorm is None else renorm * self.scale
+            for j in self.active.beta:
+                self.active.beta[j] *= self.scale
+            self.scale = 1.0
+        self._pending = (move, renorm, True)
+
+    def _fw_step(self, i, slope):
+        gamma = quadratic_step(slope, 2.0 * self._curvature(i), 1.0)
+        if gamma <= 0.0:
+            return 0.0
+        self._move(i, gamma, math.inf)
+        return min(gamma, 1.0)
+
+    def _away_step(self, j, slope):
+        gamma_max = away_step_max(self.scale * self.active.beta[j])
+        gamma = quadratic_step(slope, 2.0 * self._curvature(j), gamma_max)
+        if gamma <= 0.0 or not math.isfinite(gamma):
+            return 0.0
+        self._move(j, -gamma, -gamma_max)
+        return gamma
+
+    def _move(self, i, t, t_limit):
+        """``α ← (1−t)α + t e_i`` (FW: ``t = γ``; away: ``t = −γ``), as the numpy solver.
+
+        ``t_limit`` is the drop point of an away step (−γ_max).
+        """
+        rec = self.records[i]
+        vi, ava = self._v(i), self.ava
+        self.ava = (1 - t) ** 2 * ava + 2 * t * (1 - t) * vi + t ** 2 * rec.diag
+        if self.has_q:
+            self.qa = (1 - t) * self.qa + t * rec.q
+        beta = self.active.beta
+        if t >= 1.0:                      # a full FW step: α = e_i
+            self.n_fw += 1
+            self.scale = 1.0
+            self.active.beta = {i: 1.0}
+            self._pending = (("reset", rec, 1.0), None, False)
+            return
+        self.scale *= 1.0 - t
+        step = t / self.scale
+        beta[i] = beta.get(i, 0.0) + step
+        kind = "move"
+        if t > 0:
+            self.n_fw += 1
+        else:
+            self.n_away += 1
+            if t <= t_limit:              # γ = γ_max: a drop step
+                del beta[i]
+                self.n_drop += 1
+                kind = "drop"
+        self._pending = ((kind, rec, step), None, False)
+
+    def certificate(self):
+        cert = super().certificate()
+        cert.extra["round_trips"] = self.round_trips
+        return cert
+
+    # -- current iterate ----------------------------------------------------------------------
+    def solution(self):
+        """``support`` (sorted global indices), ``alpha_support`` (α on it), ``alpha_Q_alpha``."""
+        self._flush()
+        support = np.array(sorted(self.active.beta), dtype=np.intp)
+        alpha = np.array([self.active.beta[j] for j in support.tolist()]) * self.scale
+        return {"support": support, "alpha_support": alpha, "alpha_Q_alpha": self.ava}
+
+
+def _check_tol(tol):
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0 \
+            or not math.isfinite(tol):
+        raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+    return float(tol)
+
+
+def solve_sharded_simplex_qp(shards, problem, method="mfw", tol=1e-6, max_iter=None,
+                             stop="gap", random_state=None, callback=None, max_time=None,
+                             check_every=10, cache_size=500.0):
+    """Maximize ``qᵀα − αᵀQα`` over the simplex by FW / MFW on a sharded operator.
+
+    Parameters
+    ----------
+    shards : ShardedRows
+        The training rows on the cluster.
+    problem : dict
+        ``members`` (class codes taking part, or None), ``positive`` (class
+        labelled +1; None for the MEB), ``C`` (L2-SVM) and ``ball`` (True:
+        ``Q = K``, ``q = diag(K)``; False: ``Q = K̃``, ``q = 0``).
+    method, tol, max_iter, stop, random_state, callback, max_time, check_every
+        As in :func:`kernfw.solvers.meb.solve_simplex_qp` (``random_state``
+        picks the first CVM point among the problem's points).
+    cache_size : float
+        Column-slice cache per shard (MB).
+
+    Returns
+    -------
+    FWResult
+        ``solution`` holds ``support`` (sorted global row indices with
+        ``α_i > 0``), ``alpha_support`` (``α`` on them), ``alpha_Q_alpha``
+        (``αᵀQα``) and ``v_support`` (``(Qα)_i`` on the support, computed on
+        the shards for the returned ``α``).  The history gains ``round_trips``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if stop not in STOPS:
+        raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
+    tol = _check_tol(tol)
+    setup = shards.call("begin", problem.get("members"), problem.get("positive"),
+                        problem.get("C"), bool(problem["ball"]), float(cache_size))
+    try:
+        counts = np.array([s[0] for s in setup])
+        n = int(counts.sum())
+        if n < 1:
+            raise ValueError("the problem needs at least one point")
+        shift = 0.0
+        if stop == "radius":
+            lo, hi = min(s[1] for s in setup), max(s[2] for s in setup)
+            if not math.isclose(lo, hi, rel_tol=1e-10, abs_tol=1e-12 * max(1.0, abs(hi))):
+                raise ValueError(
+                    "stop='radius' needs diag(Q) − q to be constant (a ball); use "
+                    "stop='relative' or stop='gap' for this problem")
+            shift = hi
+        if max_iter is None:
+            max_iter = max(100_000, 20 * n)
+        # the problem's point of rank r (CVM start): rank 0 unless random_state is given
+        rank = 0 if random_state is None else int(np.random.default_rng(random_state)
+                                                 .integers(n))
+        first = _global_index(shards, problem, counts, rank)
+        iterate = ShardedSimplexQPIterate(shards, n, bool(problem["ball"]), method, stop,
+                                          shift, first)
+
+        result = run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
+                     check_every=check_every, callback=callback,
+                     remedy="increase max_iter or tol (or use method='mfw')",
+                     name=f"distributed {method.upper()} (simplex QP)")
+        sol = result.solution
+        sol["v_support"] = _support_products(shards, sol["support"], sol["alpha_support"])
+        return result
+    finally:
+        shards.call("end")
+
+
+def _global_index(shards, problem, counts, rank):
+    """Global row index of the problem's point of rank ``rank``."""
+    k = int(np.searchsorted(np.cumsum(counts), rank, side="right"))
+    offset = rank - int(counts[:k].sum())
+    return int(shards.call("problem_index", offset, shards=[k])[0])
+
+
+def _support_products(shards, support, alpha):
+    """``(Qα)_S`` for ``α`` supported on ``S`` (one call per shard, blocks of rows)."""
+    pieces = shards.call("rows", support)
+    X_S = _stack([p[1] for p in pieces if p[0].size])
+    y_S = np.concatenate(shards.call("labels_of", support))
+    answers = shards.call("products", support, X_S, y_S, alpha)
+    out = np.empty(support.size)
+    for idx, values in answers:
+        out[np.searchsorted(support, idx)] = values
+    return out
+
+
+def _stack(blocks):
+    return sp.vstack(blocks).tocsr() if sp.issparse(blocks[0]) else np.vstack(blocks)
+
+
+# -- the estimators' entry points ---------------------------------------------------------
+def pairwise_kernel(op):
+    """The :class:`~kernfw.operators.PairwiseKernel` behind a training operator.
+
+    Parameters
+    ----------
+    op : KernelOperator
+        The operator an estimator built for its training points.
+
+    Returns
+    -------
+    PairwiseKernel
+
+    Raises
+    ------
+    ValueError
+        For kernels that are not a function of two points (precomputed Gram
+        matrices, ready operators), which cannot be evaluated shard by shard.
+    """
+    from ..operators import Features, PairwiseKernel
+
+    kernel = getattr(op, "kernel", None)
+    if isinstance(kernel, PairwiseKernel):
+        return kernel
+    if isinstance(op, Features):
+        return PairwiseKernel("linear")
+    raise ValueError(
+        "backend='dask' evaluates the kernel on the workers' rows, so it needs a kernel "
+        "given by name or callable (e.g. 'rbf'), not kernel='precomputed' or a ready "
+        f"KernelOperator (got {type(op).__name__})"
+    )
+
+
+def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callback=None,
+                       cache_size=500.0, client=None, random_state=None):
+    """Train the binary L2-SVMs of :class:`~kernfw.L2SVC` on the Dask cluster.
+
+    The rows are scattered once; the problems (one-vs-one pairs, one-vs-rest or
+    one binary problem) are solved one after the other on the same shards.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n, d)
+        Validated training points.
+    op : KernelOperator
+        The estimator's training operator (only its kernel ``k`` is used).
+    y_enc : ndarray of int of shape (n,)
+        Encoded labels.
+    problems : list of BinaryProblem
+        ``(classes, index, y)`` of every binary problem (one-vs-one pairs
+        ``(i, j)``: rows of both classes, ``j`` positive; one-vs-rest ``(k,)``:
+        every row, ``k`` positive).
+    C, method, tol, max_iter, callback, random_state
+        As :func:`kernfw.solvers.meb.l2svm` with ``stop="relative"``.
+    cache_size : float
+        Column-slice cache per shard (MB).
+    client : distributed.Client, str or None
+        See :func:`~kernfw.distributed.shard.get_client`.
+
+    Returns
+    -------
+    list of tuple
+        ``(support, coef, b, result)`` per problem, ``support`` indexing the
+        problem's rows, as the single-process ``_fit_binary``.
+    """
+    kernel = pairwise_kernel(op)
+    fits = []
+    with ShardedRows(X, kernel, labels=np.asarray(y_enc), client=client) as shards:
+        for classes, idx, _ in problems:
+            members = None if len(classes) == 1 or idx.size == y_enc.size else list(classes)
+            spec = {"members": members, "positive": classes[-1], "C": C, "ball": False}
+            result = solve_sharded_simplex_qp(shards, spec, method=method, tol=tol,
+                                              max_iter=max_iter, stop="relative",
+                                              random_state=random_state, callback=callback,
+                                              cache_size=cache_size)
+            sol = result.solution
+            support, alpha = sol["support"], sol["alpha_support"]
+            y_S = np.where(y_enc[support] == classes[-1], 1.0, -1.0)
+            sol["rho"] = float(alpha @ sol["v_support"])
+            sol["b"] = float(alpha @ y_S)
+            sol["coef"] = alpha * y_S
+            fits.append((np.searchsorted(idx, support), sol["coef"], sol["b"], result))
+    return fits
+
+
+def solve_meb(X, op, method, tol, max_iter, callback=None, cache_size=500.0, random_state=None,
+              client=None):
+    """The minimum enclosing ball of :class:`~kernfw.MinimumEnclosingBall` on the cluster.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n, d)
+        Validated training points.
+    op : KernelOperator
+        The estimator's training operator (only its kernel ``k`` is used).
+    method, tol, max_iter, callback, random_state
+        As :func:`kernfw.solvers.meb.solve_simplex_qp` with ``stop="radius"``.
+    cache_size : float
+        Column-slice cache per shard (MB).
+    client : distributed.Client, str or None
+        See :func:`~kernfw.distributed.shard.get_client`.
+
+    Returns
+    -------
+    FWResult
+        As :func:`~kernfw.solvers.meb.solve_simplex_qp`; ``solution["alpha"]``
+        has shape (n,), ``solution["v"]`` holds ``(Kα)_i`` on the support
+        (NaN elsewhere: the other entries stay on the workers).
+    """
+    with ShardedRows(X, pairwise_kernel(op), client=client) as shards:
+        result = solve_sharded_simplex_qp(shards, {"ball": True}, method=method, tol=tol,
+                                          max_iter=max_iter, stop="radius", callback=callback,
+                                          random_state=random_state, cache_size=cache_size)
+    sol = result.solution
+    n = X.shape[0]
+    sol["alpha"] = np.zeros(n)
+    sol["alpha"][sol["support"]] = sol["alpha_support"]
+    sol["v"] = np.full(n, np.nan)
+    sol["v"][sol["support"]] = sol["v_support"]
+    return result
