@@ -41,7 +41,7 @@ __all__ = ["CoreVectorIterate", "INNER_FRACTION", "ball_shift", "simplex_certifi
            "cvm_first_point", "cvm_second_point", "raise_not_psd", "NEGATIVE_CURVATURE"]
 
 
-#: a curvature dᵀQd below −this × (|Q_ii| + |2v_i| + |αᵀQα| scale) is not round-off: Q is not PSD
+#: a curvature ``dᵀQd`` below −this × the scale ``max(|Q_ii|, |2v_i|, |αᵀQα|)`` is not round-off: Q is not PSD
 NEGATIVE_CURVATURE = 1e-8
 
 
