@@ -24,7 +24,7 @@ from .models import MODELS, sweep_direction
 from .parser import HYPERPARAMETERS, add_common, float_list, jobs, positive_int
 from .report import (accuracy, accuracy_lines, attach_progress, certificate_lines, check_outputs,
                      describe_data, histories, inside_fraction, params_text, print_block,
-                     print_sweep, progress_mode, save_figure, write_rows)
+                     print_sweep, progress_mode, save_figure, save_table, write_rows)
 
 __all__ = ["Command", "COMMANDS", "make_estimator"]
 
@@ -223,11 +223,7 @@ def run_sweep(args):
                   f"{args.jobs} job(s), scores: {score}")])
     print_sweep(table)
     if args.out:
-        try:
-            table.to_csv(args.out)
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.out!r}: {exc}")
-        print(f"{'wrote':12s} {args.out}")
+        save_table(table, args.out)
     if args.plot:
         from ..plotting import plot_sweep
 

@@ -7,7 +7,7 @@ import numpy as np
 from .data import load_data, subsample
 from .errors import CLIError
 from .parser import float_list, jobs, positive_int
-from .report import check_outputs, print_block, save_figure
+from .report import check_outputs, print_block, save_figure, save_table
 
 __all__ = ["configure_evaluate", "run_evaluate"]
 
@@ -95,11 +95,7 @@ def run_evaluate(args):
     print(f"\nbest top-1: {best}; not significantly different (paired t-test, p >= 0.05): "
           f"{', '.join(ties) or 'none'}")
     if args.out:
-        try:
-            res.to_csv(args.out)
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.out!r}: {exc}")
-        print(f"{'wrote':12s} {args.out}")
+        save_table(res, args.out)
     if args.plot:
         from ..plotting import plot_topk_errors
 

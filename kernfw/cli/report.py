@@ -290,3 +290,12 @@ def check_outputs(args):
             ext = os.path.splitext(path)[1].lower().lstrip(".")
             if ext not in ("png", "pdf", "svg", "jpg", "jpeg"):
                 raise CLIError(f"--plot {path!r}: use a .png, .pdf, .svg or .jpg file name")
+
+
+def save_table(table, path):
+    """Write a results table (anything with ``to_csv(path)``) and say so; one-line error if not."""
+    try:
+        table.to_csv(path)
+    except OSError as exc:
+        raise CLIError(f"cannot write {path!r}: {exc}")
+    print(f"{'wrote':12s} {path}")
