@@ -583,6 +583,57 @@ def test_class_shrinking_compiled_equals_numpy(kind):
     _assert_same_run(fast, slow)
 
 
+# -- adaptive certificates (check_every="auto") ---------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
+@pytest.mark.parametrize("name, block_step, classes", [
+    ("max_hinge", "exact", False), ("max_hinge", "exact", True),
+    ("structured_hinge", "pairwise", False), ("weighted_topk", "fw", False)])
+def test_compiled_bcfw_equals_numpy_adaptive_rounds(kind, name, block_step, classes):
+    """Rounds of passes ended by the pass's gap estimate: the same rounds, iterates and
+    certificates compiled and in numpy (the estimate is summed in the same order)."""
+    pytest.importorskip("numba")
+    fast, slow = _bcfw_pair(operator(kind), LOSSES[name], 0.1, passes=6, sample="perm",
+                            check_every="auto", rtol=1e-6, block_step=block_step,
+                            shrink_classes=classes)
+    _assert_same_run(fast, slow)
+    np.testing.assert_array_equal(fast.history["pass"], slow.history["pass"])
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_adaptive_rounds_certify_less_and_reach_the_same_optimum(compiled):
+    """check_every="auto": fewer certificates than certifying every pass, the same
+    certified optimum; the run ends converged only on a certified gap ≤ tol."""
+    if compiled:
+        pytest.importorskip("numba")
+    op = operator("sparse")
+    kw = dict(loss=LOSSES["max_hinge"], lam=0.05, solver="bcfw", sample="perm", tol=1e-6,
+              max_iter=5000, random_state=0, compiled=compiled)
+    every = solve_multiclass(op, Y0, check_every=1, **kw)
+    auto = solve_multiclass(op, Y0, check_every="auto", **kw)
+    assert every.converged and auto.converged
+    assert auto.gap <= 1e-6 and np.all(auto.history["gap"][:-1] > 1e-6)
+    assert abs(auto.primal - every.primal) <= auto.gap + every.gap
+    assert len(auto.history["gap"]) < 0.5 * len(every.history["gap"])
+    cert = MulticlassDual(op, Y0, LOSSES["max_hinge"], lam=0.05).objectives(auto["A"].T.copy())
+    assert cert.gap == pytest.approx(auto.gap, rel=1e-9, abs=1e-14)
+
+
+def test_adaptive_rounds_respect_the_pass_budget():
+    """With "auto" the rounds stop when max_iter passes are spent: at most 2·max_iter passes
+    (once the budget is spent every round is one pass)."""
+    op = operator("dense")
+    for max_iter in (0, 1, 7):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = solve_multiclass(op, Y0, loss="max_hinge", lam=1e-3, solver="bcfw", tol=0.0,
+                                   max_iter=max_iter, check_every="auto", random_state=0,
+                                   shrinking=False)
+        passes = res.history["pass"][-1]
+        assert res.status == "max_iter" and passes <= 2 * max_iter
+        assert passes >= max_iter
+
+
 def test_block_step_errors():
     problem = MulticlassDual(operator("dense"), Y0, LOSSES["usunier"], lam=LAM)
     At, S = problem.start()

@@ -113,9 +113,15 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         Print one line per certified iterate.
     max_time : float, default=None
         Wall-clock budget in seconds.
-    check_every : int, default=5
+    check_every : int or "auto", default="auto"
         Certify (compute the full gap and test ``tol``) every ``check_every``
-        iterations (passes for "bcfw"; a certificate costs about one pass).
+        iterations (passes for "bcfw"; a certificate costs about a third of a
+        pass).  "auto": every iteration for the full-batch solvers; for
+        "bcfw" after each round of passes, a round ending when the gap
+        estimate of its last pass may pass ``tol`` or has fallen fourfold
+        since the last certificate (at most 50 passes; then ``max_iter``
+        bounds the passes, at most ``2·max_iter`` in all).  Fastest on the
+        benchmark suite (docs/benchmarks/multiclass.md (d)).
     random_state : int, RandomState instance or None, default=None
         Block order of "bcfw".
     cache_size : float, default=200
@@ -123,7 +129,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     shrinking : bool, default=True
         "bcfw" only: between two certificates, visit only the examples that
         are not block-optimal (liblinear-style active set; the certified gap
-        is unaffected).  Works best with ``check_every`` of 5–20.
+        is unaffected), and leave out the inactive classes of each example
+        (exact block steps).
 
     Notes
     -----
@@ -186,7 +193,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
         "max_time": [Interval(Real, 0, None, closed="neither"), None],
-        "check_every": [Interval(Integral, 1, None, closed="left")],
+        "check_every": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "random_state": ["random_state"],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "shrinking": ["boolean"],
@@ -195,7 +202,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     def __init__(self, loss="max_hinge", k=1, rho=None, cost=None, C=1.0, lam=None,
                  smoothing=0.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, solver="bcfw",
                  tol=3e-2, max_iter=1000, warm_start=False, verbose=0, max_time=None,
-                 check_every=5, random_state=None, cache_size=200.0, shrinking=True):
+                 check_every="auto", random_state=None, cache_size=200.0, shrinking=True):
         self.loss = loss
         self.k = k
         self.rho = rho

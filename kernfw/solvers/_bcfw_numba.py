@@ -372,13 +372,44 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
 
 
 @njit(cache=True)
+def _block_gap(g, al, yi, spec, a, idx, beta):
+    """The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` before the step (``block_gap`` of
+    :mod:`kernfw.solvers.multiclass`: the same sums in the same order)."""
+    m = g.shape[0]
+    for j in range(m):
+        a[j] = g[j] - g[yi]
+    _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+    phi = 0.0
+    for j in range(m):
+        phi += beta[j] * a[j]
+    ga = 0.0
+    for j in range(m):
+        ga += g[j] * al[j]
+    return phi + ga
+
+
+@njit(cache=True)
+def _hinge_block_gap(g, al, yi):
+    """:func:`_block_gap` of the max / structured hinge (the same value, no sort)."""
+    phi = 0.0
+    ga = 0.0
+    for j in range(g.shape[0]):
+        v = g[j] - g[yi]
+        if v > phi:
+            phi = v
+        ga += g[j] * al[j]
+    return phi + ga
+
+
+@njit(cache=True)
 def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
 
     ``s[c]`` is the score of class ``cl[c]``; the gradient ``g = c_i + s_i + σ α_i``
     and ``α_i`` are gathered on those classes (the whole block when none is
     shrunk), the step is taken and ``δ`` is written into ``buf[5]`` (same
-    positions).  With exact steps and ``spec.shrink`` the inactive classes
+    positions) and the block gap before the step (:func:`_block_gap`) into
+    ``buf[4, 1]``.  With exact steps and ``spec.shrink`` the inactive classes
     are dropped from ``cl`` (the new count is returned second).
     """
     g, al, a, beta, delta = buf[0, :nc], buf[1, :nc], buf[2, :nc], buf[3, :nc], buf[5, :nc]
@@ -393,6 +424,10 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     if spec.sigma != 0.0:
         for c in range(nc):
             g[c] += spec.sigma * al[c]
+    if spec.kind == MAX_HINGE:           # Φ = max(max_j a_j, 0): the hinge LMO's value
+        buf[4, 1] = _hinge_block_gap(g, al, yc)
+    else:
+        buf[4, 1] = _block_gap(g, al, yc, spec, a, idx, beta)
     q = spec.Q[i]
     if spec.mode == PAIRWISE:
         return _pairwise_block(g, al, yc, q, spec.inner_steps, a, beta, delta), nc
@@ -421,6 +456,19 @@ def _apply_delta(i, cl, nc, At, spec, delta, upd):
         upd[c] = delta[c] / spec.scale
         moved = moved or delta[c] != 0.0
     return moved
+
+
+@njit(cache=True)
+def _moved(cl, nc, upd, nz, un):
+    """The classes ``nz[:cnt]`` whose update ``un[:cnt]`` (from ``upd``) is nonzero; returns
+    ``cnt``."""
+    cnt = 0
+    for c in range(nc):
+        if upd[c] != 0.0:
+            nz[cnt] = cl[c]
+            un[cnt] = upd[c]
+            cnt += 1
+    return cnt
 
 
 @njit(cache=True)
@@ -519,7 +567,7 @@ def certify(S, At, spec):
 # -- passes -------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
+def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
     """One pass with dense features ``X`` (n × d), keeping ``W = Xᵀ Aᵀ/(λn)`` (d × m).
 
     Parameters
@@ -538,6 +586,8 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
         Block steps taken before this call (the ``k`` of ``2n/(k + 2n)``).
     steps : float64 array like ``order``, written
         The step taken at each visit (0: the block was optimal).
+    gaps : float64 array like ``order``, written
+        The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` at each visit, before the step.
     """
     d, m = X.shape[1], W.shape[1]
     buf, s, upd = _buffers(m)
@@ -566,13 +616,16 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps):
                     for f in range(d):
                         W[f, j] += X[i, f] * upd[c]
         steps[t] = step
+        gaps[t] = buf[4, 1]
 
 
 @njit(cache=True)
-def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps):
+def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps,
+                gaps):
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
     m = W.shape[1]
     buf, s, upd = _buffers(m)
+    nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
@@ -594,16 +647,17 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            for c in range(nc):                  # only the columns of the classes that moved
-                if upd[c] != 0.0:
-                    j = cl[c]
-                    for p in range(lo, hi):
-                        W[indices[p], j] += data[p] * upd[c]
+            cnt = _moved(cl, nc, upd, nz, un)    # only the columns of the classes that moved
+            for p in range(lo, hi):              # row by row: each W[f, j] once, as before
+                f, xf = indices[p], data[p]
+                for q in range(cnt):
+                    W[f, nz[q]] += xf * un[q]
         steps[t] = step
+        gaps[t] = buf[4, 1]
 
 
 @njit(cache=True)
-def gram_pass(order, Kcols, S, At, spec, classes, n_classes, k0, steps):
+def gram_pass(order, Kcols, S, At, spec, classes, n_classes, k0, steps, gaps):
     """:func:`dense_pass` on a dense Gram matrix, keeping ``S = K Aᵀ/(λn)`` (n × m).
 
     ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
@@ -633,6 +687,7 @@ def gram_pass(order, Kcols, S, At, spec, classes, n_classes, k0, steps):
                 for q in range(cnt):
                     S[l, cl[nz[q]]] += kl * upd[nz[q]]
         steps[t] = step
+        gaps[t] = buf[4, 1]
 
 
 # -- the backend object ---------------------------------------------------------------------
@@ -671,12 +726,13 @@ class CompiledPasses:
         else:
             self.Kcols = gram_columns(view.matrix)
 
-    def run(self, order, k0, steps):
-        """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into ``steps``."""
+    def run(self, order, k0, steps, gaps):
+        """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into
+        ``steps`` and the block gaps before them into ``gaps``."""
         for lo in range(0, order.size, CHUNK):
             hi = min(lo + CHUNK, order.size)
             tail = (self.state, self.At, self.spec, self.classes, self.n_classes, k0 + lo,
-                    steps[lo:hi])
+                    steps[lo:hi], gaps[lo:hi])
             if self.kind == "gram":
                 gram_pass(order[lo:hi], self.Kcols, *tail)
             elif self.csr is None:

@@ -43,6 +43,12 @@ SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
 #: block steps of ``"bcfw"`` (``"auto"`` picks one, see :class:`BlockFW`)
 BLOCK_STEPS = ("fw", "pairwise", "exact")
 
+#: ``adaptive`` rounds of :class:`BlockFW`: a round of passes ends when the pass's gap
+#: estimate has fallen below the stopping tolerance or to the last certified gap divided
+#: by ``ROUND_DECREASE``, and after ``ROUND_PASSES`` passes at most
+ROUND_DECREASE = 4.0
+ROUND_PASSES = 50
+
 #: block gaps below ``SHRINK_RTOL·(1 + Φ_i)`` count as zero (rounding level): such a
 #: block is optimal, is not stepped on and is dropped by shrinking
 SHRINK_RTOL = 1e-12
@@ -251,6 +257,17 @@ def exact_block_step(g, alpha, yi, q):
     return 0.5 * _sequential_sum(np.abs(delta)), delta, theta
 
 
+def block_gap(loss, g, alpha, yi):
+    """The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩ = ⟨−g_i, u_i − α_i⟩`` (math.md §1.8).
+
+    Summed left to right (:func:`_sequential_sum`), the order of the compiled
+    passes.  ``g``, ``alpha`` and ``yi`` as in :func:`fw_block_step` (possibly
+    restricted to a block's active classes).
+    """
+    a = g - g[yi]
+    return _sequential_sum(loss.lmo_row(a) * a) + _sequential_sum(g * alpha)
+
+
 class _NumpyPasses:
     """The numpy backend of :class:`BlockFW`: block steps one by one in Python.
 
@@ -261,11 +278,13 @@ class _NumpyPasses:
     def __init__(self, iterate):
         self.it = iterate
 
-    def run(self, order, k0, steps):
-        """Visit the blocks ``order``; write the step taken at each visit into ``steps``."""
+    def run(self, order, k0, steps, gaps):
+        """Visit the blocks ``order``; write the step taken at each visit into ``steps``
+        and the block gap before it into ``gaps``."""
         it = self.it
         for q, i in enumerate(order.tolist()):
             steps[q] = it.block_step(i)
+            gaps[q] = it.last_gap
             it.k += 1
             if it.average is not None:
                 it.average.update(At=it.At, state=it.state)
@@ -350,6 +369,21 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
     pairwise : bool or None
         The older spelling of ``block_step``: True is ``"pairwise"``, False
         ``"fw"`` (None or "auto": ``block_step`` decides).
+    adaptive : bool
+        One :meth:`step` is a *round* of passes rather than one pass: the
+        round ends (and the driver certifies, ``check_every=1``) when the
+        pass's gap estimate ``ĝ = (1/n) Σ_visits (Φ_i + ⟨g_i, α_i⟩)`` (block
+        gaps met during the pass, before each step) falls to
+        ``max(tol, rtol·|P|, gap/ROUND_DECREASE)`` of the last certificate, after
+        ``ROUND_PASSES`` passes, or when ``max_passes`` are spent (then every
+        round is one pass).  A certificate costs about a third of a full
+        pass, so rounds certify rarely when the gap falls slowly and at once
+        when it may pass ``tol``; the estimate only schedules certificates,
+        the certified gap alone stops the run.
+    tol : float
+        Absolute tolerance of the run (only used by ``adaptive``).
+    max_passes : int or None
+        Pass budget of ``adaptive`` rounds (None: no budget).
 
     Attributes
     ----------
@@ -361,11 +395,16 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         The blocks visited by the next passes (None: all).
     classes, n_classes : ndarray of int, shapes (n, m) and (n,)
         Block ``i``'s active classes are ``classes[i, :n_classes[i]]``.
+    passes : int
+        Passes taken so far.
+    last_gap : float
+        The block gap met by the last numpy block step (before it).
     """
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
                  sample="uniform", block_step="auto", inner_steps=5, compiled="auto",
-                 shrinking=False, averaging=False, shrink_classes=False, pairwise=None):
+                 shrinking=False, averaging=False, shrink_classes=False, pairwise=None,
+                 adaptive=False, tol=0.0, max_passes=None):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
@@ -396,6 +435,9 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         self.n_classes = np.empty(problem.n, dtype=np.int64)
         self._all_classes()
         self._certified = None
+        self.adaptive, self.tol = bool(adaptive), float(tol)
+        self.max_passes = None if max_passes is None else int(max_passes)
+        self.passes, self.last_gap, self._goal = 0, 0.0, np.inf
         self.backend = self._backend(compiled, view)
         self.compiled = not isinstance(self.backend, _NumpyPasses)
 
@@ -445,16 +487,39 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         return self.active[block_order(self.active.size, self.rng, self.sample)]
 
     def step(self, t):
-        """One pass (compiled when available); returns the mean block step."""
+        """One pass (compiled when available), or with ``adaptive`` a round of passes
+        (see :meth:`_round_over`); returns the mean block step of the last pass."""
         self._certified = None
-        order = self.blocks()
-        steps = np.zeros(order.size)
-        self.backend.run(order, self.k, steps)
-        if self.compiled:
-            self.k += order.size
-        if self.shrinking:
-            self._shrink(order, steps)
+        passes = 0
+        while True:
+            order = self.blocks()
+            steps, gaps = np.zeros(order.size), np.zeros(order.size)
+            self.backend.run(order, self.k, steps, gaps)
+            if self.compiled:
+                self.k += order.size
+            if self.shrinking:
+                self._shrink(order, steps)
+            passes += 1
+            self.passes += 1
+            if not self.adaptive or self._round_over(passes, gaps):
+                break
         return _sequential_sum(steps) / order.size if order.size else 0.0
+
+    def _round_over(self, passes, gaps):
+        """Whether the round of passes ends (``adaptive``): the next certificate may pass.
+
+        The pass's gap estimate ``ĝ = (1/n) Σ_visits (Φ_i + ⟨g_i, α_i⟩)`` (the block
+        gaps met during the pass, before each step; blocks left out by shrinking
+        count 0) has fallen to the goal set by the last certificate
+        (:meth:`certificate`), or the round has ``ROUND_PASSES`` passes, or the
+        pass budget ``max_passes`` is spent.  The estimate only schedules the
+        certificates: the certified gap alone stops the run.
+        """
+        if passes >= ROUND_PASSES or (self.max_passes is not None
+                                      and self.passes >= self.max_passes):
+            return True
+        estimate = _sequential_sum(gaps) / self.n_blocks if gaps.size else 0.0
+        return estimate <= self._goal
 
     def _shrink(self, order, steps):
         """Drop from the active blocks those whose visits all took a zero step."""
@@ -509,6 +574,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         cls = self.classes[i, :self.n_classes[i]].copy()         # the active classes
         row, g = self._block_gradient(i, cls)
         q, yi = self.curvature[i], p.y[i]
+        self.last_gap = block_gap(p.loss, g, self.At[i, cls], int(np.flatnonzero(cls == yi)[0]))
         if self.block_step_rule == "pairwise":
             step, delta = pairwise_block_step(g, self.At[i], yi, q, self.inner_steps)
         elif self.block_step_rule == "exact":
@@ -546,6 +612,9 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             # > 0 beyond rounding, so that the choice does not hang on the last bit
             self.active = np.flatnonzero(block_gaps > SHRINK_RTOL * (1.0 + np.abs(phi)))
             self._all_classes()
+        # the next round of passes (adaptive) ends when the gap estimate may pass the
+        # stopping rule, or has fallen by ROUND_DECREASE
+        self._goal = max(self.tol, self.rtol * abs(cert.primal), cert.gap / ROUND_DECREASE)
         cert.extra.update(oracle_calls=self.k, **{"pass": self.k / self.n_blocks})
         return cert
 
@@ -571,9 +640,9 @@ def _check_block_step(block_step, rule, loss):
 
 def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver="lsfw",
                      n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
-                     max_time=None, check_every=1, callback=None, random_state=None,
+                     max_time=None, check_every="auto", callback=None, random_state=None,
                      sample="uniform", keep_best=True, compiled="auto", shrinking=True,
-                     block_step="auto", inner_steps=5, averaging=False, shrink_classes=False):
+                     block_step="auto", inner_steps=5, averaging=False, shrink_classes=True):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
     Parameters
@@ -600,12 +669,19 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     rtol : float
         Relative tolerance: also stop when ``gap ≤ rtol·|P|``.
     max_iter : int
-        Iterations (passes over the data for ``"bcfw"``).
+        Iterations (passes over the data for ``"bcfw"``: with
+        ``check_every="auto"`` the rounds stop when ``max_iter`` passes are
+        spent, after which every round is one pass, so at most ``2·max_iter``
+        passes).
     max_time : float or None
         Wall-clock budget (s).
-    check_every : int
-        Certify every ``check_every`` iterations (use > 1 with ``"bcfw"`` to
-        compute the full gap every few passes).
+    check_every : int or "auto"
+        Certify every ``check_every`` iterations (passes for ``"bcfw"``).
+        "auto" (default): every iteration for the full-batch solvers; for
+        ``"bcfw"`` a certificate ends each round of passes, a round lasting
+        until the gap estimate of its last pass may pass the tolerance or has
+        fallen by ``ROUND_DECREASE`` since the last certificate (at most
+        ``ROUND_PASSES`` passes; :class:`BlockFW`, ``adaptive``).
     callback : callable or None
         ``callback(row) -> bool`` on every certificate (see :func:`kernfw.fw.run`).
     random_state : int, Generator or None
@@ -633,7 +709,8 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         iterates (BCFW-wavg; numpy block steps).
     shrink_classes : bool
         ``"bcfw"`` with ``shrinking`` and exact block steps: also leave the
-        inactive classes of each block out until the next certificate.
+        inactive classes of each block out until the next certificate
+        (default: on; fastest in ``docs/benchmarks/multiclass.md`` (d)).
 
     Returns
     -------
@@ -644,6 +721,9 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     problem = MulticlassDual(op, y, loss, lam, smoothing, n_classes)
+    adaptive = check_every == "auto"
+    if adaptive:
+        check_every = 1
     if solver == "pg":
         return pegasos_multiclass(problem, A_init=A_init, tol=tol, rtol=rtol,
                                   max_iter=max_iter, max_time=max_time,
@@ -654,7 +734,8 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         iterate = BlockFW(problem, At, S, rule="line_search", rtol=rtol,
                           random_state=random_state, sample=sample, block_step=block_step,
                           inner_steps=inner_steps, compiled=compiled, shrinking=shrinking,
-                          averaging=averaging, shrink_classes=shrink_classes)
+                          averaging=averaging, shrink_classes=shrink_classes,
+                          adaptive=adaptive, tol=tol, max_passes=max_iter if adaptive else None)
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
     remedy = ("increase max_iter (or max_time), loosen tol, increase lam, or use "
