@@ -275,7 +275,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
                 solver=self.solver, n_classes=classes.size, A_init=A_init, tol=0.0,
                 rtol=self.tol, max_iter=self.max_iter, max_time=self.max_time,
                 check_every=self.check_every, callback=callback,
-                random_state=solver_seed(self.random_state), shrinking=self.shrinking)
+                random_state=solver_seed(self.random_state), shrinking=self.shrinking,
+                shrink_classes=self.shrinking)
         finally:
             self._end_callbacks()
         self._store_result(result)

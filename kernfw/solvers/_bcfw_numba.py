@@ -242,12 +242,18 @@ _block_standard_step = njit(cache=True)(block_standard_step)
 
 
 @njit(cache=True)
+def _block_lmo(g, yi, spec, a, idx, beta):
+    """``a = g − g_{y_i} 1`` and the LMO ``β*`` at ``a`` (into ``a`` and ``beta``)."""
+    for j in range(g.shape[0]):
+        a[j] = g[j] - g[yi]
+    _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+
+
+@njit(cache=True)
 def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
     """:func:`~kernfw.solvers.multiclass.fw_block_step`: writes ``δ``, returns ``γ``."""
     m = g.shape[0]
-    for j in range(m):
-        a[j] = g[j] - g[yi]
-    _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+    _block_lmo(g, yi, spec, a, idx, beta)
     bsum = 0.0
     for j in range(m):
         bsum += beta[j]
@@ -376,9 +382,7 @@ def _block_gap(g, al, yi, spec, a, idx, beta):
     """The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` before the step (``block_gap`` of
     :mod:`kernfw.solvers.multiclass`: the same sums in the same order)."""
     m = g.shape[0]
-    for j in range(m):
-        a[j] = g[j] - g[yi]
-    _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+    _block_lmo(g, yi, spec, a, idx, beta)
     phi = 0.0
     for j in range(m):
         phi += beta[j] * a[j]

@@ -45,9 +45,13 @@ BLOCK_STEPS = ("fw", "pairwise", "exact")
 
 #: ``adaptive`` rounds of :class:`BlockFW`: a round of passes ends when the pass's gap
 #: estimate has fallen below the stopping tolerance or to the last certified gap divided
-#: by ``ROUND_DECREASE``, and after ``ROUND_PASSES`` passes at most
+#: by ``ROUND_DECREASE``, and after ``ROUND_PASSES`` passes at most; within a round a
+#: block whose gap is at most ``SHRINK_GOAL`` times the round's goal (a mean block gap)
+#: leaves the active set (with ``shrinking``).  Chosen by measurement
+#: (``docs/benchmarks/multiclass.md`` (d)).
 ROUND_DECREASE = 4.0
 ROUND_PASSES = 50
+SHRINK_GOAL = 0.5
 
 #: block gaps below ``SHRINK_RTOL·(1 + Φ_i)`` count as zero (rounding level): such a
 #: block is optimal, is not stepped on and is dropped by shrinking
@@ -356,7 +360,10 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         until the next certificate.  Each certificate looks at all blocks, so
         the certified gap stays exact and every block comes back when it is no
         longer optimal; a pass goes over the active blocks only (use
-        ``check_every > 1``).
+        ``check_every > 1`` or "auto").  With ``adaptive`` rounds a block
+        also leaves when its block gap is at most ``SHRINK_GOAL`` times the
+        round's goal: the round aims at a mean block gap below that goal,
+        to which such a block adds at most ``SHRINK_GOAL`` of it.
     averaging : bool
         Certify and return the weighted average of the iterates (weights
         ``2/(k + 2)`` per block step, BCFW-wavg); numpy backend only.
@@ -437,7 +444,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         self._certified = None
         self.adaptive, self.tol = bool(adaptive), float(tol)
         self.max_passes = None if max_passes is None else int(max_passes)
-        self.passes, self.last_gap, self._goal = 0, 0.0, np.inf
+        self.passes, self.last_gap, self._goal = 0, 0.0, 0.0    # goal: set by certificates
         self.backend = self._backend(compiled, view)
         self.compiled = not isinstance(self.backend, _NumpyPasses)
 
@@ -498,7 +505,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             if self.compiled:
                 self.k += order.size
             if self.shrinking:
-                self._shrink(order, steps)
+                self._shrink(order, steps, gaps)
             passes += 1
             self.passes += 1
             if not self.adaptive or self._round_over(passes, gaps):
@@ -521,14 +528,18 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         estimate = _sequential_sum(gaps) / self.n_blocks if gaps.size else 0.0
         return estimate <= self._goal
 
-    def _shrink(self, order, steps):
-        """Drop from the active blocks those whose visits all took a zero step."""
+    def _shrink(self, order, steps, gaps):
+        """Drop from the active blocks those whose visits all took a zero step or (with
+        ``adaptive``) met a block gap below ``SHRINK_GOAL`` times the round's goal."""
+        done = steps == 0
+        if self.adaptive:
+            done |= gaps <= SHRINK_GOAL * self._goal
         if self.sample == "perm":                 # the pass visited each active block once
-            self.active = order[steps != 0]
+            self.active = order[~done]
             return
         optimal = np.zeros(self.n_blocks, dtype=bool)
-        optimal[order[steps == 0]] = True
-        optimal[order[steps != 0]] = False
+        optimal[order[done]] = True
+        optimal[order[~done]] = False
         active = np.arange(self.n_blocks) if self.active is None else self.active
         self.active = active[~optimal[active]]
 
@@ -640,9 +651,9 @@ def _check_block_step(block_step, rule, loss):
 
 def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver="lsfw",
                      n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
-                     max_time=None, check_every="auto", callback=None, random_state=None,
+                     max_time=None, check_every=1, callback=None, random_state=None,
                      sample="uniform", keep_best=True, compiled="auto", shrinking=True,
-                     block_step="auto", inner_steps=5, averaging=False, shrink_classes=True):
+                     block_step="auto", inner_steps=5, averaging=False, shrink_classes=False):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
     Parameters
@@ -677,7 +688,8 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
         Wall-clock budget (s).
     check_every : int or "auto"
         Certify every ``check_every`` iterations (passes for ``"bcfw"``).
-        "auto" (default): every iteration for the full-batch solvers; for
+        "auto" (:class:`~kernfw.MultiClassSVM`'s default): every iteration
+        for the full-batch solvers; for
         ``"bcfw"`` a certificate ends each round of passes, a round lasting
         until the gap estimate of its last pass may pass the tolerance or has
         fallen by ``ROUND_DECREASE`` since the last certificate (at most
@@ -710,7 +722,8 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     shrink_classes : bool
         ``"bcfw"`` with ``shrinking`` and exact block steps: also leave the
         inactive classes of each block out until the next certificate
-        (default: on; fastest in ``docs/benchmarks/multiclass.md`` (d)).
+        (:class:`~kernfw.MultiClassSVM` turns it on with ``shrinking``: fastest
+        in ``docs/benchmarks/multiclass.md`` (d)).
 
     Returns
     -------
