@@ -479,12 +479,3 @@ class LpMKLClassifier(_WeightedSVMClassifier):
             self._end_callbacks()
         self._store_model(mk, y, result)
         return self
-
-
-def __getattr__(name):
-    """``OnlineMKLClassifier`` lives in :mod:`kernfw.estimators.online_mkl` (old import path)."""
-    if name == "OnlineMKLClassifier":
-        from .online_mkl import OnlineMKLClassifier
-
-        return OnlineMKLClassifier
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
