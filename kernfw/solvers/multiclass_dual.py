@@ -190,6 +190,13 @@ class GapStopping:
     def is_converged(self, cert, tol):
         return cert.gap <= max(tol, self.rtol * abs(cert.primal))
 
+    def stopping_rule(self, tol):
+        if self.rtol > 0 and tol == 0:
+            return f"gap <= rtol*|P| with rtol={self.rtol:.3g}"
+        if self.rtol > 0:
+            return f"gap <= max(tol, rtol*|P|) with tol={tol:.3g}, rtol={self.rtol:.3g}"
+        return f"gap <= tol={tol:.3g}"
+
 
 class FullBatchIterate(GapStopping, FWIterate):
     """A full-batch iterate ``(Aᵀ, S)`` of the multi-class dual (FW and the PG baseline).
