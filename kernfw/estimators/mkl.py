@@ -41,7 +41,6 @@ from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.capped_simplex import check_t
 from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
-from ..solvers.mkl.online import solve_online_mkl
 from ._base import FWEstimatorMixin, resolve_deprecated
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 

@@ -9,7 +9,7 @@ this one; it imports neither.
 
 import numpy as np
 
-from ..fw import Certificate, FWIterate, quadratic_step
+from ..fw import Certificate, FWIterate
 from ..losses import dual_vertices, make_loss
 from ..operators import KernelOperator
 
@@ -162,21 +162,6 @@ class MulticlassDual:
         w_sq = inner(At, S) / self.scale
         quad = self.smoothing / (2 * self.n) * inner(At, At)
         return -0.5 * self.lam * w_sq - inner(self.C, At) / self.n - quad
-
-    def line_search(self, At, S, U, dS=None):
-        """Exact step ``γ = clip(num / (⟨ΔAᵀ, ΔS⟩ + σ‖ΔA‖²), 0, 1)`` along ``U − Aᵀ`` (§1.7).
-
-        Returns ``(γ, ΔA, ΔS)``; ``dS`` may pass a precomputed ``K ΔAᵀ/(λn)``.
-        """
-        dA = U - At
-        G = self.C + self.gradient_scores(At, S)
-        if dS is None:
-            dS = self.scores(dA)
-        num = -inner(G, dA)
-        curv = inner(dA, dS)
-        if self.smoothing:
-            curv += self.smoothing * inner(dA, dA)
-        return quadratic_step(num, curv), dA, dS
 
 
 class GapStopping:
