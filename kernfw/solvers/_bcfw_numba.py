@@ -321,7 +321,8 @@ def _pairwise_block(g, alpha, yi, q, inner_steps, a, beta, delta):
 @njit(cache=True)
 def _exact_block(g, alpha, yi, q, b, D, delta, out):
     """:func:`~kernfw.solvers.multiclass.exact_block_step` (the Crammer–Singer
-    sub-problem): writes ``δ`` and ``θ`` (into ``out[0]``), returns ``½‖δ‖₁``."""
+    sub-problem): writes ``δ``, ``θ`` (into ``out[0]``) and the block gap before the
+    step (into ``out[1]``), returns ``½‖δ‖₁``."""
     m = g.shape[0]
     phi = 0.0
     ga = 0.0
@@ -334,6 +335,7 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
             top = j
     for j in range(m):
         ga += g[j] * alpha[j]
+    out[1] = phi + ga                    # the block gap (= _hinge_block_gap)
     if phi + ga <= _OPTIMAL_RTOL * (1.0 + phi):
         for j in range(m):
             delta[j] = 0.0
@@ -429,16 +431,17 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     if spec.sigma != 0.0:
         for c in range(nc):
             g[c] += spec.sigma * al[c]
-    if spec.kind == MAX_HINGE:           # Φ = max(max_j a_j, 0): the hinge LMO's value
-        buf[4, 1] = _hinge_block_gap(g, al, yc)
-    else:
-        buf[4, 1] = _block_gap(g, al, yc, spec, a, idx, beta)
+    if spec.mode != EXACT:               # (the exact step writes it: the same sums)
+        if spec.kind == MAX_HINGE:       # Φ = max(max_j a_j, 0): the hinge LMO's value
+            buf[4, 1] = _hinge_block_gap(g, al, yc)
+        else:
+            buf[4, 1] = _block_gap(g, al, yc, spec, a, idx, beta)
     q = spec.Q[i]
     if spec.mode == PAIRWISE:
         return _pairwise_block(g, al, yc, q, spec.inner_steps, a, beta, delta), nc
     if spec.mode == FW:
         return _fw_block(g, al, yc, q, spec, gamma_std, a, idx, beta, delta), nc
-    theta = buf[4, :1]
+    theta = buf[4, :2]
     step = _exact_block(g, al, yc, q, a, beta, delta, theta)
     if step == 0.0 or not spec.shrink:
         return step, nc
