@@ -57,7 +57,7 @@ _REFRESH_EVERY = 512
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
 #: MB of the compiled column cache when the columns are read from a stored Gram
-_GRAM_COLUMN_CACHE_MB = 32.0
+_GRAM_COLUMN_CACHE_MB = 0.0
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
