@@ -424,6 +424,21 @@ def _both_backends(monkeypatch, solve):
     return numpy_run, compiled_run
 
 
+def _assert_same_trajectory(a, b, method):
+    """Runs ``a`` (numpy) and ``b`` (compiled) agree to rounding: every certified dual
+    value and primal, coreset size and away-step count, and the final α, v."""
+    assert a.n_iter == b.n_iter                   # the budget, not a BLAS-dependent stop
+    scale = abs(a.dual) + a.history["primal"].max()
+    for key in ("dual", "primal"):
+        np.testing.assert_allclose(b.history[key], a.history[key], rtol=0, atol=1e-10 * scale)
+    np.testing.assert_array_equal(b.history["coreset"], a.history["coreset"])
+    np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
+    np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
+    if method == "mfw":
+        assert a.history["drop_steps"][-1] > 0
+
+
 def test_compiled_backend_is_used_unless_disabled(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.solvers.meb import CompiledSimplexQPIterate, make_iterate
@@ -456,17 +471,7 @@ def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
         return solve_simplex_qp(op, q=q, method=method, tol=1e-13, max_iter=1500,
                                 check_every=1, random_state=4)
 
-    a, b = _both_backends(monkeypatch, solve)
-    assert a.n_iter == b.n_iter                   # the budget, not a BLAS-dependent stop
-    scale = abs(a.dual) + a.history["primal"].max()
-    for key in ("dual", "primal"):
-        np.testing.assert_allclose(b.history[key], a.history[key], rtol=0, atol=1e-10 * scale)
-    np.testing.assert_array_equal(b.history["coreset"], a.history["coreset"])
-    np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
-    np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
-    if method == "mfw":
-        assert a.history["drop_steps"][-1] > 0
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
 
 
 def test_compiled_backend_reaches_the_same_certified_optimum(monkeypatch):
@@ -612,17 +617,7 @@ def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source,
         return solve_simplex_qp(op, q=q, method=method, tol=1e-13, max_iter=1500,
                                 check_every=1, random_state=4)
 
-    a, b = _both_backends(monkeypatch, solve)
-    assert a.n_iter == b.n_iter
-    scale = abs(a.dual) + a.history["primal"].max()
-    for key in ("dual", "primal"):
-        np.testing.assert_allclose(b.history[key], a.history[key], rtol=0, atol=1e-10 * scale)
-    np.testing.assert_array_equal(b.history["coreset"], a.history["coreset"])
-    np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
-    np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
-    if method == "mfw":
-        assert a.history["drop_steps"][-1] > 0
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
 
 
 def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatch):
