@@ -60,7 +60,7 @@ def run(args):
           f"words ({sum(map(len, Yte))} letters); {len(GROUPS)} groups")
     rows = []
     t0 = time.perf_counter()
-    svm = StructuredSVM(Chain(26), lam=args.svm_lam, max_passes=args.svm_passes,
+    svm = StructuredSVM(Chain(26), lam=args.svm_lam, max_iter=args.svm_passes,
                         random_state=args.seed).fit(Xtr, Ytr)
     base = {"method": "StructuredSVM (BCFW, linear)", "loss": "hinge", "lam": args.svm_lam,
             "error": letter_error(Yte, svm.predict(Xte)), "active": 1,

@@ -65,7 +65,7 @@ from kernfw.solvers.structural import (
     solve_structural_bcfw,
     solve_structural_fw,
 )
-from kernfw.solvers.subgradient import StructuralSSG, structural_ssg
+from kernfw.solvers.subgradient import StructuralSSG, solve_structural_ssg
 from kernfw.structured import Chain, MultiClass
 
 METHODS = ("FW", "BCFW", "BCFW-wavg", "SSG", "SSG-wavg", "cutting plane")
@@ -180,8 +180,8 @@ def run_method(method, model, X, Y, lam, passes, seed):
     if method.startswith("BCFW"):
         return solve_structural_bcfw(model, X, Y, lam, averaging=method.endswith("wavg"),
                                      tol=0.0, **common)
-    return structural_ssg(model, X, Y, lam, averaging=method.endswith("wavg"),
-                          max_passes=passes, gap_every=1, random_state=seed)
+    return solve_structural_ssg(model, X, Y, lam, averaging=method.endswith("wavg"),
+                                max_iter=passes, check_every=1, random_state=seed)
 
 
 def optimum(model, X, Y, lam, passes):

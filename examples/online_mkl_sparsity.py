@@ -56,7 +56,7 @@ def main():
     Xtr, Ytr = [Xtr[i] for i in tr], [Ytr[i] for i in tr]
     Xte, Yte = [Xte[i] for i in te], [Yte[i] for i in te]
 
-    single = StructuredSVM(Chain(26), lam=1.0 / n_train, max_passes=30, random_state=0)
+    single = StructuredSVM(Chain(26), lam=1.0 / n_train, max_iter=30, random_state=0)
     base = letter_error(Yte, single.fit(Xtr, Ytr).predict(Xte))
     print(f"single kernel (linear, StructuredSVM BCFW): per-letter test error {base:.4f}")
     print(f"{'λ':>6} {'method':>15} {'error':>7} {'active groups':>14}")

@@ -79,7 +79,7 @@ def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
     return KernelSpec(spec, params, columns, normalization)
 
 
-def _single_operator(X, spec, backend, cache_size, gram_max_mb):
+def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None):
     if isinstance(spec.name, KernelOperator):
         return normalize(spec.name, spec.normalization)
     if isinstance(spec.name, str) and spec.name == "precomputed":
@@ -101,9 +101,10 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb):
             return normalize(Features(X, check=False), spec.normalization)
     kernel = PairwiseKernel(spec.name, params, spec.columns)
     n = X.shape[0]
-    gram_mb = n * n * np.dtype(X.dtype).itemsize / 2**20
+    dtype = np.dtype(X.dtype if gram_dtype is None else gram_dtype)
+    gram_mb = n * n * dtype.itemsize / 2**20
     if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
-        op = Gram(kernel(X, X), kernel=kernel, X=X, check=False)
+        op = Gram(kernel(X, X).astype(dtype, copy=False), kernel=kernel, X=X, check=False)
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False)
     return normalize(op, spec.normalization)
@@ -138,7 +139,7 @@ def _check_backend(backend):
 
 
 def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normalization=None,
-                  backend="auto", cache_size=200.0, gram_max_mb=GRAM_MAX_MB):
+                  backend="auto", cache_size=200.0, gram_max_mb=GRAM_MAX_MB, gram_dtype=None):
     """Build the kernel operator for training inputs ``X``.
 
     Parameters
@@ -159,6 +160,15 @@ def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normaliza
         ``gram_max_mb`` megabytes, and :class:`KernelFunction` otherwise.
     cache_size : float
         Column cache (MB) of :class:`KernelFunction` backends.
+    gram_max_mb : float
+        Largest Gram matrix (MB, in its storage dtype) that ``backend="auto"``
+        precomputes.
+    gram_dtype : numpy dtype or None
+        Storage type of a Gram matrix computed from features (None: the dtype of
+        ``X``).  ``np.float32`` halves its memory and the memory traffic of the
+        solvers that read it, as libsvm's float kernel cache does; the kernel is
+        still evaluated in the precision of ``X``.  Precomputed Gram matrices
+        keep their dtype.
 
     Returns
     -------
@@ -177,12 +187,12 @@ def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normaliza
             ops = [make_operator(K, "precomputed", normalization=normalization) for K in grams]
         else:
             ops = [make_operator(X, k, gamma, degree, coef0, normalization, backend,
-                                 cache_size, gram_max_mb) for k in kernel]
+                                 cache_size, gram_max_mb, gram_dtype) for k in kernel]
         return MultiKernel(ops)
     if isinstance(kernel, str) and kernel == "precomputed" and _is_gram_stack(X):
         return make_operator(X, ["precomputed"] * len(X), normalization=normalization)
     spec = parse_spec(kernel, gamma, degree, coef0, normalization)
-    return _single_operator(X, spec, backend, cache_size, gram_max_mb)
+    return _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype)
 
 
 def _is_gram_stack(X):

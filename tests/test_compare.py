@@ -87,7 +87,7 @@ def test_structured_multiclass(data):
     from kernfw.structured import MultiClass
 
     X, y = data
-    est = StructuredSVM(MultiClass(3), lam=0.1, solver="pairwise", tol=1e-6, max_passes=5000,
+    est = StructuredSVM(MultiClass(3), lam=0.1, solver="pairwise", tol=1e-6, max_iter=5000,
                         random_state=0)
     _check(compare(est, X, y), 1e-6)
 

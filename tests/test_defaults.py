@@ -203,3 +203,28 @@ def test_psd_kernels_pass_the_check(small):
                       (MultiClassSVM(kernel=lambda A, B: A @ B.T), X),
                       (MultiClassSVM(kernel="poly", degree=2), X)]:
         assert clf.set_params(random_state=0).fit(data, y).converged_
+
+
+def test_float32_gram_storage_is_a_function_of_tol(digits_split):
+    """At ``tol >= 1e-4`` the RBF Gram is stored in float32 (half the memory traffic of the
+    block passes); the certificate still holds for the model as predicted in float64."""
+    from kernfw.estimators.multiclass import FLOAT32_GRAM_TOL
+    from kernfw.kernels import make_operator
+
+    Xtr, Xte, ytr, yte = digits_split
+    X, y = Xtr[:400], ytr[:400]
+    K64 = make_operator(X, "rbf").dense()
+    K32 = make_operator(X, "rbf", gram_dtype=np.float32).dense()
+    assert K64.dtype == np.float64 and K32.dtype == np.float32
+    np.testing.assert_allclose(K32, K64, rtol=1e-6, atol=1e-7)
+    assert MultiClassSVM()._gram_dtype() is np.float32
+    assert MultiClassSVM(tol=FLOAT32_GRAM_TOL / 10)._gram_dtype() is None
+
+    fast = MultiClassSVM(random_state=0).fit(X, y)
+    exact = MultiClassSVM(tol=1e-6, random_state=0).fit(X, y)
+    assert fast.converged_ and fast.duality_gap_ <= fast.tol * fast.primal_objective_
+    # the float32-kernel fit's objective is within its certified gap of the float64 optimum
+    # (P(exact) is P* up to its own 1e-6 relative gap; the float32 rounding is ~1e-7)
+    P_exact = exact.primal_objective_
+    assert abs(fast.primal_objective_ - P_exact) <= fast.duality_gap_ + 1e-5 * P_exact
+    assert abs(fast.score(Xte, yte) - exact.score(Xte, yte)) <= 0.02

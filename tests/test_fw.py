@@ -136,7 +136,7 @@ def test_max_iter_warns_and_returns_the_best_iterate():
     with pytest.warns(ConvergenceWarning) as record:
         res = run(it, tol=0.5, max_iter=4, remedy="increase max_iter", name="Toy")
     message = str(record[0].message)
-    assert "Toy stopped at max_iter=4" in message and "duality gap 1 > tol=0.5" in message
+    assert "Toy stopped at max_iter=4" in message and "duality gap 1 before its stopping rule (gap <= tol=0.5) held" in message
     assert "the best iterate is returned" in message and "increase max_iter" in message
     assert res.status == "max_iter" and not res.converged and res.n_iter == 4
     assert res.gap == 1.0 and res.primal == 1.0 and int(res["t"]) == 1

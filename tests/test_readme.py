@@ -83,3 +83,56 @@ def test_kernfw_info_lists_the_four_backends():
     assert out.startswith("kernfw ")
     for backend in ("Gram", "Features", "KernelFunction", "MultiKernel"):
         assert backend in out
+
+
+def _user_guide_blocks():
+    """The ```python blocks of docs/user_guide.md, dedented, in order."""
+    import textwrap
+
+    text = (ROOT / "docs" / "user_guide.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^( *)```python\n(.*?)^\1```", text, flags=re.S | re.M)
+    return [textwrap.dedent(body) for _, body in blocks]
+
+
+#: blocks that need a running Dask cluster (the LocalCluster one starts processes):
+#: recognised by these words, and checked by tests/test_distributed.py instead
+CLUSTER_WORDS = ("Client(",)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_user_guide_python_blocks_run(tmp_path, monkeypatch):
+    """Every Python block of the user guide runs on small data (X, y: a digits subset),
+    in order, sharing one namespace as a reader would; cluster blocks are skipped."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("cvxpy")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sklearn.datasets import load_digits
+
+    from kernfw import CSKLClassifier, MultiClassSVM
+
+    blocks = _user_guide_blocks()
+    assert len(blocks) >= 5, "the user guide lost its Python examples"
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:150] / 16.0, y[:150]
+    ns = {"X": X, "y": y, "X_test": X[:10], "Cs": [0.1, 1.0]}
+    ns.update({name: MultiClassSVM(solver=solver, max_iter=50, tol=1e-2).fit(X, y)
+               for name, solver in (("lsfw", "lsfw"), ("stdfw", "stdfw"), ("bcfw", "bcfw"))})
+    ns["cskl"] = CSKLClassifier(t=2.0, max_iter=20).fit(X[:60], y[:60])
+    try:
+        import sklearn.callback  # noqa: F401  (scikit-learn >= 1.9)
+        has_callbacks = True
+    except ImportError:
+        has_callbacks = False
+    monkeypatch.chdir(tmp_path)
+    ran = 0
+    for block in blocks:
+        if any(word in block for word in CLUSTER_WORDS):
+            continue
+        if "sklearn.callback" in block and not has_callbacks:
+            continue
+        exec(compile(block, "docs/user_guide.md", "exec"), ns)
+        ran += 1
+    assert ran >= 4
+    assert (tmp_path / "sweep.csv").exists() and (tmp_path / "convergence.png").exists()

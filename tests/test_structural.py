@@ -347,7 +347,7 @@ def test_bad_solver_arguments():
 # -- SSG baseline -------------------------------------------------------------------------------
 
 def test_ssg_first_step_and_run():
-    from kernfw.solvers.subgradient import StructuralSSG, structural_ssg
+    from kernfw.solvers.subgradient import StructuralSSG, solve_structural_ssg, structural_ssg
 
     X, y = multiclass_data()
     problem = StructuredProblem(MultiClass(4), X, y, 0.1)
@@ -362,13 +362,19 @@ def test_ssg_first_step_and_run():
     fw = solve_multiclass(Features(X), y, lam=0.1, solver="bcfw", max_iter=1000, tol=1e-9,
                           random_state=0)
     for averaging in (False, True):
-        result = structural_ssg(MultiClass(4), X, y, 0.1, averaging=averaging, max_passes=100,
-                                gap_every=20, random_state=0)
+        result = solve_structural_ssg(MultiClass(4), X, y, 0.1, averaging=averaging,
+                                      max_iter=100, check_every=20, random_state=0)
         assert result.gap == np.inf and result.n_iter == 100
         assert 0 <= result.primal - fw.primal < 0.05
-    projected = structural_ssg(MultiClass(4), X, y, 0.1, project=True, max_passes=10,
-                               random_state=0)
+    projected = solve_structural_ssg(MultiClass(4), X, y, 0.1, project=True, max_iter=10,
+                                     random_state=0)
     assert np.linalg.norm(projected["w_last"]) <= np.sqrt(1 / 0.1) + 1e-12
+    with pytest.warns(FutureWarning, match="solve_structural_ssg"):
+        old = structural_ssg(MultiClass(4), X, y, 0.1, project=True, max_passes=10,
+                             random_state=0)
+    np.testing.assert_array_equal(old["w"], projected["w"])
+    with pytest.raises(ValueError, match="check_every"):
+        solve_structural_ssg(MultiClass(4), X, y, 0.1, check_every=0)
 
 
 # -- estimator --------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def make_estimator(args, X, y):
              if getattr(args, param, None) is not None}
     if model.kind == "mkl" and "kernel" in given:  # --kernel a,b,c: the base kernels
         kernel = given.pop("kernel")
-        extra[model.kernel_list_param()] = kernel if isinstance(kernel, list) else [kernel]
+        extra["kernel"] = kernel if isinstance(kernel, list) else [kernel]
     wrong = [f"--{p.replace('_', '-')}" for p in given if p not in accepted]
     if wrong:
         takes = sorted(f"--{p.replace('_', '-')}" for p, _, _ in HYPERPARAMETERS.values()

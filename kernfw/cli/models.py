@@ -1,10 +1,8 @@
 """The ``--model`` registry: which estimator each name builds, and how it is reported."""
 
-import inspect
-
 import numpy as np
 
-__all__ = ["Model", "MODELS", "default_kernels", "sweep_direction"]
+__all__ = ["Model", "MODELS", "sweep_direction"]
 
 
 class Model:
@@ -31,23 +29,15 @@ class Model:
 
         return getattr(kernfw, self.name)
 
-    def kernel_list_param(self):
-        """The constructor parameter that takes the MKL models' list of kernels."""
-        params = inspect.signature(self.estimator_class()).parameters
-        old = params.get("kernels")
-        if old is not None and not (isinstance(old.default, str) and old.default == "deprecated"):
-            return "kernels"
-        return "kernel"
-
     def extra_params(self, X, y):
-        """Constructor arguments that depend on the data: the structured model,
-        the default base kernels of the MKL models."""
+        """Constructor arguments that depend on the data: the structured model.
+
+        (The MKL models need none: ``kernel=None`` is their default family of
+        base kernels, :func:`kernfw.estimators.mkl.default_kernels`.)"""
         if self.kind == "structured":
             from ..structured import MultiClass
 
             return {"model": MultiClass(int(np.unique(y).size))}
-        if self.kind == "mkl":
-            return {self.kernel_list_param(): default_kernels(X)}
         return {}
 
     def sweep_param(self, accepted):
@@ -60,17 +50,6 @@ def sweep_direction(param):
     large to small: warm starts go from the easy, strongly regularized problems
     to the hard ones), ``"up"`` for a penalty C."""
     return "up" if param == "C" else "down"
-
-
-def default_kernels(X):
-    """Base kernels of ``--model cskl`` / ``online-mkl`` without ``--kernel``:
-    RBF kernels at 0.1, 1 and 10 times SVC's ``gamma="scale"``, a quadratic
-    and a linear kernel (each trace-normalized by the estimator)."""
-    from ..kernels import resolve_gamma
-
-    scale = resolve_gamma("scale", X)
-    return ([("rbf", {"gamma": factor * scale}) for factor in (0.1, 1.0, 10.0)]
-            + [("poly", {"degree": 2, "gamma": scale, "coef0": 1.0}), "linear"])
 
 
 #: --model name -> Model

@@ -78,7 +78,6 @@ HYPERPARAMETERS = {
     "--method": ("method", str, "L2SVC/MEB: 'mfw' (away steps) or 'fw'"),
     "--max-iter": ("max_iter", int, "budget: iterations (passes over the data for "
                                     "block and online solvers)"),
-    "--max-passes": ("max_passes", int, "structured: budget in passes over the data"),
     "--check-every": ("check_every", int, "certify the gap every this many iterations"),
 }
 

@@ -276,7 +276,8 @@ class KernelInputMixin:
     (the zero model), never an error.
 
     Subclasses may override :meth:`_gram_max_mb` (the largest Gram matrix, in
-    MB, precomputed for the training points).
+    MB, precomputed for the training points) and :meth:`_gram_dtype` (its
+    storage type).
     """
 
     #: estimator tag read by :func:`accepts_kernel_operator`
@@ -291,6 +292,10 @@ class KernelInputMixin:
     def _gram_max_mb(self, X):
         """Largest n × n Gram (MB) that ``make_operator`` precomputes for ``X``."""
         return GRAM_MAX_MB
+
+    def _gram_dtype(self):
+        """Storage dtype of a Gram computed from features (None: the dtype of ``X``)."""
+        return None
 
     def _validate_training_data(self, X, y=None):
         """Validated ``(X, y)`` and the training kernel operator."""
@@ -313,7 +318,8 @@ class KernelInputMixin:
         if self._kernel_is_precomputed() and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}")
         op = make_operator(X, self.kernel, self.gamma, self.degree, self.coef0,
-                           cache_size=self.cache_size, gram_max_mb=self._gram_max_mb(X))
+                           cache_size=self.cache_size, gram_max_mb=self._gram_max_mb(X),
+                           gram_dtype=self._gram_dtype())
         return X, y, op
 
     def _set_predictor(self, X, op):

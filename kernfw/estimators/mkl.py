@@ -41,7 +41,6 @@ from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.capped_simplex import check_t
 from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
-from ..solvers.mkl.online import solve_online_mkl
 from ._base import FWEstimatorMixin, resolve_deprecated
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
@@ -479,12 +478,3 @@ class LpMKLClassifier(_WeightedSVMClassifier):
             self._end_callbacks()
         self._store_model(mk, y, result)
         return self
-
-
-def __getattr__(name):
-    """``OnlineMKLClassifier`` lives in :mod:`kernfw.estimators.online_mkl` (old import path)."""
-    if name == "OnlineMKLClassifier":
-        from .online_mkl import OnlineMKLClassifier
-
-        return OnlineMKLClassifier
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

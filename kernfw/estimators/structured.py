@@ -14,7 +14,7 @@ from ..operators import Features
 from ..solvers.cutting_plane import solve_structural_cutting_plane
 from ..solvers.multiclass import solve_multiclass
 from ..solvers.structural import StructuredProblem, solve_structural_bcfw, solve_structural_fw
-from ..solvers.subgradient import structural_ssg
+from ..solvers.subgradient import solve_structural_ssg
 from ..structured import MultiClass
 from ._base import (FWEstimatorMixin, resolve_deprecated, resolve_lam, solver_seed,
                     with_callbacks)
@@ -244,8 +244,9 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
                                                         callback=callback)
                 coef = result["w"]
             elif solver == "ssg":
-                result = structural_ssg(model, X, Y, self.lam_, averaging=self.averaging,
-                                        max_passes=max_iter, gap_every=check_every, **blocks)
+                result = solve_structural_ssg(model, X, Y, self.lam_, averaging=self.averaging,
+                                              max_iter=max_iter, check_every=check_every,
+                                              **blocks)
                 coef = result["w"]
             else:
                 result, coef = self._fit_pairwise(model, X, Y, max_iter, check_every, blocks)

@@ -43,6 +43,10 @@ class FWIterate(ABC):
         """The stopping rule; the default is the certified gap ``gap <= tol``."""
         return cert.gap <= tol
 
+    def stopping_rule(self, tol):
+        """The rule of :meth:`is_converged` in words, for the ``ConvergenceWarning``."""
+        return f"gap <= tol={tol:.3g}"
+
 
 def _should_certify(t, check_every):
     return t % check_every == 0
@@ -130,8 +134,9 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
         limit = f"max_iter={max_iter}" if status == "max_iter" else f"max_time={max_time}s"
         returned = "best" if keep_best else "last"
         warnings.warn(
-            f"{name} stopped at {limit} with duality gap {final.gap:.3g} > tol={tol:.3g}; "
-            f"the {returned} iterate is returned. To converge, {remedy}.",
+            f"{name} stopped at {limit} with duality gap {final.gap:.3g} before its "
+            f"stopping rule ({iterate.stopping_rule(tol)}) held; the {returned} iterate is "
+            f"returned. To converge, {remedy}.",
             ConvergenceWarning, stacklevel=3,
         )
     return FWResult(solution=solution, primal=final.primal, dual=final.dual, gap=final.gap,

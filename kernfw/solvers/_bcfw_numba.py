@@ -22,8 +22,9 @@ operator:
   ``O(nnz(x_i)·m)`` per block.  ``dense_scores`` / ``sparse_scores`` give
   the full ``S = X W`` for the certificate (``certify``: the LMO of every
   block, block gaps and the sums of the duality gap in one loop);
-- a dense Gram matrix (``gram_pass``): the scores ``S = K Aᵀ/(λn)`` (n × m)
-  are stored and ``S += K_{:,i} δᵀ/(λn)``: one kernel column, ``O(n·m)``.
+- a dense Gram matrix (``gram_pass``): the scores ``S = K Aᵀ/(λn)`` are stored
+  (as ``Sᵀ``, m × n, during a pass) and ``S += K_{:,i} δᵀ/(λn)``: one kernel
+  column, ``O(n)`` per class that moved.
 
 Losses are described to the compiled code by :func:`loss_code`: an integer
 kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
@@ -603,35 +604,33 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
 
 
 @njit(cache=True)
-def gram_pass(order, Kcols, S, At, spec, classes, n_classes, k0, steps):
-    """:func:`dense_pass` on a dense Gram matrix, keeping ``S = K Aᵀ/(λn)`` (n × m).
+def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps):
+    """:func:`dense_pass` on a dense Gram matrix, keeping ``Sᵀ = A K/(λn)`` (m × n).
 
     ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
-    block step reads one column and updates ``S``: ``O(n·m)``.
+    block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
+    of the classes that moved: ``O(n)`` contiguous work per class, the same
+    sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
     """
-    n, m = S.shape
+    m, n = St.shape
     buf, s, upd = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
-    nz = np.empty(m, dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
         cl = classes[i]
         nc = n_classes[i]
         for c in range(nc):
-            s[c] = S[i, cl[c]]
+            s[c] = St[cl[c], i]
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            cnt = 0
-            for c in range(nc):                            # columns of S that change
-                if upd[c] != 0.0:
-                    nz[cnt] = c
-                    cnt += 1
             col = Kcols[i]
-            for l in range(n):
-                kl = col[l]
-                for q in range(cnt):
-                    S[l, cl[nz[q]]] += kl * upd[nz[q]]
+            for c in range(nc):                            # rows of Sᵀ that change
+                u = upd[c]
+                if u != 0.0:
+                    row = St[cl[c]]
+                    for l in range(n):
+                        row[l] += col[l] * u
         steps[t] = step
 
 
@@ -672,10 +671,16 @@ class CompiledPasses:
             self.Kcols = gram_columns(view.matrix)
 
     def run(self, order, k0, steps):
-        """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into ``steps``."""
+        """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into ``steps``.
+
+        On a Gram matrix the pass works on a contiguous copy of ``Sᵀ`` (a class's
+        scores in one row, so a block update is a contiguous axpy) written back
+        at the end: ``O(n·m)`` per pass, against ``O(n)`` per block step saved.
+        """
+        state = np.ascontiguousarray(self.state.T) if self.kind == "gram" else self.state
         for lo in range(0, order.size, CHUNK):
             hi = min(lo + CHUNK, order.size)
-            tail = (self.state, self.At, self.spec, self.classes, self.n_classes, k0 + lo,
+            tail = (state, self.At, self.spec, self.classes, self.n_classes, k0 + lo,
                     steps[lo:hi])
             if self.kind == "gram":
                 gram_pass(order[lo:hi], self.Kcols, *tail)
@@ -683,6 +688,8 @@ class CompiledPasses:
                 dense_pass(order[lo:hi], self.X, *tail)
             else:
                 sparse_pass(order[lo:hi], *self.csr, *tail)
+        if self.kind == "gram":
+            self.state[...] = state.T
 
     def scores(self, W):
         """All scores ``S = X W`` (features), single-threaded."""

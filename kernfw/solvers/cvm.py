@@ -38,6 +38,7 @@ from ..operators.psd import NotPSDError
 INNER_FRACTION = 0.1
 
 __all__ = ["CoreVectorIterate", "INNER_FRACTION", "ball_shift", "simplex_certificate", "simplex_converged",
+           "simplex_stopping_rule",
            "cvm_first_point", "cvm_second_point", "raise_not_psd", "NEGATIVE_CURVATURE"]
 
 
@@ -91,6 +92,15 @@ def simplex_converged(cert, tol, stop):
     if stop == "relative":
         return cert.gap <= tol * abs(cert.dual)
     return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
+
+
+def simplex_stopping_rule(tol, stop):
+    """:func:`simplex_converged`'s rule in words (for the ``ConvergenceWarning``)."""
+    if stop == "gap":
+        return f"gap <= tol={tol:.3g}"
+    if stop == "relative":
+        return f"gap <= tol*|D| with tol={tol:.3g}"
+    return f"radius within a factor 1 + tol={tol:.3g} of the optimum"
 
 
 def cvm_first_point(n, rng):
@@ -241,6 +251,9 @@ class CoreVectorIterate(FWIterate):
 
     def is_converged(self, cert, tol):
         return simplex_converged(cert, tol, self.stop)
+
+    def stopping_rule(self, tol):
+        return simplex_stopping_rule(tol, self.stop)
 
     def step(self, t):
         i = self._vertex

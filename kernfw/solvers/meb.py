@@ -41,6 +41,7 @@ from .cvm import (
     raise_not_psd,
     simplex_certificate,
     simplex_converged,
+    simplex_stopping_rule,
 )
 
 __all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
@@ -312,6 +313,9 @@ class SimplexQPIterate(FWIterate):
 
     def is_converged(self, cert, tol):
         return simplex_converged(cert, tol, self.stop)
+
+    def stopping_rule(self, tol):
+        return simplex_stopping_rule(tol, self.stop)
 
     def step(self, t):
         i, fw_slope = self._fw_vertex()

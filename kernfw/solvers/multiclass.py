@@ -657,8 +657,8 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
                           averaging=averaging, shrink_classes=shrink_classes)
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
-    remedy = ("increase max_iter (or max_time), loosen tol, increase lam, or use "
-              "smoothing > 0")
+    remedy = ("increase max_iter (or max_time), loosen tol, use a smaller C (a larger "
+              "lam), or use smoothing > 0")
     return run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
                check_every=check_every, callback=callback, keep_best=keep_best,
                remedy=remedy, name=f"MultiClassSVM solver={solver!r}")

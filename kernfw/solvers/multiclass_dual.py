@@ -9,7 +9,7 @@ this one; it imports neither.
 
 import numpy as np
 
-from ..fw import Certificate, FWIterate, quadratic_step
+from ..fw import Certificate, FWIterate
 from ..losses import dual_vertices, make_loss
 from ..operators import KernelOperator
 
@@ -163,21 +163,6 @@ class MulticlassDual:
         quad = self.smoothing / (2 * self.n) * inner(At, At)
         return -0.5 * self.lam * w_sq - inner(self.C, At) / self.n - quad
 
-    def line_search(self, At, S, U, dS=None):
-        """Exact step ``γ = clip(num / (⟨ΔAᵀ, ΔS⟩ + σ‖ΔA‖²), 0, 1)`` along ``U − Aᵀ`` (§1.7).
-
-        Returns ``(γ, ΔA, ΔS)``; ``dS`` may pass a precomputed ``K ΔAᵀ/(λn)``.
-        """
-        dA = U - At
-        G = self.C + self.gradient_scores(At, S)
-        if dS is None:
-            dS = self.scores(dA)
-        num = -inner(G, dA)
-        curv = inner(dA, dS)
-        if self.smoothing:
-            curv += self.smoothing * inner(dA, dA)
-        return quadratic_step(num, curv), dA, dS
-
 
 class GapStopping:
     """Stopping rule ``gap ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates.
@@ -189,6 +174,13 @@ class GapStopping:
 
     def is_converged(self, cert, tol):
         return cert.gap <= max(tol, self.rtol * abs(cert.primal))
+
+    def stopping_rule(self, tol):
+        if self.rtol > 0 and tol == 0:
+            return f"gap <= rtol*|P| with rtol={self.rtol:.3g}"
+        if self.rtol > 0:
+            return f"gap <= max(tol, rtol*|P|) with tol={tol:.3g}, rtol={self.rtol:.3g}"
+        return f"gap <= tol={tol:.3g}"
 
 
 class FullBatchIterate(GapStopping, FWIterate):

@@ -2,7 +2,7 @@
 
 - :func:`pegasos_multiclass` — the full-batch projected subgradient method
   ("PG" of seed 000, Pegasos-style; math.md §1.11) for the multi-category SVM;
-- :func:`structural_ssg` — stochastic subgradient (SSG, SSG-wavg; math.md §3.6)
+- :func:`solve_structural_ssg` — stochastic subgradient (SSG, SSG-wavg; math.md §3.6)
   for the structural SVM.
 
 The multi-class problem comes from :mod:`kernfw.solvers.multiclass_dual`
@@ -20,7 +20,7 @@ from ..fw import BlockCoordinateIterate, Certificate, WeightedAverage, run
 from .multiclass_dual import FullBatchIterate, inner
 from .structural import StructuredProblem
 
-__all__ = ["pegasos_multiclass", "StructuralSSG", "structural_ssg"]
+__all__ = ["pegasos_multiclass", "StructuralSSG", "solve_structural_ssg", "structural_ssg"]
 
 
 # -- multi-category SVM: full-batch projected subgradient (math.md §1.11) ------------------
@@ -164,9 +164,9 @@ class StructuralSSG(BlockCoordinateIterate):
         return {"w": self._point().copy(), "w_last": self.w.copy()}
 
 
-def structural_ssg(model, X, Y, lam, *, averaging=True, project=False, sample="uniform",
-                   max_passes=50, gap_every=5, random_state=None, max_time=None,
-                   callback=None):
+def solve_structural_ssg(model, X, Y, lam, *, averaging=True, project=False,
+                         sample="uniform", max_iter=50, check_every=5, random_state=None,
+                         max_time=None, callback=None):
     """SSG / SSG-wavg baseline for the structural SVM (math.md §3.6).
 
     Parameters
@@ -177,9 +177,9 @@ def structural_ssg(model, X, Y, lam, *, averaging=True, project=False, sample="u
         SSG-wavg (weighted average of the iterates) instead of the last iterate.
     project : bool
         Project on ``‖w‖ ≤ sqrt(P(0)/λ)``.
-    max_passes : int
+    max_iter : int
         Passes (``n`` stochastic steps each); the run always uses them all.
-    gap_every : int
+    check_every : int
         Passes between two primal evaluations (one oracle pass each).
     sample, random_state, max_time, callback
         As in :func:`~kernfw.solvers.structural.solve_structural_bcfw`.
@@ -190,14 +190,23 @@ def structural_ssg(model, X, Y, lam, *, averaging=True, project=False, sample="u
         ``solution["w"]``; ``primal`` is ``P(w)`` as the FW solvers report it,
         ``gap`` is inf (not certified); history columns ``oracle_calls``, ``pass``.
     """
-    if int(gap_every) < 1:
-        raise ValueError(f"gap_every must be >= 1, got {gap_every}")
+    if int(check_every) < 1:
+        raise ValueError(f"check_every must be >= 1, got {check_every}")
     problem = StructuredProblem(model, X, Y, lam)
     iterate = StructuralSSG(problem, averaging=averaging, project=project, sample=sample,
                             random_state=random_state)
     with warnings.catch_warnings():
         # the budget is the stopping rule of a baseline without a certificate
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return run(iterate, tol=0.0, max_iter=max_passes, max_time=max_time,
-                   check_every=int(gap_every), callback=callback, keep_best=False,
+        return run(iterate, tol=0.0, max_iter=max_iter, max_time=max_time,
+                   check_every=int(check_every), callback=callback, keep_best=False,
                    name="structural SVM SSG")
+
+
+def structural_ssg(model, X, Y, lam, *, max_passes=50, gap_every=5, **kwargs):
+    """Deprecated name of :func:`solve_structural_ssg` (``max_passes`` → ``max_iter``,
+    ``gap_every`` → ``check_every``)."""
+    warnings.warn("structural_ssg(max_passes, gap_every) is deprecated: use "
+                  "solve_structural_ssg(max_iter, check_every)", FutureWarning, stacklevel=2)
+    return solve_structural_ssg(model, X, Y, lam, max_iter=max_passes,
+                                check_every=gap_every, **kwargs)

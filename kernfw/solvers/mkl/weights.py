@@ -53,6 +53,9 @@ class KernelWeightIterate(FWIterate):
         """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
         return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
 
+    def stopping_rule(self, tol):
+        return f"gap <= tol*|J| with tol={tol:.3g}"
+
     def solution(self):
         ev = self.current
         return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
