@@ -480,8 +480,9 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         if inner is None or inner.kind not in ("rbf", "gram"):
             return None
         matrix = inner.matrix
-        if (type(matrix) is not np.ndarray or matrix.dtype != np.float64
-                or matrix.shape[0] != self.n or not matrix.flags.c_contiguous):
+        if (type(matrix) is not np.ndarray or matrix.dtype != np.float64 or matrix.ndim != 2
+                or matrix.shape[0] != self.n or matrix.shape[1] == 0
+                or not matrix.flags.c_contiguous):
             return None
         if inner.kind == "rbf":
             src = np.ascontiguousarray(matrix.T)          # d × n: inner products by rows
