@@ -428,7 +428,12 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     :func:`~kernfw.solvers._mfw_numba.apply`.  Each iteration is one compiled
     plan, one column request to the operator ``Q`` (the only source of kernel
     values, with its own LRU cache) and one compiled update that also finds the
-    next FW vertex, so the certificate stays O(1).
+    next FW vertex, so the certificate stays O(1).  When ``Q.column_view()`` is an
+    on-the-fly RBF kernel or a stored Gram (possibly inside the L2-SVM's modified
+    kernel), the whole iteration is one compiled call,
+    :func:`~kernfw.solvers._mfw_numba.step_cached`, which evaluates the column from
+    the view's arrays into its own LRU cache (``cache_size`` of the view) and
+    updates from it in place.
 
     Parameters
     ----------
