@@ -142,8 +142,10 @@ KernelOperator, default="rbf"
         requests apart (n = 20k: 14,142 requests of 7,424 distinct columns,
         median reuse distance 2,769), so an LRU cache of a useful size is mostly
         misses, and writing columns into fresh cache pages costs more than the
-        hits save (n = 5k–20k: 2 MB fits as fast as 50 MB or faster; 1 GB at
-        20k is 2× slower; ``docs/benchmarks/l2svm.md``).  Gram matrices up to
+        hits save (compiled path, n ≥ 10k: 2 MB fits as fast as 50 MB or up to
+        20 % faster, 1 GB at 20k is 2.4× slower; at 5k 50 MB is about 10 %
+        faster, and so is the numpy path's 50 MB at 5k–10k, by about 30 %;
+        ``docs/benchmarks/l2svm.md``).  Gram matrices up to
         32 MB are precomputed instead, and so are Grams up to
         ``max(256 MB, cache_size)`` when ``X`` has 50 features or more (see
         :func:`gram_budget`).
