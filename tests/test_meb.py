@@ -424,6 +424,21 @@ def _both_backends(monkeypatch, solve):
     return numpy_run, compiled_run
 
 
+def _assert_same_trajectory(a, b, method):
+    """Runs ``a`` (numpy) and ``b`` (compiled) agree to rounding: every certified dual
+    value and primal, coreset size and away-step count, and the final α, v."""
+    assert a.n_iter == b.n_iter                   # the budget, not a BLAS-dependent stop
+    scale = abs(a.dual) + a.history["primal"].max()
+    for key in ("dual", "primal"):
+        np.testing.assert_allclose(b.history[key], a.history[key], rtol=0, atol=1e-10 * scale)
+    np.testing.assert_array_equal(b.history["coreset"], a.history["coreset"])
+    np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
+    np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
+    if method == "mfw":
+        assert a.history["drop_steps"][-1] > 0
+
+
 def test_compiled_backend_is_used_unless_disabled(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.solvers.meb import CompiledSimplexQPIterate, make_iterate
@@ -456,17 +471,7 @@ def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
         return solve_simplex_qp(op, q=q, method=method, tol=1e-13, max_iter=1500,
                                 check_every=1, random_state=4)
 
-    a, b = _both_backends(monkeypatch, solve)
-    assert a.n_iter == b.n_iter                   # the budget, not a BLAS-dependent stop
-    scale = abs(a.dual) + a.history["primal"].max()
-    for key in ("dual", "primal"):
-        np.testing.assert_allclose(b.history[key], a.history[key], rtol=0, atol=1e-10 * scale)
-    np.testing.assert_array_equal(b.history["coreset"], a.history["coreset"])
-    np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
-    np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
-    if method == "mfw":
-        assert a.history["drop_steps"][-1] > 0
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
 
 
 def test_compiled_backend_reaches_the_same_certified_optimum(monkeypatch):
@@ -579,3 +584,96 @@ def test_cvm_radius_rule_and_estimator():
     ball = MinimumEnclosingBall(method="cvm", gamma=0.3, tol=eps).fit(X)
     assert ball.converged_ and np.all(ball.predict(X) == 1)
     assert ball.radius_lower_ <= np.sqrt(exact.dual) * (1 + 1e-9) <= ball.radius_ * (1 + 1e-9)
+
+
+# -- compiled steps that evaluate the columns themselves (operator column views) ----------
+def _column_view_operator(source, problem, X, y):
+    if source == "rbf":
+        K = KernelFunction(X, "rbf", gamma=0.5, cache_size=0.05)   # a cache of 43 columns
+    else:
+        K = Gram(_gram(X, "rbf", {"gamma": 0.5}))
+    return K if problem == "meb" else L2SVMKernel(K, y, 2.0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("source", ["rbf", "gram"])
+@pytest.mark.parametrize("problem", ["meb", "l2svm"])
+@pytest.mark.parametrize("method", ["mfw", "fw"])
+def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem,
+                                                           method):
+    """The compiled step that evaluates RBF / Gram columns itself (fused distances, exp,
+    L2-SVM transform, its own LRU cache) follows the numpy path's trajectory."""
+    pytest.importorskip("numba")
+    from kernfw.solvers.meb import make_iterate
+    X = _points(150, d=4, seed=21)
+    y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
+    op = _column_view_operator(source, problem, X, y)
+    q = op.diag() if problem == "meb" else None
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    it = make_iterate(op, q, method, None, "gap", None)
+    assert it._source is not None                 # the compiled column step is used
+
+    def solve():
+        return solve_simplex_qp(op, q=q, method=method, tol=1e-13, max_iter=1500,
+                                check_every=1, random_state=4)
+
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
+
+
+def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatch):
+    """The compiled column of every index equals the operator's (within a few ulps),
+    through cache misses, evictions (a one-column cache) and hits."""
+    pytest.importorskip("numba")
+    from kernfw.solvers.meb import make_iterate
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    X = _points(300, d=7, seed=5) * 3.0
+    y = np.where(X[:, 1] > 0, 1.0, -1.0)
+    for problem in ("meb", "l2svm"):
+        for cache_mb in (0.0, 1.0):
+            K = KernelFunction(X, "rbf", gamma=0.05, cache_size=cache_mb)
+            op = K if problem == "meb" else L2SVMKernel(K, y, 0.5)
+            it = make_iterate(op, None, "fw", None, "gap", None)
+            src, slab, slot_of, slots = it._source
+            assert slab.shape[0] == (1 if cache_mb == 0 else 300)
+            mod = it._mod
+            ref = op.dense()
+            out, scratch = np.empty(300), np.empty(300)
+            for j in (0, 17, 299, 17):
+                mod.evaluate_column(src, it._con, it._f, it._st, j, out, scratch)
+                np.testing.assert_allclose(out, ref[:, j], rtol=4e-16 * 8, atol=1e-15)
+    # a 1-column cache: every request is a miss, and the solver still converges
+    res = solve_simplex_qp(op, tol=1e-8)
+    assert res.converged
+
+
+def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
+    """Far points: exp(−γ d²) below 1e-300 is 0 (numpy: a subnormal or 0)."""
+    pytest.importorskip("numba")
+    from kernfw.solvers.meb import make_iterate
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    X = np.array([[0.0], [1.0], [30.0], [40.0], [1e3]])
+    K = KernelFunction(X, "rbf", gamma=1.0)
+    it = make_iterate(K, K.diag(), "mfw", None, "gap", None)
+    src = it._source[0]
+    out, scratch = np.empty(5), np.empty(5)
+    it._mod.evaluate_column(src, it._con, it._f, it._st, 0, out, scratch)
+    ref = K.columns([0])[:, 0]
+    np.testing.assert_allclose(out, ref, rtol=1e-15, atol=1e-300)
+    assert out[3] == 0.0 and out[4] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-15)
+
+
+def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
+    """Other kernels (poly, callables, float32, sparse) keep the column requests."""
+    pytest.importorskip("numba")
+    import scipy.sparse as sp
+    from kernfw.solvers.meb import make_iterate
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    X = _points(40, d=3, seed=2)
+    ops = [KernelFunction(X, "poly", gamma=0.5), KernelFunction(X.astype(np.float32), "rbf"),
+           KernelFunction(sp.csr_matrix(X), "rbf"),
+           KernelFunction(X, lambda A, B: A @ B.T)]
+    for op in ops:
+        it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
+        assert it._source is None
+        res = solve_simplex_qp(op, q=op.diag(), tol=1e-8)
+        assert res.converged

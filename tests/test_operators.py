@@ -760,3 +760,33 @@ def test_detach_attach_and_materialize_operator_trees():
     np.testing.assert_allclose(back.dense(), op.dense(), atol=1e-12)
     Xn = rng.normal(size=(4, 3))
     np.testing.assert_allclose(back.cross(Xn), op.cross(Xn), atol=1e-12)
+
+
+def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
+    """The "rbf" column view reproduces the operator's columns; "l2svm" wraps it; other
+    operators fall back to compiled_view (and compiled_view is unchanged)."""
+    from kernfw.operators import KernelFunction, MultiKernel
+    from kernfw.operators.l2svm import L2SVMKernel
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 5))
+    for kw in ({"gamma": 0.4}, {"gamma": "scale"}, {"feature_columns": [0, 3]}, {}):
+        op = KernelFunction(X, "rbf", cache_size=3.0, **kw)
+        view = op.column_view()
+        assert view.kind == "rbf" and view.matrix.flags.c_contiguous
+        assert view.matrix.dtype == np.float64 and view.params["cache_size"] == 3.0
+        Z, g, sq = view.matrix, view.params["gamma"], view.params["sq_norms"]
+        np.testing.assert_allclose(sq, np.einsum("ij,ij->i", Z, Z), rtol=1e-15)
+        D = np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0)
+        np.testing.assert_allclose(np.exp(-g * D), op.dense(), rtol=1e-13, atol=1e-15)
+        assert op.compiled_view() is None         # code that only knows features / gram
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    lv = L2SVMKernel(op, y, 3.0).column_view()
+    assert lv.kind == "l2svm" and lv.matrix.kind == "rbf" and lv.params["C"] == 3.0
+    np.testing.assert_array_equal(lv.params["y"], y)
+    K = X @ X.T
+    assert Gram(K).column_view().kind == "gram" and Features(X).column_view().kind == "features"
+    assert L2SVMKernel(Gram(K), y, 1.0).column_view().matrix.matrix is K
+    for other in (KernelFunction(X, "poly"), KernelFunction(X.astype(np.float32), "rbf"),
+                  MultiKernel([Gram(K)])):
+        assert other.column_view() is None
+        assert L2SVMKernel(other, y, 1.0).column_view() is None

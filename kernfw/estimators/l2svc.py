@@ -136,12 +136,17 @@ KernelOperator, default="rbf"
     max_iter : int, default=None
         Iterations per binary problem (None: ``max(100000, 20 n)``; core-set
         iterations for ``method="cvm"``).
-    cache_size : float, default=50
+    cache_size : float, default=2
         Kernel cache in MB: the column cache of on-the-fly kernels.  Small by
-        default: MFW revisits few old columns, and storing a column in a fresh
-        cache page costs about as much as computing it (n = 10k–20k: 50 MB
-        fits 35 % faster than 500 MB; ``docs/benchmarks/l2svm.md``).  Gram
-        matrices up to 32 MB are precomputed instead, and so are Grams up to
+        default: MFW requests most columns once or twice, thousands of
+        requests apart (n = 20k: 14,142 requests of 7,424 distinct columns,
+        median reuse distance 2,769), so an LRU cache of a useful size is mostly
+        misses, and writing columns into fresh cache pages costs more than the
+        hits save (compiled path, n ≥ 10k: 2 MB fits as fast as 50 MB or up to
+        20 % faster, 1 GB at 20k is 2.4× slower; at 5k 50 MB is about 10 %
+        faster, and so is the numpy path's 50 MB at 5k–10k, by about 30 %;
+        ``docs/benchmarks/l2svm.md``).  Gram matrices up to
+        32 MB are precomputed instead, and so are Grams up to
         ``max(256 MB, cache_size)`` when ``X`` has 50 features or more (see
         :func:`gram_budget`).
     multi_class : {"ovo", "ovr", "ddag"}, default="ovo"
@@ -230,7 +235,7 @@ KernelOperator, default="rbf"
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
-                 tol=0.3, max_iter=None, cache_size=50, multi_class="ovo", n_jobs=None,
+                 tol=0.3, max_iter=None, cache_size=2, multi_class="ovo", n_jobs=None,
                  verbose=0, random_state=None, backend="local"):
         self.C = C
         self.kernel = kernel

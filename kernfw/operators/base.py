@@ -20,17 +20,28 @@ class CompiledView(NamedTuple):
 
     Attributes
     ----------
-    kind : {"features", "gram"}
+    kind : {"features", "gram", "rbf", "l2svm"}
         "features": ``K = X Xᵀ`` with ``matrix`` the features ``X`` (n × d), a
         C-contiguous ndarray or a CSR matrix in canonical format (sorted
         indices, no duplicates); "gram": ``matrix`` is ``K`` itself (n × n),
-        a dense ndarray (plain, not a memory-map subclass).
-    matrix : ndarray or scipy.sparse.csr_matrix
+        a dense ndarray (plain, not a memory-map subclass).  The two column
+        kinds below are only returned by :meth:`KernelOperator.column_view`:
+        "rbf": ``K_ij = exp(−γ ‖x_i − x_j‖²)`` evaluated on the fly, ``matrix``
+        the features ``X`` (n × d, C-contiguous float64), ``params`` holds
+        ``gamma`` (γ), ``sq_norms`` (``‖x_i‖²``, shape (n,)) and ``cache_size``
+        (the operator's column-cache budget, MB); "l2svm": the modified kernel
+        ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` (math.md §2.1), ``matrix`` the
+        column view of ``K``, ``params`` holds ``y`` (labels ±1, shape (n,)) and
+        ``C``.
+    matrix : ndarray, scipy.sparse.csr_matrix or CompiledView
         See ``kind``.
+    params : dict or None
+        Scalars and vectors of the column kinds (None for "features", "gram").
     """
 
     kind: str
     matrix: object
+    params: object = None
 
 
 class ArraySlot:
@@ -139,6 +150,19 @@ class KernelOperator(ABC):
         protocol methods (``columns``, ``matmat``).  The default is None.
         """
         return None
+
+    def column_view(self):
+        """The arrays from which compiled code computes columns ``K[:, j]`` itself, or None.
+
+        A :class:`CompiledView` of a kind of :meth:`compiled_view` or of one of
+        the column kinds ("rbf": a kernel evaluated on the fly; "l2svm": the
+        modified kernel over another column view).  Column-wise solvers
+        (:mod:`kernfw.solvers.meb`) ask for it and evaluate the columns in
+        their compiled step; code that only knows the kinds of
+        :meth:`compiled_view` keeps calling that.  The default is
+        :meth:`compiled_view`.
+        """
+        return self.compiled_view()
 
     def map_operators(self, fn):
         """A shallow copy with ``fn`` applied to every child operator.

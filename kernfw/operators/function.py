@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
-from .base import KernelOperator, as_index, check_block
+from .base import CompiledView, KernelOperator, as_index, check_block
 from .gram import Gram
 from .pairwise import PairwiseKernel, resolve_gamma
 
@@ -120,6 +120,20 @@ class KernelFunction(KernelOperator):
             self._sq_norms = (np.einsum("ij,ij->i", X, X) if isinstance(X, np.ndarray)
                               else np.zeros(self.n, dtype=self.dtype))
         return self._sq_norms
+
+    def column_view(self):
+        """A :class:`~kernfw.operators.base.CompiledView` of kind "rbf" for a dense
+        float64 RBF kernel (features ``X``, ``gamma`` = γ, ``sq_norms`` = ``‖x_i‖²``,
+        ``cache_size`` = this operator's budget in MB), else None."""
+        if self.kernel.metric != "rbf" or not isinstance(self.X, np.ndarray):
+            return None
+        X = self.kernel.select(self.X)
+        if X.dtype != np.float64:
+            return None
+        gamma = float(self.kernel.params.get("gamma", 1.0 / X.shape[1]))
+        return CompiledView("rbf", np.ascontiguousarray(X),
+                            {"gamma": gamma, "sq_norms": self._train_sq_norms(),
+                             "cache_size": self.cache_size})
 
     # -- protocol ----------------------------------------------------------------
     def diag(self):

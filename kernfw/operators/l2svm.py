@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from .base import KernelOperator, as_index, check_block
+from .base import CompiledView, KernelOperator, as_index, check_block
 
 __all__ = ["L2SVMKernel", "check_binary_labels"]
 
@@ -61,6 +61,15 @@ class L2SVMKernel(KernelOperator):
         self.n = base.n
         self.dtype = np.result_type(base.dtype, np.float64)
         self._signed_y = (-self.y[:, None], self.y[:, None])   # y_i y for y_i = −1, +1
+
+    def column_view(self):
+        """A :class:`~kernfw.operators.base.CompiledView` of kind "l2svm" over the base
+        operator's column view (``params``: labels ``y``, penalty ``C``), or None
+        when the base operator has none."""
+        inner = self.base.column_view()
+        if inner is None:
+            return None
+        return CompiledView("l2svm", inner, {"y": self.y, "C": self.C})
 
     def diag(self):
         return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + 1.0 / self.C

@@ -16,32 +16,44 @@ is two compiled calls around one column request:
   the caller takes the next FW vertex as their ``np.argmin`` (numpy's SIMD
   argmin is faster than a compiled loop), so the certificate stays O(1).
 
+When the operator has a column view (``Q.column_view()``: an RBF kernel on the
+fly, or a Gram, possibly inside the L2-SVM's modified kernel), the iteration is
+a single compiled call, :func:`step_cached`: plan, the column from a compiled LRU
+cache or evaluated in place (fused distances, ``exp`` and L2-SVM transform), and
+apply; the values are the operator's up to rounding.
+
 Every formula is the numpy path's, in the same order, so the iterates agree to
-rounding (BLAS ``daxpy`` may fuse a multiply-add).
+rounding (BLAS ``daxpy`` may fuse a multiply-add; the compiled RBF column sums its
+inner products in its own order and uses its own ``exp``, within about 1 ulp).
 
 State arrays shared with the caller
 -----------------------------------
-``vec`` (float64[3, n])
-    Rows ``β``, ``u`` and the scores ``s·u − q/2``.
+``vec`` (float64[4, n])
+    Rows ``β``, ``u``, the scores ``s·u − q/2`` and a scratch row.
 ``ind`` (intp[2, n])
     Rows ``items`` and ``where`` of the active set.
-``con`` (float64[3, n])
-    Rows ``diag(Q)``, ``q`` and ``q/2`` (zeros when ``q = 0``).
-``f`` (float64[8])
+``con`` (float64[5, n])
+    Rows ``diag(Q)``, ``q``, ``q/2`` (zeros when ``q = 0``), and for a column view
+    ``‖x_k‖²`` and the labels ``y`` (L2-SVM).
+``f`` (float64[12])
     ``[s, qᵀα, αᵀQα, FW gap of the cached vertex, planned γ, planned γ_max,
-    curvature met, negative-curvature tolerance]``.
-``st`` (int64[12])
+    curvature met, negative-curvature tolerance, RBF γ, 1/C, L2-SVM (0/1), unused]``.
+``st`` (int64[16])
     ``[active size, cached FW vertex i*, vertex valid (0/1), planned kind
     (0 none, 1 FW, 2 away, 3 negative curvature), planned index, #FW steps,
-    #away steps, #drop steps, q ≠ 0, away steps on, fill scores, unused]``.
+    #away steps, #drop steps, q ≠ 0, away steps on, fill scores, column source
+    (0 the operator, SOURCE_RBF, SOURCE_GRAM), cache clock, cache rows in use,
+    cache hits, cache misses]``.
 Few array arguments keep numba's dispatch cheap (a few µs per call).
 """
 
 import math
 
+import numpy as np
 from numba import njit
 
-__all__ = ["plan", "apply", "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE"]
+__all__ = ["plan", "apply", "step_cached", "evaluate_column", "KIND_NONE", "KIND_FW",
+           "KIND_AWAY", "KIND_NEGATIVE", "SOURCE_RBF", "SOURCE_GRAM"]
 
 KIND_NONE, KIND_FW, KIND_AWAY, KIND_NEGATIVE = 0, 1, 2, 3
 
@@ -199,3 +211,148 @@ def _axpy_scores(u, col, keep, step, scores, f, hq, fill_scores):
     if fill_scores:
         for k in range(u.shape[0]):
             scores[k] = u[k] * scale - hq[k]
+
+
+# -- columns evaluated in the compiled step (operator column views) ------------------------
+#: column sources of :func:`step_cached` (``st[11]``)
+SOURCE_RBF, SOURCE_GRAM = 1, 2
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01     # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
+_LN2_LO = 1.90821492927058770002e-10
+_EXP_MIN = -708.0                        # below: e^x < 3.4e-308, returned as 0
+
+
+#: points per block of the RBF column (the block of inner products stays in L1)
+_RBF_BLOCK = 1024
+
+
+@njit(cache=True, fastmath={"contract"})
+def _rbf_column(XT, sq, gamma, j, out, scratch):
+    """``out_k = exp(−γ max(‖x_k‖² + ‖x_j‖² − 2 x_kᵀx_j, 0))`` for every k (math.md's RBF).
+
+    ``XT`` holds the features transposed (d × n), so the inner products of a block
+    of points accumulate over the d features in vectorized passes over the block.
+    ``e^x`` is computed as ``2^m p(r)`` (``x = m ln2 + r``, ``|r| ≤ ln2/2``, ``p``
+    the degree-13 Taylor polynomial: relative error about 1 ulp against
+    ``numpy.exp``), branch-free so that it vectorizes; ``scratch`` (float64, n)
+    receives the powers ``2^m``.  The only fast-math flag is FMA contraction
+    (rounding-level differences from the numpy path's separate multiply and add)."""
+    d, n = XT.shape
+    xj = XT[:, j].copy()
+    sqj = sq[j]
+    bits = scratch.view(np.int64)
+    for start in range(0, n, _RBF_BLOCK):
+        stop = min(start + _RBF_BLOCK, n)
+        o = out[start:stop]
+        size = stop - start
+        row = XT[0, start:stop]
+        c = xj[0]
+        for k in range(size):
+            o[k] = row[k] * c
+        for t in range(1, d):
+            row = XT[t, start:stop]
+            c = xj[t]
+            for k in range(size):
+                o[k] += row[k] * c
+        s2 = sq[start:stop]
+        b2 = bits[start:stop]
+        p2 = scratch[start:stop]
+        for k in range(size):
+            # the operator's order: −2 x_kᵀx_j + ‖x_j‖² + ‖x_k‖², clipped at 0, times −γ
+            x = max(o[k] * -2.0 + sqj + s2[k], 0.0) * -gamma
+            xc = max(x, _EXP_MIN)
+            m = math.floor(xc * _LOG2E + 0.5)
+            r = (xc - m * _LN2_HI) - m * _LN2_LO
+            p = 1.0 / 6227020800.0
+            p = p * r + 1.0 / 479001600.0
+            p = p * r + 1.0 / 39916800.0
+            p = p * r + 1.0 / 3628800.0
+            p = p * r + 1.0 / 362880.0
+            p = p * r + 1.0 / 40320.0
+            p = p * r + 1.0 / 5040.0
+            p = p * r + 1.0 / 720.0
+            p = p * r + 1.0 / 120.0
+            p = p * r + 1.0 / 24.0
+            p = p * r + 1.0 / 6.0
+            p = p * r + 0.5
+            p = p * r + 1.0
+            p = p * r + 1.0
+            o[k] = p if x >= _EXP_MIN else 0.0
+            b2[k] = (np.int64(m) + 1023) << 52
+        for k in range(size):
+            o[k] *= p2[k]
+
+
+@njit(cache=True)
+def _gram_column(K, j, out):
+    """``out = K[:, j]`` (a strided read of the stored Gram)."""
+    for k in range(K.shape[0]):
+        out[k] = K[k, j]
+
+
+@njit(cache=True)
+def _l2svm_column(y, inv_c, j, out):
+    """``out ← y_j y ⊙ (out + 1) + e_j / C`` (the modified kernel of math.md §2.1), in the
+    numpy path's order."""
+    yj = y[j]
+    for k in range(out.shape[0]):
+        out[k] = (out[k] + 1.0) * (yj * y[k])
+    out[j] += inv_c
+
+
+@njit(cache=True)
+def evaluate_column(src, con, f, st, j, out, scratch):
+    """Column ``Q_{:,j}`` of the column view into ``out``: the RBF kernel from the
+    features ``src`` (transposed, d × n; ``st[11] = SOURCE_RBF``) or the Gram ``src``
+    (``SOURCE_GRAM``), then the L2-SVM transform when ``f[10] ≠ 0``.  ``con[3]`` holds
+    ``‖x_k‖²``, ``con[4]`` the labels; ``f[8]`` γ, ``f[9]`` 1/C."""
+    if st[11] == SOURCE_RBF:
+        _rbf_column(src, con[3], f[8], j, out, scratch)
+    else:
+        _gram_column(src, j, out)
+    if f[10] != 0.0:
+        _l2svm_column(con[4], f[9], j, out)
+
+
+@njit(cache=True)
+def step_cached(vertex, vec, ind, con, f, st, src, slab, slot_of, slots):
+    """One whole iteration with the column evaluated here: the FW vertex ``vertex`` (the
+    caller's ``argmin`` of the scores, or −1 when ``st[1]`` is cached) and its gap
+    ``g_i − αᵀg`` (the numpy path's formula), :func:`plan`, then the column
+    from the least-recently-used cache ``slab`` (m × n; ``slot_of[j]`` its row or −1,
+    ``slots[0]`` the column in each row, ``slots[1]`` its last use) or computed by
+    :func:`evaluate_column` into the least recently used row, then :func:`apply` reading
+    that row in place.  ``st[12:16]`` = [clock, rows in use, hits, misses]; ``vec[3]`` is
+    scratch.  Returns the step size (0 when no step is taken, see ``st[3]``)."""
+    if vertex >= 0:
+        qi = con[1, vertex] if st[8] != 0 else 0.0
+        st[1], st[2] = vertex, 1
+        f[3] = (qi - 2.0 * (f[0] * vec[1, vertex])) - (f[1] - 2.0 * f[2])
+    kind = plan(vec, ind, con, f, st)
+    if kind == KIND_NONE or kind == KIND_NEGATIVE:
+        return 0.0
+    j = st[4]
+    st[12] += 1
+    s = slot_of[j]
+    if s >= 0:
+        st[14] += 1
+    else:
+        st[15] += 1
+        m = slab.shape[0]
+        if st[13] < m:
+            s = st[13]
+            st[13] += 1
+        else:
+            s = 0
+            oldest = slots[1, 0]
+            for r in range(1, m):
+                if slots[1, r] < oldest:
+                    oldest = slots[1, r]
+                    s = r
+            slot_of[slots[0, s]] = -1
+        evaluate_column(src, con, f, st, j, slab[s], vec[3])
+        slots[0, s] = j
+        slot_of[j] = s
+    slots[1, s] = st[12]
+    return apply(slab[s], vec, ind, con, f, st)

@@ -57,6 +57,8 @@ STOPS = ("gap", "relative", "radius")
 _REFRESH_EVERY = 512
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
+#: MB of the compiled column cache when the columns are read from a stored Gram
+_GRAM_COLUMN_CACHE_MB = 0.0
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -426,7 +428,12 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     :func:`~kernfw.solvers._mfw_numba.apply`.  Each iteration is one compiled
     plan, one column request to the operator ``Q`` (the only source of kernel
     values, with its own LRU cache) and one compiled update that also finds the
-    next FW vertex, so the certificate stays O(1).
+    next FW vertex, so the certificate stays O(1).  When ``Q.column_view()`` is an
+    on-the-fly RBF kernel or a stored Gram (possibly inside the L2-SVM's modified
+    kernel), the whole iteration is one compiled call,
+    :func:`~kernfw.solvers._mfw_numba.step_cached`, which evaluates the column from
+    the view's arrays into its own LRU cache (``cache_size`` of the view) and
+    updates from it in place.
 
     Parameters
     ----------
@@ -445,16 +452,17 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
 
     def __init__(self, module, Q, q, method, alpha0, stop, rng):
         self._mod = module
-        self._f = np.zeros(8)
-        self._st = np.zeros(12, dtype=np.int64)
+        self._f = np.zeros(12)
+        self._st = np.zeros(16, dtype=np.int64)
         self._scores_fresh = False
         super().__init__(Q, q, method, alpha0, stop, rng)
         n, has_q = self.n, self.q is not None
-        # β, u, scores as rows of one array (views: the numpy methods update them in place)
-        self._vec = np.zeros((3, n))
+        # β, u, scores, scratch as rows of one array (views: the numpy methods update them
+        # in place)
+        self._vec = np.zeros((4, n))
         self._vec[0], self._vec[1] = self.beta, self.u
         self.beta, self.u, self.scores = self._vec[0], self._vec[1], self._vec[2]
-        self._con = np.zeros((3, n))
+        self._con = np.zeros((5, n))
         self._con[0] = self.diag
         if has_q:
             self._con[1], self._con[2] = self.q, self.half_q
@@ -462,6 +470,49 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         self._argmin_u = not has_q or bool(np.all(self.half_q == self.half_q[0]))
         self._st[8:11] = has_q, self.away, not self._argmin_u
         self._f[7] = NEGATIVE_CURVATURE
+        self._source = self._column_source(Q.column_view())
+
+    def _column_source(self, view):
+        """The arguments ``(src, slab, slot_of, slots)`` of the compiled
+        :func:`~kernfw.solvers._mfw_numba.step_cached` when the compiled step can evaluate
+        the columns of ``Q`` from its column view (:meth:`KernelOperator.column_view`:
+        "rbf", "gram", or either inside "l2svm"), else None (columns from ``Q.columns``).
+
+        The column cache holds ``m = cache_size / (8 n)`` whole columns (at least one) of
+        ``Q`` itself (the L2-SVM transform included); its slab is allocated once, its
+        pages touched as columns arrive."""
+        inner = view.matrix if view is not None and view.kind == "l2svm" else view
+        if inner is None or inner.kind not in ("rbf", "gram"):
+            return None
+        matrix = inner.matrix
+        if (type(matrix) is not np.ndarray or matrix.dtype != np.float64 or matrix.ndim != 2
+                or matrix.shape[0] != self.n or matrix.shape[1] == 0
+                or not matrix.flags.c_contiguous):
+            return None
+        if inner.kind == "rbf":
+            src = np.ascontiguousarray(matrix.T)          # d × n: inner products by rows
+            self._con[3] = inner.params["sq_norms"]
+            self._f[8] = inner.params["gamma"]
+            self._st[11] = self._mod.SOURCE_RBF
+            budget = float(inner.params["cache_size"])
+        else:
+            src = matrix
+            self._st[11] = self._mod.SOURCE_GRAM
+            budget = _GRAM_COLUMN_CACHE_MB
+        if view.kind == "l2svm":
+            self._con[4] = view.params["y"]
+            self._f[9], self._f[10] = 1.0 / view.params["C"], 1.0
+        rows = int(min(self.n, max(1, budget * 2**20 // (8 * self.n))))
+        slab = np.empty((rows, self.n))
+        slot_of = np.full(self.n, -1, dtype=np.int64)
+        slots = np.zeros((2, rows), dtype=np.int64)
+        return src, slab, slot_of, slots
+
+    @property
+    def column_cache_info(self):
+        """Dict of ``hits`` and ``misses`` of the compiled column cache (zeros when the
+        columns come from ``Q.columns``)."""
+        return {"hits": int(self._st[14]), "misses": int(self._st[15])}
 
     def _new_active_set(self, n):
         return _SharedActiveSet(n, self._st)
@@ -471,15 +522,18 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         self._st[2] = 0            # the cached FW vertex is recomputed from the refreshed state
         self._scores_fresh = False
 
+    def _vertex_index(self):
+        """``i* = argmin`` of the scores (``u`` when ``q`` is constant)."""
+        if self._argmin_u:
+            return int(self.u.argmin())
+        if not self._scores_fresh:
+            self._score_vector()
+        return int(self.scores.argmin())
+
     def _fw_vertex(self):
         st = self._st
         if st[2] == 0:
-            if self._argmin_u:
-                i = int(self.u.argmin())
-            else:
-                if not self._scores_fresh:
-                    self._score_vector()
-                i = int(self.scores.argmin())
+            i = self._vertex_index()
             st[1], st[2] = i, 1
             self._f[3] = self._grad(i) - self._alpha_grad()
         return int(st[1]), float(self._f[3])
@@ -487,18 +541,25 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     def step(self, t):
         mod, f, st = self._mod, self._f, self._st
         self.steps += 1
-        if st[2] == 0:
-            self._fw_vertex()
-        kind = mod.plan(self._vec, self.active.ind, self._con, f, st)
-        gamma = 0.0
+        if self._source is not None:      # vertex, plan, column, update: one compiled call
+            vertex = self._vertex_index() if st[2] == 0 else -1
+            gamma = mod.step_cached(vertex, self._vec, self.active.ind, self._con, f, st,
+                                    *self._source)
+            kind = st[3]
+        else:
+            if st[2] == 0:
+                self._fw_vertex()
+            kind = mod.plan(self._vec, self.active.ind, self._con, f, st)
+            gamma = 0.0
+            if kind != mod.KIND_NONE and kind != mod.KIND_NEGATIVE:
+                col = self.Q.columns(np.array([st[4]], dtype=np.intp))[:, 0]
+                if col.dtype != np.float64 or not col.flags.c_contiguous:
+                    col = np.ascontiguousarray(col, dtype=np.float64)
+                gamma = mod.apply(col, self._vec, self.active.ind, self._con, f, st)
         if kind == mod.KIND_NEGATIVE:
             raise_not_psd(float(f[6]), int(st[4]))
         if kind != mod.KIND_NONE:
-            col = self.Q.columns(np.array([st[4]], dtype=np.intp))[:, 0]
             self.columns_fetched += 1
-            if col.dtype != np.float64 or not col.flags.c_contiguous:
-                col = np.ascontiguousarray(col, dtype=np.float64)
-            gamma = mod.apply(col, self._vec, self.active.ind, self._con, f, st)
             st[2] = 0
             self._scores_fresh = True
         if self.steps % _REFRESH_EVERY == 0:
