@@ -109,9 +109,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         memory, and the rounding (relative 6e-8 per entry) is far below the
         certified gap; smaller ``tol`` keeps the precision of ``X``.
     max_iter : int, default=1000
-        Maximum iterations (passes over the data for "bcfw"; with
-        ``check_every="auto"`` ``n_iter_`` counts the certified rounds and
-        ``history_["pass"]`` the passes); large enough
+        Maximum iterations (passes over the data for "bcfw", which
+        ``n_iter_`` counts; ``history_`` has one row per certificate, its
+        ``pass`` column the passes so far); large enough
         that fits at the defaults converge on the benchmark suite.  A run
         that stops earlier warns ``ConvergenceWarning`` and keeps the best
         certified iterate.

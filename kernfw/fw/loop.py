@@ -47,6 +47,15 @@ class FWIterate(ABC):
         """The rule of :meth:`is_converged` in words, for the ``ConvergenceWarning``."""
         return f"gap <= tol={tol:.3g}"
 
+    def work_done(self, t):
+        """Work after ``t`` calls of :meth:`step`, in the unit of ``max_iter``.
+
+        The default is ``t``.  An iterate whose step does a variable amount of
+        work (e.g. a round of passes) counts it here: the run stops when it
+        reaches ``max_iter`` and reports it as ``n_iter``.
+        """
+        return t
+
 
 def _should_certify(t, check_every):
     return t % check_every == 0
@@ -108,7 +117,8 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
     cert = None
     for t in range(int(max_iter) + 1):
         cert = None
-        if _should_certify(t, check_every) or t == max_iter:
+        last = iterate.work_done(t) >= max_iter
+        if _should_certify(t, check_every) or last:
             cert, row = certify(t)
             if iterate.is_converged(cert, tol):
                 status = "converged"
@@ -116,7 +126,7 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
             if callback is not None and callback(row):
                 status = "callback"
                 break
-        if t == max_iter:
+        if last:
             break
         if max_time is not None and time.perf_counter() - start > max_time:
             status = "max_time"
@@ -127,7 +137,7 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
     elapsed = time.perf_counter() - start
 
     converged = status == "converged"
-    solution, final, n_iter = iterate.solution(), cert, t
+    solution, final, n_iter = iterate.solution(), cert, iterate.work_done(t)
     if not converged and keep_best and best is not None and best[1].gap < cert.gap:
         solution, final = best[0], best[1]
     if not converged and status != "callback":

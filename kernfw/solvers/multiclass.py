@@ -382,8 +382,8 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         pass's gap estimate ``ĝ = (1/n) Σ_visits (Φ_i + ⟨g_i, α_i⟩)`` (block
         gaps met during the pass, before each step) falls to
         ``max(tol, rtol·|P|, gap/ROUND_DECREASE)`` of the last certificate, after
-        ``ROUND_PASSES`` passes, or when ``max_passes`` are spent (then every
-        round is one pass).  A certificate costs about a third of a full
+        ``ROUND_PASSES`` passes, or when ``max_passes`` are spent (the run
+        then ends: :meth:`work_done` counts passes).  A certificate costs about a third of a full
         pass, so rounds certify rarely when the gap falls slowly and at once
         when it may pass ``tol``; the estimate only schedules certificates,
         the certified gap alone stops the run.
@@ -612,6 +612,10 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             return self.average["At"], self.average["state"]
         return self.At, self.state
 
+    def work_done(self, t):
+        """Passes over the data so far (one per :meth:`step`, or the passes of the rounds)."""
+        return self.passes
+
     def certificate(self):
         """The certified gap of the batch solver; with shrinking it also picks the
         blocks of the next passes: those whose block gap ``⟨−g_i, u_i − α_i⟩`` is > 0."""
@@ -680,10 +684,9 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     rtol : float
         Relative tolerance: also stop when ``gap ≤ rtol·|P|``.
     max_iter : int
-        Iterations (passes over the data for ``"bcfw"``: with
-        ``check_every="auto"`` the rounds stop when ``max_iter`` passes are
-        spent, after which every round is one pass, so at most ``2·max_iter``
-        passes).
+        Iterations (passes over the data for ``"bcfw"``, also with
+        ``check_every="auto"``, whose rounds of passes end when ``max_iter``
+        passes are spent; ``n_iter`` counts the passes).
     max_time : float or None
         Wall-clock budget (s).
     check_every : int or "auto"
