@@ -41,8 +41,10 @@ from collections import namedtuple
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
+from numba.extending import register_jitable
 
 from ..fw.steps import block_standard_step, quadratic_step
+from ._block_kernels import pairwise_steps
 from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
                       WeightedUsunier)
 
@@ -239,6 +241,7 @@ def _lmo(a, kind, k, rho, r, idx, beta):
 # -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
 
 _quadratic_step = njit(cache=True)(quadratic_step)
+register_jitable(quadratic_step)     # callable inside compiled code: the shared block kernels
 _block_standard_step = njit(cache=True)(block_standard_step)
 
 
@@ -278,44 +281,8 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
     return gamma
 
 
-@njit(cache=True)
-def _pairwise_block(g, alpha, yi, q, inner_steps, a, beta, delta):
-    """:func:`~kernfw.solvers.multiclass.pairwise_block_step`: writes ``δ``, returns the
-    sum of the steps."""
-    m = g.shape[0]
-    for j in range(m):
-        beta[j] = -alpha[j]
-        delta[j] = 0.0
-    beta[yi] = 1.0 - alpha[yi]
-    rate = 2.0 * q
-    total = 0.0
-    for _ in range(inner_steps):
-        for j in range(m):
-            a[j] = g[j] - g[yi]
-        f = 0
-        w = -1
-        for j in range(m):
-            if a[j] > a[f]:
-                f = j
-            if beta[j] > 0 and (w < 0 or a[j] < a[w]):
-                w = j
-        if w < 0:
-            break
-        slope = a[f] - a[w]
-        if f == w or slope <= 0:
-            break
-        cap = beta[w]
-        gamma = _quadratic_step(slope, rate, cap)
-        if gamma <= 0:
-            break
-        beta[f] += gamma
-        beta[w] = 0.0 if gamma >= cap else beta[w] - gamma    # drop step: exact zero
-        delta[w] += gamma
-        delta[f] -= gamma
-        g[w] += gamma * q
-        g[f] -= gamma * q
-        total += gamma
-    return total
+#: the pairwise block steps of the numpy path, compiled as they are
+_pairwise_block = njit(cache=True)(pairwise_steps)
 
 
 @njit(cache=True)

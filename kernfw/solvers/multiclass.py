@@ -32,6 +32,7 @@ from .._compiled import compiled_module
 from ..fw import (BlockCoordinateIterate, WeightedAverage, block_order,
                   block_standard_step, quadratic_step, run, standard_step)
 from ..losses import MaxHinge
+from ._block_kernels import pairwise_steps
 from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
 from .subgradient import pegasos_multiclass
 
@@ -162,12 +163,8 @@ def fw_block_step(loss, g, alpha, yi, q, gamma_std=None):
 def pairwise_block_step(g, alpha, yi, q, inner_steps):
     """Up to ``inner_steps`` pairwise steps on one block (max / structured hinge, math.md §3.9).
 
-    The block domain is a simplex with vertices ``v_j = e_{y_i} − e_j``
-    (``v_{y_i} = 0``) and barycentric weights ``β_j = −α_{ij}`` (``j ≠ y_i``),
-    ``β_{y_i} = 1 − Σ_{j≠y_i} β_j``.  Vertex ``j`` has value ``a_j = g_j − g_{y_i}``:
-    the FW vertex is ``argmax_j a_j``, the away vertex ``argmin_{β_j > 0} a_j``;
-    a step moves weight ``γ ≤ β_away`` between them (``Δα = γ(e_away − e_fw)``,
-    curvature ``2q``) and updates ``g`` (a scratch copy) locally.
+    :func:`kernfw.solvers._block_kernels.pairwise_steps` (the code the compiled
+    backend runs) with fresh buffers; ``g`` is a scratch copy, updated in place.
 
     Returns
     -------
@@ -176,30 +173,8 @@ def pairwise_block_step(g, alpha, yi, q, inner_steps):
     delta : ndarray (m,)
         ``Δα_i``.
     """
-    beta = -alpha                                             # weights of v_j, j ≠ y_i
-    beta[yi] = 1.0 - alpha[yi]                                # weight of v_{y_i} = 0
-    delta = np.zeros_like(g)
-    rate = 2.0 * q
-    total = 0.0
-    for _ in range(inner_steps):
-        a = g - g[yi]
-        f = int(np.argmax(a))
-        active = np.flatnonzero(beta > 0)
-        w = int(active[np.argmin(a[active])])
-        slope = a[f] - a[w]
-        if f == w or slope <= 0:
-            break
-        cap = beta[w]
-        gamma = quadratic_step(slope, rate, cap)
-        if gamma <= 0:
-            break
-        beta[f] += gamma
-        beta[w] = 0.0 if gamma >= cap else beta[w] - gamma  # drop step: exact zero
-        delta[w] += gamma
-        delta[f] -= gamma
-        g[w] += gamma * q
-        g[f] -= gamma * q
-        total += gamma
+    a, beta, delta = np.empty_like(g), np.empty_like(g), np.empty_like(g)
+    total = pairwise_steps(g, alpha, yi, q, inner_steps, a, beta, delta)
     return total, delta
 
 
