@@ -147,6 +147,15 @@ def test_jobs_option_of_fit(capsys):
     assert "accuracy" in out
 
 
+def test_check_every_takes_auto_or_an_integer(capsys):
+    for value, shown in (("auto", None), ("3", "check_every=3")):   # "auto": the default
+        status, out, err = run_main(capsys, "fit", "--data", "iris", "--check-every", value,
+                                    "--progress", "none")
+        assert status == 0, err
+        model = out.splitlines()[0]
+        assert (shown in model) if shown else ("check_every" not in model), model
+
+
 def test_mkl_kernels_option(capsys):
     status, out, err = run_main(capsys, "fit", "--model", "cskl", "--data", "iris",
                                 "--kernel", "rbf,linear", "--t", "1.5", "--progress", "none")
@@ -167,6 +176,8 @@ def test_mkl_kernels_option(capsys):
     (["sweep", "--data", "iris", "--values", "a,b"], ["comma-separated numbers"]),
     (["sweep", "--data", "iris", "--jobs", "0"], ["--jobs"]),
     (["compare", "--max-samples", "0"], ["positive integer"]),
+    (["fit", "--check-every", "0"], ["--check-every", "'auto' or a positive integer"]),
+    (["fit", "--check-every", "often"], ["--check-every", "'auto' or a positive integer"]),
 ])
 def test_bad_options(capsys, args, needles):
     status, out, err = run_main(capsys, *args)

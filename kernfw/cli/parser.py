@@ -46,6 +46,10 @@ def _gamma(text):
     return text if text in ("scale", "auto") else float(text)
 
 
+def _check_every(text):
+    return text if text == "auto" else int(text)
+
+
 def _kernel(text):
     names = [k.strip() for k in text.split(",") if k.strip()]
     if not names:
@@ -56,6 +60,8 @@ def _kernel(text):
 gamma = _checked(_gamma, "'scale', 'auto' or a number")
 fraction = _checked(float, "a number in (0, 1)", lambda v: 0 < v < 1)
 positive_int = _checked(int, "a positive integer", lambda v: v >= 1)
+check_every = _checked(_check_every, "'auto' or a positive integer",
+                       lambda v: v == "auto" or v >= 1)
 jobs = _checked(int, "a positive integer or -1 (all cores)", lambda v: v >= 1 or v == -1)
 
 #: command-line option -> (estimator parameter, type, help)
@@ -78,7 +84,9 @@ HYPERPARAMETERS = {
     "--method": ("method", str, "L2SVC/MEB: 'mfw' (away steps) or 'fw'"),
     "--max-iter": ("max_iter", int, "budget: iterations (passes over the data for "
                                     "block and online solvers)"),
-    "--check-every": ("check_every", int, "certify the gap every this many iterations"),
+    "--check-every": ("check_every", check_every,
+                      "certify the gap every this many iterations, or 'auto' (multiclass: "
+                      "when the passes' gap estimate says the certificate may pass)"),
 }
 
 
