@@ -123,7 +123,7 @@ def l2svc():
 def cskl_pair():
     """CSKL on the default base kernels, and SVC on their uniform average."""
     from kernfw import CSKLClassifier
-    from kernfw.cli.models import default_kernels
+    from kernfw.estimators.mkl import default_kernels
     from kernfw.kernels import make_operator
 
     class AverageKernelSVC:
@@ -144,7 +144,7 @@ def cskl_pair():
         def predict(self, X):
             return self.svc.predict(self._average(X))
 
-    return (lambda X, y: CSKLClassifier(default_kernels(X)),
+    return (lambda X, y: CSKLClassifier(),          # kernel=None: default_kernels(X)
             lambda X, y: AverageKernelSVC(default_kernels(X)))
 
 
