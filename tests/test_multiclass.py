@@ -369,8 +369,18 @@ def test_block_iterate_runs_standard_rule_and_perm_sampling():
 
 # -- compiled passes (numba) = numpy block steps ------------------------------------------------
 
+def needs_compiled():
+    """Skip unless the compiled BCFW backend is in use (numba installed, and not disabled
+    by ``KERNFW_DISABLE_NUMBA``)."""
+    from kernfw._compiled import compiled_module
+
+    if compiled_module("kernfw.solvers._bcfw_numba") is None:
+        pytest.skip("compiled passes unavailable (numba missing or KERNFW_DISABLE_NUMBA set)")
+
+
 def _bcfw_pair(op, loss, sigma=0.0, passes=15, **kw):
     """The same BCFW run with compiled passes and with numpy block steps."""
+    needs_compiled()
     args = dict(loss=loss, lam=0.3, smoothing=sigma, solver="bcfw", tol=0.0, max_iter=passes,
                 random_state=3, keep_best=False, **kw)
     with warnings.catch_warnings():
@@ -397,7 +407,7 @@ def test_compiled_bcfw_equals_numpy_block_steps(name, kind, sigma):
     The structured hinge (costs) and the max hinge take pairwise steps; the
     other four losses FW block steps with the exact block line search.
     """
-    pytest.importorskip("numba")
+    needs_compiled()
     fast, slow = _bcfw_pair(operator(kind), LOSSES[name], sigma)
     _assert_same_run(fast, slow)
     assert fast.gap < 0.1 * fast.history["gap"][0]          # it did move
@@ -406,7 +416,7 @@ def test_compiled_bcfw_equals_numpy_block_steps(name, kind, sigma):
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
 def test_compiled_bcfw_equals_numpy_float32_perm_and_standard_rule(kind):
     """float32 inputs, "perm" sampling, and the 2n/(k + 2n) rule (no pairwise steps)."""
-    pytest.importorskip("numba")
+    needs_compiled()
     op = operator(kind)
     op32 = (Gram(op.K.astype(np.float32)) if kind == "rbf" else
             Features(op.X.astype(np.float32)))
@@ -428,7 +438,7 @@ def test_compiled_bcfw_equals_numpy_float32_perm_and_standard_rule(kind):
 def test_shrinking_visits_fewer_blocks_and_reaches_the_same_optimum(compiled):
     """Active-set passes: same certified optimum, fewer block visits, exact certificates."""
     if compiled:
-        pytest.importorskip("numba")
+        needs_compiled()
     op = operator("dense")
     problem = MulticlassDual(op, Y0, LOSSES["max_hinge"], lam=0.5)
     results, visits = [], []
@@ -545,7 +555,7 @@ def test_exact_block_step_leaves_an_optimal_block_alone(rng):
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
 def test_compiled_equals_numpy_for_every_block_step(block_step, kind):
     """Each block step rule takes the same steps compiled and in numpy."""
-    pytest.importorskip("numba")
+    needs_compiled()
     for name in ("max_hinge", "structured_hinge"):
         fast, slow = _bcfw_pair(operator(kind), LOSSES[name], 0.1, passes=8,
                                 block_step=block_step)
@@ -558,7 +568,7 @@ def test_class_shrinking_drops_classes_and_keeps_the_optimum(compiled):
     """Exact steps with shrinking of inactive classes: classes leave the blocks between
     certificates, the certificate brings them back, the optimum is the same."""
     if compiled:
-        pytest.importorskip("numba")
+        needs_compiled()
     op = operator("sparse")
     problem = MulticlassDual(op, Y0, LOSSES["structured_hinge"], lam=0.1)
     results = []
@@ -578,7 +588,7 @@ def test_class_shrinking_drops_classes_and_keeps_the_optimum(compiled):
 
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
 def test_class_shrinking_compiled_equals_numpy(kind):
-    pytest.importorskip("numba")
+    needs_compiled()
     fast, slow = _bcfw_pair(operator(kind), LOSSES["max_hinge"], 0.1, passes=10,
                             block_step="exact", shrink_classes=True, check_every=3)
     _assert_same_run(fast, slow)
@@ -593,7 +603,7 @@ def test_class_shrinking_compiled_equals_numpy(kind):
 def test_compiled_bcfw_equals_numpy_adaptive_rounds(kind, name, block_step, classes):
     """Rounds of passes ended by the pass's gap estimate: the same rounds, iterates and
     certificates compiled and in numpy (the estimate is summed in the same order)."""
-    pytest.importorskip("numba")
+    needs_compiled()
     fast, slow = _bcfw_pair(operator(kind), LOSSES[name], 0.1, passes=6, sample="perm",
                             check_every="auto", rtol=1e-6, block_step=block_step,
                             shrink_classes=classes)
@@ -606,7 +616,7 @@ def test_adaptive_rounds_certify_less_and_reach_the_same_optimum(compiled):
     """check_every="auto": fewer certificates than certifying every pass, the same
     certified optimum; the run ends converged only on a certified gap ≤ tol."""
     if compiled:
-        pytest.importorskip("numba")
+        needs_compiled()
     op = operator("sparse")
     kw = dict(loss=LOSSES["max_hinge"], lam=0.05, solver="bcfw", sample="perm", tol=1e-6,
               max_iter=5000, random_state=0, compiled=compiled)
@@ -893,7 +903,7 @@ def test_ctrl_c_in_compiled_passes_is_a_keyboard_interrupt(tmp_path):
     import subprocess
     import sys
     import time
-    pytest.importorskip("numba")
+    needs_compiled()
     script = tmp_path / "long_bcfw.py"
     script.write_text(
         "import numpy as np\n"
