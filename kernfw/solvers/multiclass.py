@@ -447,7 +447,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         lib = compiled_backend()
         spec = None if lib is None else lib.block_spec(self)
         if lib is None:
-            why = "numba is not installed"
+            why = "numba is not installed or KERNFW_DISABLE_NUMBA is set"
         elif spec is None:
             why = "the loss is not a built-in loss"
         elif view is None:
