@@ -85,11 +85,11 @@ def test_kernfw_info_lists_the_four_backends():
         assert backend in out
 
 
-def _user_guide_blocks():
-    """The ```python blocks of docs/user_guide.md, dedented, in order."""
+def _python_blocks(path):
+    """The ```python blocks of a Markdown file, dedented, in order."""
     import textwrap
 
-    text = (ROOT / "docs" / "user_guide.md").read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
     blocks = re.findall(r"^( *)```python\n(.*?)^\1```", text, flags=re.S | re.M)
     return [textwrap.dedent(body) for _, body in blocks]
 
@@ -112,7 +112,7 @@ def test_user_guide_python_blocks_run(tmp_path, monkeypatch):
 
     from kernfw import CSKLClassifier, MultiClassSVM
 
-    blocks = _user_guide_blocks()
+    blocks = _python_blocks(ROOT / "docs" / "user_guide.md")
     assert len(blocks) >= 5, "the user guide lost its Python examples"
     X, y = load_digits(return_X_y=True)
     X, y = X[:150] / 16.0, y[:150]
@@ -136,3 +136,13 @@ def test_user_guide_python_blocks_run(tmp_path, monkeypatch):
         ran += 1
     assert ran >= 4
     assert (tmp_path / "sweep.csv").exists() and (tmp_path / "convergence.png").exists()
+
+
+def test_readme_python_block_runs(capsys):
+    """The README's "In Python" example runs as printed and reaches its certificate."""
+    (block,) = _python_blocks(README)
+    ns = {}
+    exec(compile(block, "README.md", "exec"), ns)
+    clf = ns["clf"]
+    assert clf.converged_ and clf.score(ns["X_te"], ns["y_te"]) > 0.95
+    assert capsys.readouterr().out.strip()
