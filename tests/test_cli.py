@@ -147,6 +147,32 @@ def test_jobs_option_of_fit(capsys):
     assert "accuracy" in out
 
 
+def test_warm_up_fits_a_few_rows_of_every_class():
+    from sklearn.base import BaseEstimator
+
+    from kernfw import MinimumEnclosingBall, MultiClassSVM
+    from kernfw.cli.commands import WARM_UP_ROWS, _warm_up
+
+    X, y = load_iris(return_X_y=True)
+    seen = {}
+
+    class Spy(BaseEstimator):
+        def fit(self, X, y=None):
+            seen["rows"], seen["classes"] = len(X), np.unique(y).size
+            return self
+
+    assert _warm_up(Spy(), "classifier", X, y) >= 0.0
+    assert seen == {"rows": 3 * WARM_UP_ROWS, "classes": 3}
+    assert _warm_up(MultiClassSVM(), "classifier", X, y) >= 0.0
+    assert _warm_up(MinimumEnclosingBall(), "outlier", X, None) >= 0.0
+
+    class Broken(BaseEstimator):
+        def fit(self, X, y=None):
+            raise ValueError("not on a few rows")
+
+    assert _warm_up(Broken(), "classifier", X, y) is None      # skipped: the real fit reports
+
+
 def test_check_every_takes_auto_or_an_integer(capsys):
     for value, shown in (("auto", None), ("3", "check_every=3")):   # "auto": the default
         status, out, err = run_main(capsys, "fit", "--data", "iris", "--check-every", value,
