@@ -38,6 +38,7 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",   # MathJax copied into _static: the pages render offline
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
