@@ -129,8 +129,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         pass).  "auto": every iteration for the full-batch solvers; for
         "bcfw" after each round of passes, a round ending when the gap
         estimate of its last pass may pass ``tol`` or has fallen fourfold
-        since the last certificate (at most 50 passes; then ``max_iter``
-        bounds the passes, at most ``2·max_iter`` in all).  Fastest on the
+        since the last certificate (at most 50 passes; ``max_iter`` bounds
+        the passes in all).  Fastest on the
         benchmark suite (docs/benchmarks/multiclass.md (d)).
     random_state : int, RandomState instance or None, default=None
         Block order of "bcfw".

@@ -380,7 +380,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
     passes : int
         Passes taken so far.
     last_gap : float
-        The block gap met by the last numpy block step (before it).
+        The block gap met by the last numpy block step (before it; ``adaptive`` only).
     """
 
     def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
@@ -560,7 +560,9 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         cls = self.classes[i, :self.n_classes[i]].copy()         # the active classes
         row, g = self._block_gradient(i, cls)
         q, yi = self.curvature[i], p.y[i]
-        self.last_gap = block_gap(p.loss, g, self.At[i, cls], int(np.flatnonzero(cls == yi)[0]))
+        if self.adaptive:                   # the rounds' gap estimate (unused otherwise)
+            self.last_gap = block_gap(p.loss, g, self.At[i, cls],
+                                      int(np.flatnonzero(cls == yi)[0]))
         if self.block_step_rule == "pairwise":
             step, delta = pairwise_block_step(g, self.At[i], yi, q, self.inner_steps)
         elif self.block_step_rule == "exact":
