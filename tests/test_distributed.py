@@ -246,3 +246,18 @@ def test_unaligned_block_is_copied_once():
     np.testing.assert_array_equal(shard.X, X)
     aligned = RowShard(X, 0, PairwiseKernel("linear"))
     assert aligned.X is X
+
+
+def test_a_cluster_without_workers_is_a_clear_error_after_a_short_wait(monkeypatch):
+    """No worker registers within WORKER_WAIT seconds: a ValueError that says so (a cluster
+    whose workers are still starting gets that long to bring one up)."""
+    import distributed
+
+    from kernfw.distributed import shard
+
+    monkeypatch.setattr(shard, "WORKER_WAIT", 0.5)
+    X, y = _binary(n=20)
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None)
+    with distributed.Client(cluster) as c, pytest.raises(ValueError, match="no workers"):
+        ShardedRows(X, PairwiseKernel("rbf", {"gamma": 0.3}), labels=y, client=c)
+    cluster.close()

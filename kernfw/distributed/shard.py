@@ -442,6 +442,9 @@ def _is_connection_error(exc):
     return isinstance(exc, (CommClosedError, OSError, EOFError, ConnectionError))
 
 
+#: seconds a sharded fit waits for a worker to register before it gives up
+WORKER_WAIT = 10.0
+
 class ShardedRows:
     """Training rows split in contiguous blocks, one :class:`RowShard` actor per worker.
 
@@ -472,8 +475,14 @@ class ShardedRows:
     def __init__(self, X, kernel, labels=None, client=None, n_shards=None):
         self.client = get_client(client)
         workers = sorted(self.client.scheduler_info()["workers"])
+        if not workers:       # workers (re)starting: give them a moment to register
+            try:
+                self.client.wait_for_workers(1, timeout=WORKER_WAIT)
+            except (TimeoutError, OSError):
+                pass
+            workers = sorted(self.client.scheduler_info()["workers"])
         if not workers:
-            raise ValueError("the Dask cluster has no workers")
+            raise ValueError(f"the Dask cluster has no workers (waited {WORKER_WAIT:g} s)")
         n = X.shape[0]
         count = len(workers) if n_shards is None else int(n_shards)
         if count < 1:
