@@ -202,37 +202,36 @@ def apply(col, vec, ind, con, f, st):
     return gamma
 
 
-#: points per block of the fused update and vertex search
+#: points per block of the vertex search
 _VERTEX_BLOCK = 512
-#: independent running minima of :func:`_block_min` (one SIMD register of float64 or two)
-_LANES = 16
 
 
-@njit(cache=True, inline="always")
-def _block_min(x, start, stop, lanes):
-    """``min x[start:stop]``: ``_LANES`` running minima in ``lanes`` (the loop over them
-    vectorizes: numba does not vectorize a plain min reduction), then their minimum."""
-    lanes[:] = math.inf
-    k = start
-    while k + _LANES <= stop:
-        for p in range(_LANES):
-            v = x[k + p]
-            lanes[p] = v if v < lanes[p] else lanes[p]
-        k += _LANES
-    m = lanes[0]
-    for p in range(1, _LANES):
-        m = lanes[p] if lanes[p] < m else m
-    for r in range(k, stop):
-        m = x[r] if x[r] < m else m
-    return m
+@njit(cache=True)
+def _argmin(x):
+    """``np.argmin(x)`` (the first index of the minimum; finite ``x``), vectorized: a
+    block is scanned only when a vectorized count finds an entry below the minimum so
+    far (a plain min reduction does not vectorize in numba).  Blocks are slices: an
+    index ``start + k`` keeps LLVM from vectorizing the loop."""
+    n = x.shape[0]
+    best, index = math.inf, 0
+    for start in range(0, n, _VERTEX_BLOCK):
+        block = x[start:min(start + _VERTEX_BLOCK, n)]
+        below = 0
+        for k in range(block.shape[0]):
+            below += np.int64(block[k] < best)
+        if below > 0:
+            for k in range(block.shape[0]):
+                if block[k] < best:
+                    best, index = block[k], start + k
+    return index
 
 
 @njit(cache=True)
 def _update_and_vertex(u, col, keep, step, scores, con, f, st):
     """``u ← keep·u + step·col`` (keep ∈ {0, 1}), the scores ``s·u − q/2`` (when ``q`` is
     not constant: ``st[10]``) and the next FW vertex ``i* = argmin`` of the scores (of
-    ``u`` when ``q`` is constant): the first index of the minimum,
-    as ``np.argmin``.  Caches ``i*`` in ``st[1]`` (valid: ``st[2] = 1``) and its gap
+    ``u`` when ``q`` is constant): the first index of the minimum, as ``np.argmin``
+    (:func:`_argmin`).  Caches ``i*`` in ``st[1]`` (valid: ``st[2] = 1``) and its gap
     ``g_{i*} − αᵀg`` in ``f[3]``, by the numpy path's formula."""
     scale, fill_scores = f[0], st[10] != 0
     hq = con[2]
@@ -245,17 +244,7 @@ def _update_and_vertex(u, col, keep, step, scores, con, f, st):
     if fill_scores:
         for k in range(n):
             scores[k] = u[k] * scale - hq[k]
-    # the vertex: block minima (a separate pass: fused into the update it is slower)
-    key = scores if fill_scores else u
-    lanes = np.empty(_LANES)
-    best, best_start = math.inf, 0
-    for start in range(0, n, _VERTEX_BLOCK):
-        m = _block_min(key, start, min(start + _VERTEX_BLOCK, n), lanes)
-        if m < best:
-            best, best_start = m, start
-    i = best_start
-    while i < n - 1 and key[i] != best:
-        i += 1
+    i = _argmin(scores if fill_scores else u)
     qi = con[1, i] if st[8] != 0 else 0.0
     st[1], st[2] = i, 1
     f[3] = (qi - 2.0 * (scale * u[i])) - (f[1] - 2.0 * f[2])
@@ -373,6 +362,8 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
             for k in range(size):
                 t = row[k] - c
                 o[k] += t * t
+        b2 = bits[start:stop]
+        p2 = powers[start:stop]
         for k in range(size):
             x = o[k] * g
             xc = max(x, _F32_EXP_MIN)
@@ -386,9 +377,9 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
             p = p * r + np.float32(1.0)
             p = p * r + np.float32(1.0)
             o[k] = p if x >= _F32_EXP_MIN else np.float32(0.0)
-            bits[start + k] = (np.int32(m) + np.int32(127)) << np.int32(23)
+            b2[k] = (np.int32(m) + np.int32(127)) << np.int32(23)
         for k in range(size):
-            o[k] *= powers[start + k]
+            o[k] *= p2[k]
 
 
 @njit(cache=True)
