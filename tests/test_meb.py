@@ -771,3 +771,16 @@ def test_runs_stop_at_the_first_iteration_that_passes(monkeypatch, numba_off, st
     # a run ends after 100 steps, at the refresh of the maintained scalars, or converged
     steps = np.diff(runs.history["iteration"])
     assert np.all(steps >= 1) and np.all(steps <= 100)
+
+
+def test_compiled_argmin_is_numpys_first_index_of_the_minimum():
+    """The compiled vertex search (count below the running minimum, then scan the block)
+    returns ``np.argmin``: ties keep the first index, across and within blocks."""
+    pytest.importorskip("numba")
+    from kernfw.solvers import _mfw_numba as mod
+    rng = np.random.default_rng(0)
+    cases = [rng.random(50_000), np.linspace(1.0, 0.0, 3000), np.ones(1000), rng.random(7),
+             np.array([3.0, 1.0, 1.0, 2.0]), -rng.random(1025), np.array([5.0]),
+             np.r_[np.full(600, 2.0), 1.0, np.full(600, 1.0)]]
+    for x in cases:
+        assert mod._argmin(x) == int(np.argmin(x))
