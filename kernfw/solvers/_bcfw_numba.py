@@ -40,8 +40,10 @@ from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
-from numba.extending import register_jitable
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, register_jitable
 
 from ..fw.steps import block_standard_step, quadratic_step
 from ._block_kernels import pairwise_steps
@@ -464,13 +466,90 @@ def _dense_row_scores(X, i, W, s):
 
 
 @njit(cache=True)
-def _sparse_row_scores(indptr, indices, data, i, W, s):
-    """``s = Wᵀ x_i`` for CSR row ``i`` (the same order as :func:`_dense_row_scores`)."""
-    s[:] = 0.0
-    for p in range(indptr[i], indptr[i + 1]):
-        f, xf = indices[p], data[p]
-        for j in range(W.shape[1]):
-            s[j] += xf * W[f, j]
+def _sparse_row_scores(lo, hi, indices, data, W, cl, nc, s):
+    """``s[c] = Σ_p x_p W[f_p, cl[c]]`` (``c < nc``) over the CSR entries ``lo ≤ p < hi``.
+
+    Each sum runs over ``p`` in increasing order, one add at a time (the order of
+    :func:`_dense_row_scores`, bit for bit), but four entries are added per load
+    and store of ``s[c]``: the sums of the classes are independent chains whose
+    only latency is the adds, not a store and reload of ``s[c]`` per entry.
+    """
+    for c in range(nc):
+        s[c] = 0.0
+    p = lo
+    while p + 4 <= hi:
+        x0, x1, x2, x3 = data[p], data[p + 1], data[p + 2], data[p + 3]
+        w0, w1, w2, w3 = W[indices[p]], W[indices[p + 1]], W[indices[p + 2]], W[indices[p + 3]]
+        for c in range(nc):
+            j = cl[c]
+            s[c] = s[c] + x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j]
+        p += 4
+    while p < hi:
+        x0, w0 = data[p], W[indices[p]]
+        for c in range(nc):
+            s[c] += x0 * w0[cl[c]]
+        p += 1
+
+
+@njit(cache=True)
+def _sparse_row_update(lo, hi, indices, data, W, nz, un, cnt):
+    """``W[f_p, nz[q]] += x_p un[q]`` for the CSR entries ``lo ≤ p < hi`` and ``q < cnt``.
+
+    Two classes per sweep over the row (one add per entry of ``W``: the same
+    result in any order).
+    """
+    q = 0
+    while q + 2 <= cnt:
+        j0, u0, j1, u1 = nz[q], un[q], nz[q + 1], un[q + 1]
+        for p in range(lo, hi):
+            w, xf = W[indices[p]], data[p]
+            w[j0] += xf * u0
+            w[j1] += xf * u1
+        q += 2
+    if q < cnt:
+        j, u = nz[q], un[q]
+        for p in range(lo, hi):
+            W[indices[p], j] += data[p] * u
+
+
+@intrinsic
+def _prefetch(typingctx, arr, index):
+    """Hint the cache to load ``arr[index]`` (1-d ``arr``; LLVM's ``llvm.prefetch``)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1
+            and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])   # read, keep
+        return context.get_dummy_value()
+    return types.void(arr, index), codegen
+
+
+#: a pass prefetches the rows of the block it visits this many visits ahead
+PREFETCH_AHEAD = 2
+
+
+@njit(cache=True)
+def _prefetch_block(order, t, indptr, indices, data, At, C, classes):
+    """Prefetch what the visit of block ``order[t]`` reads first (when ``t`` is in the
+    order): its CSR row and its rows of ``Aᵀ``, ``C`` and ``classes``.  A pass visits
+    blocks in random order, so each visit would otherwise start with cache misses."""
+    if t >= order.shape[0]:
+        return
+    i = order[t]
+    lo, hi = indptr[i], indptr[i + 1]
+    for p in range(lo, hi, 16):            # 64-byte lines: 16 int32 indices, 8 float64 values
+        _prefetch(indices, p)
+    for p in range(lo, hi, 8):
+        _prefetch(data, p)
+    _prefetch(At[i], 0)
+    _prefetch(C[i], 0)
+    _prefetch(classes[i], 0)
 
 
 @njit(cache=True)
@@ -485,10 +564,11 @@ def dense_scores(X, W):
 @njit(cache=True)
 def sparse_scores(indptr, indices, data, W):
     """:func:`dense_scores` for CSR features."""
-    n = indptr.shape[0] - 1
-    S = np.empty((n, W.shape[1]))
+    n, m = indptr.shape[0] - 1, W.shape[1]
+    S = np.empty((n, m))
+    every = np.arange(m)
     for i in range(n):
-        _sparse_row_scores(indptr, indices, data, i, W, S[i])
+        _sparse_row_scores(indptr[i], indptr[i + 1], indices, data, W, every, m, S[i])
     return S
 
 
@@ -597,36 +677,30 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
 @njit(cache=True)
 def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps,
                 gaps):
-    """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
+    """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``.
+
+    The scores ``s_i = Wᵀ x_i`` of the active classes (:func:`_sparse_row_scores`),
+    the block step, then ``W += x_i δᵀ/(λn)`` on the classes that moved
+    (:func:`_sparse_row_update`); the rows of the block ``PREFETCH_AHEAD`` visits
+    ahead are prefetched meanwhile (:func:`_prefetch_block`).
+    """
     m = W.shape[1]
     buf, s, upd = _buffers(m)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
+    for t in range(PREFETCH_AHEAD):
+        _prefetch_block(order, t, indptr, indices, data, At, spec.C, classes)
     for t in range(order.shape[0]):
+        _prefetch_block(order, t + PREFETCH_AHEAD, indptr, indices, data, At, spec.C, classes)
         i = order[t]
         lo, hi = indptr[i], indptr[i + 1]
         cl = classes[i]
-        nc = n_classes[i]
-        for c in range(nc):
-            s[c] = 0.0
-        if nc == m:                              # every class active: cl is the identity
-            for p in range(lo, hi):
-                f, xf = indices[p], data[p]
-                for c in range(m):
-                    s[c] += xf * W[f, c]
-        else:
-            for p in range(lo, hi):
-                f, xf = indices[p], data[p]
-                for c in range(nc):
-                    s[c] += xf * W[f, cl[c]]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
+        step, nc = _block(i, s, cl, n_classes[i], At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
             cnt = _moved(cl, nc, upd, nz, un)    # only the columns of the classes that moved
-            for p in range(lo, hi):              # row by row: each W[f, j] once, as before
-                f, xf = indices[p], data[p]
-                for q in range(cnt):
-                    W[f, nz[q]] += xf * un[q]
+            _sparse_row_update(lo, hi, indices, data, W, nz, un, cnt)
         steps[t] = step
         gaps[t] = buf[4, 1]
 
