@@ -491,27 +491,6 @@ def _sparse_row_scores(lo, hi, indices, data, W, cl, nc, s):
         p += 1
 
 
-@njit(cache=True)
-def _sparse_row_update(lo, hi, indices, data, W, nz, un, cnt):
-    """``W[f_p, nz[q]] += x_p un[q]`` for the CSR entries ``lo ≤ p < hi`` and ``q < cnt``.
-
-    Two classes per sweep over the row (one add per entry of ``W``: the same
-    result in any order).
-    """
-    q = 0
-    while q + 2 <= cnt:
-        j0, u0, j1, u1 = nz[q], un[q], nz[q + 1], un[q + 1]
-        for p in range(lo, hi):
-            w, xf = W[indices[p]], data[p]
-            w[j0] += xf * u0
-            w[j1] += xf * u1
-        q += 2
-    if q < cnt:
-        j, u = nz[q], un[q]
-        for p in range(lo, hi):
-            W[indices[p], j] += data[p] * u
-
-
 @intrinsic
 def _prefetch(typingctx, arr, index):
     """Hint the cache to load ``arr[index]`` (1-d ``arr``; LLVM's ``llvm.prefetch``)."""
@@ -532,24 +511,6 @@ def _prefetch(typingctx, arr, index):
 
 #: a pass prefetches the rows of the block it visits this many visits ahead
 PREFETCH_AHEAD = 2
-
-
-@njit(cache=True)
-def _prefetch_block(order, t, indptr, indices, data, At, C, classes):
-    """Prefetch what the visit of block ``order[t]`` reads first (when ``t`` is in the
-    order): its CSR row and its rows of ``Aᵀ``, ``C`` and ``classes``.  A pass visits
-    blocks in random order, so each visit would otherwise start with cache misses."""
-    if t >= order.shape[0]:
-        return
-    i = order[t]
-    lo, hi = indptr[i], indptr[i + 1]
-    for p in range(lo, hi, 16):            # 64-byte lines: 16 int32 indices, 8 float64 values
-        _prefetch(indices, p)
-    for p in range(lo, hi, 8):
-        _prefetch(data, p)
-    _prefetch(At[i], 0)
-    _prefetch(C[i], 0)
-    _prefetch(classes[i], 0)
 
 
 @njit(cache=True)
@@ -680,27 +641,49 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``.
 
     The scores ``s_i = Wᵀ x_i`` of the active classes (:func:`_sparse_row_scores`),
-    the block step, then ``W += x_i δᵀ/(λn)`` on the classes that moved
-    (:func:`_sparse_row_update`); the rows of the block ``PREFETCH_AHEAD`` visits
-    ahead are prefetched meanwhile (:func:`_prefetch_block`).
+    the block step, then ``W += x_i δᵀ/(λn)`` on the classes that moved; meanwhile
+    the CSR row and the rows of ``Aᵀ``, ``C`` and ``classes`` of the block
+    ``PREFETCH_AHEAD`` visits ahead are prefetched (a pass visits the blocks in
+    random order: each visit would start with cache misses).  Helpers with array
+    arguments cost reference counting at each call, so the update and the
+    prefetch are written out here.
     """
     m = W.shape[1]
     buf, s, upd = _buffers(m)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
-    for t in range(PREFETCH_AHEAD):
-        _prefetch_block(order, t, indptr, indices, data, At, spec.C, classes)
-    for t in range(order.shape[0]):
-        _prefetch_block(order, t + PREFETCH_AHEAD, indptr, indices, data, At, spec.C, classes)
+    T = order.shape[0]
+    for t in range(-PREFETCH_AHEAD, T):
+        if t + PREFETCH_AHEAD < T:               # the rows of a visit to come: 64-byte lines
+            j = order[t + PREFETCH_AHEAD]        # (16 int32 indices, 8 float64 values)
+            for p in range(indptr[j], indptr[j + 1], 16):
+                _prefetch(indices, p)
+            for p in range(indptr[j], indptr[j + 1], 8):
+                _prefetch(data, p)
+            _prefetch(At[j], 0)
+            _prefetch(spec.C[j], 0)
+            _prefetch(classes[j], 0)
+        if t < 0:
+            continue
         i = order[t]
         lo, hi = indptr[i], indptr[i + 1]
         cl = classes[i]
         _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
-        step, nc = _block(i, s, cl, n_classes[i], At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
+        step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            cnt = _moved(cl, nc, upd, nz, un)    # only the columns of the classes that moved
-            _sparse_row_update(lo, hi, indices, data, W, nz, un, cnt)
+            cnt = _moved(cl, nc, upd, nz, un)   # the classes that moved, two per sweep over
+            for q in range(0, cnt - 1, 2):      # the row (each W[f, j] once)
+                j0, u0, j1, u1 = nz[q], un[q], nz[q + 1], un[q + 1]
+                for p in range(lo, hi):
+                    w, xf = W[indices[p]], data[p]
+                    w[j0] += xf * u0
+                    w[j1] += xf * u1
+            if cnt % 2:
+                j0, u0 = nz[cnt - 1], un[cnt - 1]
+                for p in range(lo, hi):
+                    W[indices[p], j0] += data[p] * u0
         steps[t] = step
         gaps[t] = buf[4, 1]
 
