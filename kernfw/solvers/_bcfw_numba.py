@@ -55,6 +55,27 @@ __all__ = ["CompiledPasses", "BlockSpec", "block_spec", "loss_code", "pass_featu
            "sparse_scores", "certify", "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK",
            "WEIGHTED_USUNIER", "FW", "PAIRWISE", "EXACT"]
 
+def _visit_options():
+    """numba options of the helpers that every block visit calls: no reference counting.
+
+    Those helpers allocate nothing and their caller holds every array they
+    see, so the increments and decrements of the reference counts of their
+    array arguments at each call (atomic operations that numba cannot prune
+    across a call) only cost time: about 15 % of a block visit on MNIST
+    (``docs/benchmarks/multiclass.md`` (d)).  ``_nrt=False`` is numba's
+    switch for code without the runtime; left out when a numba version
+    does not know it.
+    """
+    try:
+        from numba.core.cpu import CPUTargetOptions
+    except ImportError:                  # pragma: no cover - another numba layout
+        return {}
+    return {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+
+
+#: ``njit`` of the per-visit helpers (:func:`_visit_options`)
+_visit_jit = njit(cache=True, **_visit_options())
+
 #: loss kinds understood by the compiled LMO
 MAX_HINGE, TOPK, USUNIER, WEIGHTED_TOPK, WEIGHTED_USUNIER = range(5)
 
@@ -287,7 +308,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
 _pairwise_block = njit(cache=True)(pairwise_steps)
 
 
-@njit(cache=True)
+@_visit_jit
 def _exact_block(g, alpha, yi, q, b, D, delta, out):
     """:func:`~kernfw.solvers.multiclass.exact_block_step` (the Crammer–Singer
     sub-problem): writes ``δ``, ``θ`` (into ``out[0]``) and the block gap before the
@@ -377,7 +398,7 @@ def _hinge_block_gap(g, al, yi):
     return phi + ga
 
 
-@njit(cache=True)
+@_visit_jit
 def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
 
@@ -423,7 +444,7 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     return step, kept
 
 
-@njit(cache=True)
+@_visit_jit
 def _apply_delta(i, cl, nc, At, spec, delta, upd):
     """``α_i += δ`` on the classes ``cl[:nc]`` and ``upd = δ/(λn)``; returns whether
     ``δ`` has a nonzero entry."""
@@ -435,7 +456,7 @@ def _apply_delta(i, cl, nc, At, spec, delta, upd):
     return moved
 
 
-@njit(cache=True)
+@_visit_jit
 def _moved(cl, nc, upd, nz, un):
     """The classes ``nz[:cnt]`` whose update ``un[:cnt]`` (from ``upd``) is nonzero; returns
     ``cnt``."""
@@ -465,7 +486,7 @@ def _dense_row_scores(X, i, W, s):
                 s[j] += xf * W[f, j]
 
 
-@njit(cache=True)
+@_visit_jit
 def _sparse_row_scores(lo, hi, indices, data, W, cl, nc, s):
     """``s[c] = Σ_p x_p W[f_p, cl[c]]`` (``c < nc``) over the CSR entries ``lo ≤ p < hi``.
 
