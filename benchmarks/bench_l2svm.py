@@ -24,8 +24,10 @@ first call.
 
 ``--meb`` times MinimumEnclosingBall (n = 50k, d = 20, RBF, its default tol)
 on the compiled and the numpy path (``--meb-repeats`` interleaved fits each: a
-fit takes about 0.1 s): same iterates, so the same certified radius; their
-ratio is printed.
+fit takes about 0.1 s), and on the numpy path as issue 11 measured it
+("numpy-before": float64 kernel values, a certificate every 10 iterations) and
+the compiled path with float64 values; the radii (to float32 rounding of the
+kernel) and each ratio to "numpy-before" are printed.
 
 Peak memory at the largest n is measured in fresh subprocesses (peak RSS
 growth during ``fit``: the peak resident set ``VmHWM``, reset just before
@@ -43,6 +45,7 @@ Run::
 """
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -61,6 +64,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
+import kernfw.solvers.meb as meb_solver
 from kernfw import L2SVC, MinimumEnclosingBall
 from kernfw.kernels import resolve_gamma
 
@@ -171,31 +175,64 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
     return row
 
 
+#: the MinimumEnclosingBall variants of ``--meb``: (numpy path?, as before issue 11's end?)
+MEB_VARIANTS = {"compiled": (False, False), "numpy": (True, False),
+                "numpy-before": (True, True), "compiled-float64": (False, True)}
+
+
+@contextlib.contextmanager
+def meb_as_before(active):
+    """The MEB fit as the issue measured "today's numpy path": float64 kernel values
+    (no float32 at ``tol >= 1e-4``) and a certificate every 10 iterations (the old
+    default ``check_every``); the rest of the numpy path is the same code."""
+    if not active:
+        yield
+        return
+    saved = (MinimumEnclosingBall._gram_dtype, meb_solver._default_check_every)
+    MinimumEnclosingBall._gram_dtype = lambda self: None
+    meb_solver._default_check_every = lambda n: 10
+    try:
+        yield
+    finally:
+        MinimumEnclosingBall._gram_dtype, meb_solver._default_check_every = saved
+
+
 def meb_compare(n, repeats, seed=0):
-    """MinimumEnclosingBall at defaults (RBF), compiled vs numpy path, interleaved."""
+    """MinimumEnclosingBall at defaults (RBF), interleaved: compiled and numpy path as
+    they are now (float32 kernel values at the default tol), the numpy path as it was
+    when issue 11 was filed ("numpy-before": float64 values, a certificate every 10
+    iterations) and the compiled path with float64 values."""
     X, _ = make_classification(n_samples=n, n_features=20, n_informative=10, n_redundant=5,
                                flip_y=0.01, random_state=seed)
-    times = {"compiled": [], "numpy": []}
-    cpu = {"compiled": [], "numpy": []}
+    times = {k: [] for k in MEB_VARIANTS}
+    cpu = {k: [] for k in MEB_VARIANTS}
     fitted = {}
+    names = list(MEB_VARIANTS)
     for r in range(repeats):
-        order = ["compiled", "numpy"] if r % 2 == 0 else ["numpy", "compiled"]
-        for key in order:
-            fitted[key], t = fit_timed(MinimumEnclosingBall, X, None, key == "numpy")
+        for key in names[r % len(names):] + names[:r % len(names)]:
+            numpy_path, before = MEB_VARIANTS[key]
+            with meb_as_before(before):
+                fitted[key], t = fit_timed(MinimumEnclosingBall, X, None, numpy_path)
             times[key].append(t)
             cpu[key].append(CPU_TIMES[-1])
     med = {k: float(np.median(v)) for k, v in times.items()}
     med_cpu = {k: float(np.median(v)) for k, v in cpu.items()}
-    a, b = fitted["compiled"], fitted["numpy"]
-    row = {"n": n, "compiled_time": med["compiled"], "numpy_time": med["numpy"],
-           "speedup": med["numpy"] / med["compiled"], "radius_compiled": a.radius_,
-           "radius_numpy": b.radius_, "n_iter": int(a.n_iter_), "coreset": int(a.support_.size),
-           "times": times, "compiled_cpu": med_cpu["compiled"], "numpy_cpu": med_cpu["numpy"],
-           "cpu_speedup": med_cpu["numpy"] / med_cpu["compiled"], "cpu_times": cpu}
-    print(f"MinimumEnclosingBall n={n}: compiled {med['compiled']:.3f}s  numpy {med['numpy']:.3f}s"
-          f"  speed-up {row['speedup']:.2f}x (CPU {med_cpu['compiled']:.3f}s / "
-          f"{med_cpu['numpy']:.3f}s: {row['cpu_speedup']:.2f}x)  radius {a.radius_:.10f} / {b.radius_:.10f}"
-          f"  iterations {a.n_iter_} / {b.n_iter_}  core set {a.support_.size}", flush=True)
+    row = {"n": n, "times": times, "cpu_times": cpu, "median": med, "median_cpu": med_cpu,
+           "radius": {k: m.radius_ for k, m in fitted.items()},
+           "radius_lower": {k: m.radius_lower_ for k, m in fitted.items()},
+           "n_iter": {k: int(m.n_iter_) for k, m in fitted.items()},
+           "coreset": {k: int(m.support_.size) for k, m in fitted.items()},
+           "speedup_vs_before": med["numpy-before"] / med["compiled"],
+           "cpu_speedup_vs_before": med_cpu["numpy-before"] / med_cpu["compiled"],
+           "load_average": os.getloadavg()[0]}
+    print(f"MinimumEnclosingBall n={n} (medians of {repeats}, wall / CPU seconds; load "
+          f"{row['load_average']:.1f}):", flush=True)
+    for k in names:
+        m = fitted[k]
+        print(f"  {k:17s} {med[k]:.3f} / {med_cpu[k]:.3f}  radius {m.radius_:.10f}"
+              f" (lower {m.radius_lower_:.10f})  iterations {m.n_iter_}  core set "
+              f"{m.support_.size}  numpy-before ÷ this: {med['numpy-before'] / med[k]:.2f}x"
+              f" (CPU {med_cpu['numpy-before'] / med_cpu[k]:.2f}x)", flush=True)
     return row
 
 
@@ -285,7 +322,7 @@ def memory(n, C, tol, cache_size, svc_cache):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 10000, 20000, 50000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 10000, 20000, 50000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--C", type=float, default=1.0)
     parser.add_argument("--tol", type=float, default=None,

@@ -106,7 +106,7 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None)
     if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
         op = Gram(kernel(X, X).astype(dtype, copy=False), kernel=kernel, X=X, check=False)
     else:
-        op = KernelFunction(X, kernel, cache_size=cache_size, check=False)
+        op = KernelFunction(X, kernel, cache_size=cache_size, check=False, dtype=dtype)
     return normalize(op, spec.normalization)
 
 
@@ -164,11 +164,13 @@ def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normaliza
         Largest Gram matrix (MB, in its storage dtype) that ``backend="auto"``
         precomputes.
     gram_dtype : numpy dtype or None
-        Storage type of a Gram matrix computed from features (None: the dtype of
-        ``X``).  ``np.float32`` halves its memory and the memory traffic of the
-        solvers that read it, as libsvm's float kernel cache does; the kernel is
-        still evaluated in the precision of ``X``.  Precomputed Gram matrices
-        keep their dtype.
+        Type of the kernel values computed from features (None: the dtype of
+        ``X``): the storage of a Gram matrix, or the values and the column cache
+        of a :class:`KernelFunction`.  ``np.float32`` halves their memory and the
+        memory traffic of the solvers that read them, as libsvm's float kernel
+        cache does.  A Gram is still evaluated in the precision of ``X``; the
+        compiled column step of :mod:`kernfw.solvers.meb` evaluates a float32
+        RBF column in float32.  Precomputed Gram matrices keep their dtype.
 
     Returns
     -------

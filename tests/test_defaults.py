@@ -208,7 +208,7 @@ def test_psd_kernels_pass_the_check(small):
 def test_float32_gram_storage_is_a_function_of_tol(digits_split):
     """At ``tol >= 1e-4`` the RBF Gram is stored in float32 (half the memory traffic of the
     block passes); the certificate still holds for the model as predicted in float64."""
-    from kernfw.estimators.multiclass import FLOAT32_GRAM_TOL
+    from kernfw.estimators._base import FLOAT32_GRAM_TOL
     from kernfw.kernels import make_operator
 
     Xtr, Xte, ytr, yte = digits_split

@@ -292,9 +292,9 @@ def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
         return op
 
     monkeypatch.setattr(base, "make_operator", spy)
-    X, y = make_classification(n_samples=2100, n_features=5, random_state=0)
+    X, y = make_classification(n_samples=3000, n_features=5, random_state=0)
     with pytest.warns(ConvergenceWarning):
-        clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)       # a 34 MB Gram: too big
+        clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)       # a 34 MB float32 Gram: too big
     assert isinstance(built[-1], KernelFunction)
     Xw = np.random.default_rng(0).normal(size=(300, 60))  # wide: Gram if it fits the cache
     yw = (Xw[:, 0] > 0).astype(int)

@@ -505,19 +505,24 @@ def test_random_state_changes_the_start_point():
 
 
 # -- decisions robust to round-off (points on the sphere) -----------------------------------
+@pytest.mark.parametrize("tol", [1e-4, 1e-6])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
-def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel):
+def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel, tol):
     X = (3 * np.random.RandomState(0).uniform(size=(20, 3))).astype(dtype)
-    ball = MinimumEnclosingBall(kernel=kernel).fit(X)
+    ball = MinimumEnclosingBall(kernel=kernel, tol=tol).fit(X)
+    # kernel values are kept in float32 at tol >= 1e-4 (the default), else in X's type
+    assert ball._gram_dtype() == (np.float32 if tol >= 1e-4 else None)
+    values = ball._gram_dtype() or dtype
     whole = ball.predict(X)
     assert np.all(whole == 1)
     for i in range(len(X)):                       # one point at a time, and in reverse order
         assert ball.predict(X[i:i + 1])[0] == 1
     assert np.all(ball.predict(X[::-1]) == 1)
     assert ball.predict(X[4:5])[0] == whole[4]    # the issue's reproducer
-    # the slack is round-off sized: a point 1 % outside the sphere is an outlier
-    eps = np.finfo(dtype).eps
+    # the slack is round-off sized (of the kernel values): a point 1 % outside the
+    # sphere is an outlier
+    eps = np.finfo(values).eps
     assert 0 < ball.boundary_tol_ <= 1e3 * eps * (1 + ball.radius_ ** 2 + ball.center_norm2_)
     # the sphere passes through the farthest training point (what made it fragile)
     assert abs(ball.distance2(X).max() - ball.radius_ ** 2) <= ball.boundary_tol_
@@ -663,13 +668,15 @@ def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
 
 
 def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
-    """Other kernels (poly, callables, float32, sparse) keep the column requests."""
+    """Other kernels (poly, callables, float64 values of float32 features, sparse) keep
+    the column requests."""
     pytest.importorskip("numba")
     import scipy.sparse as sp
     from kernfw.solvers.meb import make_iterate
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(40, d=3, seed=2)
-    ops = [KernelFunction(X, "poly", gamma=0.5), KernelFunction(X.astype(np.float32), "rbf"),
+    ops = [KernelFunction(X, "poly", gamma=0.5),
+           KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
            KernelFunction(sp.csr_matrix(X), "rbf"),
            KernelFunction(X, lambda A, B: A @ B.T)]
     for op in ops:
@@ -677,3 +684,90 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
         assert it._source is None
         res = solve_simplex_qp(op, q=op.diag(), tol=1e-8)
         assert res.converged
+
+
+# -- float32 kernel values: the compiled float32 RBF column -----------------------------------
+def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch):
+    """A float32 ``KernelFunction`` gets the compiled float32 column (differences of
+    features, float32 ``exp``): within 1e-6 of the float64 kernel, cached in float32."""
+    pytest.importorskip("numba")
+    from kernfw.solvers.meb import make_iterate
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    X = _points(300, d=7, seed=5) * 3.0
+    y = np.where(X[:, 1] > 0, 1.0, -1.0)
+    for problem in ("meb", "l2svm"):
+        K = KernelFunction(X, "rbf", gamma=0.05, cache_size=1.0, dtype=np.float32)
+        op = K if problem == "meb" else L2SVMKernel(K, y, 0.5)
+        it = make_iterate(op, None, "fw", None, "gap", None)
+        src, slab, _, _ = it._source
+        assert src.dtype == np.float32 and slab.dtype == np.float32
+        assert it._st[11] == it._mod.SOURCE_RBF32
+        exact = KernelFunction(X, "rbf", gamma=0.05)
+        ref = exact.dense() if problem == "meb" else L2SVMKernel(exact, y, 0.5).dense()
+        out = np.empty(300, dtype=np.float32)
+        for j in (0, 17, 299):
+            it._mod.evaluate_column(src, it._con, it._f, it._st, j, out, np.empty(300))
+            np.testing.assert_allclose(out, ref[:, j], rtol=2e-6, atol=1e-6)
+    # the operator's own float32 columns (numpy path) are the float64 values rounded
+    np.testing.assert_array_equal(K.columns([3]), exact.columns([3]).astype(np.float32))
+    # far points underflow to 0 as in float64
+    far = KernelFunction(np.array([[0.0], [1.0], [30.0]]), "rbf", gamma=1.0, dtype=np.float32)
+    it = make_iterate(far, far.diag(), "mfw", None, "gap", None)
+    out = np.empty(3, dtype=np.float32)
+    it._mod.evaluate_column(it._source[0], it._con, it._f, it._st, 0, out, np.empty(3))
+    assert out[0] == 1.0 and out[2] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-6)
+
+
+@pytest.mark.parametrize("numba_off", ["0", "1"])
+def test_float32_values_reach_the_float64_optimum_within_the_tolerance(monkeypatch, numba_off):
+    """MEB with float32 kernel values (the default at tol >= 1e-4): the certified radius
+    brackets the exact (float64) optimum up to float32 rounding of the kernel."""
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
+    X = _points(400, d=5, seed=31)
+    exact = KernelFunction(X, "rbf", gamma=0.3)
+    r2_star = solve_simplex_qp(exact, q=exact.diag(), tol=1e-12, stop="gap").dual
+    single = KernelFunction(X, "rbf", gamma=0.3, dtype=np.float32)
+    res = solve_simplex_qp(single, q=single.diag(), tol=1e-4, stop="radius")
+    assert res.converged
+    rounding = 1e-6                               # |K32 − K| ≤ ~2e-7 on the simplex
+    assert res.dual <= r2_star + rounding and r2_star <= res.primal + rounding
+    assert np.sqrt(res.primal) <= (1 + 1e-4) * np.sqrt(res.dual) * (1 + 1e-12)
+    # the estimator at its defaults keeps float32 values and says so in its slack
+    ball = MinimumEnclosingBall(gamma=0.3).fit(X)
+    assert ball._gram_dtype() == np.float32
+    assert ball.radius_lower_ ** 2 <= r2_star + rounding <= ball.radius_ ** 2 + 2 * rounding
+
+
+def test_kernel_function_dtype():
+    X = _points(30, d=3, seed=3)
+    K = KernelFunction(X, "rbf", gamma=0.5, dtype=np.float32)
+    assert K.dtype == np.float32 and K.columns([1, 2]).dtype == np.float32
+    assert K.columns([4]).dtype == np.float32 and K.subset([0, 1, 2]).dtype == np.float32
+    assert K.column_view().matrix.dtype == np.float32
+    assert KernelFunction(X.astype(np.float32), "rbf").dtype == np.float32
+    with pytest.raises(ValueError, match="float32 or float64"):
+        KernelFunction(X, "rbf", dtype=np.int64)
+    op = make_operator(X, "rbf", backend="function", gram_dtype=np.float32)
+    assert isinstance(op, KernelFunction) and op.dtype == np.float32
+
+
+# -- runs of steps between certificates --------------------------------------------------------
+@pytest.mark.parametrize("numba_off", ["0", "1"])
+@pytest.mark.parametrize("stop", ["gap", "relative", "radius"])
+def test_runs_stop_at_the_first_iteration_that_passes(monkeypatch, numba_off, stop):
+    """A run of ``check_every`` steps ends where the O(1) estimate of the stopping rule
+    holds, so certifying every 100 steps stops at the same iteration, with the same
+    iterate, as certifying every step (no overshoot), on both paths."""
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
+    X = _points(300, d=4, seed=8)
+    op = KernelFunction(X, "rbf", gamma=0.4)
+    tol = {"gap": 1e-6, "relative": 1e-6, "radius": 1e-5}[stop]
+    every, runs = (solve_simplex_qp(op, q=op.diag(), tol=tol, stop=stop, check_every=c)
+                   for c in (1, 100))
+    assert every.converged and runs.converged
+    assert runs.n_iter == every.n_iter > 100
+    np.testing.assert_allclose(runs["alpha"], every["alpha"], rtol=0, atol=1e-12)
+    assert len(runs.history["gap"]) < every.n_iter // 50
+    # a run ends after 100 steps, at the refresh of the maintained scalars, or converged
+    steps = np.diff(runs.history["iteration"])
+    assert np.all(steps >= 1) and np.all(steps <= 100)

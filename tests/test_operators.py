@@ -786,7 +786,14 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
     K = X @ X.T
     assert Gram(K).column_view().kind == "gram" and Features(X).column_view().kind == "features"
     assert L2SVMKernel(Gram(K), y, 1.0).column_view().matrix.matrix is K
-    for other in (KernelFunction(X, "poly"), KernelFunction(X.astype(np.float32), "rbf"),
+    for other in (KernelFunction(X, "poly"),
+                  KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
                   MultiKernel([Gram(K)])):
         assert other.column_view() is None
         assert L2SVMKernel(other, y, 1.0).column_view() is None
+    # float32 values (float32 features, or dtype=float32): a float32 view of the features
+    for op in (KernelFunction(X.astype(np.float32), "rbf"),
+               KernelFunction(X, "rbf", dtype=np.float32)):
+        view = op.column_view()
+        assert view.kind == "rbf" and view.matrix.dtype == np.float32
+        np.testing.assert_array_equal(view.matrix, X.astype(np.float32))

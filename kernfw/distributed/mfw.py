@@ -28,8 +28,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ..fw import away_step_max, quadratic_step, run
-from ..solvers.meb import METHODS, STOPS, SimplexQPIterate
+from ..fw import away_step_max, quadratic_step
+from ..solvers.meb import METHODS, STOPS, SimplexQPIterate, drive
 from .shard import ShardedRows
 
 __all__ = [
@@ -106,6 +106,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         self.round_trips = 0
         self._pending = None
         self._vertex = None
+        self._init_runs()
         self._init_cvm(first)
 
     # -- communication -----------------------------------------------------------------
@@ -255,7 +256,7 @@ def _check_tol(tol):
 
 def solve_sharded_simplex_qp(shards, problem, method="mfw", tol=1e-6, max_iter=None,
                              stop="gap", random_state=None, callback=None, max_time=None,
-                             check_every=10, cache_size=500.0):
+                             check_every=None, cache_size=500.0):
     """Maximize ``qᵀα − αᵀQα`` over the simplex by FW / MFW on a sharded operator.
 
     Parameters
@@ -309,10 +310,9 @@ def solve_sharded_simplex_qp(shards, problem, method="mfw", tol=1e-6, max_iter=N
         iterate = ShardedSimplexQPIterate(shards, n, bool(problem["ball"]), method, stop,
                                           shift, first)
 
-        result = run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
-                     check_every=check_every, callback=callback,
-                     remedy="increase max_iter or tol (or use method='mfw')",
-                     name=f"distributed {method.upper()} (simplex QP)")
+        result = drive(iterate, tol, int(max_iter), check_every, max_time=max_time,
+                       callback=callback, remedy="increase max_iter or tol (or use method='mfw')",
+                       name=f"distributed {method.upper()} (simplex QP)")
         sol = result.solution
         sol["v_support"] = _support_products(shards, sol["support"], sol["alpha_support"])
         return result

@@ -40,7 +40,12 @@ except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints prog
 
 __all__ = ["FWEstimatorMixin", "KernelInputMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS",
            "resolve_lam", "resolve_deprecated", "solver_seed", "accepts_kernel_operator",
-           "with_callbacks"]
+           "with_callbacks", "FLOAT32_GRAM_TOL"]
+
+#: smallest ``tol`` at which an estimator keeps the kernel values it computes from
+#: features in float32 (a Gram, or the columns of an on-the-fly kernel): their
+#: rounding, about 1e-7 relative, is then far below what the tolerance certifies
+FLOAT32_GRAM_TOL = 1e-4
 
 #: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
 #: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a
@@ -294,8 +299,10 @@ class KernelInputMixin:
         return GRAM_MAX_MB
 
     def _gram_dtype(self):
-        """Storage dtype of a Gram computed from features (None: the dtype of ``X``)."""
-        return None
+        """Type of the kernel values computed from features (None: the dtype of ``X``):
+        float32 when the estimator's ``tol`` is at least :data:`FLOAT32_GRAM_TOL`."""
+        tol = getattr(self, "tol", None)
+        return np.float32 if tol is not None and tol >= FLOAT32_GRAM_TOL else None
 
     def _validate_training_data(self, X, y=None):
         """Validated ``(X, y)`` and the training kernel operator."""

@@ -73,6 +73,12 @@ class SupportKernelMixin(KernelInputMixin):
     def _gram_max_mb(self, X):
         return gram_budget(X, self.cache_size)
 
+    def _gram_dtype(self):
+        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend; the
+        Dask backend's shards evaluate the kernel in float64, and so does the local
+        operator then (the two backends take the same iterates)."""
+        return None if self.backend == "dask" else super()._gram_dtype()
+
 
 def _fit_binary(op, y_pm, C, method, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""

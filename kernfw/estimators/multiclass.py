@@ -30,10 +30,6 @@ def _rowwise_product(A, B):
     return np.einsum("ij,jk->ik", A, B)
 
 
-#: smallest relative ``tol`` at which a Gram computed from features is stored in float32
-FLOAT32_GRAM_TOL = 1e-4
-
-
 class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
     """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
 
@@ -236,10 +232,6 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.shrinking = shrinking
 
     # -- input ---------------------------------------------------------------------------
-    def _gram_dtype(self):
-        """float32 Gram storage when the certified tolerance allows it (see ``tol``)."""
-        return np.float32 if self.tol >= FLOAT32_GRAM_TOL else None
-
     def _warm_start_point(self, loss, classes, n):
         if not (self.warm_start and hasattr(self, "dual_coef_")):
             return None

@@ -106,7 +106,7 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
     def certify(t):
         nonlocal best
         cert = iterate.certificate()
-        row = {"iteration": t, "time": time.perf_counter() - start,
+        row = {"iteration": iterate.work_done(t), "time": time.perf_counter() - start,
                "primal": cert.primal, "dual": cert.dual, "gap": cert.gap, "step": step}
         row.update(cert.extra)
         rows.append(row)

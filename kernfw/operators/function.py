@@ -39,6 +39,12 @@ class KernelFunction(KernelOperator):
         Restrict the kernel to these feature columns.
     check : bool
         Validate ``X`` (finite, 2-D).
+    dtype : {None, numpy.float32, numpy.float64}, default=None
+        Type of the kernel values this operator returns and caches (None: the
+        type of ``X``).  float32 rounds them to about 1e-7 relative, as libsvm's
+        kernel cache does, and halves the memory of the cache and of a column;
+        its :meth:`column_view` then holds the features in float32, so compiled
+        solvers compute the columns in float32 too.
     **params
         Kernel parameters (``gamma``, ``degree``, ``coef0``); ``gamma`` may be
         "scale" or "auto" as in :class:`sklearn.svm.SVC`.
@@ -52,7 +58,7 @@ class KernelFunction(KernelOperator):
     """
 
     def __init__(self, X, kernel="rbf", cache_size=200.0, batch_size=256,
-                 feature_columns=None, check=True, **params):
+                 feature_columns=None, check=True, dtype=None, **params):
         self.X = check_features(X) if check else X
         if sp.issparse(self.X):
             self.X = self.X.tocsr()  # row blocks are sliced all the time (no copy if CSR)
@@ -68,7 +74,9 @@ class KernelFunction(KernelOperator):
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.n = self.X.shape[0]
-        self.dtype = self.X.dtype
+        self.dtype = np.dtype(self.X.dtype if dtype is None else dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
         self.cache_size = float(cache_size)
         self.batch_size = int(batch_size)
         self._column_bytes = self.n * np.dtype(self.dtype).itemsize
@@ -123,15 +131,16 @@ class KernelFunction(KernelOperator):
 
     def column_view(self):
         """A :class:`~kernfw.operators.base.CompiledView` of kind "rbf" for a dense
-        float64 RBF kernel (features ``X``, ``gamma`` = γ, ``sq_norms`` = ``‖x_i‖²``,
-        ``cache_size`` = this operator's budget in MB), else None."""
+        RBF kernel (features ``X`` in this operator's ``dtype``, ``gamma`` = γ,
+        ``sq_norms`` = ``‖x_i‖²``, ``cache_size`` = this operator's budget in MB),
+        else None.  A float32 view promises its values only to float32 rounding."""
         if self.kernel.metric != "rbf" or not isinstance(self.X, np.ndarray):
             return None
         X = self.kernel.select(self.X)
-        if X.dtype != np.float64:
-            return None
+        if X.dtype == np.float32 and self.dtype == np.float64:
+            return None       # float64 values from float32 features: the operator's own path
         gamma = float(self.kernel.params.get("gamma", 1.0 / X.shape[1]))
-        return CompiledView("rbf", np.ascontiguousarray(X),
+        return CompiledView("rbf", np.ascontiguousarray(X, dtype=self.dtype),
                             {"gamma": gamma, "sq_norms": self._train_sq_norms(),
                              "cache_size": self.cache_size})
 
@@ -174,6 +183,7 @@ class KernelFunction(KernelOperator):
         self.misses += 1
         sq = self._train_sq_norms()
         col = self.kernel.block(self.X[j:j + 1], self.X, sq[j:j + 1], sq).T
+        col = col.astype(self.dtype, copy=False)
         self._store(j, col[:, 0])
         return col
 
@@ -223,7 +233,7 @@ class KernelFunction(KernelOperator):
     def subset(self, idx):
         return KernelFunction(self.X[as_index(idx, self.n)], self.kernel,
                               cache_size=self.cache_size, batch_size=self.batch_size,
-                              check=False)
+                              check=False, dtype=self.dtype)
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -1,26 +1,27 @@
 """Compiled (numba) steps of the simplex-QP FW / MFW solver (math.md §2.3).
 
 The backend of :class:`kernfw.solvers.meb.CompiledSimplexQPIterate` when
-:func:`kernfw._compiled.compiled_module` returns this module.  One iteration
-is two compiled calls around one column request:
+:func:`kernfw._compiled.compiled_module` returns this module.  An iteration is:
 
 - :func:`plan` — given the cached FW vertex ``i* = argmax_i g_i`` and its gap,
   the away vertex ``j* = argmin_{α_j>0} g_j``, the MFW choice, the exact line
   search (with the away bound ``γ_max``), a negative-curvature check, and the
   index whose column the step needs;
-- the caller fetches that column from the kernel operator (``Q.columns``, with
-  its LRU cache): the operator protocol stays the only way to kernel values;
+- the column: from the kernel operator (``Q.columns``, with its LRU cache; the
+  operator protocol stays the only way to kernel values), or, when the operator
+  has a column view (``Q.column_view()``: an RBF kernel on the fly, or a Gram,
+  possibly inside the L2-SVM's modified kernel), from a compiled LRU cache or
+  evaluated in place (fused distances, ``exp`` and L2-SVM transform; in float32
+  for a float32 view) — the values are the operator's up to rounding;
 - :func:`apply` — the update ``α = s·β``, ``v = Qα = s·u`` from that one
   column, the O(1) updates of ``qᵀα`` and ``αᵀQα``, the active set (drop
-  steps included) and the vertex scores ``s·u − q/2`` in a vectorized pass;
-  the caller takes the next FW vertex as their ``np.argmin`` (numpy's SIMD
-  argmin is faster than a compiled loop), so the certificate stays O(1).
+  steps included), the vertex scores ``s·u − q/2`` and the next FW vertex and
+  its gap (a blockwise vectorized minimum), so the certificate stays O(1).
 
-When the operator has a column view (``Q.column_view()``: an RBF kernel on the
-fly, or a Gram, possibly inside the L2-SVM's modified kernel), the iteration is
-a single compiled call, :func:`step_cached`: plan, the column from a compiled LRU
-cache or evaluated in place (fused distances, ``exp`` and L2-SVM transform), and
-apply; the values are the operator's up to rounding.
+With a column view, :func:`run_cached` takes a whole run of iterations in one
+call (:func:`step_cached` each), ending early where the stopping rule's O(1)
+estimate holds (:func:`stop_estimate_met`); without one, the caller alternates
+:func:`plan`, ``Q.columns`` and :func:`apply`.
 
 Every formula is the numpy path's, in the same order, so the iterates agree to
 rounding (BLAS ``daxpy`` may fuse a multiply-add; the compiled RBF column sums its
@@ -35,15 +36,17 @@ State arrays shared with the caller
 ``con`` (float64[5, n])
     Rows ``diag(Q)``, ``q``, ``q/2`` (zeros when ``q = 0``), and for a column view
     ``‖x_k‖²`` and the labels ``y`` (L2-SVM).
-``f`` (float64[12])
+``f`` (float64[16])
     ``[s, qᵀα, αᵀQα, FW gap of the cached vertex, planned γ, planned γ_max,
-    curvature met, negative-curvature tolerance, RBF γ, 1/C, L2-SVM (0/1), unused]``.
+    curvature met, negative-curvature tolerance, RBF γ, 1/C, L2-SVM (0/1), unused,
+    estimate a, estimate b, estimate on |f| (0/1), unused]`` (the estimate: see
+    :func:`stop_estimate_met`).
 ``st`` (int64[16])
     ``[active size, cached FW vertex i*, vertex valid (0/1), planned kind
     (0 none, 1 FW, 2 away, 3 negative curvature), planned index, #FW steps,
     #away steps, #drop steps, q ≠ 0, away steps on, fill scores, column source
-    (0 the operator, SOURCE_RBF, SOURCE_GRAM), cache clock, cache rows in use,
-    cache hits, cache misses]``.
+    (0 the operator, SOURCE_RBF, SOURCE_GRAM, SOURCE_RBF32), cache clock, cache
+    rows in use, cache hits, cache misses]``.
 Few array arguments keep numba's dispatch cheap (a few µs per call).
 """
 
@@ -52,8 +55,9 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["plan", "apply", "step_cached", "evaluate_column", "KIND_NONE", "KIND_FW",
-           "KIND_AWAY", "KIND_NEGATIVE", "SOURCE_RBF", "SOURCE_GRAM"]
+__all__ = ["plan", "apply", "step_cached", "run_cached", "stop_estimate_met", "evaluate_column",
+           "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE", "SOURCE_RBF", "SOURCE_GRAM",
+           "SOURCE_RBF32"]
 
 KIND_NONE, KIND_FW, KIND_AWAY, KIND_NEGATIVE = 0, 1, 2, 3
 
@@ -149,11 +153,12 @@ def _remove(items, where, st, i):
 
 @njit(cache=True)
 def apply(col, vec, ind, con, f, st):
-    """Take the planned step with its column ``col = Q_{:,idx}``; refresh the scores
-    (unless ``st[10] = 0``: a constant ``q``, then ``argmin u`` is the vertex)."""
+    """Take the planned step with its column ``col = Q_{:,idx}``, then refresh the scores
+    (unless ``st[10] = 0``: a constant ``q``, then ``argmin u`` is the vertex) and cache
+    the next FW vertex and its gap (:func:`_update_and_vertex`)."""
     beta, u, scores, items, where = vec[0], vec[1], vec[2], ind[0], ind[1]
-    diag, q, hq = con[0], con[1], con[2]
-    has_q, fill_scores = st[8] != 0, st[10] != 0
+    diag, q = con[0], con[1]
+    has_q = st[8] != 0
     kind, idx, gamma = st[3], st[4], f[4]
     scale, qa, ava = f[0], f[1], f[2]
     vi = scale * u[idx]
@@ -172,7 +177,7 @@ def apply(col, vec, ind, con, f, st):
             beta[idx] = 1.0
             _add(items, where, st, idx)
             f[0] = 1.0
-            _axpy_scores(u, col, 0.0, 1.0, scores, f, hq, fill_scores)
+            _update_and_vertex(u, col, 0.0, 1.0, scores, con, f, st)
             return 1.0
         scale *= 1.0 - gamma
         step = gamma / scale
@@ -193,29 +198,72 @@ def apply(col, vec, ind, con, f, st):
             _remove(items, where, st, idx)
             st[7] += 1
     f[0] = scale
-    _axpy_scores(u, col, 1.0, step, scores, f, hq, fill_scores)
+    _update_and_vertex(u, col, 1.0, step, scores, con, f, st)
     return gamma
 
 
+#: points per block of the fused update and vertex search
+_VERTEX_BLOCK = 512
+#: independent running minima of :func:`_block_min` (one SIMD register of float64 or two)
+_LANES = 16
+
+
+@njit(cache=True, inline="always")
+def _block_min(x, start, stop, lanes):
+    """``min x[start:stop]``: ``_LANES`` running minima in ``lanes`` (the loop over them
+    vectorizes: numba does not vectorize a plain min reduction), then their minimum."""
+    lanes[:] = math.inf
+    k = start
+    while k + _LANES <= stop:
+        for p in range(_LANES):
+            v = x[k + p]
+            lanes[p] = v if v < lanes[p] else lanes[p]
+        k += _LANES
+    m = lanes[0]
+    for p in range(1, _LANES):
+        m = lanes[p] if lanes[p] < m else m
+    for r in range(k, stop):
+        m = x[r] if x[r] < m else m
+    return m
+
+
 @njit(cache=True)
-def _axpy_scores(u, col, keep, step, scores, f, hq, fill_scores):
-    """``u ← keep·u + step·col`` (keep ∈ {0, 1}) and, in the same vectorized pass, the
-    scores ``s·u − q/2`` (when ``q ≠ 0``); the FW vertex is their ``np.argmin``, taken by
-    the caller (numpy's SIMD argmin beats a compiled loop).  Marks the vertex unknown."""
-    scale = f[0]
+def _update_and_vertex(u, col, keep, step, scores, con, f, st):
+    """``u ← keep·u + step·col`` (keep ∈ {0, 1}), the scores ``s·u − q/2`` (when ``q`` is
+    not constant: ``st[10]``) and the next FW vertex ``i* = argmin`` of the scores (of
+    ``u`` when ``q`` is constant): the first index of the minimum,
+    as ``np.argmin``.  Caches ``i*`` in ``st[1]`` (valid: ``st[2] = 1``) and its gap
+    ``g_{i*} − αᵀg`` in ``f[3]``, by the numpy path's formula."""
+    scale, fill_scores = f[0], st[10] != 0
+    hq = con[2]
+    n = u.shape[0]
     if keep == 0.0:
         u[:] = col
     else:
-        for k in range(u.shape[0]):
+        for k in range(n):
             u[k] += step * col[k]
     if fill_scores:
-        for k in range(u.shape[0]):
+        for k in range(n):
             scores[k] = u[k] * scale - hq[k]
+    # the vertex: block minima (a separate pass: fused into the update it is slower)
+    key = scores if fill_scores else u
+    lanes = np.empty(_LANES)
+    best, best_start = math.inf, 0
+    for start in range(0, n, _VERTEX_BLOCK):
+        m = _block_min(key, start, min(start + _VERTEX_BLOCK, n), lanes)
+        if m < best:
+            best, best_start = m, start
+    i = best_start
+    while i < n - 1 and key[i] != best:
+        i += 1
+    qi = con[1, i] if st[8] != 0 else 0.0
+    st[1], st[2] = i, 1
+    f[3] = (qi - 2.0 * (scale * u[i])) - (f[1] - 2.0 * f[2])
 
 
 # -- columns evaluated in the compiled step (operator column views) ------------------------
 #: column sources of :func:`step_cached` (``st[11]``)
-SOURCE_RBF, SOURCE_GRAM = 1, 2
+SOURCE_RBF, SOURCE_GRAM, SOURCE_RBF32 = 1, 2, 3
 
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01     # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
@@ -284,6 +332,62 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
             o[k] *= p2[k]
 
 
+_F32_LOG2E = np.float32(_LOG2E)
+_F32_LN2_HI = np.float32(0.693145751953125)      # ln 2 = hi + lo, hi with 12 zero low bits
+_F32_LN2_LO = np.float32(1.428606765330187e-06)
+_F32_EXP_MIN = np.float32(-87.0)                 # below: e^x < 1.7e-38, returned as 0
+
+
+@njit(cache=True, fastmath={"contract"})
+def _rbf_column_f32(XT, gamma, j, out, scratch):
+    """The RBF column in float32 (features ``XT`` float32, d × n; ``out`` float32):
+    ``out_k = exp(−γ Σ_t (x_tk − x_tj)²)``.
+
+    The squared distance is summed from differences (no cancellation of
+    ``‖x_k‖² + ‖x_j‖² − 2x_kᵀx_j``), so the only errors are float32 roundings:
+    about 1e-7 relative on ``d²`` and on the value.  ``e^x = 2^m p(r)`` with the
+    degree-6 Taylor polynomial on ``|r| ≤ ln2/2`` (float32 precision), branch-free;
+    ``scratch`` (any array of at least ``4n`` bytes) receives the powers ``2^m``.
+    Half the memory traffic of the float64 column: the compiled step uses it when the
+    operator keeps its kernel values in float32."""
+    d, n = XT.shape
+    xj = XT[:, j].copy()
+    g = np.float32(-gamma)
+    bits = scratch.view(np.int32)
+    powers = bits.view(np.float32)
+    for start in range(0, n, _RBF_BLOCK):
+        stop = min(start + _RBF_BLOCK, n)
+        o = out[start:stop]
+        size = stop - start
+        row = XT[0, start:stop]
+        c = xj[0]
+        for k in range(size):
+            t = row[k] - c
+            o[k] = t * t
+        for f in range(1, d):
+            row = XT[f, start:stop]
+            c = xj[f]
+            for k in range(size):
+                t = row[k] - c
+                o[k] += t * t
+        for k in range(size):
+            x = o[k] * g
+            xc = max(x, _F32_EXP_MIN)
+            m = np.floor(xc * _F32_LOG2E + np.float32(0.5))
+            r = (xc - m * _F32_LN2_HI) - m * _F32_LN2_LO
+            p = np.float32(1.0 / 720.0)
+            p = p * r + np.float32(1.0 / 120.0)
+            p = p * r + np.float32(1.0 / 24.0)
+            p = p * r + np.float32(1.0 / 6.0)
+            p = p * r + np.float32(0.5)
+            p = p * r + np.float32(1.0)
+            p = p * r + np.float32(1.0)
+            o[k] = p if x >= _F32_EXP_MIN else np.float32(0.0)
+            bits[start + k] = (np.int32(m) + np.int32(127)) << np.int32(23)
+        for k in range(size):
+            o[k] *= powers[start + k]
+
+
 @njit(cache=True)
 def _gram_column(K, j, out):
     """``out = K[:, j]`` (a strided read of the stored Gram)."""
@@ -304,11 +408,14 @@ def _l2svm_column(y, inv_c, j, out):
 @njit(cache=True)
 def evaluate_column(src, con, f, st, j, out, scratch):
     """Column ``Q_{:,j}`` of the column view into ``out``: the RBF kernel from the
-    features ``src`` (transposed, d × n; ``st[11] = SOURCE_RBF``) or the Gram ``src``
-    (``SOURCE_GRAM``), then the L2-SVM transform when ``f[10] ≠ 0``.  ``con[3]`` holds
+    features ``src`` (transposed, d × n; ``st[11] = SOURCE_RBF``, or ``SOURCE_RBF32``
+    for float32 features and ``out``) or the Gram ``src`` (``SOURCE_GRAM``), then the
+    L2-SVM transform when ``f[10] ≠ 0``.  ``con[3]`` holds
     ``‖x_k‖²``, ``con[4]`` the labels; ``f[8]`` γ, ``f[9]`` 1/C."""
     if st[11] == SOURCE_RBF:
         _rbf_column(src, con[3], f[8], j, out, scratch)
+    elif st[11] == SOURCE_RBF32:
+        _rbf_column_f32(src, f[8], j, out, scratch)
     else:
         _gram_column(src, j, out)
     if f[10] != 0.0:
@@ -356,3 +463,27 @@ def step_cached(vertex, vec, ind, con, f, st, src, slab, slot_of, slots):
         slot_of[j] = s
     slots[1, s] = st[12]
     return apply(slab[s], vec, ind, con, f, st)
+
+
+@njit(cache=True)
+def run_cached(steps, vec, ind, con, f, st, src, slab, slot_of, slots):
+    """Up to ``steps`` iterations of :func:`step_cached` (the FW vertex must be cached,
+    ``st[2] = 1``; every step caches the next one); stops early after a step without
+    progress (``st[3]``: none, or negative curvature) and after a step whose cached gap
+    meets the stopping rule's O(1) estimate (:func:`stop_estimate_met`): the caller
+    then certifies.  Returns the number of iterations taken."""
+    for t in range(steps):
+        step_cached(-1, vec, ind, con, f, st, src, slab, slot_of, slots)
+        if st[3] == KIND_NONE or st[3] == KIND_NEGATIVE or stop_estimate_met(f):
+            return t + 1
+    return steps
+
+
+@njit(cache=True)
+def stop_estimate_met(f):
+    """``max(gap, 0) ≤ f[12]·f + f[13]`` at the cached vertex, ``f = qᵀα − αᵀQα`` (its
+    absolute value when ``f[14] ≠ 0``): :func:`kernfw.solvers.cvm.simplex_stop_estimate`."""
+    value = f[1] - f[2]
+    if f[14] != 0.0:
+        value = abs(value)
+    return max(f[3], 0.0) <= f[12] * value + f[13]

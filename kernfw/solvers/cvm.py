@@ -38,7 +38,7 @@ from ..operators.psd import NotPSDError
 INNER_FRACTION = 0.1
 
 __all__ = ["CoreVectorIterate", "INNER_FRACTION", "ball_shift", "simplex_certificate", "simplex_converged",
-           "simplex_stopping_rule",
+           "simplex_stopping_rule", "simplex_stop_estimate",
            "cvm_first_point", "cvm_second_point", "raise_not_psd", "NEGATIVE_CURVATURE"]
 
 
@@ -92,6 +92,18 @@ def simplex_converged(cert, tol, stop):
     if stop == "relative":
         return cert.gap <= tol * abs(cert.dual)
     return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
+
+
+def simplex_stop_estimate(tol, stop, shift):
+    """Coefficients ``(a, b, absolute)`` of the O(1) form ``max(gap, 0) ≤ a·f + b`` (``|f|``
+    when ``absolute``) of :func:`simplex_converged`'s rule, ``f = f(α)``: what a solver
+    tests between certificates to end a run of steps early (the certificate decides)."""
+    if stop == "gap":
+        return 0.0, float(tol), False
+    if stop == "relative":
+        return float(tol), 0.0, True
+    eps = (1.0 + tol) ** 2 - 1.0
+    return eps, eps * shift, False
 
 
 def simplex_stopping_rule(tol, stop):

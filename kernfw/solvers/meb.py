@@ -21,12 +21,13 @@ and takes whichever has the larger first-order progress.  Both use the exact
 line search of a quadratic.  The active set ``{i : α_i > 0}`` is the coreset.
 """
 
+import functools
 import math
 import numbers
 
 import numpy as np
 from scipy.linalg.blas import daxpy
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .._compiled import compiled_module
 from ..fw import FWIterate, away_step_max, quadratic_step, run
@@ -41,6 +42,7 @@ from .cvm import (
     raise_not_psd,
     simplex_certificate,
     simplex_converged,
+    simplex_stop_estimate,
     simplex_stopping_rule,
 )
 
@@ -180,6 +182,7 @@ class SimplexQPIterate(FWIterate):
         self.n_fw = self.n_away = self.n_drop = 0
         self.columns_fetched = 0
         self.steps = 0
+        self._init_runs()
         if alpha0 is None:
             self._init_cvm(rng)
         else:
@@ -317,7 +320,51 @@ class SimplexQPIterate(FWIterate):
     def stopping_rule(self, tol):
         return simplex_stopping_rule(tol, self.stop)
 
+    def work_done(self, t):
+        """Iterations taken (a :meth:`step` call takes a run of them)."""
+        return self.steps
+
+    def _init_runs(self):
+        """One iteration per :meth:`step`, no early end (until :meth:`configure_runs`)."""
+        self._run_length, self._max_steps = 1, math.inf
+        self._estimate = (0.0, -math.inf, False)
+
+    def configure_runs(self, tol, length, max_steps):
+        """Let each :meth:`step` take a run of up to ``length`` iterations (at most
+        ``max_steps`` in all), ending early at the first iteration whose O(1) estimate
+        of the stopping rule with ``tol`` holds (:func:`simplex_stop_estimate`: the
+        gap of the cached FW vertex): the driver certifies after each run, so a run
+        replaces ``length`` single steps with ``check_every = length`` without
+        stepping past the first point that may pass the test.  By default a step is
+        one iteration."""
+        self._run_length, self._max_steps = max(int(length), 1), int(max_steps)
+        self._estimate = simplex_stop_estimate(tol, self.stop, self.ball_shift)
+
+    def _next_run_length(self):
+        """The run ends at ``max_steps`` and at the next refresh of the scalars."""
+        return int(max(1, min(self._run_length, self._max_steps - self.steps,
+                              _REFRESH_EVERY - self.steps % _REFRESH_EVERY)))
+
+    def _stop_estimate_met(self):
+        """:func:`simplex_stop_estimate`'s test at the cached FW vertex."""
+        a, b, absolute = self._estimate
+        value = self.objective()
+        if absolute:
+            value = abs(value)
+        return max(self._fw_vertex()[1], 0.0) <= a * value + b
+
     def step(self, t):
+        gamma = 0.0
+        for _ in range(self._next_run_length()):
+            gamma = self._single_step()
+            if self.steps % _REFRESH_EVERY == 0:
+                self._refresh()
+            if gamma <= 0.0 or self._stop_estimate_met():
+                break
+        return gamma
+
+    def _single_step(self):
+        """One FW or away step; returns its size (0: no progress)."""
         i, fw_slope = self._fw_vertex()
         self._vertex = None
         self.steps += 1
@@ -329,8 +376,6 @@ class SimplexQPIterate(FWIterate):
                 gamma = self._away_step(j, away_slope)
         if gamma is None:
             gamma = self._fw_step(i, fw_slope)
-        if self.steps % _REFRESH_EVERY == 0:
-            self._refresh()
         return gamma
 
     def _fw_step(self, i, slope):
@@ -452,7 +497,7 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
 
     def __init__(self, module, Q, q, method, alpha0, stop, rng):
         self._mod = module
-        self._f = np.zeros(12)
+        self._f = np.zeros(16)
         self._st = np.zeros(16, dtype=np.int64)
         self._scores_fresh = False
         super().__init__(Q, q, method, alpha0, stop, rng)
@@ -478,22 +523,26 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         the columns of ``Q`` from its column view (:meth:`KernelOperator.column_view`:
         "rbf", "gram", or either inside "l2svm"), else None (columns from ``Q.columns``).
 
-        The column cache holds ``m = cache_size / (8 n)`` whole columns (at least one) of
-        ``Q`` itself (the L2-SVM transform included); its slab is allocated once, its
-        pages touched as columns arrive."""
+        The column cache holds ``m = cache_size / (itemsize · n)`` whole columns (at
+        least one) of ``Q`` itself (the L2-SVM transform included), in the view's
+        dtype: a float32 view (an operator that keeps float32 kernel values) is
+        evaluated and cached in float32.  The slab is allocated once, its pages
+        touched as columns arrive."""
         inner = view.matrix if view is not None and view.kind == "l2svm" else view
         if inner is None or inner.kind not in ("rbf", "gram"):
             return None
         matrix = inner.matrix
-        if (type(matrix) is not np.ndarray or matrix.dtype != np.float64 or matrix.ndim != 2
-                or matrix.shape[0] != self.n or matrix.shape[1] == 0
+        if (type(matrix) is not np.ndarray or matrix.dtype not in (np.float32, np.float64)
+                or matrix.ndim != 2 or matrix.shape[0] != self.n or matrix.shape[1] == 0
                 or not matrix.flags.c_contiguous):
             return None
+        single = matrix.dtype == np.float32
         if inner.kind == "rbf":
             src = np.ascontiguousarray(matrix.T)          # d × n: inner products by rows
-            self._con[3] = inner.params["sq_norms"]
+            if not single:
+                self._con[3] = inner.params["sq_norms"]
             self._f[8] = inner.params["gamma"]
-            self._st[11] = self._mod.SOURCE_RBF
+            self._st[11] = self._mod.SOURCE_RBF32 if single else self._mod.SOURCE_RBF
             budget = float(inner.params["cache_size"])
         else:
             src = matrix
@@ -502,8 +551,8 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         if view.kind == "l2svm":
             self._con[4] = view.params["y"]
             self._f[9], self._f[10] = 1.0 / view.params["C"], 1.0
-        rows = int(min(self.n, max(1, budget * 2**20 // (8 * self.n))))
-        slab = np.empty((rows, self.n))
+        rows = int(min(self.n, max(1, budget * 2**20 // (matrix.itemsize * self.n))))
+        slab = np.empty((rows, self.n), dtype=matrix.dtype)
         slot_of = np.full(self.n, -1, dtype=np.int64)
         slots = np.zeros((2, rows), dtype=np.int64)
         return src, slab, slot_of, slots
@@ -538,33 +587,46 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             self._f[3] = self._grad(i) - self._alpha_grad()
         return int(st[1]), float(self._f[3])
 
+    def configure_runs(self, tol, length, max_steps):
+        super().configure_runs(tol, length, max_steps)
+        a, b, absolute = self._estimate
+        self._f[12:15] = a, b, float(absolute)
+
     def step(self, t):
+        if self._source is None:
+            return super().step(t)
         mod, f, st = self._mod, self._f, self._st
-        self.steps += 1
-        if self._source is not None:      # vertex, plan, column, update: one compiled call
-            vertex = self._vertex_index() if st[2] == 0 else -1
-            gamma = mod.step_cached(vertex, self._vec, self.active.ind, self._con, f, st,
-                                    *self._source)
-            kind = st[3]
-        else:
-            if st[2] == 0:
-                self._fw_vertex()
-            kind = mod.plan(self._vec, self.active.ind, self._con, f, st)
-            gamma = 0.0
-            if kind != mod.KIND_NONE and kind != mod.KIND_NEGATIVE:
-                col = self.Q.columns(np.array([st[4]], dtype=np.intp))[:, 0]
-                if col.dtype != np.float64 or not col.flags.c_contiguous:
-                    col = np.ascontiguousarray(col, dtype=np.float64)
-                gamma = mod.apply(col, self._vec, self.active.ind, self._con, f, st)
-        if kind == mod.KIND_NEGATIVE:
+        if st[2] == 0:
+            self._fw_vertex()         # after a refresh; every compiled step caches the next
+        fetched = st[5] + st[6]
+        # the whole run is one compiled call: vertex, plan, column, update, estimate
+        self.steps += mod.run_cached(self._next_run_length(), self._vec, self.active.ind,
+                                     self._con, f, st, *self._source)
+        self.columns_fetched += int(st[5] + st[6] - fetched)
+        self._scores_fresh = True
+        if st[3] == mod.KIND_NEGATIVE:
             raise_not_psd(float(f[6]), int(st[4]))
-        if kind != mod.KIND_NONE:
-            self.columns_fetched += 1
-            st[2] = 0
-            self._scores_fresh = True
         if self.steps % _REFRESH_EVERY == 0:
             self._refresh()
-        return gamma
+        return 0.0 if st[3] == mod.KIND_NONE else float(f[4])
+
+    def _single_step(self):
+        """Plan, the column from the operator (``Q.columns``), update: the compiled
+        step for operators without a column view."""
+        mod, f, st = self._mod, self._f, self._st
+        self.steps += 1
+        self._fw_vertex()
+        kind = mod.plan(self._vec, self.active.ind, self._con, f, st)
+        if kind == mod.KIND_NEGATIVE:
+            raise_not_psd(float(f[6]), int(st[4]))
+        if kind == mod.KIND_NONE:
+            return 0.0
+        col = self.Q.columns(np.array([st[4]], dtype=np.intp))[:, 0]
+        if col.dtype != np.float64 or not col.flags.c_contiguous:
+            col = np.ascontiguousarray(col, dtype=np.float64)
+        self.columns_fetched += 1
+        self._scores_fresh = True
+        return mod.apply(col, self._vec, self.active.ind, self._con, f, st)
 
 
 def _core_qp(Q_core, q_core, alpha0, tol):
@@ -573,8 +635,19 @@ def _core_qp(Q_core, q_core, alpha0, tol):
     Runs inside the outer :func:`solve_simplex_qp` (single-threaded BLAS already; the
     inputs are the solver's own), so it skips the validation and the thread limit."""
     iterate = make_iterate(Q_core, q_core, "mfw", alpha0, "gap", None)
-    return run(iterate, tol=tol, max_iter=_default_max_iter(Q_core.n),
-               check_every=_default_check_every(Q_core.n), name="MFW (CVM core QP)")
+    return drive(iterate, tol, _default_max_iter(Q_core.n), name="MFW (CVM core QP)")
+
+
+def drive(iterate, tol, max_iter, check_every=None, **options):
+    """:func:`kernfw.fw.run` on a simplex-QP iterate: FW / MFW take runs of ``check_every``
+    iterations per step (None: the default, 100; :meth:`SimplexQPIterate.configure_runs`),
+    certified after each; other iterates are certified every ``check_every`` steps."""
+    if check_every is None:
+        check_every = _default_check_every(iterate.n)
+    if isinstance(iterate, SimplexQPIterate):
+        iterate.configure_runs(tol, check_every, max_iter)
+        check_every = 1
+    return run(iterate, tol=tol, max_iter=max_iter, check_every=check_every, **options)
 
 
 def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
@@ -588,14 +661,23 @@ def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
     return CompiledSimplexQPIterate(module, Q, q, method, alpha0, stop, rng)
 
 
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """The process's BLAS thread pools, found once: finding them reads the process's
+    memory map, which costs milliseconds per fit otherwise."""
+    return ThreadpoolController()
+
+
 def _default_max_iter(n):
     return max(100_000, 20 * n)
 
 
 def _default_check_every(n):
-    """Certify every 10 iterations: a certificate is O(1), but the loop's
-    history row and its copy of the best iterate are not free."""
-    return 10
+    """Certify every 100 iterations at most: a certificate is O(1), but the loop's
+    history row and its copy of the best iterate are O(n).  A run of steps ends
+    early where the certificate may pass (:meth:`SimplexQPIterate.configure_runs`),
+    so a long run does not step past the tolerance."""
+    return 100
 
 
 def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=None,
@@ -641,8 +723,11 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
     max_time : float or None
         Wall-clock budget in seconds.
     check_every : int or None
-        Certify every ``check_every`` iterations (None: 10).  Certificates are
-        O(1), but the history row and the copy of the best iterate are not.
+        Certify at least every ``check_every`` iterations (None: 100; CVM: 1).
+        FW and MFW take runs of ``check_every`` iterations that end early at the
+        first iteration whose O(1) gap estimate meets the stopping rule, so a
+        run never steps past the tolerance; the certificate after each run (with
+        its history row and the copy of the best iterate, both O(n)) decides.
 
     Returns
     -------
@@ -687,12 +772,11 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
     alpha0 = None if alpha0 is None else _check_alpha0(alpha0, n)
     # one column per iteration is memory-bound O(n d) work: BLAS threads only
     # contend (and libsvm, the usual peer, is single-threaded as well)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=1, user_api="blas"):
         iterate = make_iterate(Q, q, method, alpha0, stop, rng, tol)
-        return run(iterate, tol=tol, max_iter=int(max_iter), max_time=max_time,
-                   check_every=check_every, callback=callback,
-                   remedy="increase max_iter or tol (or use method='mfw')",
-                   name=f"{method.upper()} (simplex QP)")
+        return drive(iterate, tol, int(max_iter), check_every, max_time=max_time,
+                      callback=callback, remedy="increase max_iter or tol (or use method='mfw')",
+                      name=f"{method.upper()} (simplex QP)")
 
 
 # -- L2-SVM ------------------------------------------------------------------------
