@@ -524,7 +524,7 @@ def _prefetch(typingctx, arr, index):
         ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
         i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)  # name as LLVM's
         builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])   # read, keep
         return context.get_dummy_value()
     return types.void(arr, index), codegen
