@@ -55,13 +55,14 @@ __all__ = ["CompiledPasses", "BlockSpec", "block_spec", "loss_code", "pass_featu
            "sparse_scores", "certify", "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK",
            "WEIGHTED_USUNIER", "FW", "PAIRWISE", "EXACT"]
 
+
 def _visit_options():
     """numba options of the helpers that every block visit calls: no reference counting.
 
     Those helpers allocate nothing and their caller holds every array they
     see, so the increments and decrements of the reference counts of their
     array arguments at each call (atomic operations that numba cannot prune
-    across a call) only cost time: about 15 % of a block visit on MNIST
+    across a call) only cost time: 15–18 % of a block visit on MNIST
     (``docs/benchmarks/multiclass.md`` (d)).  ``_nrt=False`` is numba's
     switch for code without the runtime; left out when a numba version
     does not know it.
