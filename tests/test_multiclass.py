@@ -596,6 +596,57 @@ def test_class_shrinking_compiled_equals_numpy(kind):
     _assert_same_run(fast, slow)
 
 
+def test_compiled_csr_pass_equals_numpy_on_long_rows():
+    """The CSR pass sums the scores four entries at a time and updates ``W`` two moved
+    classes per sweep: rows of 0 to 25 nonzeros (every remainder mod 4), 7 classes, class
+    shrinking (gathered classes) and adaptive rounds — the same run as the numpy steps."""
+    needs_compiled()
+    rng = np.random.default_rng(7)
+    n, m, d = 40, 7, 30
+    X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < rng.uniform(0.0, 0.9, (n, 1)))
+    X[0] = 0.0                                               # an empty row
+    y = np.arange(n) % m
+    args = dict(loss="max_hinge", lam=0.02, solver="bcfw", tol=0.0, rtol=1e-7, max_iter=30,
+                random_state=1, keep_best=False, sample="perm", check_every="auto",
+                shrink_classes=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fast = solve_multiclass(Features(sp.csr_matrix(X)), y, compiled=True, **args)
+        slow = solve_multiclass(Features(sp.csr_matrix(X)), y, compiled=False, **args)
+    _assert_same_run(fast, slow)
+    np.testing.assert_array_equal(fast.history["pass"], slow.history["pass"])
+    assert fast.gap < 0.01 * fast.history["gap"][0]
+
+
+def test_sparse_row_scores_sum_in_entry_order(rng):
+    """``_sparse_row_scores`` on a subset of classes = the left-to-right sums, bit for bit."""
+    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    W = rng.normal(size=(20, 6))
+    cl = np.array([4, 1, 5, 0, 2, 3])
+    for nnz in range(12):
+        idx = np.sort(rng.choice(20, nnz, replace=False)).astype(np.int32)
+        x = rng.normal(size=nnz)
+        for nc in (1, 3, 6):
+            s = np.full(6, np.nan)
+            lib._sparse_row_scores(0, nnz, idx, x, W, cl, nc, s)
+            expected = np.zeros(nc)
+            for p in range(nnz):
+                expected += x[p] * W[idx[p], cl[:nc]]
+            np.testing.assert_array_equal(s[:nc], expected)
+
+
+def test_visit_helpers_without_reference_counting(monkeypatch):
+    """The per-visit helpers compile without numba's reference counting when numba has
+    the switch, and with the default options when it does not."""
+    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    from numba.core import cpu
+
+    assert lib._visit_options() == {"_nrt": False}
+    assert lib._block.targetoptions.get("_nrt") is False
+    monkeypatch.setattr(cpu, "CPUTargetOptions", type("Options", (), {}))    # no _nrt
+    assert lib._visit_options() == {}
+
+
 # -- adaptive certificates (check_every="auto") ---------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])

@@ -40,8 +40,10 @@ from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
-from numba.extending import register_jitable
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, register_jitable
 
 from ..fw.steps import block_standard_step, quadratic_step
 from ._block_kernels import pairwise_steps
@@ -52,6 +54,28 @@ __all__ = ["CompiledPasses", "BlockSpec", "block_spec", "loss_code", "pass_featu
            "gram_columns", "dense_pass", "sparse_pass", "gram_pass", "dense_scores",
            "sparse_scores", "certify", "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK",
            "WEIGHTED_USUNIER", "FW", "PAIRWISE", "EXACT"]
+
+
+def _visit_options():
+    """numba options of the helpers that every block visit calls: no reference counting.
+
+    Those helpers allocate nothing and their caller holds every array they
+    see, so the increments and decrements of the reference counts of their
+    array arguments at each call (atomic operations that numba cannot prune
+    across a call) only cost time: 15–18 % of a block visit on MNIST
+    (``docs/benchmarks/multiclass.md`` (d)).  ``_nrt=False`` is numba's
+    switch for code without the runtime; left out when a numba version
+    does not know it.
+    """
+    try:
+        from numba.core.cpu import CPUTargetOptions
+    except ImportError:                  # pragma: no cover - another numba layout
+        return {}
+    return {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+
+
+#: ``njit`` of the per-visit helpers (:func:`_visit_options`)
+_visit_jit = njit(cache=True, **_visit_options())
 
 #: loss kinds understood by the compiled LMO
 MAX_HINGE, TOPK, USUNIER, WEIGHTED_TOPK, WEIGHTED_USUNIER = range(5)
@@ -285,7 +309,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
 _pairwise_block = njit(cache=True)(pairwise_steps)
 
 
-@njit(cache=True)
+@_visit_jit
 def _exact_block(g, alpha, yi, q, b, D, delta, out):
     """:func:`~kernfw.solvers.multiclass.exact_block_step` (the Crammer–Singer
     sub-problem): writes ``δ``, ``θ`` (into ``out[0]``) and the block gap before the
@@ -375,7 +399,7 @@ def _hinge_block_gap(g, al, yi):
     return phi + ga
 
 
-@njit(cache=True)
+@_visit_jit
 def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
 
@@ -421,7 +445,7 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     return step, kept
 
 
-@njit(cache=True)
+@_visit_jit
 def _apply_delta(i, cl, nc, At, spec, delta, upd):
     """``α_i += δ`` on the classes ``cl[:nc]`` and ``upd = δ/(λn)``; returns whether
     ``δ`` has a nonzero entry."""
@@ -433,7 +457,7 @@ def _apply_delta(i, cl, nc, At, spec, delta, upd):
     return moved
 
 
-@njit(cache=True)
+@_visit_jit
 def _moved(cl, nc, upd, nz, un):
     """The classes ``nz[:cnt]`` whose update ``un[:cnt]`` (from ``upd``) is nonzero; returns
     ``cnt``."""
@@ -463,14 +487,52 @@ def _dense_row_scores(X, i, W, s):
                 s[j] += xf * W[f, j]
 
 
-@njit(cache=True)
-def _sparse_row_scores(indptr, indices, data, i, W, s):
-    """``s = Wᵀ x_i`` for CSR row ``i`` (the same order as :func:`_dense_row_scores`)."""
-    s[:] = 0.0
-    for p in range(indptr[i], indptr[i + 1]):
-        f, xf = indices[p], data[p]
-        for j in range(W.shape[1]):
-            s[j] += xf * W[f, j]
+@_visit_jit
+def _sparse_row_scores(lo, hi, indices, data, W, cl, nc, s):
+    """``s[c] = Σ_p x_p W[f_p, cl[c]]`` (``c < nc``) over the CSR entries ``lo ≤ p < hi``.
+
+    Each sum runs over ``p`` in increasing order, one add at a time (the order of
+    :func:`_dense_row_scores`, bit for bit), but four entries are added per load
+    and store of ``s[c]``: the sums of the classes are independent chains whose
+    only latency is the adds, not a store and reload of ``s[c]`` per entry.
+    """
+    for c in range(nc):
+        s[c] = 0.0
+    p = lo
+    while p + 4 <= hi:
+        x0, x1, x2, x3 = data[p], data[p + 1], data[p + 2], data[p + 3]
+        w0, w1, w2, w3 = W[indices[p]], W[indices[p + 1]], W[indices[p + 2]], W[indices[p + 3]]
+        for c in range(nc):
+            j = cl[c]
+            s[c] = s[c] + x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j]
+        p += 4
+    while p < hi:
+        x0, w0 = data[p], W[indices[p]]
+        for c in range(nc):
+            s[c] += x0 * w0[cl[c]]
+        p += 1
+
+
+@intrinsic
+def _prefetch(typingctx, arr, index):
+    """Hint the cache to load ``arr[index]`` (1-d ``arr``; LLVM's ``llvm.prefetch``)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1
+            and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)  # name as LLVM's
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])   # read, keep
+        return context.get_dummy_value()
+    return types.void(arr, index), codegen
+
+
+#: a pass prefetches the rows of the block it visits this many visits ahead
+PREFETCH_AHEAD = 2
 
 
 @njit(cache=True)
@@ -485,10 +547,11 @@ def dense_scores(X, W):
 @njit(cache=True)
 def sparse_scores(indptr, indices, data, W):
     """:func:`dense_scores` for CSR features."""
-    n = indptr.shape[0] - 1
-    S = np.empty((n, W.shape[1]))
+    n, m = indptr.shape[0] - 1, W.shape[1]
+    S = np.empty((n, m))
+    every = np.arange(m)
     for i in range(n):
-        _sparse_row_scores(indptr, indices, data, i, W, S[i])
+        _sparse_row_scores(indptr[i], indptr[i + 1], indices, data, W, every, m, S[i])
     return S
 
 
@@ -597,36 +660,52 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
 @njit(cache=True)
 def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps,
                 gaps):
-    """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``."""
+    """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``.
+
+    The scores ``s_i = Wᵀ x_i`` of the active classes (:func:`_sparse_row_scores`),
+    the block step, then ``W += x_i δᵀ/(λn)`` on the classes that moved; meanwhile
+    the CSR row and the rows of ``Aᵀ``, ``C`` and ``classes`` of the block
+    ``PREFETCH_AHEAD`` visits ahead are prefetched (a pass visits the blocks in
+    random order: each visit would start with cache misses).  Helpers with array
+    arguments cost reference counting at each call, so the update and the
+    prefetch are written out here.
+    """
     m = W.shape[1]
     buf, s, upd = _buffers(m)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
-    for t in range(order.shape[0]):
+    T = order.shape[0]
+    for t in range(-PREFETCH_AHEAD, T):
+        if t + PREFETCH_AHEAD < T:               # the rows of a visit to come: 64-byte lines
+            j = order[t + PREFETCH_AHEAD]        # (16 int32 indices, 8 float64 values)
+            for p in range(indptr[j], indptr[j + 1], 16):
+                _prefetch(indices, p)
+            for p in range(indptr[j], indptr[j + 1], 8):
+                _prefetch(data, p)
+            _prefetch(At[j], 0)
+            _prefetch(spec.C[j], 0)
+            _prefetch(classes[j], 0)
+        if t < 0:
+            continue
         i = order[t]
         lo, hi = indptr[i], indptr[i + 1]
         cl = classes[i]
-        nc = n_classes[i]
-        for c in range(nc):
-            s[c] = 0.0
-        if nc == m:                              # every class active: cl is the identity
-            for p in range(lo, hi):
-                f, xf = indices[p], data[p]
-                for c in range(m):
-                    s[c] += xf * W[f, c]
-        else:
-            for p in range(lo, hi):
-                f, xf = indices[p], data[p]
-                for c in range(nc):
-                    s[c] += xf * W[f, cl[c]]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
+        gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
+        step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            cnt = _moved(cl, nc, upd, nz, un)    # only the columns of the classes that moved
-            for p in range(lo, hi):              # row by row: each W[f, j] once, as before
-                f, xf = indices[p], data[p]
-                for q in range(cnt):
-                    W[f, nz[q]] += xf * un[q]
+            cnt = _moved(cl, nc, upd, nz, un)   # the classes that moved, two per sweep over
+            for q in range(0, cnt - 1, 2):      # the row (each W[f, j] once)
+                j0, u0, j1, u1 = nz[q], un[q], nz[q + 1], un[q + 1]
+                for p in range(lo, hi):
+                    w, xf = W[indices[p]], data[p]
+                    w[j0] += xf * u0
+                    w[j1] += xf * u1
+            if cnt % 2:
+                j0, u0 = nz[cnt - 1], un[cnt - 1]
+                for p in range(lo, hi):
+                    W[indices[p], j0] += data[p] * u0
         steps[t] = step
         gaps[t] = buf[4, 1]
 
