@@ -595,13 +595,15 @@ def test_cvm_radius_rule_and_estimator():
 def _column_view_operator(source, problem, X, y):
     if source == "rbf":
         K = KernelFunction(X, "rbf", gamma=0.5, cache_size=0.05)   # a cache of 43 columns
+    elif source == "gram_fortran":     # e.g. the weighted sum of MKL kernels
+        K = Gram(np.asfortranarray(_gram(X, "rbf", {"gamma": 0.5})))
     else:
         K = Gram(_gram(X, "rbf", {"gamma": 0.5}))
     return K if problem == "meb" else L2SVMKernel(K, y, 2.0)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("source", ["rbf", "gram"])
+@pytest.mark.parametrize("source", ["rbf", "gram", "gram_fortran"])
 @pytest.mark.parametrize("problem", ["meb", "l2svm"])
 @pytest.mark.parametrize("method", ["mfw", "fw"])
 def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem,
@@ -784,3 +786,19 @@ def test_compiled_argmin_is_numpys_first_index_of_the_minimum():
              np.r_[np.full(600, 2.0), 1.0, np.full(600, 1.0)]]
     for x in cases:
         assert mod._argmin(x) == int(np.argmin(x))
+
+
+def test_weighted_mkl_gram_is_served_by_the_compiled_column_step(monkeypatch):
+    """The dense ``K_γ`` of the MKL solvers' inner SVM (a Fortran-ordered sum) gets the
+    compiled column step, not a column request per iteration (CSKL on digits: 3.7 → 1.3 s)."""
+    pytest.importorskip("numba")
+    from kernfw.operators import MultiKernel
+    from kernfw.solvers.meb import make_iterate
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    X = _points(60, d=3, seed=9)
+    mk = MultiKernel([Gram(rbf_kernel(X, gamma=g)) for g in (0.1, 1.0)])
+    K = Gram(mk.with_weights(np.array([0.3, 0.7])).dense(), check=False)
+    assert K.K.flags.f_contiguous and not K.K.flags.c_contiguous
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    it = make_iterate(L2SVMKernel(K, y, 1.0), None, "mfw", None, "gap", None)
+    assert it._source is not None

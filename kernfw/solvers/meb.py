@@ -533,8 +533,12 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             return None
         matrix = inner.matrix
         if (type(matrix) is not np.ndarray or matrix.dtype not in (np.float32, np.float64)
-                or matrix.ndim != 2 or matrix.shape[0] != self.n or matrix.shape[1] == 0
-                or not matrix.flags.c_contiguous):
+                or matrix.ndim != 2 or matrix.shape[0] != self.n or matrix.shape[1] == 0):
+            return None
+        # a Gram in either memory order (a Fortran-ordered one, e.g. a sum of column
+        # blocks, has contiguous columns); features in C order
+        if not (matrix.flags.c_contiguous
+                or (inner.kind == "gram" and matrix.flags.f_contiguous)):
             return None
         single = matrix.dtype == np.float32
         if inner.kind == "rbf":
