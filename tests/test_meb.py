@@ -802,3 +802,25 @@ def test_weighted_mkl_gram_is_served_by_the_compiled_column_step(monkeypatch):
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
     it = make_iterate(L2SVMKernel(K, y, 1.0), None, "mfw", None, "gap", None)
     assert it._source is not None
+
+
+def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
+    """An exactly symmetric C-ordered Gram is read through ``Kᵀ`` (its rows, contiguous);
+    one asymmetric by a rounding error keeps its columns; both give the operator's columns."""
+    pytest.importorskip("numba")
+    from kernfw.solvers.meb import make_iterate
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
+    X = _points(80, d=3, seed=4)
+    K = rbf_kernel(X, gamma=0.5)
+    K = np.ascontiguousarray((K + K.T) / 2)
+    skewed = K.copy()
+    skewed[3, 7] = np.nextafter(skewed[3, 7], 2.0)
+    for matrix, by_rows in ((K, True), (skewed, False)):
+        op = Gram(matrix, check=False)
+        it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
+        src = it._source[0]
+        assert (src.base is matrix and src.flags.f_contiguous) == by_rows
+        out = np.empty(80)
+        for j in (0, 3, 7, 79):
+            it._mod.evaluate_column(src, it._con, it._f, it._st, j, out, np.empty(80))
+            np.testing.assert_array_equal(out, matrix[:, j])

@@ -46,7 +46,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
 from ..fw.steps import block_standard_step, quadratic_step
-from ._block_kernels import pairwise_steps
+from ._block_kernels import exactly_symmetric, pairwise_steps
 from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
                       WeightedUsunier)
 
@@ -194,14 +194,7 @@ def gram_columns(K):
     return K if _is_symmetric(K) else K.T
 
 
-@njit(cache=True)
-def _is_symmetric(K):
-    n = K.shape[0]
-    for i in range(n):
-        for j in range(i):
-            if K[i, j] != K[j, i]:
-                return False
-    return True
+_is_symmetric = njit(cache=True)(exactly_symmetric)
 
 
 # -- the closed-form LMO (math.md §1.3) ---------------------------------------------------------

@@ -1,14 +1,26 @@
-"""Scalar block steps written once for the numpy path and the compiled backend.
+"""Scalar kernels written once for the numpy path and the compiled backends.
 
 Plain Python on scalars and preallocated arrays: the numpy block-coordinate FW
 (:mod:`kernfw.solvers.multiclass`) calls them as they are, and
 :mod:`kernfw.solvers._bcfw_numba` compiles the very same functions with
-``numba.njit``, so both paths take the same steps in the same order.
+``numba.njit``, so both paths take the same steps in the same order;
+:func:`exactly_symmetric` is compiled by both compiled backends.
 """
 
 from ..fw.steps import quadratic_step
 
-__all__ = ["pairwise_steps"]
+__all__ = ["pairwise_steps", "exactly_symmetric"]
+
+
+def exactly_symmetric(K):
+    """Whether ``K[i, j] == K[j, i]`` for all ``i, j`` (bit for bit): then the rows of a
+    C-ordered ``K`` are its columns, read contiguously.  Stops at the first mismatch."""
+    n = K.shape[0]
+    for i in range(n):
+        for j in range(i):
+            if K[i, j] != K[j, i]:
+                return False
+    return True
 
 
 def pairwise_steps(g, alpha, yi, q, inner_steps, a, beta, delta):

@@ -55,7 +55,10 @@ import math
 import numpy as np
 from numba import njit
 
+from ._block_kernels import exactly_symmetric
+
 __all__ = ["plan", "apply", "step_cached", "run_cached", "stop_estimate_met", "evaluate_column",
+           "is_symmetric",
            "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE", "SOURCE_RBF", "SOURCE_GRAM",
            "SOURCE_RBF32"]
 
@@ -382,9 +385,14 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
             o[k] *= p2[k]
 
 
+#: ``exactly_symmetric(K)`` compiled: a C-ordered Gram that passes is read by rows
+is_symmetric = njit(cache=True)(exactly_symmetric)
+
+
 @njit(cache=True)
 def _gram_column(K, j, out):
-    """``out = K[:, j]`` (a strided read of the stored Gram)."""
+    """``out = K[:, j]`` (contiguous for an F-ordered ``K``, e.g. the view ``Kᵀ`` of an
+    exactly symmetric C-ordered Gram)."""
     for k in range(K.shape[0]):
         out[k] = K[k, j]
 

@@ -549,7 +549,10 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             self._st[11] = self._mod.SOURCE_RBF32 if single else self._mod.SOURCE_RBF
             budget = float(inner.params["cache_size"])
         else:
-            src = matrix
+            # column j of an exactly symmetric C-ordered Gram is its row j: read it there
+            # (Kᵀ, an F-ordered view, has that row as its contiguous column j)
+            symmetric = matrix.flags.c_contiguous and self._mod.is_symmetric(matrix)
+            src = matrix.T if symmetric else matrix
             self._st[11] = self._mod.SOURCE_GRAM
             budget = _GRAM_COLUMN_CACHE_MB
         if view.kind == "l2svm":
