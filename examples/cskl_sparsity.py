@@ -39,19 +39,27 @@ IMG = np.arange(64).reshape(8, 8)
 def kernels():
     """``(short name, spec)`` of 15 kernels on the 64 pixels (scaled to [0, 1])."""
     out = [(f"rbf{g}", ("rbf", {"gamma": g})) for g in (0.005, 0.02, 0.05, 0.1, 0.3)]
-    blocks = {"top": IMG[:4], "bottom": IMG[4:], "left": IMG[:, :4], "right": IMG[:, 4:],
-              "TL": IMG[:4, :4], "TR": IMG[:4, 4:], "BL": IMG[4:, :4], "BR": IMG[4:, 4:]}
+    blocks = {
+        "top": IMG[:4],
+        "bottom": IMG[4:],
+        "left": IMG[:, :4],
+        "right": IMG[:, 4:],
+        "TL": IMG[:4, :4],
+        "TR": IMG[:4, 4:],
+        "BL": IMG[4:, :4],
+        "BR": IMG[4:, 4:],
+    }
     out += [(name, ("rbf", {"gamma": 0.1, "columns": c.ravel()})) for name, c in blocks.items()]
-    out += [("poly2", ("poly", {"degree": 2, "gamma": 1 / 64, "coef0": 1.0})),
-            ("linear", "linear")]
+    out += [("poly2", ("poly", {"degree": 2, "gamma": 1 / 64, "coef0": 1.0})), ("linear", "linear")]
     return out
 
 
 def run(ts, n_train, svm, seed=0):
     """Fit CSKL (relaxed and exact) for each t on precomputed, trace-normalized Grams."""
     X, y = load_digits(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, train_size=n_train, stratify=y,
-                                          random_state=seed)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X / 16.0, y, train_size=n_train, stratify=y, random_state=seed
+    )
     K = make_operator(Xtr, [s for _, s in kernels()], normalization="trace")
     grams = [op.dense() for op in K.operators]
     tests = [op.cross(Xte) for op in K.operators]
@@ -60,16 +68,24 @@ def run(ts, n_train, svm, seed=0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for t in ts:
-            relaxed = CSKLClassifier("precomputed", t=t, svm=svm, nu=0.05,
-                                     multi_class=multi_class).fit(grams, ytr)
-            exact = CSKLClassifier("precomputed", t=t, svm=svm, nu=0.05, exact=True,
-                                   multi_class=multi_class).fit(grams, ytr)
-            rows.append({"t": t, "acc": relaxed.score(tests, yte),
-                         "n_kernels": relaxed.selected_kernels_.size,
-                         "acc_exact": exact.score(tests, yte),
-                         "n_exact": exact.selected_kernels_.size,
-                         "weights": relaxed.kernel_weights_, "gap": relaxed.duality_gap_,
-                         "J": relaxed.objective_})
+            relaxed = CSKLClassifier(
+                "precomputed", t=t, svm=svm, nu=0.05, multi_class=multi_class
+            ).fit(grams, ytr)
+            exact = CSKLClassifier(
+                "precomputed", t=t, svm=svm, nu=0.05, exact=True, multi_class=multi_class
+            ).fit(grams, ytr)
+            rows.append(
+                {
+                    "t": t,
+                    "acc": relaxed.score(tests, yte),
+                    "n_kernels": relaxed.selected_kernels_.size,
+                    "acc_exact": exact.score(tests, yte),
+                    "n_exact": exact.selected_kernels_.size,
+                    "weights": relaxed.kernel_weights_,
+                    "gap": relaxed.duality_gap_,
+                    "J": relaxed.objective_,
+                }
+            )
     return rows
 
 
@@ -85,11 +101,15 @@ def main(argv=None):
 
     rows = run(ts, n_train, args.svm)
     print(f"digits (10 classes), n_train = {n_train}, {p} kernels, svm = {args.svm!r}")
-    print(f"{'t':>5s} {'ceil t':>6s} {'kernels':>8s} {'accuracy':>9s} "
-          f"{'exact: kernels':>15s} {'accuracy':>9s} {'rel. gap':>9s}")
+    print(
+        f"{'t':>5s} {'ceil t':>6s} {'kernels':>8s} {'accuracy':>9s} "
+        f"{'exact: kernels':>15s} {'accuracy':>9s} {'rel. gap':>9s}"
+    )
     for r in rows:
-        print(f"{r['t']:5g} {math.ceil(r['t']):6d} {r['n_kernels']:8d} {r['acc']:9.4f} "
-              f"{r['n_exact']:15d} {r['acc_exact']:9.4f} {r['gap'] / abs(r['J']):9.1e}")
+        print(
+            f"{r['t']:5g} {math.ceil(r['t']):6d} {r['n_kernels']:8d} {r['acc']:9.4f} "
+            f"{r['n_exact']:15d} {r['acc_exact']:9.4f} {r['gap'] / abs(r['J']):9.1e}"
+        )
 
     t = np.array([r["t"] for r in rows])
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
@@ -108,8 +128,9 @@ def main(argv=None):
     ax.set_ylabel("number of kernels")
     ax.legend()
     at2 = next((r for r in rows if r["t"] == 2), rows[0])
-    plot_kernel_weights(at2["weights"], names=[n for n, _ in kernels()], ax=axes[2],
-                        title=f"γ at t = {at2['t']:g}")
+    plot_kernel_weights(
+        at2["weights"], names=[n for n, _ in kernels()], ax=axes[2], title=f"γ at t = {at2['t']:g}"
+    )
     fig.suptitle(f"CSKL on digits ({args.svm}-SVM): t is a lower bound on the number of kernels")
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)

@@ -48,8 +48,9 @@ def datasets(fast):
     X, y = load_digits(return_X_y=True)
     yield "digits 0-4 vs 5-9", X / 16.0, np.where(y >= 5, 1.0, -1.0)
     n = 1500 if fast else 6000
-    X, y = make_classification(n_samples=n, n_features=20, n_informative=10, n_redundant=5,
-                               flip_y=0.01, random_state=0)
+    X, y = make_classification(
+        n_samples=n, n_features=20, n_informative=10, n_redundant=5, flip_y=0.01, random_state=0
+    )
     yield f"make_classification n={n}", X, np.where(y == 1, 1.0, -1.0)
 
 
@@ -68,24 +69,38 @@ def run(name, X, y, eps, C, max_iter):
         S = sol["support"]
         h = (op.cross(Xte, S) + 1.0) @ sol["coef"]
         inner = res.history.get("inner_iterations")
-        rows.append({"data": name, "method": method.upper(), "time": seconds,
-                     "iterations": res.n_iter,
-                     "inner": int(inner[-1]) if inner is not None else None,
-                     "coreset": int(S.size), "delta": float(res.history["delta"][-1]),
-                     "converged": res.converged, "accuracy": float(np.mean(np.sign(h) == yte))})
+        rows.append(
+            {
+                "data": name,
+                "method": method.upper(),
+                "time": seconds,
+                "iterations": res.n_iter,
+                "inner": int(inner[-1]) if inner is not None else None,
+                "coreset": int(S.size),
+                "delta": float(res.history["delta"][-1]),
+                "converged": res.converged,
+                "accuracy": float(np.mean(np.sign(h) == yte)),
+            }
+        )
     return rows
 
 
 def print_table(rows, eps):
-    print(f"L2-SVM, RBF (gamma='scale'), stop: (1+eps)-ball with eps = {eps:g} "
-          "(delta = gap / r^2 <= (1+eps)^2 - 1)")
-    print(f"{'data':28s} {'method':6s} {'time (s)':>9s} {'iterations':>11s} {'inner MFW':>10s} "
-          f"{'core set':>9s} {'delta':>9s} {'test acc':>9s}")
+    print(
+        f"L2-SVM, RBF (gamma='scale'), stop: (1+eps)-ball with eps = {eps:g} "
+        "(delta = gap / r^2 <= (1+eps)^2 - 1)"
+    )
+    print(
+        f"{'data':28s} {'method':6s} {'time (s)':>9s} {'iterations':>11s} {'inner MFW':>10s} "
+        f"{'core set':>9s} {'delta':>9s} {'test acc':>9s}"
+    )
     for r in rows:
         inner = "" if r["inner"] is None else str(r["inner"])
         mark = "" if r["converged"] else " (budget)"
-        print(f"{r['data']:28s} {r['method']:6s} {r['time']:9.3f} {r['iterations']:11d} "
-              f"{inner:>10s} {r['coreset']:9d} {r['delta']:9.2e} {r['accuracy']:9.4f}{mark}")
+        print(
+            f"{r['data']:28s} {r['method']:6s} {r['time']:9.3f} {r['iterations']:11d} "
+            f"{inner:>10s} {r['coreset']:9d} {r['delta']:9.2e} {r['accuracy']:9.4f}{mark}"
+        )
 
 
 def plot(rows, out):
@@ -93,8 +108,10 @@ def plot(rows, out):
     fig, ax = plt.subplots(figsize=(7, 3.5))
     width = 0.8 / len(METHODS)
     for k, method in enumerate(METHODS):
-        times = [next(r["time"] for r in rows if r["data"] == d and r["method"] == method.upper())
-                 for d in names]
+        times = [
+            next(r["time"] for r in rows if r["data"] == d and r["method"] == method.upper())
+            for d in names
+        ]
         ax.bar(np.arange(len(names)) + k * width, times, width, label=method.upper())
     ax.set_xticks(np.arange(len(names)) + width)
     ax.set_xticklabels(names, fontsize=8)

@@ -70,20 +70,26 @@ def main(argv=None):
     X, y = data(n)
     results = runs(X, y, C, max_iter)
     marks = [k for k in (10, 100, 300, 1000, 3000, 10000, 30000) if k <= max_iter]
-    print(f"L2-SVM (RBF, gamma = 0.5, C = {C:g}) and MEB on n = {n} points; "
-          "smallest FW gap up to iteration:")
+    print(
+        f"L2-SVM (RBF, gamma = 0.5, C = {C:g}) and MEB on n = {n} points; "
+        "smallest FW gap up to iteration:"
+    )
     print(f"{'method':12s}" + "".join(f"{k:>10d}" for k in marks) + f"{'it. to 1e-8':>13s}")
     for name, result in results.items():
         gaps = np.minimum.accumulate(result.history["gap"])
         to_1e8 = first_below(result.history, 1e-8)
-        print(f"{name:12s}" + "".join(f"{gaps[min(k, gaps.size - 1)]:10.1e}" for k in marks)
-              + f"{'never' if to_1e8 is None else to_1e8:>13}")
+        print(
+            f"{name:12s}"
+            + "".join(f"{gaps[min(k, gaps.size - 1)]:10.1e}" for k in marks)
+            + f"{'never' if to_1e8 is None else to_1e8:>13}"
+        )
 
     fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.4))
     for row, problem in enumerate(("L2-SVM", "MEB")):
         pair = {k: v for k, v in results.items() if k.startswith(problem)}
-        plot_convergence(pair, metrics=("gap",), xaxis=("iteration", "time"),
-                         axes=axes[row:row + 1])
+        plot_convergence(
+            pair, metrics=("gap",), xaxis=("iteration", "time"), axes=axes[row : row + 1]
+        )
     fig.suptitle(f"FW vs MFW on n = {n} points (RBF): L2-SVM with C = {C:g} (top), MEB (bottom)")
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)

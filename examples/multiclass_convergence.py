@@ -36,11 +36,22 @@ def curves(op, y, loss, lam, iterations):
     """History of each solver and a reference optimum P* (with its gap)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        ref = solve_multiclass(op, y, loss=loss, lam=lam, solver="bcfw", tol=1e-6,
-                               max_iter=5 * iterations, random_state=0)
-        runs = {s: solve_multiclass(op, y, loss=loss, lam=lam, solver=s, tol=0.0,
-                                    max_iter=iterations, keep_best=False).history
-                for s in SOLVERS}
+        ref = solve_multiclass(
+            op,
+            y,
+            loss=loss,
+            lam=lam,
+            solver="bcfw",
+            tol=1e-6,
+            max_iter=5 * iterations,
+            random_state=0,
+        )
+        runs = {
+            s: solve_multiclass(
+                op, y, loss=loss, lam=lam, solver=s, tol=0.0, max_iter=iterations, keep_best=False
+            ).history
+            for s in SOLVERS
+        }
     p_star = min(ref.dual + ref.gap, min(float(np.min(h["primal"])) for h in runs.values()))
     return runs, p_star, ref
 
@@ -56,6 +67,7 @@ def main(argv=None):
     op = make_operator(X, "rbf", gamma="scale")
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -72,8 +84,10 @@ def main(argv=None):
         ax.set_xlabel("iteration + 1")
         ax.set_ylabel("P(w) − P*")
         ax.legend(fontsize=8)
-        print(f"{title}: P* = {p_star:.6g} (reference gap {ref.gap:.1e}); final P − P*: "
-              + ", ".join(f"{s} {runs[s]['primal'][-1] - p_star:.2e}" for s in SOLVERS))
+        print(
+            f"{title}: P* = {p_star:.6g} (reference gap {ref.gap:.1e}); final P − P*: "
+            + ", ".join(f"{s} {runs[s]['primal'][-1] - p_star:.2e}" for s in SOLVERS)
+        )
     fig.tight_layout()
     fig.savefig(args.out, dpi=100)
     print(f"saved {args.out}")

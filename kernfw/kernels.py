@@ -20,11 +20,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_features, check_gram
-from .operators import (Features, Gram, KernelFunction, KernelOperator, MultiKernel,
-                        PairwiseKernel, normalize)
-from .operators.psd import check_psd
+from .operators import (
+    Features,
+    Gram,
+    KernelFunction,
+    KernelOperator,
+    MultiKernel,
+    PairwiseKernel,
+    normalize,
+)
 from .operators.normalized import NORMALIZATIONS
 from .operators.pairwise import resolve_gamma
+from .operators.psd import check_psd
 
 __all__ = ["make_operator", "resolve_gamma", "KernelSpec", "parse_spec"]
 
@@ -50,8 +57,10 @@ class KernelSpec:
         self.normalization = normalization
 
     def __repr__(self):
-        return (f"KernelSpec({self.name!r}, {self.params}, columns={self.columns!r}, "
-                f"normalization={self.normalization!r})")
+        return (
+            f"KernelSpec({self.name!r}, {self.params}, columns={self.columns!r}, "
+            f"normalization={self.normalization!r})"
+        )
 
 
 def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
@@ -68,9 +77,14 @@ def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
     columns = params.pop("columns", None)
     normalization = params.pop("normalize", normalization)
     if isinstance(spec, str):
-        takes = {"rbf": ("gamma",), "laplacian": ("gamma",), "chi2": ("gamma",),
-                 "poly": ("gamma", "degree", "coef0"), "polynomial": ("gamma", "degree", "coef0"),
-                 "sigmoid": ("gamma", "coef0")}.get(spec, ())
+        takes = {
+            "rbf": ("gamma",),
+            "laplacian": ("gamma",),
+            "chi2": ("gamma",),
+            "poly": ("gamma", "degree", "coef0"),
+            "polynomial": ("gamma", "degree", "coef0"),
+            "sigmoid": ("gamma", "coef0"),
+        }.get(spec, ())
         defaults = {"gamma": gamma, "degree": degree, "coef0": coef0}
         for name in takes:
             params.setdefault(name, defaults[name])
@@ -114,22 +128,28 @@ def _check_columns(columns, n_features):
     """``columns`` of a kernel spec checked against ``n_features`` (clear errors, no IndexError)."""
     if isinstance(columns, slice):
         if not range(n_features)[columns]:
-            raise ValueError(f"kernel columns {columns!r} select no feature of X "
-                             f"({n_features} features)")
+            raise ValueError(
+                f"kernel columns {columns!r} select no feature of X ({n_features} features)"
+            )
         return columns
     idx = np.asarray(columns)
     if idx.dtype == bool:
         if idx.shape != (n_features,):
-            raise ValueError(f"a boolean kernel column mask must have length {n_features}, "
-                             f"got shape {idx.shape}")
+            raise ValueError(
+                f"a boolean kernel column mask must have length {n_features}, got shape {idx.shape}"
+            )
         return columns
     if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError(f"kernel columns must be a slice, a boolean mask or a non-empty list of "
-                         f"integer indices, got {columns!r}")
+        raise ValueError(
+            f"kernel columns must be a slice, a boolean mask or a non-empty list of "
+            f"integer indices, got {columns!r}"
+        )
     bad = idx[(idx >= n_features) | (idx < -n_features)]
     if bad.size:
-        raise ValueError(f"kernel column index {int(bad[0])} is out of range: X has "
-                         f"{n_features} features (columns 0..{n_features - 1})")
+        raise ValueError(
+            f"kernel column index {int(bad[0])} is out of range: X has "
+            f"{n_features} features (columns 0..{n_features - 1})"
+        )
     return columns
 
 
@@ -138,8 +158,18 @@ def _check_backend(backend):
         raise ValueError(f"backend must be one of {BACKEND_CHOICES}, got {backend!r}")
 
 
-def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normalization=None,
-                  backend="auto", cache_size=200.0, gram_max_mb=GRAM_MAX_MB, gram_dtype=None):
+def make_operator(
+    X,
+    kernel="rbf",
+    gamma="scale",
+    degree=3,
+    coef0=0.0,
+    normalization=None,
+    backend="auto",
+    cache_size=200.0,
+    gram_max_mb=GRAM_MAX_MB,
+    gram_dtype=None,
+):
     """Build the kernel operator for training inputs ``X``.
 
     Parameters
@@ -179,17 +209,28 @@ def make_operator(X, kernel="rbf", gamma="scale", degree=3, coef0=0.0, normaliza
     _check_backend(backend)
     if isinstance(kernel, KernelOperator):
         return normalize(kernel, normalization)
-    if isinstance(kernel, (list, tuple)) and not (
-        len(kernel) == 2 and isinstance(kernel[1], dict)
-    ):
+    if isinstance(kernel, (list, tuple)) and not (len(kernel) == 2 and isinstance(kernel[1], dict)):
         if len(kernel) == 0:
             raise ValueError("empty kernel list")
         if all(isinstance(k, str) and k == "precomputed" for k in kernel):
             grams = _gram_list(X, len(kernel))
             ops = [make_operator(K, "precomputed", normalization=normalization) for K in grams]
         else:
-            ops = [make_operator(X, k, gamma, degree, coef0, normalization, backend,
-                                 cache_size, gram_max_mb, gram_dtype) for k in kernel]
+            ops = [
+                make_operator(
+                    X,
+                    k,
+                    gamma,
+                    degree,
+                    coef0,
+                    normalization,
+                    backend,
+                    cache_size,
+                    gram_max_mb,
+                    gram_dtype,
+                )
+                for k in kernel
+            ]
         return MultiKernel(ops)
     if isinstance(kernel, str) and kernel == "precomputed" and _is_gram_stack(X):
         return make_operator(X, ["precomputed"] * len(X), normalization=normalization)

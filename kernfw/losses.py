@@ -70,6 +70,7 @@ __all__ = [
 
 # -- validation ----------------------------------------------------------------------
 
+
 def check_rho(rho, n_classes=None):
     """Validate a weight vector ``ρ``: 1-D, finite, ``ρ ≥ 0``, nonincreasing, ``ρ_m = 0``, ``ρ ≠ 0``.
 
@@ -120,12 +121,14 @@ def _check_labels(y, n_classes):
     if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
         raise ValueError("y must be a 1-D array of integer class indices")
     if y.size and (y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"class indices must lie in [0, {n_classes}), got range "
-                         f"[{y.min()}, {y.max()}]")
+        raise ValueError(
+            f"class indices must lie in [0, {n_classes}), got range [{y.min()}, {y.max()}]"
+        )
     return y
 
 
 # -- the dual vertex of one LMO answer ---------------------------------------------------
+
 
 def dual_vertices(beta, y):
     """Map LMO answers ``β*_i`` to dual vertices ``u_i = (1ᵀβ*_i) e_{y_i} − β*_i`` (math.md §1.6).
@@ -148,6 +151,7 @@ def dual_vertices(beta, y):
 
 
 # -- the losses -----------------------------------------------------------------------------
+
 
 class MulticlassLoss(ABC):
     """A multi-category loss ``Φ(s; y) = max_{β ∈ B} ⟨β, a⟩`` (math.md §1.3).
@@ -218,7 +222,8 @@ class MulticlassLoss(ABC):
             return NotImplemented
         mine, theirs = self.get_params(), other.get_params()
         return mine.keys() == theirs.keys() and all(
-            np.array_equal(np.asarray(mine[k]), np.asarray(theirs[k])) for k in mine)
+            np.array_equal(np.asarray(mine[k]), np.asarray(theirs[k])) for k in mine
+        )
 
     __hash__ = object.__hash__
 
@@ -293,8 +298,9 @@ class StructuredHinge(MaxHinge):
         super().check(n_classes)
         if self.cost is not None:
             if self.cost.shape[1] != n_classes:
-                raise ValueError(f"cost has {self.cost.shape[1]} columns but there are "
-                                 f"{n_classes} classes")
+                raise ValueError(
+                    f"cost has {self.cost.shape[1]} columns but there are {n_classes} classes"
+                )
             if self.cost.shape[0] == n_classes and np.any(np.diagonal(self.cost) != 0):
                 raise ValueError("a label-pair cost matrix must have a zero diagonal (Δ_yy = 0)")
         return self
@@ -310,7 +316,8 @@ class StructuredHinge(MaxHinge):
         if self.cost.shape[0] != y.size:
             raise ValueError(
                 f"cost must have shape (m, m) = ({n_classes}, {n_classes}) or "
-                f"(n, m) = ({y.size}, {n_classes}), got {self.cost.shape}")
+                f"(n, m) = ({y.size}, {n_classes}), got {self.cost.shape}"
+            )
         C = self.cost.copy()
         if np.any(C[np.arange(y.size), y] != 0):
             raise ValueError("per-example costs must be zero on the true label (Δ_{i,y_i} = 0)")
@@ -404,15 +411,15 @@ class TopKHinge(MulticlassLoss):
     def check(self, n_classes):
         super().check(n_classes)
         if self.k >= n_classes:
-            raise ValueError(f"k must be smaller than the number of classes m={n_classes}, "
-                             f"got k={self.k}")
+            raise ValueError(
+                f"k must be smaller than the number of classes m={n_classes}, got k={self.k}"
+            )
         return self
 
     def _top(self, a):
         """Column indices of the ``k`` largest entries of each row, and their values."""
         if self.k >= a.shape[1]:
-            raise ValueError(f"k={self.k} must be smaller than the number of classes "
-                             f"{a.shape[1]}")
+            raise ValueError(f"k={self.k} must be smaller than the number of classes {a.shape[1]}")
         idx = np.argpartition(-a, self.k - 1, axis=1)[:, : self.k]
         return idx, np.take_along_axis(a, idx, axis=1)
 
@@ -433,8 +440,7 @@ class TopKHinge(MulticlassLoss):
         block steps pick the same vertex when entries tie (e.g. at ``A = 0``).
         """
         if self.k >= a.shape[0]:
-            raise ValueError(f"k={self.k} must be smaller than the number of classes "
-                             f"{a.shape[0]}")
+            raise ValueError(f"k={self.k} must be smaller than the number of classes {a.shape[0]}")
         idx = np.argsort(-a, kind="stable")[: self.k]
         beta = np.zeros(a.shape[0])
         beta[idx] = self._weights(a[idx][None, :])[0]
@@ -455,8 +461,10 @@ class Usunier(TopKHinge):
 
 
 #: loss name -> class
-LOSSES = {cls.name: cls for cls in (MaxHinge, StructuredHinge, TopKHinge, Usunier,
-                                    WeightedTopKHinge, WeightedUsunier)}
+LOSSES = {
+    cls.name: cls
+    for cls in (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge, WeightedUsunier)
+}
 
 
 def make_loss(loss="max_hinge", k=1, rho=None, cost=None):

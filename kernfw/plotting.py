@@ -17,8 +17,14 @@ Save with ``fig.savefig("out.png")``.
 
 import numpy as np
 
-__all__ = ["plot_convergence", "plot_sweep", "plot_kernel_weights", "plot_topk_errors",
-           "plot_group_norms", "as_history"]
+__all__ = [
+    "plot_convergence",
+    "plot_sweep",
+    "plot_kernel_weights",
+    "plot_topk_errors",
+    "plot_group_norms",
+    "as_history",
+]
 
 
 def _figure(nrows, ncols, width=4.2, height=3.2):
@@ -38,7 +44,8 @@ def as_history(run):
     if not isinstance(history, dict) or "iteration" not in history:
         raise TypeError(
             "expected a fitted kernfw estimator, an FWResult or a history dict "
-            f"with an 'iteration' column; got {type(run).__name__}")
+            f"with an 'iteration' column; got {type(run).__name__}"
+        )
     return {k: np.asarray(v, dtype=float) for k, v in history.items()}
 
 
@@ -64,8 +71,15 @@ _METRIC_LABELS = {"gap": "duality gap", "suboptimality": "P − P*"}
 _X_LABELS = {"iteration": "iteration", "time": "time (s)"}
 
 
-def plot_convergence(runs, *, optimum=None, metrics=("gap", "suboptimality"),
-                     xaxis=("iteration", "time"), axes=None, title=None):
+def plot_convergence(
+    runs,
+    *,
+    optimum=None,
+    metrics=("gap", "suboptimality"),
+    xaxis=("iteration", "time"),
+    axes=None,
+    title=None,
+):
     """Convergence curves of several solvers on shared log-scale axes.
 
     Parameters
@@ -94,11 +108,12 @@ def plot_convergence(runs, *, optimum=None, metrics=("gap", "suboptimality"),
     """
     if not isinstance(runs, dict) or not runs:
         raise ValueError("runs must be a non-empty dict of name -> run")
-    bad = [m for m in metrics if m not in _METRIC_LABELS] + \
-          [x for x in xaxis if x not in _X_LABELS]
+    bad = [m for m in metrics if m not in _METRIC_LABELS] + [x for x in xaxis if x not in _X_LABELS]
     if bad:
-        raise ValueError(f"unknown metric or x axis {bad}; metrics are {tuple(_METRIC_LABELS)}, "
-                         f"x axes {tuple(_X_LABELS)}")
+        raise ValueError(
+            f"unknown metric or x axis {bad}; metrics are {tuple(_METRIC_LABELS)}, "
+            f"x axes {tuple(_X_LABELS)}"
+        )
     histories = {name: as_history(run) for name, run in runs.items()}
     if "suboptimality" in metrics and optimum is None:
         optimum = _estimate_optimum(list(histories.values()))
@@ -136,11 +151,14 @@ def _table_columns(results):
         cols = {k: results[k] for k in ("value", "train_score", "val_score", "gap", "objective")}
     elif hasattr(results, "columns"):  # pandas DataFrame
         param = results.attrs.get("param", "value")
-        cols = {k: results[k].to_numpy(dtype=float) for k in
-                ("value", "train_score", "val_score", "gap", "objective")}
+        cols = {
+            k: results[k].to_numpy(dtype=float)
+            for k in ("value", "train_score", "val_score", "gap", "objective")
+        }
     else:
-        raise TypeError("expected a SweepResults table or a DataFrame, got "
-                        f"{type(results).__name__}")
+        raise TypeError(
+            f"expected a SweepResults table or a DataFrame, got {type(results).__name__}"
+        )
     return param, cols
 
 
@@ -308,8 +326,14 @@ def plot_group_norms(path, *, names=None, ax=None, title="group norms over epoch
     fig = ax.figure
     epochs = np.arange(path.shape[0])
     for k in range(M):
-        ax.plot(epochs, path[:, k], marker=".", lw=1,
-                ls="-" if path[-1, k] > 0 else ":", label=str(names[k]))
+        ax.plot(
+            epochs,
+            path[:, k],
+            marker=".",
+            lw=1,
+            ls="-" if path[-1, k] > 0 else ":",
+            label=str(names[k]),
+        )
     ax.set_xlabel("epoch")
     ax.set_ylabel(r"$\|\theta_k\|$")
     ax.set_title(f"{title} ({int(np.count_nonzero(path[-1]))} of {M} active)")

@@ -18,10 +18,23 @@ BACKENDS = {"Gram", "Features", "KernelFunction", "PairwiseKernel", "Normalized"
 
 #: package -> packages it must not import (directly or inside functions)
 FORBIDDEN = {
-    "kernfw.operators": ("kernfw.solvers", "kernfw.estimators", "kernfw.fw", "kernfw.cli",
-                         "kernfw.sweep", "kernfw.distributed", "kernfw.reference"),
-    "kernfw.fw": ("kernfw.solvers", "kernfw.estimators", "kernfw.operators", "kernfw.cli",
-                  "kernfw.sweep", "kernfw.distributed"),
+    "kernfw.operators": (
+        "kernfw.solvers",
+        "kernfw.estimators",
+        "kernfw.fw",
+        "kernfw.cli",
+        "kernfw.sweep",
+        "kernfw.distributed",
+        "kernfw.reference",
+    ),
+    "kernfw.fw": (
+        "kernfw.solvers",
+        "kernfw.estimators",
+        "kernfw.operators",
+        "kernfw.cli",
+        "kernfw.sweep",
+        "kernfw.distributed",
+    ),
     "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweep", "kernfw.reference"),
     "kernfw.estimators": ("kernfw.cli", "kernfw.sweep"),
 }
@@ -62,8 +75,7 @@ def _graph():
     graph = {}
     for name, path in mods.items():
         # a module importing its own package's __init__ is Python's normal start-up
-        graph[name] = {t for _, t in _imports(name, path, mods)
-                       if not name.startswith(t + ".")}
+        graph[name] = {t for _, t in _imports(name, path, mods) if not name.startswith(t + ".")}
     return graph
 
 
@@ -115,9 +127,11 @@ def test_layers_import_downwards_only():
     for name, path in mods.items():
         for layer, above in FORBIDDEN.items():
             if name == layer or name.startswith(layer + "."):
-                wrong += [f"{name}:{line} imports {target}"
-                          for line, target in _imports(name, path, mods)
-                          if any(target == a or target.startswith(a + ".") for a in above)]
+                wrong += [
+                    f"{name}:{line} imports {target}"
+                    for line, target in _imports(name, path, mods)
+                    if any(target == a or target.startswith(a + ".") for a in above)
+                ]
     assert not wrong, wrong
 
 

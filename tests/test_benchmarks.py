@@ -18,8 +18,12 @@ SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py")) + sorted((ROOT / "examples"
 def _kernfw_imports(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
-                node.module == "kernfw" or node.module.startswith("kernfw.")):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and (node.module == "kernfw" or node.module.startswith("kernfw."))
+        ):
             for alias in node.names:
                 yield node.lineno, node.module, alias.name
         elif isinstance(node, ast.Import):

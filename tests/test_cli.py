@@ -14,8 +14,13 @@ from kernfw import cli
 def run(*args, timeout=300):
     """The ``kernfw`` command as a subprocess (``python -m kernfw``)."""
     env = dict(os.environ, MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, "-m", "kernfw", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "kernfw", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def assert_one_line_error(proc, *needles):
@@ -76,9 +81,25 @@ def test_fit_on_the_default_data_prints_accuracy_and_the_gap(tmp_path):
 
 def test_sweep_writes_a_table_and_a_plot(tmp_path):
     plot, out = tmp_path / "sweep.png", tmp_path / "sweep.csv"
-    proc = run("sweep", "--model", "multiclass", "--data", "iris", "--param", "lam",
-               "--values", "0.1,0.01,-1",
-               "--jobs", "2", "--cv", "3", "--out", str(out), "--plot", str(plot))
+    proc = run(
+        "sweep",
+        "--model",
+        "multiclass",
+        "--data",
+        "iris",
+        "--param",
+        "lam",
+        "--values",
+        "0.1,0.01,-1",
+        "--jobs",
+        "2",
+        "--cv",
+        "3",
+        "--out",
+        str(out),
+        "--plot",
+        str(plot),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "best" in proc.stdout and "lam=-1 fold 0: InvalidParameterError" in proc.stdout
     with open(out) as handle:
@@ -94,20 +115,37 @@ def test_sweep_writes_a_table_and_a_plot(tmp_path):
 @pytest.mark.cvxpy
 def test_compare_runs_cvxpy_and_agrees(tmp_path):
     out = tmp_path / "compare.csv"
-    proc = run("compare", "--data", "iris", "--max-samples", "30", "--lam", "0.1",
-               "--tol", "1e-5", "--max-iter", "100000", "--out", str(out))
+    proc = run(
+        "compare",
+        "--data",
+        "iris",
+        "--max-samples",
+        "30",
+        "--lam",
+        "0.1",
+        "--tol",
+        "1e-5",
+        "--max-iter",
+        "100000",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "within the certified gap: yes" in proc.stdout
     with open(out) as handle:
         row = next(csv.DictReader(handle))
-    assert abs(float(row["objective"]) - float(row["reference_objective"])) <= \
-        float(row["gap"]) + 1e-6
+    assert (
+        abs(float(row["objective"]) - float(row["reference_objective"])) <= float(row["gap"]) + 1e-6
+    )
     assert float(row["time_ratio"]) > 0
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path):
-    assert_one_line_error(run("fit", "--data", str(tmp_path / "missing.svm")),
-                          "neither a bundled dataset", "missing.svm")
+    assert_one_line_error(
+        run("fit", "--data", str(tmp_path / "missing.svm")),
+        "neither a bundled dataset",
+        "missing.svm",
+    )
     assert_one_line_error(run("fit", "--modle", "meb"), "unrecognized arguments: --modle")
 
 
@@ -117,18 +155,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
 def test_svmlight_and_npz_files(capsys, iris_files):
     svm, npz = iris_files
     for path in (svm, npz):
-        status, out, err = run_main(capsys, "fit", "--model", "meb", "--data", str(path),
-                                    "--progress", "none")
+        status, out, err = run_main(
+            capsys, "fit", "--model", "meb", "--data", str(path), "--progress", "none"
+        )
         assert status == 0, err
         assert "150 samples x 4 features, 3 classes" in out
         assert "radius" in out and "inside" in out
 
 
-@pytest.mark.parametrize("model", ["multiclass", "l2svc", "meb", "structured", "cskl",
-                                   "online-mkl"])
+@pytest.mark.parametrize(
+    "model", ["multiclass", "l2svc", "meb", "structured", "cskl", "online-mkl"]
+)
 def test_every_model_fits(capsys, model):
-    status, out, err = run_main(capsys, "fit", "--model", model, "--data", "iris",
-                                "--progress", "none")
+    status, out, err = run_main(
+        capsys, "fit", "--model", model, "--data", "iris", "--progress", "none"
+    )
     assert status == 0, err
     assert ("no certificate" if model == "online-mkl" else "certified gap") in out
     assert ("inside" if model == "meb" else "accuracy") in out
@@ -137,12 +178,14 @@ def test_every_model_fits(capsys, model):
 
 
 def test_jobs_option_of_fit(capsys):
-    status, out, err = run_main(capsys, "fit", "--model", "l2svc", "--data", "iris",
-                                "--jobs", "2", "--progress", "none")
+    status, out, err = run_main(
+        capsys, "fit", "--model", "l2svc", "--data", "iris", "--jobs", "2", "--progress", "none"
+    )
     assert status == 0, err
     assert "n_jobs=2" in out and "over 3 binary problems" in out
-    status, out, err = run_main(capsys, "fit", "--data", "iris", "--jobs", "1",
-                                "--progress", "none")
+    status, out, err = run_main(
+        capsys, "fit", "--data", "iris", "--jobs", "1", "--progress", "none"
+    )
     assert status == 0, err
     assert "accuracy" in out
 
@@ -170,41 +213,57 @@ def test_warm_up_fits_a_few_rows_of_every_class():
         def fit(self, X, y=None):
             raise ValueError("not on a few rows")
 
-    assert _warm_up(Broken(), "classifier", X, y) is None      # skipped: the real fit reports
+    assert _warm_up(Broken(), "classifier", X, y) is None  # skipped: the real fit reports
 
 
 def test_check_every_takes_auto_or_an_integer(capsys):
-    for value, shown in (("auto", None), ("3", "check_every=3")):   # "auto": the default
-        status, out, err = run_main(capsys, "fit", "--data", "iris", "--check-every", value,
-                                    "--progress", "none")
+    for value, shown in (("auto", None), ("3", "check_every=3")):  # "auto": the default
+        status, out, err = run_main(
+            capsys, "fit", "--data", "iris", "--check-every", value, "--progress", "none"
+        )
         assert status == 0, err
         model = out.splitlines()[0]
         assert (shown in model) if shown else ("check_every" not in model), model
 
 
 def test_mkl_kernels_option(capsys):
-    status, out, err = run_main(capsys, "fit", "--model", "cskl", "--data", "iris",
-                                "--kernel", "rbf,linear", "--t", "1.5", "--progress", "none")
+    status, out, err = run_main(
+        capsys,
+        "fit",
+        "--model",
+        "cskl",
+        "--data",
+        "iris",
+        "--kernel",
+        "rbf,linear",
+        "--t",
+        "1.5",
+        "--progress",
+        "none",
+    )
     assert status == 0, err
     assert "kernel=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
 
 
-@pytest.mark.parametrize("args, needles", [
-    (["fit", "--model", "svm"], ["invalid choice: 'svm'"]),
-    (["fit", "--test-size", "2"], ["--test-size", "(0, 1)"]),
-    (["fit", "--lam", "abc"], ["--lam", "invalid float value"]),
-    (["fit", "--data", "iris", "--lam", "-1"], ["lam", "range"]),
-    (["fit", "--model", "meb", "--lam", "0.1"], ["--lam does not apply to --model meb"]),
-    (["fit", "--data", "no_such_dataset"], ["neither a bundled dataset"]),
-    (["fit", "--data", "iris", "--plot", "/no/such/dir/x.png"], ["does not exist"]),
-    (["fit", "--data", "iris", "--plot", "figure.txt"], [".png"]),
-    (["sweep", "--data", "iris", "--param", "nope"], ["--param 'nope'"]),
-    (["sweep", "--data", "iris", "--values", "a,b"], ["comma-separated numbers"]),
-    (["sweep", "--data", "iris", "--jobs", "0"], ["--jobs"]),
-    (["compare", "--max-samples", "0"], ["positive integer"]),
-    (["fit", "--check-every", "0"], ["--check-every", "'auto' or a positive integer"]),
-    (["fit", "--check-every", "often"], ["--check-every", "'auto' or a positive integer"]),
-])
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["fit", "--model", "svm"], ["invalid choice: 'svm'"]),
+        (["fit", "--test-size", "2"], ["--test-size", "(0, 1)"]),
+        (["fit", "--lam", "abc"], ["--lam", "invalid float value"]),
+        (["fit", "--data", "iris", "--lam", "-1"], ["lam", "range"]),
+        (["fit", "--model", "meb", "--lam", "0.1"], ["--lam does not apply to --model meb"]),
+        (["fit", "--data", "no_such_dataset"], ["neither a bundled dataset"]),
+        (["fit", "--data", "iris", "--plot", "/no/such/dir/x.png"], ["does not exist"]),
+        (["fit", "--data", "iris", "--plot", "figure.txt"], [".png"]),
+        (["sweep", "--data", "iris", "--param", "nope"], ["--param 'nope'"]),
+        (["sweep", "--data", "iris", "--values", "a,b"], ["comma-separated numbers"]),
+        (["sweep", "--data", "iris", "--jobs", "0"], ["--jobs"]),
+        (["compare", "--max-samples", "0"], ["positive integer"]),
+        (["fit", "--check-every", "0"], ["--check-every", "'auto' or a positive integer"]),
+        (["fit", "--check-every", "often"], ["--check-every", "'auto' or a positive integer"]),
+    ],
+)
 def test_bad_options(capsys, args, needles):
     status, out, err = run_main(capsys, *args)
     assert status == 2
@@ -227,9 +286,14 @@ def test_bad_files(capsys, tmp_path):
     empty.write_text("")
     npz_empty = tmp_path / "empty.npz"
     np.savez(npz_empty, X=np.zeros((0, 3)), y=np.zeros(0))
-    for path, needle in [(garbage, "svmlight"), (npz_wrong, "must hold arrays 'X' and 'y'"),
-                         (npz_shape, "as many rows"), (npz_broken, "cannot read"),
-                         (empty, "holds no data"), (npz_empty, "holds no data")]:
+    for path, needle in [
+        (garbage, "svmlight"),
+        (npz_wrong, "must hold arrays 'X' and 'y'"),
+        (npz_shape, "as many rows"),
+        (npz_broken, "cannot read"),
+        (empty, "holds no data"),
+        (npz_empty, "holds no data"),
+    ]:
         status, out, err = run_main(capsys, "fit", "--data", str(path))
         assert status == 2, (path, out, err)
         assert len(err.strip().splitlines()) == 1 and needle in err, err

@@ -8,14 +8,32 @@ from kernfw.reference.comparison import REFERENCES, reference_objective
 
 pytestmark = pytest.mark.cvxpy
 
-KEYS = {"objective", "reference_objective", "relative_difference", "gap", "within_gap",
-        "time", "reference_time", "time_ratio", "n_iter", "converged", "estimator"}
+KEYS = {
+    "objective",
+    "reference_objective",
+    "relative_difference",
+    "gap",
+    "within_gap",
+    "time",
+    "reference_time",
+    "time_ratio",
+    "n_iter",
+    "converged",
+    "estimator",
+}
 
 
 @pytest.fixture(scope="module")
 def data():
-    X, y = make_classification(n_samples=36, n_features=5, n_informative=4, n_redundant=0,
-                               n_classes=3, n_clusters_per_class=1, random_state=0)
+    X, y = make_classification(
+        n_samples=36,
+        n_features=5,
+        n_informative=4,
+        n_redundant=0,
+        n_classes=3,
+        n_clusters_per_class=1,
+        random_state=0,
+    )
     return X, y
 
 
@@ -24,10 +42,12 @@ def _check(report, tol_gap):
     assert report["converged"] and report["gap"] <= tol_gap
     assert report["within_gap"]
     # the certified gap bounds the distance to the cvxpy optimum (math.md §6)
-    assert abs(report["objective"] - report["reference_objective"]) <= \
-        max(report["gap"], 1e-7) + 1e-6 * abs(report["reference_objective"])
-    expected = abs(report["objective"] - report["reference_objective"]) / \
-        abs(report["reference_objective"])
+    assert abs(report["objective"] - report["reference_objective"]) <= max(
+        report["gap"], 1e-7
+    ) + 1e-6 * abs(report["reference_objective"])
+    expected = abs(report["objective"] - report["reference_objective"]) / abs(
+        report["reference_objective"]
+    )
     assert report["relative_difference"] == pytest.approx(expected)
     assert report["time_ratio"] == pytest.approx(report["time"] / report["reference_time"])
 
@@ -87,8 +107,9 @@ def test_structured_multiclass(data):
     from kernfw.structured import MultiClass
 
     X, y = data
-    est = StructuredSVM(MultiClass(3), lam=0.1, solver="pairwise", tol=1e-6, max_iter=5000,
-                        random_state=0)
+    est = StructuredSVM(
+        MultiClass(3), lam=0.1, solver="pairwise", tol=1e-6, max_iter=5000, random_state=0
+    )
     _check(compare(est, X, y), 1e-6)
 
 
@@ -103,8 +124,7 @@ def test_cskl(data, kernels, t, multi_class):
 
     X, y = data
     X = X[:, :4]
-    est = CSKLClassifier(kernels, t=t, svm="c", multi_class=multi_class, tol=1e-7,
-                         max_iter=500)
+    est = CSKLClassifier(kernels, t=t, svm="c", multi_class=multi_class, tol=1e-7, max_iter=500)
     _check(compare(est, X, y), 1e-5)
     with pytest.raises(ValueError, match="exact=False"):
         compare(CSKLClassifier(kernels, exact=True, svm="c"), X, y)
@@ -114,8 +134,9 @@ def test_lp_mkl(data, kernels):
     from kernfw import LpMKLClassifier
 
     X, y = data
-    _check(compare(LpMKLClassifier(kernels, p=2.0, svm="c", tol=1e-8, max_iter=500),
-                   X[:, :4], y), 1e-6)
+    _check(
+        compare(LpMKLClassifier(kernels, p=2.0, svm="c", tol=1e-8, max_iter=500), X[:, :4], y), 1e-6
+    )
 
 
 def test_online_mkl_reports_no_certificate_and_converges_at_its_rate(data, kernels):
@@ -144,8 +165,15 @@ def test_unknown_estimators_are_rejected(data):
         compare(Ridge(), X, y)
     with pytest.raises(TypeError, match="no cvxpy reference for Ridge"):
         reference_objective(Ridge().fit(X, y), X, y)
-    assert {"MultiClassSVM", "L2SVC", "MinimumEnclosingBall", "StructuredSVM", "CSKLClassifier",
-            "LpMKLClassifier", "OnlineMKLClassifier"} <= set(REFERENCES)
+    assert {
+        "MultiClassSVM",
+        "L2SVC",
+        "MinimumEnclosingBall",
+        "StructuredSVM",
+        "CSKLClassifier",
+        "LpMKLClassifier",
+        "OnlineMKLClassifier",
+    } <= set(REFERENCES)
 
 
 def test_reference_uses_the_estimators_kernel(data):
@@ -164,10 +192,12 @@ def test_compare_is_callable_in_every_import_order():
     import subprocess
     import sys
 
-    code = ("import kernfw.reference.comparison, kernfw.reference as r; "
-            "from kernfw.reference import compare; "
-            "from sklearn.datasets import load_iris; from kernfw import MinimumEnclosingBall; "
-            "X = load_iris(return_X_y=True)[0][:20]; "
-            "assert r.compare(MinimumEnclosingBall(), X)['within_gap']; "
-            "assert compare(MinimumEnclosingBall(), X)['within_gap']")
+    code = (
+        "import kernfw.reference.comparison, kernfw.reference as r; "
+        "from kernfw.reference import compare; "
+        "from sklearn.datasets import load_iris; from kernfw import MinimumEnclosingBall; "
+        "X = load_iris(return_X_y=True)[0][:20]; "
+        "assert r.compare(MinimumEnclosingBall(), X)['within_gap']; "
+        "assert compare(MinimumEnclosingBall(), X)['within_gap']"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

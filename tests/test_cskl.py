@@ -15,21 +15,31 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernfw import CSKLClassifier, LpMKLClassifier, OnlineMKLClassifier
+from kernfw.estimators._multiclass_decomposition import binary_problems
 from kernfw.fw import armijo_step
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, MultiKernel
 from kernfw.operators.l2svm import L2SVMKernel
-from kernfw.solvers.mkl.capped_simplex import (check_t, project_capped_simplex, sum_top_t,
-                                               top_t_vertex)
-from kernfw.solvers.mkl.cskl import (exact_selection, frank_wolfe_direction,
-                                     projected_gradient_direction, reduced_gradient_direction,
-                                     solve_cskl)
-from kernfw.estimators._multiclass_decomposition import binary_problems
+from kernfw.solvers.mkl.capped_simplex import (
+    check_t,
+    project_capped_simplex,
+    sum_top_t,
+    top_t_vertex,
+)
+from kernfw.solvers.mkl.cskl import (
+    exact_selection,
+    frank_wolfe_direction,
+    projected_gradient_direction,
+    reduced_gradient_direction,
+    solve_cskl,
+)
 from kernfw.solvers.mkl.inner_svm import KernelWeightObjective, coding_matrix, make_inner_svm
 
 N_POINTS = 40
-SPECS = ([("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(6)]
-         + ["linear", ("poly", {"degree": 2})])
+SPECS = [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(6)] + [
+    "linear",
+    ("poly", {"degree": 2}),
+]
 UPDATES = ("projected_gradient", "reduced_gradient", "frank_wolfe")
 
 
@@ -61,7 +71,7 @@ def references(problem):
     def get(svm, t):
         if (svm, t) not in cache:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)   # Clarabel "inaccurate"
+                warnings.simplefilter("ignore", UserWarning)  # Clarabel "inaccurate"
                 cache[svm, t] = cskl_reference(grams, y, t, svm=svm, C=1.0, nu=0.3)
         return cache[svm, t]
 
@@ -81,11 +91,12 @@ def test_projection_matches_cvxpy():
         t = float(rng.integers(1, m + 1)) if trial % 3 == 0 else rng.uniform(0.2, m)
         v = rng.normal(size=m) * rng.choice([0.1, 1.0, 5.0])
         if trial % 5 == 0:
-            v = np.round(v)                                 # ties at breakpoints
+            v = np.round(v)  # ties at breakpoints
         proj = project_capped_simplex(v, t)
         x = cp.Variable(m)
-        best = solve_problem(cp.Problem(cp.Minimize(cp.sum_squares(x - v)),
-                                        [x >= 0, x <= 1, cp.sum(x) == t]))
+        best = solve_problem(
+            cp.Problem(cp.Minimize(cp.sum_squares(x - v)), [x >= 0, x <= 1, cp.sum(x) == t])
+        )
         assert np.all(proj >= 0) and np.all(proj <= 1)
         assert proj.sum() == pytest.approx(t, abs=1e-12)
         assert np.sum((proj - v) ** 2) <= best + 1e-8
@@ -94,8 +105,9 @@ def test_projection_matches_cvxpy():
 def test_projection_fixes_points_of_the_set_and_moves_others():
     gamma = np.array([1.0, 0.25, 0.75, 0.0])
     np.testing.assert_allclose(project_capped_simplex(gamma, 2.0), gamma, atol=1e-15)
-    np.testing.assert_allclose(project_capped_simplex(np.array([2.0, 0.3, 0.1]), 1.5),
-                               [1.0, 0.35, 0.15])
+    np.testing.assert_allclose(
+        project_capped_simplex(np.array([2.0, 0.3, 0.1]), 1.5), [1.0, 0.35, 0.15]
+    )
     np.testing.assert_allclose(project_capped_simplex(np.array([5.0, -3.0, 0.0]), 3.0), 1.0)
 
 
@@ -140,7 +152,7 @@ def test_reduced_gradient_direction_is_descent_and_feasible():
         free = (gamma > 0) & (gamma < 1)
         mu = int(np.argmax(np.where(free, np.minimum(gamma, 1 - gamma), -np.inf)))
         others = np.delete(D, mu)
-        assert grad @ D == pytest.approx(-np.sum(others ** 2))
+        assert grad @ D == pytest.approx(-np.sum(others**2))
         assert D.sum() == pytest.approx(0.0, abs=1e-12)
         new = gamma + tau_max * D
         assert new.min() >= -1e-12 and new.max() <= 1 + 1e-12
@@ -148,11 +160,11 @@ def test_reduced_gradient_direction_is_descent_and_feasible():
 
 def test_reduced_gradient_is_zero_at_a_kkt_point():
     gamma = np.array([1.0, 0.5, 0.5, 0.0])
-    grad = np.array([-3.0, -2.0, -2.0, -1.0])                # ties on the free kernels
+    grad = np.array([-3.0, -2.0, -2.0, -1.0])  # ties on the free kernels
     D, _ = reduced_gradient_direction(gamma, grad)
     np.testing.assert_array_equal(D, 0.0)
     D, tau = reduced_gradient_direction(np.array([1.0, 0.0, 1.0]), np.array([-1.0, -2.0, -3.0]))
-    np.testing.assert_array_equal(D, [-1.0, 1.0, 0.0])      # vertex: swap a (at 0) and b (at 1)
+    np.testing.assert_array_equal(D, [-1.0, 1.0, 0.0])  # vertex: swap a (at 0) and b (at 1)
     assert tau == 1.0
 
 
@@ -171,7 +183,7 @@ def test_armijo_step_accepts_sufficient_decrease_and_falls_back():
     assert tau == 0.5 and val == pytest.approx(0.04)
     assert val <= 0.09 + 1e-4 * tau * -0.6
     tau, val = armijo_step(lambda s: 1.0 + s, 1.0, -1.0, 1.0, max_backtracks=3)
-    assert tau == 0.0 and val == 1.0                         # no decrease anywhere
+    assert tau == 0.0 and val == 1.0  # no decrease anywhere
 
 
 # -- inner SVMs -------------------------------------------------------------------------------
@@ -183,7 +195,7 @@ def test_ovo_coefficients_unpack_libsvm_layout():
     X, y = _data(n=45, n_classes=3)
     K = Gram(np.exp(-0.3 * ((X[:, None] - X[None]) ** 2).sum(-1)))
     svm = make_inner_svm("c", y, 3, C=1.0, tol=1e-10, problems=_problems(y, 3, "ovo"))
-    assert svm.ovo                                   # one libsvm call for all pairs
+    assert svm.ovo  # one libsvm call for all pairs
     sol = svm.solve(K)
     for code, v, b in zip(svm.codes, sol.coef, sol.intercept):
         sub = code != 0
@@ -294,7 +306,7 @@ def test_t_is_a_lower_bound_and_fractional_weights_tie(problem, t):
     scale = d.max()
     if np.any(frac):
         theta = d[frac].mean()
-        assert np.ptp(d[frac]) <= 1e-4 * scale               # all fractional kernels tie
+        assert np.ptp(d[frac]) <= 1e-4 * scale  # all fractional kernels tie
         assert np.all(d[gamma == 1.0] >= theta - 1e-4 * scale)
         assert np.all(d[gamma == 0.0] <= theta + 1e-4 * scale)
 
@@ -310,12 +322,12 @@ def test_more_than_t_kernels_are_selected_here(problem):
 def test_exact_keeps_exactly_ceil_t_kernels(problem, t):
     K, y, grams = problem
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)   # rounded weights: not certified
+        warnings.simplefilter("ignore", ConvergenceWarning)  # rounded weights: not certified
         res = solve_cskl(K, y, t, svm="c", exact=True, tol=1e-4)
     gamma = res["gamma"]
     assert np.count_nonzero(gamma) == math.ceil(t)
     assert set(np.unique(gamma)) <= {0.0, 1.0}
-    relaxed, d = res["gamma_relaxed"], res["d"]
+    relaxed, _d = res["gamma_relaxed"], res["d"]
     kept = np.flatnonzero(gamma)
     assert relaxed[kept].min() >= np.delete(relaxed, kept).max() - 1e-12
     # retrained: the reported objective is the C-SVM dual on the kept kernels
@@ -376,19 +388,23 @@ def test_reported_gap_equals_its_definition(problem, update, t):
     assert res.primal == pytest.approx(J, rel=1e-9)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: CSKLClassifier("precomputed", svm="c"),
-    lambda: LpMKLClassifier("precomputed", svm="c"),
-    lambda: OnlineMKLClassifier("precomputed", random_state=0),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CSKLClassifier("precomputed", svm="c"),
+        lambda: LpMKLClassifier("precomputed", svm="c"),
+        lambda: OnlineMKLClassifier("precomputed", random_state=0),
+    ],
+)
 def test_sparse_precomputed_grams(problem, make):
     """issue 12: sparse Grams raised "setting an array element with a sequence"."""
     _, y, grams = problem
     dense = make().fit(grams[:2], y)
     sparse = make().fit([sp.csr_matrix(G) for G in grams[:2]], y)
     np.testing.assert_allclose(sparse.kernel_weights_, dense.kernel_weights_, rtol=1e-10)
-    np.testing.assert_array_equal(sparse.predict([sp.csr_matrix(G) for G in grams[:2]]),
-                                  dense.predict(grams[:2]))
+    np.testing.assert_array_equal(
+        sparse.predict([sp.csr_matrix(G) for G in grams[:2]]), dense.predict(grams[:2])
+    )
     with pytest.raises(ValueError, match="numeric 2-D array"):
         make().fit([grams[0], [[1.0, 2.0], [3.0]]], y)
 
@@ -422,7 +438,7 @@ def test_history_records_every_outer_iteration(problem):
     h = res.history
     for key in ("primal", "dual", "gap", "step", "n_kernels", "inner_gap", "svm_solves"):
         assert h[key].shape == (res.n_iter + 1,)
-    assert np.all(np.diff(h["primal"]) <= 1e-9 * abs(h["primal"][0]))   # J decreases
+    assert np.all(np.diff(h["primal"]) <= 1e-9 * abs(h["primal"][0]))  # J decreases
     assert np.all(h["dual"] <= h["primal"])
 
 
@@ -487,7 +503,7 @@ def test_precomputed_equals_kernel_specs():
     Xtr, Xte, ytr = X[:30], X[30:], y[:30]
     specs = SPECS[:4] + ["linear"]
     a = CSKLClassifier(specs, t=2.0, svm="c", tol=1e-6).fit(Xtr, ytr)
-    K_train = make_operator(Xtr, specs)                      # raw, unnormalized kernels
+    K_train = make_operator(Xtr, specs)  # raw, unnormalized kernels
     grams = [op.dense() for op in K_train.operators]
     tests = [op.cross(Xte) for op in K_train.operators]
     b = CSKLClassifier("precomputed", t=2.0, svm="c", tol=1e-6).fit(np.array(grams), ytr)
@@ -507,13 +523,15 @@ def test_decision_function_is_the_svm_on_k_gamma():
     assert np.all(clf.predict(X) == np.where(h > 0, 1, -1))
 
 
-@pytest.mark.parametrize("svm, multi_class", [("l2", "ovr"), ("c", "ovo"), ("nu", "ovr"),
-                                               ("c", "ddag")])
+@pytest.mark.parametrize(
+    "svm, multi_class", [("l2", "ovr"), ("c", "ovo"), ("nu", "ovr"), ("c", "ddag")]
+)
 def test_multiclass_estimator(svm, multi_class):
     X, y = _data(n=60, seed=5, n_classes=3)
     labels = np.array(["a", "b", "c"])[y]
-    clf = CSKLClassifier(SPECS[:2] + ["linear"], t=1.5, svm=svm, nu=0.2, tol=1e-2,
-                         multi_class=multi_class).fit(X, labels)
+    clf = CSKLClassifier(
+        SPECS[:2] + ["linear"], t=1.5, svm=svm, nu=0.2, tol=1e-2, multi_class=multi_class
+    ).fit(X, labels)
     assert clf.decision_function(X).shape == (60, 3)
     assert clf.score(X, labels) > 0.7
     assert list(clf.classes_) == ["a", "b", "c"]
@@ -527,8 +545,9 @@ def test_ovo_prediction_is_libsvms_on_the_learned_kernel():
     clf = CSKLClassifier(SPECS[:3], t=1.5, svm="c", multi_class="ovo", tol=1e-4).fit(X, y)
     K = make_operator(X, SPECS[:3], normalization="trace").with_weights(clf.kernel_weights_)
     svc = SVC(C=1.0, kernel="precomputed", tol=1e-10).fit(K.dense(), y)
-    np.testing.assert_allclose(clf.decision_function(X), svc.decision_function(K.dense()),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        clf.decision_function(X), svc.decision_function(K.dense()), atol=1e-5
+    )
     ddag = CSKLClassifier(SPECS[:3], t=1.5, svm="c", multi_class="ddag", tol=1e-4).fit(X, y)
     np.testing.assert_allclose(ddag.kernel_weights_, clf.kernel_weights_)
     assert np.mean(ddag.predict(X) == clf.predict(X)) > 0.95
@@ -555,9 +574,12 @@ def test_verbose_prints_one_line_per_iteration(capsys):
     assert err.count("[CSKLClassifier]") >= clf.n_iter_ >= 1
 
 
-@parametrize_with_checks([CSKLClassifier(["linear", "rbf"], max_iter=2, tol=1e-2),
-                          CSKLClassifier(["linear", ("rbf", {"gamma": 0.5})], svm="c",
-                                         multi_class="ovo", max_iter=2)])
+@parametrize_with_checks(
+    [
+        CSKLClassifier(["linear", "rbf"], max_iter=2, tol=1e-2),
+        CSKLClassifier(["linear", ("rbf", {"gamma": 0.5})], svm="c", multi_class="ovo", max_iter=2),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

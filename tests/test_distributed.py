@@ -30,30 +30,41 @@ distributed = pytest.importorskip("distributed")
 @pytest.fixture(scope="module")
 def client():
     """Two in-process workers (fast to start); the code path is the same as with processes."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=":0")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
 
 
 def _binary(n=240, d=5, seed=0):
-    X, y = make_classification(n_samples=n, n_features=d, n_informative=3, flip_y=0.1,
-                               random_state=seed)
+    X, y = make_classification(
+        n_samples=n, n_features=d, n_informative=3, flip_y=0.1, random_state=seed
+    )
     return X, y
 
 
 def _same_iterates(local, dist, rtol=1e-10):
     """Same number of iterations, same certificates along the way, same model."""
     assert local.n_iter_ == dist.n_iter_
-    np.testing.assert_allclose(dist.history_["dual"], local.history_["dual"], rtol=rtol,
-                               atol=rtol * np.abs(local.history_["dual"]).max())
-    np.testing.assert_allclose(dist.history_["gap"], local.history_["gap"], rtol=1e-8,
-                               atol=rtol * np.abs(local.history_["dual"]).max())
+    np.testing.assert_allclose(
+        dist.history_["dual"],
+        local.history_["dual"],
+        rtol=rtol,
+        atol=rtol * np.abs(local.history_["dual"]).max(),
+    )
+    np.testing.assert_allclose(
+        dist.history_["gap"],
+        local.history_["gap"],
+        rtol=1e-8,
+        atol=rtol * np.abs(local.history_["dual"]).max(),
+    )
     np.testing.assert_array_equal(dist.history_["coreset"], local.history_["coreset"])
     np.testing.assert_array_equal(dist.support_, local.support_)
-    np.testing.assert_allclose(dist.dual_coef_, local.dual_coef_, rtol=rtol,
-                               atol=rtol * np.abs(local.dual_coef_).max())
+    np.testing.assert_allclose(
+        dist.dual_coef_, local.dual_coef_, rtol=rtol, atol=rtol * np.abs(local.dual_coef_).max()
+    )
 
 
 @pytest.mark.parametrize("method", ["mfw", "fw"])
@@ -63,22 +74,24 @@ def test_l2svc_same_iterates_as_single_process(client, method, numba, monkeypatc
     X, y = _binary()
     params = {"C": 5.0, "gamma": 0.3, "method": method, "tol": 1e-8, "max_iter": 1000}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)   # plain FW at this tol
+        warnings.simplefilter("ignore", ConvergenceWarning)  # plain FW at this tol
         local = L2SVC(**params).fit(X, y)
         dist = L2SVC(backend="dask", **params).fit(X, y)
     _same_iterates(local, dist)
     assert dist.converged_ == local.converged_
     np.testing.assert_allclose(dist.rho_, local.rho_, rtol=1e-10)
     np.testing.assert_allclose(dist.intercept_, local.intercept_, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(dist.decision_function(X), local.decision_function(X),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        dist.decision_function(X), local.decision_function(X), rtol=1e-9, atol=1e-12
+    )
     assert dist.history_["round_trips"][-1] >= dist.n_iter_
 
 
 @pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
 def test_multiclass_same_model(client, multi_class):
-    X, y = make_classification(n_samples=120, n_features=6, n_informative=4, n_classes=3,
-                               random_state=1)
+    X, y = make_classification(
+        n_samples=120, n_features=6, n_informative=4, n_classes=3, random_state=1
+    )
     # tol < 1e-4: float64 kernel values locally too (the Dask shards evaluate in float64)
     local = L2SVC(multi_class=multi_class, tol=5e-5).fit(X, y)
     dist = L2SVC(multi_class=multi_class, tol=5e-5, backend="dask").fit(X, y)
@@ -96,8 +109,9 @@ def test_meb_same_iterates_as_single_process(client):
     assert dist.converged_
     np.testing.assert_allclose(dist.radius_, local.radius_, rtol=1e-10)
     np.testing.assert_allclose(dist.center_norm2_, local.center_norm2_, rtol=1e-10)
-    np.testing.assert_allclose(dist.decision_function(X), local.decision_function(X),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        dist.decision_function(X), local.decision_function(X), rtol=1e-9, atol=1e-12
+    )
 
 
 @pytest.mark.cvxpy
@@ -112,9 +126,8 @@ def test_cvxpy_optimum(client):
     np.testing.assert_allclose(clf.rho_[0], ref["rho"], rtol=1e-6)
     np.testing.assert_allclose(clf.decision_function(X), ref["h"], atol=1e-5)
     ball = MinimumEnclosingBall(gamma=0.5, tol=1e-9, backend="dask").fit(X)
-    np.testing.assert_allclose(ball.radius_ ** 2, ref_r2 := meb_reference(K)["radius2"],
-                               rtol=1e-6)
-    assert ball.radius_lower_ ** 2 <= ref_r2 * (1 + 1e-7)
+    np.testing.assert_allclose(ball.radius_**2, ref_r2 := meb_reference(K)["radius2"], rtol=1e-6)
+    assert ball.radius_lower_**2 <= ref_r2 * (1 + 1e-7)
 
 
 def test_more_shards_than_workers_and_random_start(client):
@@ -125,13 +138,13 @@ def test_more_shards_than_workers_and_random_start(client):
     for n_shards in (1, 5):
         with ShardedRows(X, kernel, labels=y, n_shards=n_shards) as shards:
             assert len(shards.actors) == n_shards
-            results.append(solve_sharded_simplex_qp(shards, problem, tol=1e-7,
-                                                    random_state=4))
+            results.append(solve_sharded_simplex_qp(shards, problem, tol=1e-7, random_state=4))
     a, b = results
     assert a.converged and a.n_iter == b.n_iter
     np.testing.assert_array_equal(a.solution["support"], b.solution["support"])
-    np.testing.assert_allclose(a.solution["alpha_support"], b.solution["alpha_support"],
-                               rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(
+        a.solution["alpha_support"], b.solution["alpha_support"], rtol=1e-10, atol=1e-14
+    )
     np.testing.assert_allclose(a.dual, b.dual, rtol=1e-10)
 
 
@@ -141,11 +154,14 @@ def test_fitted_model_pickles_and_predicts_without_cluster(client, tmp_path):
     path = tmp_path / "model.pkl"
     path.write_bytes(pickle.dumps((clf, X)))
     # a fresh interpreter that cannot import dask.distributed at all
-    code = ("import sys, pickle; sys.modules['distributed'] = None; "
-            f"clf, X = pickle.loads(open({str(path)!r}, 'rb').read()); "
-            "sys.stdout.write(repr(clf.decision_function(X).tolist()))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=os.environ).stdout
+    code = (
+        "import sys, pickle; sys.modules['distributed'] = None; "
+        f"clf, X = pickle.loads(open({str(path)!r}, 'rb').read()); "
+        "sys.stdout.write(repr(clf.decision_function(X).tolist()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    ).stdout
     np.testing.assert_array_equal(np.array(eval(out)), clf.decision_function(X))
     assert clone(clf).get_params()["backend"] == "dask"
 
@@ -153,14 +169,17 @@ def test_fitted_model_pickles_and_predicts_without_cluster(client, tmp_path):
 def test_decision_function_on_the_cluster(client):
     X, y = _binary()
     clf = L2SVC(tol=1e-5).fit(X, y)
-    np.testing.assert_allclose(decision_function(clf, X, rows=50), clf.decision_function(X),
-                               rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(decision_function(clf, X, method="predict", rows=70),
-                                  clf.predict(X))
+    np.testing.assert_allclose(
+        decision_function(clf, X, rows=50), clf.decision_function(X), rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_array_equal(
+        decision_function(clf, X, method="predict", rows=70), clf.predict(X)
+    )
     da = pytest.importorskip("dask.array")
     Xd = da.from_array(X, chunks=(64, X.shape[1]))
-    np.testing.assert_allclose(decision_function(clf, Xd), clf.decision_function(X),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        decision_function(clf, Xd), clf.decision_function(X), rtol=1e-12, atol=1e-12
+    )
     with pytest.raises(ValueError, match="no method"):
         decision_function(clf, X, method="transform")
 
@@ -190,13 +209,14 @@ def _no_client():
 def test_worker_killed_mid_fit_is_a_clear_error():
     """A worker process killed (SIGKILL) during the fit: WorkerLostError, no model."""
     X, y = _binary(n=2000, d=10)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
     with distributed.Client(cluster) as c:
         victim = {}
 
         def kill_at_iteration_50(row):
-            if row["iteration"] >= 50 and not victim:   # the first certificate after 50
+            if row["iteration"] >= 50 and not victim:  # the first certificate after 50
                 addr = sorted(c.scheduler_info()["workers"])[1]
                 pid = c.run(os.getpid, workers=[addr])[addr]
                 os.kill(pid, signal.SIGKILL)
@@ -215,24 +235,30 @@ def test_worker_killed_mid_fit_is_a_clear_error():
 def test_worker_closed_mid_fit_is_a_clear_error():
     """An in-process worker closed during the fit: WorkerLostError, no model."""
     X, y = _binary(n=300)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=":0")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
     with distributed.Client(cluster) as c:
         kernel = PairwiseKernel("rbf", {"gamma": 0.3})
         with ShardedRows(X, kernel, labels=y) as shards:
             closed = []
 
             def close_worker(row):
-                if row["iteration"] >= 30 and not closed:    # the first certificate after 30
+                if row["iteration"] >= 30 and not closed:  # the first certificate after 30
                     closed.append(row["iteration"])
-                    worker = next(w for w in cluster.workers.values()
-                                  if w.address == shards.workers[1])
+                    worker = next(
+                        w for w in cluster.workers.values() if w.address == shards.workers[1]
+                    )
                     c.sync(worker.close)
                 return False
 
             with pytest.raises(WorkerLostError, match=r"rows 150:300"):
-                solve_sharded_simplex_qp(shards, {"positive": 1, "C": 1.0, "ball": False},
-                                         tol=1e-12, callback=close_worker)
+                solve_sharded_simplex_qp(
+                    shards,
+                    {"positive": 1, "C": 1.0, "ball": False},
+                    tol=1e-12,
+                    callback=close_worker,
+                )
     cluster.close()
 
 

@@ -3,7 +3,6 @@ build that fails on a broken reference (the Sphinx tests run only with the ``doc
 
 import ast
 import importlib
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -15,8 +14,14 @@ DOCS = ROOT / "docs"
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 
 #: modules whose every public name the API reference must document
-REQUIRED = ("kernfw", "kernfw.operators", "kernfw.structured", "kernfw.reference",
-            "kernfw.sweep", "kernfw.plotting")
+REQUIRED = (
+    "kernfw",
+    "kernfw.operators",
+    "kernfw.structured",
+    "kernfw.reference",
+    "kernfw.sweep",
+    "kernfw.plotting",
+)
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
@@ -28,13 +33,16 @@ def test_example_has_a_gallery_header(script):
     lines = doc.split("\n")
     title, underline = lines[0], lines[1] if len(lines) > 1 else ""
     assert title.strip() and title == title.lstrip(), (
-        f"{script.name}: the docstring must start with the title on its first line")
+        f"{script.name}: the docstring must start with the title on its first line"
+    )
     assert set(underline) == {"="} and len(underline) >= len(title), (
-        f"{script.name}: the title must be underlined with '=' at least as long as it")
+        f"{script.name}: the title must be underlined with '=' at least as long as it"
+    )
     assert any(line.strip() for line in lines[2:]), f"{script.name}: no description"
     # sphinx-gallery runs the code with __doc__ == "": no __doc__.splitlines()[0]
     assert "__doc__.splitlines()[0]" not in source, (
-        f"{script.name}: use __doc__.partition('\\n')[0] (the gallery sets __doc__ to '')")
+        f"{script.name}: use __doc__.partition('\\n')[0] (the gallery sets __doc__ to '')"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +63,7 @@ def test_api_reference_documents_every_public_name(kernfw_docs):
     for modname in REQUIRED:
         module = importlib.import_module(modname)
         names = getattr(module, "__all__", None)
-        if names is None:       # kernfw.reference: its submodules carry the names
+        if names is None:  # kernfw.reference: its submodules carry the names
             subs = [m for m in pages if m.startswith(modname + ".")]
             assert subs, f"no documented submodule of {modname}"
             names = [n for m in subs for n in importlib.import_module(m).__all__]
@@ -98,32 +106,37 @@ BAD = """
 """
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning",
-                            "ignore::PendingDeprecationWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::PendingDeprecationWarning")
 def test_a_broken_reference_fails_the_build(kernfw_docs, tmp_path, capsys):
     """A one-page site with kernfw's reference rules, built in-process with -W."""
     from sphinx.cmd.build import build_main
 
     src = tmp_path / "src"
     src.mkdir()
-    (src / "conf.py").write_text(textwrap.dedent(f"""
+    (src / "conf.py").write_text(
+        textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
         sys.path.insert(0, {str(DOCS / "_ext")!r})
         extensions = ["myst_parser", "kernfw_docs"]
         nitpicky = True
         root_doc = "good"
-    """))
+    """)
+    )
     (src / "good.md").write_text(textwrap.dedent(GOOD))
     (src / "bad.md").write_text(textwrap.dedent(BAD))
-    code = build_main(["-W", "--keep-going", "-q", "-E", "-b", "html", str(src),
-                       str(tmp_path / "out")])
+    code = build_main(
+        ["-W", "--keep-going", "-q", "-E", "-b", "html", str(src), str(tmp_path / "out")]
+    )
     captured = capsys.readouterr()
     warnings = [line for line in (captured.out + captured.err).splitlines() if "WARNING" in line]
-    assert code == 1, captured.err[-3000:]     # warnings under -W (2 would be a crash)
+    assert code == 1, captured.err[-3000:]  # warnings under -W (2 would be a crash)
     assert all("bad.md" in w for w in warnings), warnings
-    for broken in ("kernfw.structured.chain.no_such_function", "kernfw.NoSuchClass",
-                   "no_such_page"):
+    for broken in (
+        "kernfw.structured.chain.no_such_function",
+        "kernfw.NoSuchClass",
+        "no_such_page",
+    ):
         assert any(broken in w for w in warnings), (broken, warnings)
     assert len(warnings) == 3, warnings
     html = (tmp_path / "out" / "good.html").read_text(encoding="utf-8")
@@ -152,9 +165,11 @@ def test_gallery_shows_the_figure_an_example_saved(kernfw_docs, tmp_path, monkey
     assert argv[0] == "--fast" and argv[1] == "--out"
     out = (src.parent / argv[2]).resolve()
     assert out == tmp_path / "docs" / "auto_examples" / "demo.png"
-    block_vars = {"src_file": str(src),
-                  "image_path_iterator": iter([str(tmp_path / "docs" / "img_001.png")])}
-    assert kernfw_docs.saved_figure_scraper(None, block_vars, conf) == ""   # nothing saved
+    block_vars = {
+        "src_file": str(src),
+        "image_path_iterator": iter([str(tmp_path / "docs" / "img_001.png")]),
+    }
+    assert kernfw_docs.saved_figure_scraper(None, block_vars, conf) == ""  # nothing saved
     out.parent.mkdir(parents=True)
     out.write_bytes(b"\x89PNG\r\n\x1a\n")
     rst = kernfw_docs.saved_figure_scraper(None, block_vars, conf)

@@ -27,9 +27,14 @@ def test_example_runs_in_fast_mode(script, tmp_path):
     assert script is not None, f"no example scripts found in {EXAMPLES_DIR}"
     out = tmp_path / f"{script.stem}.png"
     env = dict(os.environ, MPLBACKEND="Agg")
-    proc = subprocess.run([sys.executable, str(script), "--fast", "--out", str(out)],
-                          capture_output=True, text=True, timeout=TIMEOUT, env=env,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(script), "--fast", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, f"{script.name} failed:\n{proc.stderr[-3000:]}"
     assert out.is_file(), f"{script.name} did not write {out.name}"
     assert out.stat().st_size > 1000, f"{script.name} wrote an empty figure"

@@ -8,12 +8,21 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from kernfw.fw import (BlockCoordinateIterate, Certificate, FWIterate, FWResult,
-                       WeightedAverage, away_step_max, block_order, quadratic_step, run,
-                       standard_step)
-
+from kernfw.fw import (
+    BlockCoordinateIterate,
+    Certificate,
+    FWIterate,
+    FWResult,
+    WeightedAverage,
+    away_step_max,
+    block_order,
+    quadratic_step,
+    run,
+    standard_step,
+)
 
 # --- a real problem: Euclidean projection onto the simplex ----------------------------------
+
 
 def project_simplex(c):
     """argmin_{α ∈ Δ} ½‖α − c‖² by the sort-and-threshold formula (the reference)."""
@@ -48,7 +57,9 @@ class SimplexProjection(FWIterate):
         grad, s = self._direction()
         f = 0.5 * float(np.sum((self.alpha - self.c) ** 2))
         gap = float(grad @ (self.alpha - s))
-        return Certificate(primal=f, dual=f - gap, gap=gap, extra={"support": int(np.sum(self.alpha > 0))})
+        return Certificate(
+            primal=f, dual=f - gap, gap=gap, extra={"support": int(np.sum(self.alpha > 0))}
+        )
 
     def step(self, t):
         grad, s = self._direction()
@@ -82,7 +93,7 @@ def test_line_search_fw_converges_to_the_projection():
     h = res.history
     assert set(h) >= {"iteration", "time", "primal", "dual", "gap", "step", "support"}
     assert len({len(v) for v in h.values()}) == 1
-    assert np.all(np.diff(h["primal"]) <= 1e-15)        # exact line search never goes up
+    assert np.all(np.diff(h["primal"]) <= 1e-15)  # exact line search never goes up
     assert np.all(h["gap"] >= -1e-15)
     assert np.all(h["dual"] <= f_star + 1e-12)
     assert np.all(np.diff(h["iteration"]) == 1) and h["iteration"][-1] == res.n_iter
@@ -94,8 +105,9 @@ def test_agnostic_step_meets_the_2C_over_t_plus_2_bound():
     alpha_star = project_simplex(C_VECTOR)
     f_star = 0.5 * np.sum((alpha_star - C_VECTOR) ** 2)
     with pytest.warns(ConvergenceWarning):
-        res = run(SimplexProjection(C_VECTOR, line_search=False), tol=0.0, max_iter=300,
-                  keep_best=False)
+        res = run(
+            SimplexProjection(C_VECTOR, line_search=False), tol=0.0, max_iter=300, keep_best=False
+        )
     # f(α_t) − f* ≤ 2 C_f / (t + 2) with C_f ≤ diam(Δ)² = 2
     excess = res.history["primal"] - f_star
     t = res.history["iteration"]
@@ -104,6 +116,7 @@ def test_agnostic_step_meets_the_2C_over_t_plus_2_bound():
 
 
 # --- scripted iterates: the loop's bookkeeping, number by number -------------------------------
+
 
 class Scripted(FWIterate):
     """An iterate whose t-th certificate reports ``gaps[t]`` (primal = gap, dual = 0)."""
@@ -136,7 +149,10 @@ def test_max_iter_warns_and_returns_the_best_iterate():
     with pytest.warns(ConvergenceWarning) as record:
         res = run(it, tol=0.5, max_iter=4, remedy="increase max_iter", name="Toy")
     message = str(record[0].message)
-    assert "Toy stopped at max_iter=4" in message and "duality gap 1 before its stopping rule (gap <= tol=0.5) held" in message
+    assert (
+        "Toy stopped at max_iter=4" in message
+        and "duality gap 1 before its stopping rule (gap <= tol=0.5) held" in message
+    )
     assert "the best iterate is returned" in message and "increase max_iter" in message
     assert res.status == "max_iter" and not res.converged and res.n_iter == 4
     assert res.gap == 1.0 and res.primal == 1.0 and int(res["t"]) == 1
@@ -223,8 +239,9 @@ def test_max_iter_zero_certifies_once():
     assert it.certified == [0] and it.stepped == [] and res.n_iter == 0
 
 
-@pytest.mark.parametrize("tol,max_iter,match", [(-1.0, 5, "tol"), (np.nan, 5, "tol"),
-                                                (1e-3, -1, "max_iter")])
+@pytest.mark.parametrize(
+    "tol,max_iter,match", [(-1.0, 5, "tol"), (np.nan, 5, "tol"), (1e-3, -1, "max_iter")]
+)
 def test_bad_budgets(tol, max_iter, match):
     with pytest.raises(ValueError, match=match):
         run(Scripted([1.0]), tol=tol, max_iter=max_iter)
@@ -253,17 +270,36 @@ def test_history_fills_missing_extra_columns_with_nan():
 
 
 def test_result_repr_and_items():
-    res = FWResult(solution={"a": 1}, primal=1.0, dual=0.5, gap=0.5, n_iter=3, converged=False,
-                   status="max_iter", history={}, time=0.1)
+    res = FWResult(
+        solution={"a": 1},
+        primal=1.0,
+        dual=0.5,
+        gap=0.5,
+        n_iter=3,
+        converged=False,
+        status="max_iter",
+        history={},
+        time=0.1,
+    )
     assert res["a"] == 1
     assert repr(res) == "FWResult(status='max_iter', n_iter=3, primal=1, dual=0.5, gap=0.5)"
 
 
 # --- step rules --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("slope,curvature,step_max", [
-    (1.0, 4.0, 1.0), (3.0, 2.0, 1.0), (-1.0, 2.0, 1.0), (0.5, 2.0, 0.1), (2.0, 1.0, 5.0),
-    (0.0, 1.0, 1.0), (1e-3, 1e3, 1.0)])
+
+@pytest.mark.parametrize(
+    "slope,curvature,step_max",
+    [
+        (1.0, 4.0, 1.0),
+        (3.0, 2.0, 1.0),
+        (-1.0, 2.0, 1.0),
+        (0.5, 2.0, 0.1),
+        (2.0, 1.0, 5.0),
+        (0.0, 1.0, 1.0),
+        (1e-3, 1e3, 1.0),
+    ],
+)
 def test_quadratic_step_maximizes_the_quadratic(slope, curvature, step_max):
     gamma = quadratic_step(slope, curvature, step_max)
     grid = np.linspace(0.0, step_max, 200001)
@@ -273,8 +309,9 @@ def test_quadratic_step_maximizes_the_quadratic(slope, curvature, step_max):
     assert gamma == pytest.approx(min(max(slope / curvature, 0.0), step_max))
 
 
-@pytest.mark.parametrize("slope,step_max,expected", [(1.0, 1.0, 1.0), (2.0, 0.3, 0.3),
-                                                     (0.0, 1.0, 0.0), (-1.0, 1.0, 0.0)])
+@pytest.mark.parametrize(
+    "slope,step_max,expected", [(1.0, 1.0, 1.0), (2.0, 0.3, 0.3), (0.0, 1.0, 0.0), (-1.0, 1.0, 0.0)]
+)
 def test_quadratic_step_without_curvature_is_linear(slope, step_max, expected):
     assert quadratic_step(slope, 0.0, step_max) == expected
     assert quadratic_step(slope, -1e-18, step_max) == expected  # round-off below zero
@@ -288,18 +325,19 @@ def test_standard_step():
 def test_away_step_max_keeps_the_iterate_feasible(weight):
     alpha = np.array([weight, (1 - weight) / 2, (1 - weight) / 2])
     gamma = away_step_max(weight)
-    moved = alpha + gamma * (alpha - np.array([1.0, 0.0, 0.0]))   # away from vertex 0
-    assert moved[0] == pytest.approx(0.0, abs=1e-15)               # the vertex is dropped
+    moved = alpha + gamma * (alpha - np.array([1.0, 0.0, 0.0]))  # away from vertex 0
+    assert moved[0] == pytest.approx(0.0, abs=1e-15)  # the vertex is dropped
     assert np.all(moved >= -1e-15) and moved.sum() == pytest.approx(1.0)
     assert away_step_max(1.0) == math.inf
 
 
 # --- block-coordinate mechanics ----------------------------------------------------------
 
+
 def test_block_order():
     uniform = block_order(50, np.random.default_rng(0))
     assert uniform.shape == (50,) and uniform.min() >= 0 and uniform.max() < 50
-    assert len(np.unique(uniform)) < 50           # with replacement (almost surely)
+    assert len(np.unique(uniform)) < 50  # with replacement (almost surely)
     np.testing.assert_array_equal(uniform, block_order(50, np.random.default_rng(0)))
     perm = block_order(50, np.random.default_rng(0), sample="perm")
     np.testing.assert_array_equal(np.sort(perm), np.arange(50))
@@ -314,7 +352,7 @@ def test_weighted_average_is_the_2_over_k_plus_2_weighting():
     avg = WeightedAverage()
     for k, (x, s) in enumerate(zip(xs, scalars)):
         avg.update(w=x, loss=s)
-        weights = 2.0 * np.arange(1, k + 2) / ((k + 1) * (k + 2))   # (t+1)·2/((k+1)(k+2))
+        weights = 2.0 * np.arange(1, k + 2) / ((k + 1) * (k + 2))  # (t+1)·2/((k+1)(k+2))
         assert weights.sum() == pytest.approx(1.0)
         np.testing.assert_allclose(avg["w"], weights @ xs[: k + 1], rtol=1e-12)
         assert avg["loss"] == pytest.approx(weights @ scalars[: k + 1], rel=1e-12)
@@ -323,7 +361,7 @@ def test_weighted_average_is_the_2_over_k_plus_2_weighting():
     first = WeightedAverage()
     x0 = np.ones(2)
     first.update(w=x0)
-    x0[:] = 5.0                                   # the average keeps its own copy
+    x0[:] = 5.0  # the average keeps its own copy
     np.testing.assert_array_equal(first["w"], [1.0, 1.0])
 
 

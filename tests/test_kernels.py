@@ -6,10 +6,8 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.svm import SVC
 
-from kernfw.kernels import (BACKEND_CHOICES, KernelSpec, make_operator, parse_spec,
-                            resolve_gamma)
-from kernfw.operators import (Features, Gram, KernelFunction, KernelOperator, MultiKernel,
-                              Normalized)
+from kernfw.kernels import BACKEND_CHOICES, KernelSpec, make_operator, parse_spec, resolve_gamma
+from kernfw.operators import Features, Gram, KernelFunction, KernelOperator, MultiKernel, Normalized
 
 TOL = dict(rtol=1e-10, atol=1e-10)
 
@@ -24,6 +22,7 @@ def Xy():
 
 # --- gamma as SVC resolves it ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_gamma_scale_matches_svc(sparse, Xy):
     X, y = Xy
@@ -34,8 +33,9 @@ def test_gamma_scale_matches_svc(sparse, Xy):
     assert resolve_gamma(2, X) == 2.0 and isinstance(resolve_gamma(np.float32(2), X), float)
     op = make_operator(X, "rbf", gamma="scale")
     Xd = X.toarray() if sparse else X
-    np.testing.assert_allclose(op.dense(), pairwise_kernels(Xd, metric="rbf", gamma=svc._gamma),
-                               **TOL)
+    np.testing.assert_allclose(
+        op.dense(), pairwise_kernels(Xd, metric="rbf", gamma=svc._gamma), **TOL
+    )
 
 
 def test_gamma_scale_of_constant_data_is_one():
@@ -62,9 +62,12 @@ def test_svc_defaults_give_the_svc_kernel(kernel, Xy):
     """make_operator(X, kernel) is the kernel SVC(kernel=kernel) trains on."""
     X, y = Xy
     svc = SVC(kernel=kernel).fit(X, y)
-    params = {"linear": {}, "rbf": {"gamma": svc._gamma},
-              "poly": {"gamma": svc._gamma, "degree": 3, "coef0": 0.0},
-              "sigmoid": {"gamma": svc._gamma, "coef0": 0.0}}[kernel]
+    params = {
+        "linear": {},
+        "rbf": {"gamma": svc._gamma},
+        "poly": {"gamma": svc._gamma, "degree": 3, "coef0": 0.0},
+        "sigmoid": {"gamma": svc._gamma, "coef0": 0.0},
+    }[kernel]
     expected = pairwise_kernels(X, metric=kernel, **params)
     for backend in ("auto", "gram", "function"):
         op = make_operator(X, kernel, backend=backend)
@@ -74,17 +77,18 @@ def test_svc_defaults_give_the_svc_kernel(kernel, Xy):
 
 # --- backend choice ----------------------------------------------------------------------
 
+
 def test_auto_backend_choice(Xy):
     X, _ = Xy
     n = X.shape[0]
-    assert isinstance(make_operator(X, "rbf"), Gram)              # small: a Gram
+    assert isinstance(make_operator(X, "rbf"), Gram)  # small: a Gram
     assert isinstance(make_operator(X, "rbf", gram_max_mb=0.001), KernelFunction)
     budget = n * n * 8 / 2**20
     assert isinstance(make_operator(X, "rbf", gram_max_mb=budget), Gram)
     assert isinstance(make_operator(X, "rbf", gram_max_mb=0.99 * budget), KernelFunction)
-    assert isinstance(make_operator(X, "linear"), Features)       # d < n
+    assert isinstance(make_operator(X, "linear"), Features)  # d < n
     assert isinstance(make_operator(sp.csr_matrix(X), "linear"), Features)
-    wide = np.random.default_rng(0).normal(size=(5, 20))          # d >= n, dense: a Gram
+    wide = np.random.default_rng(0).normal(size=(5, 20))  # d >= n, dense: a Gram
     assert isinstance(make_operator(wide, "linear"), Gram)
     assert isinstance(make_operator(wide, "linear", backend="features"), Features)
     assert isinstance(make_operator(X, "linear", backend="gram"), Gram)
@@ -115,6 +119,7 @@ def test_bad_backend(Xy):
 
 
 # --- specs -------------------------------------------------------------------------------
+
 
 def test_parse_spec_fills_svc_defaults():
     spec = parse_spec("poly", gamma=0.5, degree=2, coef0=1.0)
@@ -152,12 +157,13 @@ def test_bad_specs(Xy):
 def test_feature_columns(Xy):
     X, _ = Xy
     op = make_operator(X, ("rbf", {"gamma": 0.3, "columns": slice(1, 3)}), backend="function")
-    np.testing.assert_allclose(op.dense(), pairwise_kernels(X[:, 1:3], metric="rbf", gamma=0.3),
-                               **TOL)
+    np.testing.assert_allclose(
+        op.dense(), pairwise_kernels(X[:, 1:3], metric="rbf", gamma=0.3), **TOL
+    )
     X_new = X[:4] + 1.0
-    np.testing.assert_allclose(op.cross(X_new),
-                               pairwise_kernels(X_new[:, 1:3], X[:, 1:3], metric="rbf", gamma=0.3),
-                               **TOL)
+    np.testing.assert_allclose(
+        op.cross(X_new), pairwise_kernels(X_new[:, 1:3], X[:, 1:3], metric="rbf", gamma=0.3), **TOL
+    )
     # gamma="scale" is resolved on the columns the kernel sees
     op = make_operator(X, ("rbf", {"columns": [3]}))
     assert op.kernel.params["gamma"] == pytest.approx(1.0 / X[:, [3]].var())
@@ -198,10 +204,12 @@ def test_operator_passes_through(Xy):
 
 # --- lists of kernels --------------------------------------------------------------------
 
+
 def test_list_of_specs_gives_a_multikernel(Xy):
     X, _ = Xy
-    op = make_operator(X, ["linear", ("rbf", {"gamma": 0.2}), ("poly", {"degree": 2})],
-                       normalization="trace")
+    op = make_operator(
+        X, ["linear", ("rbf", {"gamma": 0.2}), ("poly", {"degree": 2})], normalization="trace"
+    )
     assert isinstance(op, MultiKernel) and op.p == 3
     assert all(isinstance(k, Normalized) for k in op.operators)
     for k in op.operators:

@@ -53,6 +53,7 @@ def test_modified_kernel_operator_matches_the_formula():
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
 def test_l2svm_matches_cvxpy(kernel, params, C):
     from kernfw.reference import l2svm_reference
+
     X, y = _binary(50, seed=2)
     Xt = np.random.default_rng(3).normal(size=(20, 3))
     K = pairwise_kernels(X, metric=kernel, **params)
@@ -60,7 +61,7 @@ def test_l2svm_matches_cvxpy(kernel, params, C):
     res = l2svm(Gram(K), y, C, tol=1e-12)
     P = ref["objective"]
     assert res.converged
-    assert abs(res.dual - P) <= 1e-6 * abs(P)                   # dual optimum to 1e-6 relative
+    assert abs(res.dual - P) <= 1e-6 * abs(P)  # dual optimum to 1e-6 relative
     assert abs(res.primal - P) <= max(res.gap, 1e-7) + 1e-6 * abs(P)
     assert res.dual <= P + 1e-8
     sol = res.solution
@@ -76,8 +77,7 @@ def test_l2svm_matches_cvxpy(kernel, params, C):
     np.testing.assert_allclose(h_train, ref["h"], atol=1e-5 * np.abs(ref["h"]).max())
     Kt = pairwise_kernels(Xt, X, metric=kernel, **params)
     h_ref = (Kt + 1) @ ref["coef"]
-    np.testing.assert_allclose((Kt[:, S] + 1) @ sol["coef"], h_ref,
-                               atol=1e-5 * np.abs(h_ref).max())
+    np.testing.assert_allclose((Kt[:, S] + 1) @ sol["coef"], h_ref, atol=1e-5 * np.abs(h_ref).max())
     assert np.array_equal(np.sign(h_train), np.sign(ref["h"]))
 
 
@@ -85,6 +85,7 @@ def test_l2svm_matches_cvxpy(kernel, params, C):
 def test_polynomial_kernel_nonconstant_diagonal_matches_cvxpy():
     """§2.7: K̃_ii not constant, the L2-SVM dual (q = 0) is still solved exactly."""
     from kernfw.reference import l2svm_reference
+
     X, y = _binary(40, seed=4)
     K = pairwise_kernels(X, metric="poly", degree=2, gamma=1.0, coef0=1.0)
     assert np.ptp(np.diag(K)) > 1
@@ -151,7 +152,7 @@ def test_kernel_function_backend_forms_no_gram_and_agrees():
     X, y = _binary(200, d=4, seed=8)
     gram = make_operator(X, "rbf", gamma=0.3, backend="gram")
     func = KernelFunction(X, "rbf", gamma=0.3, cache_size=0.1)
-    func.matmat = func.dense = None                      # any n × n use would fail
+    func.matmat = func.dense = None  # any n × n use would fail
     a = l2svm(gram, y, 2.0, tol=1e-9)
     b = l2svm(func, y, 2.0, tol=1e-9)
     assert a.converged and b.converged
@@ -212,8 +213,13 @@ def test_binary_estimator_matches_the_solver_and_string_labels():
     X, y = _binary(80, seed=11)
     labels = np.where(y > 0, "yes", "no")
     clf = L2SVC(C=2.0, gamma=0.5, tol=1e-10).fit(X, labels)
-    res = l2svm(make_operator(X, "rbf", gamma=0.5), np.where(labels == "yes", 1.0, -1.0), 2.0,
-                tol=1e-10, stop="relative")
+    res = l2svm(
+        make_operator(X, "rbf", gamma=0.5),
+        np.where(labels == "yes", 1.0, -1.0),
+        2.0,
+        tol=1e-10,
+        stop="relative",
+    )
     np.testing.assert_array_equal(clf.classes_, ["no", "yes"])
     np.testing.assert_array_equal(clf.support_, res["support"])
     np.testing.assert_allclose(clf.dual_coef_[0], res["coef"])
@@ -222,8 +228,9 @@ def test_binary_estimator_matches_the_solver_and_string_labels():
     K = pairwise_kernels(Xt, X[clf.support_], metric="rbf", gamma=0.5)
     np.testing.assert_allclose(clf.decision_function(Xt), (K + 1) @ res["coef"], atol=1e-12)
     assert clf.decision_function(Xt).shape == (15,)
-    np.testing.assert_array_equal(clf.predict(Xt),
-                                  np.where(clf.decision_function(Xt) > 0, "yes", "no"))
+    np.testing.assert_array_equal(
+        clf.predict(Xt), np.where(clf.decision_function(Xt) > 0, "yes", "no")
+    )
     assert isinstance(clf.n_iter_, int) and clf.converged_
     assert clf.history_["gap"][-1] == clf.duality_gap_
     assert clf.n_support_.sum() == clf.support_.size
@@ -246,7 +253,7 @@ def test_multiclass(multi_class):
 def test_one_vs_one_problems_are_the_binary_ones_and_parallel_agrees():
     X, y = load_iris(return_X_y=True)
     clf = L2SVC(C=1.0, gamma=0.3, tol=1e-8).fit(X, y)
-    with parallel_config(backend="threading"):    # processes: see the slow test below
+    with parallel_config(backend="threading"):  # processes: see the slow test below
         par = L2SVC(C=1.0, gamma=0.3, tol=1e-8, n_jobs=2).fit(X, y)
     np.testing.assert_allclose(par.dual_coef_, clf.dual_coef_)
     np.testing.assert_array_equal(par.predict(X), clf.predict(X))
@@ -254,8 +261,7 @@ def test_one_vs_one_problems_are_the_binary_ones_and_parallel_agrees():
     mask = y > 0
     one = L2SVC(C=1.0, gamma=0.3, tol=1e-8).fit(X[mask], y[mask])
     Xt = X[::7]
-    pair_decision = (clf._support_kernel(clf._new_input(Xt)) @ clf.dual_coef_[2]
-                     + clf.intercept_[2])
+    pair_decision = clf._support_kernel(clf._new_input(Xt)) @ clf.dual_coef_[2] + clf.intercept_[2]
     np.testing.assert_allclose(pair_decision, one.decision_function(Xt), atol=1e-10)
 
 
@@ -274,9 +280,10 @@ def test_precomputed_reads_only_support_columns():
     pre = L2SVC(kernel="precomputed", tol=1e-9).fit(K, y)
     feat = L2SVC(gamma=0.5, tol=1e-9).fit(X, y)
     K_test = pairwise_kernels(Xt, X, metric="rbf", gamma=0.5)
-    K_test[:, np.setdiff1d(np.arange(90), pre.support_)] = 1e6   # never read
-    np.testing.assert_allclose(pre.decision_function(K_test), feat.decision_function(Xt),
-                               atol=1e-10)
+    K_test[:, np.setdiff1d(np.arange(90), pre.support_)] = 1e6  # never read
+    np.testing.assert_allclose(
+        pre.decision_function(K_test), feat.decision_function(Xt), atol=1e-10
+    )
     with pytest.raises(ValueError):
         pre.decision_function(K_test[:, :50])
 
@@ -284,6 +291,7 @@ def test_precomputed_reads_only_support_columns():
 def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
     import kernfw.estimators._base as base
     import kernfw.estimators.l2svc as module
+
     built = []
 
     def spy(*args, **kwargs):
@@ -294,7 +302,7 @@ def test_large_narrow_problems_use_the_on_the_fly_kernel(monkeypatch):
     monkeypatch.setattr(base, "make_operator", spy)
     X, y = make_classification(n_samples=3000, n_features=5, random_state=0)
     with pytest.warns(ConvergenceWarning):
-        clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)       # a 34 MB float32 Gram: too big
+        clf = L2SVC(max_iter=200, cache_size=5).fit(X, y)  # a 34 MB float32 Gram: too big
     assert isinstance(built[-1], KernelFunction)
     Xw = np.random.default_rng(0).normal(size=(300, 60))  # wide: Gram if it fits the cache
     yw = (Xw[:, 0] > 0).astype(int)
@@ -315,8 +323,14 @@ def test_linear_and_poly_kernels():
 
 def test_estimator_bad_parameters():
     X, y = _binary(20)
-    for params in ({"C": 0.0}, {"C": -1.0}, {"tol": 0.0}, {"tol": -1.0},
-                   {"multi_class": "crammer"}, {"method": "smo"}):
+    for params in (
+        {"C": 0.0},
+        {"C": -1.0},
+        {"tol": 0.0},
+        {"tol": -1.0},
+        {"multi_class": "crammer"},
+        {"method": "smo"},
+    ):
         with pytest.raises(ValueError):
             L2SVC(**params).fit(X, y)
     with pytest.raises(ValueError, match="2 classes"):
@@ -327,16 +341,17 @@ def test_estimator_bad_parameters():
 # integers): kernfw rejects an indefinite Gram with NotPSDError (its dual is not concave)
 _INDEFINITE_GRAM = dict.fromkeys(
     ("check_positive_only_tag_during_fit", "check_estimators_dtypes"),
-    "the check passes an indefinite precomputed Gram (NotPSDError)")
+    "the check passes an indefinite precomputed Gram (NotPSDError)",
+)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 # the precomputed checks use linear Grams of points near (100, 100) with random
 # labels: K̃ is so elongated that MFW converges slowly, hence the budget
-@parametrize_with_checks([L2SVC(), L2SVC(kernel="precomputed", max_iter=3000),
-                          L2SVC(multi_class="ovr")],
-                         expected_failed_checks=lambda est: (
-                             _INDEFINITE_GRAM if est.kernel == "precomputed" else {}))
+@parametrize_with_checks(
+    [L2SVC(), L2SVC(kernel="precomputed", max_iter=3000), L2SVC(multi_class="ovr")],
+    expected_failed_checks=lambda est: _INDEFINITE_GRAM if est.kernel == "precomputed" else {},
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -346,11 +361,13 @@ def test_C_maps_to_the_squared_hinge_svm_with_half_C():
     """L2SVC(C) ≡ ½‖w‖² + ½b² + (C/2)·Σ max(0, 1 − y h)²: LinearSVC(squared hinge, C/2,
     bias regularized as a constant feature) for the linear kernel, up to the factor ρ."""
     from sklearn.svm import LinearSVC
+
     X, y = _binary(120, d=4, seed=31)
     for C in (0.2, 5.0):
         clf = L2SVC(kernel="linear", C=C, tol=1e-12, max_iter=200000).fit(X, y)
-        lin = LinearSVC(loss="squared_hinge", C=C / 2, intercept_scaling=1.0, tol=1e-12,
-                        max_iter=1000000).fit(X, y)
+        lin = LinearSVC(
+            loss="squared_hinge", C=C / 2, intercept_scaling=1.0, tol=1e-12, max_iter=1000000
+        ).fit(X, y)
         h = clf.decision_function(X) / clf.rho_[0]
         ref = lin.decision_function(X)
         np.testing.assert_allclose(h, ref, atol=1e-5 * np.abs(ref).max())
@@ -374,6 +391,7 @@ def test_defaults_converge_without_warning(loader):
     import warnings
 
     from sklearn import datasets
+
     X, y = getattr(datasets, f"load_{loader}")(return_X_y=True)
     X = X / 16.0 if loader == "digits" else (X - X.mean(0)) / X.std(0)
     with warnings.catch_warnings():
@@ -400,6 +418,7 @@ def test_random_state_changes_the_start_point():
 @pytest.mark.cvxpy
 def test_cvm_reaches_the_l2svm_optimum_within_the_certified_gap():
     from kernfw.reference import l2svm_reference
+
     X, y = _binary(60, seed=33)
     K = pairwise_kernels(X, metric="rbf", gamma=0.5)
     P = l2svm_reference(K, y, 2.0)["objective"]
@@ -425,13 +444,14 @@ def test_ddag_agrees_with_one_vs_one_on_separable_classes():
     assert ddag.problems_ == ovo.problems_ and len(ddag.problems_) == 10
     np.testing.assert_array_equal(ddag.predict(Xt), ovo.predict(Xt))
     np.testing.assert_array_equal(ddag.predict(Xt), np.repeat(np.arange(5), 10))
-    scores = ddag.decision_function(Xt)            # removal steps: a permutation of 0…m−1
+    scores = ddag.decision_function(Xt)  # removal steps: a permutation of 0…m−1
     np.testing.assert_array_equal(np.sort(scores, axis=1), np.tile(np.arange(5), (50, 1)))
 
 
 def test_ddag_walks_the_dag():
     """The DAG of 3 classes: (0, 2) first; the loser's end of the range is dropped."""
     from kernfw.estimators._multiclass_decomposition import ddag_scores
+
     pairs = [(0, 1), (0, 2), (1, 2)]
     # row 0: (0,2) prefers 0 → range [0, 1]; (0,1) prefers 1 → 1
     # row 1: (0,2) prefers 2 → range [1, 2]; (1,2) prefers 1 → 1
@@ -445,6 +465,7 @@ def test_ddag_walks_the_dag():
 def test_ddag_on_digits():
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
+
     X, y = load_digits(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, test_size=0.25, random_state=0)
     ddag = L2SVC(multi_class="ddag").fit(Xtr, ytr)

@@ -5,17 +5,32 @@ import itertools
 import numpy as np
 import pytest
 
-from kernfw.losses import (LOSSES, MaxHinge, MulticlassLoss, StructuredHinge, TopKHinge,
-                           Usunier, WeightedTopKHinge, WeightedUsunier, dual_vertices,
-                           make_loss)
+from kernfw.losses import (
+    LOSSES,
+    MaxHinge,
+    MulticlassLoss,
+    StructuredHinge,
+    TopKHinge,
+    Usunier,
+    WeightedTopKHinge,
+    WeightedUsunier,
+    dual_vertices,
+    make_loss,
+)
 
 M = 5
 RHO = np.array([0.5, 0.3, 0.3, 0.1, 0.0])
 
 
 def all_losses(m=M, k=3, rho=RHO):
-    return [MaxHinge(), StructuredHinge(), TopKHinge(k), Usunier(k),
-            WeightedTopKHinge(rho), WeightedUsunier(rho)]
+    return [
+        MaxHinge(),
+        StructuredHinge(),
+        TopKHinge(k),
+        Usunier(k),
+        WeightedTopKHinge(rho),
+        WeightedUsunier(rho),
+    ]
 
 
 def random_margins(rng, n=40, m=M):
@@ -77,19 +92,26 @@ def _in_B(loss, beta, m, tol=1e-12):
     if np.any(beta < -tol):
         return False
     partial = np.cumsum(-np.sort(-beta))
-    if loss.name in ("usunier", "weighted_usunier"):   # 0 ≤ β ≤ p, p in the permutahedron
+    if loss.name in ("usunier", "weighted_usunier"):  # 0 ≤ β ≤ p, p in the permutahedron
         return bool(np.all(partial <= np.cumsum(rho) + tol))
-    theta = beta.sum() / rho.sum()                     # β = θ p, θ ∈ [0, 1]
-    return theta <= 1 + tol and (theta <= tol or bool(
-        np.all(partial / theta <= np.cumsum(rho) + 1e-9)))
+    theta = beta.sum() / rho.sum()  # β = θ p, θ ∈ [0, 1]
+    return theta <= 1 + tol and (
+        theta <= tol or bool(np.all(partial / theta <= np.cumsum(rho) + 1e-9))
+    )
 
 
 @pytest.mark.parametrize("loss", all_losses(), ids=lambda l: l.name)
 def test_lmo_against_enumeration_of_the_vertices(loss, rng):
     """⟨LMO(a), a⟩ = max over every vertex of B, and LMO(a) ∈ B (brute force, m = 5)."""
     a, _ = random_margins(rng, n=25)
-    a = np.vstack([a, np.zeros(M), -np.abs(a[:3]) - 0.1,     # loss 0: β may be 0
-                   np.round(a[3:8])])                         # ties
+    a = np.vstack(
+        [
+            a,
+            np.zeros(M),
+            -np.abs(a[:3]) - 0.1,  # loss 0: β may be 0
+            np.round(a[3:8]),
+        ]
+    )  # ties
     V = _vertices(loss, M)
     best = (a @ V.T).max(axis=1)
     for beta in (loss.lmo(a), np.array([loss.lmo_row(row) for row in a])):
@@ -101,15 +123,20 @@ def test_lmo_against_enumeration_of_the_vertices(loss, rng):
 def test_lmo_row_equals_vectorized(loss, rng):
     a, _ = random_margins(rng, n=10)
     for row in a:
-        np.testing.assert_allclose(loss.lmo_row(row) @ row, loss.lmo(row[None])[0] @ row,
-                                   atol=1e-14)
+        np.testing.assert_allclose(
+            loss.lmo_row(row) @ row, loss.lmo(row[None])[0] @ row, atol=1e-14
+        )
 
 
 def test_k1_losses_equal_max_hinge_and_k2_topk_equals_usunier(rng):
     a, _ = random_margins(rng)
     mh = MaxHinge().value(a)
-    for loss in (TopKHinge(1), Usunier(1), WeightedTopKHinge([1, 0, 0, 0, 0]),
-                 WeightedUsunier([1, 0, 0, 0, 0])):
+    for loss in (
+        TopKHinge(1),
+        Usunier(1),
+        WeightedTopKHinge([1, 0, 0, 0, 0]),
+        WeightedUsunier([1, 0, 0, 0, 0]),
+    ):
         np.testing.assert_allclose(loss.value(a), mh, atol=1e-14)
     np.testing.assert_allclose(TopKHinge(2).value(a), Usunier(2).value(a), atol=1e-14)
     # for k = 3 the two differ on these margins (a_y = 0 is not always in the top 3)
@@ -119,8 +146,7 @@ def test_k1_losses_equal_max_hinge_and_k2_topk_equals_usunier(rng):
 def test_unweighted_equals_weighted_with_uniform_rho(rng):
     a, _ = random_margins(rng)
     rho = np.array([1 / 3, 1 / 3, 1 / 3, 0, 0])
-    np.testing.assert_allclose(TopKHinge(3).value(a), WeightedTopKHinge(rho).value(a),
-                               atol=1e-14)
+    np.testing.assert_allclose(TopKHinge(3).value(a), WeightedTopKHinge(rho).value(a), atol=1e-14)
     np.testing.assert_allclose(Usunier(3).value(a), WeightedUsunier(rho).value(a), atol=1e-14)
 
 
@@ -151,27 +177,32 @@ def test_structured_costs():
     np.testing.assert_array_equal(StructuredHinge().costs(y, 3), 1 - np.eye(3)[y])
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda: TopKHinge(5).check(5), "smaller than the number of classes"),
-    (lambda: Usunier(7).check(5), "smaller than the number of classes"),
-    (lambda: TopKHinge(0), "k must be an integer >= 1"),
-    (lambda: TopKHinge(1.5), "k must be an integer >= 1"),
-    (lambda: WeightedTopKHinge([0.2, 0.5, 0.0]), "nonincreasing"),
-    (lambda: WeightedUsunier([0.5, 0.3, 0.1]), "rho_m must be 0"),
-    (lambda: WeightedUsunier([0.5, -0.1, -0.2]), "nonnegative"),
-    (lambda: WeightedTopKHinge([0, 0, 0]), "positive entry"),
-    (lambda: WeightedTopKHinge([0.5, 0.2, 0.0]).check(4), "length 3 but there are 4"),
-    (lambda: StructuredHinge(np.ones((3, 3))).check(3), "zero diagonal"),
-    (lambda: StructuredHinge(-np.eye(3)), "nonnegative"),
-    (lambda: StructuredHinge(np.ones((3, 4))).check(3), "4 columns"),
-    (lambda: StructuredHinge(np.ones((4, 3)) - np.eye(4, 3)).costs(np.array([0, 1]), 3),
-     r"shape \(m, m\)"),
-    (lambda: StructuredHinge(np.ones((2, 3))).costs(np.array([0, 1]), 3), "zero on the true"),
-    (lambda: MaxHinge().check(1), "at least 2 classes"),
-    (lambda: make_loss("nope"), "unknown loss"),
-    (lambda: make_loss("weighted_topk"), "needs rho"),
-    (lambda: make_loss("max_hinge", cost=np.zeros((2, 2))), "only used by"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: TopKHinge(5).check(5), "smaller than the number of classes"),
+        (lambda: Usunier(7).check(5), "smaller than the number of classes"),
+        (lambda: TopKHinge(0), "k must be an integer >= 1"),
+        (lambda: TopKHinge(1.5), "k must be an integer >= 1"),
+        (lambda: WeightedTopKHinge([0.2, 0.5, 0.0]), "nonincreasing"),
+        (lambda: WeightedUsunier([0.5, 0.3, 0.1]), "rho_m must be 0"),
+        (lambda: WeightedUsunier([0.5, -0.1, -0.2]), "nonnegative"),
+        (lambda: WeightedTopKHinge([0, 0, 0]), "positive entry"),
+        (lambda: WeightedTopKHinge([0.5, 0.2, 0.0]).check(4), "length 3 but there are 4"),
+        (lambda: StructuredHinge(np.ones((3, 3))).check(3), "zero diagonal"),
+        (lambda: StructuredHinge(-np.eye(3)), "nonnegative"),
+        (lambda: StructuredHinge(np.ones((3, 4))).check(3), "4 columns"),
+        (
+            lambda: StructuredHinge(np.ones((4, 3)) - np.eye(4, 3)).costs(np.array([0, 1]), 3),
+            r"shape \(m, m\)",
+        ),
+        (lambda: StructuredHinge(np.ones((2, 3))).costs(np.array([0, 1]), 3), "zero on the true"),
+        (lambda: MaxHinge().check(1), "at least 2 classes"),
+        (lambda: make_loss("nope"), "unknown loss"),
+        (lambda: make_loss("weighted_topk"), "needs rho"),
+        (lambda: make_loss("max_hinge", cost=np.zeros((2, 2))), "only used by"),
+    ],
+)
 def test_bad_parameters_raise_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make()
@@ -180,8 +211,14 @@ def test_bad_parameters_raise_value_error(make, match):
 def test_make_loss_and_custom_objects():
     assert make_loss("topk_hinge", k=2) == TopKHinge(2)
     assert make_loss("usunier", k=2) != TopKHinge(2)
-    assert set(LOSSES) == {"max_hinge", "structured_hinge", "topk_hinge", "usunier",
-                           "weighted_topk", "weighted_usunier"}
+    assert set(LOSSES) == {
+        "max_hinge",
+        "structured_hinge",
+        "topk_hinge",
+        "usunier",
+        "weighted_topk",
+        "weighted_usunier",
+    }
     obj = WeightedUsunier(RHO)
     assert make_loss(obj) is obj
     assert "rho=" in repr(obj)
@@ -195,6 +232,7 @@ def test_make_loss_and_custom_objects():
 def test_loss_equals_lp_over_polytope(loss, rng):
     """Φ(a) = max_{β∈B} ⟨β, a⟩ with B of math.md §1.3, by cvxpy."""
     from kernfw.reference import loss_polytope_lp
+
     a, _ = random_margins(rng, n=4)
     for row in a:
         assert abs(loss_polytope_lp(row, loss) - loss.value(row[None])[0]) < 1e-7

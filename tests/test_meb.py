@@ -12,8 +12,11 @@ from kernfw.kernels import make_operator
 from kernfw.operators import Gram, KernelFunction, KernelOperator
 from kernfw.solvers.meb import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
 
-KERNELS = [("linear", {}), ("rbf", {"gamma": 0.5}),
-           ("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0})]
+KERNELS = [
+    ("linear", {}),
+    ("rbf", {"gamma": 0.5}),
+    ("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0}),
+]
 
 
 def _points(n=50, d=3, seed=0):
@@ -70,12 +73,13 @@ class ForbidMatmat(KernelOperator):
 @pytest.mark.parametrize("method", ["mfw", "fw"])
 def test_meb_radius_matches_cvxpy(kernel, params, method):
     from kernfw.reference import meb_reference
+
     X = _points(50, seed=1)
     K = _gram(X, kernel, params)
     ref = meb_reference(K)
     op = Gram(K)
     r2 = ref["radius2"]
-    if method == "fw":       # sublinear: check the certified bracket dual ≤ r*² ≤ primal
+    if method == "fw":  # sublinear: check the certified bracket dual ≤ r*² ≤ primal
         res = solve_simplex_qp(op, q=op.diag(), method="fw", tol=1e-4, stop="relative")
         assert res.converged
         assert res.dual <= r2 * (1 + 1e-8) and r2 <= res.primal * (1 + 1e-8)
@@ -95,7 +99,7 @@ def test_meb_of_three_points_is_known():
     Z = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.5]])
     op = Gram(Z @ Z.T)
     res = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
-    assert res.dual == pytest.approx(1.0, abs=1e-12)           # radius 1 around (1, 0)
+    assert res.dual == pytest.approx(1.0, abs=1e-12)  # radius 1 around (1, 0)
     np.testing.assert_allclose(res["alpha"], [0.5, 0.5, 0.0], atol=1e-12)
     np.testing.assert_array_equal(res["support"], [0, 1])
 
@@ -155,7 +159,7 @@ def test_every_step_is_an_exact_line_search(q_kind):
             continue
         away = it.n_away > n_away
         kinds.add("away" if away else "fw")
-        if away:                       # d ∝ α − e_j; the largest feasible step keeps α ≥ 0
+        if away:  # d ∝ α − e_j; the largest feasible step keeps α ≥ 0
             j = int(np.argmin(d))
             direction = before - np.eye(len(K))[j]
             t_max = before[j] / (1 - before[j])
@@ -164,9 +168,12 @@ def test_every_step_is_an_exact_line_search(q_kind):
             direction = np.eye(len(K))[i] - before
             t_max = 1.0
         gamma = np.linalg.norm(d) / np.linalg.norm(direction)
-        line = minimize_scalar(lambda s: -_f(K, qv, before + s * direction),
-                               bounds=(0, t_max), method="bounded",
-                               options={"xatol": 1e-12})
+        line = minimize_scalar(
+            lambda s: -_f(K, qv, before + s * direction),
+            bounds=(0, t_max),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
         assert _f(K, qv, after) >= -line.fun - 1e-12
         assert 0 <= gamma <= t_max + 1e-12
     assert kinds == {"fw", "away"}
@@ -209,7 +216,7 @@ def test_one_column_per_iteration_and_no_matmat():
     op = ForbidMatmat(KernelFunction(X, "rbf", gamma=0.5, cache_size=1.0))
     res = solve_simplex_qp(op, q=op.diag(), tol=1e-6)
     assert res.converged
-    assert op.fetched <= res.n_iter + 2          # two for the CVM start, then ≤ one per step
+    assert op.fetched <= res.n_iter + 2  # two for the CVM start, then ≤ one per step
     assert op.calls == op.fetched
 
 
@@ -231,7 +238,7 @@ def test_radius_stop_is_the_one_plus_epsilon_ball():
     eps = 1e-3
     res = solve_simplex_qp(op, q=op.diag(), tol=eps, stop="radius")
     assert res.converged
-    r2, R2 = res.dual, res.primal                  # r_k² and max_i ‖z_i − c_k‖²
+    r2, R2 = res.dual, res.primal  # r_k² and max_i ‖z_i − c_k‖²
     assert np.sqrt(R2) <= (1 + eps) * np.sqrt(r2) * (1 + 1e-12)
     exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
     assert r2 <= exact.dual * (1 + 1e-12) and exact.dual <= R2 * (1 + 1e-12)
@@ -281,7 +288,7 @@ def test_history_records_coreset_and_steps():
     h = res.history
     assert h["iteration"].tolist() == list(range(res.n_iter + 1))
     assert h["coreset"][-1] == res["support"].size
-    assert np.all(np.diff(h["dual"]) >= -1e-14)               # ascent steps
+    assert np.all(np.diff(h["dual"]) >= -1e-14)  # ascent steps
     assert np.all(h["dual"] <= h["primal"] + 1e-14)
     assert h["away_steps"][-1] > 0 and "delta" in h and "radius2" in h
 
@@ -328,9 +335,8 @@ def test_ball_contains_the_training_points_and_predicts_novelty():
     alpha[ball.support_] = ball.dual_coef_[0]
     K = rbf_kernel(X, gamma=0.5)
     dist2 = 1 - 2 * rbf_kernel(Xt, X, gamma=0.5) @ alpha + alpha @ K @ alpha
-    np.testing.assert_allclose(ball.decision_function(Xt), ball.radius_ ** 2 - dist2, atol=1e-12)
-    np.testing.assert_allclose(ball.score_samples(Xt) - ball.offset_,
-                               ball.decision_function(Xt))
+    np.testing.assert_allclose(ball.decision_function(Xt), ball.radius_**2 - dist2, atol=1e-12)
+    np.testing.assert_allclose(ball.score_samples(Xt) - ball.offset_, ball.decision_function(Xt))
     assert ball.dual_coef_.sum() == pytest.approx(1.0)
     np.testing.assert_array_equal(ball.support_vectors_, X[ball.support_])
 
@@ -339,11 +345,12 @@ def test_ball_contains_the_training_points_and_predicts_novelty():
 @pytest.mark.parametrize("kernel,params", KERNELS)
 def test_estimator_radius_matches_cvxpy(kernel, params):
     from kernfw.reference import meb_reference
+
     X = _points(40, seed=14)
     ref = meb_reference(_gram(X, kernel, params))
     ball = MinimumEnclosingBall(kernel=kernel, tol=1e-9, **params).fit(X)
-    assert ball.radius_lower_ ** 2 <= ref["radius2"] * (1 + 1e-8)
-    assert ball.radius_ ** 2 == pytest.approx(ref["radius2"], rel=1e-6)
+    assert ball.radius_lower_**2 <= ref["radius2"] * (1 + 1e-8)
+    assert ball.radius_**2 == pytest.approx(ref["radius2"], rel=1e-6)
 
 
 def test_precomputed_reads_only_the_support_columns():
@@ -354,9 +361,10 @@ def test_precomputed_reads_only_the_support_columns():
     pre = MinimumEnclosingBall(kernel="precomputed", tol=1e-8).fit(rbf_kernel(X, gamma=gamma))
     K_test = rbf_kernel(Xt, X, gamma=gamma)
     off = np.setdiff1d(np.arange(80), pre.support_)
-    K_test[:, off] = 1e6                                       # never read
-    np.testing.assert_allclose(pre.decision_function(K_test), ball.decision_function(Xt),
-                               atol=1e-10)
+    K_test[:, off] = 1e6  # never read
+    np.testing.assert_allclose(
+        pre.decision_function(K_test), ball.decision_function(Xt), atol=1e-10
+    )
     assert pre.radius_ == pytest.approx(ball.radius_, rel=1e-10)
 
 
@@ -374,8 +382,7 @@ def test_kernel_operator_and_float32_inputs():
     b = MinimumEnclosingBall(gamma=0.5, tol=1e-8).fit(X)
     c = MinimumEnclosingBall(gamma=0.5, tol=1e-5).fit(X.astype(np.float32))
     assert a.radius_ == pytest.approx(b.radius_, rel=1e-10)
-    np.testing.assert_allclose(a.decision_function(X[:5]), b.decision_function(X[:5]),
-                               atol=1e-10)
+    np.testing.assert_allclose(a.decision_function(X[:5]), b.decision_function(X[:5]), atol=1e-10)
     assert c.radius_ == pytest.approx(b.radius_, rel=1e-4)
 
 
@@ -387,29 +394,43 @@ def test_estimator_bad_parameters():
         MinimumEnclosingBall(method="sgd").fit(X)
 
 
-_NO_TRAINING_OUTLIERS = ("a minimum enclosing ball contains every training point, so "
-                         "predict(X_train) has no -1 (unlike OneClassSVM's nu)")
-_PRECOMPUTED_DIAG = ("precomputed kernels need a constant training diagonal for k(x, x) of "
-                     "new points; the checks use linear Grams")
+_NO_TRAINING_OUTLIERS = (
+    "a minimum enclosing ball contains every training point, so "
+    "predict(X_train) has no -1 (unlike OneClassSVM's nu)"
+)
+_PRECOMPUTED_DIAG = (
+    "precomputed kernels need a constant training diagonal for k(x, x) of "
+    "new points; the checks use linear Grams"
+)
 
 
 def _expected_failures(estimator):
-    failures = {"check_outliers_train": _NO_TRAINING_OUTLIERS,
-                "check_outliers_fit_predict": _NO_TRAINING_OUTLIERS}
+    failures = {
+        "check_outliers_train": _NO_TRAINING_OUTLIERS,
+        "check_outliers_fit_predict": _NO_TRAINING_OUTLIERS,
+    }
     if estimator.kernel == "precomputed":
-        for check in ("check_fit_score_takes_y", "check_estimators_dtypes",
-                      "check_dtype_object", "check_f_contiguous_array_estimator",
-                      "check_classifier_data_not_an_array",
-                      "check_methods_sample_order_invariance", "check_methods_subset_invariance",
-                      "check_dict_unchanged", "check_fit_idempotent"):
+        for check in (
+            "check_fit_score_takes_y",
+            "check_estimators_dtypes",
+            "check_dtype_object",
+            "check_f_contiguous_array_estimator",
+            "check_classifier_data_not_an_array",
+            "check_methods_sample_order_invariance",
+            "check_methods_subset_invariance",
+            "check_dict_unchanged",
+            "check_fit_idempotent",
+        ):
             failures[check] = _PRECOMPUTED_DIAG
         # the check passes K − mean(K), an indefinite Gram: kernfw raises NotPSDError
         failures["check_positive_only_tag_during_fit"] = "indefinite precomputed Gram"
     return failures
 
 
-@parametrize_with_checks([MinimumEnclosingBall(), MinimumEnclosingBall(kernel="precomputed")],
-                         expected_failed_checks=_expected_failures)
+@parametrize_with_checks(
+    [MinimumEnclosingBall(), MinimumEnclosingBall(kernel="precomputed")],
+    expected_failed_checks=_expected_failures,
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -427,7 +448,7 @@ def _both_backends(monkeypatch, solve):
 def _assert_same_trajectory(a, b, method):
     """Runs ``a`` (numpy) and ``b`` (compiled) agree to rounding: every certified dual
     value and primal, coreset size and away-step count, and the final α, v."""
-    assert a.n_iter == b.n_iter                   # the budget, not a BLAS-dependent stop
+    assert a.n_iter == b.n_iter  # the budget, not a BLAS-dependent stop
     scale = abs(a.dual) + a.history["primal"].max()
     for key in ("dual", "primal"):
         np.testing.assert_allclose(b.history[key], a.history[key], rtol=0, atol=1e-10 * scale)
@@ -442,10 +463,12 @@ def _assert_same_trajectory(a, b, method):
 def test_compiled_backend_is_used_unless_disabled(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.solvers.meb import CompiledSimplexQPIterate, make_iterate
+
     op = Gram(rbf_kernel(_points(20), gamma=0.5))
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    assert isinstance(make_iterate(op, op.diag(), "mfw", None, "gap", None),
-                      CompiledSimplexQPIterate)
+    assert isinstance(
+        make_iterate(op, op.diag(), "mfw", None, "gap", None), CompiledSimplexQPIterate
+    )
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
     it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
     assert type(it) is SimplexQPIterate
@@ -460,16 +483,20 @@ def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
     pytest.importorskip("numba")
     X = _points(150, d=4, seed=21)
     y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
-    kernel, params = (("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0})
-                      if problem == "l2svm_poly" else ("rbf", {"gamma": 0.5}))
+    kernel, params = (
+        ("poly", {"gamma": 0.5, "degree": 2, "coef0": 1.0})
+        if problem == "l2svm_poly"
+        else ("rbf", {"gamma": 0.5})
+    )
     K = Gram(_gram(X, kernel, params))
     op = K if problem == "meb" else L2SVMKernel(K, y, 2.0)
     q = op.diag() if problem == "meb" else None
 
     def solve():
         # 1500 steps: > 2 refreshes of the maintained scalars, drop steps, a γ = 1 step
-        return solve_simplex_qp(op, q=q, method=method, tol=1e-13, max_iter=1500,
-                                check_every=1, random_state=4)
+        return solve_simplex_qp(
+            op, q=q, method=method, tol=1e-13, max_iter=1500, check_every=1, random_state=4
+        )
 
     _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
 
@@ -493,12 +520,13 @@ def test_random_state_changes_the_start_point():
     for seed in (None, 3, 5):
         res = solve_simplex_qp(op, q=op.diag(), max_iter=0, random_state=seed)
         a = 0 if seed is None else int(np.random.default_rng(seed).integers(50))
-        assert a in res["support"]                # the start pair contains the chosen point
+        assert a in res["support"]  # the start pair contains the chosen point
         starts[seed] = tuple(res["support"])
     assert len(set(starts.values())) == 3
     # the estimator passes its random_state on
-    fits = [MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=s).fit(X)
-            for s in (3, 5)]
+    fits = [
+        MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=s).fit(X) for s in (3, 5)
+    ]
     assert tuple(fits[0].support_) == starts[3] and tuple(fits[1].support_) == starts[5]
     again = MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=3).fit(X)
     np.testing.assert_array_equal(again.support_, fits[0].support_)
@@ -516,16 +544,16 @@ def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel, t
     values = ball._gram_dtype() or dtype
     whole = ball.predict(X)
     assert np.all(whole == 1)
-    for i in range(len(X)):                       # one point at a time, and in reverse order
-        assert ball.predict(X[i:i + 1])[0] == 1
+    for i in range(len(X)):  # one point at a time, and in reverse order
+        assert ball.predict(X[i : i + 1])[0] == 1
     assert np.all(ball.predict(X[::-1]) == 1)
-    assert ball.predict(X[4:5])[0] == whole[4]    # the issue's reproducer
+    assert ball.predict(X[4:5])[0] == whole[4]  # the issue's reproducer
     # the slack is round-off sized (of the kernel values): a point 1 % outside the
     # sphere is an outlier
     eps = np.finfo(values).eps
-    assert 0 < ball.boundary_tol_ <= 1e3 * eps * (1 + ball.radius_ ** 2 + ball.center_norm2_)
+    assert 0 < ball.boundary_tol_ <= 1e3 * eps * (1 + ball.radius_**2 + ball.center_norm2_)
     # the sphere passes through the farthest training point (what made it fragile)
-    assert abs(ball.distance2(X).max() - ball.radius_ ** 2) <= ball.boundary_tol_
+    assert abs(ball.distance2(X).max() - ball.radius_**2) <= ball.boundary_tol_
 
 
 def test_a_point_just_outside_the_sphere_is_an_outlier():
@@ -542,6 +570,7 @@ def test_a_point_just_outside_the_sphere_is_an_outlier():
 @pytest.mark.parametrize("numba_off", ["0", "1"])
 def test_indefinite_matrix_raises_instead_of_certifying(monkeypatch, numba_off):
     from kernfw.operators.psd import NotPSDError
+
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
     X = _points(40, seed=23)
     # K − 0.5·I with a wide RBF (K ≈ 1): the line search meets dᵀQd < 0 at once
@@ -562,6 +591,7 @@ def test_indefinite_matrix_raises_instead_of_certifying(monkeypatch, numba_off):
 @pytest.mark.parametrize("kernel,params", KERNELS)
 def test_cvm_reaches_the_cvxpy_optimum_within_its_certified_gap(kernel, params):
     from kernfw.reference import meb_reference
+
     X = _points(60, seed=24)
     K = _gram(X, kernel, params)
     r2 = meb_reference(K)["radius2"]
@@ -594,8 +624,8 @@ def test_cvm_radius_rule_and_estimator():
 # -- compiled steps that evaluate the columns themselves (operator column views) ----------
 def _column_view_operator(source, problem, X, y):
     if source == "rbf":
-        K = KernelFunction(X, "rbf", gamma=0.5, cache_size=0.05)   # a cache of 43 columns
-    elif source == "gram_fortran":     # e.g. the weighted sum of MKL kernels
+        K = KernelFunction(X, "rbf", gamma=0.5, cache_size=0.05)  # a cache of 43 columns
+    elif source == "gram_fortran":  # e.g. the weighted sum of MKL kernels
         K = Gram(np.asfortranarray(_gram(X, "rbf", {"gamma": 0.5})))
     else:
         K = Gram(_gram(X, "rbf", {"gamma": 0.5}))
@@ -606,23 +636,24 @@ def _column_view_operator(source, problem, X, y):
 @pytest.mark.parametrize("source", ["rbf", "gram", "gram_fortran"])
 @pytest.mark.parametrize("problem", ["meb", "l2svm"])
 @pytest.mark.parametrize("method", ["mfw", "fw"])
-def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem,
-                                                           method):
+def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem, method):
     """The compiled step that evaluates RBF / Gram columns itself (fused distances, exp,
     L2-SVM transform, its own LRU cache) follows the numpy path's trajectory."""
     pytest.importorskip("numba")
     from kernfw.solvers.meb import make_iterate
+
     X = _points(150, d=4, seed=21)
     y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
     op = _column_view_operator(source, problem, X, y)
     q = op.diag() if problem == "meb" else None
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     it = make_iterate(op, q, method, None, "gap", None)
-    assert it._source is not None                 # the compiled column step is used
+    assert it._source is not None  # the compiled column step is used
 
     def solve():
-        return solve_simplex_qp(op, q=q, method=method, tol=1e-13, max_iter=1500,
-                                check_every=1, random_state=4)
+        return solve_simplex_qp(
+            op, q=q, method=method, tol=1e-13, max_iter=1500, check_every=1, random_state=4
+        )
 
     _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
 
@@ -632,6 +663,7 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
     through cache misses, evictions (a one-column cache) and hits."""
     pytest.importorskip("numba")
     from kernfw.solvers.meb import make_iterate
+
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
     y = np.where(X[:, 1] > 0, 1.0, -1.0)
@@ -657,6 +689,7 @@ def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
     """Far points: exp(−γ d²) below 1e-300 is 0 (numpy: a subnormal or 0)."""
     pytest.importorskip("numba")
     from kernfw.solvers.meb import make_iterate
+
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = np.array([[0.0], [1.0], [30.0], [40.0], [1e3]])
     K = KernelFunction(X, "rbf", gamma=1.0)
@@ -674,13 +707,17 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
     the column requests."""
     pytest.importorskip("numba")
     import scipy.sparse as sp
+
     from kernfw.solvers.meb import make_iterate
+
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(40, d=3, seed=2)
-    ops = [KernelFunction(X, "poly", gamma=0.5),
-           KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
-           KernelFunction(sp.csr_matrix(X), "rbf"),
-           KernelFunction(X, lambda A, B: A @ B.T)]
+    ops = [
+        KernelFunction(X, "poly", gamma=0.5),
+        KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
+        KernelFunction(sp.csr_matrix(X), "rbf"),
+        KernelFunction(X, lambda A, B: A @ B.T),
+    ]
     for op in ops:
         it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
         assert it._source is None
@@ -694,6 +731,7 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     features, float32 ``exp``): within 1e-6 of the float64 kernel, cached in float32."""
     pytest.importorskip("numba")
     from kernfw.solvers.meb import make_iterate
+
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
     y = np.where(X[:, 1] > 0, 1.0, -1.0)
@@ -731,13 +769,13 @@ def test_float32_values_reach_the_float64_optimum_within_the_tolerance(monkeypat
     single = KernelFunction(X, "rbf", gamma=0.3, dtype=np.float32)
     res = solve_simplex_qp(single, q=single.diag(), tol=1e-4, stop="radius")
     assert res.converged
-    rounding = 1e-6                               # |K32 − K| ≤ ~2e-7 on the simplex
+    rounding = 1e-6  # |K32 − K| ≤ ~2e-7 on the simplex
     assert res.dual <= r2_star + rounding and r2_star <= res.primal + rounding
     assert np.sqrt(res.primal) <= (1 + 1e-4) * np.sqrt(res.dual) * (1 + 1e-12)
     # the estimator at its defaults keeps float32 values and says so in its slack
     ball = MinimumEnclosingBall(gamma=0.3).fit(X)
     assert ball._gram_dtype() == np.float32
-    assert ball.radius_lower_ ** 2 <= r2_star + rounding <= ball.radius_ ** 2 + 2 * rounding
+    assert ball.radius_lower_**2 <= r2_star + rounding <= ball.radius_**2 + 2 * rounding
 
 
 def test_kernel_function_dtype():
@@ -764,8 +802,9 @@ def test_runs_stop_at_the_first_iteration_that_passes(monkeypatch, numba_off, st
     X = _points(300, d=4, seed=8)
     op = KernelFunction(X, "rbf", gamma=0.4)
     tol = {"gap": 1e-6, "relative": 1e-6, "radius": 1e-5}[stop]
-    every, runs = (solve_simplex_qp(op, q=op.diag(), tol=tol, stop=stop, check_every=c)
-                   for c in (1, 100))
+    every, runs = (
+        solve_simplex_qp(op, q=op.diag(), tol=tol, stop=stop, check_every=c) for c in (1, 100)
+    )
     assert every.converged and runs.converged
     assert runs.n_iter == every.n_iter > 100
     np.testing.assert_allclose(runs["alpha"], every["alpha"], rtol=0, atol=1e-12)
@@ -780,10 +819,18 @@ def test_compiled_argmin_is_numpys_first_index_of_the_minimum():
     returns ``np.argmin``: ties keep the first index, across and within blocks."""
     pytest.importorskip("numba")
     from kernfw.solvers import _mfw_numba as mod
+
     rng = np.random.default_rng(0)
-    cases = [rng.random(50_000), np.linspace(1.0, 0.0, 3000), np.ones(1000), rng.random(7),
-             np.array([3.0, 1.0, 1.0, 2.0]), -rng.random(1025), np.array([5.0]),
-             np.r_[np.full(600, 2.0), 1.0, np.full(600, 1.0)]]
+    cases = [
+        rng.random(50_000),
+        np.linspace(1.0, 0.0, 3000),
+        np.ones(1000),
+        rng.random(7),
+        np.array([3.0, 1.0, 1.0, 2.0]),
+        -rng.random(1025),
+        np.array([5.0]),
+        np.r_[np.full(600, 2.0), 1.0, np.full(600, 1.0)],
+    ]
     for x in cases:
         assert mod._argmin(x) == int(np.argmin(x))
 
@@ -794,6 +841,7 @@ def test_weighted_mkl_gram_is_served_by_the_compiled_column_step(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.operators import MultiKernel
     from kernfw.solvers.meb import make_iterate
+
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(60, d=3, seed=9)
     mk = MultiKernel([Gram(rbf_kernel(X, gamma=g)) for g in (0.1, 1.0)])
@@ -809,6 +857,7 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
     one asymmetric by a rounding error keeps its columns; both give the operator's columns."""
     pytest.importorskip("numba")
     from kernfw.solvers.meb import make_iterate
+
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(80, d=3, seed=4)
     K = rbf_kernel(X, gamma=0.5)

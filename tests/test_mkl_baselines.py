@@ -8,11 +8,12 @@ from sklearn.svm import SVC
 
 from kernfw import LpMKLClassifier
 from kernfw.kernels import make_operator
-from kernfw.solvers.mkl.baselines import (lp_update, solve_l1_mkl, solve_lp_mkl,
-                                          solve_uniform_mkl)
+from kernfw.solvers.mkl.baselines import lp_update, solve_l1_mkl, solve_lp_mkl, solve_uniform_mkl
 
-SPECS = ([("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(5)]
-         + ["linear", ("poly", {"degree": 2})])
+SPECS = [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(5)] + [
+    "linear",
+    ("poly", {"degree": 2}),
+]
 
 
 def _data(n=40, seed=0):
@@ -31,7 +32,7 @@ def problem():
 
 def _reference(fn, *args, **kwargs):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)             # Clarabel "inaccurate"
+        warnings.simplefilter("ignore", UserWarning)  # Clarabel "inaccurate"
         return fn(*args, **kwargs)
 
 
@@ -91,21 +92,24 @@ def test_lp_update_minimizes_the_weighted_block_norms(p):
     rng = np.random.default_rng(1)
     theta, d = rng.uniform(0.1, 1, 5), rng.uniform(0.1, 3, 5)
     theta /= np.linalg.norm(theta, p)
-    w2 = theta ** 2 * d
+    w2 = theta**2 * d
     new = lp_update(theta, d, p)
     assert np.linalg.norm(new, p) == pytest.approx(1.0)
     best = np.sum(w2 / new)
-    for _ in range(200):                               # random feasible competitors
+    for _ in range(200):  # random feasible competitors
         other = rng.uniform(0.01, 1, 5)
         other /= np.linalg.norm(other, p)
         assert np.sum(w2 / other) >= best - 1e-12
-    res = minimize(lambda z: np.sum(w2 / np.abs(z)), new,
-                   constraints=[{"type": "eq", "fun": lambda z: np.linalg.norm(z, p) - 1}])
+    res = minimize(
+        lambda z: np.sum(w2 / np.abs(z)),
+        new,
+        constraints=[{"type": "eq", "fun": lambda z: np.linalg.norm(z, p) - 1}],
+    )
     assert res.fun >= best - 1e-7
 
 
 def test_lp_update_keeps_theta_without_signal():
-    theta = np.full(3, 3 ** -0.5)
+    theta = np.full(3, 3**-0.5)
     np.testing.assert_array_equal(lp_update(theta, np.zeros(3), 2.0), theta)
 
 
@@ -150,8 +154,10 @@ def test_estimator(problem):
     assert clf.selected_kernels_.size == len(SPECS)
     assert clf.score(X, y) > 0.85
     K, _, _ = problem
-    h = (K.with_weights(clf.kernel_weights_).dense()[:, clf.support_] @ clf.dual_coef_[0]
-         + clf.intercept_[0])
+    h = (
+        K.with_weights(clf.kernel_weights_).dense()[:, clf.support_] @ clf.dual_coef_[0]
+        + clf.intercept_[0]
+    )
     np.testing.assert_allclose(clf.decision_function(X), h, atol=1e-10)
     grams = [op.dense() for op in make_operator(X, SPECS).operators]
     pre = LpMKLClassifier("precomputed", p=2.0, svm="c", tol=1e-6).fit(grams, y)

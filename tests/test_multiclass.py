@@ -9,10 +9,16 @@ from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 
-from kernfw.losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
-                           WeightedUsunier)
-from kernfw.operators import Features, Gram
 from kernfw.fw import run
+from kernfw.losses import (
+    MaxHinge,
+    StructuredHinge,
+    TopKHinge,
+    Usunier,
+    WeightedTopKHinge,
+    WeightedUsunier,
+)
+from kernfw.operators import Features, Gram
 from kernfw.solvers.multiclass import BlockFW, FullBatchFW, MulticlassDual, solve_multiclass
 
 N, M, D = 30, 5, 5
@@ -54,6 +60,7 @@ def operator(kind, X=X0):
 
 def factor(op):
     from kernfw.reference import factor_gram
+
     return factor_gram(op.dense())
 
 
@@ -63,6 +70,7 @@ _REF = {}
 def reference_value(loss_name, kind, sigma, lam=LAM):
     """cvxpy optimum P* (or P_σ*), cached across tests."""
     from kernfw.reference import multiclass_primal
+
     key = (loss_name, kind, sigma, lam)
     if key not in _REF:
         op = operator(kind)
@@ -72,23 +80,45 @@ def reference_value(loss_name, kind, sigma, lam=LAM):
 
 # -- agreement with cvxpy (math.md §6 recipe) ------------------------------------------------
 
-DEFAULT_CASES = [(name, kind, sigma) for name, kind, sigma in [
-    ("max_hinge", "rbf", 0.0), ("max_hinge", "dense", 0.0),
-    ("structured_hinge", "sparse", 0.0), ("structured_hinge", "rbf", 0.1),
-    ("topk_hinge", "dense", 0.1), ("topk_hinge", "rbf", 0.0),
-    ("usunier", "sparse", 0.1), ("usunier", "rbf", 0.1),
-    ("weighted_topk", "rbf", 0.1), ("weighted_topk", "sparse", 0.0),
-    ("weighted_usunier", "dense", 0.0), ("weighted_usunier", "rbf", 0.1),
-]]
-ALL_CASES = [(name, kind, sigma) for name in LOSSES for kind in ("dense", "sparse", "rbf")
-             for sigma in (0.0, 0.1) if (name, kind, sigma) not in DEFAULT_CASES]
+DEFAULT_CASES = [
+    (name, kind, sigma)
+    for name, kind, sigma in [
+        ("max_hinge", "rbf", 0.0),
+        ("max_hinge", "dense", 0.0),
+        ("structured_hinge", "sparse", 0.0),
+        ("structured_hinge", "rbf", 0.1),
+        ("topk_hinge", "dense", 0.1),
+        ("topk_hinge", "rbf", 0.0),
+        ("usunier", "sparse", 0.1),
+        ("usunier", "rbf", 0.1),
+        ("weighted_topk", "rbf", 0.1),
+        ("weighted_topk", "sparse", 0.0),
+        ("weighted_usunier", "dense", 0.0),
+        ("weighted_usunier", "rbf", 0.1),
+    ]
+]
+ALL_CASES = [
+    (name, kind, sigma)
+    for name in LOSSES
+    for kind in ("dense", "sparse", "rbf")
+    for sigma in (0.0, 0.1)
+    if (name, kind, sigma) not in DEFAULT_CASES
+]
 
 
 def check_against_reference(loss_name, kind, sigma, solver="lsfw", tol=1e-5):
     P_star = reference_value(loss_name, kind, sigma)
-    res = solve_multiclass(operator(kind), Y0, loss=LOSSES[loss_name], lam=LAM,
-                           smoothing=sigma, solver=solver, tol=tol, max_iter=200_000,
-                           random_state=0)
+    res = solve_multiclass(
+        operator(kind),
+        Y0,
+        loss=LOSSES[loss_name],
+        lam=LAM,
+        smoothing=sigma,
+        solver=solver,
+        tol=tol,
+        max_iter=200_000,
+        random_state=0,
+    )
     assert res.converged and res.gap <= tol
     assert abs(res.primal - P_star) <= max(res.gap, 1e-7) + 1e-6 * abs(P_star)
     assert res.dual <= P_star + 1e-8
@@ -111,9 +141,15 @@ def test_lsfw_matches_cvxpy_full_grid(loss_name, kind, sigma):
 
 
 @pytest.mark.cvxpy
-@pytest.mark.parametrize("loss_name, kind, sigma", [
-    ("weighted_usunier", "sparse", 0.1), ("topk_hinge", "rbf", 0.0),
-    ("structured_hinge", "dense", 0.0), ("max_hinge", "rbf", 0.1)])
+@pytest.mark.parametrize(
+    "loss_name, kind, sigma",
+    [
+        ("weighted_usunier", "sparse", 0.1),
+        ("topk_hinge", "rbf", 0.0),
+        ("structured_hinge", "dense", 0.0),
+        ("max_hinge", "rbf", 0.1),
+    ],
+)
 def test_bcfw_matches_cvxpy(loss_name, kind, sigma):
     check_against_reference(loss_name, kind, sigma, solver="bcfw")
 
@@ -123,6 +159,7 @@ def test_bcfw_matches_cvxpy(loss_name, kind, sigma):
 def test_direction_equals_lp_over_dual_domain(name, rng):
     """Closed-form LMO = the LP max over A_i (objective values, math.md §1.6)."""
     from kernfw.reference import multiclass_lmo_lp
+
     op = operator("rbf")
     problem = MulticlassDual(op, Y0, LOSSES[name], lam=LAM, smoothing=0.1)
     At, S = _random_feasible_iterate(problem, rng)
@@ -138,6 +175,7 @@ def test_direction_equals_lp_over_dual_domain(name, rng):
 def test_smoothed_reference_value_lies_between_dual_and_ptilde(name):
     """D_σ ≤ P_σ(W(A)) ≤ P̃ with P_σ from the per-example cvxpy envelope (§1.10)."""
     from kernfw.reference import smoothed_loss_value
+
     sigma = 0.3
     problem = MulticlassDual(operator("rbf"), Y0, LOSSES[name], lam=LAM, smoothing=sigma)
     At, S = problem.start()
@@ -152,6 +190,7 @@ def test_smoothed_reference_value_lies_between_dual_and_ptilde(name):
 
 # -- closed-form line search = 1-D maximization (math.md §1.7, §1.10) ---------------------------
 
+
 def _random_feasible_iterate(problem, rng, steps=7):
     """A feasible dual point: a random convex combination of LMO vertices."""
     At, S = problem.start()
@@ -164,8 +203,9 @@ def _random_feasible_iterate(problem, rng, steps=7):
 
 def _best_step(dual_along):
     """``argmax_{γ ∈ [0, 1]} D(γ)`` by bounded scalar search (independent of the solver)."""
-    best = minimize_scalar(lambda g: -dual_along(g), bounds=(0, 1), method="bounded",
-                           options={"xatol": 1e-12})
+    best = minimize_scalar(
+        lambda g: -dual_along(g), bounds=(0, 1), method="bounded", options={"xatol": 1e-12}
+    )
     return best.x, -best.fun
 
 
@@ -221,15 +261,23 @@ def test_block_step_maximizes_the_dual_along_its_block(name, sigma, kind, rng):
 
 # -- certificates and convergence ------------------------------------------------------------------
 
+
 @pytest.mark.cvxpy
 @pytest.mark.parametrize("solver", ["lsfw", "stdfw", "bcfw", "pg"])
 def test_reported_gap_bounds_primal_suboptimality(solver):
     P_star = reference_value("usunier", "rbf", 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = solve_multiclass(operator("rbf"), Y0, loss=LOSSES["usunier"], lam=LAM,
-                               solver=solver, tol=0.0, max_iter=10 if solver == "bcfw" else 60,
-                               random_state=1)
+        res = solve_multiclass(
+            operator("rbf"),
+            Y0,
+            loss=LOSSES["usunier"],
+            lam=LAM,
+            solver=solver,
+            tol=0.0,
+            max_iter=10 if solver == "bcfw" else 60,
+            random_state=1,
+        )
     h = res.history
     assert np.all(h["primal"] - P_star <= h["gap"] + 1e-9)
     assert np.all(h["dual"] <= P_star + 1e-9)
@@ -237,8 +285,9 @@ def test_reported_gap_bounds_primal_suboptimality(solver):
 
 
 def _iterations_to(op, loss, solver, tol, sigma=0.0):
-    res = solve_multiclass(op, Y0, loss=loss, lam=0.1, smoothing=sigma, solver=solver,
-                           tol=tol, max_iter=50_000)
+    res = solve_multiclass(
+        op, Y0, loss=loss, lam=0.1, smoothing=sigma, solver=solver, tol=tol, max_iter=50_000
+    )
     assert res.converged
     return res.n_iter
 
@@ -246,13 +295,21 @@ def _iterations_to(op, loss, solver, tol, sigma=0.0):
 # LSFW needs fewer iterations than StdFW to gap 1e-4 for the top-k family (λ = 0.1);
 # exceptions (the hinge losses, where exact line search zig-zags) are recorded in
 # docs/benchmarks/multiclass.md and checked in the next test.
-@pytest.mark.parametrize("name, kind, sigma", [
-    ("weighted_topk", "dense", 0.0), ("weighted_usunier", "rbf", 0.0),
-    ("topk_hinge", "rbf", 0.0), ("weighted_topk", "rbf", 0.1), ("weighted_usunier", "dense", 0.1)])
+@pytest.mark.parametrize(
+    "name, kind, sigma",
+    [
+        ("weighted_topk", "dense", 0.0),
+        ("weighted_usunier", "rbf", 0.0),
+        ("topk_hinge", "rbf", 0.0),
+        ("weighted_topk", "rbf", 0.1),
+        ("weighted_usunier", "dense", 0.1),
+    ],
+)
 def test_lsfw_needs_fewer_iterations_than_stdfw(name, kind, sigma):
     op = operator(kind)
-    assert (_iterations_to(op, LOSSES[name], "lsfw", 1e-4, sigma)
-            < _iterations_to(op, LOSSES[name], "stdfw", 1e-4, sigma))
+    assert _iterations_to(op, LOSSES[name], "lsfw", 1e-4, sigma) < _iterations_to(
+        op, LOSSES[name], "stdfw", 1e-4, sigma
+    )
 
 
 def test_lsfw_vs_stdfw_exception_max_hinge_is_recorded():
@@ -271,8 +328,9 @@ def test_lsfw_vs_stdfw_exception_max_hinge_is_recorded():
 def test_lsfw_dual_is_monotone(name, sigma):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = solve_multiclass(operator("rbf"), Y0, loss=LOSSES[name], lam=0.1,
-                               smoothing=sigma, tol=1e-6, max_iter=300)
+        res = solve_multiclass(
+            operator("rbf"), Y0, loss=LOSSES[name], lam=0.1, smoothing=sigma, tol=1e-6, max_iter=300
+        )
     dual = res.history["dual"]
     assert np.all(np.diff(dual) >= -1e-12 * np.maximum(1, np.abs(dual[1:])))
     assert np.all(res.history["gap"] >= -1e-12)
@@ -281,8 +339,16 @@ def test_lsfw_dual_is_monotone(name, sigma):
 def test_bcfw_features_equal_kernel_iterates():
     """BCFW with explicit features (W kept, O(d·m) steps) = BCFW on the Gram XXᵀ."""
     Xs = operator("sparse").X
-    kw = dict(loss=LOSSES["weighted_usunier"], lam=0.3, smoothing=0.05, solver="bcfw",
-              tol=0.0, max_iter=5, random_state=3, keep_best=False)
+    kw = dict(
+        loss=LOSSES["weighted_usunier"],
+        lam=0.3,
+        smoothing=0.05,
+        solver="bcfw",
+        tol=0.0,
+        max_iter=5,
+        random_state=3,
+        keep_best=False,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         a = solve_multiclass(Features(Xs), Y0, **kw)
@@ -300,20 +366,19 @@ def test_scores_are_kept_exactly():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for solver in ("lsfw", "stdfw", "bcfw", "pg"):
-            res = solve_multiclass(op, Y0, loss=LOSSES["topk_hinge"], lam=0.2, solver=solver,
-                                   tol=0.0, max_iter=40)
-            np.testing.assert_allclose(res["S"], op.dense() @ res["A"].T / (0.2 * N),
-                                       atol=1e-10)
+            res = solve_multiclass(
+                op, Y0, loss=LOSSES["topk_hinge"], lam=0.2, solver=solver, tol=0.0, max_iter=40
+            )
+            np.testing.assert_allclose(res["S"], op.dense() @ res["A"].T / (0.2 * N), atol=1e-10)
 
 
 def test_warm_start_from_previous_solution_with_new_lambda():
     op = operator("rbf")
-    first = solve_multiclass(op, Y0, loss=LOSSES["usunier"], lam=0.2, tol=1e-4,
-                             max_iter=10_000)
-    cold = solve_multiclass(op, Y0, loss=LOSSES["usunier"], lam=0.25, tol=1e-4,
-                            max_iter=10_000)
-    warm = solve_multiclass(op, Y0, loss=LOSSES["usunier"], lam=0.25, tol=1e-4,
-                            max_iter=10_000, A_init=first["A"])
+    first = solve_multiclass(op, Y0, loss=LOSSES["usunier"], lam=0.2, tol=1e-4, max_iter=10_000)
+    cold = solve_multiclass(op, Y0, loss=LOSSES["usunier"], lam=0.25, tol=1e-4, max_iter=10_000)
+    warm = solve_multiclass(
+        op, Y0, loss=LOSSES["usunier"], lam=0.25, tol=1e-4, max_iter=10_000, A_init=first["A"]
+    )
     assert warm.converged and warm.n_iter < cold.n_iter
     assert abs(warm.primal - cold.primal) <= warm.gap + cold.gap
     with pytest.raises(ValueError, match="A_init must have shape"):
@@ -323,8 +388,9 @@ def test_warm_start_from_previous_solution_with_new_lambda():
 def test_float32_gram_is_not_upcast_and_agrees():
     K = rbf_kernel(X0, gamma=GAMMA)
     r64 = solve_multiclass(Gram(K), Y0, loss=LOSSES["max_hinge"], lam=1.0, tol=1e-4)
-    r32 = solve_multiclass(Gram(K.astype(np.float32)), Y0, loss=LOSSES["max_hinge"], lam=1.0,
-                           tol=1e-4)
+    r32 = solve_multiclass(
+        Gram(K.astype(np.float32)), Y0, loss=LOSSES["max_hinge"], lam=1.0, tol=1e-4
+    )
     assert r32.converged and abs(r32.primal - r64.primal) < 1e-3
 
 
@@ -335,14 +401,17 @@ def test_not_converged_warns_with_gap_tol_and_remedy():
     assert not res.converged and np.isfinite(res.gap)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(lam=0.0), "lam must be > 0"),
-    (dict(lam=-1.0), "lam must be > 0"),
-    (dict(smoothing=-0.1), "smoothing must be >= 0"),
-    (dict(solver="newton"), "solver must be one of"),
-    (dict(loss=TopKHinge(5)), "smaller than the number of classes"),
-    (dict(solver="pg", smoothing=0.1), "smoothing=0 only"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(lam=0.0), "lam must be > 0"),
+        (dict(lam=-1.0), "lam must be > 0"),
+        (dict(smoothing=-0.1), "smoothing must be >= 0"),
+        (dict(solver="newton"), "solver must be one of"),
+        (dict(loss=TopKHinge(5)), "smaller than the number of classes"),
+        (dict(solver="pg", smoothing=0.1), "smoothing=0 only"),
+    ],
+)
 def test_solver_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         solve_multiclass(operator("rbf"), Y0, **kwargs)
@@ -369,6 +438,7 @@ def test_block_iterate_runs_standard_rule_and_perm_sampling():
 
 # -- compiled passes (numba) = numpy block steps ------------------------------------------------
 
+
 def needs_compiled():
     """Skip unless the compiled BCFW backend is in use (numba installed, and not disabled
     by ``KERNFW_DISABLE_NUMBA``)."""
@@ -381,8 +451,17 @@ def needs_compiled():
 def _bcfw_pair(op, loss, sigma=0.0, passes=15, **kw):
     """The same BCFW run with compiled passes and with numpy block steps."""
     needs_compiled()
-    args = dict(loss=loss, lam=0.3, smoothing=sigma, solver="bcfw", tol=0.0, max_iter=passes,
-                random_state=3, keep_best=False, **kw)
+    args = dict(
+        loss=loss,
+        lam=0.3,
+        smoothing=sigma,
+        solver="bcfw",
+        tol=0.0,
+        max_iter=passes,
+        random_state=3,
+        keep_best=False,
+        **kw,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fast = solve_multiclass(op, Y0, compiled=True, **args)
@@ -394,8 +473,9 @@ def _assert_same_run(fast, slow):
     np.testing.assert_allclose(fast["A"], slow["A"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(fast["S"], slow["S"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(fast.history["gap"], slow.history["gap"], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(fast.history["step"], slow.history["step"], rtol=0, atol=1e-12,
-                               equal_nan=True)
+    np.testing.assert_allclose(
+        fast.history["step"], slow.history["step"], rtol=0, atol=1e-12, equal_nan=True
+    )
 
 
 @pytest.mark.parametrize("sigma", [0.0, 0.1])
@@ -410,7 +490,7 @@ def test_compiled_bcfw_equals_numpy_block_steps(name, kind, sigma):
     needs_compiled()
     fast, slow = _bcfw_pair(operator(kind), LOSSES[name], sigma)
     _assert_same_run(fast, slow)
-    assert fast.gap < 0.1 * fast.history["gap"][0]          # it did move
+    assert fast.gap < 0.1 * fast.history["gap"][0]  # it did move
 
 
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
@@ -418,8 +498,7 @@ def test_compiled_bcfw_equals_numpy_float32_perm_and_standard_rule(kind):
     """float32 inputs, "perm" sampling, and the 2n/(k + 2n) rule (no pairwise steps)."""
     needs_compiled()
     op = operator(kind)
-    op32 = (Gram(op.K.astype(np.float32)) if kind == "rbf" else
-            Features(op.X.astype(np.float32)))
+    op32 = Gram(op.K.astype(np.float32)) if kind == "rbf" else Features(op.X.astype(np.float32))
     _assert_same_run(*_bcfw_pair(op32, LOSSES["usunier"], 0.1, sample="perm"))
     _assert_same_run(*_bcfw_pair(op32, LOSSES["max_hinge"], shrinking=False))
     problem = MulticlassDual(op, Y0, LOSSES["weighted_topk"], lam=0.3)
@@ -454,7 +533,7 @@ def test_shrinking_visits_fewer_blocks_and_reaches_the_same_optimum(compiled):
     plain, shrunk = results
     assert abs(plain.primal - shrunk.primal) <= plain.gap + shrunk.gap
     assert visits[1] < 0.8 * visits[0]
-    cert = problem.objectives(shrunk["A"].T.copy())         # the reported gap is the full one
+    cert = problem.objectives(shrunk["A"].T.copy())  # the reported gap is the full one
     assert cert.gap == pytest.approx(shrunk.gap, rel=1e-9, abs=1e-14)
     assert 0 < it.active.size < N
 
@@ -466,7 +545,7 @@ def test_compiled_lmo_equals_lmo_row_with_ties(rng):
         kind, k, rho, r = lib.loss_code(loss, M)
         idx, beta = np.empty(r, dtype=np.int64), np.empty(M)
         for _ in range(40):
-            a = rng.integers(-2, 3, M).astype(float) / 2    # many ties and zeros
+            a = rng.integers(-2, 3, M).astype(float) / 2  # many ties and zeros
             lib._lmo(a, kind, k, rho, r, idx, beta)
             np.testing.assert_array_equal(beta, loss.lmo_row(a), err_msg=f"{name} at {a}")
 
@@ -474,7 +553,7 @@ def test_compiled_lmo_equals_lmo_row_with_ties(rng):
 def test_compiled_path_falls_back_to_numpy(monkeypatch):
     """KernelFunction operators, loss subclasses and a missing numba use numpy block steps."""
     pytest.importorskip("numba")
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")      # the reasons checked after numba's
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")  # the reasons checked after numba's
     from kernfw.kernels import make_operator
     from kernfw.solvers import multiclass as mc
 
@@ -506,11 +585,12 @@ def test_compiled_path_falls_back_to_numpy(monkeypatch):
 
 # -- block steps: exact sub-problem, pairwise, any operator ---------------------------------------
 
+
 def _random_hinge_block(rng, m=6):
     """A random block ``α_i = Σ_j β_j (e_y − e_j)`` of the hinge domain and a gradient."""
     yi = int(rng.integers(m))
     beta = rng.dirichlet(np.ones(m)) * rng.uniform(0.2, 1.0)
-    beta[rng.random(m) < 0.4] = 0.0                        # some classes at the bound 0
+    beta[rng.random(m) < 0.4] = 0.0  # some classes at the bound 0
     beta[yi] = 0.0
     alpha = -beta
     alpha[yi] = beta.sum()
@@ -523,8 +603,9 @@ def test_exact_block_step_equals_the_block_qp_optimum(rng):
     import cvxpy as cp
 
     from kernfw.solvers.multiclass import exact_block_step
+
     checked = 0
-    for trial in range(12):
+    for _trial in range(12):
         g, alpha, yi = _random_hinge_block(rng)
         q = float(rng.uniform(0.05, 5.0))
         m = g.size
@@ -542,11 +623,12 @@ def test_exact_block_step_equals_the_block_qp_optimum(rng):
         assert value <= prob.value + 1e-10
         assert step == pytest.approx(0.5 * np.abs(delta).sum())
         checked += step > 0
-    assert checked >= 10                                   # the blocks moved
+    assert checked >= 10  # the blocks moved
 
 
 def test_exact_block_step_leaves_an_optimal_block_alone(rng):
     from kernfw.solvers.multiclass import exact_block_step
+
     g, alpha, yi = _random_hinge_block(rng)
     step, delta, _ = exact_block_step(g.copy(), alpha, yi, 0.7)
     step2, delta2, _ = exact_block_step(g + 0.7 * delta, alpha + delta, yi, 0.7)
@@ -559,8 +641,7 @@ def test_compiled_equals_numpy_for_every_block_step(block_step, kind):
     """Each block step rule takes the same steps compiled and in numpy."""
     needs_compiled()
     for name in ("max_hinge", "structured_hinge"):
-        fast, slow = _bcfw_pair(operator(kind), LOSSES[name], 0.1, passes=8,
-                                block_step=block_step)
+        fast, slow = _bcfw_pair(operator(kind), LOSSES[name], 0.1, passes=8, block_step=block_step)
         _assert_same_run(fast, slow)
         assert fast.gap < 0.1 * fast.history["gap"][0]
 
@@ -575,11 +656,18 @@ def test_class_shrinking_drops_classes_and_keeps_the_optimum(compiled):
     problem = MulticlassDual(op, Y0, LOSSES["structured_hinge"], lam=0.1)
     results = []
     for shrink in (False, True):
-        it = BlockFW(problem, *problem.start(), random_state=0, sample="perm",
-                     compiled=compiled, shrinking=True, shrink_classes=shrink)
+        it = BlockFW(
+            problem,
+            *problem.start(),
+            random_state=0,
+            sample="perm",
+            compiled=compiled,
+            shrinking=True,
+            shrink_classes=shrink,
+        )
         if shrink:
             it.step(0)
-            assert it.n_classes.min() < M                     # some classes left
+            assert it.n_classes.min() < M  # some classes left
             it.certificate()
             assert np.all(it.n_classes == M)
         results.append(run(it, tol=1e-8, max_iter=20000, check_every=5))
@@ -591,8 +679,15 @@ def test_class_shrinking_drops_classes_and_keeps_the_optimum(compiled):
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
 def test_class_shrinking_compiled_equals_numpy(kind):
     needs_compiled()
-    fast, slow = _bcfw_pair(operator(kind), LOSSES["max_hinge"], 0.1, passes=10,
-                            block_step="exact", shrink_classes=True, check_every=3)
+    fast, slow = _bcfw_pair(
+        operator(kind),
+        LOSSES["max_hinge"],
+        0.1,
+        passes=10,
+        block_step="exact",
+        shrink_classes=True,
+        check_every=3,
+    )
     _assert_same_run(fast, slow)
 
 
@@ -604,11 +699,21 @@ def test_compiled_csr_pass_equals_numpy_on_long_rows():
     rng = np.random.default_rng(7)
     n, m, d = 40, 7, 30
     X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < rng.uniform(0.0, 0.9, (n, 1)))
-    X[0] = 0.0                                               # an empty row
+    X[0] = 0.0  # an empty row
     y = np.arange(n) % m
-    args = dict(loss="max_hinge", lam=0.02, solver="bcfw", tol=0.0, rtol=1e-7, max_iter=30,
-                random_state=1, keep_best=False, sample="perm", check_every="auto",
-                shrink_classes=True)
+    args = dict(
+        loss="max_hinge",
+        lam=0.02,
+        solver="bcfw",
+        tol=0.0,
+        rtol=1e-7,
+        max_iter=30,
+        random_state=1,
+        keep_best=False,
+        sample="perm",
+        check_every="auto",
+        shrink_classes=True,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fast = solve_multiclass(Features(sp.csr_matrix(X)), y, compiled=True, **args)
@@ -643,23 +748,38 @@ def test_visit_helpers_without_reference_counting(monkeypatch):
 
     assert lib._visit_options() == {"_nrt": False}
     assert lib._block.targetoptions.get("_nrt") is False
-    monkeypatch.setattr(cpu, "CPUTargetOptions", type("Options", (), {}))    # no _nrt
+    monkeypatch.setattr(cpu, "CPUTargetOptions", type("Options", (), {}))  # no _nrt
     assert lib._visit_options() == {}
 
 
 # -- adaptive certificates (check_every="auto") ---------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
-@pytest.mark.parametrize("name, block_step, classes", [
-    ("max_hinge", "exact", False), ("max_hinge", "exact", True),
-    ("structured_hinge", "pairwise", False), ("weighted_topk", "fw", False)])
+@pytest.mark.parametrize(
+    "name, block_step, classes",
+    [
+        ("max_hinge", "exact", False),
+        ("max_hinge", "exact", True),
+        ("structured_hinge", "pairwise", False),
+        ("weighted_topk", "fw", False),
+    ],
+)
 def test_compiled_bcfw_equals_numpy_adaptive_rounds(kind, name, block_step, classes):
     """Rounds of passes ended by the pass's gap estimate: the same rounds, iterates and
     certificates compiled and in numpy (the estimate is summed in the same order)."""
     needs_compiled()
-    fast, slow = _bcfw_pair(operator(kind), LOSSES[name], 0.1, passes=6, sample="perm",
-                            check_every="auto", rtol=1e-6, block_step=block_step,
-                            shrink_classes=classes)
+    fast, slow = _bcfw_pair(
+        operator(kind),
+        LOSSES[name],
+        0.1,
+        passes=6,
+        sample="perm",
+        check_every="auto",
+        rtol=1e-6,
+        block_step=block_step,
+        shrink_classes=classes,
+    )
     _assert_same_run(fast, slow)
     np.testing.assert_array_equal(fast.history["pass"], slow.history["pass"])
 
@@ -671,8 +791,16 @@ def test_adaptive_rounds_certify_less_and_reach_the_same_optimum(compiled):
     if compiled:
         needs_compiled()
     op = operator("sparse")
-    kw = dict(loss=LOSSES["max_hinge"], lam=0.05, solver="bcfw", sample="perm", tol=1e-6,
-              max_iter=5000, random_state=0, compiled=compiled)
+    kw = dict(
+        loss=LOSSES["max_hinge"],
+        lam=0.05,
+        solver="bcfw",
+        sample="perm",
+        tol=1e-6,
+        max_iter=5000,
+        random_state=0,
+        compiled=compiled,
+    )
     every = solve_multiclass(op, Y0, check_every=1, **kw)
     auto = solve_multiclass(op, Y0, check_every="auto", **kw)
     assert every.converged and auto.converged
@@ -689,9 +817,18 @@ def test_adaptive_rounds_respect_the_pass_budget():
     for max_iter in (0, 1, 7):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = solve_multiclass(op, Y0, loss="max_hinge", lam=1e-3, solver="bcfw", tol=0.0,
-                                   max_iter=max_iter, check_every="auto", random_state=0,
-                                   shrinking=False)
+            res = solve_multiclass(
+                op,
+                Y0,
+                loss="max_hinge",
+                lam=1e-3,
+                solver="bcfw",
+                tol=0.0,
+                max_iter=max_iter,
+                check_every="auto",
+                random_state=0,
+                shrinking=False,
+            )
         passes = res.history["pass"][-1]
         assert res.status == "max_iter" and passes == max_iter == res.n_iter
 
@@ -717,11 +854,21 @@ def test_block_step_errors():
 def test_block_steps_on_an_on_the_fly_kernel_reach_the_cvxpy_optimum(block_step):
     """Pairwise / exact block steps on a KernelFunction (columns only, nothing cached)."""
     from kernfw.kernels import make_operator
+
     op = make_operator(X0, "rbf", gamma=GAMMA, backend="function", cache_size=0)
     P_star = reference_value("structured_hinge", "rbf", 0.0)
-    res = solve_multiclass(op, Y0, loss=LOSSES["structured_hinge"], lam=LAM, solver="bcfw",
-                           block_step=block_step, tol=1e-9, max_iter=3000, check_every=5,
-                           random_state=0)
+    res = solve_multiclass(
+        op,
+        Y0,
+        loss=LOSSES["structured_hinge"],
+        lam=LAM,
+        solver="bcfw",
+        block_step=block_step,
+        tol=1e-9,
+        max_iter=3000,
+        check_every=5,
+        random_state=0,
+    )
     assert res.converged and not res.history["oracle_calls"][0]
     assert abs(res.primal - P_star) <= 1e-7 * max(1.0, abs(P_star))
     assert np.all(np.diff(res.history["oracle_calls"]) > 0)
@@ -733,14 +880,25 @@ def test_averaging_certifies_the_averaged_iterate():
     runs = []
     for averaging in (True, False):
         with pytest.warns(ConvergenceWarning):
-            runs.append(solve_multiclass(operator("dense"), Y0, lam=LAM, solver="bcfw",
-                                         block_step="fw", averaging=averaging, tol=0.0,
-                                         max_iter=30, check_every=10, random_state=0,
-                                         keep_best=False))
+            runs.append(
+                solve_multiclass(
+                    operator("dense"),
+                    Y0,
+                    lam=LAM,
+                    solver="bcfw",
+                    block_step="fw",
+                    averaging=averaging,
+                    tol=0.0,
+                    max_iter=30,
+                    check_every=10,
+                    random_state=0,
+                    keep_best=False,
+                )
+            )
     res, plain = runs
     cert = problem.objectives(res["A"].T.copy())
     assert cert.gap == pytest.approx(res.gap, rel=1e-9)
-    assert not np.allclose(res["A"], plain["A"])           # not the last iterate
+    assert not np.allclose(res["A"], plain["A"])  # not the last iterate
     assert res.gap < res.history["gap"][0]
 
 
@@ -751,6 +909,7 @@ def test_solvers_use_the_operator_protocol_only():
     import pathlib
 
     import kernfw.solvers as solvers
+
     root = pathlib.Path(solvers.__file__).parent
     concrete = {"Gram", "Features", "KernelFunction", "MultiKernel", "Normalized"}
     for name in ("multiclass", "multiclass_dual", "subgradient", "_bcfw_numba"):
@@ -773,19 +932,22 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 from kernfw import MultiClassSVM  # noqa: E402
 
-
 # two checks turn the precomputed linear Gram indefinite (K − mean(K); K rounded to
 # integers): kernfw rejects an indefinite Gram with NotPSDError (its dual is not concave)
 _INDEFINITE_GRAM = dict.fromkeys(
     ("check_positive_only_tag_during_fit", "check_estimators_dtypes"),
-    "the check passes an indefinite precomputed Gram (NotPSDError)")
+    "the check passes an indefinite precomputed Gram (NotPSDError)",
+)
 
 
-@parametrize_with_checks([MultiClassSVM(max_iter=200, tol=1e-2),
-                          MultiClassSVM(kernel="linear", solver="bcfw", max_iter=50, tol=1e-2),
-                          MultiClassSVM(kernel="precomputed", max_iter=200, tol=1e-2)],
-                         expected_failed_checks=lambda est: (
-                             _INDEFINITE_GRAM if est.kernel == "precomputed" else {}))
+@parametrize_with_checks(
+    [
+        MultiClassSVM(max_iter=200, tol=1e-2),
+        MultiClassSVM(kernel="linear", solver="bcfw", max_iter=50, tol=1e-2),
+        MultiClassSVM(kernel="precomputed", max_iter=200, tol=1e-2),
+    ],
+    expected_failed_checks=lambda est: _INDEFINITE_GRAM if est.kernel == "precomputed" else {},
+)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -794,11 +956,12 @@ def test_sklearn_compatible(estimator, check):
 
 def test_digits_rbf_max_hinge_accuracy():
     from sklearn.datasets import load_digits
+
     X, y = load_digits(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X / 16, y, test_size=0.3, random_state=0,
-                                          stratify=y)
-    clf = MultiClassSVM(lam=1e-3, solver="bcfw", tol=2e-3, max_iter=200,
-                        random_state=0).fit(Xtr, ytr)
+    Xtr, Xte, ytr, yte = train_test_split(X / 16, y, test_size=0.3, random_state=0, stratify=y)
+    clf = MultiClassSVM(lam=1e-3, solver="bcfw", tol=2e-3, max_iter=200, random_state=0).fit(
+        Xtr, ytr
+    )
     assert clf.converged_ and clf.duality_gap_ <= 2e-3
     assert clf.score(Xte, yte) >= 0.98
 
@@ -806,11 +969,14 @@ def test_digits_rbf_max_hinge_accuracy():
 def test_digits_subset_rbf_max_hinge_accuracy():
     """Fast version: 600 training digits, 0.96 held-out accuracy at least."""
     from sklearn.datasets import load_digits
+
     X, y = load_digits(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X / 16, y, train_size=600, test_size=600,
-                                          random_state=0, stratify=y)
-    clf = MultiClassSVM(lam=1e-3, solver="bcfw", tol=2e-3, max_iter=200,
-                        random_state=0).fit(Xtr, ytr)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X / 16, y, train_size=600, test_size=600, random_state=0, stratify=y
+    )
+    clf = MultiClassSVM(lam=1e-3, solver="bcfw", tol=2e-3, max_iter=200, random_state=0).fit(
+        Xtr, ytr
+    )
     assert clf.converged_
     assert clf.score(Xte, yte) >= 0.96
 
@@ -821,18 +987,17 @@ def _strings(y):
 
 @pytest.mark.parametrize("solver", ["lsfw", "stdfw", "bcfw", "pg"])
 def test_estimator_objective_equals_solver(solver):
-    kw = dict(loss="usunier", k=3, lam=LAM, solver=solver, tol=1e-4, max_iter=5000,
-              random_state=0)
+    kw = dict(loss="usunier", k=3, lam=LAM, solver=solver, tol=1e-4, max_iter=5000, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf = MultiClassSVM(kernel="rbf", gamma=GAMMA, **kw).fit(X0, _strings(Y0))
     assert list(clf.classes_) == ["cat", "dog", "emu", "fox", "gnu"]
     assert clf.dual_coef_.shape == (M, N)
     S = clf.decision_function(X0)
-    np.testing.assert_allclose(S, rbf_kernel(X0, gamma=GAMMA) @ clf.dual_coef_.T / (LAM * N),
-                               atol=1e-10)
-    assert clf.primal_objective_ - clf.dual_objective_ == pytest.approx(clf.duality_gap_,
-                                                                       abs=1e-10)
+    np.testing.assert_allclose(
+        S, rbf_kernel(X0, gamma=GAMMA) @ clf.dual_coef_.T / (LAM * N), atol=1e-10
+    )
+    assert clf.primal_objective_ - clf.dual_objective_ == pytest.approx(clf.duality_gap_, abs=1e-10)
     for key in ("iteration", "time", "primal", "dual", "gap", "step"):
         assert clf.history_[key].shape == clf.history_["gap"].shape
 
@@ -880,8 +1045,16 @@ def test_predict_topk_and_score():
 
 
 def test_warm_start_refit_with_new_lambda():
-    clf = MultiClassSVM(kernel="rbf", gamma=GAMMA, loss="topk_hinge", k=2, lam=0.2,
-                        tol=1e-4, max_iter=20_000, warm_start=True).fit(X0, Y0)
+    clf = MultiClassSVM(
+        kernel="rbf",
+        gamma=GAMMA,
+        loss="topk_hinge",
+        k=2,
+        lam=0.2,
+        tol=1e-4,
+        max_iter=20_000,
+        warm_start=True,
+    ).fit(X0, Y0)
     cold = clone(clf).set_params(lam=0.25, warm_start=False).fit(X0, Y0)
     clf.set_params(lam=0.25).fit(X0, Y0)
     assert clf.converged_ and clf.n_iter_ < cold.n_iter_
@@ -911,27 +1084,31 @@ def test_verbose_and_sklearn_callbacks(capsys):
 
 def test_pickle_roundtrip():
     import pickle
+
     clf = MultiClassSVM(lam=0.5, tol=1e-3).fit(X0, _strings(Y0))
     again = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(again.predict(X0), clf.predict(X0))
 
 
-@pytest.mark.parametrize("params, match", [
-    (dict(loss="topk_hinge", k=5), "smaller than the number of classes"),
-    (dict(loss="usunier", k=9), "smaller than the number of classes"),
-    (dict(loss="weighted_topk", rho=[0.1, 0.5, 0.3, 0.1, 0.0]), "nonincreasing"),
-    (dict(loss="weighted_usunier", rho=[0.5, 0.3, 0.3, 0.1, 0.1]), "rho_m must be 0"),
-    (dict(loss="weighted_usunier", rho=[0.5, 0.3, 0.0]), "length 3 but there are 5"),
-    (dict(loss="weighted_topk"), "needs rho"),
-    (dict(loss="structured_hinge", cost=np.ones((5, 5))), "zero diagonal"),
-    (dict(loss="structured_hinge", cost=np.ones((4, 4))), "4 columns"),
-    (dict(loss="structured_hinge", cost=np.ones((7, 5))), r"shape \(m, m\)"),
-    (dict(lam=0.0), "lam"),
-    (dict(lam=-1.0), "lam"),
-    (dict(smoothing=-0.5), "smoothing"),
-    (dict(solver="pg", smoothing=0.1), "smoothing=0 only"),
-    (dict(solver="newton"), "solver"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(loss="topk_hinge", k=5), "smaller than the number of classes"),
+        (dict(loss="usunier", k=9), "smaller than the number of classes"),
+        (dict(loss="weighted_topk", rho=[0.1, 0.5, 0.3, 0.1, 0.0]), "nonincreasing"),
+        (dict(loss="weighted_usunier", rho=[0.5, 0.3, 0.3, 0.1, 0.1]), "rho_m must be 0"),
+        (dict(loss="weighted_usunier", rho=[0.5, 0.3, 0.0]), "length 3 but there are 5"),
+        (dict(loss="weighted_topk"), "needs rho"),
+        (dict(loss="structured_hinge", cost=np.ones((5, 5))), "zero diagonal"),
+        (dict(loss="structured_hinge", cost=np.ones((4, 4))), "4 columns"),
+        (dict(loss="structured_hinge", cost=np.ones((7, 5))), r"shape \(m, m\)"),
+        (dict(lam=0.0), "lam"),
+        (dict(lam=-1.0), "lam"),
+        (dict(smoothing=-0.5), "smoothing"),
+        (dict(solver="pg", smoothing=0.1), "smoothing=0 only"),
+        (dict(solver="newton"), "solver"),
+    ],
+)
 def test_estimator_bad_input(params, match):
     with pytest.raises(ValueError, match=match):
         MultiClassSVM(**params).fit(X0, Y0)
@@ -950,12 +1127,14 @@ def test_operator_kernel_length_mismatch():
 @pytest.mark.slow
 def test_ctrl_c_in_compiled_passes_is_a_keyboard_interrupt(tmp_path):
     """SIGINT during compiled BCFW passes ends as KeyboardInterrupt (exit status 130, the
-    process ends by SIGINT), not as a SystemError: the passes run in chunks, so Python regains control between them."""
+    process ends by SIGINT), not as a SystemError: the passes run in chunks, so Python regains
+    control between them."""
     import os
     import signal
     import subprocess
     import sys
     import time
+
     needs_compiled()
     script = tmp_path / "long_bcfw.py"
     script.write_text(
@@ -967,13 +1146,19 @@ def test_ctrl_c_in_compiled_passes_is_a_keyboard_interrupt(tmp_path):
         "solve_multiclass(Features(X[:2000]), y[:2000], lam=1.0, solver='bcfw', max_iter=1)\n"
         "print('running', flush=True)\n"
         "solve_multiclass(Features(X), y, lam=1e-7, solver='bcfw', tol=0, max_iter=10**6,\n"
-        "                 check_every=10**6, shrinking=False)\n")
+        "                 check_every=10**6, shrinking=False)\n"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert proc.stdout.readline().strip() == "running"
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode in (130, -signal.SIGINT), err     # a shell shows 130
+    assert proc.returncode in (130, -signal.SIGINT), err  # a shell shows 130
     assert "KeyboardInterrupt" in err and "SystemError" not in err

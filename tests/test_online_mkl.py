@@ -22,8 +22,12 @@ from kernfw.solvers.mkl.prox import make_regularizer, prox_squared_l1, prox_squa
 from kernfw.structured import Chain, Matching, MultiClass
 
 LAM = 0.05
-SPECS = [("linear", {"columns": [0, 1]}), ("linear", {"columns": [2, 3]}),
-         ("rbf", {"gamma": 0.5, "columns": [4, 5]}), ("rbf", {"gamma": 0.5, "columns": [6, 7]})]
+SPECS = [
+    ("linear", {"columns": [0, 1]}),
+    ("linear", {"columns": [2, 3]}),
+    ("rbf", {"gamma": 0.5, "columns": [4, 5]}),
+    ("rbf", {"gamma": 0.5, "columns": [6, 7]}),
+]
 INFORMATIVE = [0, 1]
 
 
@@ -32,9 +36,13 @@ def _data(n=60, seed=0):
     rng = np.random.default_rng(seed)
     y = np.arange(n) % 3
     centers = np.array([[2.0, 0.0], [-1.0, 1.7], [-1.0, -1.7]])
-    X = np.hstack([centers[y] + 0.7 * rng.normal(size=(n, 2)),
-                   centers[y][:, ::-1] + rng.normal(size=(n, 2)),
-                   rng.normal(size=(n, 4))])
+    X = np.hstack(
+        [
+            centers[y] + 0.7 * rng.normal(size=(n, 2)),
+            centers[y][:, ::-1] + rng.normal(size=(n, 2)),
+            rng.normal(size=(n, 4)),
+        ]
+    )
     return X, y
 
 
@@ -54,8 +62,7 @@ def problem():
 
 def _multiclass_groups(X, m, cols):
     d = X.shape[1]
-    return [ExplicitGroup((np.arange(m)[:, None] * d + np.asarray(g)[None]).ravel())
-            for g in cols]
+    return [ExplicitGroup((np.arange(m)[:, None] * d + np.asarray(g)[None]).ravel()) for g in cols]
 
 
 # -- proximal operators (each against cvxpy) ---------------------------------------------------
@@ -78,8 +85,9 @@ def test_prox_squared_l1_matches_cvxpy(tau):
     from kernfw.reference import prox_squared_l1_reference
 
     v = np.random.default_rng(1).normal(size=7)
-    np.testing.assert_allclose(prox_squared_l1(v, tau), prox_squared_l1_reference(v, tau),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        prox_squared_l1(v, tau), prox_squared_l1_reference(v, tau), atol=1e-8
+    )
 
 
 @pytest.mark.cvxpy
@@ -91,7 +99,7 @@ def test_group_prox_matches_cvxpy(kind, tau, seed):
 
     v, idx = _prox_case(seed)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)     # Clarabel "inaccurate"
+        warnings.simplefilter("ignore", UserWarning)  # Clarabel "inaccurate"
         ref = np.concatenate(prox_group_reference(v, kind, tau))
     np.testing.assert_allclose(_apply(kind, v, idx, tau, 0.0), ref, atol=1e-8)
 
@@ -135,10 +143,10 @@ def test_sparse_group_lasso_prox_is_the_prox_of_the_sum(tau, seed):
     z = _apply("sparse_group_lasso", v, idx, tau, tau2)
     for g in idx:
         vg, zg = np.concatenate(v)[g], z[g]
-        if np.linalg.norm(zg) == 0:          # 0 ∈ ∂: ‖S_τ₂(v_g)‖ ≤ τ
+        if np.linalg.norm(zg) == 0:  # 0 ∈ ∂: ‖S_τ₂(v_g)‖ ≤ τ
             s = np.sign(vg) * np.maximum(np.abs(vg) - tau2, 0)
             assert np.linalg.norm(s) <= tau + 1e-12
-        else:                                 # v − z = τ z/‖z‖ + τ₂ ∂|z|
+        else:  # v − z = τ z/‖z‖ + τ₂ ∂|z|
             r = vg - zg - tau * zg / np.linalg.norm(zg)
             nz = zg != 0
             np.testing.assert_allclose(r[nz], tau2 * np.sign(zg[nz]), atol=1e-12)
@@ -189,22 +197,30 @@ def test_forward_backward_equals_brute_force(T, q):
 
 # -- kernelized = explicit ---------------------------------------------------------------------
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
-@pytest.mark.parametrize("average, method", [(None, "proximal"), ("epoch", "proximal"),
-                                             ("weighted", "proximal"), (None, "dual_averaging"),
-                                             ("epoch", "dual_averaging")])
+@pytest.mark.parametrize(
+    "average, method",
+    [
+        (None, "proximal"),
+        ("epoch", "proximal"),
+        ("weighted", "proximal"),
+        (None, "dual_averaging"),
+        ("epoch", "dual_averaging"),
+    ],
+)
 def test_multiclass_kernelized_iterates_equal_explicit_features(loss, average, method):
     X, y = _data()
     cols = [[0, 1], [2, 3], [4, 5], [6, 7]]
     K = make_operator(X, [("linear", {"columns": g}) for g in cols])
-    kw = dict(loss=loss, lam=LAM, eta0=0.5, max_iter=8, random_state=0, average=average,
-              method=method)
+    kw = dict(
+        loss=loss, lam=LAM, eta0=0.5, max_iter=8, random_state=0, average=average, method=method
+    )
     a = solve_online_mkl(MultiClass(3), X, y, list(K.operators), **kw)
     b = solve_online_mkl(MultiClass(3), X, y, _multiclass_groups(X, 3, cols), **kw)
     np.testing.assert_allclose(a.history["primal"], b.history["primal"], rtol=1e-10)
     np.testing.assert_allclose(a["norms"], b["norms"], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(a.history["mistakes"], b.history["mistakes"])
     W = b["w"].reshape(3, -1)
-    for k, g in enumerate(cols):           # θ_k from the kernel coefficients = explicit θ_k
+    for k, g in enumerate(cols):  # θ_k from the kernel coefficients = explicit θ_k
         theta = X[a["support"]][:, g].T @ a["coef"][k]
         np.testing.assert_allclose(theta, W[:, g].T, atol=1e-10)
         assert np.linalg.norm(theta) == pytest.approx(a["norms"][k], rel=1e-10)
@@ -226,19 +242,28 @@ def test_chain_kernelized_iterates_equal_explicit_features(loss, method):
     b = solve_online_mkl(Chain(q), X, Y, [trans] + list(K.operators), **kw)
     np.testing.assert_allclose(a.history["primal"], b.history["primal"], rtol=1e-10)
     np.testing.assert_allclose(a["norms"][[2, 0, 1]], b["norms"], rtol=1e-10)
-    Ua = a["w"][:q * d].reshape(q, d)
+    Ua = a["w"][: q * d].reshape(q, d)
     for k, cols in enumerate([[0, 1], [2, 3, 4]]):
-        theta = feats[b["support"]][:, cols].T @ b["coef"][k]     # (d_k, q)
+        theta = feats[b["support"]][:, cols].T @ b["coef"][k]  # (d_k, q)
         np.testing.assert_allclose(theta, Ua[:, cols].T, atol=1e-10)
-    np.testing.assert_allclose(a["w"][q * d:], b["w"][q * d:], atol=1e-10)
+    np.testing.assert_allclose(a["w"][q * d :], b["w"][q * d :], atol=1e-10)
 
 
 def test_maintained_kernel_norms_equal_quadratic_forms(problem):
     """‖θ_k‖² kept by the identity of math.md §4.4 = a_kᵀ K_k a_k (last iterate)."""
     X, y, K = problem
     for loss in ("hinge", "crf"):
-        res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), loss=loss, lam=LAM,
-                               max_iter=5, random_state=1, average=None)
+        res = solve_online_mkl(
+            MultiClass(3),
+            X,
+            y,
+            list(K.operators),
+            loss=loss,
+            lam=LAM,
+            max_iter=5,
+            random_state=1,
+            average=None,
+        )
         S, A = res["support"], res["coef"]
         for k, op in enumerate(K.operators):
             quad = np.einsum("sc,st,tc->", A[k], op.dense()[np.ix_(S, S)], A[k])
@@ -249,12 +274,27 @@ def test_maintained_kernel_norms_equal_quadratic_forms(problem):
 @pytest.mark.parametrize("regularizer", ["l21", "sparse_group_lasso"])
 def test_large_lambda_zeroes_every_group(problem, regularizer):
     X, y, K = problem
-    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), regularizer=regularizer,
-                           lam=50.0, max_iter=2, random_state=0)
+    res = solve_online_mkl(
+        MultiClass(3),
+        X,
+        y,
+        list(K.operators),
+        regularizer=regularizer,
+        lam=50.0,
+        max_iter=2,
+        random_state=0,
+    )
     assert np.all(res["norms"] == 0) and res.history["active_groups"][-1] == 0
-    mixed = solve_online_mkl(MultiClass(3), X, y,
-                             _multiclass_groups(X, 3, [[0, 1], [2, 3]]) + list(K.operators[2:]),
-                             regularizer=regularizer, lam=50.0, max_iter=2, random_state=0)
+    mixed = solve_online_mkl(
+        MultiClass(3),
+        X,
+        y,
+        _multiclass_groups(X, 3, [[0, 1], [2, 3]]) + list(K.operators[2:]),
+        regularizer=regularizer,
+        lam=50.0,
+        max_iter=2,
+        random_state=0,
+    )
     assert np.all(mixed["norms"] == 0) and np.all(mixed["w"] == 0)
 
 
@@ -262,11 +302,17 @@ def test_active_groups_fall_monotonically_along_a_lambda_path():
     from kernfw import sweep
 
     X, y = _data(n=90, seed=3)
-    specs = ([("linear", {"columns": [j]}) for j in range(8)]
-             + [("rbf", {"gamma": 0.5, "columns": [0, 1]})])
+    specs = [("linear", {"columns": [j]}) for j in range(8)] + [
+        ("rbf", {"gamma": 0.5, "columns": [0, 1]})
+    ]
     lams = np.geomspace(1e-3, 10.0, 9)
-    table = sweep(OnlineMKLClassifier(specs, regularizer="l21", max_iter=5, random_state=0,
-                                      average=None), X, y, "lam", lams)
+    table = sweep(
+        OnlineMKLClassifier(specs, regularizer="l21", max_iter=5, random_state=0, average=None),
+        X,
+        y,
+        "lam",
+        lams,
+    )
     active = table["n_active"].astype(int).tolist()
     assert all(a >= b for a, b in zip(active, active[1:])), active
     assert active[0] == 9 and active[-1] == 0
@@ -278,15 +324,24 @@ def test_objective_decreases_over_epochs_toward_the_optimum(problem):
     from kernfw.reference import online_mkl_reference
 
     X, y, K = problem
-    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5,
-                           max_iter=30, random_state=0, average="uniform")
+    res = solve_online_mkl(
+        MultiClass(3),
+        X,
+        y,
+        list(K.operators),
+        lam=LAM,
+        eta0=0.5,
+        max_iter=30,
+        random_state=0,
+        average="uniform",
+    )
     F = res.history["primal"]
-    assert F.shape == (31,) and F[0] == pytest.approx(1.0)          # θ = 0: F(0) = 1
-    assert np.all(np.diff(F) < 0)                   # the averaged predictor's F decreases
+    assert F.shape == (31,) and F[0] == pytest.approx(1.0)  # θ = 0: F(0) = 1
+    assert np.all(np.diff(F) < 0)  # the averaged predictor's F decreases
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         ref = online_mkl_reference([op.dense() for op in K.operators], y, LAM)
-    assert np.all(F >= ref["value"] - 1e-7)                         # F* is a lower bound
+    assert np.all(F >= ref["value"] - 1e-7)  # F* is a lower bound
     assert F[-1] - ref["value"] < 0.02
     np.testing.assert_allclose(res["beta"], ref["beta"], atol=0.05)
     assert not res.converged and res.gap == np.inf
@@ -298,10 +353,19 @@ def test_cost_sensitive_hinge_matches_cvxpy(problem):
 
     X, y, K = problem
     cost = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 1.0], [3.0, 1.0, 0.0]])
-    res = solve_online_mkl(MultiClass(3, cost=cost), X, y, list(K.operators), lam=LAM,
-                           eta0=0.5, max_iter=40, random_state=0, radius="auto")
+    res = solve_online_mkl(
+        MultiClass(3, cost=cost),
+        X,
+        y,
+        list(K.operators),
+        lam=LAM,
+        eta0=0.5,
+        max_iter=40,
+        random_state=0,
+        radius="auto",
+    )
     F = res.history["primal"]
-    assert F[0] == pytest.approx(np.mean(cost[y].max(axis=1)))      # F(0)
+    assert F[0] == pytest.approx(np.mean(cost[y].max(axis=1)))  # F(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         ref = online_mkl_reference([op.dense() for op in K.operators], y, LAM, cost=cost)
@@ -311,8 +375,9 @@ def test_cost_sensitive_hinge_matches_cvxpy(problem):
 
 def test_weights_concentrate_on_informative_kernels(problem):
     X, y, K = problem
-    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5,
-                           max_iter=30, random_state=0)
+    res = solve_online_mkl(
+        MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5, max_iter=30, random_state=0
+    )
     assert res["beta"].sum() == pytest.approx(1.0)
     assert res["beta"][INFORMATIVE].sum() > 0.95
 
@@ -330,14 +395,14 @@ def test_ball_projection_bounds_the_norm(problem):
 def test_estimator_scores_and_weights(problem):
     X, y, K = problem
     clf = OnlineMKLClassifier(SPECS, lam=LAM, eta0=0.5, max_iter=20, random_state=0).fit(X, y)
-    res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5,
-                           max_iter=20, random_state=0)
+    res = solve_online_mkl(
+        MultiClass(3), X, y, list(K.operators), lam=LAM, eta0=0.5, max_iter=20, random_state=0
+    )
     np.testing.assert_allclose(clf.kernel_weights_, res["beta"])
     assert clf.objective_ == pytest.approx(res.primal)
     assert clf.duality_gap_ == np.inf and not clf.converged_
     assert clf.score(X, y) > 0.9 and clf.lam_ == LAM
-    scores = sum(op.cross(X, clf.support_) @ clf.dual_coef_[k]
-                 for k, op in enumerate(K.operators))
+    scores = sum(op.cross(X, clf.support_) @ clf.dual_coef_[k] for k, op in enumerate(K.operators))
     np.testing.assert_allclose(clf.decision_function(X), scores, atol=1e-10)
     assert clf.group_norm_path_.shape == (21, 4)
     np.testing.assert_allclose(clf.group_norm_path_[-1], clf.group_norms_)
@@ -345,20 +410,31 @@ def test_estimator_scores_and_weights(problem):
 
 def test_estimator_mixes_feature_groups_and_kernels():
     X, y = _data()
-    clf = OnlineMKLClassifier(kernel=[("rbf", {"gamma": 0.5, "columns": [4, 5]})],
-                              groups=[[0, 1], [2, 3]], lam=LAM, max_iter=10,
-                              random_state=0).fit(X, y)
+    clf = OnlineMKLClassifier(
+        kernel=[("rbf", {"gamma": 0.5, "columns": [4, 5]})],
+        groups=[[0, 1], [2, 3]],
+        lam=LAM,
+        max_iter=10,
+        random_state=0,
+    ).fit(X, y)
     assert clf.n_groups_ == 3 and clf.group_norms_.shape == (3,)
     assert clf.score(X, y) > 0.9
     # the same groups as linear kernels on trace-normalized columns: same model
-    same = OnlineMKLClassifier(kernel=[("linear", {"columns": [0, 1]}),
-                                       ("linear", {"columns": [2, 3]}),
-                                       ("rbf", {"gamma": 0.5, "columns": [4, 5]})],
-                               lam=LAM, max_iter=10, random_state=0).fit(X, y)
+    same = OnlineMKLClassifier(
+        kernel=[
+            ("linear", {"columns": [0, 1]}),
+            ("linear", {"columns": [2, 3]}),
+            ("rbf", {"gamma": 0.5, "columns": [4, 5]}),
+        ],
+        lam=LAM,
+        max_iter=10,
+        random_state=0,
+    ).fit(X, y)
     np.testing.assert_allclose(clf.group_norms_, same.group_norms_, rtol=1e-9)
     np.testing.assert_allclose(clf.decision_function(X), same.decision_function(X), atol=1e-9)
-    only = OnlineMKLClassifier(groups=[[0, 1], [2, 3]], loss="crf", cost=None, lam=LAM,
-                               max_iter=5, random_state=0).fit(X, y)
+    only = OnlineMKLClassifier(
+        groups=[[0, 1], [2, 3]], loss="crf", cost=None, lam=LAM, max_iter=5, random_state=0
+    ).fit(X, y)
     assert only.n_kernels_ == 0 and only.score(X, y) > 0.9
 
 
@@ -389,7 +465,7 @@ def test_binary_decision_pickle_and_clone():
 def test_deprecated_aliases_and_c_convention():
     X, y = _data()
     new = OnlineMKLClassifier(SPECS, eta0=0.5, max_iter=3, random_state=0).fit(X, y)
-    assert new.lam_ == pytest.approx(1.0 / X.shape[0])               # λ = 1/(C n), C = 1
+    assert new.lam_ == pytest.approx(1.0 / X.shape[0])  # λ = 1/(C n), C = 1
     with pytest.warns(FutureWarning, match="`n_epochs` is deprecated"):
         with pytest.warns(FutureWarning, match="`eta` is deprecated"):
             old = OnlineMKLClassifier(SPECS, eta=0.5, n_epochs=3, random_state=0).fit(X, y)
@@ -418,14 +494,17 @@ def test_bad_input(problem):
         OnlineMKLClassifier(groups=[[0, 99]]).fit(X, y)
     with pytest.raises(ValueError, match="zero diagonal"):
         OnlineMKLClassifier(SPECS, cost=np.ones((3, 3))).fit(X, y)
-    clf = OnlineMKLClassifier("precomputed", max_iter=1).fit(
-        [op.dense() for op in K.operators], y)
+    clf = OnlineMKLClassifier("precomputed", max_iter=1).fit([op.dense() for op in K.operators], y)
     with pytest.raises(ValueError, match="expected 4 test Gram"):
         clf.predict([np.zeros((3, 60))])
 
 
-@parametrize_with_checks([OnlineMKLClassifier(["linear", "rbf"], max_iter=2, random_state=0),
-                          OnlineMKLClassifier(loss="crf", max_iter=2, random_state=0)])
+@parametrize_with_checks(
+    [
+        OnlineMKLClassifier(["linear", "rbf"], max_iter=2, random_state=0),
+        OnlineMKLClassifier(loss="crf", max_iter=2, random_state=0),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -434,10 +513,10 @@ def test_sklearn_compatible(estimator, check):
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
 def test_structured_chain_with_mixed_groups(loss):
     X, Y = _chains(n=40)
-    groups = [("features", [0, 1, 2]), ("features", [3, 4]), "transitions",
-              ("rbf", {"gamma": 0.3})]
-    est = OnlineMKLStructured(Chain(3), groups, loss=loss, lam=0.01, eta0=0.5, max_iter=8,
-                              random_state=0).fit(X, Y)
+    groups = [("features", [0, 1, 2]), ("features", [3, 4]), "transitions", ("rbf", {"gamma": 0.3})]
+    est = OnlineMKLStructured(
+        Chain(3), groups, loss=loss, lam=0.01, eta0=0.5, max_iter=8, random_state=0
+    ).fit(X, Y)
     assert est.group_names_[:3] == ["features [0, 1, 2]", "features [3, 4]", "transitions"]
     assert est.group_norms_.shape == (4,) and est.score(X, Y) > 0.8
     F = est.history_["primal"]
@@ -465,8 +544,9 @@ def test_structured_matching_is_hinge_only():
         x = rng.normal(size=(3, 3, 4)) * 0.3
         x[np.arange(3), y, 0] += 1.0
         X.append(x)
-    est = OnlineMKLStructured(Matching(), [np.array([0]), np.array([1, 2, 3])], lam=0.01,
-                              max_iter=5, random_state=0).fit(X, Y)
+    est = OnlineMKLStructured(
+        Matching(), [np.array([0]), np.array([1, 2, 3])], lam=0.01, max_iter=5, random_state=0
+    ).fit(X, Y)
     assert est.score(X, Y) > 0.9
     assert est.group_norms_[0] > est.group_norms_[1]
     with pytest.raises(ValueError, match="hinge"):

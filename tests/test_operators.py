@@ -13,8 +13,16 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils.extmath import safe_sparse_dot
 
 from kernfw.kernels import make_operator
-from kernfw.operators import (Features, Gram, KernelFunction, KernelOperator, MultiKernel,
-                              Normalized, PairwiseKernel, normalize)
+from kernfw.operators import (
+    Features,
+    Gram,
+    KernelFunction,
+    KernelOperator,
+    MultiKernel,
+    Normalized,
+    PairwiseKernel,
+    normalize,
+)
 
 N, N_NEW, D = 40, 7, 5
 TOL = dict(rtol=1e-10, atol=1e-10)
@@ -58,6 +66,7 @@ def data():
 
 # --- backends on one kernel -------------------------------------------------------------
 
+
 def _gram(kernel, X):
     metric, params = KERNELS[kernel]
     pk = PairwiseKernel(metric, params)
@@ -87,11 +96,16 @@ BACKENDS = {
     "multi(gram)": lambda k, X: MultiKernel([_gram(k, X)]),
     "multi(function)": lambda k, X: MultiKernel([_function(k, X)], [1.0]),
     "multi(features)": lambda k, X: MultiKernel([Features(X)]),
-    "multi(gram + function, weights 1/4, 3/4)":
-        lambda k, X: MultiKernel([_gram(k, X), _function(k, X)], [0.25, 0.75]),
+    "multi(gram + function, weights 1/4, 3/4)": lambda k, X: MultiKernel(
+        [_gram(k, X), _function(k, X)], [0.25, 0.75]
+    ),
 }
-SPARSE_BACKENDS = {"gram(sparse X)", "function(sparse X)", "features(sparse X)",
-                   "features(sparse, d > n)"}
+SPARSE_BACKENDS = {
+    "gram(sparse X)",
+    "function(sparse X)",
+    "features(sparse X)",
+    "features(sparse, d > n)",
+}
 LINEAR_ONLY = {"features", "features(sparse X)", "features(sparse, d > n)", "multi(features)"}
 
 CASES = [(b, k) for b in BACKENDS for k in KERNELS if k == "linear" or b not in LINEAR_ONLY]
@@ -131,8 +145,11 @@ def test_backends_agree_with_the_reference_gram(backend, kernel, data, wide_data
     np.testing.assert_allclose(op.dense(), K, **TOL)
     np.testing.assert_allclose(op.cross(X_new), K_new, **TOL)
     np.testing.assert_allclose(op.cross(X_new, idx), K_new[:, idx], **TOL)
-    np.testing.assert_allclose(op.new_diag(X_new), np.diag(reference(
-        kernel, *(2 * [X_new.toarray() if sp.issparse(X_new) else X_new]))), **TOL)
+    np.testing.assert_allclose(
+        op.new_diag(X_new),
+        np.diag(reference(kernel, *(2 * [X_new.toarray() if sp.issparse(X_new) else X_new]))),
+        **TOL,
+    )
     sub = op.subset(idx[:4])
     assert type(sub) is type(op) and sub.n == 4
     np.testing.assert_allclose(sub.dense(), K[np.ix_(idx[:4], idx[:4])], **TOL)
@@ -175,21 +192,33 @@ def test_features_primal_is_xt_v(data):
 
 
 @settings(max_examples=25, deadline=None, database=None)
-@given(seed=st.integers(0, 2**32 - 1), a=st.floats(-3, 3), b=st.floats(-3, 3),
-       backend=st.sampled_from(["gram", "function(sparse X)", "features(sparse X)",
-                                "multi(gram + function, weights 1/4, 3/4)"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    a=st.floats(-3, 3),
+    b=st.floats(-3, 3),
+    backend=st.sampled_from(
+        [
+            "gram",
+            "function(sparse X)",
+            "features(sparse X)",
+            "multi(gram + function, weights 1/4, 3/4)",
+        ]
+    ),
+)
 def test_matmat_is_linear_and_symmetric(seed, a, b, backend):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(15, 3))
     op = BACKENDS[backend]("linear" if "features" in backend else "rbf", X)
     U, W = rng.normal(size=(15, 2)), rng.normal(size=(15, 2))
-    np.testing.assert_allclose(op.matmat(a * U + b * W), a * op.matmat(U) + b * op.matmat(W),
-                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        op.matmat(a * U + b * W), a * op.matmat(U) + b * op.matmat(W), rtol=1e-9, atol=1e-9
+    )
     # uᵀ (K w) = wᵀ (K u): K is symmetric
     np.testing.assert_allclose(U.T @ op.matmat(W), (W.T @ op.matmat(U)).T, rtol=1e-9, atol=1e-9)
 
 
 # --- float32 ----------------------------------------------------------------------------
+
 
 def _float32_ops(X32):
     Xs32 = sparsify(X32.astype(np.float64)).astype(np.float32)
@@ -203,8 +232,7 @@ def _float32_ops(X32):
         "function": KernelFunction(X32, "rbf", gamma=0.2, cache_size=1.0),
         "function(sparse)": KernelFunction(Xs32, "poly", degree=2, gamma=0.1, coef0=1.0),
         "function(callable)": KernelFunction(X32, quadratic_kernel),
-        "multi": MultiKernel([Features(X32), KernelFunction(X32, "rbf", gamma=0.2)],
-                             [0.3, 0.7]),
+        "multi": MultiKernel([Features(X32), KernelFunction(X32, "rbf", gamma=0.2)], [0.3, 0.7]),
         "trace": normalize(KernelFunction(X32, "poly", gamma=0.2), "trace"),
         "unit_diagonal": normalize(Features(X32), "unit_diagonal"),
         "center": normalize(make_operator(X32, "rbf", backend="gram"), "center"),
@@ -228,9 +256,20 @@ def _stored_arrays(op):
             yield from (v for v in value.values() if isinstance(v, np.ndarray))
 
 
-FLOAT32_OPS = ("gram", "gram(kernel)", "features", "features(sparse)", "features(sparse, d > n)",
-               "function", "function(sparse)", "function(callable)", "multi", "trace",
-               "unit_diagonal", "center")
+FLOAT32_OPS = (
+    "gram",
+    "gram(kernel)",
+    "features",
+    "features(sparse)",
+    "features(sparse, d > n)",
+    "function",
+    "function(sparse)",
+    "function(callable)",
+    "multi",
+    "trace",
+    "unit_diagonal",
+    "center",
+)
 
 
 @pytest.mark.parametrize("name", FLOAT32_OPS)
@@ -241,9 +280,14 @@ def test_float32_stays_float32(name, data):
     n = op.n
     V = np.ones((n, 2), dtype=np.float32)
     assert op.dtype == np.float32
-    results = {"diag": op.diag(), "matmat": op.matmat(V), "matvec": op.matmat(V[:, 0]),
-               "quad": op.quad(V[:, 0]), "columns": op.columns([0, 1]),
-               "subset.matmat": op.subset([0, 2]).matmat(V[[0, 2]])}
+    results = {
+        "diag": op.diag(),
+        "matmat": op.matmat(V),
+        "matvec": op.matmat(V[:, 0]),
+        "quad": op.quad(V[:, 0]),
+        "columns": op.columns([0, 1]),
+        "subset.matmat": op.subset([0, 2]).matmat(V[[0, 2]]),
+    }
     if name != "gram":
         results["cross"] = op.cross(X_new32, [0, 1])
         results["new_diag"] = op.new_diag(X_new32)
@@ -273,12 +317,14 @@ def test_float32_is_not_copied():
 
 NORM_BACKENDS = {
     "gram": lambda X: make_operator(X, "poly", gamma=0.3, coef0=1.0, backend="gram"),
-    "function": lambda X: KernelFunction(X, "poly", gamma=0.3, coef0=1.0, degree=3,
-                                         cache_size=0.001, batch_size=5),
+    "function": lambda X: KernelFunction(
+        X, "poly", gamma=0.3, coef0=1.0, degree=3, cache_size=0.001, batch_size=5
+    ),
     "features": lambda X: Features(X),
     "features(sparse)": lambda X: Features(sp.csr_matrix(X)),
-    "multi": lambda X: MultiKernel([Features(X), KernelFunction(X, "poly", gamma=0.3,
-                                                                coef0=1.0)], [2.0, 0.5]),
+    "multi": lambda X: MultiKernel(
+        [Features(X), KernelFunction(X, "poly", gamma=0.3, coef0=1.0)], [2.0, 0.5]
+    ),
     "normalized(trace)": lambda X: normalize(Features(X), "trace"),
 }
 
@@ -298,7 +344,7 @@ def _normalize_big(K_big, n, kind):
         return s[:, None] * K_big * s
     m = np.zeros(len(K_big))
     m[:n] = 1.0 / n
-    H = np.eye(len(K_big)) - np.outer(np.ones(len(K_big)), m)   # φ ↦ φ − mean of training φ
+    H = np.eye(len(K_big)) - np.outer(np.ones(len(K_big)), m)  # φ ↦ φ − mean of training φ
     return H @ K_big @ H.T
 
 
@@ -378,9 +424,13 @@ def test_normalize_none_and_bad_kind(data):
 
 # --- MultiKernel ------------------------------------------------------------------------
 
+
 def _three_kernels(X):
-    return [Features(X), KernelFunction(X, "rbf", gamma=0.2, cache_size=1.0),
-            make_operator(X, "poly", degree=2, gamma=0.1, backend="gram")]
+    return [
+        Features(X),
+        KernelFunction(X, "rbf", gamma=0.2, cache_size=1.0),
+        make_operator(X, "poly", degree=2, gamma=0.1, backend="gram"),
+    ]
 
 
 def test_multikernel_is_the_weighted_sum(data):
@@ -392,8 +442,9 @@ def test_multikernel_is_the_weighted_sum(data):
     np.testing.assert_allclose(mk.dense(), K, **TOL)
     np.testing.assert_allclose(mk.diag(), np.diag(K), **TOL)
     np.testing.assert_allclose(mk.matmat(np.ones((N, 2))), K @ np.ones((N, 2)), **TOL)
-    np.testing.assert_allclose(mk.cross(X_new, [1, 2]),
-                               sum(wj * op.cross(X_new, [1, 2]) for wj, op in zip(w, ref)), **TOL)
+    np.testing.assert_allclose(
+        mk.cross(X_new, [1, 2]), sum(wj * op.cross(X_new, [1, 2]) for wj, op in zip(w, ref)), **TOL
+    )
     # the zero-weight kernel is never evaluated
     assert ops[1].misses == 0 and ops[1].hits == 0
     zero = MultiKernel(ops, [0.0, 0.0, 0.0])
@@ -412,8 +463,9 @@ def test_per_kernel_quad(data):
     np.testing.assert_allclose(d, [v @ op.dense() @ v for op in ops], **TOL)
     D_ = mk.per_kernel_quad(V)
     assert D_.shape == (3, 3)
-    np.testing.assert_allclose(D_, [np.einsum("ir,ij,jr->r", V, op.dense(), V) for op in ops],
-                               **TOL)
+    np.testing.assert_allclose(
+        D_, [np.einsum("ir,ij,jr->r", V, op.dense(), V) for op in ops], **TOL
+    )
     # weights do not enter: vᵀ K_w v = Σ_j w_j d_j
     assert mk.quad(v) == pytest.approx(d[0] + d[2], rel=1e-12)
 
@@ -458,6 +510,7 @@ def test_multikernel_cross_with_one_test_gram_per_kernel(data):
 
 # --- KernelFunction cache ---------------------------------------------------------------
 
+
 def _cache_for(columns, n, itemsize=8):
     """``cache_size`` in MB that holds exactly ``columns`` columns."""
     return (columns * n * itemsize + 1) / 2**20
@@ -483,16 +536,18 @@ def test_cache_evicts_least_recently_used(data):
     kf = KernelFunction(X, "rbf", gamma=0.5, cache_size=_cache_for(3, N))
     assert kf.max_cached == 3
     kf.columns([0, 1, 2])
-    kf.columns([0])          # 0 becomes the most recently used: order 1, 2, 0
-    kf.columns([3])          # evicts 1
+    kf.columns([0])  # 0 becomes the most recently used: order 1, 2, 0
+    kf.columns([3])  # evicts 1
     assert list(kf._cache) == [2, 0, 3]
     hits, misses = kf.hits, kf.misses
-    kf.columns([1])          # 1 was evicted: a miss, evicts 2
+    kf.columns([1])  # 1 was evicted: a miss, evicts 2
     assert (kf.hits, kf.misses) == (hits, misses + 1)
     assert list(kf._cache) == [0, 3, 1]
-    np.testing.assert_allclose(kf.columns([2, 0, 3, 1]),
-                               pairwise_kernels(X, X[[2, 0, 3, 1]], metric="rbf", gamma=0.5),
-                               **TOL)
+    np.testing.assert_allclose(
+        kf.columns([2, 0, 3, 1]),
+        pairwise_kernels(X, X[[2, 0, 3, 1]], metric="rbf", gamma=0.5),
+        **TOL,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -548,19 +603,25 @@ def test_column_memory_is_cache_plus_n_batch():
     bound = cache_mb * 2**20 + C.nbytes + 4 * n * batch * 8 + 2**20
     assert peak <= bound, (peak / 2**20, bound / 2**20)
     assert bound < n * n * 8 / 50
-    np.testing.assert_allclose(C[:, :3], pairwise_kernels(X, X[idx[:3]], metric="rbf",
-                                                          gamma=0.05), **TOL)
+    np.testing.assert_allclose(
+        C[:, :3], pairwise_kernels(X, X[idx[:3]], metric="rbf", gamma=0.05), **TOL
+    )
 
 
 # --- bad input --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("bad,what", [(np.nan, "NaN"), (np.inf, "infinity")])
 def test_nonfinite_features_raise(bad, what, data):
     X, _ = data
     Xb = X.copy()
     Xb[3, 1] = bad
-    for build in (Features, KernelFunction, lambda A: make_operator(A, "rbf"),
-                  lambda A: Features(sp.csr_matrix(A))):
+    for build in (
+        Features,
+        KernelFunction,
+        lambda A: make_operator(A, "rbf"),
+        lambda A: Features(sp.csr_matrix(A)),
+    ):
         with pytest.raises(ValueError, match=what):
             build(Xb)
     for op in (Features(X), KernelFunction(X), make_operator(X, "rbf", backend="gram")):
@@ -609,23 +670,28 @@ def test_gram_shape_and_symmetry_are_checked(data):
     big[1100, 3] = 0.5
     with pytest.raises(ValueError, match="max \\|K - K.T\\| = 0.5"):
         Gram(big)
-    assert Gram(Kb, check=False).n == N   # validated callers may skip the check
+    assert Gram(Kb, check=False).n == N  # validated callers may skip the check
 
 
 def test_cross_on_precomputed_gram_needs_a_test_gram(data):
     X, X_new = data
     op = Gram(X @ X.T)
     with pytest.raises(ValueError, match="needs a test Gram of shape \\(n_test, n_train=40\\)"):
-        op.cross(X_new)          # features instead of a test Gram
+        op.cross(X_new)  # features instead of a test Gram
     with pytest.raises(ValueError, match="needs a test Gram"):
-        op.cross(np.ones(N))     # 1-D
+        op.cross(np.ones(N))  # 1-D
 
 
 def test_wrong_feature_count_in_cross(data):
     X, X_new = data
-    for op in (Features(X), Features(sp.csr_matrix(X)), KernelFunction(X),
-               make_operator(X, "rbf", backend="gram"), MultiKernel([Features(X)]),
-               normalize(KernelFunction(X), "center")):
+    for op in (
+        Features(X),
+        Features(sp.csr_matrix(X)),
+        KernelFunction(X),
+        make_operator(X, "rbf", backend="gram"),
+        MultiKernel([Features(X)]),
+        normalize(KernelFunction(X), "center"),
+    ):
         with pytest.raises(ValueError, match="X_new has 3 features, the training data had 5"):
             op.cross(X_new[:, :3])
         with pytest.raises(ValueError, match="X_new has 3 features"):
@@ -688,7 +754,9 @@ def test_callable_kernel_output_is_checked(data):
 def test_block_and_index_checks(data):
     X, _ = data
     op = Features(X)
-    with pytest.raises(ValueError, match="matmat expects an array of shape \\(40,\\) or \\(40, r\\)"):
+    with pytest.raises(
+        ValueError, match="matmat expects an array of shape \\(40,\\) or \\(40, r\\)"
+    ):
         op.matmat(np.ones(N + 1))
     with pytest.raises(ValueError, match="matmat expects"):
         op.matmat(np.ones((N, 2, 2)))
@@ -708,8 +776,10 @@ def test_repr(data):
 
 # -- arrays for compiled kernels and sweeps (the protocol's tree methods) -----------------------
 
+
 def test_compiled_view_of_each_backend():
     from kernfw.operators import KernelFunction, MultiKernel, normalize
+
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 4))
     view = Features(X).compiled_view()
@@ -730,31 +800,37 @@ def test_detach_attach_and_materialize_operator_trees():
     """A sweep's round trip: on-the-fly kernels become Grams in given memory, the Grams
     leave the (pickled) tree once each and come back; the kernel is unchanged."""
     from kernfw.operators import ArraySlot, KernelFunction, MultiKernel, Normalized, normalize
+
     rng = np.random.default_rng(1)
     X = rng.normal(size=(30, 3))
-    op = MultiKernel([normalize(KernelFunction(X, "rbf", gamma=0.3), "center"),
-                      make_operator(X, "linear"), KernelFunction(X, "poly", degree=2)],
-                     [0.5, 1.0, 0.2])
+    op = MultiKernel(
+        [
+            normalize(KernelFunction(X, "rbf", gamma=0.3), "center"),
+            make_operator(X, "linear"),
+            KernelFunction(X, "poly", degree=2),
+        ],
+        [0.5, 1.0, 0.2],
+    )
     allocated = []
 
     def allocate(shape, dtype):
         allocated.append(np.empty(shape, dtype))
         return allocated[-1]
 
-    big = op.materialize(allocate, max_mb=1e-3)             # no Gram fits: unchanged kernels
+    big = op.materialize(allocate, max_mb=1e-3)  # no Gram fits: unchanged kernels
     assert not allocated and isinstance(big.operators[2], KernelFunction)
     dense = op.materialize(allocate, max_mb=100)
     assert len(allocated) == 2 and isinstance(dense.operators[2], Gram)
     centered = dense.operators[0]
     assert isinstance(centered, Normalized) and centered._stats["train"] is centered.base
     assert centered.base.K is allocated[0]
-    np.testing.assert_array_equal(allocated[0], allocated[0].T)    # exactly symmetric
+    np.testing.assert_array_equal(allocated[0], allocated[0].T)  # exactly symmetric
     np.testing.assert_allclose(dense.dense(), op.dense(), atol=1e-12)
     store = []
     shell = dense.detach_arrays(store)
     assert len(store) == 2 and store[0] is allocated[0]
     assert isinstance(shell.operators[0].base.K, ArraySlot)
-    assert shell.operators[0]._stats["train"].K.index == 0      # shared, detached once
+    assert shell.operators[0]._stats["train"].K.index == 0  # shared, detached once
     back = pickle.loads(pickle.dumps(shell)).attach_arrays(store)
     assert back.operators[2].K is store[1]
     np.testing.assert_allclose(back.dense(), op.dense(), atol=1e-12)
@@ -767,6 +843,7 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
     operators fall back to compiled_view (and compiled_view is unchanged)."""
     from kernfw.operators import KernelFunction, MultiKernel
     from kernfw.operators.l2svm import L2SVMKernel
+
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 5))
     for kw in ({"gamma": 0.4}, {"gamma": "scale"}, {"feature_columns": [0, 3]}, {}):
@@ -778,7 +855,7 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
         np.testing.assert_allclose(sq, np.einsum("ij,ij->i", Z, Z), rtol=1e-15)
         D = np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0)
         np.testing.assert_allclose(np.exp(-g * D), op.dense(), rtol=1e-13, atol=1e-15)
-        assert op.compiled_view() is None         # code that only knows features / gram
+        assert op.compiled_view() is None  # code that only knows features / gram
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
     lv = L2SVMKernel(op, y, 3.0).column_view()
     assert lv.kind == "l2svm" and lv.matrix.kind == "rbf" and lv.params["C"] == 3.0
@@ -786,14 +863,18 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
     K = X @ X.T
     assert Gram(K).column_view().kind == "gram" and Features(X).column_view().kind == "features"
     assert L2SVMKernel(Gram(K), y, 1.0).column_view().matrix.matrix is K
-    for other in (KernelFunction(X, "poly"),
-                  KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
-                  MultiKernel([Gram(K)])):
+    for other in (
+        KernelFunction(X, "poly"),
+        KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
+        MultiKernel([Gram(K)]),
+    ):
         assert other.column_view() is None
         assert L2SVMKernel(other, y, 1.0).column_view() is None
     # float32 values (float32 features, or dtype=float32): a float32 view of the features
-    for op in (KernelFunction(X.astype(np.float32), "rbf"),
-               KernelFunction(X, "rbf", dtype=np.float32)):
+    for op in (
+        KernelFunction(X.astype(np.float32), "rbf"),
+        KernelFunction(X, "rbf", dtype=np.float32),
+    ):
         view = op.column_view()
         assert view.kind == "rbf" and view.matrix.dtype == np.float32
         np.testing.assert_array_equal(view.matrix, X.astype(np.float32))

@@ -6,21 +6,33 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kernfw.plotting import (as_history, plot_convergence, plot_kernel_weights,  # noqa: E402
-                             plot_sweep)
+from kernfw.plotting import (
+    as_history,
+    plot_convergence,
+    plot_kernel_weights,  # noqa: E402
+    plot_sweep,
+)
 from kernfw.sweep import SweepResults  # noqa: E402
 
 
 def _history(rate, n=50, optimum=1.0):
     t = np.arange(n, dtype=float)
     gap = 1.0 / (1.0 + rate * t)
-    return {"iteration": t, "time": 0.01 * t, "primal": optimum + 0.6 * gap,
-            "dual": optimum - 0.4 * gap, "gap": gap, "step": np.full(n, 0.5)}
+    return {
+        "iteration": t,
+        "time": 0.01 * t,
+        "primal": optimum + 0.6 * gap,
+        "dual": optimum - 0.4 * gap,
+        "gap": gap,
+        "step": np.full(n, 0.5),
+    }
 
 
 def test_import_does_not_import_matplotlib():
-    code = ("import sys, kernfw.plotting; "
-            "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
+    code = (
+        "import sys, kernfw.plotting; "
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -36,8 +48,9 @@ def test_convergence_figure_has_all_solvers_on_log_axes(tmp_path):
     np.testing.assert_allclose(axes[0].get_lines()[0].get_ydata(), runs["LSFW"]["gap"])
     # suboptimality is P − max(dual) (default optimum: best certified lower bound)
     best_dual = max(h["dual"].max() for h in runs.values())
-    np.testing.assert_allclose(axes[2].get_lines()[1].get_ydata(),
-                               runs["StdFW"]["primal"] - best_dual)
+    np.testing.assert_allclose(
+        axes[2].get_lines()[1].get_ydata(), runs["StdFW"]["primal"] - best_dual
+    )
     assert axes[1].get_xlabel() == "time (s)"
     path = tmp_path / "conv.png"
     fig.savefig(path)
@@ -46,8 +59,9 @@ def test_convergence_figure_has_all_solvers_on_log_axes(tmp_path):
 
 def test_convergence_with_known_optimum_masks_nonpositive_values():
     h = _history(1.0)
-    fig = plot_convergence({"a": h}, optimum=float(h["primal"][-1]), metrics=("suboptimality",),
-                           xaxis=("iteration",))
+    fig = plot_convergence(
+        {"a": h}, optimum=float(h["primal"][-1]), metrics=("suboptimality",), xaxis=("iteration",)
+    )
     y = fig.get_axes()[0].get_lines()[0].get_ydata()
     assert np.isnan(y[-1]) and np.all(y[:-1] > 0)
 
@@ -77,12 +91,34 @@ def _table():
     rows = []
     for value, gap in [(1.0, 1e-3), (0.1, 1e-4), (0.01, 1e-5)]:
         for fold, val in enumerate([0.8, 0.9]):
-            rows.append(dict(value=value, fold=fold, objective=value, gap=gap, n_iter=10,
-                             fit_time=0.1, train_score=1.0, val_score=val, converged=True,
-                             error=""))
-    rows.append(dict(value=1e-3, fold=0, objective=np.nan, gap=np.nan, n_iter=np.nan,
-                     fit_time=np.nan, train_score=np.nan, val_score=np.nan, converged=None,
-                     error="ValueError: boom"))
+            rows.append(
+                dict(
+                    value=value,
+                    fold=fold,
+                    objective=value,
+                    gap=gap,
+                    n_iter=10,
+                    fit_time=0.1,
+                    train_score=1.0,
+                    val_score=val,
+                    converged=True,
+                    error="",
+                )
+            )
+    rows.append(
+        dict(
+            value=1e-3,
+            fold=0,
+            objective=np.nan,
+            gap=np.nan,
+            n_iter=np.nan,
+            fit_time=np.nan,
+            train_score=np.nan,
+            val_score=np.nan,
+            converged=None,
+            error="ValueError: boom",
+        )
+    )
     return SweepResults("lam", rows)
 
 

@@ -25,7 +25,7 @@ def _quickstart():
     lines = README.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("```"))
     stop = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("```"))
-    return lines[:start], lines[start + 1:stop], lines
+    return lines[:start], lines[start + 1 : stop], lines
 
 
 def test_readme_opens_with_a_two_command_quickstart():
@@ -34,12 +34,14 @@ def test_readme_opens_with_a_two_command_quickstart():
     headings = [line for line in before[1:] if line.startswith("#")]
     assert len(headings) == 1 and "quickstart" in headings[0].lower(), (
         f"only the title, an intro and the Quickstart heading may precede the commands; "
-        f"found headings {headings}")
+        f"found headings {headings}"
+    )
     assert not _commands(before), "a command appears before the quickstart block"
     commands = _commands(block)
     assert len(commands) == 2, f"the quickstart must hold exactly two commands, got {commands}"
     assert all(COMMAND.match(line) for line in block if line.strip()), (
-        "the quickstart block holds something besides the two commands")
+        "the quickstart block holds something besides the two commands"
+    )
 
 
 def test_first_command_installs_and_runs_kernfw():
@@ -58,15 +60,24 @@ def test_second_command_installs_the_test_extra_and_runs_pytest():
     assert next(c for c in all_commands if "pytest" in c) == second
 
 
-@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("sed") is None,
-                    reason="needs bash and sed")
+@pytest.mark.skipif(
+    shutil.which("bash") is None or shutil.which("sed") is None, reason="needs bash and sed"
+)
 def test_ci_extracts_the_readme_test_command():
     """Run .ci/run's own extraction line and compare with the quickstart's second command."""
-    lines = [line.strip() for line in CI.read_text(encoding="utf-8").splitlines()
-             if line.strip().startswith("cmd=$(")]
+    lines = [
+        line.strip()
+        for line in CI.read_text(encoding="utf-8").splitlines()
+        if line.strip().startswith("cmd=$(")
+    ]
     assert len(lines) == 1, "expected one 'cmd=$(...)' line in .ci/run"
-    out = subprocess.run(["bash", "-c", f'{lines[0]}\nprintf "%s" "$cmd"'], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["bash", "-c", f'{lines[0]}\nprintf "%s" "$cmd"'],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out == _commands(_quickstart()[1])[1]
     ci = CI.read_text(encoding="utf-8")
     assert 'eval "$cmd"' in ci and '".[test]"' in ci
@@ -78,8 +89,9 @@ def test_ci_reports_pytest_exit_status_5():
 
 
 def test_kernfw_info_lists_the_four_backends():
-    out = subprocess.run([sys.executable, "-m", "kernfw", "info"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "kernfw", "info"], capture_output=True, text=True, check=True
+    ).stdout
     assert out.startswith("kernfw ")
     for backend in ("Gram", "Features", "KernelFunction", "MultiKernel"):
         assert backend in out
@@ -117,11 +129,16 @@ def test_user_guide_python_blocks_run(tmp_path, monkeypatch):
     X, y = load_digits(return_X_y=True)
     X, y = X[:150] / 16.0, y[:150]
     ns = {"X": X, "y": y, "X_test": X[:10], "Cs": [0.1, 1.0]}
-    ns.update({name: MultiClassSVM(solver=solver, max_iter=50, tol=1e-2).fit(X, y)
-               for name, solver in (("lsfw", "lsfw"), ("stdfw", "stdfw"), ("bcfw", "bcfw"))})
+    ns.update(
+        {
+            name: MultiClassSVM(solver=solver, max_iter=50, tol=1e-2).fit(X, y)
+            for name, solver in (("lsfw", "lsfw"), ("stdfw", "stdfw"), ("bcfw", "bcfw"))
+        }
+    )
     ns["cskl"] = CSKLClassifier(t=2.0, max_iter=20).fit(X[:60], y[:60])
     try:
         import sklearn.callback  # noqa: F401  (scikit-learn >= 1.9)
+
         has_callbacks = True
     except ImportError:
         has_callbacks = False

@@ -29,29 +29,60 @@ _MACHINE_PATH = re.compile(
     r"|\bvenv[\w.-]*/bin/(?:python|pip)"
     r"|[A-Za-z]:\\\\?Users\\\\?"
 )
-_TEXT_SUFFIXES = {".py", ".md", ".txt", ".toml", ".cfg", ".ini", ".rst", ".yml", ".yaml",
-                  ".sh", ".json", ""}
+_TEXT_SUFFIXES = {
+    ".py",
+    ".md",
+    ".txt",
+    ".toml",
+    ".cfg",
+    ".ini",
+    ".rst",
+    ".yml",
+    ".yaml",
+    ".sh",
+    ".json",
+    "",
+}
 
 
 def _repository_text_files():
     try:
-        out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                             check=True).stdout.decode()
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+        ).stdout.decode()
         files = [ROOT / f for f in out.split("\0") if f]
     except (OSError, subprocess.CalledProcessError):  # not a git checkout (e.g. an sdist)
-        files = [p for p in ROOT.rglob("*") if p.is_file()
-                 and not any(part.startswith(".") and part != ".ci" or part in (
-                     "build", "dist", "__pycache__") or part.endswith(".egg-info")
-                     for part in p.relative_to(ROOT).parts)]
+        files = [
+            p
+            for p in ROOT.rglob("*")
+            if p.is_file()
+            and not any(
+                part.startswith(".")
+                and part != ".ci"
+                or part in ("build", "dist", "__pycache__")
+                or part.endswith(".egg-info")
+                for part in p.relative_to(ROOT).parts
+            )
+        ]
     return [p for p in files if p.suffix in _TEXT_SUFFIXES and p.is_file()]
 
 
 def test_the_path_pattern_catches_machine_paths():
-    for bad in ("/wo" "rk/ve" "nv/bin/python bench.py", "/ro" "ot/.cache/x", "pip install /op"
-                "t/wheels/torch.whl", ".ve" "nv/bin/" "python x.py", "venv-peers/b" "in/" "pip"):
+    for bad in (
+        "/work/venv/bin/python bench.py",
+        "/root/.cache/x",
+        "pip install /opt/wheels/torch.whl",
+        ".venv/bin/python x.py",
+        "venv-peers/bin/pip",
+    ):
         assert _MACHINE_PATH.search(bad), bad
-    for good in ("python benchmarks/bench_x.py --quick", ". .ve" "nv/bin/activate",
-                 "https://example.org/" "work/x", "docs/benchmarks/mkl.md", "~/home/"):
+    for good in (
+        "python benchmarks/bench_x.py --quick",
+        ". .venv/bin/activate",
+        "https://example.org/work/x",
+        "docs/benchmarks/mkl.md",
+        "~/home/",
+    ):
         assert not _MACHINE_PATH.search(good), good
 
 
@@ -67,9 +98,10 @@ def test_no_machine_paths_in_the_repository():
         for lineno, line in enumerate(text.splitlines(), 1):
             if _MACHINE_PATH.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}")
-    assert not offenders, ("paths of a particular machine (commands should read "
-                           "`python benchmarks/...` from the repository root):\n"
-                           + "\n".join(offenders))
+    assert not offenders, (
+        "paths of a particular machine (commands should read "
+        "`python benchmarks/...` from the repository root):\n" + "\n".join(offenders)
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -86,9 +118,13 @@ def test_load_ocr_reads_the_shipped_file(monkeypatch):
 
 def test_kernfw_data_overrides_the_shipped_file(tmp_path, monkeypatch):
     offsets = np.array([0, 2, 5, 6])
-    np.savez_compressed(tmp_path / OCR_FILE, letters=np.eye(6, 128, dtype=np.uint8),
-                        labels=np.arange(6, dtype=np.uint8), offsets=offsets,
-                        folds=np.array([0, 1, 1], dtype=np.int8))
+    np.savez_compressed(
+        tmp_path / OCR_FILE,
+        letters=np.eye(6, 128, dtype=np.uint8),
+        labels=np.arange(6, dtype=np.uint8),
+        offsets=offsets,
+        folds=np.array([0, 1, 1], dtype=np.int8),
+    )
     monkeypatch.setenv("KERNFW_DATA", str(tmp_path))
     X_train, Y_train, X_test, Y_test = load_ocr()
     assert [len(x) for x in X_train] == [3, 1] and [len(x) for x in X_test] == [2]
@@ -99,17 +135,25 @@ def test_kernfw_data_overrides_the_shipped_file(tmp_path, monkeypatch):
 
 def test_pyproject_ships_the_data_and_the_floors_match_the_ci_constraints():
     text = (ROOT / "pyproject.toml").read_text()
-    package_data = re.search(r"\[tool\.setuptools\.package-data\]\s*kernfw\s*=\s*\[([^\]]*)\]",
-                             text)
+    package_data = re.search(
+        r"\[tool\.setuptools\.package-data\]\s*kernfw\s*=\s*\[([^\]]*)\]", text
+    )
     assert package_data and '"data/*.npz"' in package_data.group(1)
     floors = dict(re.findall(r'"([A-Za-z][\w-]*)(?:\[[^\]]*\])?>=([\w.]+)"', text))
-    pins = dict(re.findall(r"^([A-Za-z][\w-]*)==([\w.]+)\s*$",
-                           (ROOT / ".ci" / "min-versions.txt").read_text(), flags=re.M))
+    pins = dict(
+        re.findall(
+            r"^([A-Za-z][\w-]*)==([\w.]+)\s*$",
+            (ROOT / ".ci" / "min-versions.txt").read_text(),
+            flags=re.M,
+        )
+    )
     assert {"numpy", "scipy", "scikit-learn", "joblib", "threadpoolctl", "numba"} <= set(pins)
     for name, version in pins.items():
         floor = floors[name]
-        assert tuple(map(int, floor.split("."))) == tuple(map(int, version.split(".")))[
-            :len(floor.split("."))], (name, floor, version)
+        assert (
+            tuple(map(int, floor.split(".")))
+            == tuple(map(int, version.split(".")))[: len(floor.split("."))]
+        ), (name, floor, version)
 
 
 def test_estimators_work_without_sklearn_callbacks():
@@ -130,10 +174,16 @@ def test_estimators_work_without_sklearn_callbacks():
         "assert not hasattr(clf, 'set_callbacks') and clf.score(X, y) > 0.8\n"
         "kernfw.L2SVC().fit(X, y); kernfw.MinimumEnclosingBall().fit(X)\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(Path(kernfw.__file__).parents[1])] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(Path(kernfw.__file__).parents[1])]
+            + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        ),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     assert "[MultiClassSVM] it" in run.stderr
 
@@ -146,8 +196,11 @@ def test_sklearn_callback_is_imported_only_behind_the_guard():
     for path in sorted((ROOT / "kernfw").rglob("*.py")):
         rel = path.relative_to(ROOT / "kernfw").as_posix()
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if re.match(r"\s*(from sklearn\.callback import|import sklearn\.callback)", line) \
-                    and rel not in allowed and not line.startswith((" ", "\t")):
+            if (
+                re.match(r"\s*(from sklearn\.callback import|import sklearn\.callback)", line)
+                and rel not in allowed
+                and not line.startswith((" ", "\t"))
+            ):
                 offenders.append(f"kernfw/{rel}:{lineno}: {line.strip()}")
     assert not offenders, offenders
 
@@ -166,12 +219,11 @@ def test_smallest_eigenvalue_brackets_the_spectrum(n):
         exact = np.linalg.eigvalsh(K)
         theta_min, theta_max = smallest_eigenvalue(Gram(K))
         scale = exact[-1]
-        assert exact[0] - 1e-12 * scale <= theta_min          # Ritz values lie inside
+        assert exact[0] - 1e-12 * scale <= theta_min  # Ritz values lie inside
         assert theta_max <= exact[-1] * (1 + 1e-12)
-        assert theta_max >= 0.9 * exact[-1]                    # the top converges fast
+        assert theta_max >= 0.9 * exact[-1]  # the top converges fast
         if n <= 10:  # the Krylov space is all of R^n: Ritz values are the eigenvalues
-            np.testing.assert_allclose([theta_min, theta_max], exact[[0, -1]],
-                                       atol=1e-10 * scale)
+            np.testing.assert_allclose([theta_min, theta_max], exact[[0, -1]], atol=1e-10 * scale)
 
 
 def test_check_psd_accepts_psd_grams_in_float64_and_float32():
@@ -215,8 +267,9 @@ def test_estimators_refuse_an_indefinite_precomputed_gram(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error", NotPSDWarning)
         ridge = -np.linalg.eigvalsh(K)[0] + 1e-3
-        fitted = _fit(estimator, K + ridge * np.eye(40),
-                      None if name == "MinimumEnclosingBall" else y)
+        fitted = _fit(
+            estimator, K + ridge * np.eye(40), None if name == "MinimumEnclosingBall" else y
+        )
     assert fitted.duality_gap_ >= 0
 
 
@@ -243,9 +296,15 @@ def test_psd_check_costs_a_few_products():
 # ---------------------------------------------------------------------------
 # text where numbers belong
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("K", [[["a", "b"], ["c", "d"]], np.array([["1", "0"], ["0", "1"]]),
-                               np.array([[1.0, "x"], [2.0, 3.0]], dtype=object),
-                               np.array([[b"1", b"0"], [b"0", b"1"]])])
+@pytest.mark.parametrize(
+    "K",
+    [
+        [["a", "b"], ["c", "d"]],
+        np.array([["1", "0"], ["0", "1"]]),
+        np.array([[1.0, "x"], [2.0, 3.0]], dtype=object),
+        np.array([[b"1", b"0"], [b"0", b"1"]]),
+    ],
+)
 def test_gram_of_strings_is_a_type_error(K):
     with pytest.raises(TypeError, match="must hold numbers"):
         Gram(K)
@@ -256,8 +315,10 @@ def test_gram_of_strings_is_a_type_error(K):
 def test_convergence_warnings_are_not_silenced_file_wide():
     """A run stopping before tol warns; tests may silence that per test, never per file."""
     config = (ROOT / "pyproject.toml").read_text() + "".join(
-        (ROOT / name).read_text() for name in ("pytest.ini", "setup.cfg", "tox.ini")
-        if (ROOT / name).exists())
+        (ROOT / name).read_text()
+        for name in ("pytest.ini", "setup.cfg", "tox.ini")
+        if (ROOT / name).exists()
+    )
     assert "ConvergenceWarning" not in config
     offenders = []
     for path in sorted((ROOT / "tests").glob("*.py")):
@@ -265,7 +326,10 @@ def test_convergence_warnings_are_not_silenced_file_wide():
             top_level = not line.startswith((" ", "\t", "@"))
             # a module-level mark (pytestmark) or warnings filter; a named mark that tests
             # apply one by one (FIXED = pytest.mark.filterwarnings(...)) is per test
-            if top_level and "ConvergenceWarning" in line and re.search(
-                    r"^pytestmark\b|^warnings\.(filterwarnings|simplefilter)", line):
+            if (
+                top_level
+                and "ConvergenceWarning" in line
+                and re.search(r"^pytestmark\b|^warnings\.(filterwarnings|simplefilter)", line)
+            ):
                 offenders.append(f"{path.name}:{lineno}: {line}")
     assert not offenders, offenders

@@ -27,7 +27,6 @@ from kernfw.solvers.structural import (
 )
 from kernfw.structured import Chain, Matching, MultiClass, StructuredModel
 
-
 #: a run stopped by its budget on purpose (fixed passes, tol=0): its ConvergenceWarning is expected
 FIXED_BUDGET = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -79,8 +78,17 @@ def test_multiclass_fw_and_bcfw_reach_cvxpy_optimum(multiclass_reference, solver
     if solver == "fw":
         result = solve_structural_fw(model, X, y, MC_LAM, max_iter=50000, tol=1e-4)
     else:
-        result = solve_structural_bcfw(model, X, y, MC_LAM, averaging=solver == "bcfw-wavg",
-                                 max_iter=50000, tol=1e-4, check_every=10, random_state=0)
+        result = solve_structural_bcfw(
+            model,
+            X,
+            y,
+            MC_LAM,
+            averaging=solver == "bcfw-wavg",
+            max_iter=50000,
+            tol=1e-4,
+            check_every=10,
+            random_state=0,
+        )
     assert result.converged
     assert_certified(result, ref["primal"], 1e-4)
     assert_history_bounds(result, ref["primal"])
@@ -90,20 +98,37 @@ def test_multiclass_fw_and_bcfw_reach_cvxpy_optimum(multiclass_reference, solver
 def test_multiclass_pairwise_reaches_cvxpy_optimum_linearly(multiclass_reference):
     """solver="pairwise" is the multi-class dual solver with pairwise block steps (§3.7, §3.9)."""
     X, y, model, ref = multiclass_reference
-    svm = StructuredSVM(MultiClass(4), lam=MC_LAM, solver="pairwise", max_iter=3000, tol=1e-9,
-                        check_every=10, random_state=0).fit(X, y)
+    svm = StructuredSVM(
+        MultiClass(4),
+        lam=MC_LAM,
+        solver="pairwise",
+        max_iter=3000,
+        tol=1e-9,
+        check_every=10,
+        random_state=0,
+    ).fit(X, y)
     assert svm.converged_ and svm.n_iter_ < 1000
     assert abs(svm.primal_objective_ - ref["primal"]) <= 1e-8
     assert np.all(svm.history_["primal"] - ref["primal"] <= svm.history_["gap"] + 1e-9)
     assert np.all(svm.history_["dual"] <= ref["primal"] + 1e-9)
     np.testing.assert_allclose(svm.coef_, ref["w"], atol=1e-4)
     from kernfw.reference import structural_objective
+
     assert structural_objective(model, X, y, MC_LAM, svm.coef_) == pytest.approx(
-        svm.primal_objective_, abs=1e-10)                  # coef_ is the certified point
+        svm.primal_objective_, abs=1e-10
+    )  # coef_ is the certified point
     with pytest.warns(ConvergenceWarning, match="max_iter"):
-        plain = solve_structural_bcfw(MultiClass(4), X, y, MC_LAM, averaging=False,
-                                      max_iter=svm.n_iter_, tol=0, check_every=svm.n_iter_,
-                                      random_state=0)
+        plain = solve_structural_bcfw(
+            MultiClass(4),
+            X,
+            y,
+            MC_LAM,
+            averaging=False,
+            max_iter=svm.n_iter_,
+            tol=0,
+            check_every=svm.n_iter_,
+            random_state=0,
+        )
     assert plain.gap > 100 * max(svm.duality_gap_, 1e-10)  # FW block steps: sublinear
 
 
@@ -115,12 +140,25 @@ def test_label_costs_reach_cvxpy_optimum():
     X, y = multiclass_data(n=24, m=3, d=4, seed=4)
     cost = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 0.5], [2.0, 0.5, 0.0]])
     ref = structural_primal(MultiClass(3, cost=cost).initialize(X, y), X, y, MC_LAM)
-    pairwise = StructuredSVM(MultiClass(3, cost=cost), lam=MC_LAM, solver="pairwise",
-                             max_iter=3000, tol=1e-9, random_state=0).fit(X, y)
+    pairwise = StructuredSVM(
+        MultiClass(3, cost=cost),
+        lam=MC_LAM,
+        solver="pairwise",
+        max_iter=3000,
+        tol=1e-9,
+        random_state=0,
+    ).fit(X, y)
     assert abs(pairwise.primal_objective_ - ref["primal"]) <= 1e-8
     np.testing.assert_allclose(pairwise.coef_, ref["w"], atol=1e-4)
-    bcfw = StructuredSVM(MultiClass(3, cost=cost), lam=MC_LAM, solver="bcfw", max_iter=5000,
-                         tol=1e-4, check_every=10, random_state=0).fit(X, y)
+    bcfw = StructuredSVM(
+        MultiClass(3, cost=cost),
+        lam=MC_LAM,
+        solver="bcfw",
+        max_iter=5000,
+        tol=1e-4,
+        check_every=10,
+        random_state=0,
+    ).fit(X, y)
     assert bcfw.converged_
     assert abs(bcfw.primal_objective_ - ref["primal"]) <= bcfw.duality_gap_ + 1e-6
 
@@ -130,17 +168,19 @@ def test_kernel_bcfw_with_rbf_kernel_function_reaches_cvxpy_optimum():
     from kernfw.reference import factor_gram, structural_primal
 
     X, y = multiclass_data(n=40, m=3, d=3, seed=1)
-    op = KernelFunction(X, "rbf", gamma=0.5, cache_size=0)       # nothing cached: K never stored
+    op = KernelFunction(X, "rbf", gamma=0.5, cache_size=0)  # nothing cached: K never stored
     F = factor_gram(Gram(op.dense()).dense())
     ref = structural_primal(MultiClass(3).initialize(F, y), F, y, 0.05)
-    result = solve_multiclass(op, y, lam=0.05, solver="bcfw", max_iter=3000, tol=1e-9,
-                              check_every=10, random_state=0)
+    result = solve_multiclass(
+        op, y, lam=0.05, solver="bcfw", max_iter=3000, tol=1e-9, check_every=10, random_state=0
+    )
     assert result.converged
     assert abs(result.primal - ref["primal"]) <= 1e-8
     assert op.misses > 0 and op.cache_info["cached"] == 0
 
 
 # -- against cvxpy: chains and matchings ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def chain_reference():
@@ -158,9 +198,18 @@ def test_chain_solvers_reach_cvxpy_optimum(chain_reference, solver):
     if solver == "fw":
         result = solve_structural_fw(model, X, Y, 1.0, max_iter=20000, tol=1e-4)
     else:
-        result = solve_structural_bcfw(model, X, Y, 1.0, averaging=solver == "bcfw-wavg",
-                                 sample="perm", max_iter=20000, tol=1e-4, check_every=10,
-                                 random_state=0)
+        result = solve_structural_bcfw(
+            model,
+            X,
+            Y,
+            1.0,
+            averaging=solver == "bcfw-wavg",
+            sample="perm",
+            max_iter=20000,
+            tol=1e-4,
+            check_every=10,
+            random_state=0,
+        )
     assert result.converged
     assert_certified(result, ref["primal"], 1e-4)
     assert_history_bounds(result, ref["primal"])
@@ -172,12 +221,12 @@ def test_matching_bcfw_reaches_cvxpy_optimum():
 
     rng = np.random.default_rng(5)
     Y = [rng.permutation(4) for _ in range(6)]
-    X = [rng.normal(size=(4, 4, 3)) + 1.5 * np.eye(4)[y][:, :, None] * [1.0, 0.5, 0.0]
-         for y in Y]
+    X = [rng.normal(size=(4, 4, 3)) + 1.5 * np.eye(4)[y][:, :, None] * [1.0, 0.5, 0.0] for y in Y]
     model = Matching().initialize(X, Y)
     ref = structural_primal(model, X, Y, 0.5)
-    result = solve_structural_bcfw(model, X, Y, 0.5, averaging=False, max_iter=20000, tol=1e-4,
-                             check_every=10, random_state=0)
+    result = solve_structural_bcfw(
+        model, X, Y, 0.5, averaging=False, max_iter=20000, tol=1e-4, check_every=10, random_state=0
+    )
     assert result.converged
     assert_certified(result, ref["primal"], 1e-4)
     assert structural_objective(model, X, Y, 0.5, result["w"]) == pytest.approx(result.primal)
@@ -213,10 +262,11 @@ def test_user_model_is_a_binary_svm():
     ref = structural_primal(Sign().initialize(list(X), Y), list(X), Y, 0.3)
     assert svm.converged_
     assert abs(svm.primal_objective_ - ref["primal"]) <= svm.duality_gap_ + 1e-6
-    assert model.size_joint_feature is None       # the estimator worked on a copy
+    assert model.size_joint_feature is None  # the estimator worked on a copy
 
 
 # -- identities and equivalences (no cvxpy) -----------------------------------------------------
+
 
 def test_block_gaps_sum_to_the_duality_gap():
     X, Y = chain_data()
@@ -249,11 +299,12 @@ def test_block_step_is_the_exact_line_search():
             w = iterate.w - gamma * z / (lam * n)
             return problem.dual(w, iterate.ell + gamma * (loss_s - iterate.block_loss[i]))
 
-        best = minimize_scalar(lambda g: -dual(g), bounds=(0.0, 1.0), method="bounded",
-                               options={"xatol": 1e-12})
+        best = minimize_scalar(
+            lambda g: -dual(g), bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12}
+        )
         w_before, ell_before = iterate.w.copy(), iterate.ell
         gamma = iterate.block_step(i)
-        if z @ z > 1e-12:                                  # otherwise D is flat along it
+        if z @ z > 1e-12:  # otherwise D is flat along it
             assert gamma == pytest.approx(best.x, abs=1e-6)
             checked += 1
         assert problem.dual(iterate.w, iterate.ell) >= -best.fun - 1e-12
@@ -277,12 +328,12 @@ def test_multiclass_dual_block_steps_equal_structural_bcfw():
     for t in range(40):
         structural.step(t)
         block.step(t)
-    W = X.T @ block.At / (lam * len(y))                       # (d, m)
+    W = X.T @ block.At / (lam * len(y))  # (d, m)
     np.testing.assert_allclose(W.T.ravel(), structural.w, atol=1e-10)
     a, b = structural.certificate(), block.certificate()
     assert a.primal == pytest.approx(b.primal, abs=1e-10)
     assert a.dual == pytest.approx(b.dual, abs=1e-10)
-    assert a.gap > 1e-6                                       # not trivially converged
+    assert a.gap > 1e-6  # not trivially converged
 
 
 @FIXED_BUDGET
@@ -302,13 +353,14 @@ def test_same_random_state_same_iterates():
 @FIXED_BUDGET
 def test_history_counts_passes_and_oracle_calls():
     X, Y = chain_data()
-    result = solve_structural_bcfw(Chain(3), X, Y, 0.1, sample="perm", max_iter=9, tol=0,
-                             check_every=3, random_state=0)
+    result = solve_structural_bcfw(
+        Chain(3), X, Y, 0.1, sample="perm", max_iter=9, tol=0, check_every=3, random_state=0
+    )
     h = result.history
     np.testing.assert_array_equal(h["iteration"], [0, 3, 6, 9])
     np.testing.assert_array_equal(h["oracle_calls"], [0, 24, 48, 72])
     np.testing.assert_array_equal(h["pass"], [0, 3, 6, 9])
-    assert np.all(np.isfinite(result["block_gaps"]))      # perm visits every block
+    assert np.all(np.isfinite(result["block_gaps"]))  # perm visits every block
     fw = solve_structural_fw(Chain(3), X, Y, 0.1, max_iter=4, tol=0)
     np.testing.assert_array_equal(fw.history["pass"], [0, 1, 2, 3, 4])
 
@@ -319,14 +371,15 @@ def test_fw_line_search_beats_standard_step():
     ls = solve_structural_fw(MultiClass(4), X, y, 0.1, max_iter=200, tol=0)
     std = solve_structural_fw(MultiClass(4), X, y, 0.1, step="standard", max_iter=200, tol=0)
     assert ls.gap < std.gap
-    assert np.all(np.diff(ls.history["dual"]) >= -1e-12)      # exact line search: monotone dual
+    assert np.all(np.diff(ls.history["dual"]) >= -1e-12)  # exact line search: monotone dual
 
 
 @FIXED_BUDGET
 def test_bcfw_standard_step_runs():
     X, y = multiclass_data()
-    result = solve_structural_bcfw(MultiClass(4), X, y, 0.1, step="standard", max_iter=20,
-                             random_state=0)
+    result = solve_structural_bcfw(
+        MultiClass(4), X, y, 0.1, step="standard", max_iter=20, random_state=0
+    )
     assert result.gap < result.history["gap"][0]
 
 
@@ -346,6 +399,7 @@ def test_bad_solver_arguments():
 
 # -- SSG baseline -------------------------------------------------------------------------------
 
+
 def test_ssg_first_step_and_run():
     from kernfw.solvers.subgradient import StructuralSSG, solve_structural_ssg, structural_ssg
 
@@ -353,25 +407,34 @@ def test_ssg_first_step_and_run():
     problem = StructuredProblem(MultiClass(4), X, y, 0.1)
     ssg = StructuralSSG(problem, random_state=0)
     i = int(np.random.default_rng(0).integers(0, problem.n))
-    ssg.block_step(i)                                           # γ = 1: w = ψ_i(ŷ)/λ
+    ssg.block_step(i)  # γ = 1: w = ψ_i(ŷ)/λ
     model = problem.model
     y_hat = model.loss_augmented_decode(X[i], y[i], np.zeros(problem.dim))
     psi = model.joint_feature(X[i], y[i]) - model.joint_feature(X[i], y_hat)
     np.testing.assert_allclose(ssg.w, psi / 0.1)
 
-    fw = solve_multiclass(Features(X), y, lam=0.1, solver="bcfw", max_iter=1000, tol=1e-9,
-                          random_state=0)
+    fw = solve_multiclass(
+        Features(X), y, lam=0.1, solver="bcfw", max_iter=1000, tol=1e-9, random_state=0
+    )
     for averaging in (False, True):
-        result = solve_structural_ssg(MultiClass(4), X, y, 0.1, averaging=averaging,
-                                      max_iter=100, check_every=20, random_state=0)
+        result = solve_structural_ssg(
+            MultiClass(4),
+            X,
+            y,
+            0.1,
+            averaging=averaging,
+            max_iter=100,
+            check_every=20,
+            random_state=0,
+        )
         assert result.gap == np.inf and result.n_iter == 100
         assert 0 <= result.primal - fw.primal < 0.05
-    projected = solve_structural_ssg(MultiClass(4), X, y, 0.1, project=True, max_iter=10,
-                                     random_state=0)
+    projected = solve_structural_ssg(
+        MultiClass(4), X, y, 0.1, project=True, max_iter=10, random_state=0
+    )
     assert np.linalg.norm(projected["w_last"]) <= np.sqrt(1 / 0.1) + 1e-12
     with pytest.warns(FutureWarning, match="solve_structural_ssg"):
-        old = structural_ssg(MultiClass(4), X, y, 0.1, project=True, max_passes=10,
-                             random_state=0)
+        old = structural_ssg(MultiClass(4), X, y, 0.1, project=True, max_passes=10, random_state=0)
     np.testing.assert_array_equal(old["w"], projected["w"])
     with pytest.raises(ValueError, match="check_every"):
         solve_structural_ssg(MultiClass(4), X, y, 0.1, check_every=0)
@@ -379,17 +442,17 @@ def test_ssg_first_step_and_run():
 
 # -- estimator --------------------------------------------------------------------------------
 
+
 @FIXED_BUDGET
 def test_estimator_fits_chains():
-    X, Y = make_chains(40, n_states=3, n_features=4, length=(3, 6), noise=0.5,
-                       random_state=1)
+    X, Y = make_chains(40, n_states=3, n_features=4, length=(3, 6), noise=0.5, random_state=1)
     svm = StructuredSVM(Chain(3), lam=0.05, max_iter=20, check_every=4, random_state=0)
     assert svm.fit(X, Y) is svm
     pred = svm.predict(X)
     assert len(pred) == len(X) and all(len(p) == len(y) for p, y in zip(pred, Y))
     loss = np.mean([np.mean(p != y) for p, y in zip(pred, Y)])
     assert svm.task_loss(X, Y) == pytest.approx(loss) and loss < 0.2
-    assert svm.score(X, Y) == pytest.approx(1.0 - loss)          # higher is better
+    assert svm.score(X, Y) == pytest.approx(1.0 - loss)  # higher is better
     assert svm.n_passes_ == 20 == svm.n_iter_
     assert svm.primal_objective_ == pytest.approx(svm.primal_objective(X, Y))
     assert svm.lam_ == 0.05 and svm.n_features_in_ == 4 and svm.solver_ == "bcfw"
@@ -407,8 +470,16 @@ def test_estimator_gap_bounds_the_suboptimality(chain_reference, solver):
     from kernfw.reference import structural_objective
 
     X, Y, model, ref = chain_reference
-    svm = StructuredSVM(Chain(3), lam=1.0, solver=solver, averaging=False, max_iter=12,
-                        tol=0.0, check_every=1, random_state=0).fit(X, Y)
+    svm = StructuredSVM(
+        Chain(3),
+        lam=1.0,
+        solver=solver,
+        averaging=False,
+        max_iter=12,
+        tol=0.0,
+        check_every=1,
+        random_state=0,
+    ).fit(X, Y)
     p_enum = structural_objective(model, X, Y, 1.0, svm.coef_)
     assert p_enum == pytest.approx(svm.primal_objective_, abs=1e-10)
     assert 0 <= p_enum - ref["primal"] <= svm.duality_gap_ + 1e-9
@@ -428,7 +499,7 @@ def test_cutting_plane_reaches_cvxpy_optimum(multiclass_reference, chain_referen
         assert_history_bounds(result, ref["primal"])
         h = result.history
         np.testing.assert_array_equal(h["cuts"], np.arange(h["cuts"].size) + 1)
-        assert np.all(np.diff(h["dual"]) >= -1e-9)        # the restricted duals only grow
+        assert np.all(np.diff(h["dual"]) >= -1e-9)  # the restricted duals only grow
 
 
 def test_cutting_plane_estimator_matches_fw_within_gaps():
@@ -444,12 +515,16 @@ def test_cutting_plane_estimator_matches_fw_within_gaps():
 @FIXED_BUDGET
 def test_estimator_solvers_agree_on_multiclass(solver):
     X, y = multiclass_data()
-    ref = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_iter=500, tol=1e-9,
-                        random_state=0).fit(X, y)
-    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=300, tol=1e-4,
-                        random_state=0).fit(X, y)
-    assert svm.primal_objective_ - ref.primal_objective_ <= (
-        svm.duality_gap_ if solver != "ssg" else 0.02) + 1e-9
+    ref = StructuredSVM(
+        MultiClass(4), lam=0.1, solver="pairwise", max_iter=500, tol=1e-9, random_state=0
+    ).fit(X, y)
+    svm = StructuredSVM(
+        MultiClass(4), lam=0.1, solver=solver, max_iter=300, tol=1e-4, random_state=0
+    ).fit(X, y)
+    assert (
+        svm.primal_objective_ - ref.primal_objective_
+        <= (svm.duality_gap_ if solver != "ssg" else 0.02) + 1e-9
+    )
     assert svm.primal_objective_ >= ref.primal_objective_ - 1e-9
     assert np.mean(svm.predict(X) == ref.predict(X)) > 0.9
 
@@ -459,18 +534,29 @@ def test_multiclass_svm_max_hinge_same_optimum():
     from kernfw import MultiClassSVM
 
     X, y = multiclass_data()
-    structured = StructuredSVM(MultiClass(4), lam=0.1, solver="pairwise", max_iter=1000,
-                               tol=1e-9, random_state=0).fit(X, y)
-    mc = MultiClassSVM(loss="max_hinge", lam=0.1, kernel="linear", tol=1e-5,
-                       max_iter=100000).fit(X, y)
+    structured = StructuredSVM(
+        MultiClass(4), lam=0.1, solver="pairwise", max_iter=1000, tol=1e-9, random_state=0
+    ).fit(X, y)
+    mc = MultiClassSVM(loss="max_hinge", lam=0.1, kernel="linear", tol=1e-5, max_iter=100000).fit(
+        X, y
+    )
     assert structured.duality_gap_ <= 1e-9 and mc.duality_gap_ <= 1e-5
     assert 0 <= mc.primal_objective_ - structured.primal_objective_ <= mc.duality_gap_ + 1e-9
     np.testing.assert_allclose(mc.coef_, structured.coef_.reshape(4, -1), atol=1e-3)
-    bcfw = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", averaging=False,
-                         max_iter=5000, tol=1e-4, check_every=10, random_state=0).fit(X, y)
+    bcfw = StructuredSVM(
+        MultiClass(4),
+        lam=0.1,
+        solver="bcfw",
+        averaging=False,
+        max_iter=5000,
+        tol=1e-4,
+        check_every=10,
+        random_state=0,
+    ).fit(X, y)
     assert bcfw.converged_
     assert abs(bcfw.primal_objective_ - mc.primal_objective_) <= (
-        bcfw.duality_gap_ + mc.duality_gap_)
+        bcfw.duality_gap_ + mc.duality_gap_
+    )
 
 
 @FIXED_BUDGET
@@ -485,24 +571,28 @@ def test_estimator_contract():
     np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
     assert not hasattr(svm, "coef_")
     from sklearn.exceptions import NotFittedError
+
     with pytest.raises(NotFittedError):
         svm.predict(X)
 
 
-@pytest.mark.parametrize("params,match", [
-    ({"lam": 0.0}, "lam"),
-    ({"C": 0.0}, "C"),
-    ({"solver": "sgd"}, "solver"),
-    ({"step": "armijo"}, "step"),
-    ({"max_iter": -1}, "max_iter"),
-    ({"check_every": 0}, "check_every"),
-    ({"max_passes": -1}, "max_passes"),
-    ({"gap_every": 0}, "gap_every"),
-    ({"sample": "cyclic"}, "sample"),
-    ({"model": object()}, "model"),
-    ({"solver": "pairwise", "step": "standard"}, "step='standard' applies"),
-    ({"solver": "cutting_plane", "step": "standard"}, "step='standard' applies"),
-])
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"lam": 0.0}, "lam"),
+        ({"C": 0.0}, "C"),
+        ({"solver": "sgd"}, "solver"),
+        ({"step": "armijo"}, "step"),
+        ({"max_iter": -1}, "max_iter"),
+        ({"check_every": 0}, "check_every"),
+        ({"max_passes": -1}, "max_passes"),
+        ({"gap_every": 0}, "gap_every"),
+        ({"sample": "cyclic"}, "sample"),
+        ({"model": object()}, "model"),
+        ({"solver": "pairwise", "step": "standard"}, "step='standard' applies"),
+        ({"solver": "cutting_plane", "step": "standard"}, "step='standard' applies"),
+    ],
+)
 def test_estimator_bad_parameters(params, match):
     X, y = multiclass_data()
     with pytest.raises(ValueError, match=match):
@@ -513,12 +603,12 @@ def test_estimator_bad_parameters(params, match):
 def test_deprecated_budget_names():
     X, y = multiclass_data()
     with pytest.warns(FutureWarning, match="max_passes"):
-        svm = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", max_passes=4,
-                            tol=0).fit(X, y)
+        svm = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", max_passes=4, tol=0).fit(X, y)
     assert svm.n_iter_ == 4
     with pytest.warns(FutureWarning, match="gap_every"):
-        svm = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", max_iter=4, gap_every=2,
-                            tol=0).fit(X, y)
+        svm = StructuredSVM(
+            MultiClass(4), lam=0.1, solver="bcfw", max_iter=4, gap_every=2, tol=0
+        ).fit(X, y)
     np.testing.assert_array_equal(svm.history_["iteration"], [0, 2, 4])
 
 
@@ -527,8 +617,9 @@ def test_C_gives_lam():
     X, y = multiclass_data()
     n = len(y)
     by_c = StructuredSVM(MultiClass(4), C=0.5, solver="bcfw", max_iter=5, random_state=0)
-    by_lam = StructuredSVM(MultiClass(4), lam=1 / (0.5 * n), solver="bcfw", max_iter=5,
-                           random_state=0)
+    by_lam = StructuredSVM(
+        MultiClass(4), lam=1 / (0.5 * n), solver="bcfw", max_iter=5, random_state=0
+    )
     assert by_c.fit(X, y).lam_ == pytest.approx(1 / (0.5 * n))
     np.testing.assert_allclose(by_c.coef_, by_lam.fit(X, y).coef_, rtol=1e-12)
     assert StructuredSVM(MultiClass(4), C=0.5, lam=0.3, max_iter=5).fit(X, y).lam_ == 0.3
@@ -541,8 +632,16 @@ def test_standard_step_is_the_predefined_rule(solver):
     the mean block step of the pass)."""
     X, y = multiclass_data()
     n = len(y)
-    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, step="standard", max_iter=6,
-                        check_every=1, tol=0, random_state=0).fit(X, y)
+    svm = StructuredSVM(
+        MultiClass(4),
+        lam=0.1,
+        solver=solver,
+        step="standard",
+        max_iter=6,
+        check_every=1,
+        tol=0,
+        random_state=0,
+    ).fit(X, y)
     steps = svm.history_["step"][1:]
     if solver == "fw":
         expected = 2.0 / (np.arange(6) + 2.0)
@@ -550,8 +649,9 @@ def test_standard_step_is_the_predefined_rule(solver):
         k = np.arange(6 * n).reshape(6, n)
         expected = (2.0 * n / (k + 2.0 * n)).mean(axis=1)
     np.testing.assert_allclose(steps, expected, rtol=1e-12)
-    exact = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=6, check_every=1,
-                          tol=0, random_state=0).fit(X, y)
+    exact = StructuredSVM(
+        MultiClass(4), lam=0.1, solver=solver, max_iter=6, check_every=1, tol=0, random_state=0
+    ).fit(X, y)
     assert not np.allclose(exact.history_["step"][1:], expected)
 
 
@@ -584,8 +684,7 @@ def test_sparse_input_multiclass_and_clear_error_for_chains():
         sparse = StructuredSVM(MultiClass(3), **kw).fit(sp.csr_matrix(X), y)
         bound = 0.02 if solver == "ssg" else dense.duality_gap_ + sparse.duality_gap_ + 1e-12
         assert abs(dense.primal_objective_ - sparse.primal_objective_) <= bound
-        np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(X)),
-                                      sparse.predict(X))
+        np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(X)), sparse.predict(X))
     assert StructuredSVM(MultiClass(3)).fit(sp.csr_matrix(X), y).n_features_in_ == X.shape[1]
     Xc, Yc = chain_data()
     with pytest.raises(TypeError, match="sparse"):
@@ -635,8 +734,7 @@ def test_sklearn_callbacks_see_every_gap_computation(solver):
 
     X, y = multiclass_data()
     recorder = _Recorder()
-    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=6, check_every=2,
-                        tol=0)
+    svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=6, check_every=2, tol=0)
     svm.set_callbacks(recorder, ProgressBar())
     svm.fit(X, y)
     assert svm.n_passes_ == 6
@@ -650,12 +748,14 @@ def test_outputs_as_plain_lists():
     X, Y = chain_data()
     arrays = StructuredSVM(Chain(3), lam=0.1, max_iter=3, random_state=0).fit(X, Y)
     lists = StructuredSVM(Chain(3), lam=0.1, max_iter=3, random_state=0).fit(
-        [x.tolist() for x in X], [y.tolist() for y in Y])
+        [x.tolist() for x in X], [y.tolist() for y in Y]
+    )
     np.testing.assert_array_equal(arrays.coef_, lists.coef_)
     assert lists.score(X, [y.tolist() for y in Y]) == arrays.score(X, Y)
 
 
 # -- compiled chain passes (kernfw.solvers._chain_numba) ------------------------------------------
+
 
 @pytest.fixture
 def numba_enabled(monkeypatch):
@@ -689,7 +789,7 @@ def test_compiled_chain_bcfw_equals_numpy(averaging, step, numba_enabled):
     np.testing.assert_allclose(fast.block_gaps, ref.block_gaps, rtol=0, atol=1e-10)
     assert fast.ell == pytest.approx(ref.ell, abs=1e-12)
     assert fast.k == ref.k and fast.oracle_calls == ref.oracle_calls
-    a, b = fast.certificate(), ref.certificate()          # compiled vs numpy oracle passes
+    a, b = fast.certificate(), ref.certificate()  # compiled vs numpy oracle passes
     assert a.gap == pytest.approx(b.gap, rel=1e-9) and a.primal == pytest.approx(b.primal)
     if averaging:
         assert fast.average.k == ref.average.k
@@ -738,9 +838,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 # A MultiClass model with 4 classes covers the labels the checks draw (0..3); the checks
 # need 2-D X, so a Chain model cannot run them (its inputs are lists of sequences).
 # No check is expected to fail.
-@parametrize_with_checks([StructuredSVM(MultiClass(4), max_iter=50, tol=1e-2, random_state=0),
-                          StructuredSVM(MultiClass(4), solver="bcfw", max_iter=5,
-                                        random_state=0)])
+@parametrize_with_checks(
+    [
+        StructuredSVM(MultiClass(4), max_iter=50, tol=1e-2, random_state=0),
+        StructuredSVM(MultiClass(4), solver="bcfw", max_iter=5, random_state=0),
+    ]
+)
 @FIXED_BUDGET
 def test_sklearn_compatible(estimator, check):
     check(estimator)

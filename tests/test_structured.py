@@ -9,9 +9,11 @@ from kernfw.structured import Chain, Matching, MultiClass, StructuredModel, vite
 
 def brute_force(model, x, w, y_true=None):
     """Best value of ⟨w, φ(x, y)⟩ (+ L(y_true, y)) over every output."""
+
     def value(y):
         v = float(w @ model.joint_feature(x, y))
         return v + model.loss(y_true, y) if y_true is not None else v
+
     return max(value(y) for y in model.labelings(x)), value
 
 
@@ -23,13 +25,14 @@ def random_chains(rng, q, d, lengths):
 
 # -- chain / Viterbi --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("q,d", [(2, 3), (3, 2), (4, 3)])
 def test_viterbi_equals_brute_force(q, d, normalize):
     rng = np.random.default_rng(q * 10 + d + normalize)
     X, Y = random_chains(rng, q, d, [1, 2, 3, 4, 4, 3, 2, 5])
     model = Chain(q, normalize=normalize).initialize(X, Y)
-    for trial in range(3):
+    for _trial in range(3):
         w = rng.normal(scale=2.0, size=model.size_joint_feature)
         batch = model.prepare(X)
         aug_batch, plain_batch = model.batch_decode(batch, w, Y), model.batch_decode(batch, w)
@@ -49,9 +52,12 @@ def test_batched_viterbi_function_matches_enumeration():
     labels = viterbi(theta, G)
     assert labels.shape == (B, T)
     import itertools
+
     for b in range(B):
+
         def score(y):
             return theta[b, np.arange(T), y].sum() + sum(G[y[t], y[t + 1]] for t in range(T - 1))
+
         best = max(score(np.array(y)) for y in itertools.product(range(q), repeat=T))
         assert score(labels[b]) == pytest.approx(best, abs=1e-12)
 
@@ -74,12 +80,17 @@ def test_chain_features_and_loss():
     assert model.max_loss(y) == 1.0 and Chain(q, normalize=False).max_loss(y) == 4.0
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Chain(3),
-    lambda: Chain(3, normalize=False),
-    lambda: MultiClass(4, cost=np.array([[0, 1, 2, 3], [1, 0, 1, 2], [2, 1, 0, 1], [3, 2, 1, 0.]])),
-    lambda: Matching(),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Chain(3),
+        lambda: Chain(3, normalize=False),
+        lambda: MultiClass(
+            4, cost=np.array([[0, 1, 2, 3], [1, 0, 1, 2], [2, 1, 0, 1], [3, 2, 1, 0.0]])
+        ),
+        lambda: Matching(),
+    ],
+)
 def test_batch_methods_match_per_example(make):
     rng = np.random.default_rng(1)
     model = make()
@@ -95,19 +106,23 @@ def test_batch_methods_match_per_example(make):
         Z = [rng.permutation(r) for r in (2, 3, 4)]
     model.initialize(X, Y)
     batch = model.prepare(X)
-    np.testing.assert_allclose(model.batch_joint_feature(batch, Z),
-                               sum(model.joint_feature(x, z) for x, z in zip(X, Z)))
+    np.testing.assert_allclose(
+        model.batch_joint_feature(batch, Z), sum(model.joint_feature(x, z) for x, z in zip(X, Z))
+    )
     np.testing.assert_allclose(model.batch_loss(Y, Z), [model.loss(y, z) for y, z in zip(Y, Z)])
-    for x, z in zip(X, Z):   # the compact statistics expand to φ
-        np.testing.assert_allclose(model.expand(x, model.statistics(x, z)),
-                                   model.joint_feature(x, z))
+    for x, z in zip(X, Z):  # the compact statistics expand to φ
+        np.testing.assert_allclose(
+            model.expand(x, model.statistics(x, z)), model.joint_feature(x, z)
+        )
     w = rng.normal(size=model.size_joint_feature)
     for got, x, y in zip(model.batch_decode(batch, w, Y), X, Y):
         assert model.loss(y, got) + w @ model.joint_feature(x, got) == pytest.approx(
-            brute_force(model, x, w, y)[0])
+            brute_force(model, x, w, y)[0]
+        )
 
 
 # -- matching ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("normalize", [False, True])
 @pytest.mark.parametrize("r", [2, 3, 4, 5])
@@ -128,6 +143,7 @@ def test_matching_equals_brute_force(r, normalize):
 
 # -- multi-class ------------------------------------------------------------------------------
 
+
 def test_multiclass_oracles_and_cost():
     rng = np.random.default_rng(2)
     cost = rng.uniform(0.5, 2.0, size=(4, 4))
@@ -146,6 +162,7 @@ def test_multiclass_oracles_and_cost():
 
 
 # -- user models ------------------------------------------------------------------------------
+
 
 class Ranking2(StructuredModel):
     """A user model with only the required methods: y ∈ {−1, +1}, φ = y x / 2."""
@@ -175,10 +192,12 @@ def test_user_model_gets_defaults():
     batch = model.prepare(list(X))
     w = rng.normal(size=3)
     assert model.batch_decode(batch, w) == [model.decode(x, w) for x in X]
-    np.testing.assert_allclose(model.batch_joint_feature(batch, Y),
-                               sum(model.joint_feature(x, y) for x, y in zip(X, Y)))
-    np.testing.assert_allclose(model.expand(X[0], model.statistics(X[0], 1)),
-                               model.joint_feature(X[0], 1))
+    np.testing.assert_allclose(
+        model.batch_joint_feature(batch, Y), sum(model.joint_feature(x, y) for x, y in zip(X, Y))
+    )
+    np.testing.assert_allclose(
+        model.expand(X[0], model.statistics(X[0], 1)), model.joint_feature(X[0], 1)
+    )
     assert model.max_loss(1) is None
 
 
@@ -189,14 +208,18 @@ def test_base_class_requires_the_oracles():
 
 # -- bad input --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make,match", [
-    (lambda: Chain(1), "n_states"),
-    (lambda: Chain(2.5), "n_states"),
-    (lambda: MultiClass(1), "n_classes"),
-    (lambda: MultiClass(3, cost=np.ones((2, 2))), "shape"),
-    (lambda: MultiClass(2, cost=np.array([[0, -1], [1, 0.]])), "nonnegative"),
-    (lambda: MultiClass(2, cost=np.array([[1, 1], [1, 0.]])), "diagonal"),
-])
+
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda: Chain(1), "n_states"),
+        (lambda: Chain(2.5), "n_states"),
+        (lambda: MultiClass(1), "n_classes"),
+        (lambda: MultiClass(3, cost=np.ones((2, 2))), "shape"),
+        (lambda: MultiClass(2, cost=np.array([[0, -1], [1, 0.0]])), "nonnegative"),
+        (lambda: MultiClass(2, cost=np.array([[1, 1], [1, 0.0]])), "diagonal"),
+    ],
+)
 def test_bad_model_parameters(make, match):
     with pytest.raises(ValueError, match=match):
         make()
@@ -225,6 +248,7 @@ def test_bad_training_data():
 
 
 # -- data -------------------------------------------------------------------------------------
+
 
 def test_make_chains_is_reproducible():
     X1, Y1 = make_chains(5, n_states=4, n_features=3, length=(2, 7), random_state=7)

@@ -7,12 +7,11 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import Ridge, RidgeClassifier
 
 from kernfw import sweep
-from kernfw.kernels import make_operator
+from kernfw.kernels import GRAM_MAX_MB, make_operator
 from kernfw.operators import Gram, MultiKernel, Normalized
 from kernfw.sweep import COLUMNS, SweepResults
 from kernfw.sweep.plan import chunks as _chunks
 from kernfw.sweep.plan import relative_costs as _relative_costs
-from kernfw.kernels import GRAM_MAX_MB
 from kernfw.sweep.shared import MemmapFolder as _MemmapFolder
 from kernfw.sweep.shared import allocate_in_memory as _allocate_in_memory
 
@@ -23,8 +22,9 @@ def _materialize(op, allocate):
 
 @pytest.fixture(scope="module")
 def data():
-    X, y = make_classification(n_samples=120, n_features=6, n_informative=4, n_classes=3,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=120, n_features=6, n_informative=4, n_classes=3, random_state=0
+    )
     return X, y
 
 
@@ -144,8 +144,9 @@ def test_chunks_balance_the_estimated_cost():
     chunks = _chunks(costs, 2)
     assert chunks == [[0, 1, 2, 3, 4, 5, 6], [7]]  # the smallest λ (slowest fit) gets a worker
     totals = [costs[c].sum() for c in chunks]
-    assert max(totals) == pytest.approx(min(max(costs[:i].sum(), costs[i:].sum())
-                                            for i in range(1, 8)))
+    assert max(totals) == pytest.approx(
+        min(max(costs[:i].sum(), costs[i:].sum()) for i in range(1, 8))
+    )
     three = _chunks(costs, 3)
     assert sum(three, []) == list(range(8)) and len(three) == 3
     assert max(costs[c].sum() for c in three) <= max(totals)
@@ -156,13 +157,15 @@ def test_chunks_balance_the_estimated_cost():
 # ---------------------------------------------------------------------------
 # the shared operator: materialized once, Gram matrices moved out and back
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("kernel, normalization", [("rbf", None), ("poly", "center"),
-                                                   (["rbf", "linear"], "trace")])
+@pytest.mark.parametrize(
+    "kernel, normalization", [("rbf", None), ("poly", "center"), (["rbf", "linear"], "trace")]
+)
 def test_materialized_operator_matches_make_operator(data, kernel, normalization):
     X, _ = data
     expected = make_operator(X, kernel, normalization=normalization).dense()
-    op = _materialize(make_operator(X, kernel, gram_max_mb=0, normalization=normalization),
-                      _allocate_in_memory)
+    op = _materialize(
+        make_operator(X, kernel, gram_max_mb=0, normalization=normalization), _allocate_in_memory
+    )
     # rounding level: the materialized blocks sum in another order than one dense product
     np.testing.assert_allclose(op.dense(), expected, rtol=0, atol=1e-10 * np.abs(expected).max())
 
@@ -179,15 +182,16 @@ def test_detach_and_attach_round_trip_through_memmaps(data):
     X, _ = data
     folder = _MemmapFolder()
     try:
-        op = _materialize(make_operator(X, ["rbf", "poly"], gram_max_mb=0,
-                                        normalization="center"), folder.allocate)
+        op = _materialize(
+            make_operator(X, ["rbf", "poly"], gram_max_mb=0, normalization="center"),
+            folder.allocate,
+        )
         assert isinstance(op, MultiKernel) and isinstance(op.operators[0], Normalized)
         assert all(isinstance(o.base.K, np.memmap) for o in op.operators)
         grams = []
         shell = op.detach_arrays(grams)
         assert len(grams) == 2  # base and the centering statistics share one matrix
-        assert not any(isinstance(getattr(o.base, "K", None), np.ndarray)
-                       for o in shell.operators)
+        assert not any(isinstance(getattr(o.base, "K", None), np.ndarray) for o in shell.operators)
         back = shell.attach_arrays(grams)
         np.testing.assert_array_equal(back.dense(), op.dense())
         idx = np.arange(0, X.shape[0], 3)
@@ -203,8 +207,9 @@ def test_detach_and_attach_round_trip_through_memmaps(data):
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                       dashboard_address=None)
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    )
     client = distributed.Client(cluster)
     yield client
     client.close()
@@ -229,8 +234,14 @@ LAMS = np.geomspace(1e-1, 1e-3, 8)
 
 @pytest.fixture(scope="module")
 def small():
-    X, y = make_classification(n_samples=90, n_features=6, n_informative=4, n_classes=3,
-                               n_clusters_per_class=1, random_state=1)
+    X, y = make_classification(
+        n_samples=90,
+        n_features=6,
+        n_informative=4,
+        n_classes=3,
+        n_clusters_per_class=1,
+        random_state=1,
+    )
     return X, y
 
 
@@ -244,8 +255,7 @@ def _svm(**params):
 def serial_loop(small):
     X, y = small
     fits = [_svm(lam=lam).fit(X, y) for lam in LAMS]
-    return (np.array([f.primal_objective_ for f in fits]),
-            np.array([f.duality_gap_ for f in fits]))
+    return (np.array([f.primal_objective_ for f in fits]), np.array([f.duality_gap_ for f in fits]))
 
 
 def _assert_within_gaps(table, objectives, gaps):
@@ -292,11 +302,11 @@ def _kernel_is_memmap(estimator, X, y):
 
 def test_workers_share_one_memory_mapped_gram(small):
     X, y = small
-    parallel = sweep(_svm(), X, y, param="lam", values=LAMS[:4], n_jobs=2,
-                     scoring=_kernel_is_memmap)
+    parallel = sweep(
+        _svm(), X, y, param="lam", values=LAMS[:4], n_jobs=2, scoring=_kernel_is_memmap
+    )
     assert np.all(parallel["train_score"] == 1.0)
-    serial = sweep(_svm(), X, y, param="lam", values=LAMS[:2], n_jobs=1,
-                   scoring=_kernel_is_memmap)
+    serial = sweep(_svm(), X, y, param="lam", values=LAMS[:2], n_jobs=1, scoring=_kernel_is_memmap)
     assert np.all(serial["train_score"] == 0.0)
 
 

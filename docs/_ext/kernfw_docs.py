@@ -31,8 +31,15 @@ from sphinx.util import logging
 
 #: modules shown first in the API reference, in this order; every other public module
 #: with an ``__all__`` follows alphabetically (so new modules appear without editing)
-FIRST = ("kernfw", "kernfw.operators", "kernfw.kernels", "kernfw.structured", "kernfw.sweep",
-         "kernfw.plotting", "kernfw.reference")
+FIRST = (
+    "kernfw",
+    "kernfw.operators",
+    "kernfw.kernels",
+    "kernfw.structured",
+    "kernfw.sweep",
+    "kernfw.plotting",
+    "kernfw.reference",
+)
 
 #: intersphinx projects: name -> (documentation root, top-level import names)
 INTERSPHINX = {
@@ -60,8 +67,9 @@ def _walk(package):
     while level:
         nxt = []
         for pkg in level:
-            for info in sorted(pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."),
-                               key=lambda i: i.name):
+            for info in sorted(
+                pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."), key=lambda i: i.name
+            ):
                 if not _public(info.name) or info.name.endswith("__main__"):
                     continue
                 module = importlib.import_module(info.name)
@@ -76,7 +84,7 @@ def _is_documentable(value):
     return inspect.isclass(value) or inspect.isroutine(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def api_modules():
     """The API reference: ``{module: {"own": names, "also": [(name, documented path)]}}``.
 
@@ -90,7 +98,7 @@ def api_modules():
     import kernfw
 
     modules = [kernfw] + _walk(kernfw)
-    home = {}     # id(object) -> the path it is documented under
+    home = {}  # id(object) -> the path it is documented under
     pages = {}
     for module in modules:
         names = getattr(module, "__all__", None)
@@ -109,9 +117,13 @@ def api_modules():
                 home[id(value)] = f"{module.__name__}.{name}"
         if own:
             pages[module.__name__] = {"own": own, "also": also, "inline": []}
-    for module in modules:      # packages whose submodules are documented, for their docstring
-        if (module.__name__ not in pages and hasattr(module, "__path__") and module.__doc__
-                and any(m.startswith(module.__name__ + ".") for m in pages)):
+    for module in modules:  # packages whose submodules are documented, for their docstring
+        if (
+            module.__name__ not in pages
+            and hasattr(module, "__path__")
+            and module.__doc__
+            and any(m.startswith(module.__name__ + ".") for m in pages)
+        ):
             pages[module.__name__] = {"own": [], "also": [], "inline": []}
     for modname in list(pages):
         # a module hidden by a same-named attribute of its package (``kernfw.sweep``, the
@@ -121,13 +133,14 @@ def api_modules():
             pages[parent]["inline"].append(modname)
             pages[modname]["shadowed"] = True
     for page in pages.values():
-        page["also"] = [(name, home[id(value)]) for name, value in page["also"]
-                        if id(value) in home]
+        page["also"] = [
+            (name, home[id(value)]) for name, value in page["also"] if id(value) in home
+        ]
     order = sorted(pages, key=lambda m: (FIRST.index(m) if m in FIRST else len(FIRST), m))
     return {m: pages[m] for m in order}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def documented_objects():
     """``id(object) -> path`` of every class and function the API reference documents."""
     out = {}
@@ -222,10 +235,11 @@ def _scopes(node):
     row = node.parent
     while row is not None and not isinstance(row, nodes.row):
         row = row.parent
-    if row is not None:     # an autosummary row: the summary of the row's object
+    if row is not None:  # an autosummary row: the summary of the row's object
         name = None
-        for first in row.children[0].findall(lambda n: isinstance(
-                n, (addnodes.pending_xref, nodes.reference))):
+        for first in row.children[0].findall(
+            lambda n: isinstance(n, (addnodes.pending_xref, nodes.reference))
+        ):
             name = first.get("reftarget") or first.get("reftitle")
             break
         if name and first is not node:
@@ -255,33 +269,35 @@ def missing_reference(app, env, node, contnode):
         return None
     target = node.get("reftarget", "").lstrip("~.")
     candidates = [target] if target.startswith("kernfw.") else []
-    candidates += [f"{scope}.{target}" for scope in _scopes(node)
-                   if scope.startswith("kernfw")]
+    candidates += [f"{scope}.{target}" for scope in _scopes(node) if scope.startswith("kernfw")]
     for candidate in candidates:
         path = _documented_path(candidate)
         if path is None:
             continue
         if not path:
-            return contnode     # exists, not part of the API reference
-        found = env.domains["py"].resolve_xref(env, node["refdoc"], app.builder, "obj",
-                                               path, node, contnode)
+            return contnode  # exists, not part of the API reference
+        found = env.domains["py"].resolve_xref(
+            env, node["refdoc"], app.builder, "obj", path, node, contnode
+        )
         if found is None and path not in documented_objects().values():
-            return contnode     # an undocumented member of a documented object
-        return found            # None: a documented object whose page failed
+            return contnode  # an undocumented member of a documented object
+        return found  # None: a documented object whose page failed
     if node.get("reftype") == "attr":
         # an instance attribute listed in a class's numpydoc "Attributes" (no target)
         for scope in _scopes(node):
             cls = _import_target(scope) if scope.startswith("kernfw") else None
-            if inspect.isclass(cls) and re.search(rf"^\s*{re.escape(target)}\s*:",
-                                                  inspect.getdoc(cls) or "", re.M):
+            if inspect.isclass(cls) and re.search(
+                rf"^\s*{re.escape(target)}\s*:", inspect.getdoc(cls) or "", re.M
+            ):
                 return contnode
     root = target.split(".")[0]
     loaded = set(getattr(env, "intersphinx_named_inventory", {}) or {})
     for project, (_, roots) in INTERSPHINX.items():
         if project in loaded:
             continue
-        if root in roots or (project == "python" and "." not in target
-                             and hasattr(builtins, target)):
+        if root in roots or (
+            project == "python" and "." not in target and hasattr(builtins, target)
+        ):
             return contnode
     return None
 
@@ -291,8 +307,8 @@ def skip_member(app, what, name, obj, skip, options):
     scikit-learn, argparse or builtins (``get_params``, ``set_*_request``, ``count``)."""
     if what != "class":
         return None
-    func = getattr(obj, "fget", obj)                  # property
-    func = getattr(func, "__func__", func)            # classmethod, staticmethod
+    func = getattr(obj, "fget", obj)  # property
+    func = getattr(func, "__func__", func)  # classmethod, staticmethod
     if inspect.ismethoddescriptor(func) or inspect.isbuiltin(func):
         return True
     module = getattr(func, "__module__", None) if callable(func) else None
@@ -318,7 +334,7 @@ def reset_argv(gallery_conf, script_vars):
     ``--out`` into the generated gallery directory (the example runs in ``examples/``)."""
     src = Path(script_vars["src_file"])
     out = _out_path(gallery_conf, src)
-    out.unlink(missing_ok=True)         # a figure from an earlier build is not this run's
+    out.unlink(missing_ok=True)  # a figure from an earlier build is not this run's
     argv = ["--out", os.path.relpath(out, src.parent)]
     if os.environ.get("KERNFW_DOCS_FAST", "1") not in ("", "0"):
         argv.insert(0, "--fast")
@@ -351,7 +367,7 @@ def headline_table(text):
     """The headline table of ``docs/benchmarks.md``: the first Markdown table after the
     ``<!-- headline table: start -->`` marker if there is one, else the first table."""
     start = text.find("<!-- headline table: start -->")
-    lines = text[max(start, 0):].splitlines()
+    lines = text[max(start, 0) :].splitlines()
     table = []
     for line in lines:
         if line.lstrip().startswith("|"):
@@ -370,7 +386,8 @@ def include_headline_table(app, docname, source):
     table = headline_table(path.read_text(encoding="utf-8")) if path.is_file() else ""
     if not table:
         logging.getLogger(__name__).warning(
-            "no Markdown table in %s for the landing page's headline table", path)
+            "no Markdown table in %s for the landing page's headline table", path
+        )
     source[0] = source[0].replace(HEADLINE_PLACEHOLDER, table)
 
 

@@ -30,14 +30,25 @@ from .models import MODELS
 from .parser import Parser
 from .report import LineProgress, attach_progress
 
-__all__ = ["main", "build_parser", "load_data", "make_estimator", "MODELS", "DATASETS",
-           "COMMANDS", "CLIError", "LineProgress", "attach_progress"]
+__all__ = [
+    "main",
+    "build_parser",
+    "load_data",
+    "make_estimator",
+    "MODELS",
+    "DATASETS",
+    "COMMANDS",
+    "CLIError",
+    "LineProgress",
+    "attach_progress",
+]
 
 
 def build_parser():
     """The ``kernfw`` argument parser, one subcommand per entry of :data:`COMMANDS`."""
-    parser = Parser(prog="kernfw",
-                    description="Kernel and multiple-kernel classifiers by dual Frank-Wolfe.")
+    parser = Parser(
+        prog="kernfw", description="Kernel and multiple-kernel classifiers by dual Frank-Wolfe."
+    )
     parser.add_argument("--version", action="version", version=f"kernfw {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for command in COMMANDS:

@@ -9,8 +9,8 @@ a ``Command`` to :data:`COMMANDS`.
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -22,9 +22,23 @@ from .errors import CLIError
 from .evaluate import configure_evaluate, run_evaluate
 from .models import MODELS, sweep_direction
 from .parser import HYPERPARAMETERS, add_common, float_list, jobs, positive_int
-from .report import (accuracy, accuracy_lines, attach_progress, certificate_lines, check_outputs,
-                     describe_data, histories, inside_fraction, params_text, print_block,
-                     print_sweep, progress_mode, save_figure, save_table, write_rows)
+from .report import (
+    accuracy,
+    accuracy_lines,
+    attach_progress,
+    certificate_lines,
+    check_outputs,
+    describe_data,
+    histories,
+    inside_fraction,
+    params_text,
+    print_block,
+    print_sweep,
+    progress_mode,
+    save_figure,
+    save_table,
+    write_rows,
+)
 
 __all__ = ["Command", "COMMANDS", "make_estimator"]
 
@@ -36,7 +50,7 @@ class Command:
     name: str
     help: str
     configure: Callable  # configure(subparser): add the command's options
-    run: Callable        # run(args) -> exit status
+    run: Callable  # run(args) -> exit status
 
 
 # ---------------------------------------------------------------------------
@@ -48,17 +62,23 @@ def make_estimator(args, X, y):
     cls = model.estimator_class()
     extra = model.extra_params(X, y)
     accepted = cls(**extra).get_params(deep=False)
-    given = {param: getattr(args, param) for param, _, _ in HYPERPARAMETERS.values()
-             if getattr(args, param, None) is not None}
+    given = {
+        param: getattr(args, param)
+        for param, _, _ in HYPERPARAMETERS.values()
+        if getattr(args, param, None) is not None
+    }
     if model.kind == "mkl" and "kernel" in given:  # --kernel a,b,c: the base kernels
         kernel = given.pop("kernel")
         extra["kernel"] = kernel if isinstance(kernel, list) else [kernel]
     wrong = [f"--{p.replace('_', '-')}" for p in given if p not in accepted]
     if wrong:
-        takes = sorted(f"--{p.replace('_', '-')}" for p, _, _ in HYPERPARAMETERS.values()
-                       if p in accepted)
-        raise CLIError(f"option {', '.join(wrong)} does not apply to --model {args.model} "
-                       f"(it takes {', '.join(takes)})")
+        takes = sorted(
+            f"--{p.replace('_', '-')}" for p, _, _ in HYPERPARAMETERS.values() if p in accepted
+        )
+        raise CLIError(
+            f"option {', '.join(wrong)} does not apply to --model {args.model} "
+            f"(it takes {', '.join(takes)})"
+        )
     if "random_state" in accepted:
         given["random_state"] = args.seed
     return cls(**extra, **given)
@@ -92,14 +112,13 @@ def _warm_up(est, kind, X, y):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _fit_estimator(clone(est), kind, X[rows], None if y is None else y[rows])
-    except Exception:   # noqa: BLE001 -- optional: the timed fit raises real errors
+    except Exception:  # noqa: BLE001 -- optional: the timed fit raises real errors
         return None
     return time.perf_counter() - start
 
 
 #: the score columns of ``kernfw sweep`` per model kind (None: the estimator's score)
-_SCORING = {"classifier": None, "structured": accuracy, "outlier": inside_fraction,
-            "mkl": None}
+_SCORING = {"classifier": None, "structured": accuracy, "outlier": inside_fraction, "mkl": None}
 
 
 # ---------------------------------------------------------------------------
@@ -121,13 +140,20 @@ def run_info(args):
 # ---------------------------------------------------------------------------
 def configure_fit(parser):
     add_common(parser)
-    parser.add_argument("--jobs", type=jobs, default=None,
-                        help="the model's n_jobs (L2SVC's binary problems) if it has one, "
-                             "otherwise the number of BLAS threads")
-    parser.add_argument("--baseline", action="store_true",
-                        help="also fit scikit-learn's SVC() (OneClassSVM() for --model meb) "
-                             "at its defaults on the same split; print its accuracy, time "
-                             "and the time ratio")
+    parser.add_argument(
+        "--jobs",
+        type=jobs,
+        default=None,
+        help="the model's n_jobs (L2SVC's binary problems) if it has one, "
+        "otherwise the number of BLAS threads",
+    )
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also fit scikit-learn's SVC() (OneClassSVM() for --model meb) "
+        "at its defaults on the same split; print its accuracy, time "
+        "and the time ratio",
+    )
 
 
 def run_fit(args):
@@ -147,12 +173,20 @@ def run_fit(args):
     with threadpool_limits(limits=blas_threads, user_api="blas"):
         _fit_estimator(est, kind, data["X_train"], data["y_train"])
     wall = time.perf_counter() - start
-    lines = ([("model", params_text(est)), ("data", describe_data(data))]
-             + certificate_lines(est) + accuracy_lines(est, kind, data)
-             + [("time", f"{wall:.2f} s (fit, wall clock)")])
+    lines = (
+        [("model", params_text(est)), ("data", describe_data(data))]
+        + certificate_lines(est)
+        + accuracy_lines(est, kind, data)
+        + [("time", f"{wall:.2f} s (fit, wall clock)")]
+    )
     if warm is not None and warm >= 1.0:
-        lines.append(("", f"(after a {warm:.1f} s warm-up fit on a few rows: a first run "
-                          "compiles the numba kernels, later runs load them from disk)"))
+        lines.append(
+            (
+                "",
+                f"(after a {warm:.1f} s warm-up fit on a few rows: a first run "
+                "compiles the numba kernels, later runs load them from disk)",
+            )
+        )
     if args.baseline:
         with threadpool_limits(limits=blas_threads, user_api="blas"):
             lines += _baseline_lines(kind, data, wall)
@@ -160,8 +194,11 @@ def run_fit(args):
     traces = histories(est)
     if args.out:
         keys = list(traces[0][1])
-        rows = [[name] + list(values) for name, h in traces
-                for values in zip(*(np.asarray(h[k]).tolist() for k in keys))]
+        rows = [
+            [name] + list(values)
+            for name, h in traces
+            for values in zip(*(np.asarray(h[k]).tolist() for k in keys))
+        ]
         write_rows(args.out, ["problem"] + keys, rows)
     if args.plot:
         from ..plotting import plot_convergence
@@ -180,14 +217,23 @@ def _baseline_lines(kind, data, kernfw_time):
     _fit_estimator(baseline, kind, data["X_train"], data["y_train"])
     wall = time.perf_counter() - start
     if kind == "outlier":
-        score = (f"inside train {inside_fraction(baseline, data['X_train']):.4f}  "
-                 f"test {inside_fraction(baseline, data['X_test']):.4f}")
+        score = (
+            f"inside train {inside_fraction(baseline, data['X_train']):.4f}  "
+            f"test {inside_fraction(baseline, data['X_test']):.4f}"
+        )
     else:
-        score = (f"accuracy train {accuracy(baseline, data['X_train'], data['y_train']):.4f}  "
-                 f"test {accuracy(baseline, data['X_test'], data['y_test']):.4f}")
-    return [("baseline", f"{type(baseline).__name__}() at its defaults: {score}"),
-            ("", f"{wall:.2f} s (fit, wall clock); time ratio kernfw / "
-                 f"{type(baseline).__name__} = {kernfw_time / max(wall, 1e-12):.2f}")]
+        score = (
+            f"accuracy train {accuracy(baseline, data['X_train'], data['y_train']):.4f}  "
+            f"test {accuracy(baseline, data['X_test'], data['y_test']):.4f}"
+        )
+    return [
+        ("baseline", f"{type(baseline).__name__}() at its defaults: {score}"),
+        (
+            "",
+            f"{wall:.2f} s (fit, wall clock); time ratio kernfw / "
+            f"{type(baseline).__name__} = {kernfw_time / max(wall, 1e-12):.2f}",
+        ),
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -195,17 +241,28 @@ def _baseline_lines(kind, data, kernfw_time):
 # ---------------------------------------------------------------------------
 def configure_sweep(parser):
     add_common(parser)
-    parser.add_argument("--param", help="the swept hyperparameter (default: the model's "
-                                        "regularization, C or lam)")
-    parser.add_argument("--values", type=float_list,
-                        help="comma-separated values (default: 8 values around the default, "
-                             "from strong to weak regularization)")
-    parser.add_argument("--cv", type=positive_int,
-                        help="number of CV folds on the training split (default: one fold, "
-                             "validated on the test split)")
+    parser.add_argument(
+        "--param", help="the swept hyperparameter (default: the model's regularization, C or lam)"
+    )
+    parser.add_argument(
+        "--values",
+        type=float_list,
+        help="comma-separated values (default: 8 values around the default, "
+        "from strong to weak regularization)",
+    )
+    parser.add_argument(
+        "--cv",
+        type=positive_int,
+        help="number of CV folds on the training split (default: one fold, "
+        "validated on the test split)",
+    )
     parser.add_argument("--jobs", type=jobs, default=1, help="parallel workers (-1: all cores)")
-    parser.add_argument("--no-warm-start", dest="warm_start", action="store_false",
-                        help="fit every value from scratch")
+    parser.add_argument(
+        "--no-warm-start",
+        dest="warm_start",
+        action="store_false",
+        help="fit every value from scratch",
+    )
 
 
 def _default_values(est, param, X):
@@ -245,23 +302,38 @@ def run_sweep(args):
         from sklearn.exceptions import ConvergenceWarning
 
         warnings.simplefilter("ignore", ConvergenceWarning)
-        table = sweep(est, X, y, param=param, values=values, cv=cv, n_jobs=args.jobs,
-                      warm_start=args.warm_start, verbose=int(progress != "none"),
-                      scoring=_SCORING[model.kind])
+        table = sweep(
+            est,
+            X,
+            y,
+            param=param,
+            values=values,
+            cv=cv,
+            n_jobs=args.jobs,
+            warm_start=args.warm_start,
+            verbose=int(progress != "none"),
+            scoring=_SCORING[model.kind],
+        )
     score = "fraction inside" if model.kind == "outlier" else "accuracy"
-    print_block([
-        ("model", params_text(est)), ("data", describe_data(data)),
-        ("sweep", f"{param} over {len(values)} values, "
-                  f"{'%d-fold CV' % args.cv if args.cv else 'validated on the test split'}, "
-                  f"{args.jobs} job(s), scores: {score}")])
+    print_block(
+        [
+            ("model", params_text(est)),
+            ("data", describe_data(data)),
+            (
+                "sweep",
+                f"{param} over {len(values)} values, "
+                f"{f'{args.cv}-fold CV' if args.cv else 'validated on the test split'}, "
+                f"{args.jobs} job(s), scores: {score}",
+            ),
+        ]
+    )
     print_sweep(table)
     if args.out:
         save_table(table, args.out)
     if args.plot:
         from ..plotting import plot_sweep
 
-        save_figure(plot_sweep(table, title=f"{type(est).__name__} on {data['name']}"),
-                    args.plot)
+        save_figure(plot_sweep(table, title=f"{type(est).__name__} on {data['name']}"), args.plot)
     if len(table.errors) == len(table):
         raise CLIError(f"every fit failed; the first error: {table.errors[0]['error']}")
     return 0
@@ -272,9 +344,12 @@ def run_sweep(args):
 # ---------------------------------------------------------------------------
 def configure_compare(parser):
     add_common(parser)
-    parser.add_argument("--max-samples", type=positive_int, default=60,
-                        help="subsample the training split to this size (cvxpy is slow; "
-                             "default 60)")
+    parser.add_argument(
+        "--max-samples",
+        type=positive_int,
+        default=60,
+        help="subsample the training split to this size (cvxpy is slow; default 60)",
+    )
 
 
 def run_compare(args):
@@ -286,40 +361,67 @@ def run_compare(args):
     X, y = subsample(data["X_train"], data["y_train"], args.max_samples, args.seed)
     est = make_estimator(args, data["X_train"], data["y_train"])
     report = compare(est, X, None if kind == "outlier" else y)
-    print_block([
-        ("model", params_text(est)),
-        ("data", f"{data['name']}: {len(y)} training samples (subsampled for cvxpy)"),
-        ("kernfw", f"objective {report['objective']:.8g}  certified gap {report['gap']:.3g}  "
-                   f"({report['n_iter']} iterations, {report['time']:.3f} s)"),
-        ("cvxpy", f"objective {report['reference_objective']:.8g}  "
-                  f"({report['reference_time']:.3f} s, Clarabel)"),
-        ("difference", f"relative {report['relative_difference']:.3g}; within the "
-                       f"certified gap: {'yes' if report['within_gap'] else 'NO'}"),
-        ("time ratio", f"kernfw / cvxpy = {report['time_ratio']:.3g}"),
-    ])
+    print_block(
+        [
+            ("model", params_text(est)),
+            ("data", f"{data['name']}: {len(y)} training samples (subsampled for cvxpy)"),
+            (
+                "kernfw",
+                f"objective {report['objective']:.8g}  certified gap {report['gap']:.3g}  "
+                f"({report['n_iter']} iterations, {report['time']:.3f} s)",
+            ),
+            (
+                "cvxpy",
+                f"objective {report['reference_objective']:.8g}  "
+                f"({report['reference_time']:.3f} s, Clarabel)",
+            ),
+            (
+                "difference",
+                f"relative {report['relative_difference']:.3g}; within the "
+                f"certified gap: {'yes' if report['within_gap'] else 'NO'}",
+            ),
+            ("time ratio", f"kernfw / cvxpy = {report['time_ratio']:.3g}"),
+        ]
+    )
     if args.out:
         keys = [k for k in report if k != "estimator"]
         write_rows(args.out, keys, [[report[k] for k in keys]])
     if args.plot:
         from ..plotting import plot_convergence
 
-        fig = plot_convergence(dict(histories(report["estimator"])),
-                               optimum=report["reference_objective"],
-                               title="suboptimality w.r.t. the cvxpy optimum")
+        fig = plot_convergence(
+            dict(histories(report["estimator"])),
+            optimum=report["reference_objective"],
+            title="suboptimality w.r.t. the cvxpy optimum",
+        )
         save_figure(fig, args.plot)
     return 0
 
 
 #: the subcommands, in the order of ``kernfw --help``
 COMMANDS = [
-    Command("info", "print the version, the kernel backends and the models",
-            lambda parser: None, run_info),
-    Command("fit", "fit a model, print accuracy, top-k errors, gap and time "
-                   "(--baseline: beside SVC())", configure_fit, run_fit),
-    Command("sweep", "fit one model per value of a hyperparameter (joblib)",
-            configure_sweep, run_sweep),
-    Command("compare", "solve the same problem with the cvxpy reference",
-            configure_compare, run_compare),
-    Command("evaluate", "seed 000's protocol: random splits, inner CV, top-k errors, t-tests",
-            configure_evaluate, run_evaluate),
+    Command(
+        "info",
+        "print the version, the kernel backends and the models",
+        lambda parser: None,
+        run_info,
+    ),
+    Command(
+        "fit",
+        "fit a model, print accuracy, top-k errors, gap and time (--baseline: beside SVC())",
+        configure_fit,
+        run_fit,
+    ),
+    Command(
+        "sweep", "fit one model per value of a hyperparameter (joblib)", configure_sweep, run_sweep
+    ),
+    Command(
+        "compare", "solve the same problem with the cvxpy reference", configure_compare, run_compare
+    ),
+    Command(
+        "evaluate",
+        "seed 000's protocol: random splits, inner CV, top-k errors, t-tests",
+        configure_evaluate,
+        run_evaluate,
+    ),
 ]

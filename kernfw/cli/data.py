@@ -31,15 +31,16 @@ def load_data(spec):
         X, y = getattr(sklearn.datasets, DATASETS[spec])(return_X_y=True)
         return X.astype(np.float64), y, spec
     if not os.path.isfile(spec):
-        raise CLIError(f"--data {spec!r} is neither a bundled dataset "
-                       f"({', '.join(DATASETS)}) nor an existing file")
+        raise CLIError(
+            f"--data {spec!r} is neither a bundled dataset "
+            f"({', '.join(DATASETS)}) nor an existing file"
+        )
     if spec.endswith(".npz"):
         X, y = _load_npz(spec)
     else:
         X, y = _load_svmlight(spec)
     if X.shape[0] == 0 or X.shape[1] == 0:
-        raise CLIError(f"{spec!r} holds no data ({X.shape[0]} samples x {X.shape[1]} "
-                       f"features)")
+        raise CLIError(f"{spec!r} holds no data ({X.shape[0]} samples x {X.shape[1]} features)")
     return X, y, os.path.basename(spec)
 
 
@@ -49,7 +50,7 @@ def _load_svmlight(path):
     try:
         return load_svmlight_file(path)
     except (ValueError, OSError, UnicodeDecodeError) as exc:
-        raise CLIError(f"cannot read {path!r} as an svmlight file: {one_line(exc)}")
+        raise CLIError(f"cannot read {path!r} as an svmlight file: {one_line(exc)}") from exc
 
 
 def _load_npz(path):
@@ -57,16 +58,19 @@ def _load_npz(path):
         with np.load(path, allow_pickle=False) as data:
             missing = {"X", "y"} - set(data.files)
             if missing:
-                raise CLIError(f"{path!r} must hold arrays 'X' and 'y'; missing "
-                               f"{sorted(missing)} (it has {sorted(data.files)})")
+                raise CLIError(
+                    f"{path!r} must hold arrays 'X' and 'y'; missing "
+                    f"{sorted(missing)} (it has {sorted(data.files)})"
+                )
             X, y = data["X"], data["y"]
     except CLIError:
         raise
     except Exception as exc:  # zipfile/pickle/format errors of a bad file
-        raise CLIError(f"cannot read {path!r} as an .npz file: {one_line(exc)}")
+        raise CLIError(f"cannot read {path!r} as an .npz file: {one_line(exc)}") from exc
     if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-        raise CLIError(f"{path!r}: X must be 2-D and y 1-D with as many rows; got X "
-                       f"{X.shape}, y {y.shape}")
+        raise CLIError(
+            f"{path!r}: X must be 2-D and y 1-D with as many rows; got X {X.shape}, y {y.shape}"
+        )
     return X, y
 
 
@@ -78,7 +82,7 @@ def _split(X, y, test_size, seed):
     try:
         return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
     except ValueError as exc:
-        raise CLIError(f"cannot split the data: {one_line(exc)}")
+        raise CLIError(f"cannot split the data: {one_line(exc)}") from exc
 
 
 def prepare(args, kind):
@@ -98,8 +102,15 @@ def prepare(args, kind):
 
         scaler = StandardScaler(with_mean=not hasattr(X, "tocsr")).fit(X_train)
         X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
-    return {"name": name, "shape": X.shape, "n_classes": n_classes, "X_train": X_train,
-            "X_test": X_test, "y_train": y_train, "y_test": y_test}
+    return {
+        "name": name,
+        "shape": X.shape,
+        "n_classes": n_classes,
+        "X_train": X_train,
+        "X_test": X_test,
+        "y_train": y_train,
+        "y_test": y_test,
+    }
 
 
 def stack_folds(data):
@@ -107,8 +118,11 @@ def stack_folds(data):
     import scipy.sparse as sp
 
     X_train, X_test = data["X_train"], data["X_test"]
-    X = sp.vstack([X_train, X_test]).tocsr() if sp.issparse(X_train) else \
-        np.vstack([X_train, X_test])
+    X = (
+        sp.vstack([X_train, X_test]).tocsr()
+        if sp.issparse(X_train)
+        else np.vstack([X_train, X_test])
+    )
     y = np.concatenate([data["y_train"], data["y_test"]])
     n = len(data["y_train"])
     return X, y, [(np.arange(n), np.arange(n, len(y)))]

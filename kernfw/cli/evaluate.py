@@ -16,25 +16,47 @@ FAST = dict(trials=5, max_samples=600, values=[1.0, 10.0], cv=2)
 
 
 def configure_evaluate(parser):
-    parser.add_argument("--data", default="digits",
-                        help="bundled dataset, svmlight file or .npz (default: digits)")
-    parser.add_argument("--methods", choices=("losses", "solvers"), default="losses",
-                        help="losses: the six multi-category losses (seed 000); solvers: "
-                             "PG, StdFW and LSFW with 1,000 iterations (seed 000, Table 1)")
-    parser.add_argument("--baseline", action="store_true",
-                        help="add scikit-learn's SVC() (its C chosen on the same grid)")
+    parser.add_argument(
+        "--data", default="digits", help="bundled dataset, svmlight file or .npz (default: digits)"
+    )
+    parser.add_argument(
+        "--methods",
+        choices=("losses", "solvers"),
+        default="losses",
+        help="losses: the six multi-category losses (seed 000); solvers: "
+        "PG, StdFW and LSFW with 1,000 iterations (seed 000, Table 1)",
+    )
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="add scikit-learn's SVC() (its C chosen on the same grid)",
+    )
     parser.add_argument("--kernel", default="rbf", help="kernel of every method (default rbf)")
-    parser.add_argument("--k", type=positive_int, default=3,
-                        help="k of the top-k / Usunier losses (default 3)")
-    parser.add_argument("--trials", type=positive_int, default=20,
-                        help="random 50/50 splits (default 20, as in the seed)")
-    parser.add_argument("--values", type=float_list, default=None,
-                        help="grid of C for the inner CV (default 0.1,1,10)")
+    parser.add_argument(
+        "--k", type=positive_int, default=3, help="k of the top-k / Usunier losses (default 3)"
+    )
+    parser.add_argument(
+        "--trials",
+        type=positive_int,
+        default=20,
+        help="random 50/50 splits (default 20, as in the seed)",
+    )
+    parser.add_argument(
+        "--values",
+        type=float_list,
+        default=None,
+        help="grid of C for the inner CV (default 0.1,1,10)",
+    )
     parser.add_argument("--cv", type=positive_int, default=3, help="inner CV folds (default 3)")
-    parser.add_argument("--max-samples", type=positive_int, default=None,
-                        help="subsample the data to this many points first")
-    parser.add_argument("--fast", action="store_true",
-                        help="5 trials on 600 points, C in {1, 10}, 2-fold inner CV")
+    parser.add_argument(
+        "--max-samples",
+        type=positive_int,
+        default=None,
+        help="subsample the data to this many points first",
+    )
+    parser.add_argument(
+        "--fast", action="store_true", help="5 trials on 600 points, C in {1, 10}, 2-fold inner CV"
+    )
     parser.add_argument("--jobs", type=jobs, default=None, help="workers of the inner CV")
     parser.add_argument("--seed", type=int, default=0, help="seed of the splits")
     parser.add_argument("--out", metavar="FILE.csv", help="write the errors (long format)")
@@ -64,8 +86,7 @@ def run_evaluate(args):
 
     check_outputs(args)
     if args.fast:
-        trials, size, values, cv = (FAST["trials"], FAST["max_samples"], FAST["values"],
-                                    FAST["cv"])
+        trials, size, values, cv = (FAST["trials"], FAST["max_samples"], FAST["values"], FAST["cv"])
     else:
         trials, size, values, cv = args.trials, args.max_samples, args.values, args.cv
     values = list(values or DEFAULT_C_GRID)
@@ -76,24 +97,40 @@ def run_evaluate(args):
     if n_classes < 2:
         raise CLIError(f"{name!r} has a single class: nothing to evaluate")
     methods = _methods(args, n_classes)
-    print_block([
-        ("data", f"{name}: {X.shape[0]} samples, {X.shape[1]} features, {n_classes} classes"),
-        ("protocol", f"{trials} random 50/50 splits; C by {cv}-fold CV over {values} "
-                     f"(λ = 1/(C·n)); top-k errors, k < {n_classes}"),
-    ])
+    print_block(
+        [
+            ("data", f"{name}: {X.shape[0]} samples, {X.shape[1]} features, {n_classes} classes"),
+            (
+                "protocol",
+                f"{trials} random 50/50 splits; C by {cv}-fold CV over {values} "
+                f"(λ = 1/(C·n)); top-k errors, k < {n_classes}",
+            ),
+        ]
+    )
     with warnings.catch_warnings():
         from sklearn.exceptions import ConvergenceWarning
 
         if args.methods == "solvers":  # the seed's fixed budget: stopping early is the point
             warnings.simplefilter("ignore", ConvergenceWarning)
-        res = evaluate(methods, X, y, n_trials=trials, param="C", values=values, cv=cv,
-                       random_state=args.seed, n_jobs=args.jobs)
+        res = evaluate(
+            methods,
+            X,
+            y,
+            n_trials=trials,
+            param="C",
+            values=values,
+            cv=cv,
+            random_state=args.seed,
+            n_jobs=args.jobs,
+        )
     print(res.table())
     print()
     print(res.ttest_table(k=1))
     best, ties = res.best(k=1)
-    print(f"\nbest top-1: {best}; not significantly different (paired t-test, p >= 0.05): "
-          f"{', '.join(ties) or 'none'}")
+    print(
+        f"\nbest top-1: {best}; not significantly different (paired t-test, p >= 0.05): "
+        f"{', '.join(ties) or 'none'}"
+    )
     if args.out:
         save_table(res, args.out)
     if args.plot:

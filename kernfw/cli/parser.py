@@ -7,8 +7,15 @@ import argparse
 from .data import DATASETS
 from .models import MODELS
 
-__all__ = ["Parser", "HYPERPARAMETERS", "add_common", "float_list", "fraction", "positive_int",
-           "jobs"]
+__all__ = [
+    "Parser",
+    "HYPERPARAMETERS",
+    "add_common",
+    "float_list",
+    "fraction",
+    "positive_int",
+    "jobs",
+]
 
 
 class Parser(argparse.ArgumentParser):
@@ -20,6 +27,7 @@ class Parser(argparse.ArgumentParser):
 
 def _checked(convert, expected, accept=lambda value: True):
     """An argparse type: ``convert(text)``, rejected unless ``accept(value)``."""
+
     def parse(text):
         try:
             value = convert(text)
@@ -28,6 +36,7 @@ def _checked(convert, expected, accept=lambda value: True):
         if value is None or not accept(value):
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
         return value
+
     return parse
 
 
@@ -36,7 +45,9 @@ def float_list(text):
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
     if not values:
         raise argparse.ArgumentTypeError("expected at least one number")
     return values
@@ -60,8 +71,9 @@ def _kernel(text):
 gamma = _checked(_gamma, "'scale', 'auto' or a number")
 fraction = _checked(float, "a number in (0, 1)", lambda v: 0 < v < 1)
 positive_int = _checked(int, "a positive integer", lambda v: v >= 1)
-check_every = _checked(_check_every, "'auto' or a positive integer",
-                       lambda v: v == "auto" or v >= 1)
+check_every = _checked(
+    _check_every, "'auto' or a positive integer", lambda v: v == "auto" or v >= 1
+)
 jobs = _checked(int, "a positive integer or -1 (all cores)", lambda v: v >= 1 or v == -1)
 
 #: command-line option -> (estimator parameter, type, help)
@@ -74,41 +86,68 @@ HYPERPARAMETERS = {
     "--k": ("k", int, "k of the top-k losses"),
     "--rho": ("rho", float_list, "weights ρ of the weighted top-k losses (comma list)"),
     "--smoothing": ("smoothing", float, "Moreau smoothing σ"),
-    "--kernel": ("kernel", _kernel,
-                 "kernel (rbf, linear, poly, ...; a comma list of base kernels for MKL)"),
+    "--kernel": (
+        "kernel",
+        _kernel,
+        "kernel (rbf, linear, poly, ...; a comma list of base kernels for MKL)",
+    ),
     "--gamma": ("gamma", gamma, "kernel γ: 'scale', 'auto' or a number"),
     "--degree": ("degree", int, "polynomial kernel degree"),
     "--coef0": ("coef0", float, "polynomial/sigmoid kernel coef0"),
     "--solver": ("solver", str, "solver of the model (see its docstring)"),
     "--tol": ("tol", float, "tolerance on the certified duality gap (see the model)"),
     "--method": ("method", str, "L2SVC/MEB: 'mfw' (away steps) or 'fw'"),
-    "--max-iter": ("max_iter", int, "budget: iterations (passes over the data for "
-                                    "block and online solvers)"),
-    "--check-every": ("check_every", check_every,
-                      "certify the gap every this many iterations, or 'auto' (multiclass: "
-                      "when the passes' gap estimate says the certificate may pass)"),
+    "--max-iter": (
+        "max_iter",
+        int,
+        "budget: iterations (passes over the data for block and online solvers)",
+    ),
+    "--check-every": (
+        "check_every",
+        check_every,
+        "certify the gap every this many iterations, or 'auto' (multiclass: "
+        "when the passes' gap estimate says the certificate may pass)",
+    ),
 }
 
 
 def add_common(parser):
     """The options of every command that fits a model: data, split, model and its
     hyperparameters, outputs, progress."""
-    parser.add_argument("--model", choices=sorted(MODELS), default="multiclass",
-                        help="the model to train (default: multiclass)")
-    parser.add_argument("--data", default="digits",
-                        help=f"bundled dataset ({', '.join(DATASETS)}), an svmlight file or "
-                             "an .npz with arrays X and y (default: digits)")
-    parser.add_argument("--test-size", type=fraction, default=0.25,
-                        help="held-out fraction for the test accuracy (default 0.25)")
+    parser.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        default="multiclass",
+        help="the model to train (default: multiclass)",
+    )
+    parser.add_argument(
+        "--data",
+        default="digits",
+        help=f"bundled dataset ({', '.join(DATASETS)}), an svmlight file or "
+        "an .npz with arrays X and y (default: digits)",
+    )
+    parser.add_argument(
+        "--test-size",
+        type=fraction,
+        default=0.25,
+        help="held-out fraction for the test accuracy (default 0.25)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the train/test split")
-    parser.add_argument("--standardize", action="store_true",
-                        help="standardize features (fitted on the training split)")
+    parser.add_argument(
+        "--standardize",
+        action="store_true",
+        help="standardize features (fitted on the training split)",
+    )
     group = parser.add_argument_group("model hyperparameters (default: the model's own)")
     for flag, (param, kind, help) in HYPERPARAMETERS.items():
         group.add_argument(flag, dest=param, type=kind, default=None, help=help)
     parser.add_argument("--plot", metavar="FILE.png", help="save a figure to this file")
     parser.add_argument("--out", metavar="FILE.csv", help="write the results table as CSV")
-    parser.add_argument("--progress", choices=("auto", "bar", "lines", "none"), default="auto",
-                        help="progress display: a rich bar (needs rich), lines, or none "
-                             "(default: a bar on a terminal with rich, else lines)")
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "bar", "lines", "none"),
+        default="auto",
+        help="progress display: a rich bar (needs rich), lines, or none "
+        "(default: a bar on a terminal with rich, else lines)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")

@@ -9,9 +9,23 @@ from ..estimators._base import ProgressPrinter
 from ..sweep.results import write_table
 from .errors import CLIError, one_line
 
-__all__ = ["LineProgress", "progress_mode", "attach_progress", "describe_data", "params_text",
-           "certificate_lines", "accuracy_lines", "print_block", "write_rows", "save_figure",
-           "check_outputs", "histories", "accuracy", "inside_fraction", "print_sweep"]
+__all__ = [
+    "LineProgress",
+    "progress_mode",
+    "attach_progress",
+    "describe_data",
+    "params_text",
+    "certificate_lines",
+    "accuracy_lines",
+    "print_block",
+    "write_rows",
+    "save_figure",
+    "check_outputs",
+    "histories",
+    "accuracy",
+    "inside_fraction",
+    "print_sweep",
+]
 
 
 # ---------------------------------------------------------------------------
@@ -70,7 +84,7 @@ def attach_progress(estimator, mode):
 
             return estimator.set_callbacks(ProgressBar())
         except ImportError:
-            raise CLIError("--progress bar needs rich: pip install rich")
+            raise CLIError("--progress bar needs rich: pip install rich") from None
     return estimator.set_callbacks(LineProgress())
 
 
@@ -92,20 +106,29 @@ def accuracy(estimator, X, y):
 # ---------------------------------------------------------------------------
 def describe_data(data):
     n, d = data["shape"]
-    return (f"{data['name']}: {n} samples x {d} features, {data['n_classes']} classes; "
-            f"train {len(data['y_train'])} / test {len(data['y_test'])}")
+    return (
+        f"{data['name']}: {n} samples x {d} features, {data['n_classes']} classes; "
+        f"train {len(data['y_train'])} / test {len(data['y_test'])}"
+    )
 
 
 def params_text(estimator):
     """``Name(changed=value, ...)``: the parameters that differ from the defaults."""
     params = estimator.get_params(deep=False)
-    required = {k: v for k, v in params.items()
-                if k == "model" or (k in ("kernels", "kernel") and isinstance(v, list))}
+    required = {
+        k: v
+        for k, v in params.items()
+        if k == "model" or (k in ("kernels", "kernel") and isinstance(v, list))
+    }
     defaults = type(estimator)(**required).get_params(deep=False)
-    changed = {k: v for k, v in params.items()
-               if k not in required
-               and not (isinstance(v, np.ndarray) or isinstance(defaults.get(k), np.ndarray))
-               and defaults.get(k) is not v and defaults.get(k) != v}
+    changed = {
+        k: v
+        for k, v in params.items()
+        if k not in required
+        and not (isinstance(v, np.ndarray) or isinstance(defaults.get(k), np.ndarray))
+        and defaults.get(k) is not v
+        and defaults.get(k) != v
+    }
     for key in ("kernels", "kernel"):
         if key in required:
             changed[key] = _kernels_text(required[key])
@@ -124,10 +147,12 @@ def _kernels_text(kernels):
     def one(spec):
         if isinstance(spec, tuple):
             name, params = spec
-            inner = ",".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                             for k, v in params.items())
+            inner = ",".join(
+                f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
+            )
             return f"{name}({inner})"
         return str(spec)
+
     return _Text("[" + ", ".join(one(s) for s in kernels) + "]")
 
 
@@ -142,8 +167,11 @@ def certificate_lines(est):
     converged = getattr(est, "converged_", None)
     parts = np.size(n_iter) if n_iter is not None else 1
     if n_iter is not None:
-        status = "" if converged is None else (", converged" if np.all(converged) else
-                                              ", NOT converged (best iterate returned)")
+        status = (
+            ""
+            if converged is None
+            else (", converged" if np.all(converged) else ", NOT converged (best iterate returned)")
+        )
         when = f" in {fit_time:.2f} s" if fit_time is not None else ""
         what = f" over {parts} binary problems" if parts > 1 else ""
         lines.append(("fit", f"{int(_total(n_iter))} iterations{what}{when}{status}"))
@@ -168,16 +196,31 @@ def accuracy_lines(est, kind, data):
     from sklearn.metrics import top_k_accuracy_score
 
     if kind == "outlier":
-        lines = [("ball", f"radius {est.radius_:.6g} (r* >= {est.radius_lower_:.6g}), "
-                          f"{len(est.support_)} support points")]
-        lines.append(("inside", f"train {inside_fraction(est, data['X_train']):.4f}  "
-                                f"test {inside_fraction(est, data['X_test']):.4f}"))
+        lines = [
+            (
+                "ball",
+                f"radius {est.radius_:.6g} (r* >= {est.radius_lower_:.6g}), "
+                f"{len(est.support_)} support points",
+            )
+        ]
+        lines.append(
+            (
+                "inside",
+                f"train {inside_fraction(est, data['X_train']):.4f}  "
+                f"test {inside_fraction(est, data['X_test']):.4f}",
+            )
+        )
         return lines
     lines = []
     weights = getattr(est, "kernel_weights_", None)
     if weights is not None:
-        lines.append(("weights", " ".join(f"{w:.3g}" for w in weights)
-                      + f"  ({np.count_nonzero(weights)} of {len(weights)} kernels)"))
+        lines.append(
+            (
+                "weights",
+                " ".join(f"{w:.3g}" for w in weights)
+                + f"  ({np.count_nonzero(weights)} of {len(weights)} kernels)",
+            )
+        )
     train = accuracy(est, data["X_train"], data["y_train"])
     test = accuracy(est, data["X_test"], data["y_test"])
     lines.append(("accuracy", f"train {train:.4f}  test {test:.4f}"))
@@ -187,8 +230,7 @@ def accuracy_lines(est, kind, data):
         known = np.isin(data["y_test"], classes)
         errors = []
         for k in range(1, min(3, len(classes) - 1) + 1):
-            acc = top_k_accuracy_score(data["y_test"][known], scores[known], k=k,
-                                       labels=classes)
+            acc = top_k_accuracy_score(data["y_test"][known], scores[known], k=k, labels=classes)
             errors.append(f"top-{k} {100 * (1 - acc):.2f}%")
         lines.append(("test errors", "  ".join(errors)))
     return lines
@@ -209,16 +251,25 @@ def histories(est):
         if "problem" not in history:
             return [(type(est).__name__, history)]
         index = np.asarray(history["problem"])
-        parts = [{k: np.asarray(v)[index == p] for k, v in history.items() if k != "problem"}
-                 for p in np.unique(index)]
-        problems = [problems[int(p)] for p in np.unique(index)] if problems is not None else \
-            np.unique(index).tolist()
+        parts = [
+            {k: np.asarray(v)[index == p] for k, v in history.items() if k != "problem"}
+            for p in np.unique(index)
+        ]
+        problems = (
+            [problems[int(p)] for p in np.unique(index)]
+            if problems is not None
+            else np.unique(index).tolist()
+        )
         history = parts
     if problems is None:
         problems = range(len(history))
     classes = getattr(est, "classes_", None)
-    names = [" vs ".join(str(classes[c]) if classes is not None else str(c) for c in p)
-             if isinstance(p, tuple) else str(p) for p in problems]
+    names = [
+        " vs ".join(str(classes[c]) if classes is not None else str(c) for c in p)
+        if isinstance(p, tuple)
+        else str(p)
+        for p in problems
+    ]
     return list(zip(names, history))
 
 
@@ -230,8 +281,10 @@ def print_block(lines):
 
 def print_sweep(table):
     """One line per value (fold means), the best value and the failed fits."""
-    print(f"{'':12s} {'value':>10s} {'objective':>12s} {'gap':>9s} {'iters':>6s} "
-          f"{'time':>7s} {'train':>7s} {'val':>7s}  converged")
+    print(
+        f"{'':12s} {'value':>10s} {'objective':>12s} {'gap':>9s} {'iters':>6s} "
+        f"{'time':>7s} {'train':>7s} {'val':>7s}  converged"
+    )
     for value in dict.fromkeys(table["value"].tolist()):
         ok = [r for r in table.rows if r["value"] == value and not r["error"]]
         if not ok:
@@ -239,23 +292,34 @@ def print_sweep(table):
             continue
 
         def mean(key):
-            return float(np.nanmean([r[key] for r in ok])) \
-                if any(np.isfinite(r[key]) for r in ok) else np.nan
+            return (
+                float(np.nanmean([r[key] for r in ok]))
+                if any(np.isfinite(r[key]) for r in ok)
+                else np.nan
+            )
 
         flags = [r["converged"] for r in ok if r["converged"] is not None]
-        converged = "-" if not flags else "yes" if all(flags) else \
-            f"NO ({len(flags) - sum(flags)} of {len(flags)})"
-        print(f"{'':12s} {value:10.4g} {mean('objective'):12.6g} {mean('gap'):9.2g} "
-              f"{mean('n_iter'):6.0f} {mean('fit_time'):7.2f} {mean('train_score'):7.4f} "
-              f"{mean('val_score'):7.4f}  {converged}")
+        converged = (
+            "-"
+            if not flags
+            else "yes"
+            if all(flags)
+            else f"NO ({len(flags) - sum(flags)} of {len(flags)})"
+        )
+        print(
+            f"{'':12s} {value:10.4g} {mean('objective'):12.6g} {mean('gap'):9.2g} "
+            f"{mean('n_iter'):6.0f} {mean('fit_time'):7.2f} {mean('train_score'):7.4f} "
+            f"{mean('val_score'):7.4f}  {converged}"
+        )
     valid = [r for r in table.rows if not r["error"] and np.isfinite(r["val_score"])]
     if valid:
-        best = max(dict.fromkeys(r["value"] for r in valid),
-                   key=lambda v: np.mean([r["val_score"] for r in valid if r["value"] == v]))
+        best = max(
+            dict.fromkeys(r["value"] for r in valid),
+            key=lambda v: np.mean([r["val_score"] for r in valid if r["value"] == v]),
+        )
         print(f"{'best':12s} {table.param}={best:.4g} (largest mean validation score)")
     for row in table.errors:
-        print(f"{'error':12s} {table.param}={row['value']:.4g} fold {row['fold']}: "
-              f"{row['error']}")
+        print(f"{'error':12s} {table.param}={row['value']:.4g} fold {row['fold']}: {row['error']}")
 
 
 # ---------------------------------------------------------------------------
@@ -266,7 +330,7 @@ def write_rows(path, header, rows):
     try:
         write_table(path, header, rows)
     except OSError as exc:
-        raise CLIError(f"cannot write {path!r}: {one_line(exc)}")
+        raise CLIError(f"cannot write {path!r}: {one_line(exc)}") from exc
     print(f"{'wrote':12s} {path}")
 
 
@@ -274,7 +338,7 @@ def save_figure(fig, path):
     try:
         fig.savefig(path)
     except (OSError, ValueError) as exc:
-        raise CLIError(f"cannot save the figure to {path!r}: {one_line(exc)}")
+        raise CLIError(f"cannot save the figure to {path!r}: {one_line(exc)}") from exc
     print(f"{'plot':12s} {path}")
 
 
@@ -297,5 +361,5 @@ def save_table(table, path):
     try:
         table.to_csv(path)
     except OSError as exc:
-        raise CLIError(f"cannot write {path!r}: {exc}")
+        raise CLIError(f"cannot write {path!r}: {exc}") from exc
     print(f"{'wrote':12s} {path}")

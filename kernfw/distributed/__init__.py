@@ -9,25 +9,25 @@ fitted models are ordinary in-memory models.
 """
 
 from .mfw import (
-                  ShardedSimplexQPIterate,
-                  fit_l2svm_problems,
-                  pairwise_kernel,
-                  solve_meb,
-                  solve_sharded_simplex_qp,
+    ShardedSimplexQPIterate,
+    fit_l2svm_problems,
+    pairwise_kernel,
+    solve_meb,
+    solve_sharded_simplex_qp,
 )
 from .predict import decision_function
 from .shard import RowShard, ShardedRows, Vertex, WorkerLostError, get_client
 
 __all__ = [
-                  "RowShard",
-                  "ShardedRows",
-                  "ShardedSimplexQPIterate",
-                  "Vertex",
-                  "WorkerLostError",
-                  "decision_function",
-                  "fit_l2svm_problems",
-                  "get_client",
-                  "pairwise_kernel",
-                  "solve_meb",
-                  "solve_sharded_simplex_qp",
+    "RowShard",
+    "ShardedRows",
+    "ShardedSimplexQPIterate",
+    "Vertex",
+    "WorkerLostError",
+    "decision_function",
+    "fit_l2svm_problems",
+    "get_client",
+    "pairwise_kernel",
+    "solve_meb",
+    "solve_sharded_simplex_qp",
 ]

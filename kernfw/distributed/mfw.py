@@ -209,11 +209,11 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         """
         rec = self.records[i]
         vi, ava = self._v(i), self.ava
-        self.ava = (1 - t) ** 2 * ava + 2 * t * (1 - t) * vi + t ** 2 * rec.diag
+        self.ava = (1 - t) ** 2 * ava + 2 * t * (1 - t) * vi + t**2 * rec.diag
         if self.has_q:
             self.qa = (1 - t) * self.qa + t * rec.q
         beta = self.active.beta
-        if t >= 1.0:                      # a full FW step: α = e_i
+        if t >= 1.0:  # a full FW step: α = e_i
             self.n_fw += 1
             self.scale = 1.0
             self.active.beta = {i: 1.0}
@@ -227,7 +227,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
             self.n_fw += 1
         else:
             self.n_away += 1
-            if t <= t_limit:              # γ = γ_max: a drop step
+            if t <= t_limit:  # γ = γ_max: a drop step
                 del beta[i]
                 self.n_drop += 1
                 kind = "drop"
@@ -248,15 +248,29 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
 
 
 def _check_tol(tol):
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0 \
-            or not math.isfinite(tol):
+    if (
+        isinstance(tol, bool)
+        or not isinstance(tol, numbers.Real)
+        or not tol > 0
+        or not math.isfinite(tol)
+    ):
         raise ValueError(f"tol must be a positive finite number, got {tol!r}")
     return float(tol)
 
 
-def solve_sharded_simplex_qp(shards, problem, method="mfw", tol=1e-6, max_iter=None,
-                             stop="gap", random_state=None, callback=None, max_time=None,
-                             check_every=None, cache_size=500.0):
+def solve_sharded_simplex_qp(
+    shards,
+    problem,
+    method="mfw",
+    tol=1e-6,
+    max_iter=None,
+    stop="gap",
+    random_state=None,
+    callback=None,
+    max_time=None,
+    check_every=None,
+    cache_size=500.0,
+):
     """Maximize ``qᵀα − αᵀQα`` over the simplex by FW / MFW on a sharded operator.
 
     Parameters
@@ -286,8 +300,14 @@ def solve_sharded_simplex_qp(shards, problem, method="mfw", tol=1e-6, max_iter=N
     if stop not in STOPS:
         raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
     tol = _check_tol(tol)
-    setup = shards.call("begin", problem.get("members"), problem.get("positive"),
-                        problem.get("C"), bool(problem["ball"]), float(cache_size))
+    setup = shards.call(
+        "begin",
+        problem.get("members"),
+        problem.get("positive"),
+        problem.get("C"),
+        bool(problem["ball"]),
+        float(cache_size),
+    )
     try:
         counts = np.array([s[0] for s in setup])
         n = int(counts.sum())
@@ -299,20 +319,28 @@ def solve_sharded_simplex_qp(shards, problem, method="mfw", tol=1e-6, max_iter=N
             if not math.isclose(lo, hi, rel_tol=1e-10, abs_tol=1e-12 * max(1.0, abs(hi))):
                 raise ValueError(
                     "stop='radius' needs diag(Q) − q to be constant (a ball); use "
-                    "stop='relative' or stop='gap' for this problem")
+                    "stop='relative' or stop='gap' for this problem"
+                )
             shift = hi
         if max_iter is None:
             max_iter = max(100_000, 20 * n)
         # the problem's point of rank r (CVM start): rank 0 unless random_state is given
-        rank = 0 if random_state is None else int(np.random.default_rng(random_state)
-                                                 .integers(n))
+        rank = 0 if random_state is None else int(np.random.default_rng(random_state).integers(n))
         first = _global_index(shards, problem, counts, rank)
-        iterate = ShardedSimplexQPIterate(shards, n, bool(problem["ball"]), method, stop,
-                                          shift, first)
+        iterate = ShardedSimplexQPIterate(
+            shards, n, bool(problem["ball"]), method, stop, shift, first
+        )
 
-        result = drive(iterate, tol, int(max_iter), check_every, max_time=max_time,
-                       callback=callback, remedy="increase max_iter or tol (or use method='mfw')",
-                       name=f"distributed {method.upper()} (simplex QP)")
+        result = drive(
+            iterate,
+            tol,
+            int(max_iter),
+            check_every,
+            max_time=max_time,
+            callback=callback,
+            remedy="increase max_iter or tol (or use method='mfw')",
+            name=f"distributed {method.upper()} (simplex QP)",
+        )
         sol = result.solution
         sol["v_support"] = _support_products(shards, sol["support"], sol["alpha_support"])
         return result
@@ -376,8 +404,20 @@ def pairwise_kernel(op):
     )
 
 
-def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callback=None,
-                       cache_size=500.0, client=None, random_state=None):
+def fit_l2svm_problems(
+    X,
+    op,
+    y_enc,
+    problems,
+    C,
+    method,
+    tol,
+    max_iter,
+    callback=None,
+    cache_size=500.0,
+    client=None,
+    random_state=None,
+):
     """Train the binary L2-SVMs of :class:`~kernfw.L2SVC` on the Dask cluster.
 
     The rows are scattered once; the problems (one-vs-one pairs, one-vs-rest or
@@ -414,10 +454,17 @@ def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callbac
         for classes, idx, _ in problems:
             members = None if len(classes) == 1 or idx.size == y_enc.size else list(classes)
             spec = {"members": members, "positive": classes[-1], "C": C, "ball": False}
-            result = solve_sharded_simplex_qp(shards, spec, method=method, tol=tol,
-                                              max_iter=max_iter, stop="relative",
-                                              random_state=random_state, callback=callback,
-                                              cache_size=cache_size)
+            result = solve_sharded_simplex_qp(
+                shards,
+                spec,
+                method=method,
+                tol=tol,
+                max_iter=max_iter,
+                stop="relative",
+                random_state=random_state,
+                callback=callback,
+                cache_size=cache_size,
+            )
             sol = result.solution
             support, alpha = sol["support"], sol["alpha_support"]
             y_S = np.where(y_enc[support] == classes[-1], 1.0, -1.0)
@@ -428,8 +475,9 @@ def fit_l2svm_problems(X, op, y_enc, problems, C, method, tol, max_iter, callbac
     return fits
 
 
-def solve_meb(X, op, method, tol, max_iter, callback=None, cache_size=500.0, random_state=None,
-              client=None):
+def solve_meb(
+    X, op, method, tol, max_iter, callback=None, cache_size=500.0, random_state=None, client=None
+):
     """The minimum enclosing ball of :class:`~kernfw.MinimumEnclosingBall` on the cluster.
 
     Parameters
@@ -453,9 +501,17 @@ def solve_meb(X, op, method, tol, max_iter, callback=None, cache_size=500.0, ran
         (NaN elsewhere: the other entries stay on the workers).
     """
     with ShardedRows(X, pairwise_kernel(op), client=client) as shards:
-        result = solve_sharded_simplex_qp(shards, {"ball": True}, method=method, tol=tol,
-                                          max_iter=max_iter, stop="radius", callback=callback,
-                                          random_state=random_state, cache_size=cache_size)
+        result = solve_sharded_simplex_qp(
+            shards,
+            {"ball": True},
+            method=method,
+            tol=tol,
+            max_iter=max_iter,
+            stop="radius",
+            callback=callback,
+            random_state=random_state,
+            cache_size=cache_size,
+        )
     sol = result.solution
     n = X.shape[0]
     sol["alpha"] = np.zeros(n)

@@ -44,16 +44,20 @@ def decision_function(estimator, X, method="decision_function", rows=100_000, cl
     def score(model, block):
         return getattr(model, method)(block)
 
-    if hasattr(X, "to_delayed"):        # a dask array: one task per row chunk
+    if hasattr(X, "to_delayed"):  # a dask array: one task per row chunk
         import dask
 
         if X.ndim != 2 or X.numblocks[1] != 1:
-            raise ValueError("a dask array X must be 2-D with one chunk along its features, "
-                             f"got chunks {X.chunks}")
-        parts = client.compute([dask.delayed(score)(model, block)
-                                for block in X.to_delayed()[:, 0]])
+            raise ValueError(
+                "a dask array X must be 2-D with one chunk along its features, "
+                f"got chunks {X.chunks}"
+            )
+        parts = client.compute(
+            [dask.delayed(score)(model, block) for block in X.to_delayed()[:, 0]]
+        )
     else:
         n = X.shape[0]
-        parts = [client.submit(score, model, X[lo:hi], pure=False)
-                 for lo, hi in _blocks(n, int(rows))]
+        parts = [
+            client.submit(score, model, X[lo:hi], pure=False) for lo, hi in _blocks(n, int(rows))
+        ]
     return np.concatenate(client.gather(parts))

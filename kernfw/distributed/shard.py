@@ -106,11 +106,11 @@ class _Problem:
         self.y = y
         self.inv_C = None if C is None else 1.0 / C
         base_diag = np.asarray(shard.kernel.diag(self.X), dtype=np.float64)
-        if ball:                      # MEB: Q = K, q = diag(K)
+        if ball:  # MEB: Q = K, q = diag(K)
             self.diag = base_diag
             self.q = base_diag
             self.half_q = 0.5 * base_diag
-        else:                         # L2-SVM: Q = K̃, q = 0
+        else:  # L2-SVM: Q = K̃, q = 0
             self.diag = base_diag + 1.0 + self.inv_C
             self.q = self.half_q = None
         m = rows.size
@@ -135,12 +135,13 @@ class _Problem:
             self.cache.move_to_end(j)
             return col
         # k(x_j, X_rows) as KernelFunction computes a column (same operand order)
-        k = self.shard.kernel.block(vertex.x, self.X,
-                                    None if self.sq is None else np.array([vertex.sq]), self.sq)
+        k = self.shard.kernel.block(
+            vertex.x, self.X, None if self.sq is None else np.array([vertex.sq]), self.sq
+        )
         k = np.asarray(k.toarray() if sp.issparse(k) else k, dtype=np.float64)[0]
         if self.y is None:
             col = k
-        else:                  # K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C
+        else:  # K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C
             col = np.add(k, 1.0)
             col *= self.y if vertex.y > 0 else -self.y
             pos = self.local(j)
@@ -156,9 +157,16 @@ class _Problem:
     def vertex(self, pos, score):
         """:class:`Vertex` of local position ``pos``."""
         row = self.shard.rows_local(self.rows[pos])
-        return Vertex(float(score), int(self.index[pos]), float(self.u[pos]),
-                      0.0 if self.q is None else float(self.q[pos]), float(self.diag[pos]),
-                      row[0], 0.0 if self.y is None else float(self.y[pos]), row[1])
+        return Vertex(
+            float(score),
+            int(self.index[pos]),
+            float(self.u[pos]),
+            0.0 if self.q is None else float(self.q[pos]),
+            float(self.diag[pos]),
+            row[0],
+            0.0 if self.y is None else float(self.y[pos]),
+            row[1],
+        )
 
     def proposals(self, scale):
         """The local FW vertex (smallest score) and away vertex (largest score among
@@ -211,13 +219,12 @@ class RowShard:
         self.start = int(start)
         self.kernel = kernel
         self.labels = labels
-        self.sq = (_sq_norms(X) if isinstance(X, np.ndarray) and X.dtype == np.float64
-                   else None)
+        self.sq = _sq_norms(X) if isinstance(X, np.ndarray) and X.dtype == np.float64 else None
         self.problem = None
 
     def rows_local(self, pos):
         """``(x, ‖x‖²)`` of local row ``pos``; ``x`` of shape (1, d)."""
-        x = self.X[pos:pos + 1]
+        x = self.X[pos : pos + 1]
         sq = 0.0 if self.sq is None else float(self.sq[pos])
         return (x.copy() if isinstance(x, np.ndarray) else x), sq
 
@@ -378,15 +385,15 @@ class RowShard:
         out = np.empty(mine.size)
         signed = weights if p.y is None else weights * y_S
         for lo in range(0, mine.size, block):
-            rows = mine[lo:lo + block]
+            rows = mine[lo : lo + block]
             local = np.searchsorted(p.index, index[rows])
             K = self.kernel(p.X[local], X_S)
             K = np.asarray(K.toarray() if sp.issparse(K) else K, dtype=np.float64)
             if p.y is None:
-                out[lo:lo + block] = K @ signed
+                out[lo : lo + block] = K @ signed
             else:
-                out[lo:lo + block] = p.y[local] * ((K + 1.0) @ signed)
-                out[lo:lo + block] += weights[rows] * p.inv_C
+                out[lo : lo + block] = p.y[local] * ((K + 1.0) @ signed)
+                out[lo : lo + block] += weights[rows] * p.inv_C
         return index[mine], out
 
 
@@ -413,16 +420,19 @@ def get_client(client=None):
     try:
         import dask
         from distributed import Client, default_client
-    except ImportError as exc:     # pragma: no cover - dask is a test dependency
-        raise ImportError("backend='dask' needs dask.distributed: "
-                          "pip install 'dask[distributed]'") from exc
+    except ImportError as exc:  # pragma: no cover - dask is a test dependency
+        raise ImportError(
+            "backend='dask' needs dask.distributed: pip install 'dask[distributed]'"
+        ) from exc
     if isinstance(client, Client):
         return client
     if isinstance(client, str):
         return Client(client)
     if client is not None:
-        raise TypeError(f"client must be a distributed.Client, a scheduler address or None, "
-                        f"got {type(client).__name__}")
+        raise TypeError(
+            f"client must be a distributed.Client, a scheduler address or None, "
+            f"got {type(client).__name__}"
+        )
     try:
         return default_client()
     except ValueError:
@@ -439,11 +449,13 @@ def get_client(client=None):
 
 def _is_connection_error(exc):
     from distributed.comm.core import CommClosedError
+
     return isinstance(exc, (CommClosedError, OSError, EOFError, ConnectionError))
 
 
 #: seconds a sharded fit waits for a worker to register before it gives up
 WORKER_WAIT = 10.0
+
 
 class ShardedRows:
     """Training rows split in contiguous blocks, one :class:`RowShard` actor per worker.
@@ -475,7 +487,7 @@ class ShardedRows:
     def __init__(self, X, kernel, labels=None, client=None, n_shards=None):
         self.client = get_client(client)
         workers = sorted(self.client.scheduler_info()["workers"])
-        if not workers:       # workers (re)starting: give them a moment to register
+        if not workers:  # workers (re)starting: give them a moment to register
             try:
                 self.client.wait_for_workers(1, timeout=WORKER_WAIT)
             except (TimeoutError, OSError):
@@ -495,11 +507,24 @@ class ShardedRows:
         try:
             for k, worker in enumerate(self.workers):
                 lo, hi = self.bounds[k], self.bounds[k + 1]
-                data = self.client.scatter([X[lo:hi], None if labels is None else labels[lo:hi]],
-                                           workers=[worker], hash=False)
-                self._futures.append(self.client.submit(
-                    RowShard, data[0], int(lo), kernel, data[1], workers=[worker],
-                    allow_other_workers=False, actor=True, pure=False))
+                data = self.client.scatter(
+                    [X[lo:hi], None if labels is None else labels[lo:hi]],
+                    workers=[worker],
+                    hash=False,
+                )
+                self._futures.append(
+                    self.client.submit(
+                        RowShard,
+                        data[0],
+                        int(lo),
+                        kernel,
+                        data[1],
+                        workers=[worker],
+                        allow_other_workers=False,
+                        actor=True,
+                        pure=False,
+                    )
+                )
             self.actors = [f.result() for f in self._futures]
         except Exception:
             self.close()
@@ -554,7 +579,8 @@ class ShardedRows:
             lost = self.lost_workers()
             if lost or _is_connection_error(exc) or "actor" in str(exc).lower():
                 raise WorkerLostError(
-                    self._lost_message(lost, f"{type(exc).__name__}: {exc}")) from exc
+                    self._lost_message(lost, f"{type(exc).__name__}: {exc}")
+                ) from exc
             raise
 
     def _wait(self, future):
@@ -566,15 +592,24 @@ class ShardedRows:
                 return future.result(timeout=LIVENESS_POLL)
             except TimeoutError:
                 if self.lost_workers():
-                    raise WorkerLostError(self._lost_message(self.lost_workers(),
-                                                             "no answer")) from None
+                    raise WorkerLostError(
+                        self._lost_message(self.lost_workers(), "no answer")
+                    ) from None
 
     def _lost_message(self, lost, cause):
-        where = ", ".join(f"{w} (rows {self.bounds[k]}:{self.bounds[k + 1]})"
-                          for k, w in enumerate(self.workers) if w in lost) or "unknown"
-        return (f"a Dask worker holding training rows was lost during the fit (lost: {where}; "
-                f"{cause}). Its part of the solver state is gone, so no model was produced; "
-                "fit again (the rows are scattered anew on the live workers).")
+        where = (
+            ", ".join(
+                f"{w} (rows {self.bounds[k]}:{self.bounds[k + 1]})"
+                for k, w in enumerate(self.workers)
+                if w in lost
+            )
+            or "unknown"
+        )
+        return (
+            f"a Dask worker holding training rows was lost during the fit (lost: {where}; "
+            f"{cause}). Its part of the solver state is gone, so no model was produced; "
+            "fit again (the rows are scattered anew on the live workers)."
+        )
 
     def lost_workers(self):
         """Addresses of shard workers that are no longer in the cluster."""

@@ -31,6 +31,7 @@ from ..operators.psd import check_psd
 try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
     from sklearn.callback import CallbackSupportMixin, with_callbacks
 except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints progress
+
     class CallbackSupportMixin:
         """Stand-in for :class:`sklearn.callback.CallbackSupportMixin` (scikit-learn < 1.9)."""
 
@@ -38,9 +39,19 @@ except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints prog
         """Stand-in for :func:`sklearn.callback.with_callbacks` (scikit-learn < 1.9)."""
         return fit
 
-__all__ = ["FWEstimatorMixin", "KernelInputMixin", "ProgressPrinter", "KERNEL_PARAMETER_CONSTRAINTS",
-           "resolve_lam", "resolve_deprecated", "solver_seed", "accepts_kernel_operator",
-           "with_callbacks", "FLOAT32_GRAM_TOL"]
+
+__all__ = [
+    "FWEstimatorMixin",
+    "KernelInputMixin",
+    "ProgressPrinter",
+    "KERNEL_PARAMETER_CONSTRAINTS",
+    "resolve_lam",
+    "resolve_deprecated",
+    "solver_seed",
+    "accepts_kernel_operator",
+    "with_callbacks",
+    "FLOAT32_GRAM_TOL",
+]
 
 #: smallest ``tol`` at which an estimator keeps the kernel values it computes from
 #: features in float32 (a Gram, or the columns of an on-the-fly kernel): their
@@ -90,8 +101,10 @@ class ProgressPrinter:
         """The line of one history row (``iteration``, ``primal``, ``gap``, ``time``,
         and ``dual`` when present)."""
         dual = f"  dual {row['dual']:.6g}" if "dual" in row else ""
-        return (f"[{self.name}] iteration {int(row['iteration']):7d}  primal {row['primal']:.6g}"
-                f"{dual}  gap {row['gap']:.3e}  ({row['time']:.2f}s)")
+        return (
+            f"[{self.name}] iteration {int(row['iteration']):7d}  primal {row['primal']:.6g}"
+            f"{dual}  gap {row['gap']:.3e}  ({row['time']:.2f}s)"
+        )
 
     def __call__(self, row):
         """Print ``row`` if it is due; return False (never asks the loop to stop)."""
@@ -119,8 +132,9 @@ class FWEstimatorMixin(CallbackSupportMixin):
         """The ``callback(row) -> bool`` for the FW loop (None if nothing listens)."""
         listeners = []
         if getattr(self, "_skl_callbacks", None):
-            ctx = self._init_callback_context(max_subtasks=None if max_iter is None
-                                              else int(max_iter) + 1)
+            ctx = self._init_callback_context(
+                max_subtasks=None if max_iter is None else int(max_iter) + 1
+            )
             ctx.call_on_fit_task_begin(estimator=self, X=X, y=y)
             self._fit_ctx = ctx
 
@@ -219,8 +233,9 @@ def solver_seed(random_state):
         return random_state
     if isinstance(random_state, Integral) and not isinstance(random_state, bool):
         return int(random_state)
-    raise ValueError(f"random_state must be None, an int, a RandomState or a Generator; got "
-                     f"{random_state!r}")
+    raise ValueError(
+        f"random_state must be None, an int, a RandomState or a Generator; got {random_state!r}"
+    )
 
 
 def accepts_kernel_operator(estimator):
@@ -257,8 +272,9 @@ def psd_by_construction(op):
         if metric == "poly":
             gamma, coef0 = params.get("gamma"), params.get("coef0", 1.0)
             degree = float(params.get("degree", 3))
-            return (gamma is None or gamma > 0) and coef0 >= 0 and degree.is_integer() \
-                and degree >= 0
+            return (
+                (gamma is None or gamma > 0) and coef0 >= 0 and degree.is_integer() and degree >= 0
+            )
         return isinstance(metric, str) and metric in PSD_KERNELS
     if isinstance(op, MultiKernel) and np.any(np.asarray(op.weights) < 0):
         return False
@@ -323,10 +339,19 @@ class KernelInputMixin:
         else:
             X, y = validate_data(self, X, y, **kwargs)
         if self._kernel_is_precomputed() and X.shape[0] != X.shape[1]:
-            raise ValueError(f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}")
-        op = make_operator(X, self.kernel, self.gamma, self.degree, self.coef0,
-                           cache_size=self.cache_size, gram_max_mb=self._gram_max_mb(X),
-                           gram_dtype=self._gram_dtype())
+            raise ValueError(
+                f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}"
+            )
+        op = make_operator(
+            X,
+            self.kernel,
+            self.gamma,
+            self.degree,
+            self.coef0,
+            cache_size=self.cache_size,
+            gram_max_mb=self._gram_max_mb(X),
+            gram_dtype=self._gram_dtype(),
+        )
         return X, y, op
 
     def _set_predictor(self, X, op):
@@ -339,9 +364,10 @@ class KernelInputMixin:
             kernel = getattr(op, "kernel", None)
             if self.support_.size == 0:
                 self._predict_op = None
-            elif isinstance(kernel, PairwiseKernel):   # no Gram block of the support needed
-                self._predict_op = KernelFunction(self.support_vectors_, kernel, cache_size=0,
-                                                  check=False)
+            elif isinstance(kernel, PairwiseKernel):  # no Gram block of the support needed
+                self._predict_op = KernelFunction(
+                    self.support_vectors_, kernel, cache_size=0, check=False
+                )
             else:
                 self._predict_op = op.subset(self.support_)
 
@@ -352,8 +378,9 @@ class KernelInputMixin:
             return X
         if self._kernel_is_precomputed():
             return validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
-        return validate_data(self, X, accept_sparse=("csr", "csc"),
-                             dtype=(np.float64, np.float32), reset=False)
+        return validate_data(
+            self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False
+        )
 
     def _support_kernel(self, X):
         """``k(x, x_j)`` for validated rows ``X`` (see :meth:`_new_input`) and ``j`` in
@@ -431,6 +458,10 @@ def resolve_deprecated(estimator, old, new, version="0.3"):
     value = getattr(estimator, old, "deprecated")
     if isinstance(value, str) and value == "deprecated":
         return getattr(estimator, new)
-    warnings.warn(f"{type(estimator).__name__}: `{old}` is deprecated and will be removed in "
-                  f"{version}; use `{new}` instead.", FutureWarning, stacklevel=3)
+    warnings.warn(
+        f"{type(estimator).__name__}: `{old}` is deprecated and will be removed in "
+        f"{version}; use `{new}` instead.",
+        FutureWarning,
+        stacklevel=3,
+    )
     return value

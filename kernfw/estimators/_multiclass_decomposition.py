@@ -33,8 +33,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["SCHEMES", "BinaryProblem", "binary_problems", "combine_decisions", "ovo_votes",
-           "ddag_scores"]
+__all__ = [
+    "SCHEMES",
+    "BinaryProblem",
+    "binary_problems",
+    "combine_decisions",
+    "ovo_votes",
+    "ddag_scores",
+]
 
 #: the decompositions :func:`binary_problems` knows
 SCHEMES = ("ovo", "ovr", "ddag")
@@ -85,8 +91,10 @@ def binary_problems(y_enc, n_classes, scheme="ovo"):
     if n_classes == 2:
         return [BinaryProblem((0, 1), np.arange(y_enc.size), np.where(y_enc == 1, 1.0, -1.0))]
     if scheme == "ovr":
-        return [BinaryProblem((k,), np.arange(y_enc.size), np.where(y_enc == k, 1.0, -1.0))
-                for k in range(n_classes)]
+        return [
+            BinaryProblem((k,), np.arange(y_enc.size), np.where(y_enc == k, 1.0, -1.0))
+            for k in range(n_classes)
+        ]
     problems = []
     for i, j in combinations(range(n_classes), 2):
         idx = np.flatnonzero((y_enc == i) | (y_enc == j))

@@ -82,8 +82,17 @@ class SupportKernelMixin(KernelInputMixin):
 
 def _fit_binary(op, y_pm, C, method, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
-    result = l2svm(op, y_pm, C, method=method, tol=tol, max_iter=max_iter,
-                   callback=callback, stop="relative", random_state=random_state)
+    result = l2svm(
+        op,
+        y_pm,
+        C,
+        method=method,
+        tol=tol,
+        max_iter=max_iter,
+        callback=callback,
+        stop="relative",
+        random_state=random_state,
+    )
     sol = result.solution
     return sol["support"], sol["coef"], sol["b"], result
 
@@ -240,9 +249,23 @@ KernelOperator, default="rbf"
         "backend": [StrOptions({"local", "dask"})],
     }
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
-                 tol=0.3, max_iter=None, cache_size=2, multi_class="ovo", n_jobs=None,
-                 verbose=0, random_state=None, backend="local"):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        method="mfw",
+        tol=0.3,
+        max_iter=None,
+        cache_size=2,
+        multi_class="ovo",
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+        backend="local",
+    ):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -277,7 +300,7 @@ KernelOperator, default="rbf"
         """
         X, y, op = self._validate_training_data(X, y)
         if self._kernel_is_operator():
-            check_psd(op)       # a few products K v: an indefinite K certifies nothing
+            check_psd(op)  # a few products K v: an indefinite K certifies nothing
         check_classification_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
@@ -287,15 +310,35 @@ KernelOperator, default="rbf"
         callback = self._fw_callback(self.max_iter, X, y) if single else None
         seed = solver_seed(self.random_state)
         try:
-            jobs = (delayed(_fit_binary)(op if p.index.size == op.n else op.subset(p.index),
-                                         p.y, self.C, self.method, self.tol, self.max_iter,
-                                         callback, seed)
-                    for p in problems)
-            if self.backend == "dask":     # data-parallel MFW on the Dask cluster
+            jobs = (
+                delayed(_fit_binary)(
+                    op if p.index.size == op.n else op.subset(p.index),
+                    p.y,
+                    self.C,
+                    self.method,
+                    self.tol,
+                    self.max_iter,
+                    callback,
+                    seed,
+                )
+                for p in problems
+            )
+            if self.backend == "dask":  # data-parallel MFW on the Dask cluster
                 from ..distributed import fit_l2svm_problems
-                fits = fit_l2svm_problems(X, op, y_enc, problems, self.C, self.method,
-                                          self.tol, self.max_iter, callback, self.cache_size,
-                                          random_state=seed)
+
+                fits = fit_l2svm_problems(
+                    X,
+                    op,
+                    y_enc,
+                    problems,
+                    self.C,
+                    self.method,
+                    self.tol,
+                    self.max_iter,
+                    callback,
+                    self.cache_size,
+                    random_state=seed,
+                )
             else:
                 fits = Parallel(n_jobs=self.n_jobs)(jobs)
         finally:
@@ -342,10 +385,9 @@ KernelOperator, default="rbf"
         ndarray of shape (n_samples,) or (n_samples, m)
         """
         check_is_fitted(self)
-        K = self._support_kernel(self._new_input(X))      # (n_samples, n_SV)
+        K = self._support_kernel(self._new_input(X))  # (n_samples, n_SV)
         decision = K @ self.dual_coef_.T + self.intercept_
-        return combine_decisions(decision, self.problems_, self.classes_.size,
-                                 self.multi_class)
+        return combine_decisions(decision, self.problems_, self.classes_.size, self.multi_class)
 
     def predict(self, X):
         """Class labels: the sign of ``h`` (binary) or the largest score.

@@ -151,9 +151,20 @@ KernelOperator, default="rbf"
         "backend": [StrOptions({"local", "dask"})],
     }
 
-    def __init__(self, kernel="rbf", gamma="scale", degree=3, coef0=0.0, method="mfw",
-                 tol=1e-4, max_iter=None, cache_size=500, verbose=0, random_state=None,
-                 backend="local"):
+    def __init__(
+        self,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        method="mfw",
+        tol=1e-4,
+        max_iter=None,
+        cache_size=500,
+        verbose=0,
+        random_state=None,
+        backend="local",
+    ):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -183,19 +194,34 @@ KernelOperator, default="rbf"
         """
         X, _, op = self._validate_training_data(X, None)
         if self._kernel_is_operator():
-            check_psd(op)       # a few products K v: an indefinite Q certifies nothing
+            check_psd(op)  # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
         callback = self._fw_callback(self.max_iter, X)
         try:
-            if self.backend == "dask":     # data-parallel MFW on the Dask cluster
+            if self.backend == "dask":  # data-parallel MFW on the Dask cluster
                 from ..distributed import solve_meb
-                result = solve_meb(X, op, self.method, self.tol, self.max_iter, callback,
-                                   self.cache_size, solver_seed(self.random_state))
+
+                result = solve_meb(
+                    X,
+                    op,
+                    self.method,
+                    self.tol,
+                    self.max_iter,
+                    callback,
+                    self.cache_size,
+                    solver_seed(self.random_state),
+                )
             else:
-                result = solve_simplex_qp(op, q=diag, method=self.method, tol=self.tol,
-                                          max_iter=self.max_iter, stop="radius",
-                                          callback=callback,
-                                          random_state=solver_seed(self.random_state))
+                result = solve_simplex_qp(
+                    op,
+                    q=diag,
+                    method=self.method,
+                    tol=self.tol,
+                    max_iter=self.max_iter,
+                    stop="radius",
+                    callback=callback,
+                    random_state=solver_seed(self.random_state),
+                )
         finally:
             self._end_callbacks()
         self._store_result(result)
@@ -206,8 +232,9 @@ KernelOperator, default="rbf"
         self.radius_ = float(np.sqrt(max(result.primal, 0.0)))
         self.radius_lower_ = float(np.sqrt(max(result.dual, 0.0)))
         R2 = max(result.primal, 0.0)
-        self.boundary_tol_ = boundary_tolerance(op.dtype, diag, self.center_norm2_, R2,
-                                                result.n_iter)
+        self.boundary_tol_ = boundary_tolerance(
+            op.dtype, diag, self.center_norm2_, R2, result.n_iter
+        )
         self.offset_ = -(R2 + self.boundary_tol_)
         self._train_diag = float(diag[0]) if np.allclose(diag, diag[0]) else None
         self._set_predictor(X, op)

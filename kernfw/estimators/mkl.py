@@ -28,7 +28,6 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from ._base import with_callbacks
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
@@ -41,7 +40,7 @@ from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.capped_simplex import check_t
 from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
-from ._base import FWEstimatorMixin, resolve_deprecated
+from ._base import FWEstimatorMixin, resolve_deprecated, with_callbacks
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
 __all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
@@ -69,8 +68,10 @@ def default_kernels(X):
     list of kernel specs
     """
     scale = resolve_gamma("scale", X)
-    return ([("rbf", {"gamma": f * scale}) for f in DEFAULT_RBF_FACTORS]
-            + ["linear", ("poly", {"degree": 2, "gamma": scale, "coef0": 1.0})])
+    return [("rbf", {"gamma": f * scale}) for f in DEFAULT_RBF_FACTORS] + [
+        "linear",
+        ("poly", {"degree": 2, "gamma": scale, "coef0": 1.0}),
+    ]
 
 
 def _gram_list(X, name="X"):
@@ -86,13 +87,14 @@ def _gram_list(X, name="X"):
         raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
     out = []
     for j, G in enumerate(X):
-        if sp.issparse(G):                      # Gram matrices are dense n × n anyway
+        if sp.issparse(G):  # Gram matrices are dense n × n anyway
             G = G.toarray()
         try:
             G = np.asarray(G, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"Gram matrix {j} of {name} is not a numeric 2-D array "
-                             f"({exc})") from None
+            raise ValueError(
+                f"Gram matrix {j} of {name} is not a numeric 2-D array ({exc})"
+            ) from None
         if G.ndim != 2:
             raise ValueError(f"Gram matrix {j} of {name} must be 2-D, got shape {G.shape}")
         out.append(G)
@@ -128,26 +130,31 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         ``kernel=None`` takes the specs ``default(X)``; an empty list gives no
         MultiKernel (None) when ``default`` allows it (feature groups only).
         """
-        resolve_deprecated(self, "kernels", "kernel")          # FutureWarning if used
+        resolve_deprecated(self, "kernels", "kernel")  # FutureWarning if used
         if self._is_precomputed():
             grams = _gram_list(X)
-            ops = [normalize(Gram(check_gram(G, name=f"Gram matrix {j}"), check=False),
-                             NORMALIZATION) for j, G in enumerate(grams)]
+            ops = [
+                normalize(Gram(check_gram(G, name=f"Gram matrix {j}"), check=False), NORMALIZATION)
+                for j, G in enumerate(grams)
+            ]
             y = column_or_1d(y, warn=True)
             mk = MultiKernel(ops)
             if y.shape[0] != mk.n:
-                raise ValueError(f"y has {y.shape[0]} labels but the Gram matrices are "
-                                 f"{mk.n} x {mk.n}")
+                raise ValueError(
+                    f"y has {y.shape[0]} labels but the Gram matrices are {mk.n} x {mk.n}"
+                )
             X = None
         else:
             X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
             kernel = self._kernel_param()
             specs = default(X) if kernel is None else list(kernel)
             if not specs and (kernel is not None or default is default_kernels):
-                raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 "
-                                 "kernels")
-            mk = MultiKernel([make_operator(X, spec, normalization=NORMALIZATION)
-                              for spec in specs]) if specs else None
+                raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
+            mk = (
+                MultiKernel([make_operator(X, spec, normalization=NORMALIZATION) for spec in specs])
+                if specs
+                else None
+            )
         check_classification_targets(y)
         return mk, y, X
 
@@ -156,13 +163,17 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         if self._is_precomputed():
             grams = _gram_list(X)
             if len(grams) != self.n_kernels_:
-                raise ValueError(f"expected {self.n_kernels_} test Gram matrices (one per "
-                                 f"kernel), got {len(grams)}")
+                raise ValueError(
+                    f"expected {self.n_kernels_} test Gram matrices (one per "
+                    f"kernel), got {len(grams)}"
+                )
             out = []
             for j, G in enumerate(grams):
                 if G.ndim != 2 or G.shape[1] != self.n_train_:
-                    raise ValueError(f"test Gram {j} must have shape (n_test, "
-                                     f"n_train={self.n_train_}), got {G.shape}")
+                    raise ValueError(
+                        f"test Gram {j} must have shape (n_test, "
+                        f"n_train={self.n_train_}), got {G.shape}"
+                    )
                 out.append(G[:, self.support_])
             return out
         return validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
@@ -197,8 +208,9 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.support_ = support_of(sol["coef"])
         self.dual_coef_ = sol["coef"][:, self.support_]
         self.intercept_ = sol["intercept"]
-        self.n_support_ = np.bincount(np.searchsorted(self.classes_, y[self.support_]),
-                                      minlength=self.classes_.size)
+        self.n_support_ = np.bincount(
+            np.searchsorted(self.classes_, y[self.support_]), minlength=self.classes_.size
+        )
         self._predict_op = mk.with_weights(self.kernel_weights_).subset(self.support_)
 
     def decision_function(self, X):
@@ -217,8 +229,9 @@ class _WeightedSVMClassifier(_MKLClassifier):
         check_is_fitted(self)
         K = self._predict_op.cross(self._test_kernels(X))
         decisions = np.asarray(K) @ self.dual_coef_.T + self.intercept_
-        return combine_decisions(decisions, self.binary_problems_, self.classes_.size,
-                                 self.multi_class)
+        return combine_decisions(
+            decisions, self.binary_problems_, self.classes_.size, self.multi_class
+        )
 
     def _problems(self, y):
         """The binary problems of ``multi_class`` (shared decomposition) for the solver."""
@@ -351,9 +364,21 @@ default="projected_gradient"
         "multi_class": [StrOptions(set(SCHEMES))],
     }
 
-    def __init__(self, kernel=None, t=1.0, C=1.0, nu=0.5, svm="l2",
-                 weight_update="projected_gradient", exact=False, tol=1e-3, max_iter=100,
-                 verbose=0, multi_class="ovr", kernels="deprecated"):
+    def __init__(
+        self,
+        kernel=None,
+        t=1.0,
+        C=1.0,
+        nu=0.5,
+        svm="l2",
+        weight_update="projected_gradient",
+        exact=False,
+        tol=1e-3,
+        max_iter=100,
+        verbose=0,
+        multi_class="ovr",
+        kernels="deprecated",
+    ):
         self.kernel = kernel
         self.kernels = kernels
         self.t = t
@@ -385,10 +410,20 @@ default="projected_gradient"
         check_t(self.t, mk.p)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
-            result = solve_cskl(mk, y, self.t, svm=self.svm, C=self.C, nu=self.nu,
-                          problems=self._problems(y), weight_update=self.weight_update,
-                          exact=self.exact, tol=self.tol, max_iter=self.max_iter,
-                          callback=callback)
+            result = solve_cskl(
+                mk,
+                y,
+                self.t,
+                svm=self.svm,
+                C=self.C,
+                nu=self.nu,
+                problems=self._problems(y),
+                weight_update=self.weight_update,
+                exact=self.exact,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                callback=callback,
+            )
         finally:
             self._end_callbacks()
         self._store_model(mk, y, result)
@@ -451,8 +486,19 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         "multi_class": [StrOptions(set(SCHEMES))],
     }
 
-    def __init__(self, kernel=None, p=2.0, C=1.0, svm="l2", nu=0.5, tol=1e-3, max_iter=100,
-                 verbose=0, multi_class="ovr", kernels="deprecated"):
+    def __init__(
+        self,
+        kernel=None,
+        p=2.0,
+        C=1.0,
+        svm="l2",
+        nu=0.5,
+        tol=1e-3,
+        max_iter=100,
+        verbose=0,
+        multi_class="ovr",
+        kernels="deprecated",
+    ):
         self.kernel = kernel
         self.kernels = kernels
         self.p = p
@@ -471,9 +517,18 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         mk, y = self._training_kernels(X, y)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
-            result = solve_lp_mkl(mk, y, self.p, svm=self.svm, C=self.C, nu=self.nu,
-                            problems=self._problems(y), tol=self.tol,
-                            max_iter=self.max_iter, callback=callback)
+            result = solve_lp_mkl(
+                mk,
+                y,
+                self.p,
+                svm=self.svm,
+                C=self.C,
+                nu=self.nu,
+                problems=self._problems(y),
+                tol=self.tol,
+                max_iter=self.max_iter,
+                callback=callback,
+            )
         finally:
             self._end_callbacks()
         self._store_model(mk, y, result)

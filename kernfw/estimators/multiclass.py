@@ -205,10 +205,30 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "shrinking": ["boolean"],
     }
 
-    def __init__(self, loss="max_hinge", k=1, rho=None, cost=None, C=1.0, lam=None,
-                 smoothing=0.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, solver="bcfw",
-                 tol=3e-2, max_iter=1000, warm_start=False, verbose=0, max_time=None,
-                 check_every="auto", random_state=None, cache_size=200.0, shrinking=True):
+    def __init__(
+        self,
+        loss="max_hinge",
+        k=1,
+        rho=None,
+        cost=None,
+        C=1.0,
+        lam=None,
+        smoothing=0.0,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        solver="bcfw",
+        tol=3e-2,
+        max_iter=1000,
+        warm_start=False,
+        verbose=0,
+        max_time=None,
+        check_every="auto",
+        random_state=None,
+        cache_size=200.0,
+        shrinking=True,
+    ):
         self.loss = loss
         self.k = k
         self.rho = rho
@@ -235,8 +255,11 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     def _warm_start_point(self, loss, classes, n):
         if not (self.warm_start and hasattr(self, "dual_coef_")):
             return None
-        same = (self.dual_coef_.shape == (classes.size, n)
-                and np.array_equal(self.classes_, classes) and self._fit_loss == loss)
+        same = (
+            self.dual_coef_.shape == (classes.size, n)
+            and np.array_equal(self.classes_, classes)
+            and self._fit_loss == loss
+        )
         return self.dual_coef_ if same else None
 
     # -- fit -----------------------------------------------------------------------------------
@@ -263,12 +286,15 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self._check_psd(op)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
-            raise ValueError(f"MultiClassSVM needs at least 2 classes; got {classes.size} "
-                             f"class ({classes[0]!r})")
-        if self.rho is not None and not (isinstance(self.loss, str)
-                                         and self.loss in ("weighted_topk", "weighted_usunier")):
-            raise ValueError(f"rho is only used by loss='weighted_topk' or 'weighted_usunier', "
-                             f"not {self.loss!r}")
+            raise ValueError(
+                f"MultiClassSVM needs at least 2 classes; got {classes.size} class ({classes[0]!r})"
+            )
+        if self.rho is not None and not (
+            isinstance(self.loss, str) and self.loss in ("weighted_topk", "weighted_usunier")
+        ):
+            raise ValueError(
+                f"rho is only used by loss='weighted_topk' or 'weighted_usunier', not {self.loss!r}"
+            )
         loss = make_loss(self.loss, self.k, self.rho, self.cost)
         self.lam_ = resolve_lam(self.C, self.lam, op.n)
         if self.solver == "pg" and self.smoothing > 0:
@@ -277,12 +303,24 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         callback = self._fw_callback(self.max_iter, X, y)
         try:
             result = solve_multiclass(
-                op, y_enc, loss=loss, lam=self.lam_, smoothing=self.smoothing,
-                solver=self.solver, n_classes=classes.size, A_init=A_init, tol=0.0,
-                rtol=self.tol, max_iter=self.max_iter, max_time=self.max_time,
-                check_every=self.check_every, callback=callback,
-                random_state=solver_seed(self.random_state), shrinking=self.shrinking,
-                shrink_classes=self.shrinking)
+                op,
+                y_enc,
+                loss=loss,
+                lam=self.lam_,
+                smoothing=self.smoothing,
+                solver=self.solver,
+                n_classes=classes.size,
+                A_init=A_init,
+                tol=0.0,
+                rtol=self.tol,
+                max_iter=self.max_iter,
+                max_time=self.max_time,
+                check_every=self.check_every,
+                callback=callback,
+                random_state=solver_seed(self.random_state),
+                shrinking=self.shrinking,
+                shrink_classes=self.shrinking,
+            )
         finally:
             self._end_callbacks()
         self._store_result(result)
@@ -298,7 +336,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
             self.__dict__.pop(stale, None)
         self.dual_coef_ = A
         self.support_ = np.flatnonzero(np.any(A != 0, axis=0))
-        self._support_coef = A[:, self.support_].T / scale       # (|support|, m)
+        self._support_coef = A[:, self.support_].T / scale  # (|support|, m)
         if isinstance(self.kernel, str) and self.kernel == "linear":
             self.coef_ = np.asarray(safe_sparse_dot(A, X, dense_output=True)) / scale
         else:
@@ -325,8 +363,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         others (see :func:`_rowwise_product`)."""
         check_is_fitted(self)
         if hasattr(self, "coef_"):
-            X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                              dtype=(np.float64, np.float32), reset=False)
+            X = validate_data(
+                self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False
+            )
             return _rowwise_product(X, self.coef_.T)
         return _rowwise_product(self._support_kernel(self._new_input(X)), self._support_coef)
 

@@ -15,16 +15,21 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from ._base import with_callbacks
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import make_operator
-from ..solvers.mkl.online import (AVERAGES, LOSSES, METHODS, ExplicitGroup,
-                                  factored_positions, solve_online_mkl)
+from ..solvers.mkl.online import (
+    AVERAGES,
+    LOSSES,
+    METHODS,
+    ExplicitGroup,
+    factored_positions,
+    solve_online_mkl,
+)
 from ..solvers.mkl.prox import REGULARIZERS
 from ..structured import Chain, MultiClass
-from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam
+from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam, with_callbacks
 from .mkl import NORMALIZATION, _MKLClassifier, default_kernels
 
 __all__ = ["OnlineMKLClassifier", "OnlineMKLStructured"]
@@ -79,10 +84,16 @@ def _check_columns(groups, d):
         idx = np.arange(d)[g] if isinstance(g, slice) else np.asarray(g)
         if idx.dtype == bool:
             idx = np.flatnonzero(idx)
-        if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer) or idx.min() < -d \
-                or idx.max() >= d:
-            raise ValueError(f"feature group {j} must be a non-empty set of column indices in "
-                             f"0..{d - 1}, got {g!r}")
+        if (
+            idx.size == 0
+            or not np.issubdtype(idx.dtype, np.integer)
+            or idx.min() < -d
+            or idx.max() >= d
+        ):
+            raise ValueError(
+                f"feature group {j} must be a non-empty set of column indices in "
+                f"0..{d - 1}, got {g!r}"
+            )
         out.append(np.unique(idx % d))
     if out and np.concatenate(out).size != np.unique(np.concatenate(out)).size:
         raise ValueError("feature groups must be disjoint")
@@ -110,11 +121,23 @@ class _OnlineMKLMixin(FWEstimatorMixin):
         max_iter = resolve_deprecated(self, "n_epochs", "max_iter")
         callback = self._fw_callback(max_iter, X, Y)
         try:
-            result = solve_online_mkl(model, X, Y, groups, loss=self.loss,
-                                      regularizer=self.regularizer, lam=lam, lam2=self.lam2,
-                                      eta0=eta0, max_iter=max_iter, radius=self.radius,
-                                      average=self.average, method=self.method,
-                                      random_state=_seed(self.random_state), callback=callback)
+            result = solve_online_mkl(
+                model,
+                X,
+                Y,
+                groups,
+                loss=self.loss,
+                regularizer=self.regularizer,
+                lam=lam,
+                lam2=self.lam2,
+                eta0=eta0,
+                max_iter=max_iter,
+                radius=self.radius,
+                average=self.average,
+                method=self.method,
+                random_state=_seed(self.random_state),
+                callback=callback,
+            )
         finally:
             self._end_callbacks()
         sol = result.solution
@@ -238,10 +261,27 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         "n_epochs": [Interval(Integral, 1, None, closed="left"), StrOptions({"deprecated"})],
     }
 
-    def __init__(self, kernel=None, groups=None, C=1.0, lam=None, loss="hinge",
-                 regularizer="squared_l21", lam2=None, cost=None, eta0=1.0, max_iter=10,
-                 radius=None, average="epoch", method="proximal", random_state=None, verbose=0,
-                 kernels="deprecated", eta="deprecated", n_epochs="deprecated"):
+    def __init__(
+        self,
+        kernel=None,
+        groups=None,
+        C=1.0,
+        lam=None,
+        loss="hinge",
+        regularizer="squared_l21",
+        lam2=None,
+        cost=None,
+        eta0=1.0,
+        max_iter=10,
+        radius=None,
+        average="epoch",
+        method="proximal",
+        random_state=None,
+        verbose=0,
+        kernels="deprecated",
+        eta="deprecated",
+        n_epochs="deprecated",
+    ):
         self.kernel = kernel
         self.groups = groups
         self.C = C
@@ -283,8 +323,9 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
             raise ValueError(f"online MKL needs at least two classes; y has {m} class")
         if self._is_precomputed():
             if self.groups is not None:
-                raise ValueError("groups (explicit feature groups) need feature input, not "
-                                 "kernel='precomputed'")
+                raise ValueError(
+                    "groups (explicit feature groups) need feature input, not kernel='precomputed'"
+                )
             Xf, columns = np.zeros((mk.n, 1)), []
         else:
             Xf = np.asarray(Xv, dtype=float)
@@ -293,15 +334,17 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Xs = Xf * self.feature_scale_
         model = MultiClass(m, cost=self.cost)
         d = Xs.shape[1]
-        groups = ([ExplicitGroup(_unary_indices(model, g, d)) for g in columns]
-                  + ([] if mk is None else list(mk.operators)))
+        groups = [ExplicitGroup(_unary_indices(model, g, d)) for g in columns] + (
+            [] if mk is None else list(mk.operators)
+        )
         self._solve(model, Xs, y_idx, groups, y_idx.size)
         self.n_kernels_ = 0 if mk is None else mk.p
         self.n_groups_ = len(groups)
         self.n_train_ = y_idx.size
         self.selected_kernels_ = self.active_groups_
-        self._predict_op = (None if mk is None or self.support_.size == 0
-                            else mk.subset(self.support_))
+        self._predict_op = (
+            None if mk is None or self.support_.size == 0 else mk.subset(self.support_)
+        )
         return self
 
     def scores(self, X):
@@ -317,8 +360,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
             Xt = self._test_kernels(X)
             n_new = Xt.shape[0]
             explicit = (Xt * self.feature_scale_) @ self.coef_.reshape(m, -1).T
-            cross = ([] if self._predict_op is None
-                     else [op.cross(Xt) for op in self._predict_op.operators])
+            cross = (
+                []
+                if self._predict_op is None
+                else [op.cross(Xt) for op in self._predict_op.operators]
+            )
         if not cross or self.support_.size == 0:
             return explicit
         return explicit + sum(K @ self.dual_coef_[k] for k, K in enumerate(cross))
@@ -385,9 +431,23 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
 
     _parameter_constraints = {**_ONLINE_CONSTRAINTS, "model": [object], "groups": [None, list]}
 
-    def __init__(self, model, groups=None, C=1.0, lam=None, loss="hinge",
-                 regularizer="squared_l21", lam2=None, eta0=1.0, max_iter=10, radius=None,
-                 average="epoch", method="proximal", random_state=None, verbose=0):
+    def __init__(
+        self,
+        model,
+        groups=None,
+        C=1.0,
+        lam=None,
+        loss="hinge",
+        regularizer="squared_l21",
+        lam2=None,
+        eta0=1.0,
+        max_iter=10,
+        radius=None,
+        average="epoch",
+        method="proximal",
+        random_state=None,
+        verbose=0,
+    ):
         self.model = model
         self.groups = groups
         self.C = C
@@ -416,14 +476,19 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         positions = factored_positions(model, X)
         specs = self.groups
         if specs is None:
-            specs = ((default_kernels(positions[0]) if positions is not None else [])
-                     + (["transitions"] if isinstance(model, Chain) else []))
+            specs = (default_kernels(positions[0]) if positions is not None else []) + (
+                ["transitions"] if isinstance(model, Chain) else []
+            )
             if positions is None:
                 specs = [np.arange(model.size_joint_feature)]
         columns, explicit, kernels, names = [], [], [], []
         for spec in specs:
-            if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) \
-                    and spec[0] == "features":
+            if (
+                isinstance(spec, tuple)
+                and len(spec) == 2
+                and isinstance(spec[0], str)
+                and spec[0] == "features"
+            ):
                 if positions is None:
                     raise ValueError("('features', columns) groups need MultiClass or Chain")
                 cols = _check_columns([spec[1]], positions[0].shape[1])[0]
@@ -440,10 +505,17 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                 names.append(f"phi[{len(explicit) - 1}]")
             else:
                 if positions is None:
-                    raise ValueError(f"kernel groups need MultiClass or Chain, got "
-                                     f"{type(model).__name__}")
-                kernels.append(make_operator(positions[0], spec, normalization=NORMALIZATION,
-                                             **_backend(positions[0].shape[0])))
+                    raise ValueError(
+                        f"kernel groups need MultiClass or Chain, got {type(model).__name__}"
+                    )
+                kernels.append(
+                    make_operator(
+                        positions[0],
+                        spec,
+                        normalization=NORMALIZATION,
+                        **_backend(positions[0].shape[0]),
+                    )
+                )
                 names.append(f"kernel {spec!r}")
         if positions is not None:
             scale = _feature_scale(positions[0], columns)
@@ -507,7 +579,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         out = []
         for i in range(len(offsets) - 1):
             x = prepared[i]
-            node = knode[offsets[i]:offsets[i + 1]]
+            node = knode[offsets[i] : offsets[i + 1]]
             if isinstance(model, Chain):
                 theta, GT = model.node_scores(x, self.coef_)
                 out.append(model_decode_chain(theta + node, GT))

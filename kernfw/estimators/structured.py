@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Hidden, HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..losses import MaxHinge, StructuredHinge
@@ -16,8 +16,7 @@ from ..solvers.multiclass import solve_multiclass
 from ..solvers.structural import StructuredProblem, solve_structural_bcfw, solve_structural_fw
 from ..solvers.subgradient import solve_structural_ssg
 from ..structured import MultiClass
-from ._base import (FWEstimatorMixin, resolve_deprecated, resolve_lam, solver_seed,
-                    with_callbacks)
+from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam, solver_seed, with_callbacks
 
 __all__ = ["StructuredSVM"]
 
@@ -157,13 +156,33 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         "sample": [StrOptions({"uniform", "perm"})],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
-        "max_passes": [Interval(Integral, 0, None, closed="left"), Hidden(StrOptions({"deprecated"}))],
-        "gap_every": [Interval(Integral, 1, None, closed="left"), Hidden(StrOptions({"deprecated"}))],
+        "max_passes": [
+            Interval(Integral, 0, None, closed="left"),
+            Hidden(StrOptions({"deprecated"})),
+        ],
+        "gap_every": [
+            Interval(Integral, 1, None, closed="left"),
+            Hidden(StrOptions({"deprecated"})),
+        ],
     }
 
-    def __init__(self, model, C=1.0, lam=None, solver="auto", step="exact", averaging=True,
-                 max_iter=2000, tol=1e-3, check_every=5, sample="uniform", random_state=None,
-                 verbose=0, max_passes="deprecated", gap_every="deprecated"):
+    def __init__(
+        self,
+        model,
+        C=1.0,
+        lam=None,
+        solver="auto",
+        step="exact",
+        averaging=True,
+        max_iter=2000,
+        tol=1e-3,
+        check_every=5,
+        sample="uniform",
+        random_state=None,
+        verbose=0,
+        max_passes="deprecated",
+        gap_every="deprecated",
+    ):
         self.model = model
         self.C = C
         self.lam = lam
@@ -187,8 +206,10 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     def _check_sparse(self, X):
         if sp.issparse(X) and not getattr(self.model, "accepts_sparse", False):
-            raise TypeError(f"{type(self.model).__name__} does not accept sparse input; "
-                            "pass dense arrays (MultiClass accepts scipy.sparse matrices)")
+            raise TypeError(
+                f"{type(self.model).__name__} does not accept sparse input; "
+                "pass dense arrays (MultiClass accepts scipy.sparse matrices)"
+            )
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
@@ -216,37 +237,66 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             pairwise = isinstance(self.model, MultiClass) and self.step == "exact"
             solver = "pairwise" if pairwise else "bcfw"
         if self.step != "exact" and solver not in ("fw", "bcfw"):
-            raise ValueError(f"step={self.step!r} applies to solver 'fw' and 'bcfw' only; "
-                             f"solver={solver!r} takes its own steps (use step='exact')")
+            raise ValueError(
+                f"step={self.step!r} applies to solver 'fw' and 'bcfw' only; "
+                f"solver={solver!r} takes its own steps (use step='exact')"
+            )
         self._check_sparse(X)
         if y is None:
-            raise ValueError("StructuredSVM requires y to be passed, but the target y is None "
-                             "(Y holds the outputs in the model's format)")
+            raise ValueError(
+                "StructuredSVM requires y to be passed, but the target y is None "
+                "(Y holds the outputs in the model's format)"
+            )
         model = copy.deepcopy(self.model).initialize(X, Y)
         self.lam_ = resolve_lam(self.C, self.lam, len(Y))
         callback = self._fw_callback(max_iter, X, Y)
         rule = _STEP_RULES[self.step]
-        blocks = dict(sample=self.sample, random_state=solver_seed(self.random_state),
-                      callback=callback)
+        blocks = dict(
+            sample=self.sample, random_state=solver_seed(self.random_state), callback=callback
+        )
         try:
             if solver == "fw":
-                result = solve_structural_fw(model, X, Y, self.lam_, step=rule,
-                                             max_iter=max_iter, tol=self.tol, callback=callback)
+                result = solve_structural_fw(
+                    model,
+                    X,
+                    Y,
+                    self.lam_,
+                    step=rule,
+                    max_iter=max_iter,
+                    tol=self.tol,
+                    callback=callback,
+                )
                 coef = result["w"]
             elif solver == "bcfw":
-                result = solve_structural_bcfw(model, X, Y, self.lam_, averaging=self.averaging,
-                                               step=rule, max_iter=max_iter, tol=self.tol,
-                                               check_every=check_every, **blocks)
+                result = solve_structural_bcfw(
+                    model,
+                    X,
+                    Y,
+                    self.lam_,
+                    averaging=self.averaging,
+                    step=rule,
+                    max_iter=max_iter,
+                    tol=self.tol,
+                    check_every=check_every,
+                    **blocks,
+                )
                 coef = result["w"]
             elif solver == "cutting_plane":
-                result = solve_structural_cutting_plane(model, X, Y, self.lam_,
-                                                        max_iter=max_iter, tol=self.tol,
-                                                        callback=callback)
+                result = solve_structural_cutting_plane(
+                    model, X, Y, self.lam_, max_iter=max_iter, tol=self.tol, callback=callback
+                )
                 coef = result["w"]
             elif solver == "ssg":
-                result = solve_structural_ssg(model, X, Y, self.lam_, averaging=self.averaging,
-                                              max_iter=max_iter, check_every=check_every,
-                                              **blocks)
+                result = solve_structural_ssg(
+                    model,
+                    X,
+                    Y,
+                    self.lam_,
+                    averaging=self.averaging,
+                    max_iter=max_iter,
+                    check_every=check_every,
+                    **blocks,
+                )
                 coef = result["w"]
             else:
                 result, coef = self._fit_pairwise(model, X, Y, max_iter, check_every, blocks)
@@ -264,16 +314,26 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     def _fit_pairwise(self, model, X, Y, max_iter, check_every, blocks):
         """The multi-class dual with pairwise block steps (math.md §3.7, §3.9), linear kernel."""
         if not isinstance(model, MultiClass):
-            raise ValueError("solver='pairwise' needs a MultiClass model, "
-                             f"got {type(model).__name__}")
+            raise ValueError(
+                f"solver='pairwise' needs a MultiClass model, got {type(model).__name__}"
+            )
         op = Features(model.prepare(X))
         m = model.n_classes
         zero_one = np.array_equal(model.cost, 1.0 - np.eye(m))
         loss = MaxHinge() if zero_one else StructuredHinge(model.cost)
-        result = solve_multiclass(op, model.check_labels(Y), loss=loss, lam=self.lam_,
-                                  solver="bcfw", block_step="pairwise", n_classes=m,
-                                  tol=self.tol, max_iter=max_iter,
-                                  check_every=check_every, **blocks)
+        result = solve_multiclass(
+            op,
+            model.check_labels(Y),
+            loss=loss,
+            lam=self.lam_,
+            solver="bcfw",
+            block_step="pairwise",
+            n_classes=m,
+            tol=self.tol,
+            max_iter=max_iter,
+            check_every=check_every,
+            **blocks,
+        )
         result.history["pass"] = result.history["iteration"].astype(float)
         # W = Xᵀ Aᵀ/(λn), (d, m); coef_ = vec(Wᵀ)
         W = np.asarray(op.primal(result["A"].T), dtype=float) / (self.lam_ * op.n)

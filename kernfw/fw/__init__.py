@@ -3,9 +3,19 @@
 from .block import BlockCoordinateIterate, WeightedAverage, block_order
 from .loop import FWIterate, run
 from .result import Certificate, FWResult
-from .steps import (armijo_step, away_step_max, block_standard_step, quadratic_step,
-                    standard_step)
+from .steps import armijo_step, away_step_max, block_standard_step, quadratic_step, standard_step
 
-__all__ = ["FWIterate", "run", "Certificate", "FWResult", "quadratic_step",
-           "standard_step", "block_standard_step", "away_step_max", "armijo_step",
-           "block_order", "WeightedAverage", "BlockCoordinateIterate"]
+__all__ = [
+    "FWIterate",
+    "run",
+    "Certificate",
+    "FWResult",
+    "quadratic_step",
+    "standard_step",
+    "block_standard_step",
+    "away_step_max",
+    "armijo_step",
+    "block_order",
+    "WeightedAverage",
+    "BlockCoordinateIterate",
+]

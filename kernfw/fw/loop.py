@@ -61,8 +61,18 @@ def _should_certify(t, check_every):
     return t % check_every == 0
 
 
-def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
-        keep_best=True, remedy="increase max_iter or tol", name="Frank-Wolfe"):
+def run(
+    iterate,
+    *,
+    tol,
+    max_iter,
+    max_time=None,
+    check_every=1,
+    callback=None,
+    keep_best=True,
+    remedy="increase max_iter or tol",
+    name="Frank-Wolfe",
+):
     """Drive ``iterate`` until its stopping rule holds or a budget runs out.
 
     Parameters
@@ -106,8 +116,14 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
     def certify(t):
         nonlocal best
         cert = iterate.certificate()
-        row = {"iteration": iterate.work_done(t), "time": time.perf_counter() - start,
-               "primal": cert.primal, "dual": cert.dual, "gap": cert.gap, "step": step}
+        row = {
+            "iteration": iterate.work_done(t),
+            "time": time.perf_counter() - start,
+            "primal": cert.primal,
+            "dual": cert.dual,
+            "gap": cert.gap,
+            "step": step,
+        }
         row.update(cert.extra)
         rows.append(row)
         if keep_best and (best is None or cert.gap < best[1].gap):
@@ -147,8 +163,17 @@ def run(iterate, *, tol, max_iter, max_time=None, check_every=1, callback=None,
             f"{name} stopped at {limit} with duality gap {final.gap:.3g} before its "
             f"stopping rule ({iterate.stopping_rule(tol)}) held; the {returned} iterate is "
             f"returned. To converge, {remedy}.",
-            ConvergenceWarning, stacklevel=3,
+            ConvergenceWarning,
+            stacklevel=3,
         )
-    return FWResult(solution=solution, primal=final.primal, dual=final.dual, gap=final.gap,
-                    n_iter=n_iter, converged=converged, status=status,
-                    history=history_arrays(rows), time=elapsed)
+    return FWResult(
+        solution=solution,
+        primal=final.primal,
+        dual=final.dual,
+        gap=final.gap,
+        n_iter=n_iter,
+        converged=converged,
+        status=status,
+        history=history_arrays(rows),
+        time=elapsed,
+    )

@@ -69,8 +69,10 @@ class FWResult:
         return self.solution[key]
 
     def __repr__(self):
-        return (f"FWResult(status={self.status!r}, n_iter={self.n_iter}, "
-                f"primal={self.primal:.6g}, dual={self.dual:.6g}, gap={self.gap:.3g})")
+        return (
+            f"FWResult(status={self.status!r}, n_iter={self.n_iter}, "
+            f"primal={self.primal:.6g}, dual={self.dual:.6g}, gap={self.gap:.3g})"
+        )
 
 
 def history_arrays(rows):

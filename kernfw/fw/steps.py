@@ -7,8 +7,7 @@ are plain scalar functions that compiled backends reuse as they are
 
 import math
 
-__all__ = ["quadratic_step", "standard_step", "block_standard_step", "away_step_max",
-           "armijo_step"]
+__all__ = ["quadratic_step", "standard_step", "block_standard_step", "away_step_max", "armijo_step"]
 
 
 def quadratic_step(slope, curvature, step_max=1.0):
@@ -58,8 +57,9 @@ def away_step_max(weight):
     return math.inf if weight >= 1.0 else weight / (1.0 - weight)
 
 
-def armijo_step(objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0.5,
-                max_backtracks=30):
+def armijo_step(
+    objective, value, slope, step_max=1.0, sufficient=1e-4, shrink=0.5, max_backtracks=30
+):
     """Armijo backtracking for *minimizing* ``φ(τ)`` along a descent direction or arc.
 
     Tries ``τ = step_max, shrink·step_max, …`` and accepts the first ``τ`` with

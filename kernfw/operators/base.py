@@ -79,9 +79,7 @@ def check_block(V, n):
     """Check a right-hand side ``V`` of shape (n,) or (n, r) for ``K @ V``."""
     V = np.asarray(V)
     if V.ndim not in (1, 2) or V.shape[0] != n:
-        raise ValueError(
-            f"matmat expects an array of shape ({n},) or ({n}, r); got {V.shape}"
-        )
+        raise ValueError(f"matmat expects an array of shape ({n},) or ({n}, r); got {V.shape}")
     return V
 
 
@@ -137,9 +135,7 @@ class KernelOperator(ABC):
         Needed to normalize cross kernels (unit-diagonal normalization) and by
         the minimum enclosing ball.  Backends that cannot compute it raise.
         """
-        raise TypeError(
-            f"{type(self).__name__} cannot evaluate k(x, x) for new points"
-        )
+        raise TypeError(f"{type(self).__name__} cannot evaluate k(x, x) for new points")
 
     # -- arrays and operator trees (compiled backends, sweeps) --------------------------
     def compiled_view(self):

@@ -96,21 +96,28 @@ class MultiKernel(KernelOperator):
 
     def matmat(self, V):
         V = check_block(V, self.n)
-        return self._sum(((w, op.matmat(V)) for w, op in self._active()), V.shape,
-                         np.result_type(self.dtype, V.dtype))
+        return self._sum(
+            ((w, op.matmat(V)) for w, op in self._active()),
+            V.shape,
+            np.result_type(self.dtype, V.dtype),
+        )
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
-        return self._sum(((w, op.columns(idx)) for w, op in self._active()),
-                         (self.n, idx.size))
+        return self._sum(((w, op.columns(idx)) for w, op in self._active()), (self.n, idx.size))
 
     def _split_new(self, X_new):
         """One input per kernel: a list of p 2-D inputs (e.g. test Grams) or a
         3-D array; any other ``X_new`` (also nested lists of rows) goes to all."""
-        if isinstance(X_new, (list, tuple)) and X_new and all(
-                sp.issparse(x) or np.ndim(x) == 2 for x in X_new):
+        if (
+            isinstance(X_new, (list, tuple))
+            and X_new
+            and all(sp.issparse(x) or np.ndim(x) == 2 for x in X_new)
+        ):
             if len(X_new) != self.p:
-                raise ValueError(f"expected {self.p} test inputs (one per kernel), got {len(X_new)}")
+                raise ValueError(
+                    f"expected {self.p} test inputs (one per kernel), got {len(X_new)}"
+                )
             return list(X_new)
         arr = np.asarray(X_new) if not hasattr(X_new, "tocsr") else X_new
         if getattr(arr, "ndim", 2) == 3:
@@ -123,19 +130,30 @@ class MultiKernel(KernelOperator):
         inputs = self._split_new(X_new)
         if not np.any(self.weights):
             return 0.0 * self.operators[0].cross(inputs[0], idx)
-        return self._sum(((w, op.cross(x, idx)) for w, op, x in
-                          zip(self.weights, self.operators, inputs) if w != 0), None)
+        return self._sum(
+            (
+                (w, op.cross(x, idx))
+                for w, op, x in zip(self.weights, self.operators, inputs)
+                if w != 0
+            ),
+            None,
+        )
 
     def new_diag(self, X_new):
         inputs = self._split_new(X_new)
         if not np.any(self.weights):
             return 0.0 * self.operators[0].new_diag(inputs[0])
-        return self._sum(((w, op.new_diag(x)) for w, op, x in
-                          zip(self.weights, self.operators, inputs) if w != 0), None)
+        return self._sum(
+            (
+                (w, op.new_diag(x))
+                for w, op, x in zip(self.weights, self.operators, inputs)
+                if w != 0
+            ),
+            None,
+        )
 
     def subset(self, idx):
         return MultiKernel([op.subset(idx) for op in self.operators], self.weights)
 
     def __repr__(self):
         return f"MultiKernel(p={self.p}, n={self.n}, weights={np.round(self.weights, 4).tolist()})"
-

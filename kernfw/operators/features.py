@@ -58,7 +58,7 @@ class Features(KernelOperator):
         if sp.issparse(X):
             if not X.has_canonical_format:
                 X = X.copy()
-                X.sum_duplicates()                  # one entry per (i, feature), sorted
+                X.sum_duplicates()  # one entry per (i, feature), sorted
         else:
             X = np.ascontiguousarray(X)
         return CompiledView("features", X)

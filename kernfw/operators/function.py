@@ -57,8 +57,17 @@ class KernelFunction(KernelOperator):
         Number of whole columns (``n`` values each) that fit in ``cache_size`` MB.
     """
 
-    def __init__(self, X, kernel="rbf", cache_size=200.0, batch_size=256,
-                 feature_columns=None, check=True, dtype=None, **params):
+    def __init__(
+        self,
+        X,
+        kernel="rbf",
+        cache_size=200.0,
+        batch_size=256,
+        feature_columns=None,
+        check=True,
+        dtype=None,
+        **params,
+    ):
         self.X = check_features(X) if check else X
         if sp.issparse(self.X):
             self.X = self.X.tocsr()  # row blocks are sliced all the time (no copy if CSR)
@@ -92,8 +101,12 @@ class KernelFunction(KernelOperator):
     @property
     def cache_info(self):
         """Dict of ``hits``, ``misses``, ``cached`` columns and ``max_cached``."""
-        return {"hits": self.hits, "misses": self.misses,
-                "cached": len(self._cache), "max_cached": self.max_cached}
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "cached": len(self._cache),
+            "max_cached": self.max_cached,
+        }
 
     def clear_cache(self):
         """Forget every cached column and reset the counters."""
@@ -125,8 +138,11 @@ class KernelFunction(KernelOperator):
         """Squared norms of the training rows the kernel sees (for rbf blocks); computed once."""
         if self._sq_norms is None:
             X = self.kernel.select(self.X)
-            self._sq_norms = (np.einsum("ij,ij->i", X, X) if isinstance(X, np.ndarray)
-                              else np.zeros(self.n, dtype=self.dtype))
+            self._sq_norms = (
+                np.einsum("ij,ij->i", X, X)
+                if isinstance(X, np.ndarray)
+                else np.zeros(self.n, dtype=self.dtype)
+            )
         return self._sq_norms
 
     def column_view(self):
@@ -138,11 +154,13 @@ class KernelFunction(KernelOperator):
             return None
         X = self.kernel.select(self.X)
         if X.dtype == np.float32 and self.dtype == np.float64:
-            return None       # float64 values from float32 features: the operator's own path
+            return None  # float64 values from float32 features: the operator's own path
         gamma = float(self.kernel.params.get("gamma", 1.0 / X.shape[1]))
-        return CompiledView("rbf", np.ascontiguousarray(X, dtype=self.dtype),
-                            {"gamma": gamma, "sq_norms": self._train_sq_norms(),
-                             "cache_size": self.cache_size})
+        return CompiledView(
+            "rbf",
+            np.ascontiguousarray(X, dtype=self.dtype),
+            {"gamma": gamma, "sq_norms": self._train_sq_norms(), "cache_size": self.cache_size},
+        )
 
     # -- protocol ----------------------------------------------------------------
     def diag(self):
@@ -168,7 +186,7 @@ class KernelFunction(KernelOperator):
         self.hits += idx.size - len(missing)
         self.misses += len(missing)
         for start in range(0, len(missing), self.batch_size):
-            pos = np.asarray(missing[start:start + self.batch_size])
+            pos = np.asarray(missing[start : start + self.batch_size])
             sq = self._train_sq_norms()
             # rows k(x_j, X) of the symmetric K are its columns; a C-order
             # (batch, n) block fills the F-order columns contiguously
@@ -182,7 +200,7 @@ class KernelFunction(KernelOperator):
         """A missing column ``K[:, j]``, shape (n, 1), returned without a copy."""
         self.misses += 1
         sq = self._train_sq_norms()
-        col = self.kernel.block(self.X[j:j + 1], self.X, sq[j:j + 1], sq).T
+        col = self.kernel.block(self.X[j : j + 1], self.X, sq[j : j + 1], sq).T
         col = col.astype(self.dtype, copy=False)
         self._store(j, col[:, 0])
         return col
@@ -215,8 +233,8 @@ class KernelFunction(KernelOperator):
         for start in range(0, self.n, self.batch_size):
             stop = min(start + self.batch_size, self.n)
             B = self.kernel(self.X[start:stop], self.X[start:])
-            head = np.triu(B[:, :stop - start])     # the diagonal block, upper triangle
-            B[:, :stop - start] = head + np.triu(head, 1).T
+            head = np.triu(B[:, : stop - start])  # the diagonal block, upper triangle
+            B[:, : stop - start] = head + np.triu(head, 1).T
             out[start:stop, start:] = B
             out[start:, start:stop] = B.T
         np.fill_diagonal(out, self.kernel.diag(self.X))
@@ -231,9 +249,14 @@ class KernelFunction(KernelOperator):
         return Gram(K, kernel=self.kernel, X=self.X, check=False)
 
     def subset(self, idx):
-        return KernelFunction(self.X[as_index(idx, self.n)], self.kernel,
-                              cache_size=self.cache_size, batch_size=self.batch_size,
-                              check=False, dtype=self.dtype)
+        return KernelFunction(
+            self.X[as_index(idx, self.n)],
+            self.kernel,
+            cache_size=self.cache_size,
+            batch_size=self.batch_size,
+            check=False,
+            dtype=self.dtype,
+        )
 
     def __getstate__(self):
         state = self.__dict__.copy()

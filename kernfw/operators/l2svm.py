@@ -52,15 +52,19 @@ class L2SVMKernel(KernelOperator):
     def __init__(self, base, y, C):
         if not isinstance(base, KernelOperator):
             raise TypeError(f"base must be a KernelOperator, got {type(base).__name__}")
-        if (isinstance(C, bool) or not isinstance(C, numbers.Real) or not C > 0
-                or not math.isfinite(C)):
+        if (
+            isinstance(C, bool)
+            or not isinstance(C, numbers.Real)
+            or not C > 0
+            or not math.isfinite(C)
+        ):
             raise ValueError(f"C must be a positive finite number, got {C!r}")
         self.base = base
         self.y = check_binary_labels(y, base.n)
         self.C = float(C)
         self.n = base.n
         self.dtype = np.result_type(base.dtype, np.float64)
-        self._signed_y = (-self.y[:, None], self.y[:, None])   # y_i y for y_i = −1, +1
+        self._signed_y = (-self.y[:, None], self.y[:, None])  # y_i y for y_i = −1, +1
 
     def column_view(self):
         """A :class:`~kernfw.operators.base.CompiledView` of kind "l2svm" over the base
@@ -77,7 +81,7 @@ class L2SVMKernel(KernelOperator):
     def columns(self, idx):
         idx = as_index(idx, self.n)
         out = np.add(self.base.columns(idx), 1.0, dtype=np.float64)
-        if idx.size == 1:      # the solvers' case: y_i y is y or −y, one pass
+        if idx.size == 1:  # the solvers' case: y_i y is y or −y, one pass
             i = int(idx[0])
             out *= self._signed_y[int(self.y[i] > 0)]
             out[i, 0] += 1.0 / self.C

@@ -61,14 +61,17 @@ class Normalized(KernelOperator):
                 raise ValueError("unit-diagonal normalization needs K_ii > 0 for every point")
             return {"inv_sqrt_diag": 1.0 / np.sqrt(d)}
         row_mean = base.matmat(np.ones(base.n, dtype=base.dtype)) / base.n
-        return {"row_mean": row_mean, "grand_mean": float(row_mean.mean(dtype=np.float64)),
-                "train": base}
+        return {
+            "row_mean": row_mean,
+            "grand_mean": float(row_mean.mean(dtype=np.float64)),
+            "train": base,
+        }
 
     def map_operators(self, fn):
         out = copy.copy(self)
         out.base = fn(self.base)
         train = self._stats.get("train")
-        if train is not None:                      # the centering statistics' kernel
+        if train is not None:  # the centering statistics' kernel
             out._stats = dict(self._stats, train=out.base if train is self.base else fn(train))
         return out
 
@@ -128,8 +131,7 @@ class Normalized(KernelOperator):
 
     def subset(self, idx):
         idx = as_index(idx, self.n)
-        stats = {k: (v[idx] if isinstance(v, np.ndarray) else v)
-                 for k, v in self._stats.items()}
+        stats = {k: (v[idx] if isinstance(v, np.ndarray) else v) for k, v in self._stats.items()}
         return Normalized(self.base.subset(idx), self.kind, _stats=stats)
 
 

@@ -67,9 +67,7 @@ def resolve_gamma(gamma, X):
         return 1.0 / d
     if _is_real(gamma) and np.isfinite(gamma) and gamma > 0:
         return float(gamma)
-    raise ValueError(
-        f"gamma must be 'scale', 'auto' or a positive finite number, got {gamma!r}"
-    )
+    raise ValueError(f"gamma must be 'scale', 'auto' or a positive finite number, got {gamma!r}")
 
 
 def _check_params(metric, params):
@@ -110,8 +108,7 @@ class PairwiseKernel:
         if isinstance(metric, str):
             if metric not in PAIRWISE_KERNEL_FUNCTIONS:
                 raise ValueError(
-                    f"unknown kernel {metric!r}; expected one of {list(KERNEL_NAMES)} "
-                    "or a callable"
+                    f"unknown kernel {metric!r}; expected one of {list(KERNEL_NAMES)} or a callable"
                 )
             allowed = _PARAMS.get(metric)
             if allowed is not None:
@@ -153,9 +150,13 @@ class PairwiseKernel:
         dominate.  Other kernels, sparse or float32 inputs go to :meth:`__call__`.
         """
         A, B = self.select(A), self.select(B)
-        if not (self.metric in _PRODUCT_KERNELS and isinstance(A, np.ndarray)
-                and isinstance(B, np.ndarray) and A.dtype == np.float64
-                and B.dtype == np.float64):
+        if not (
+            self.metric in _PRODUCT_KERNELS
+            and isinstance(A, np.ndarray)
+            and isinstance(B, np.ndarray)
+            and A.dtype == np.float64
+            and B.dtype == np.float64
+        ):
             return self._evaluate(A, B)
         # one column: a matrix-vector product (numpy's gemm path is slower here)
         out = (A @ B[0])[:, None] if B.shape[0] == 1 else A @ B.T
@@ -185,8 +186,7 @@ class PairwiseKernel:
         out = np.asarray(self.metric(A, B, **self.params))
         if out.shape != (A.shape[0], B.shape[0]):
             raise ValueError(
-                f"kernel callable returned shape {out.shape}, expected "
-                f"{(A.shape[0], B.shape[0])}"
+                f"kernel callable returned shape {out.shape}, expected {(A.shape[0], B.shape[0])}"
             )
         if not np.all(np.isfinite(out)):
             raise ValueError("kernel callable returned NaN or infinity")
@@ -208,7 +208,9 @@ class PairwiseKernel:
             return _sq_norms(A).astype(dtype, copy=False)
         if metric in ("poly", "polynomial"):
             gamma = p.get("gamma", 1.0 / A.shape[1])
-            return ((gamma * _sq_norms(A) + p.get("coef0", 1.0)) ** p.get("degree", 3)).astype(dtype)
+            return ((gamma * _sq_norms(A) + p.get("coef0", 1.0)) ** p.get("degree", 3)).astype(
+                dtype
+            )
         if metric == "sigmoid":
             gamma = p.get("gamma", 1.0 / A.shape[1])
             return np.tanh(gamma * _sq_norms(A) + p.get("coef0", 1.0)).astype(dtype)
@@ -230,14 +232,16 @@ class PairwiseKernel:
             same_columns = cols == other_cols
         else:
             same_columns = other_cols is not None and np.array_equal(cols, other_cols)
-        return (self.metric == other.metric and self.params == other.params
-                and bool(same_columns))
+        return self.metric == other.metric and self.params == other.params and bool(same_columns)
 
     def __hash__(self):
         return hash((self.metric, tuple(sorted(self.params.items()))))
 
     def __repr__(self):
-        name = self.metric if isinstance(self.metric, str) else getattr(
-            self.metric, "__name__", "callable")
+        name = (
+            self.metric
+            if isinstance(self.metric, str)
+            else getattr(self.metric, "__name__", "callable")
+        )
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"{name}({args})"

@@ -77,23 +77,24 @@ def smallest_eigenvalue(op, n_steps=N_STEPS, n_sample=N_SAMPLE, random_state=0):
         alpha[j] = q @ w
         # full reorthogonalization (twice is enough) against the Krylov basis
         for _ in range(2):
-            w -= Q[:, :j + 1] @ (Q[:, :j + 1].T @ w)
+            w -= Q[:, : j + 1] @ (Q[:, : j + 1].T @ w)
         beta[j] = np.linalg.norm(w)
-        if j + 1 == m or beta[j] <= 1e-12 * max(abs(alpha[:j + 1]).max(), 1e-300):
+        if j + 1 == m or beta[j] <= 1e-12 * max(abs(alpha[: j + 1]).max(), 1e-300):
             steps = j + 1  # an invariant subspace: the Ritz values are eigenvalues
             break
         q = w / beta[j]
-    theta = eigh_tridiagonal(alpha[:steps], beta[:steps - 1], eigvals_only=True)
+    theta = eigh_tridiagonal(alpha[:steps], beta[: steps - 1], eigvals_only=True)
     # a principal submatrix K[S, S] interlaces: λ_min(K) ≤ λ_min(K[S, S]); it finds a
     # negative shift of a numerically low-rank K that the first Krylov vectors miss
-    S = np.sort(np.random.RandomState(random_state).permutation(n)[:min(n, n_sample)])
+    S = np.sort(np.random.RandomState(random_state).permutation(n)[: min(n, n_sample)])
     K_SS = np.asarray(op.columns(S), dtype=np.float64)[S]
     sub_min = float(np.linalg.eigvalsh((K_SS + K_SS.T) / 2)[0])
     return min(float(theta[0]), sub_min), float(theta[-1])
 
 
-def check_psd(op, rtol=None, n_steps=N_STEPS, n_sample=N_SAMPLE, action="raise",
-              name="Gram matrix"):
+def check_psd(
+    op, rtol=None, n_steps=N_STEPS, n_sample=N_SAMPLE, action="raise", name="Gram matrix"
+):
     """Raise (or warn) when the operator's ``K`` is detectably not PSD.
 
     ``K`` is declared indefinite when a diagonal entry ``K_ii`` or the Lanczos

@@ -39,6 +39,7 @@ def _reference(name):
     def register(function):
         REFERENCES[name] = function
         return function
+
     return register
 
 
@@ -81,8 +82,14 @@ def _multiclass(est, X, y):
 
     m = len(est.classes_)
     loss = make_loss(est.loss, k=est.k, rho=est.rho, cost=est.cost)
-    result = multiclass_primal(_features(est, X), _class_indices(est, y), loss=loss,
-                               lam=est.lam_, smoothing=est.smoothing, n_classes=m)
+    result = multiclass_primal(
+        _features(est, X),
+        _class_indices(est, y),
+        loss=loss,
+        lam=est.lam_,
+        smoothing=est.smoothing,
+        n_classes=m,
+    )
     return result["value"]
 
 
@@ -126,8 +133,9 @@ def _mkl_problem(est, X, y):
     grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]
     y_idx = _class_indices(est, y)
     scheme = getattr(est, "multi_class", "ovr")
-    problems = [(p.classes, p.index, p.y)
-                for p in binary_problems(y_idx, len(est.classes_), scheme)]
+    problems = [
+        (p.classes, p.index, p.y) for p in binary_problems(y_idx, len(est.classes_), scheme)
+    ]
     return grams, y_idx, coding_matrix(problems, y_idx.size)
 
 
@@ -137,8 +145,10 @@ def _cskl(est, X, y):
     from .mkl import cskl_reference
 
     if est.exact:
-        raise ValueError("compare needs CSKLClassifier(exact=False): the exact-t post-step "
-                         "is not the optimum of a convex problem")
+        raise ValueError(
+            "compare needs CSKLClassifier(exact=False): the exact-t post-step "
+            "is not the optimum of a convex problem"
+        )
     grams, _, codes = _mkl_problem(est, X, y)
     return cskl_reference(grams, codes, est.t, svm=est.svm, C=est.C, nu=est.nu)["value"]
 
@@ -158,12 +168,15 @@ def _online_mkl(est, X, y):
     from .mkl import online_mkl_reference
 
     if est.loss != "hinge" or est.regularizer != "squared_l21" or est.groups is not None:
-        raise ValueError("compare needs OnlineMKLClassifier(loss='hinge', "
-                         "regularizer='squared_l21', groups=None): the cvxpy reference is "
-                         "the squared-l21 MKL hinge problem on kernel groups")
+        raise ValueError(
+            "compare needs OnlineMKLClassifier(loss='hinge', "
+            "regularizer='squared_l21', groups=None): the cvxpy reference is "
+            "the squared-l21 MKL hinge problem on kernel groups"
+        )
     grams, y_idx, _ = _mkl_problem(est, X, y)
-    return online_mkl_reference(grams, y_idx, est.lam_, n_classes=len(est.classes_),
-                                cost=est.cost)["value"]
+    return online_mkl_reference(grams, y_idx, est.lam_, n_classes=len(est.classes_), cost=est.cost)[
+        "value"
+    ]
 
 
 def reference_objective(estimator, X, y=None):
@@ -173,8 +186,7 @@ def reference_objective(estimator, X, y=None):
     """
     name = type(estimator).__name__
     if name not in REFERENCES:
-        raise TypeError(f"no cvxpy reference for {name}; references exist for "
-                        f"{sorted(REFERENCES)}")
+        raise TypeError(f"no cvxpy reference for {name}; references exist for {sorted(REFERENCES)}")
     return float(REFERENCES[name](estimator, X, y))
 
 
@@ -201,8 +213,10 @@ def compare(estimator, X, y=None):
         ``n_iter``, ``converged`` and ``estimator`` (the fitted clone).
     """
     if type(estimator).__name__ not in REFERENCES:
-        raise TypeError(f"no cvxpy reference for {type(estimator).__name__}; references "
-                        f"exist for {sorted(REFERENCES)}")
+        raise TypeError(
+            f"no cvxpy reference for {type(estimator).__name__}; references "
+            f"exist for {sorted(REFERENCES)}"
+        )
     est = clone(estimator)
     start = time.perf_counter()
     est.fit(X) if y is None else est.fit(X, y)

@@ -33,8 +33,7 @@ def meb_reference(K):
     n, r = F.shape
     c = cp.Variable(r)
     r2 = cp.Variable()
-    inside = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")),
-                    axis=1) <= r2
+    inside = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")), axis=1) <= r2
     value = solve_problem(cp.Problem(cp.Minimize(r2), [inside]))
     alpha = np.asarray(inside.dual_value, dtype=np.float64).ravel()
     alpha = np.maximum(alpha, 0.0)
@@ -73,6 +72,12 @@ def l2svm_reference(K, y, C):
     objective = cp.sum_squares(w) + cp.square(b) - 2 * rho + C * cp.sum_squares(xi)
     value = solve_problem(cp.Problem(cp.Minimize(objective), [margin]))
     alpha = np.asarray(margin.dual_value, dtype=np.float64) / 2.0
-    return {"objective": value, "rho": float(rho.value), "b": float(b.value),
-            "xi": np.asarray(xi.value), "alpha": alpha, "coef": alpha * y,
-            "h": F @ np.asarray(w.value) + float(b.value)}
+    return {
+        "objective": value,
+        "rho": float(rho.value),
+        "b": float(b.value),
+        "xi": np.asarray(xi.value),
+        "alpha": alpha,
+        "coef": alpha * y,
+        "h": F @ np.asarray(w.value) + float(b.value),
+    }

@@ -21,9 +21,16 @@ import numpy as np
 
 from .common import factor_gram, require_cvxpy, solve_problem
 
-__all__ = ["cskl_reference", "l1_mkl_reference", "lp_mkl_reference",
-           "prox_squared_l1_reference", "prox_squared_l21_reference", "prox_group_reference",
-           "online_mkl_reference", "online_mkl_objective"]
+__all__ = [
+    "cskl_reference",
+    "l1_mkl_reference",
+    "lp_mkl_reference",
+    "prox_squared_l1_reference",
+    "prox_squared_l21_reference",
+    "prox_group_reference",
+    "online_mkl_reference",
+    "online_mkl_objective",
+]
 
 _SVMS = ("c", "nu", "l2")
 
@@ -57,8 +64,10 @@ def _svm_parts(cp, codes, svm, C, nu):
 
 def _quad_forms(cp, factors, codes, alphas):
     """``d_j = Σ_r ‖F_jᵀ (y_r ∘ α_r)‖²`` as cvxpy expressions."""
-    return [sum(cp.sum_squares(F.T @ cp.multiply(code, a)) for code, a in zip(codes, alphas))
-            for F in factors]
+    return [
+        sum(cp.sum_squares(F.T @ cp.multiply(code, a)) for code, a in zip(codes, alphas))
+        for F in factors
+    ]
 
 
 def _solve_mkl(grams, y, penalty, svm, C, nu):
@@ -97,6 +106,7 @@ def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
     -------
     dict with ``value`` (J*), ``alpha`` (r, n) and ``d`` (p,) at the optimum.
     """
+
     def penalty(cp, d):
         u = cp.Variable()
         return t * u + sum(cp.pos(dj - u) for dj in d), []
@@ -106,6 +116,7 @@ def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
 
 def l1_mkl_reference(grams, y, svm="c", C=1.0, nu=0.5):
     """l1-MKL (SimpleMKL's problem): ``max_α a(α) − c max_j d_j(α)``."""
+
     def penalty(cp, d):
         return cp.max(cp.hstack(d)), []
 
@@ -134,8 +145,9 @@ def prox_squared_l1_reference(v, tau):
     cp = require_cvxpy()
     v = np.asarray(v, dtype=float)
     u = cp.Variable(v.size)
-    solve_problem(cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u - v)
-                                         + 0.5 * tau * cp.square(cp.norm1(u)))))
+    solve_problem(
+        cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u - v) + 0.5 * tau * cp.square(cp.norm1(u))))
+    )
     return u.value
 
 
@@ -164,11 +176,13 @@ def prox_group_reference(groups, kind, tau, tau2=0.0):
     l21 = sum(cp.norm(z, 2) for z in zs)
     l1 = sum(cp.norm1(z) for z in zs)
     ridge = sum(cp.sum_squares(z) for z in zs)
-    penalty = {"squared_l21": lambda: 0.5 * tau * cp.square(l21),
-               "l21": lambda: tau * l21,
-               "ridge": lambda: 0.5 * tau2 * ridge,
-               "l1": lambda: tau2 * l1,
-               "sparse_group_lasso": lambda: tau * l21 + tau2 * l1}[kind]()
+    penalty = {
+        "squared_l21": lambda: 0.5 * tau * cp.square(l21),
+        "l21": lambda: tau * l21,
+        "ridge": lambda: 0.5 * tau2 * ridge,
+        "l1": lambda: tau2 * l1,
+        "sparse_group_lasso": lambda: tau * l21 + tau2 * l1,
+    }[kind]()
     solve_problem(cp.Problem(cp.Minimize(fit + penalty)))
     return [z.value for z in zs]
 
@@ -224,10 +238,14 @@ def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None):
     losses = cp.max(aug, axis=1) - own
     u = cp.Variable()
     norms = [cp.norm(th, "fro") for th in thetas]
-    problem = cp.Problem(cp.Minimize(0.5 * lam * cp.square(u) + cp.sum(losses) / n),
-                         [u >= sum(norms)])
+    problem = cp.Problem(
+        cp.Minimize(0.5 * lam * cp.square(u) + cp.sum(losses) / n), [u >= sum(norms)]
+    )
     value = solve_problem(problem)
     nv = np.array([float(np.linalg.norm(th.value)) for th in thetas])
     total = nv.sum()
-    return {"value": value, "norms": nv,
-            "beta": nv / total if total > 0 else np.full(nv.size, 1.0 / nv.size)}
+    return {
+        "value": value,
+        "norms": nv,
+        "beta": nv / total if total > 0 else np.full(nv.size, 1.0 / nv.size),
+    }

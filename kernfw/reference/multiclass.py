@@ -18,8 +18,7 @@ import numpy as np
 from ..losses import MaxHinge, make_loss
 from .common import require_cvxpy, solve_problem
 
-__all__ = ["multiclass_primal", "loss_polytope_lp", "multiclass_lmo_lp",
-           "smoothed_loss_value"]
+__all__ = ["multiclass_primal", "loss_polytope_lp", "multiclass_lmo_lp", "smoothed_loss_value"]
 
 
 def _decomposition(loss, m):
@@ -99,12 +98,12 @@ def _polytope(cp, beta, loss, m):
     """Constraints ``β ∈ B`` (math.md §1.3), via the permutahedron of ``ρ`` (Rado)."""
     rho = np.asarray(loss.rho(m), dtype=np.float64)
     cum = np.cumsum(rho)
-    if loss.positive_part:                      # 0 ≤ β ≤ p, p ∈ conv(perm ρ)
+    if loss.positive_part:  # 0 ≤ β ≤ p, p ∈ conv(perm ρ)
         p = cp.Variable(m)
         cons = [beta >= 0, beta <= p, cp.sum(p) == cum[-1]]
         cons += [cp.sum_largest(p, j) <= cum[j - 1] for j in range(1, m)]
         return cons
-    theta = cp.Variable()                       # β = θ p, θ ∈ [0, 1]
+    theta = cp.Variable()  # β = θ p, θ ∈ [0, 1]
     cons = [beta >= 0, theta >= 0, theta <= 1, cp.sum(beta) == theta * cum[-1]]
     cons += [cp.sum_largest(beta, j) <= theta * cum[j - 1] for j in range(1, m)]
     return cons

@@ -68,8 +68,10 @@ def structural_primal(model, X, Y, lam, labelings=None):
     Psi, losses, owner = structural_constraints(model, X, Y, labelings)
     w = cp.Variable(Psi.shape[1])
     xi = cp.Variable(len(X))
-    problem = cp.Problem(cp.Minimize(0.5 * lam * cp.sum_squares(w) + cp.sum(xi) / len(X)),
-                         [xi[owner] >= losses - Psi @ w])
+    problem = cp.Problem(
+        cp.Minimize(0.5 * lam * cp.sum_squares(w) + cp.sum(xi) / len(X)),
+        [xi[owner] >= losses - Psi @ w],
+    )
     solve_problem(problem)
     w_opt = np.asarray(w.value, dtype=float)
     return {"w": w_opt, "primal": structural_objective(model, X, Y, lam, w_opt, labelings)}

@@ -10,7 +10,8 @@ of math.md §1.3 then the exact block line search of §3.9 or the
 ``2n/(k + 2n)`` step; up to ``inner_steps`` pairwise steps; or the exact
 solution of the block sub-problem) and updates the scores.  The step rules
 are :mod:`kernfw.fw.steps`'s functions, compiled as they are.  The problem
-reaches the compiled code as one named record, :class:`BlockSpec`.  The arithmetic is the numpy path's, operation for operation and in
+reaches the compiled code as one named record, :class:`BlockSpec`.  The arithmetic is the numpy
+path's, operation for operation and in
 the same order, so both paths give the same iterates, bit for bit in practice
 (``tests/test_multiclass.py`` checks it).  The score storage depends on the
 operator:
@@ -46,14 +47,38 @@ from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
 from ..fw.steps import block_standard_step, quadratic_step
+from ..losses import (
+    MaxHinge,
+    StructuredHinge,
+    TopKHinge,
+    Usunier,
+    WeightedTopKHinge,
+    WeightedUsunier,
+)
 from ._block_kernels import exactly_symmetric, pairwise_steps
-from ..losses import (MaxHinge, StructuredHinge, TopKHinge, Usunier, WeightedTopKHinge,
-                      WeightedUsunier)
 
-__all__ = ["CompiledPasses", "BlockSpec", "block_spec", "loss_code", "pass_features",
-           "gram_columns", "dense_pass", "sparse_pass", "gram_pass", "dense_scores",
-           "sparse_scores", "certify", "MAX_HINGE", "TOPK", "USUNIER", "WEIGHTED_TOPK",
-           "WEIGHTED_USUNIER", "FW", "PAIRWISE", "EXACT"]
+__all__ = [
+    "CompiledPasses",
+    "BlockSpec",
+    "block_spec",
+    "loss_code",
+    "pass_features",
+    "gram_columns",
+    "dense_pass",
+    "sparse_pass",
+    "gram_pass",
+    "dense_scores",
+    "sparse_scores",
+    "certify",
+    "MAX_HINGE",
+    "TOPK",
+    "USUNIER",
+    "WEIGHTED_TOPK",
+    "WEIGHTED_USUNIER",
+    "FW",
+    "PAIRWISE",
+    "EXACT",
+]
 
 
 def _visit_options():
@@ -69,7 +94,7 @@ def _visit_options():
     """
     try:
         from numba.core.cpu import CPUTargetOptions
-    except ImportError:                  # pragma: no cover - another numba layout
+    except ImportError:  # pragma: no cover - another numba layout
         return {}
     return {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
 
@@ -80,8 +105,14 @@ _visit_jit = njit(cache=True, **_visit_options())
 #: loss kinds understood by the compiled LMO
 MAX_HINGE, TOPK, USUNIER, WEIGHTED_TOPK, WEIGHTED_USUNIER = range(5)
 
-_KINDS = {MaxHinge: MAX_HINGE, StructuredHinge: MAX_HINGE, TopKHinge: TOPK, Usunier: USUNIER,
-          WeightedTopKHinge: WEIGHTED_TOPK, WeightedUsunier: WEIGHTED_USUNIER}
+_KINDS = {
+    MaxHinge: MAX_HINGE,
+    StructuredHinge: MAX_HINGE,
+    TopKHinge: TOPK,
+    Usunier: USUNIER,
+    WeightedTopKHinge: WEIGHTED_TOPK,
+    WeightedUsunier: WEIGHTED_USUNIER,
+}
 
 
 #: block steps (``BlockFW.block_step_rule``)
@@ -93,8 +124,25 @@ _MODES = {"fw": FW, "pairwise": PAIRWISE, "exact": EXACT}
 _OPTIMAL_RTOL = 1e-12
 
 #: what the compiled block steps need to know about the problem (one argument, named fields)
-BlockSpec = namedtuple("BlockSpec", ["C", "y", "Q", "scale", "sigma", "kind", "k", "rho", "r",
-                                     "mode", "inner_steps", "standard", "n", "shrink"])
+BlockSpec = namedtuple(
+    "BlockSpec",
+    [
+        "C",
+        "y",
+        "Q",
+        "scale",
+        "sigma",
+        "kind",
+        "k",
+        "rho",
+        "r",
+        "mode",
+        "inner_steps",
+        "standard",
+        "n",
+        "shrink",
+    ],
+)
 BlockSpec.__doc__ = """The block problem for the compiled passes.
 
 ``C`` (n × m) cost vectors ``c_i``; ``y`` class indices; ``Q`` block
@@ -114,10 +162,22 @@ def block_spec(iterate):
     if code is None:
         return None
     kind, k, rho, r = code
-    return BlockSpec(p.C, p.y, iterate.curvature, float(p.scale), float(p.smoothing), kind,
-                     k, rho, r,
-                     _MODES[iterate.block_step_rule], int(iterate.inner_steps),
-                     iterate.rule == "standard", int(p.n), bool(iterate.shrink_classes))
+    return BlockSpec(
+        p.C,
+        p.y,
+        iterate.curvature,
+        float(p.scale),
+        float(p.smoothing),
+        kind,
+        k,
+        rho,
+        r,
+        _MODES[iterate.block_step_rule],
+        int(iterate.inner_steps),
+        iterate.rule == "standard",
+        int(p.n),
+        bool(iterate.shrink_classes),
+    )
 
 
 def loss_code(loss, n_classes):
@@ -156,8 +216,7 @@ def pass_features(X):
         np.cumsum(counts, out=indptr[1:])
         indices, data = _csr_entries(X, indptr)
         index = np.int32 if indptr[-1] < np.iinfo(np.int32).max else np.int64  # as scipy's
-        return sp.csr_matrix((data, indices.astype(index), indptr.astype(index)),
-                             shape=X.shape)
+        return sp.csr_matrix((data, indices.astype(index), indptr.astype(index)), shape=X.shape)
     return X
 
 
@@ -198,6 +257,7 @@ _is_symmetric = njit(cache=True)(exactly_symmetric)
 
 
 # -- the closed-form LMO (math.md §1.3) ---------------------------------------------------------
+
 
 @njit(cache=True)
 def _top(a, r, idx):
@@ -249,7 +309,7 @@ def _lmo(a, kind, k, rho, r, idx, beta):
         if total > 0:
             for q in range(r):
                 beta[idx[q]] = rho[q]
-    else:                                                   # WEIGHTED_USUNIER
+    else:  # WEIGHTED_USUNIER
         for q in range(r):
             if a[idx[q]] > 0:
                 beta[idx[q]] = rho[q]
@@ -258,7 +318,7 @@ def _lmo(a, kind, k, rho, r, idx, beta):
 # -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
 
 _quadratic_step = njit(cache=True)(quadratic_step)
-register_jitable(quadratic_step)     # callable inside compiled code: the shared block kernels
+register_jitable(quadratic_step)  # callable inside compiled code: the shared block kernels
 _block_standard_step = njit(cache=True)(block_standard_step)
 
 
@@ -279,7 +339,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
     for j in range(m):
         bsum += beta[j]
     for j in range(m):
-        delta[j] = -beta[j]                                # d = u_i − α_i
+        delta[j] = -beta[j]  # d = u_i − α_i
     delta[yi] += bsum
     for j in range(m):
         delta[j] -= alpha[j]
@@ -319,12 +379,12 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
             top = j
     for j in range(m):
         ga += g[j] * alpha[j]
-    out[1] = phi + ga                    # the block gap (= _hinge_block_gap)
+    out[1] = phi + ga  # the block gap (= _hinge_block_gap)
     if phi + ga <= _OPTIMAL_RTOL * (1.0 + phi):
         for j in range(m):
             delta[j] = 0.0
         return 0.0
-    if not q > 0:                        # K_ii = σ = 0: a linear problem, the LMO vertex
+    if not q > 0:  # K_ii = σ = 0: a linear problem, the LMO vertex
         for j in range(m):
             delta[j] = -alpha[j]
         if phi > 0:
@@ -336,7 +396,7 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
         return 0.5 * moved
     for j in range(m):
         b[j] = g[j] - q * alpha[j]
-    for j in range(m):                                     # D sorted decreasingly
+    for j in range(m):  # D sorted decreasingly
         v = b[j] + q if j == yi else b[j]
         pos = j
         while pos > 0 and D[pos - 1] < v:
@@ -352,7 +412,7 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
     out[0] = theta
     total = 0.0
     for j in range(m):
-        D[j] = 0.0 if j == yi else min((theta - b[j]) / q, 0.0)     # α'
+        D[j] = 0.0 if j == yi else min((theta - b[j]) / q, 0.0)  # α'
     for j in range(m):
         total += D[j]
     D[yi] = -total
@@ -415,8 +475,8 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     if spec.sigma != 0.0:
         for c in range(nc):
             g[c] += spec.sigma * al[c]
-    if spec.mode != EXACT:               # (the exact step writes it: the same sums)
-        if spec.kind == MAX_HINGE:       # Φ = max(max_j a_j, 0): the hinge LMO's value
+    if spec.mode != EXACT:  # (the exact step writes it: the same sums)
+        if spec.kind == MAX_HINGE:  # Φ = max(max_j a_j, 0): the hinge LMO's value
             buf[4, 1] = _hinge_block_gap(g, al, yc)
         else:
             buf[4, 1] = _block_gap(g, al, yc, spec, a, idx, beta)
@@ -430,7 +490,7 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     if step == 0.0 or not spec.shrink:
         return step, nc
     kept = 0
-    for c in range(nc):                  # keep y_i and the classes that may be active
+    for c in range(nc):  # keep y_i and the classes that may be active
         if c == yc or not (al[c] == 0.0 and al[c] + delta[c] == 0.0 and g[c] < theta[0]):
             cl[kept] = cl[c]
             delta[kept] = delta[c]
@@ -509,8 +569,7 @@ def _sparse_row_scores(lo, hi, indices, data, W, cl, nc, s):
 @intrinsic
 def _prefetch(typingctx, arr, index):
     """Hint the cache to load ``arr[index]`` (1-d ``arr``; LLVM's ``llvm.prefetch``)."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1
-            and isinstance(index, types.Integer)):
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(index, types.Integer)):
         return None
 
     def codegen(context, builder, sig, args):
@@ -519,8 +578,9 @@ def _prefetch(typingctx, arr, index):
         i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
         fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)  # name as LLVM's
-        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])   # read, keep
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])  # read, keep
         return context.get_dummy_value()
+
     return types.void(arr, index), codegen
 
 
@@ -556,6 +616,7 @@ def _buffers(m):
 
 
 # -- the certificate ----------------------------------------------------------------------------
+
 
 @njit(cache=True)
 def certify(S, At, spec):
@@ -597,6 +658,7 @@ def certify(S, At, spec):
 
 # -- passes -------------------------------------------------------------------------------------
 
+
 @njit(cache=True)
 def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
     """One pass with dense features ``X`` (n × d), keeping ``W = Xᵀ Aᵀ/(λn)`` (d × m).
@@ -629,10 +691,10 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
         nc = n_classes[i]
         for c in range(nc):
             s[c] = 0.0
-        for f in range(d):                       # s = Wᵀ x_i, nonzero features in order
+        for f in range(d):  # s = Wᵀ x_i, nonzero features in order
             xf = X[i, f]
             if xf != 0.0:
-                if nc == m:                      # every class active: cl is the identity
+                if nc == m:  # every class active: cl is the identity
                     for c in range(m):
                         s[c] += xf * W[f, c]
                 else:
@@ -641,7 +703,7 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            for c in range(nc):                  # only the columns of the classes that moved
+            for c in range(nc):  # only the columns of the classes that moved
                 if upd[c] != 0.0:
                     j = cl[c]
                     for f in range(d):
@@ -651,8 +713,7 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
 
 
 @njit(cache=True)
-def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps,
-                gaps):
+def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps, gaps):
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``.
 
     The scores ``s_i = Wᵀ x_i`` of the active classes (:func:`_sparse_row_scores`),
@@ -669,8 +730,8 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     T = order.shape[0]
     for t in range(-PREFETCH_AHEAD, T):
-        if t + PREFETCH_AHEAD < T:               # the rows of a visit to come: 64-byte lines
-            j = order[t + PREFETCH_AHEAD]        # (16 int32 indices, 8 float64 values)
+        if t + PREFETCH_AHEAD < T:  # the rows of a visit to come: 64-byte lines
+            j = order[t + PREFETCH_AHEAD]  # (16 int32 indices, 8 float64 values)
             for p in range(indptr[j], indptr[j + 1], 16):
                 _prefetch(indices, p)
             for p in range(indptr[j], indptr[j + 1], 8):
@@ -688,8 +749,8 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
-            cnt = _moved(cl, nc, upd, nz, un)   # the classes that moved, two per sweep over
-            for q in range(0, cnt - 1, 2):      # the row (each W[f, j] once)
+            cnt = _moved(cl, nc, upd, nz, un)  # the classes that moved, two per sweep over
+            for q in range(0, cnt - 1, 2):  # the row (each W[f, j] once)
                 j0, u0, j1, u1 = nz[q], un[q], nz[q + 1], un[q + 1]
                 for p in range(lo, hi):
                     w, xf = W[indices[p]], data[p]
@@ -725,7 +786,7 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
             col = Kcols[i]
-            for c in range(nc):                            # rows of Sᵀ that change
+            for c in range(nc):  # rows of Sᵀ that change
                 u = upd[c]
                 if u != 0.0:
                     row = St[cl[c]]
@@ -782,8 +843,16 @@ class CompiledPasses:
         state = np.ascontiguousarray(self.state.T) if self.kind == "gram" else self.state
         for lo in range(0, order.size, CHUNK):
             hi = min(lo + CHUNK, order.size)
-            tail = (state, self.At, self.spec, self.classes, self.n_classes, k0 + lo,
-                    steps[lo:hi], gaps[lo:hi])
+            tail = (
+                state,
+                self.At,
+                self.spec,
+                self.classes,
+                self.n_classes,
+                k0 + lo,
+                steps[lo:hi],
+                gaps[lo:hi],
+            )
             if self.kind == "gram":
                 gram_pass(order[lo:hi], self.Kcols, *tail)
             elif self.csr is None:

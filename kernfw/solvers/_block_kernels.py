@@ -83,7 +83,7 @@ def pairwise_steps(g, alpha, yi, q, inner_steps, a, beta, delta):
         if gamma <= 0:
             break
         beta[f] += gamma
-        beta[w] = 0.0 if gamma >= cap else beta[w] - gamma    # drop step: exact zero
+        beta[w] = 0.0 if gamma >= cap else beta[w] - gamma  # drop step: exact zero
         delta[w] += gamma
         delta[f] -= gamma
         g[w] += gamma * q

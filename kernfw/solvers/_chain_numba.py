@@ -140,9 +140,30 @@ def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back
 
 
 @njit(cache=True)
-def chain_pass(order, features, offsets, labels, grams, gram_offsets, stats, stat_offsets, w,
-               block_loss, block_gaps, ell, q, lam, normalize, standard, k0, averaging,
-               avg_w, avg_ell, avg_k0, steps):
+def chain_pass(
+    order,
+    features,
+    offsets,
+    labels,
+    grams,
+    gram_offsets,
+    stats,
+    stat_offsets,
+    w,
+    block_loss,
+    block_gaps,
+    ell,
+    q,
+    lam,
+    normalize,
+    standard,
+    k0,
+    averaging,
+    avg_w,
+    avg_ell,
+    avg_k0,
+    steps,
+):
     """One BCFW pass over the blocks ``order`` (in place); returns ``Σ γ``.
 
     Parameters

@@ -57,10 +57,22 @@ from numba import njit
 
 from ._block_kernels import exactly_symmetric
 
-__all__ = ["plan", "apply", "step_cached", "run_cached", "stop_estimate_met", "evaluate_column",
-           "is_symmetric",
-           "KIND_NONE", "KIND_FW", "KIND_AWAY", "KIND_NEGATIVE", "SOURCE_RBF", "SOURCE_GRAM",
-           "SOURCE_RBF32"]
+__all__ = [
+    "plan",
+    "apply",
+    "step_cached",
+    "run_cached",
+    "stop_estimate_met",
+    "evaluate_column",
+    "is_symmetric",
+    "KIND_NONE",
+    "KIND_FW",
+    "KIND_AWAY",
+    "KIND_NEGATIVE",
+    "SOURCE_RBF",
+    "SOURCE_GRAM",
+    "SOURCE_RBF32",
+]
 
 KIND_NONE, KIND_FW, KIND_AWAY, KIND_NEGATIVE = 0, 1, 2, 3
 
@@ -166,8 +178,7 @@ def apply(col, vec, ind, con, f, st):
     scale, qa, ava = f[0], f[1], f[2]
     vi = scale * u[idx]
     if kind == KIND_FW:
-        f[2] = ((1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi
-                + gamma ** 2 * diag[idx])
+        f[2] = (1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi + gamma**2 * diag[idx]
         if has_q:
             f[1] = (1 - gamma) * qa + gamma * q[idx]
         st[5] += 1
@@ -188,8 +199,7 @@ def apply(col, vec, ind, con, f, st):
         _add(items, where, st, idx)
     else:
         gamma_max = f[5]
-        f[2] = ((1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vi
-                + gamma ** 2 * diag[idx])
+        f[2] = (1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vi + gamma**2 * diag[idx]
         if has_q:
             f[1] = (1 + gamma) * qa - gamma * q[idx]
         scale *= 1.0 + gamma
@@ -218,7 +228,7 @@ def _argmin(x):
     n = x.shape[0]
     best, index = math.inf, 0
     for start in range(0, n, _VERTEX_BLOCK):
-        block = x[start:min(start + _VERTEX_BLOCK, n)]
+        block = x[start : min(start + _VERTEX_BLOCK, n)]
         below = 0
         for k in range(block.shape[0]):
             below += np.int64(block[k] < best)
@@ -258,9 +268,9 @@ def _update_and_vertex(u, col, keep, step, scores, con, f, st):
 SOURCE_RBF, SOURCE_GRAM, SOURCE_RBF32 = 1, 2, 3
 
 _LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01     # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
 _LN2_LO = 1.90821492927058770002e-10
-_EXP_MIN = -708.0                        # below: e^x < 3.4e-308, returned as 0
+_EXP_MIN = -708.0  # below: e^x < 3.4e-308, returned as 0
 
 
 #: points per block of the RBF column (the block of inner products stays in L1)
@@ -328,9 +338,9 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
 #: passes over the block's feature rows than 1024 points; measured 13 % faster)
 _RBF32_BLOCK = 4096
 _F32_LOG2E = np.float32(_LOG2E)
-_F32_LN2_HI = np.float32(0.693145751953125)      # ln 2 = hi + lo, hi with 12 zero low bits
+_F32_LN2_HI = np.float32(0.693145751953125)  # ln 2 = hi + lo, hi with 12 zero low bits
 _F32_LN2_LO = np.float32(1.428606765330187e-06)
-_F32_EXP_MIN = np.float32(-87.0)                 # below: e^x < 1.7e-38, returned as 0
+_F32_EXP_MIN = np.float32(-87.0)  # below: e^x < 1.7e-38, returned as 0
 
 
 @njit(cache=True, fastmath={"contract"})

@@ -66,9 +66,9 @@ class CuttingPlane(FWIterate):
     def __init__(self, problem, qp_rtol=0.1, qp_tol_min=1e-13):
         self.problem = problem
         self.qp_rtol, self.qp_tol_min = float(qp_rtol), float(qp_tol_min)
-        self.A = np.zeros((1, problem.dim))         # the cut of the true outputs: ξ ≥ 0
+        self.A = np.zeros((1, problem.dim))  # the cut of the true outputs: ξ ≥ 0
         self.b = np.zeros(1)
-        self.Q = np.zeros((1, 1))                   # AAᵀ/(2λ)
+        self.Q = np.zeros((1, 1))  # AAᵀ/(2λ)
         self.beta = np.ones(1)
         self.w = np.zeros(problem.dim)
         self.passes = 0
@@ -83,10 +83,16 @@ class CuttingPlane(FWIterate):
 
     def certificate(self):
         p = self.problem
-        cert = p.certificate(self.w, float(self.b @ self.beta),
-                             {"oracle_calls": self.passes * p.n, "pass": float(self.passes),
-                              "cuts": float(self.b.size)},
-                             oracle=self._current_oracle())
+        cert = p.certificate(
+            self.w,
+            float(self.b @ self.beta),
+            {
+                "oracle_calls": self.passes * p.n,
+                "pass": float(self.passes),
+                "cuts": float(self.b.size),
+            },
+            oracle=self._current_oracle(),
+        )
         self._gap = cert.gap
         return cert
 
@@ -113,9 +119,15 @@ class CuttingPlane(FWIterate):
         with warnings.catch_warnings():
             # the outer certificate is valid for any β: an inexact QP only slows the method
             warnings.simplefilter("ignore", ConvergenceWarning)
-            result = solve_simplex_qp(Gram(self.Q, check=False), q=self.b, method="mfw",
-                                      tol=tol, max_iter=20000, alpha0=self.beta,
-                                      check_every=5)
+            result = solve_simplex_qp(
+                Gram(self.Q, check=False),
+                q=self.b,
+                method="mfw",
+                tol=tol,
+                max_iter=20000,
+                alpha0=self.beta,
+                check_every=5,
+            )
         self.qp_iterations += result.n_iter
         beta = np.clip(np.asarray(result["alpha"], dtype=float), 0.0, None)
         self.beta = beta / beta.sum()
@@ -127,14 +139,25 @@ class CuttingPlane(FWIterate):
         self.add_cut(phi_hat, loss)
         self.solve_restricted()
         self.passes += 1
-        return float(self.beta[-1])              # the weight the new cut received
+        return float(self.beta[-1])  # the weight the new cut received
 
     def solution(self):
         return {"w": self.w.copy(), "beta": self.beta.copy(), "cuts": self.b.size}
 
 
-def solve_structural_cutting_plane(model, X, Y, lam, *, max_iter=200, tol=1e-3, qp_rtol=0.1,
-                                   max_time=None, callback=None, compiled="auto"):
+def solve_structural_cutting_plane(
+    model,
+    X,
+    Y,
+    lam,
+    *,
+    max_iter=200,
+    tol=1e-3,
+    qp_rtol=0.1,
+    max_time=None,
+    callback=None,
+    compiled="auto",
+):
     """1-slack cutting plane (SVMstruct) for the structural SVM, with the certified gap.
 
     Parameters
@@ -167,6 +190,14 @@ def solve_structural_cutting_plane(model, X, Y, lam, *, max_iter=200, tol=1e-3, 
         ``oracle_calls``, ``pass`` and ``cuts`` (working-set size).
     """
     problem = StructuredProblem(model, X, Y, lam, compiled=compiled)
-    return run(CuttingPlane(problem, qp_rtol=qp_rtol), tol=tol, max_iter=max_iter,
-               max_time=max_time, check_every=1, callback=callback, keep_best=True,
-               remedy="increase max_iter or tol", name="structural SVM cutting plane")
+    return run(
+        CuttingPlane(problem, qp_rtol=qp_rtol),
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        check_every=1,
+        callback=callback,
+        keep_best=True,
+        remedy="increase max_iter or tol",
+        name="structural SVM cutting plane",
+    )

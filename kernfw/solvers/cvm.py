@@ -37,9 +37,19 @@ from ..operators.psd import NotPSDError
 #: each core QP is solved to this fraction of the FW gap the outer stopping rule accepts
 INNER_FRACTION = 0.1
 
-__all__ = ["CoreVectorIterate", "INNER_FRACTION", "ball_shift", "simplex_certificate", "simplex_converged",
-           "simplex_stopping_rule", "simplex_stop_estimate",
-           "cvm_first_point", "cvm_second_point", "raise_not_psd", "NEGATIVE_CURVATURE"]
+__all__ = [
+    "CoreVectorIterate",
+    "INNER_FRACTION",
+    "ball_shift",
+    "simplex_certificate",
+    "simplex_converged",
+    "simplex_stopping_rule",
+    "simplex_stop_estimate",
+    "cvm_first_point",
+    "cvm_second_point",
+    "raise_not_psd",
+    "NEGATIVE_CURVATURE",
+]
 
 
 #: a curvature ``dᵀQd`` below −this × the scale ``max(|Q_ii|, |2v_i|, |αᵀQα|)`` is not round-off: Q is not PSD
@@ -127,14 +137,13 @@ def cvm_second_point(diag, col_a, a):
     # every ‖z_i − z_a‖² = Q_ii − 2Q_ia + Q_aa ≥ 0 for a PSD Q: the 2 × 2 principal minors
     nearest = int(np.argmin(diag - 2.0 * col_a))
     d2_min = diag[nearest] - 2.0 * col_a[nearest] + diag[a]
-    if d2_min < -NEGATIVE_CURVATURE * max(abs(diag[nearest]), abs(2.0 * col_a[nearest]),
-                                           abs(diag[a]), 1e-300):
+    if d2_min < -NEGATIVE_CURVATURE * max(
+        abs(diag[nearest]), abs(2.0 * col_a[nearest]), abs(diag[a]), 1e-300
+    ):
         raise_not_psd(d2_min, nearest)
     if b == a or dist2 <= 0:
         return None
     return b
-
-
 
 
 class CoreVectorIterate(FWIterate):
@@ -175,8 +184,8 @@ class CoreVectorIterate(FWIterate):
         self.inner_iterations = 0
         self.columns_fetched = 0
         self._core = np.empty(16, dtype=np.intp)
-        self._cols = np.empty((self.n, 16))          # Q_{:,S}, grown by doubling
-        self._core_gram = np.empty((16, 16))         # Q_SS, grown with it
+        self._cols = np.empty((self.n, 16))  # Q_{:,S}, grown by doubling
+        self._core_gram = np.empty((16, 16))  # Q_SS, grown with it
         self._size = 0
         if alpha0 is None:
             a = cvm_first_point(self.n, rng)
@@ -195,7 +204,7 @@ class CoreVectorIterate(FWIterate):
     @property
     def core(self):
         """The core set ``S`` (indices, in the order they joined)."""
-        return self._core[:self._size]
+        return self._core[: self._size]
 
     # -- columns and the core QP -------------------------------------------------------
     def _fetch(self, idx):
@@ -218,12 +227,12 @@ class CoreVectorIterate(FWIterate):
             core_new = np.empty(cap, dtype=np.intp)
             core_new[:k] = self._core[:k]
             self._cols, self._core_gram, self._core = cols_new, gram_new, core_new
-        self._cols[:, k:k + m] = cols
-        self._core[k:k + m] = idx
+        self._cols[:, k : k + m] = cols
+        self._core[k : k + m] = idx
         self._size = k + m
-        S = self._core[:k + m]
-        self._core_gram[k:k + m, :k + m] = cols[S].T
-        self._core_gram[:k + m, k:k + m] = cols[S]
+        S = self._core[: k + m]
+        self._core_gram[k : k + m, : k + m] = cols[S].T
+        self._core_gram[: k + m, k : k + m] = cols[S]
 
     def _solve_core(self, weights):
         """Solve the QP on ``S`` from the warm start ``weights``; set ``α_S`` and ``v = Q_{:,S}α_S``."""
@@ -251,15 +260,14 @@ class CoreVectorIterate(FWIterate):
             accepted = self.tol * abs(f)
         else:
             accepted = ((1.0 + self.tol) ** 2 - 1.0) * (f + self.ball_shift)
-        if not accepted > 0:          # before the first solve (f = 0): the diagonal's scale
+        if not accepted > 0:  # before the first solve (f = 0): the diagonal's scale
             accepted = self.tol * float(np.max(np.abs(self.diag)))
         return max(self.inner_fraction * accepted, 1e-300)
 
     # -- FWIterate protocol --------------------------------------------------------------
     def certificate(self):
         extra = {"coreset": int(self.core.size), "inner_iterations": self.inner_iterations}
-        return simplex_certificate(self.qa - self.ava, self._gap, self.stop, self.ball_shift,
-                                   extra)
+        return simplex_certificate(self.qa - self.ava, self._gap, self.stop, self.ball_shift, extra)
 
     def is_converged(self, cert, tol):
         return simplex_converged(cert, tol, self.stop)
@@ -269,7 +277,7 @@ class CoreVectorIterate(FWIterate):
 
     def step(self, t):
         i = self._vertex
-        if np.any(self.core == i):       # the core QP was not solved accurately enough
+        if np.any(self.core == i):  # the core QP was not solved accurately enough
             self.inner_fraction *= 0.1
             self._solve_core(self.alpha_core)
             return 0.0

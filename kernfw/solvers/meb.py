@@ -46,8 +46,7 @@ from .cvm import (
     simplex_stopping_rule,
 )
 
-__all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate",
-           "METHODS", "STOPS"]
+__all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate", "METHODS", "STOPS"]
 
 #: solver variants: plain Frank-Wolfe, modified (away-step) Frank-Wolfe, and the core
 #: vector machine baseline (core-set iterations, :mod:`kernfw.solvers.cvm`)
@@ -61,6 +60,8 @@ _REFRESH_EVERY = 512
 _WARM_BLOCK = 256
 #: MB of the compiled column cache when the columns are read from a stored Gram
 _GRAM_COLUMN_CACHE_MB = 0.0
+
+
 def _check_positive(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -108,7 +109,7 @@ class _ActiveSet:
 
     def indices(self):
         """The members (a view; arbitrary order)."""
-        return self.items[:self.size]
+        return self.items[: self.size]
 
     def add(self, i):
         if self.where[i] < 0:
@@ -225,7 +226,7 @@ class SimplexQPIterate(FWIterate):
         self.beta[:] = alpha0
         support = np.flatnonzero(alpha0)
         for start in range(0, support.size, _WARM_BLOCK):
-            block = support[start:start + _WARM_BLOCK]
+            block = support[start : start + _WARM_BLOCK]
             self.u += self.Q.columns(block) @ alpha0[block]
             self.columns_fetched += block.size
         for i in support.tolist():
@@ -301,17 +302,17 @@ class SimplexQPIterate(FWIterate):
         """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``; raises if ``Q`` is not PSD."""
         vi = self._v(i)
         curvature = self.diag[i] - 2.0 * vi + self.ava
-        if curvature < -NEGATIVE_CURVATURE * max(abs(self.diag[i]), 2.0 * abs(vi),
-                                                  abs(self.ava), 1e-300):
+        if curvature < -NEGATIVE_CURVATURE * max(
+            abs(self.diag[i]), 2.0 * abs(vi), abs(self.ava), 1e-300
+        ):
             raise_not_psd(curvature, i)
         return curvature
 
     # -- FWIterate protocol ---------------------------------------------------------
     def certificate(self):
         i, gap = self._fw_vertex()
-        self._curvature(i)        # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
-        extra = {"coreset": self.active.size, "away_steps": self.n_away,
-                 "drop_steps": self.n_drop}
+        self._curvature(i)  # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
+        extra = {"coreset": self.active.size, "away_steps": self.n_away, "drop_steps": self.n_drop}
         return simplex_certificate(self.objective(), gap, self.stop, self.ball_shift, extra)
 
     def is_converged(self, cert, tol):
@@ -342,8 +343,16 @@ class SimplexQPIterate(FWIterate):
 
     def _next_run_length(self):
         """The run ends at ``max_steps`` and at the next refresh of the scalars."""
-        return int(max(1, min(self._run_length, self._max_steps - self.steps,
-                              _REFRESH_EVERY - self.steps % _REFRESH_EVERY)))
+        return int(
+            max(
+                1,
+                min(
+                    self._run_length,
+                    self._max_steps - self.steps,
+                    _REFRESH_EVERY - self.steps % _REFRESH_EVERY,
+                ),
+            )
+        )
 
     def _stop_estimate_met(self):
         """:func:`simplex_stop_estimate`'s test at the cached FW vertex."""
@@ -386,8 +395,7 @@ class SimplexQPIterate(FWIterate):
             return 0.0
         col = self._column(i)
         vi, ava = self._v(i), self.ava
-        self.ava = ((1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi
-                    + gamma ** 2 * self.diag[i])
+        self.ava = (1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi + gamma**2 * self.diag[i]
         if self.q is not None:
             self.qa = (1 - gamma) * self.qa + gamma * self.q[i]
         self.n_fw += 1
@@ -413,8 +421,7 @@ class SimplexQPIterate(FWIterate):
             return 0.0
         col = self._column(j)
         vj, ava = self._v(j), self.ava
-        self.ava = ((1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vj
-                    + gamma ** 2 * self.diag[j])
+        self.ava = (1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vj + gamma**2 * self.diag[j]
         if self.q is not None:
             self.qa = (1 + gamma) * self.qa - gamma * self.q[j]
         self.scale *= 1.0 + gamma
@@ -455,6 +462,7 @@ class _SharedActiveSet(_ActiveSet):
 
 def _state_property(array_name, pos, kind):
     """An attribute stored in slot ``pos`` of the compiled state array ``array_name``."""
+
     def get(self):
         return kind(getattr(self, array_name)[pos])
 
@@ -532,17 +540,21 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         if inner is None or inner.kind not in ("rbf", "gram"):
             return None
         matrix = inner.matrix
-        if (type(matrix) is not np.ndarray or matrix.dtype not in (np.float32, np.float64)
-                or matrix.ndim != 2 or matrix.shape[0] != self.n or matrix.shape[1] == 0):
+        if (
+            type(matrix) is not np.ndarray
+            or matrix.dtype not in (np.float32, np.float64)
+            or matrix.ndim != 2
+            or matrix.shape[0] != self.n
+            or matrix.shape[1] == 0
+        ):
             return None
         # a Gram in either memory order (a Fortran-ordered one, e.g. a sum of column
         # blocks, has contiguous columns); features in C order
-        if not (matrix.flags.c_contiguous
-                or (inner.kind == "gram" and matrix.flags.f_contiguous)):
+        if not (matrix.flags.c_contiguous or (inner.kind == "gram" and matrix.flags.f_contiguous)):
             return None
         single = matrix.dtype == np.float32
         if inner.kind == "rbf":
-            src = np.ascontiguousarray(matrix.T)          # d × n: inner products by rows
+            src = np.ascontiguousarray(matrix.T)  # d × n: inner products by rows
             if not single:
                 self._con[3] = inner.params["sq_norms"]
             self._f[8] = inner.params["gamma"]
@@ -575,7 +587,7 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
 
     def _refresh(self):
         super()._refresh()
-        self._st[2] = 0            # the cached FW vertex is recomputed from the refreshed state
+        self._st[2] = 0  # the cached FW vertex is recomputed from the refreshed state
         self._scores_fresh = False
 
     def _vertex_index(self):
@@ -604,11 +616,12 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             return super().step(t)
         mod, f, st = self._mod, self._f, self._st
         if st[2] == 0:
-            self._fw_vertex()         # after a refresh; every compiled step caches the next
+            self._fw_vertex()  # after a refresh; every compiled step caches the next
         fetched = st[5] + st[6]
         # the whole run is one compiled call: vertex, plan, column, update, estimate
-        self.steps += mod.run_cached(self._next_run_length(), self._vec, self.active.ind,
-                                     self._con, f, st, *self._source)
+        self.steps += mod.run_cached(
+            self._next_run_length(), self._vec, self.active.ind, self._con, f, st, *self._source
+        )
         self.columns_fetched += int(st[5] + st[6] - fetched)
         self._scores_fresh = True
         if st[3] == mod.KIND_NEGATIVE:
@@ -687,9 +700,19 @@ def _default_check_every(n):
     return 100
 
 
-def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=None,
-                     stop="gap", random_state=None, callback=None, max_time=None,
-                     check_every=None):
+def solve_simplex_qp(
+    Q,
+    q=None,
+    method="mfw",
+    tol=1e-6,
+    max_iter=None,
+    alpha0=None,
+    stop="gap",
+    random_state=None,
+    callback=None,
+    max_time=None,
+    check_every=None,
+):
     """Maximize ``f(α) = qᵀα − αᵀQα`` over the unit simplex by FW or MFW (math.md §2.3).
 
     Parameters
@@ -781,14 +804,33 @@ def solve_simplex_qp(Q, q=None, method="mfw", tol=1e-6, max_iter=None, alpha0=No
     # contend (and libsvm, the usual peer, is single-threaded as well)
     with _blas_controller().limit(limits=1, user_api="blas"):
         iterate = make_iterate(Q, q, method, alpha0, stop, rng, tol)
-        return drive(iterate, tol, int(max_iter), check_every, max_time=max_time,
-                      callback=callback, remedy="increase max_iter or tol (or use method='mfw')",
-                      name=f"{method.upper()} (simplex QP)")
+        return drive(
+            iterate,
+            tol,
+            int(max_iter),
+            check_every,
+            max_time=max_time,
+            callback=callback,
+            remedy="increase max_iter or tol (or use method='mfw')",
+            name=f"{method.upper()} (simplex QP)",
+        )
 
 
 # -- L2-SVM ------------------------------------------------------------------------
-def l2svm(op, y, C, method="mfw", tol=1e-6, max_iter=None, alpha0=None, random_state=None,
-          callback=None, stop="gap", max_time=None, check_every=None):
+def l2svm(
+    op,
+    y,
+    C,
+    method="mfw",
+    tol=1e-6,
+    max_iter=None,
+    alpha0=None,
+    random_state=None,
+    callback=None,
+    stop="gap",
+    max_time=None,
+    check_every=None,
+):
     """Train the binary L2-SVM of CVM (math.md §2.1) as a quadratic over the simplex.
 
     Solves ``max_{α∈Δₙ} −αᵀK̃α`` with ``K̃ = L2SVMKernel(op, y, C)`` by
@@ -825,9 +867,19 @@ def l2svm(op, y, C, method="mfw", tol=1e-6, max_iter=None, alpha0=None, random_s
         margin ``ρ' = min_i v_i``.
     """
     K_tilde = L2SVMKernel(op, y, C)
-    result = solve_simplex_qp(K_tilde, None, method=method, tol=tol, max_iter=max_iter,
-                              alpha0=alpha0, stop=stop, random_state=random_state,
-                              callback=callback, max_time=max_time, check_every=check_every)
+    result = solve_simplex_qp(
+        K_tilde,
+        None,
+        method=method,
+        tol=tol,
+        max_iter=max_iter,
+        alpha0=alpha0,
+        stop=stop,
+        random_state=random_state,
+        callback=callback,
+        max_time=max_time,
+        check_every=check_every,
+    )
     result.solution.update(l2svm_recover(result.solution, K_tilde.y))
     return result
 
@@ -836,5 +888,4 @@ def l2svm_recover(solution, y):
     """``b``, ``rho`` and ``coef`` of the L2-SVM from ``alpha``, ``v``, ``support`` (§2.1)."""
     alpha, v, support = solution["alpha"], solution["v"], solution["support"]
     a = alpha[support]
-    return {"b": float(a @ y[support]), "rho": float(a @ v[support]),
-            "coef": a * y[support]}
+    return {"b": float(a @ y[support]), "rho": float(a @ v[support]), "coef": a * y[support]}

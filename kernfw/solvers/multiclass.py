@@ -29,15 +29,31 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._compiled import compiled_module
-from ..fw import (BlockCoordinateIterate, WeightedAverage, block_order,
-                  block_standard_step, quadratic_step, run, standard_step)
+from ..fw import (
+    BlockCoordinateIterate,
+    WeightedAverage,
+    block_order,
+    block_standard_step,
+    quadratic_step,
+    run,
+    standard_step,
+)
 from ..losses import MaxHinge
 from ._block_kernels import pairwise_steps
 from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
 from .subgradient import pegasos_multiclass
 
-__all__ = ["MulticlassDual", "FullBatchFW", "BlockFW", "solve_multiclass", "SOLVERS",
-           "BLOCK_STEPS", "inner", "compiled_backend", "exact_block_step"]
+__all__ = [
+    "MulticlassDual",
+    "FullBatchFW",
+    "BlockFW",
+    "solve_multiclass",
+    "SOLVERS",
+    "BLOCK_STEPS",
+    "inner",
+    "compiled_backend",
+    "exact_block_step",
+]
 
 SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
 
@@ -104,8 +120,8 @@ class FullBatchFW(FullBatchIterate):
         self._oracle = None
         p = self.problem
         dA = U
-        dA -= self.At                                        # ΔAᵀ = Uᵀ − Aᵀ
-        KdA = p.kernel_times(dA)                             # the one matmat (λn ΔS)
+        dA -= self.At  # ΔAᵀ = Uᵀ − Aᵀ
+        KdA = p.kernel_times(dA)  # the one matmat (λn ΔS)
         if self.rule == "standard":
             gamma = standard_step(t)
         else:
@@ -122,6 +138,7 @@ class FullBatchFW(FullBatchIterate):
 
 
 # -- the block steps (numpy; :mod:`kernfw.solvers._bcfw_numba` compiles the same arithmetic) --
+
 
 def fw_block_step(loss, g, alpha, yi, q, gamma_std=None):
     """FW step on one block: ``δ = γ (u_i − α_i)`` with the closed-form LMO vertex ``u_i``.
@@ -211,10 +228,10 @@ def exact_block_step(g, alpha, yi, q):
         ``j ≠ y_i`` with ``α_j = α'_j = 0`` and ``g_j < θ`` is inactive.
     """
     a = g - g[yi]
-    phi = max(float(np.max(a)), 0.0)                        # Φ(s̃_i; y_i) of the hinge
+    phi = max(float(np.max(a)), 0.0)  # Φ(s̃_i; y_i) of the hinge
     if phi + _sequential_sum(g * alpha) <= SHRINK_RTOL * (1.0 + phi):
         return 0.0, np.zeros_like(g), np.nan
-    if not q > 0:                        # K_ii = σ = 0: a linear problem, the LMO vertex
+    if not q > 0:  # K_ii = σ = 0: a linear problem, the LMO vertex
         new = np.zeros_like(g)
         if phi > 0:
             new[yi], new[int(np.argmax(a))] = 1.0, -1.0
@@ -231,7 +248,7 @@ def exact_block_step(g, alpha, yi, q):
     theta /= r
     new = np.minimum((theta - b) / q, 0.0)
     new[yi] = 0.0
-    new[yi] = -_sequential_sum(new)                         # Σ_j α'_j = 0 to rounding
+    new[yi] = -_sequential_sum(new)  # Σ_j α'_j = 0 to rounding
     delta = new - alpha
     return 0.5 * _sequential_sum(np.abs(delta)), delta, theta
 
@@ -383,33 +400,49 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         The block gap met by the last numpy block step (before it; ``adaptive`` only).
     """
 
-    def __init__(self, problem, At, S, rule="line_search", rtol=0.0, random_state=None,
-                 sample="uniform", block_step="auto", inner_steps=5, compiled="auto",
-                 shrinking=False, averaging=False, shrink_classes=False, pairwise=None,
-                 adaptive=False, tol=0.0, max_passes=None):
+    def __init__(
+        self,
+        problem,
+        At,
+        S,
+        rule="line_search",
+        rtol=0.0,
+        random_state=None,
+        sample="uniform",
+        block_step="auto",
+        inner_steps=5,
+        compiled="auto",
+        shrinking=False,
+        averaging=False,
+        shrink_classes=False,
+        pairwise=None,
+        adaptive=False,
+        tol=0.0,
+        max_passes=None,
+    ):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
-        if pairwise is not None and pairwise != "auto":       # the older spelling
+        if pairwise is not None and pairwise != "auto":  # the older spelling
             block_step = "pairwise" if pairwise else "fw"
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
         self.block_step_rule = _check_block_step(block_step, rule, problem.loss)
         self.inner_steps = max(int(inner_steps), 1)
         op = problem.op
         self.Kdiag = np.asarray(op.diag(), dtype=np.float64)
-        self.curvature = self.Kdiag / problem.scale + problem.smoothing    # q_i
+        self.curvature = self.Kdiag / problem.scale + problem.smoothing  # q_i
         view = op.compiled_view()
         self.features = view is not None and view.kind == "features"
         if self.features:
             self.X = view.matrix
             self.sparse = sp.issparse(self.X)
-            if At.any():                               # W = Xᵀ Aᵀ / (λn)
+            if At.any():  # W = Xᵀ Aᵀ / (λn)
                 W = np.asarray(self.X.T @ At, dtype=np.float64) / problem.scale
                 self.state = np.ascontiguousarray(W)
             else:
                 self.state = np.zeros((self.X.shape[1], problem.m))
         else:
-            self.state = S                             # the scores S
+            self.state = S  # the scores S
         self.average = WeightedAverage() if averaging else None
         self.shrinking, self.active = bool(shrinking), None
         self.shrink_classes = self.shrinking and bool(shrink_classes)
@@ -419,7 +452,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         self._certified = None
         self.adaptive, self.tol = bool(adaptive), float(tol)
         self.max_passes = None if max_passes is None else int(max_passes)
-        self.passes, self.last_gap, self._goal = 0, 0.0, 0.0    # goal: set by certificates
+        self.passes, self.last_gap, self._goal = 0, 0.0, 0.0  # goal: set by certificates
         self.backend = self._backend(compiled, view)
         self.compiled = not isinstance(self.backend, _NumpyPasses)
 
@@ -451,8 +484,10 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         elif spec is None:
             why = "the loss is not a built-in loss"
         elif view is None:
-            why = (f"the operator is a {type(self.problem.op).__name__} "
-                   "(not Features or Gram: it has no compiled_view)")
+            why = (
+                f"the operator is a {type(self.problem.op).__name__} "
+                "(not Features or Gram: it has no compiled_view)"
+            )
         elif self.average is not None:
             why = "averaging is done by the numpy block steps"
         else:
@@ -497,8 +532,9 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         pass budget ``max_passes`` is spent.  The estimate only schedules the
         certificates: the certified gap alone stops the run.
         """
-        if passes >= ROUND_PASSES or (self.max_passes is not None
-                                      and self.passes >= self.max_passes):
+        if passes >= ROUND_PASSES or (
+            self.max_passes is not None and self.passes >= self.max_passes
+        ):
             return True
         estimate = _sequential_sum(gaps) / self.n_blocks if gaps.size else 0.0
         return estimate <= self._goal
@@ -509,7 +545,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         done = steps == 0
         if self.adaptive:
             done |= gaps <= SHRINK_GOAL * self._goal
-        if self.sample == "perm":                 # the pass visited each active block once
+        if self.sample == "perm":  # the pass visited each active block once
             self.active = order[~done]
             return
         optimal = np.zeros(self.n_blocks, dtype=bool)
@@ -552,17 +588,16 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             else:
                 self.state[idx] += np.outer(x, upd)
         else:
-            self.state += self.problem.op.columns([i]) * upd       # one kernel column
+            self.state += self.problem.op.columns([i]) * upd  # one kernel column
 
     def block_step(self, i):
         """The block step on ``α_i`` (numpy); returns the step taken (0: none)."""
         p = self.problem
-        cls = self.classes[i, :self.n_classes[i]].copy()         # the active classes
+        cls = self.classes[i, : self.n_classes[i]].copy()  # the active classes
         row, g = self._block_gradient(i, cls)
         q, yi = self.curvature[i], p.y[i]
-        if self.adaptive:                   # the rounds' gap estimate (unused otherwise)
-            self.last_gap = block_gap(p.loss, g, self.At[i, cls],
-                                      int(np.flatnonzero(cls == yi)[0]))
+        if self.adaptive:  # the rounds' gap estimate (unused otherwise)
+            self.last_gap = block_gap(p.loss, g, self.At[i, cls], int(np.flatnonzero(cls == yi)[0]))
         if self.block_step_rule == "pairwise":
             step, delta = pairwise_block_step(g, self.At[i], yi, q, self.inner_steps)
         elif self.block_step_rule == "exact":
@@ -571,10 +606,10 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             step, dc, theta = exact_block_step(g, alpha, yc, q)
             delta = np.zeros(p.m)
             delta[cls] = dc
-            if step and self.shrink_classes:    # drop the classes that are clearly inactive
+            if step and self.shrink_classes:  # drop the classes that are clearly inactive
                 keep = (cls == yi) | ~((alpha == 0) & (alpha + dc == 0) & (g < theta))
                 self.n_classes[i] = keep.sum()
-                self.classes[i, :self.n_classes[i]] = cls[keep]
+                self.classes[i, : self.n_classes[i]] = cls[keep]
         else:
             fixed = block_standard_step(self.k, p.n) if self.rule == "standard" else None
             step, delta = fw_block_step(p.loss, g, self.At[i], yi, q, fixed)
@@ -630,11 +665,32 @@ def _check_block_step(block_step, rule, loss):
     return block_step
 
 
-def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver="lsfw",
-                     n_classes=None, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
-                     max_time=None, check_every=1, callback=None, random_state=None,
-                     sample="uniform", keep_best=True, compiled="auto", shrinking=True,
-                     block_step="auto", inner_steps=5, averaging=False, shrink_classes=False):
+def solve_multiclass(
+    op,
+    y,
+    *,
+    loss="max_hinge",
+    lam=1e-2,
+    smoothing=0.0,
+    solver="lsfw",
+    n_classes=None,
+    A_init=None,
+    tol=1e-3,
+    rtol=0.0,
+    max_iter=1000,
+    max_time=None,
+    check_every=1,
+    callback=None,
+    random_state=None,
+    sample="uniform",
+    keep_best=True,
+    compiled="auto",
+    shrinking=True,
+    block_step="auto",
+    inner_steps=5,
+    averaging=False,
+    shrink_classes=False,
+):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
     Parameters
@@ -718,21 +774,51 @@ def solve_multiclass(op, y, *, loss="max_hinge", lam=1e-2, smoothing=0.0, solver
     if adaptive:
         check_every = 1
     if solver == "pg":
-        return pegasos_multiclass(problem, A_init=A_init, tol=tol, rtol=rtol,
-                                  max_iter=max_iter, max_time=max_time,
-                                  check_every=check_every, callback=callback)
+        return pegasos_multiclass(
+            problem,
+            A_init=A_init,
+            tol=tol,
+            rtol=rtol,
+            max_iter=max_iter,
+            max_time=max_time,
+            check_every=check_every,
+            callback=callback,
+        )
     At, S = problem.start(A_init)
     rule = "standard" if solver == "stdfw" else "line_search"
     if solver == "bcfw":
-        iterate = BlockFW(problem, At, S, rule="line_search", rtol=rtol,
-                          random_state=random_state, sample=sample, block_step=block_step,
-                          inner_steps=inner_steps, compiled=compiled, shrinking=shrinking,
-                          averaging=averaging, shrink_classes=shrink_classes,
-                          adaptive=adaptive, tol=tol, max_passes=max_iter if adaptive else None)
+        iterate = BlockFW(
+            problem,
+            At,
+            S,
+            rule="line_search",
+            rtol=rtol,
+            random_state=random_state,
+            sample=sample,
+            block_step=block_step,
+            inner_steps=inner_steps,
+            compiled=compiled,
+            shrinking=shrinking,
+            averaging=averaging,
+            shrink_classes=shrink_classes,
+            adaptive=adaptive,
+            tol=tol,
+            max_passes=max_iter if adaptive else None,
+        )
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
-    remedy = ("increase max_iter (or max_time), loosen tol, use a smaller C (a larger "
-              "lam), or use smoothing > 0")
-    return run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
-               check_every=check_every, callback=callback, keep_best=keep_best,
-               remedy=remedy, name=f"MultiClassSVM solver={solver!r}")
+    remedy = (
+        "increase max_iter (or max_time), loosen tol, use a smaller C (a larger "
+        "lam), or use smoothing > 0"
+    )
+    return run(
+        iterate,
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        check_every=check_every,
+        callback=callback,
+        keep_best=keep_best,
+        remedy=remedy,
+        name=f"MultiClassSVM solver={solver!r}",
+    )

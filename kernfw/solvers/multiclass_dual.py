@@ -92,8 +92,7 @@ class MulticlassDual:
             return At, np.zeros((self.n, self.m))
         A = np.asarray(A_init, dtype=np.float64)
         if A.shape != (self.m, self.n):
-            raise ValueError(f"A_init must have shape (m, n) = ({self.m}, {self.n}), "
-                             f"got {A.shape}")
+            raise ValueError(f"A_init must have shape (m, n) = ({self.m}, {self.n}), got {A.shape}")
         At = np.ascontiguousarray(A.T)
         return At, self.scores(At)
 
@@ -130,20 +129,24 @@ class MulticlassDual:
         ``phi`` and ``G`` are from :meth:`direction` at the same iterate.
         """
         return self.certificate_from_sums(
-            inner(At, S), inner(self.C, At), inner(At, At) if self.smoothing else 0.0,
-            float(phi.sum()), inner(G, At))
+            inner(At, S),
+            inner(self.C, At),
+            inner(At, At) if self.smoothing else 0.0,
+            float(phi.sum()),
+            inner(G, At),
+        )
 
     def certificate_from_sums(self, AS, CA, AA, phi_sum, GA):
         """:meth:`certificate` from its sums ``⟨Aᵀ, S⟩``, ``⟨C, Aᵀ⟩``, ``⟨Aᵀ, Aᵀ⟩``,
         ``Σ_i Φ(s̃_i; y_i)`` and ``⟨C + S̃, Aᵀ⟩``."""
         n, sig = self.n, self.smoothing
-        w_sq = AS / self.scale                       # ‖w(A)‖²
-        lin = CA / n                                 # (1/n) Σ ⟨c_i, α_i⟩
+        w_sq = AS / self.scale  # ‖w(A)‖²
+        lin = CA / n  # (1/n) Σ ⟨c_i, α_i⟩
         quad = sig / (2 * n) * AA if sig else 0.0
         loss_mean = phi_sum / n
         primal = 0.5 * self.lam * w_sq + quad + loss_mean
         dual = -0.5 * self.lam * w_sq - lin - quad
-        gap = (phi_sum + GA) / n                     # ⟨−C − S̃, U − Aᵀ⟩ / n
+        gap = (phi_sum + GA) / n  # ⟨−C − S̃, U − Aᵀ⟩ / n
         return Certificate(primal, dual, gap)
 
     def objectives(self, At, S=None):

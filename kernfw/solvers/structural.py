@@ -39,8 +39,15 @@ from ..fw import BlockCoordinateIterate, Certificate, FWIterate, WeightedAverage
 from ..fw.steps import block_standard_step, quadratic_step, standard_step
 from ..structured import Chain
 
-__all__ = ["StructuredProblem", "BatchFW", "BCFW", "solve_structural_fw",
-           "solve_structural_bcfw", "compiled_chain_backend", "STEPS"]
+__all__ = [
+    "StructuredProblem",
+    "BatchFW",
+    "BCFW",
+    "solve_structural_fw",
+    "solve_structural_bcfw",
+    "compiled_chain_backend",
+    "STEPS",
+]
 
 STEPS = ("line_search", "standard")
 
@@ -104,7 +111,9 @@ class StructuredProblem:
         self.Y = model.prepare_outputs(Y)
         self.n = self.X.shape[0] if sp.issparse(self.X) else len(self.X)
         if self.n != len(self.Y):
-            raise ValueError(f"X and Y have different numbers of examples: {self.n} != {len(self.Y)}")
+            raise ValueError(
+                f"X and Y have different numbers of examples: {self.n} != {len(self.Y)}"
+            )
         self.dim = int(model.size_joint_feature)
         self.phi_true = model.batch_joint_feature(self.X, self.Y)
         self._chain_lib = self._compiled_chain()
@@ -117,8 +126,11 @@ class StructuredProblem:
         lib = compiled_chain_backend()
         if lib is None or type(self.model) is not Chain:
             if self.compiled is True:
-                why = ("numba is not installed or KERNFW_DISABLE_NUMBA is set" if lib is None
-                       else f"the model is a {type(self.model).__name__}, not a Chain")
+                why = (
+                    "numba is not installed or KERNFW_DISABLE_NUMBA is set"
+                    if lib is None
+                    else f"the model is a {type(self.model).__name__}, not a Chain"
+                )
                 raise ValueError(f"compiled structural passes are not available: {why}")
             return None
         return lib
@@ -145,17 +157,28 @@ class StructuredProblem:
         if lib is not None:
             batch, model = self.X, self.model
             y_hat = np.empty(batch.features.shape[0], dtype=np.int64)
-            loss = lib.chain_oracle_pass(batch.features, batch.offsets, self.labels,
-                                         np.ascontiguousarray(w, dtype=np.float64),
-                                         model.n_states, model.normalize, True, y_hat)
+            loss = lib.chain_oracle_pass(
+                batch.features,
+                batch.offsets,
+                self.labels,
+                np.ascontiguousarray(w, dtype=np.float64),
+                model.n_states,
+                model.normalize,
+                True,
+                y_hat,
+            )
             return model.flat_joint_feature(batch, y_hat), float(loss)
         Y_hat = self.model.batch_decode(self.X, w, self.Y)
-        return (self.model.batch_joint_feature(self.X, Y_hat),
-                float(np.sum(self.model.batch_loss(self.Y, Y_hat))))
+        return (
+            self.model.batch_joint_feature(self.X, Y_hat),
+            float(np.sum(self.model.batch_loss(self.Y, Y_hat))),
+        )
 
     def primal_from_pass(self, w, phi_hat, loss):
         """``P(w) = λ/2‖w‖² + (1/n) Σ_i [L_i(ŷ_i) + ⟨w, φ(x_i, ŷ_i) − φ(x_i, y_i)⟩]``."""
-        return 0.5 * self.lam * float(w @ w) + (loss + float(w @ (phi_hat - self.phi_true))) / self.n
+        return (
+            0.5 * self.lam * float(w @ w) + (loss + float(w @ (phi_hat - self.phi_true))) / self.n
+        )
 
     def primal(self, w):
         """The primal objective ``P(w)`` (one oracle pass)."""
@@ -176,13 +199,15 @@ class StructuredProblem:
 
         ``α_i = e_{y_i}`` (``w = 0``) is the starting point of every solver.
         """
-        pieces = [np.asarray(self.model.statistics(x, y), dtype=float)
-                  for x, y in zip(self.X, self.Y)]
+        pieces = [
+            np.asarray(self.model.statistics(x, y), dtype=float) for x, y in zip(self.X, self.Y)
+        ]
         offsets = np.concatenate([[0], np.cumsum([p.size for p in pieces])])
         return np.concatenate(pieces), offsets
 
 
 # -- batch Frank-Wolfe (paper Algorithm 2, math.md §3.4) ---------------------------------------
+
 
 class BatchFW(FWIterate):
     """Batch Frank-Wolfe on the structural SVM dual: one oracle pass per iteration.
@@ -208,15 +233,18 @@ class BatchFW(FWIterate):
 
     def certificate(self):
         p = self.problem
-        return p.certificate(self.w, self.ell, {"oracle_calls": self.passes * p.n,
-                                                "pass": float(self.passes)},
-                             oracle=self._current_oracle())
+        return p.certificate(
+            self.w,
+            self.ell,
+            {"oracle_calls": self.passes * p.n, "pass": float(self.passes)},
+            oracle=self._current_oracle(),
+        )
 
     def step(self, t):
         p = self.problem
         phi_hat, loss = self._current_oracle()
         self._oracle = None
-        direction = self.w - (p.phi_true - phi_hat) / (p.lam * p.n)   # w − w_s
+        direction = self.w - (p.phi_true - phi_hat) / (p.lam * p.n)  # w − w_s
         gap = p.lam * float(direction @ self.w) - self.ell + loss / p.n
         if self.step_rule == "line_search":
             gamma = quadratic_step(gap, p.lam * float(direction @ direction))
@@ -232,6 +260,7 @@ class BatchFW(FWIterate):
 
 
 # -- block-coordinate Frank-Wolfe (paper Algorithm 4, math.md §3.5) ----------------------------
+
 
 class BCFW(BlockCoordinateIterate):
     """Block-coordinate Frank-Wolfe on the structural SVM dual (one oracle call per block step).
@@ -267,8 +296,9 @@ class BCFW(BlockCoordinateIterate):
     the numpy step.
     """
 
-    def __init__(self, problem, averaging=False, step="line_search", sample="uniform",
-                 random_state=None):
+    def __init__(
+        self, problem, averaging=False, step="line_search", sample="uniform", random_state=None
+    ):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         self.problem = problem
         self.step_rule = _check_step(step)
@@ -283,7 +313,7 @@ class BCFW(BlockCoordinateIterate):
         self._lib = problem.chain_backend()
         if self._lib is not None:
             batch = problem.X
-            self._grams = self._lib.word_grams(batch.features, batch.offsets)   # (grams, offsets)
+            self._grams = self._lib.word_grams(batch.features, batch.offsets)  # (grams, offsets)
             self._stat_offsets = offsets.astype(np.int64)
             self._ell = np.zeros(1)
 
@@ -299,17 +329,35 @@ class BCFW(BlockCoordinateIterate):
         p = self.problem
         order = block_order(self.n_blocks, self.rng, self.sample).astype(np.int64)
         avg = self.average
-        if avg is not None and avg.values is None:      # the first update copies w (ρ = 1)
+        if avg is not None and avg.values is None:  # the first update copies w (ρ = 1)
             avg.values = {"w": np.zeros_like(self.w), "ell": np.zeros(())}
         avg_w = avg.values["w"] if avg is not None else self.w
         avg_ell = avg.values["ell"].reshape(1) if avg is not None else self._ell
         self._ell[0] = self.ell
         steps = np.empty(order.size)
         total = self._lib.chain_pass(
-            order, p.X.features, p.X.offsets, p.labels, *self._grams, self.stats,
-            self._stat_offsets, self.w, self.block_loss, self.block_gaps, self._ell,
-            p.model.n_states, p.lam, p.model.normalize, self.step_rule == "standard", self.k,
-            avg is not None, avg_w, avg_ell, avg.k if avg is not None else 0, steps)
+            order,
+            p.X.features,
+            p.X.offsets,
+            p.labels,
+            *self._grams,
+            self.stats,
+            self._stat_offsets,
+            self.w,
+            self.block_loss,
+            self.block_gaps,
+            self._ell,
+            p.model.n_states,
+            p.lam,
+            p.model.normalize,
+            self.step_rule == "standard",
+            self.k,
+            avg is not None,
+            avg_w,
+            avg_ell,
+            avg.k if avg is not None else 0,
+            steps,
+        )
         self.ell = float(self._ell[0])
         self.k += order.size
         self.oracle_calls += order.size
@@ -366,16 +414,22 @@ class BCFW(BlockCoordinateIterate):
 
     def certificate(self):
         w, ell = self._point()
-        return self.problem.certificate(w, ell, {"oracle_calls": self.oracle_calls,
-                                                 "pass": self.oracle_calls / self.problem.n})
+        return self.problem.certificate(
+            w, ell, {"oracle_calls": self.oracle_calls, "pass": self.oracle_calls / self.problem.n}
+        )
 
     def solution(self):
         w, ell = self._point()
-        return {"w": w.copy(), "ell": ell, "w_last": self.w.copy(),
-                "block_gaps": self.block_gaps.copy()}
+        return {
+            "w": w.copy(),
+            "ell": ell,
+            "w_last": self.w.copy(),
+            "block_gaps": self.block_gaps.copy(),
+        }
 
 
 # -- entry points -------------------------------------------------------------------------------
+
 
 def check_every_passes(check_every):
     """``check_every`` as an int ≥ 1 (``ValueError`` otherwise)."""
@@ -384,8 +438,19 @@ def check_every_passes(check_every):
     return int(check_every)
 
 
-def solve_structural_fw(model, X, Y, lam, *, step="line_search", max_iter=50, tol=1e-3,
-                        max_time=None, callback=None, compiled="auto"):
+def solve_structural_fw(
+    model,
+    X,
+    Y,
+    lam,
+    *,
+    step="line_search",
+    max_iter=50,
+    tol=1e-3,
+    max_time=None,
+    callback=None,
+    compiled="auto",
+):
     """Batch Frank-Wolfe for the structural SVM (paper Algorithm 2, math.md §3.4).
 
     Parameters
@@ -415,15 +480,36 @@ def solve_structural_fw(model, X, Y, lam, *, step="line_search", max_iter=50, to
         ``solution["w"]``; history columns ``oracle_calls`` and ``pass``.
     """
     problem = StructuredProblem(model, X, Y, lam, compiled=compiled)
-    return run(BatchFW(problem, step=step), tol=tol, max_iter=max_iter, max_time=max_time,
-               check_every=1, callback=callback, keep_best=True,
-               remedy="increase max_iter or tol, or use solver='bcfw'",
-               name="structural SVM batch FW")
+    return run(
+        BatchFW(problem, step=step),
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        check_every=1,
+        callback=callback,
+        keep_best=True,
+        remedy="increase max_iter or tol, or use solver='bcfw'",
+        name="structural SVM batch FW",
+    )
 
 
-def solve_structural_bcfw(model, X, Y, lam, *, averaging=True, step="line_search",
-                          sample="uniform", max_iter=50, tol=1e-3, check_every=5,
-                          random_state=None, max_time=None, callback=None, compiled="auto"):
+def solve_structural_bcfw(
+    model,
+    X,
+    Y,
+    lam,
+    *,
+    averaging=True,
+    step="line_search",
+    sample="uniform",
+    max_iter=50,
+    tol=1e-3,
+    check_every=5,
+    random_state=None,
+    max_time=None,
+    callback=None,
+    compiled="auto",
+):
     """Block-coordinate Frank-Wolfe for the structural SVM (Algorithm 4, math.md §3.5).
 
     One oracle call per block step; a pass is ``n`` block steps.  The total
@@ -461,8 +547,17 @@ def solve_structural_bcfw(model, X, Y, lam, *, averaging=True, step="line_search
         (oracle calls of the optimization, gap passes excluded).
     """
     problem = StructuredProblem(model, X, Y, lam, compiled=compiled)
-    iterate = BCFW(problem, averaging=averaging, step=step, sample=sample,
-                   random_state=random_state)
-    return run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
-               check_every=check_every_passes(check_every), callback=callback, keep_best=True,
-               remedy="increase max_iter or tol", name="structural SVM BCFW")
+    iterate = BCFW(
+        problem, averaging=averaging, step=step, sample=sample, random_state=random_state
+    )
+    return run(
+        iterate,
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        check_every=check_every_passes(check_every),
+        callback=callback,
+        keep_best=True,
+        remedy="increase max_iter or tol",
+        name="structural SVM BCFW",
+    )

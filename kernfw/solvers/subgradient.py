@@ -25,6 +25,7 @@ __all__ = ["pegasos_multiclass", "StructuralSSG", "solve_structural_ssg", "struc
 
 # -- multi-category SVM: full-batch projected subgradient (math.md §1.11) ------------------
 
+
 class _MulticlassPG(FullBatchIterate):
     """Projected subgradient on ``P(W)`` written on the dual iterate ``A``.
 
@@ -50,17 +51,26 @@ class _MulticlassPG(FullBatchIterate):
         eta = 1.0 / (t + 1.0)
         dA = U - self.At
         self.At += eta * dA
-        self.S += eta * p.scores(dA)                       # the one matmat
+        self.S += eta * p.scores(dA)  # the one matmat
         w_sq = inner(self.At, self.S) / p.scale
-        if w_sq > self.radius_sq:                          # projection on ‖w‖ ≤ R
+        if w_sq > self.radius_sq:  # projection on ‖w‖ ≤ R
             shrink = math.sqrt(self.radius_sq / w_sq)
             self.At *= shrink
             self.S *= shrink
         return eta
 
 
-def pegasos_multiclass(problem, *, A_init=None, tol=1e-3, rtol=0.0, max_iter=1000,
-                       max_time=None, check_every=1, callback=None):
+def pegasos_multiclass(
+    problem,
+    *,
+    A_init=None,
+    tol=1e-3,
+    rtol=0.0,
+    max_iter=1000,
+    max_time=None,
+    check_every=1,
+    callback=None,
+):
     """Full-batch projected subgradient ("PG", math.md §1.11) for the multi-category SVM.
 
     Parameters
@@ -79,14 +89,22 @@ def pegasos_multiclass(problem, *, A_init=None, tol=1e-3, rtol=0.0, max_iter=100
         ``gap`` is ``P(w(A)) − D(A)``, valid because ``A`` stays dual feasible.
     """
     if problem.smoothing:
-        raise ValueError("the projected-subgradient baseline (solver='pg') is defined for "
-                         "smoothing=0 only")
+        raise ValueError(
+            "the projected-subgradient baseline (solver='pg') is defined for smoothing=0 only"
+        )
     At, S = problem.start(A_init)
     iterate = _MulticlassPG(problem, At, S, rtol=rtol)
-    return run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
-               check_every=check_every, callback=callback, keep_best=True,
-               remedy="increase max_iter (PG converges as O(1/t)) or use solver='lsfw'",
-               name="MultiClassSVM solver='pg'")
+    return run(
+        iterate,
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        check_every=check_every,
+        callback=callback,
+        keep_best=True,
+        remedy="increase max_iter (PG converges as O(1/t)) or use solver='lsfw'",
+        name="MultiClassSVM solver='pg'",
+    )
 
 
 # -- structural SVM: stochastic subgradient, SSG and SSG-wavg (math.md §3.6) ------------------
@@ -116,8 +134,9 @@ class StructuralSSG(BlockCoordinateIterate):
         Block order, as in :class:`kernfw.solvers.structural.BCFW`.
     """
 
-    def __init__(self, problem, averaging=False, project=False, sample="uniform",
-                 random_state=None):
+    def __init__(
+        self, problem, averaging=False, project=False, sample="uniform", random_state=None
+    ):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         self.problem = problem
         self.w = np.zeros(problem.dim)
@@ -154,19 +173,35 @@ class StructuralSSG(BlockCoordinateIterate):
 
     def certificate(self):
         p = self.problem
-        return Certificate(p.primal(self._point()), math.nan, math.inf,
-                           {"oracle_calls": self.oracle_calls, "pass": self.oracle_calls / p.n})
+        return Certificate(
+            p.primal(self._point()),
+            math.nan,
+            math.inf,
+            {"oracle_calls": self.oracle_calls, "pass": self.oracle_calls / p.n},
+        )
 
     def is_converged(self, cert, tol):
-        return False   # no certificate: a baseline runs its whole budget
+        return False  # no certificate: a baseline runs its whole budget
 
     def solution(self):
         return {"w": self._point().copy(), "w_last": self.w.copy()}
 
 
-def solve_structural_ssg(model, X, Y, lam, *, averaging=True, project=False,
-                         sample="uniform", max_iter=50, check_every=5, random_state=None,
-                         max_time=None, callback=None):
+def solve_structural_ssg(
+    model,
+    X,
+    Y,
+    lam,
+    *,
+    averaging=True,
+    project=False,
+    sample="uniform",
+    max_iter=50,
+    check_every=5,
+    random_state=None,
+    max_time=None,
+    callback=None,
+):
     """SSG / SSG-wavg baseline for the structural SVM (math.md §3.6).
 
     Parameters
@@ -193,20 +228,33 @@ def solve_structural_ssg(model, X, Y, lam, *, averaging=True, project=False,
     if int(check_every) < 1:
         raise ValueError(f"check_every must be >= 1, got {check_every}")
     problem = StructuredProblem(model, X, Y, lam)
-    iterate = StructuralSSG(problem, averaging=averaging, project=project, sample=sample,
-                            random_state=random_state)
+    iterate = StructuralSSG(
+        problem, averaging=averaging, project=project, sample=sample, random_state=random_state
+    )
     with warnings.catch_warnings():
         # the budget is the stopping rule of a baseline without a certificate
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return run(iterate, tol=0.0, max_iter=max_iter, max_time=max_time,
-                   check_every=int(check_every), callback=callback, keep_best=False,
-                   name="structural SVM SSG")
+        return run(
+            iterate,
+            tol=0.0,
+            max_iter=max_iter,
+            max_time=max_time,
+            check_every=int(check_every),
+            callback=callback,
+            keep_best=False,
+            name="structural SVM SSG",
+        )
 
 
 def structural_ssg(model, X, Y, lam, *, max_passes=50, gap_every=5, **kwargs):
     """Deprecated name of :func:`solve_structural_ssg` (``max_passes`` → ``max_iter``,
     ``gap_every`` → ``check_every``)."""
-    warnings.warn("structural_ssg(max_passes, gap_every) is deprecated: use "
-                  "solve_structural_ssg(max_iter, check_every)", FutureWarning, stacklevel=2)
-    return solve_structural_ssg(model, X, Y, lam, max_iter=max_passes,
-                                check_every=gap_every, **kwargs)
+    warnings.warn(
+        "structural_ssg(max_passes, gap_every) is deprecated: use "
+        "solve_structural_ssg(max_iter, check_every)",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return solve_structural_ssg(
+        model, X, Y, lam, max_iter=max_passes, check_every=gap_every, **kwargs
+    )

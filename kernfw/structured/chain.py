@@ -42,7 +42,7 @@ def viterbi(theta, G):
         The maximizing state sequences.
     """
     B, T, q = theta.shape
-    GT = np.ascontiguousarray(G.T)              # GT[l, l'] = G[l', l]: reduce the last axis
+    GT = np.ascontiguousarray(G.T)  # GT[l, l'] = G[l', l]: reduce the last axis
     back = np.empty((T, B, q), dtype=np.intp)
     cand = np.empty((B, q, q))
     delta = theta[:, 0]
@@ -77,7 +77,7 @@ def viterbi_one(theta, GT):
     where = np.empty(q, dtype=np.intp)
     delta = theta[0]
     for t in range(1, T):
-        np.add(GT, delta, out=cand)              # cand[l, l'] = δ_{t−1}(l') + G[l', l]
+        np.add(GT, delta, out=cand)  # cand[l, l'] = δ_{t−1}(l') + G[l', l]
         cand.argmax(axis=1, out=back[t])
         np.add(back[t], row_start, out=where)
         delta = flat.take(where)
@@ -111,16 +111,19 @@ class ChainBatch:
 
     def __init__(self, X):
         if sp.issparse(X) or any(sp.issparse(x) for x in X):
-            raise TypeError("Chain needs dense sequences (arrays of shape (T, d)), "
-                            "got a scipy.sparse matrix")
+            raise TypeError(
+                "Chain needs dense sequences (arrays of shape (T, d)), got a scipy.sparse matrix"
+            )
         words = [np.asarray(x) for x in X]
         for i, x in enumerate(words):
             if x.ndim != 2 or x.shape[0] == 0:
-                raise ValueError(f"sequence {i} must be a non-empty 2-D array (T, d), "
-                                 f"got shape {x.shape}")
+                raise ValueError(
+                    f"sequence {i} must be a non-empty 2-D array (T, d), got shape {x.shape}"
+                )
             if x.shape[1] != words[0].shape[1]:
-                raise ValueError(f"sequence {i} has {x.shape[1]} features, "
-                                 f"sequence 0 has {words[0].shape[1]}")
+                raise ValueError(
+                    f"sequence {i} has {x.shape[1]} features, sequence 0 has {words[0].shape[1]}"
+                )
         self.lengths = np.array([x.shape[0] for x in words], dtype=np.intp)
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)])
         self.features = np.concatenate(words).astype(np.float64, copy=False)
@@ -188,8 +191,9 @@ class Chain(StructuredModel):
         else:
             batch = ChainBatch(X)
         if self.n_features is not None and batch.n_features != self.n_features:
-            raise ValueError(f"sequences have {batch.n_features} features, "
-                             f"the model expects {self.n_features}")
+            raise ValueError(
+                f"sequences have {batch.n_features} features, the model expects {self.n_features}"
+            )
         return batch
 
     def prepare_outputs(self, Y):
@@ -224,8 +228,12 @@ class Chain(StructuredModel):
         """Views ``(U, b_start, b_end, G)`` of the weight vector ``w``."""
         q, d = self.n_states, self.n_features
         qd = q * d
-        return (w[:qd].reshape(q, d), w[qd:qd + q], w[qd + q:qd + 2 * q],
-                w[qd + 2 * q:].reshape(q, q))
+        return (
+            w[:qd].reshape(q, d),
+            w[qd : qd + q],
+            w[qd + q : qd + 2 * q],
+            w[qd + 2 * q :].reshape(q, q),
+        )
 
     def _unit(self, T):
         """Loss of one wrong position: ``1/T`` (normalized) or 1."""
@@ -252,7 +260,9 @@ class Chain(StructuredModel):
         return viterbi_one(*self.node_scores(x, w))
 
     def loss(self, y_true, y):
-        return float(np.count_nonzero(np.asarray(y_true) != np.asarray(y))) * self._unit(len(y_true))
+        return float(np.count_nonzero(np.asarray(y_true) != np.asarray(y))) * self._unit(
+            len(y_true)
+        )
 
     def max_loss(self, y_true):
         return 1.0 if self.normalize else float(len(y_true))
@@ -271,19 +281,19 @@ class Chain(StructuredModel):
         q, T = self.n_states, len(y)
         s = np.zeros(T * q + q * q)
         s[np.arange(T) * q + y] = 1.0
-        s[T * q:] = np.bincount(y[:-1] * q + y[1:], minlength=q * q)
+        s[T * q :] = np.bincount(y[:-1] * q + y[1:], minlength=q * q)
         return s
 
     def expand(self, x, s):
         """``φ = (Eᵀx, E_1, E_T, C)`` of statistics ``s = (E, C)``."""
         q, d = self.n_states, self.n_features
         T, qd = x.shape[0], q * d
-        E = s[:T * q].reshape(T, q)
+        E = s[: T * q].reshape(T, q)
         out = np.empty(self.size_joint_feature)
         np.dot(E.T, x, out=out[:qd].reshape(q, d))
-        out[qd:qd + q] = E[0]
-        out[qd + q:qd + 2 * q] = E[-1]
-        out[qd + 2 * q:] = s[T * q:]
+        out[qd : qd + q] = E[0]
+        out[qd + q : qd + 2 * q] = E[-1]
+        out[qd + 2 * q :] = s[T * q :]
         return out
 
     def joint_feature(self, x, y):
@@ -332,9 +342,9 @@ class Chain(StructuredModel):
         onehot = sp.csr_matrix((np.ones(N), (y, np.arange(N))), shape=(q, N))
         out = np.empty(self.size_joint_feature)
         out[:qd] = (onehot @ batch.features).ravel()
-        out[qd:qd + q] = np.bincount(y[batch.starts], minlength=q)
-        out[qd + q:qd + 2 * q] = np.bincount(y[batch.ends], minlength=q)
-        out[qd + 2 * q:] = np.bincount(y[batch.inner] * q + y[batch.inner + 1], minlength=q * q)
+        out[qd : qd + q] = np.bincount(y[batch.starts], minlength=q)
+        out[qd + q : qd + 2 * q] = np.bincount(y[batch.ends], minlength=q)
+        out[qd + 2 * q :] = np.bincount(y[batch.inner] * q + y[batch.inner + 1], minlength=q * q)
         return out
 
     def batch_loss(self, Y_true, Y):

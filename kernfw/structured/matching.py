@@ -50,8 +50,10 @@ class Matching(StructuredModel):
         if x.ndim != 3 or x.shape[0] != x.shape[1] or x.shape[0] == 0:
             raise ValueError(f"matching input {i} must have shape (r, r, d), got {x.shape}")
         if self.n_features is not None and x.shape[2] != self.n_features:
-            raise ValueError(f"matching input {i} has {x.shape[2]} edge features, "
-                             f"the model expects {self.n_features}")
+            raise ValueError(
+                f"matching input {i} has {x.shape[2]} edge features, "
+                f"the model expects {self.n_features}"
+            )
         if not np.all(np.isfinite(x)):
             raise ValueError(f"matching input {i} must be finite")
         return x
@@ -89,7 +91,9 @@ class Matching(StructuredModel):
         return x[np.arange(x.shape[0]), y].sum(axis=0)
 
     def loss(self, y_true, y):
-        return float(np.count_nonzero(np.asarray(y_true) != np.asarray(y))) * self._unit(len(y_true))
+        return float(np.count_nonzero(np.asarray(y_true) != np.asarray(y))) * self._unit(
+            len(y_true)
+        )
 
     def max_loss(self, y_true):
         r = len(y_true)

@@ -83,8 +83,10 @@ class MultiClass(StructuredModel):
         if sp.issparse(X):  # a csr_matrix: X[i] is a row on every scipy (csr_array: >= 1.14)
             X = sp.csr_matrix(X)
         if self.n_features is not None and X.shape[1] != self.n_features:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features} features as input")
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                f"expecting {self.n_features} features as input"
+            )
         return X
 
     def prepare_outputs(self, Y):
@@ -95,15 +97,19 @@ class MultiClass(StructuredModel):
         """Labels as an int array with values in ``0, …, m − 1``."""
         Y = np.asarray(Y)
         integral = np.issubdtype(Y.dtype, np.integer) or (
-            np.issubdtype(Y.dtype, np.floating) and np.all(np.mod(Y, 1) == 0))
+            np.issubdtype(Y.dtype, np.floating) and np.all(np.mod(Y, 1) == 0)
+        )
         if Y.ndim != 1 or not integral:
-            raise ValueError("Unknown label type: multi-class labels must be a 1-D sequence of "
-                             f"integers 0..{self.n_classes - 1}, got dtype {Y.dtype}, "
-                             f"shape {Y.shape}")
+            raise ValueError(
+                "Unknown label type: multi-class labels must be a 1-D sequence of "
+                f"integers 0..{self.n_classes - 1}, got dtype {Y.dtype}, "
+                f"shape {Y.shape}"
+            )
         Y = Y.astype(np.intp)
         if Y.size and (Y.min() < 0 or Y.max() >= self.n_classes):
-            raise ValueError(f"labels must lie in 0..{self.n_classes - 1}, "
-                             f"got values in {Y.min()}..{Y.max()}")
+            raise ValueError(
+                f"labels must lie in 0..{self.n_classes - 1}, got values in {Y.min()}..{Y.max()}"
+            )
         return Y
 
     def initialize(self, X, Y):
@@ -117,7 +123,6 @@ class MultiClass(StructuredModel):
     def _weights(self, w):
         """``W`` (m × d) as a view of ``w``."""
         return np.asarray(w).reshape(self.n_classes, self.n_features)
-
 
     # -- protocol ----------------------------------------------------------------------
     def statistics(self, x, y):

@@ -33,8 +33,10 @@ def check_estimator(estimator, param):
         raise TypeError(f"sweep needs a scikit-learn estimator, got {type(estimator).__name__}")
     params = estimator.get_params(deep=False)
     if param not in params:
-        raise ValueError(f"{type(estimator).__name__} has no parameter {param!r}; "
-                         f"its parameters are {sorted(params)}")
+        raise ValueError(
+            f"{type(estimator).__name__} has no parameter {param!r}; "
+            f"its parameters are {sorted(params)}"
+        )
     return params
 
 

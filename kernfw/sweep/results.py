@@ -9,8 +9,19 @@ import numpy as np
 __all__ = ["COLUMNS", "SweepResults", "write_table", "to_number", "format_value", "report_row"]
 
 #: the columns of a sweep table, in order
-COLUMNS = ("value", "fold", "objective", "gap", "n_iter", "n_active", "fit_time",
-           "train_score", "val_score", "converged", "error")
+COLUMNS = (
+    "value",
+    "fold",
+    "objective",
+    "gap",
+    "n_iter",
+    "n_active",
+    "fit_time",
+    "train_score",
+    "val_score",
+    "converged",
+    "error",
+)
 
 
 def write_table(path, header, rows):
@@ -88,13 +99,17 @@ class SweepResults:
         return write_table(path, COLUMNS, ([row[k] for k in COLUMNS] for row in self.rows))
 
     def __repr__(self):
-        head = f"{'value':>10s} {'fold':>4s} {'objective':>12s} {'gap':>10s} {'n_iter':>7s} " \
-               f"{'fit_time':>8s} {'train':>7s} {'val':>7s}  error"
+        head = (
+            f"{'value':>10s} {'fold':>4s} {'objective':>12s} {'gap':>10s} {'n_iter':>7s} "
+            f"{'fit_time':>8s} {'train':>7s} {'val':>7s}  error"
+        )
         lines = [f"SweepResults(param={self.param!r}, {len(self)} rows)", head]
         for r in self.rows:
-            lines.append(f"{format_value(r['value']):>10s} {r['fold']:4d} {r['objective']:12.6g} "
-                         f"{r['gap']:10.3g} {r['n_iter']:7.0f} {r['fit_time']:8.3f} "
-                         f"{r['train_score']:7.4f} {r['val_score']:7.4f}  {r['error']}")
+            lines.append(
+                f"{format_value(r['value']):>10s} {r['fold']:4d} {r['objective']:12.6g} "
+                f"{r['gap']:10.3g} {r['n_iter']:7.0f} {r['fit_time']:8.3f} "
+                f"{r['train_score']:7.4f} {r['val_score']:7.4f}  {r['error']}"
+            )
         return "\n".join(lines)
 
 
@@ -119,9 +134,15 @@ def format_value(value):
 
 def report_row(param, row):
     """One progress line for a finished fit (stderr)."""
-    parts = [f"P={row['objective']:.6g}" if np.isfinite(row["objective"]) else "",
-             f"gap={row['gap']:.2g}" if np.isfinite(row["gap"]) else "",
-             f"train={row['train_score']:.4f}"]
+    parts = [
+        f"P={row['objective']:.6g}" if np.isfinite(row["objective"]) else "",
+        f"gap={row['gap']:.2g}" if np.isfinite(row["gap"]) else "",
+        f"train={row['train_score']:.4f}",
+    ]
     status = row["error"] or " ".join(p for p in parts if p)
-    print(f"[sweep] {param}={format_value(row['value'])} fold {row['fold']}: {status} "
-          f"({row['fit_time']:.2f}s)", file=sys.stderr, flush=True)
+    print(
+        f"[sweep] {param}={format_value(row['value'])} fold {row['fold']}: {status} "
+        f"({row['fit_time']:.2f}s)",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -57,8 +57,22 @@ def _fold_data(X, y, split, precomputed):
     return X[train], y[train], X[val], y[val]
 
 
-def _fit_chunk(estimator, param, values, fold, X, y, split, precomputed, warm_start, scoring,
-               blas_threads, verbose, shell, *grams):
+def _fit_chunk(
+    estimator,
+    param,
+    values,
+    fold,
+    X,
+    y,
+    split,
+    precomputed,
+    warm_start,
+    scoring,
+    blas_threads,
+    verbose,
+    shell,
+    *grams,
+):
     """Fit one contiguous chunk of values on one fold (runs in a worker).
 
     ``shell`` is the kernel operator with its Gram matrices taken out and
@@ -120,14 +134,27 @@ def _scorer(estimator, scoring):
     """
     if scoring is None and not hasattr(estimator, "score"):
         return None
-    if scoring is None and is_classifier(estimator) and \
-            type(estimator).score is ClassifierMixin.score:
+    if (
+        scoring is None
+        and is_classifier(estimator)
+        and type(estimator).score is ClassifierMixin.score
+    ):
         return _batched_accuracy
     return check_scoring(estimator, scoring=scoring)
 
 
-def sweep(estimator, X, y, param="C", values=None, cv=None, n_jobs=None,
-          warm_start=True, verbose=0, scoring=None):
+def sweep(
+    estimator,
+    X,
+    y,
+    param="C",
+    values=None,
+    cv=None,
+    n_jobs=None,
+    warm_start=True,
+    verbose=0,
+    scoring=None,
+):
     """Fit ``estimator`` once per value of ``param`` (and per CV fold), in parallel.
 
     Parameters
@@ -191,10 +218,25 @@ def sweep(estimator, X, y, param="C", values=None, cv=None, n_jobs=None,
     tasks, parallel, blas_threads = plan(param, values, len(folds), warm, n_jobs)
 
     with shared_operator(estimator, X, param, parallel) as (template, shell, grams):
-        jobs = (delayed(_fit_chunk)(template, param, [values[i] for i in chunk], f, X, y,
-                                    folds[f], precomputed, warm, scoring, blas_threads, verbose,
-                                    shell, *grams)
-                for f, chunk in tasks)
+        jobs = (
+            delayed(_fit_chunk)(
+                template,
+                param,
+                [values[i] for i in chunk],
+                f,
+                X,
+                y,
+                folds[f],
+                precomputed,
+                warm,
+                scoring,
+                blas_threads,
+                verbose,
+                shell,
+                *grams,
+            )
+            for f, chunk in tasks
+        )
         runner = Parallel(n_jobs=n_jobs if parallel else 1, return_as="generator")
         ordered = []
         for (f, chunk), chunk_rows in zip(tasks, runner(jobs)):

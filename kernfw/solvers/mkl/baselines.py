@@ -77,8 +77,21 @@ class LpMKLIterate(KernelWeightIterate):
         return float(np.max(np.abs(theta - ev.gamma)))
 
 
-def solve_lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, problems=None, tol=1e-3,
-           max_iter=100, inner_tol=None, callback=None, max_time=None):
+def solve_lp_mkl(
+    kernels,
+    y,
+    p=2.0,
+    *,
+    svm="l2",
+    C=1.0,
+    nu=0.5,
+    problems=None,
+    tol=1e-3,
+    max_iter=100,
+    inner_tol=None,
+    callback=None,
+    max_time=None,
+):
     """lp-norm MKL by alternating SVM solves and the closed-form update (math.md §5.5).
 
     Parameters
@@ -104,10 +117,18 @@ def solve_lp_mkl(kernels, y, p=2.0, *, svm="l2", C=1.0, nu=0.5, problems=None, t
         raise ValueError(f"p must be a finite number >= 1, got {p!r}")
     p = float(p)
     tol = check_positive("tol", tol)
-    objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
-                                          inner_tol=inner_tol, problems=problems)
+    objective, classes = weight_objective(
+        mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
+    )
     iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)))
-    result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time, callback=callback,
-                 remedy="increase max_iter or tol", name=f"lp-MKL (p={p:g})")
+    result = run(
+        iterate,
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        callback=callback,
+        remedy="increase max_iter or tol",
+        name=f"lp-MKL (p={p:g})",
+    )
     result.solution.update(classes=classes, codes=objective.svm.codes)
     return result

@@ -20,8 +20,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_t", "top_t_vertex", "sum_top_t", "project_capped_simplex",
-           "snap_to_box"]
+__all__ = ["check_t", "top_t_vertex", "sum_top_t", "project_capped_simplex", "snap_to_box"]
 
 #: entries of γ within this distance of 0 or 1 are snapped onto the bound
 SNAP = 1e-12
@@ -103,9 +102,9 @@ def project_capped_simplex(v, t):
     m = v.size
     if not 0 < t <= m:
         raise ValueError(f"t must lie in (0, {m}], got {t}")
-    breaks = np.unique(np.concatenate([v, v - 1.0]))          # increasing θ
+    breaks = np.unique(np.concatenate([v, v - 1.0]))  # increasing θ
     phi = np.clip(v[None, :] - breaks[:, None], 0.0, 1.0).sum(axis=1)  # nonincreasing
-    k = int(np.searchsorted(-phi, -t, side="right")) - 1      # last breakpoint with φ ≥ t
+    k = int(np.searchsorted(-phi, -t, side="right")) - 1  # last breakpoint with φ ≥ t
     if k >= breaks.size - 1:
         theta = breaks[-1]
     else:

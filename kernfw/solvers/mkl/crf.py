@@ -74,6 +74,5 @@ def chain_marginals(theta, G):
     mu = np.exp(alpha + beta - log_z)
     pair_counts = np.zeros((q, q))
     for t in range(T - 1):
-        pair_counts += np.exp(alpha[t][:, None] + G + (theta[t + 1] + beta[t + 1])[None, :]
-                              - log_z)
+        pair_counts += np.exp(alpha[t][:, None] + G + (theta[t + 1] + beta[t + 1])[None, :] - log_z)
     return mu, pair_counts, log_z

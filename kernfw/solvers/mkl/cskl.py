@@ -37,13 +37,19 @@ from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
 from ...fw import Certificate, FWResult, armijo_step, run
-from .capped_simplex import (check_t, project_capped_simplex, snap_to_box, sum_top_t,
-                             top_t_vertex)
+from .capped_simplex import check_t, project_capped_simplex, snap_to_box, sum_top_t, top_t_vertex
 from .weights import KernelWeightIterate, as_multikernel, check_positive, weight_objective
 
-__all__ = ["solve_cskl", "CSKLIterate", "projected_gradient_direction",
-           "reduced_gradient_direction", "frank_wolfe_direction", "exact_selection",
-           "WEIGHT_UPDATES", "LINE_SEARCHES"]
+__all__ = [
+    "solve_cskl",
+    "CSKLIterate",
+    "projected_gradient_direction",
+    "reduced_gradient_direction",
+    "frank_wolfe_direction",
+    "exact_selection",
+    "WEIGHT_UPDATES",
+    "LINE_SEARCHES",
+]
 
 WEIGHT_UPDATES = ("projected_gradient", "reduced_gradient", "frank_wolfe")
 LINE_SEARCHES = ("armijo", "exact")
@@ -195,22 +201,30 @@ class CSKLIterate(KernelWeightIterate):
             return 0.0
         found = self.path(-self.c * ev.d)
         if found is None or not found[2](found[1]) < 0:
-            self._tighten_inner()                    # no descent measurable at this accuracy
+            self._tighten_inner()  # no descent measurable at this accuracy
             return 0.0
         point, tau_max, first_order = found
         trials = {}
 
         def phi(tau):
-            trials[tau] = self.objective.evaluate(snap_to_box(point(tau)),
-                                                  warm=ev.solution.state)
+            trials[tau] = self.objective.evaluate(snap_to_box(point(tau)), warm=ev.solution.state)
             return trials[tau].value
 
         if self.line_search == "armijo":
-            tau, _ = armijo_step(phi, ev.value, first_order, self._first_trial(tau_max),
-                                 max_backtracks=_MAX_BACKTRACKS)
+            tau, _ = armijo_step(
+                phi,
+                ev.value,
+                first_order,
+                self._first_trial(tau_max),
+                max_backtracks=_MAX_BACKTRACKS,
+            )
         else:
-            minimize_scalar(phi, bounds=(0.0, tau_max), method="bounded",
-                            options={"xatol": 1e-4 * tau_max, "maxiter": 30})
+            minimize_scalar(
+                phi,
+                bounds=(0.0, tau_max),
+                method="bounded",
+                options={"xatol": 1e-4 * tau_max, "maxiter": 30},
+            )
             tau = min(trials, key=lambda s: trials[s].value)
             if trials[tau].value >= ev.value:
                 tau = 0.0
@@ -247,9 +261,7 @@ class CSKLIterate(KernelWeightIterate):
             self.stalled = True
             return
         svm.tol = max(svm.tol * 1e-2, _INNER_TOL_FLOOR)
-        self.current = self.objective.evaluate(self.current.gamma,
-                                               warm=self.current.solution.state)
-
+        self.current = self.objective.evaluate(self.current.gamma, warm=self.current.solution.state)
 
 
 # -- the solver ---------------------------------------------------------------------------
@@ -257,15 +269,35 @@ def _start(gamma0, t, p):
     if gamma0 is None:
         return np.full(p, t / p)
     gamma0 = np.asarray(gamma0, dtype=float)
-    if gamma0.shape != (p,) or np.any(gamma0 < -1e-12) or np.any(gamma0 > 1 + 1e-12) \
-            or abs(gamma0.sum() - t) > 1e-8:
+    if (
+        gamma0.shape != (p,)
+        or np.any(gamma0 < -1e-12)
+        or np.any(gamma0 > 1 + 1e-12)
+        or abs(gamma0.sum() - t) > 1e-8
+    ):
         raise ValueError(f"gamma0 must lie in the capped simplex Γ_t (p={p}, t={t})")
     return snap_to_box(gamma0)
 
 
-def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, problems=None,
-         weight_update="projected_gradient", line_search="armijo", exact=False, tol=1e-3,
-         max_iter=100, inner_tol=None, gamma0=None, callback=None, max_time=None):
+def solve_cskl(
+    kernels,
+    y,
+    t=1.0,
+    *,
+    svm="l2",
+    C=1.0,
+    nu=0.5,
+    problems=None,
+    weight_update="projected_gradient",
+    line_search="armijo",
+    exact=False,
+    tol=1e-3,
+    max_iter=100,
+    inner_tol=None,
+    gamma0=None,
+    callback=None,
+    max_time=None,
+):
     """Controlled-sparsity kernel learning by alternating SVM solves and weight updates.
 
     Solves ``min_{γ∈Γ_t} J(γ)`` (math.md §5.2–§5.3) for trace-normalized kernels.
@@ -345,13 +377,19 @@ def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, problems=None,
     if line_search not in LINE_SEARCHES:
         raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
     tol = check_positive("tol", tol)
-    objective, classes = weight_objective(mk, y, svm=svm, C=C, nu=nu, tol=tol,
-                                          inner_tol=inner_tol, problems=problems)
+    objective, classes = weight_objective(
+        mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
+    )
     iterate = CSKLIterate(objective, t, weight_update, line_search, _start(gamma0, t, p))
-    result = run(iterate, tol=tol, max_iter=max_iter, max_time=max_time,
-                 callback=_stop_when_stalled(iterate, callback),
-                 remedy="increase max_iter or tol (or use weight_update='projected_gradient')",
-                 name=f"CSKL ({weight_update})")
+    result = run(
+        iterate,
+        tol=tol,
+        max_iter=max_iter,
+        max_time=max_time,
+        callback=_stop_when_stalled(iterate, callback),
+        remedy="increase max_iter or tol (or use weight_update='projected_gradient')",
+        name=f"CSKL ({weight_update})",
+    )
     _warn_if_stalled(iterate, result, tol)
     if exact:
         result = _retrain_exact(iterate, result, tol)
@@ -361,9 +399,11 @@ def solve_cskl(kernels, y, t=1.0, *, svm="l2", C=1.0, nu=0.5, problems=None,
 
 def _stop_when_stalled(iterate, callback):
     """The loop callback: the user's, and stop once the line search has stalled."""
+
     def stop(row):
         user = bool(callback(row)) if callback is not None else False
         return user or iterate.stalled
+
     return stop
 
 
@@ -374,7 +414,10 @@ def _warn_if_stalled(iterate, result, tol):
             f"CSKL stalled with gap {result.gap:.3g} > tol·|J| = {tol * abs(result.primal):.3g}: "
             "no decrease of J could be measured along the direction even with the inner SVM "
             "solved to 1e-12 (the inner accuracy bounds the attainable gap); the best "
-            "iterate is returned. Use a larger tol.", ConvergenceWarning, stacklevel=3)
+            "iterate is returned. Use a larger tol.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
 
 
 def _retrain_exact(iterate, result, tol):
@@ -392,16 +435,28 @@ def _retrain_exact(iterate, result, tol):
     solution = iterate.solution()
     solution["gamma_relaxed"] = relaxed["gamma"]
     value = iterate.current.value
-    converged = bool(result.converged and iterate.is_converged(
-        Certificate(primal=value, dual=value - G, gap=G), tol))
+    converged = bool(
+        result.converged
+        and iterate.is_converged(Certificate(primal=value, dual=value - G, gap=G), tol)
+    )
     status = result.status if converged or not result.converged else "exact_rounding"
     if result.converged and not converged:
         warnings.warn(
             f"CSKL exact=True: the rounded weights ({int(gamma.sum())} kernels at 1) have gap "
             f"{G:.3g} > tol·|J| = {tol * abs(value):.3g} over Γ_⌈t⌉ (the rounding is a "
             "heuristic post-step, not an optimum); converged_ is False. The relaxed solution "
-            "converged: use exact=False for a certified model.", ConvergenceWarning,
-            stacklevel=3)
-    return FWResult(solution=solution, primal=value, dual=value - G, gap=G,
-                    n_iter=result.n_iter, converged=converged, status=status,
-                    history=result.history, time=result.time)
+            "converged: use exact=False for a certified model.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return FWResult(
+        solution=solution,
+        primal=value,
+        dual=value - G,
+        gap=G,
+        n_iter=result.n_iter,
+        converged=converged,
+        status=status,
+        history=result.history,
+        time=result.time,
+    )

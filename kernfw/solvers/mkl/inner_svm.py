@@ -35,9 +35,21 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
-__all__ = ["SVMSolution", "InnerSVM", "LibsvmC", "LibsvmNu", "L2SVM", "make_inner_svm",
-           "Evaluation", "KernelWeightObjective", "support_of", "DENSE_MAX_N",
-           "coding_matrix", "one_vs_rest", "SVM_KINDS"]
+__all__ = [
+    "SVMSolution",
+    "InnerSVM",
+    "LibsvmC",
+    "LibsvmNu",
+    "L2SVM",
+    "make_inner_svm",
+    "Evaluation",
+    "KernelWeightObjective",
+    "support_of",
+    "DENSE_MAX_N",
+    "coding_matrix",
+    "one_vs_rest",
+    "SVM_KINDS",
+]
 
 SVM_KINDS = ("l2", "c", "nu")
 
@@ -66,8 +78,9 @@ def coding_matrix(problems, n):
 def _is_all_pairs(problems, n_classes):
     """Whether ``problems`` are the one-vs-one pairs ``(i, j)``, ``i < j``, in libsvm's order."""
     pairs = [tuple(p[0]) for p in problems]
-    return n_classes > 2 and pairs == [(a, b) for a in range(n_classes)
-                                       for b in range(a + 1, n_classes)]
+    return n_classes > 2 and pairs == [
+        (a, b) for a in range(n_classes) for b in range(a + 1, n_classes)
+    ]
 
 
 @dataclass
@@ -122,7 +135,6 @@ class InnerSVM:
         raise NotImplementedError
 
 
-
 def _libsvm_coef(model, n):
     """Signed coefficients ``v = y∘α`` (length n) of a binary libsvm model."""
     v = np.zeros(n)
@@ -150,9 +162,9 @@ def _nu_gap(K, v, b, y, nu):
     Kv = K @ v
     quad = float(v @ Kv)
     m = np.sort(y * (Kv + b))
-    below = np.cumsum(m)                               # Σ_{i≤k} m_(i)
+    below = np.cumsum(m)  # Σ_{i≤k} m_(i)
     k = np.arange(1, n + 1)
-    loss = -nu * m + (k * m - below) / n               # ρ = m_(k): (ρ − m_i)^+ for i ≤ k
+    loss = -nu * m + (k * m - below) / n  # ρ = m_(k): (ρ − m_i)^+ for i ≤ k
     primal = 0.5 * quad + float(loss.min())
     return primal - (-0.5 * quad)
 
@@ -194,8 +206,13 @@ class LibsvmC(InnerSVM):
         self.ovo = y_idx is not None
 
     def _svc(self):
-        return SVC(C=self.C, kernel="precomputed", tol=self.tol, cache_size=1,
-                   max_iter=_libsvm_max_iter(self.n))
+        return SVC(
+            C=self.C,
+            kernel="precomputed",
+            tol=self.tol,
+            cache_size=1,
+            max_iter=_libsvm_max_iter(self.n),
+        )
 
     def solve(self, op, warm=None):
         K = op.dense()
@@ -224,7 +241,7 @@ class LibsvmC(InnerSVM):
         m = int(self.y_idx.max()) + 1
         sv_class = self.y_idx[model.support_]
         coef, gap = [], 0.0
-        for row, (a, b) in zip(self.codes, _pairs(m)):
+        for _row, (a, b) in zip(self.codes, _pairs(m)):
             v = np.zeros(self.n)
             in_a, in_b = sv_class == a, sv_class == b
             v[model.support_[in_a]] = -model.dual_coef_[b - 1, in_a]
@@ -234,8 +251,7 @@ class LibsvmC(InnerSVM):
         intercept = -model.intercept_
         for v, b, y in zip(coef, intercept, self.codes):
             sub = y != 0
-            gap += _hinge_gap(K[np.ix_(sub, sub)], v[sub], b, y[sub], self.C,
-                              np.abs(v).sum())
+            gap += _hinge_gap(K[np.ix_(sub, sub)], v[sub], b, y[sub], self.C, np.abs(v).sum())
         return SVMSolution(coef, intercept, float(np.abs(coef).sum()), gap)
 
 
@@ -268,8 +284,13 @@ class LibsvmNu(InnerSVM):
         K = op.dense()
         coef, intercept, gap = [], [], 0.0
         for y in self.codes:
-            model = NuSVC(nu=self.nu, kernel="precomputed", tol=self.tol, cache_size=1,
-                          max_iter=_libsvm_max_iter(self.n))
+            model = NuSVC(
+                nu=self.nu,
+                kernel="precomputed",
+                tol=self.tol,
+                cache_size=1,
+                max_iter=_libsvm_max_iter(self.n),
+            )
             _quiet_fit(model, K, y)
             v = _libsvm_coef(model, self.n)
             scale = self.nu / np.abs(v).sum()
@@ -301,8 +322,9 @@ class L2SVM(InnerSVM):
         coef, intercept, alphas, offset, gap = [], [], [], 0.0, 0.0
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
-            res = l2svm(op, y, self.C, method=self.method, tol=self.tol, alpha0=alpha0,
-                        stop="relative")
+            res = l2svm(
+                op, y, self.C, method=self.method, tol=self.tol, alpha0=alpha0, stop="relative"
+            )
             alpha = np.asarray(res.solution["alpha"], dtype=float)
             v = y * alpha
             coef.append(v)
@@ -327,8 +349,9 @@ def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=N
     codes = coding_matrix(problems, len(y_idx))
     pairs = _is_all_pairs(problems, n_classes)
     if np.any(codes == 0) and not (svm == "c" and pairs):
-        raise ValueError("one-vs-one problems (multi_class='ovo' or 'ddag') are available for "
-                         "svm='c' only")
+        raise ValueError(
+            "one-vs-one problems (multi_class='ovo' or 'ddag') are available for svm='c' only"
+        )
     if svm == "c":
         return LibsvmC(codes, C, tol, y_idx=y_idx if pairs else None)
     if svm == "nu":
@@ -419,4 +442,3 @@ class KernelWeightObjective:
 def support_of(coef):
     """Indices of the training points with a nonzero coefficient in some binary problem."""
     return np.flatnonzero(np.any(np.asarray(coef) != 0, axis=0))
-

@@ -54,8 +54,17 @@ from ...structured.chain import viterbi_one
 from .crf import chain_marginals, softmax_marginals
 from .prox import make_regularizer
 
-__all__ = ["ExplicitGroup", "GroupParameters", "OnlineMKLIterate", "DualAveragingIterate",
-           "solve_online_mkl", "LOSSES", "AVERAGES", "METHODS", "factored_positions"]
+__all__ = [
+    "ExplicitGroup",
+    "GroupParameters",
+    "OnlineMKLIterate",
+    "DualAveragingIterate",
+    "solve_online_mkl",
+    "LOSSES",
+    "AVERAGES",
+    "METHODS",
+    "factored_positions",
+]
 
 LOSSES = ("hinge", "crf")
 METHODS = ("proximal", "dual_averaging")
@@ -108,9 +117,11 @@ class _Oracle:
         self.n = len(self.Y)
         self.loss_name = loss
         if loss != "hinge":
-            raise ValueError(f"loss={loss!r} needs a node-factored model (MultiClass or Chain); "
-                             f"{type(model).__name__} supports loss='hinge' only (its "
-                             "partition function is not tractable here)")
+            raise ValueError(
+                f"loss={loss!r} needs a node-factored model (MultiClass or Chain); "
+                f"{type(model).__name__} supports loss='hinge' only (its "
+                "partition function is not tractable here)"
+            )
 
     def evaluate(self, i, w, knode=None, need_grad=True):
         x, y = self.X[i], self.Y[i]
@@ -241,8 +252,10 @@ class GroupParameters:
         self.covered = np.zeros(D, dtype=bool)
         for g in self.idx:
             if g.size == 0 or g.min() < 0 or g.max() >= D:
-                raise ValueError(f"explicit groups must be non-empty index sets into the joint "
-                                 f"feature vector of length {D}")
+                raise ValueError(
+                    f"explicit groups must be non-empty index sets into the joint "
+                    f"feature vector of length {D}"
+                )
             if np.any(self.covered[g]):
                 raise ValueError("explicit groups must be disjoint")
             self.covered[g] = True
@@ -270,14 +283,14 @@ class GroupParameters:
     def rescale(self, factors):
         """``θ_k ← c_k θ_k``; a kernel group scaled to 0 drops its coefficients."""
         factors = np.asarray(factors, dtype=float)
-        for c, g in zip(factors[:self.Me], self.idx):
+        for c, g in zip(factors[: self.Me], self.idx):
             if c != 1.0:
                 self.w[g] *= c
-        kf = factors[self.Me:]
+        kf = factors[self.Me :]
         S = self.support
         for k in np.flatnonzero(kf != 1.0):
             self.A[k, S] *= kf[k]
-        self.knorms2 *= kf ** 2
+        self.knorms2 *= kf**2
         if np.any(kf == 0) and S.size:
             used = np.any(self.A[:, S] != 0, axis=(0, 2))
             self.in_support[S[~used]] = False
@@ -300,7 +313,7 @@ class GroupParameters:
         nodes = np.zeros((self.Mk, T, self.q))
         blocks = np.empty((self.Mk, T, T))
         for k, op in enumerate(self.ops):
-            cols = op.columns(P)                      # (N, T)
+            cols = op.columns(P)  # (N, T)
             blocks[k] = cols[P]
             if S.size:
                 nodes[k] = cols[S].T @ (self.A[k, S] if coef is None else coef[S])
@@ -311,7 +324,7 @@ class GroupParameters:
         """``2η⟨δ, S_k⟩ + η² tr(δᵀ K_k[P, P] δ)`` for every kernel group (math.md §4.4)."""
         inner = np.einsum("tc,ktc->k", delta, nodes)
         sq = np.einsum("ktc,tc->k", blocks @ delta, delta)
-        return 2.0 * eta * inner + eta ** 2 * sq
+        return 2.0 * eta * inner + eta**2 * sq
 
     def step(self, eta, direction, P=None, delta=None, nodes=None, blocks=None):
         """``θ ← θ + η g``: explicit ``w += η·direction`` (on the groups), kernel ``A[P] += η δ``."""
@@ -395,8 +408,7 @@ class OnlineMKLIterate(FWIterate):
     average : {None, "uniform", "weighted", "epoch"}
     """
 
-    def __init__(self, oracle, params, offsets, regularizer, eta0, radius, max_iter, rng,
-                 average):
+    def __init__(self, oracle, params, offsets, regularizer, eta0, radius, max_iter, rng, average):
         self.oracle, self.params, self.offsets = oracle, params, offsets
         self.reg, self.eta0, self.radius = regularizer, eta0, radius
         self.max_iter, self.rng = max_iter, rng
@@ -450,8 +462,12 @@ class OnlineMKLIterate(FWIterate):
         support = np.flatnonzero(np.any(self.avg.A != 0, axis=(0, 2)))
         A = self.avg.A[:, support]
         explicit = [float(np.linalg.norm(self.avg.w[g])) for g in p.idx]
-        kernel = [math.sqrt(max(float(np.sum(A[k] * (op.subset(support).dense() @ A[k]))), 0.0))
-                  if support.size else 0.0 for k, op in enumerate(p.ops)]
+        kernel = [
+            math.sqrt(max(float(np.sum(A[k] * (op.subset(support).dense() @ A[k]))), 0.0))
+            if support.size
+            else 0.0
+            for k, op in enumerate(p.ops)
+        ]
         return self.avg.w.copy(), A, support, np.array(explicit + kernel)
 
     def kernel_scores(self, A, support):
@@ -469,7 +485,7 @@ class OnlineMKLIterate(FWIterate):
         scores = self.kernel_scores(A, support) if self.params.Mk else None
         total = 0.0
         for i in range(self.oracle.n):
-            knode = None if scores is None else scores[self.offsets[i]:self.offsets[i + 1]]
+            knode = None if scores is None else scores[self.offsets[i] : self.offsets[i + 1]]
             total += self.oracle.evaluate(i, w, knode, need_grad=False)[0]
         l1 = float(np.abs(w[self.params.covered]).sum())
         return self.reg.value(norms, l1) + total / self.oracle.n
@@ -477,9 +493,16 @@ class OnlineMKLIterate(FWIterate):
     def certificate(self):
         pred = self.predictor()
         self.norm_path.append(pred[3])
-        return Certificate(primal=self.objective(pred), dual=math.nan, gap=math.inf, extra={
-            "epoch": self.epochs, "mistakes": self.mistakes,
-            "active_groups": int(np.count_nonzero(pred[3]))})
+        return Certificate(
+            primal=self.objective(pred),
+            dual=math.nan,
+            gap=math.inf,
+            extra={
+                "epoch": self.epochs,
+                "mistakes": self.mistakes,
+                "active_groups": int(np.count_nonzero(pred[3])),
+            },
+        )
 
     def is_converged(self, cert, tol):
         """The stopping rule of an online method: the requested epochs are done."""
@@ -488,9 +511,14 @@ class OnlineMKLIterate(FWIterate):
     def solution(self):
         w, A, support, norms = self.predictor()
         total = norms.sum()
-        return {"w": w, "coef": A, "support": support, "norms": norms,
-                "beta": norms / total if total > 0 else np.zeros_like(norms),
-                "norm_path": np.array(self.norm_path)}
+        return {
+            "w": w,
+            "coef": A,
+            "support": support,
+            "norms": norms,
+            "beta": norms / total if total > 0 else np.zeros_like(norms),
+            "norm_path": np.array(self.norm_path),
+        }
 
 
 class DualAveragingIterate(OnlineMKLIterate):
@@ -550,7 +578,7 @@ class DualAveragingIterate(OnlineMKLIterate):
         p.A[:, S] = scale * self.B[S][None]
         p.in_support[:] = self.B_rows
         p.support = S
-        p.knorms2 = scale ** 2 * self.G_norms2
+        p.knorms2 = scale**2 * self.G_norms2
         before = np.sqrt(np.maximum(p.knorms2, 0.0))
         self.reg.prox(p, c)
         if self.radius is not None:
@@ -570,9 +598,25 @@ def _check_positive(name, value):
     return float(value)
 
 
-def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_l21", lam=1e-2,
-                     lam2=None, eta0=1.0, max_iter=10, radius=None, average="epoch",
-                     method="proximal", random_state=None, callback=None, max_time=None):
+def solve_online_mkl(
+    model,
+    X,
+    Y,
+    groups,
+    *,
+    loss="hinge",
+    regularizer="squared_l21",
+    lam=1e-2,
+    lam2=None,
+    eta0=1.0,
+    max_iter=10,
+    radius=None,
+    average="epoch",
+    method="proximal",
+    random_state=None,
+    callback=None,
+    max_time=None,
+):
     """Online proximal MKL over a structured model (math.md §4.2, §4.6).
 
     Parameters
@@ -645,23 +689,44 @@ def solve_online_mkl(model, X, Y, groups, *, loss="hinge", regularizer="squared_
     offsets = None
     if kernels:
         if not oracle.factored:
-            raise ValueError(f"kernel groups need a node-factored model (MultiClass or Chain), "
-                             f"got {type(model).__name__}")
+            raise ValueError(
+                f"kernel groups need a node-factored model (MultiClass or Chain), "
+                f"got {type(model).__name__}"
+            )
         offsets = factored_positions(model, X)[1]
         for op in kernels:
             if op.n != offsets[-1]:
-                raise ValueError(f"kernel groups must be on the {offsets[-1]} training "
-                                 f"positions, got an operator on {op.n} points")
-    params = GroupParameters(model.size_joint_feature, explicit, kernels,
-                             oracle.q if oracle.factored else 1)
+                raise ValueError(
+                    f"kernel groups must be on the {offsets[-1]} training "
+                    f"positions, got an operator on {op.n} points"
+                )
+    params = GroupParameters(
+        model.size_joint_feature, explicit, kernels, oracle.q if oracle.factored else 1
+    )
     cls = OnlineMKLIterate if method == "proximal" else DualAveragingIterate
-    iterate = cls(oracle, params, offsets, reg, eta0, None, int(max_iter),
-                  np.random.default_rng(random_state), average)
+    iterate = cls(
+        oracle,
+        params,
+        offsets,
+        reg,
+        eta0,
+        None,
+        int(max_iter),
+        np.random.default_rng(random_state),
+        average,
+    )
     radius = _radius(radius, iterate, reg)
     iterate.radius = radius
-    result = run(iterate, tol=0.0, max_iter=int(max_iter), max_time=max_time,
-                 callback=callback, keep_best=False, name="online MKL")
-    result.converged = False                 # the epochs are done; nothing is certified
+    result = run(
+        iterate,
+        tol=0.0,
+        max_iter=int(max_iter),
+        max_time=max_time,
+        callback=callback,
+        keep_best=False,
+        name="online MKL",
+    )
+    result.converged = False  # the epochs are done; nothing is certified
     if result.status == "converged":
         result.status = "max_iter"
     result.solution["radius"] = radius
@@ -674,7 +739,7 @@ def _radius(radius, iterate, reg):
     if isinstance(radius, str):
         if radius != "auto":
             raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
-        F0 = iterate.objective()                      # θ = 0: F(0) = mean loss at zero
+        F0 = iterate.objective()  # θ = 0: F(0) = mean loss at zero
         if reg.kind in ("squared_l21", "elastic"):
             return math.sqrt(2.0 * F0 / reg.lam)
         return F0 / reg.lam

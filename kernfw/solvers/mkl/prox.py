@@ -22,8 +22,16 @@ elastic MKL regularizer it is the composite step of the seed's Algorithm 1
 
 import numpy as np
 
-__all__ = ["prox_squared_l1", "prox_squared_l21", "squared_l21_factors", "group_lasso_factors",
-           "soft_threshold", "Regularizer", "REGULARIZERS", "make_regularizer"]
+__all__ = [
+    "prox_squared_l1",
+    "prox_squared_l21",
+    "squared_l21_factors",
+    "group_lasso_factors",
+    "soft_threshold",
+    "Regularizer",
+    "REGULARIZERS",
+    "make_regularizer",
+]
 
 REGULARIZERS = ("squared_l21", "l21", "elastic", "sparse_group_lasso")
 
@@ -116,11 +124,11 @@ class Regularizer:
         norms = np.asarray(norms, dtype=float)
         s = float(norms.sum())
         if self.kind == "squared_l21":
-            return 0.5 * self.lam * s ** 2
+            return 0.5 * self.lam * s**2
         if self.kind == "l21":
             return self.lam * s
         if self.kind == "elastic":
-            return 0.5 * self.lam * s ** 2 + 0.5 * self.lam2 * float(norms @ norms)
+            return 0.5 * self.lam * s**2 + 0.5 * self.lam2 * float(norms @ norms)
         return self.lam * s + self.lam2 * float(l1)
 
     def prox(self, groups, eta):

@@ -15,8 +15,14 @@ from ...fw import Certificate, FWIterate
 from ...operators import KernelOperator, MultiKernel
 from .inner_svm import KernelWeightObjective, make_inner_svm
 
-__all__ = ["KernelWeightIterate", "as_multikernel", "encode_labels", "check_positive",
-           "weight_objective"]
+__all__ = [
+    "KernelWeightIterate",
+    "as_multikernel",
+    "encode_labels",
+    "check_positive",
+    "weight_objective",
+]
+
 
 class KernelWeightIterate(FWIterate):
     """Alternating kernel-weight learning: the weights ``γ`` and the SVM solved at ``γ``.
@@ -44,10 +50,16 @@ class KernelWeightIterate(FWIterate):
     def certificate(self):
         ev = self.current
         G = self.gap()
-        return Certificate(primal=ev.value, dual=ev.value - G, gap=G, extra={
-            "n_kernels": int(np.count_nonzero(ev.gamma)),
-            "inner_gap": float(ev.solution.inner_gap),
-            "svm_solves": self.objective.n_solves})
+        return Certificate(
+            primal=ev.value,
+            dual=ev.value - G,
+            gap=G,
+            extra={
+                "n_kernels": int(np.count_nonzero(ev.gamma)),
+                "inner_gap": float(ev.solution.inner_gap),
+                "svm_solves": self.objective.n_solves,
+            },
+        )
 
     def is_converged(self, cert, tol):
         """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
@@ -58,8 +70,13 @@ class KernelWeightIterate(FWIterate):
 
     def solution(self):
         ev = self.current
-        return {"gamma": ev.gamma.copy(), "d": ev.d.copy(), "svm": ev.solution,
-                "coef": ev.solution.coef.copy(), "intercept": ev.solution.intercept.copy()}
+        return {
+            "gamma": ev.gamma.copy(),
+            "d": ev.d.copy(),
+            "svm": ev.solution,
+            "coef": ev.solution.coef.copy(),
+            "intercept": ev.solution.intercept.copy(),
+        }
 
 
 def as_multikernel(kernels):
@@ -81,8 +98,10 @@ def encode_labels(y, n):
         raise ValueError(f"y must have shape ({n},) to match the kernels, got {y.shape}")
     classes, y_idx = np.unique(y, return_inverse=True)
     if classes.size < 2:
-        raise ValueError(f"need at least two classes; y has {classes.size} class"
-                         f"{'es' if classes.size != 1 else ''}")
+        raise ValueError(
+            f"need at least two classes; y has {classes.size} class"
+            f"{'es' if classes.size != 1 else ''}"
+        )
     return classes, y_idx
 
 
@@ -99,9 +118,9 @@ def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, problems=None):
     ``−c d`` is only as accurate as the inner ``α``.
     """
     C = check_positive("C", C)
-    inner_tol = min(1e-6, tol / 100) if inner_tol is None else check_positive("inner_tol",
-                                                                             inner_tol)
+    inner_tol = (
+        min(1e-6, tol / 100) if inner_tol is None else check_positive("inner_tol", inner_tol)
+    )
     classes, y_idx = encode_labels(y, mk.n)
-    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol,
-                           problems=problems)
+    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol, problems=problems)
     return KernelWeightObjective(mk, inner), classes
