@@ -69,7 +69,7 @@ class FWResult:
     n_iter : int
         Iterations performed (passes for block-coordinate methods).
     converged : bool
-        Whether the stopping rule (``gap <= tol`` or the solver's own) held.
+        Whether the stopping rule (``gap + rounding <= tol`` or the solver's own) held.
     status : str
         "converged", "max_iter", "max_time" or "callback".
     history : dict of numpy arrays
