@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..fw import away_step_max, quadratic_step
-from ..solvers.meb import METHODS, STOPS, SimplexQPIterate, drive
+from ..solvers.meb import SOLVERS, STOPS, SimplexQPIterate, drive
 from .shard import ShardedRows
 
 __all__ = [
@@ -79,7 +79,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         Number of points in the problem.
     has_q : bool
         Whether ``q ≠ 0`` (the MEB).
-    method : {"fw", "mfw"}
+    solver : {"lsfw", "mfw"}
         Plain FW or away-step MFW.
     stop : {"gap", "relative", "radius"}
         Stopping rule.
@@ -89,11 +89,11 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         The first point of the CVM initialization.
     """
 
-    def __init__(self, shards, n, has_q, method, stop, ball_shift, first):
+    def __init__(self, shards, n, has_q, solver, stop, ball_shift, first):
         self.shards = shards
         self.n = n
         self.has_q = has_q
-        self.away = method == "mfw"
+        self.away = solver == "mfw"
         self.stop = stop
         self.ball_shift = ball_shift
         self.scale = 1.0
@@ -261,7 +261,7 @@ def _check_tol(tol):
 def solve_sharded_simplex_qp(
     shards,
     problem,
-    method="mfw",
+    solver="mfw",
     tol=1e-6,
     max_iter=None,
     stop="gap",
@@ -281,7 +281,7 @@ def solve_sharded_simplex_qp(
         ``members`` (class codes taking part, or None), ``positive`` (class
         labelled +1; None for the MEB), ``C`` (L2-SVM) and ``ball`` (True:
         ``Q = K``, ``q = diag(K)``; False: ``Q = K̃``, ``q = 0``).
-    method, tol, max_iter, stop, random_state, callback, max_time, check_every
+    solver, tol, max_iter, stop, random_state, callback, max_time, check_every
         As in :func:`kernfw.solvers.meb.solve_simplex_qp` (``random_state``
         picks the first CVM point among the problem's points).
     cache_size : float
@@ -295,8 +295,8 @@ def solve_sharded_simplex_qp(
         (``αᵀQα``) and ``v_support`` (``(Qα)_i`` on the support, computed on
         the shards for the returned ``α``).  The history gains ``round_trips``.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if stop not in STOPS:
         raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
     tol = _check_tol(tol)
@@ -328,7 +328,7 @@ def solve_sharded_simplex_qp(
         rank = 0 if random_state is None else int(np.random.default_rng(random_state).integers(n))
         first = _global_index(shards, problem, counts, rank)
         iterate = ShardedSimplexQPIterate(
-            shards, n, bool(problem["ball"]), method, stop, shift, first
+            shards, n, bool(problem["ball"]), solver, stop, shift, first
         )
 
         result = drive(
@@ -338,8 +338,8 @@ def solve_sharded_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol (or use method='mfw')",
-            name=f"distributed {method.upper()} (simplex QP)",
+            remedy="increase max_iter or tol (or use solver='mfw')",
+            name=f"distributed {solver.upper()} (simplex QP)",
         )
         sol = result.solution
         sol["v_support"] = _support_products(shards, sol["support"], sol["alpha_support"])
@@ -410,7 +410,7 @@ def fit_l2svm_problems(
     y_enc,
     problems,
     C,
-    method,
+    solver,
     tol,
     max_iter,
     callback=None,
@@ -435,7 +435,7 @@ def fit_l2svm_problems(
         ``(classes, index, y)`` of every binary problem (one-vs-one pairs
         ``(i, j)``: rows of both classes, ``j`` positive; one-vs-rest ``(k,)``:
         every row, ``k`` positive).
-    C, method, tol, max_iter, callback, random_state
+    C, solver, tol, max_iter, callback, random_state
         As :func:`kernfw.solvers.meb.l2svm` with ``stop="relative"``.
     cache_size : float
         Column-slice cache per shard (MB).
@@ -457,7 +457,7 @@ def fit_l2svm_problems(
             result = solve_sharded_simplex_qp(
                 shards,
                 spec,
-                method=method,
+                solver=solver,
                 tol=tol,
                 max_iter=max_iter,
                 stop="relative",
@@ -476,7 +476,7 @@ def fit_l2svm_problems(
 
 
 def solve_meb(
-    X, op, method, tol, max_iter, callback=None, cache_size=500.0, random_state=None, client=None
+    X, op, solver, tol, max_iter, callback=None, cache_size=500.0, random_state=None, client=None
 ):
     """The minimum enclosing ball of :class:`~kernfw.MinimumEnclosingBall` on the cluster.
 
@@ -486,8 +486,8 @@ def solve_meb(
         Validated training points.
     op : KernelOperator
         The estimator's training operator (only its kernel ``k`` is used).
-    method, tol, max_iter, callback, random_state
-        As :func:`kernfw.solvers.meb.solve_simplex_qp` with ``stop="radius"``.
+    solver, tol, max_iter, callback, random_state
+        As :func:`kernfw.solvers.meb.solve_simplex_qp` with ``stop="relative"``.
     cache_size : float
         Column-slice cache per shard (MB).
     client : distributed.Client, str or None
@@ -504,10 +504,10 @@ def solve_meb(
         result = solve_sharded_simplex_qp(
             shards,
             {"ball": True},
-            method=method,
+            solver=solver,
             tol=tol,
             max_iter=max_iter,
-            stop="radius",
+            stop="relative",
             callback=callback,
             random_state=random_state,
             cache_size=cache_size,

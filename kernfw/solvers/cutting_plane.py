@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..fw import FWIterate, run
+from ..fw import FWIterate, RelativeGapRule, run
 from ..operators import Gram
 from .meb import solve_simplex_qp
 from .structural import StructuredProblem
@@ -38,7 +38,7 @@ from .structural import StructuredProblem
 __all__ = ["CuttingPlane", "solve_structural_cutting_plane"]
 
 
-class CuttingPlane(FWIterate):
+class CuttingPlane(RelativeGapRule, FWIterate):
     """1-slack cutting-plane iterate: the working set of cuts, ``β`` and ``w = Aᵀβ/λ``.
 
     Parameters
@@ -122,7 +122,7 @@ class CuttingPlane(FWIterate):
             result = solve_simplex_qp(
                 Gram(self.Q, check=False),
                 q=self.b,
-                method="mfw",
+                solver="mfw",
                 tol=tol,
                 max_iter=20000,
                 alpha0=self.beta,
@@ -171,8 +171,9 @@ def solve_structural_cutting_plane(
     max_iter : int
         Iterations; each is one oracle pass (one new cut) and one restricted QP.
     tol : float
-        Stop when the duality gap ``P(w) − D(β) ≤ tol`` (the n-slack gap of
-        math.md §3.3, computed every iteration from the pass that makes the cut).
+        Relative tolerance: stop when the duality gap ``P(w) − D(β) ≤ tol·|P(w)|``
+        (the n-slack gap of math.md §3.3, computed every iteration from the pass
+        that makes the cut).
     qp_rtol : float
         Relative accuracy of each restricted QP (see :class:`CuttingPlane`).
     max_time : float or None

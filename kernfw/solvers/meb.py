@@ -46,11 +46,12 @@ from .cvm import (
     simplex_stopping_rule,
 )
 
-__all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate", "METHODS", "STOPS"]
+__all__ = ["solve_simplex_qp", "l2svm", "L2SVMKernel", "SimplexQPIterate", "SOLVERS", "STOPS"]
 
-#: solver variants: plain Frank-Wolfe, modified (away-step) Frank-Wolfe, and the core
-#: vector machine baseline (core-set iterations, :mod:`kernfw.solvers.cvm`)
-METHODS = ("fw", "mfw", "cvm")
+#: the algorithms (``solver``): Frank-Wolfe with exact line search, modified (away-step)
+#: Frank-Wolfe, and the core vector machine baseline (core-set iterations,
+#: :mod:`kernfw.solvers.cvm`)
+SOLVERS = ("lsfw", "mfw", "cvm")
 #: stopping rules (math.md §2.5)
 STOPS = ("gap", "relative", "radius")
 
@@ -153,8 +154,8 @@ class SimplexQPIterate(FWIterate):
         The PSD matrix ``Q``; only ``diag`` and ``columns`` are used.
     q : ndarray of shape (n,) or None
         Linear term (None: zero, as for the L2-SVM).
-    method : {"fw", "mfw"}
-        Plain FW or away-step MFW.
+    solver : {"lsfw", "mfw"}
+        Plain FW (exact line search) or away-step MFW.
     alpha0 : ndarray of shape (n,) or None
         Warm start on the simplex; None uses the CVM initialization (§2.6).
     stop : {"gap", "relative", "radius"}
@@ -166,10 +167,10 @@ class SimplexQPIterate(FWIterate):
     #: renormalize α = s·β and v = s·u when s leaves [1/_SCALE_LIMIT, _SCALE_LIMIT]
     _SCALE_LIMIT = 1e100
 
-    def __init__(self, Q, q, method, alpha0, stop, rng):
+    def __init__(self, Q, q, solver, alpha0, stop, rng):
         self.Q = Q
         n = self.n = Q.n
-        self.away = method == "mfw"
+        self.away = solver == "mfw"
         self.stop = stop
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
         self.q = q
@@ -503,12 +504,12 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
     n_away = _state_property("_st", 6, int)
     n_drop = _state_property("_st", 7, int)
 
-    def __init__(self, module, Q, q, method, alpha0, stop, rng):
+    def __init__(self, module, Q, q, solver, alpha0, stop, rng):
         self._mod = module
         self._f = np.zeros(16)
         self._st = np.zeros(16, dtype=np.int64)
         self._scores_fresh = False
-        super().__init__(Q, q, method, alpha0, stop, rng)
+        super().__init__(Q, q, solver, alpha0, stop, rng)
         n, has_q = self.n, self.q is not None
         # β, u, scores, scratch as rows of one array (views: the numpy methods update them
         # in place)
@@ -670,15 +671,15 @@ def drive(iterate, tol, max_iter, check_every=None, **options):
     return run(iterate, tol=tol, max_iter=max_iter, check_every=check_every, **options)
 
 
-def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
-    """The iterate of ``method``: CVM core-set iterations, or FW / MFW — compiled when
+def make_iterate(Q, q, solver, alpha0, stop, rng, tol=None):
+    """The iterate of ``solver``: CVM core-set iterations, or FW / MFW — compiled when
     :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
-    if method == "cvm":
+    if solver == "cvm":
         return CoreVectorIterate(Q, q, stop, rng, tol, _core_qp, alpha0=alpha0)
     module = compiled_module("kernfw.solvers._mfw_numba")
     if module is None:
-        return SimplexQPIterate(Q, q, method, alpha0, stop, rng)
-    return CompiledSimplexQPIterate(module, Q, q, method, alpha0, stop, rng)
+        return SimplexQPIterate(Q, q, solver, alpha0, stop, rng)
+    return CompiledSimplexQPIterate(module, Q, q, solver, alpha0, stop, rng)
 
 
 @functools.lru_cache(maxsize=1)
@@ -703,7 +704,7 @@ def _default_check_every(n):
 def solve_simplex_qp(
     Q,
     q=None,
-    method="mfw",
+    solver="mfw",
     tol=1e-6,
     max_iter=None,
     alpha0=None,
@@ -724,9 +725,9 @@ def solve_simplex_qp(
         start fetches the columns of its support once.
     q : array-like of shape (n,) or None
         Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
-    method : {"mfw", "fw", "cvm"}
+    solver : {"mfw", "lsfw", "cvm"}
         "mfw": Frank-Wolfe with away steps and drop steps (linear
-        convergence); "fw": plain Frank-Wolfe toward ``i* = argmax g``.
+        convergence); "lsfw": plain Frank-Wolfe toward ``i* = argmax g``.
         Both use the exact line search and run compiled (numba) when
         :func:`kernfw._compiled.compiled_module` allows it, with the same
         iterates as the numpy path.  "cvm": the core vector machine baseline
@@ -783,7 +784,7 @@ def solve_simplex_qp(
     n = Q.n
     if n < 1:
         raise ValueError("the problem needs at least one point")
-    _check_choice("method", method, METHODS)
+    _check_choice("solver", solver, SOLVERS)
     _check_choice("stop", stop, STOPS)
     tol = _check_positive("tol", tol)
     if q is not None:
@@ -797,13 +798,13 @@ def solve_simplex_qp(
     if max_time is not None:
         max_time = _check_positive("max_time", max_time)
     if check_every is None:
-        check_every = 1 if method == "cvm" else _default_check_every(n)
+        check_every = 1 if solver == "cvm" else _default_check_every(n)
     rng = None if random_state is None else np.random.default_rng(random_state)
     alpha0 = None if alpha0 is None else _check_alpha0(alpha0, n)
     # one column per iteration is memory-bound O(n d) work: BLAS threads only
     # contend (and libsvm, the usual peer, is single-threaded as well)
     with _blas_controller().limit(limits=1, user_api="blas"):
-        iterate = make_iterate(Q, q, method, alpha0, stop, rng, tol)
+        iterate = make_iterate(Q, q, solver, alpha0, stop, rng, tol)
         return drive(
             iterate,
             tol,
@@ -811,8 +812,8 @@ def solve_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol (or use method='mfw')",
-            name=f"{method.upper()} (simplex QP)",
+            remedy="increase max_iter or tol (or use solver='mfw')",
+            name=f"{solver.upper()} (simplex QP)",
         )
 
 
@@ -821,7 +822,7 @@ def l2svm(
     op,
     y,
     C,
-    method="mfw",
+    solver="mfw",
     tol=1e-6,
     max_iter=None,
     alpha0=None,
@@ -848,7 +849,7 @@ def l2svm(
         Labels in {−1, +1}.
     C : float > 0
         Penalty ``C`` of ``C Σ ξ_i²``.
-    method, tol, max_iter, random_state, callback, stop, max_time, check_every
+    solver, tol, max_iter, random_state, callback, stop, max_time, check_every
         As in :func:`solve_simplex_qp` (``stop="gap"``: FW gap ≤ ``tol``, which
         bounds the primal–dual gap of the L2-SVM; ``stop="relative"``:
         ``gap ≤ tol·ρ``; ``stop="radius"`` needs a constant ``diag(K)``).
@@ -870,7 +871,7 @@ def l2svm(
     result = solve_simplex_qp(
         K_tilde,
         None,
-        method=method,
+        solver=solver,
         tol=tol,
         max_iter=max_iter,
         alpha0=alpha0,
