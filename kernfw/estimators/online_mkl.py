@@ -192,9 +192,9 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     radius : None, "auto" or float, default=None
         Ball projection after each prox ("auto": a radius containing the optimum).
     averaging : {"none", "uniform", "weighted", "epoch"}, default="epoch"
-        Returned predictor: the last iterate ("none"), the uniform or
-        ``t``-weighted average of all iterates, or the uniform average over
-        the last epoch.
+        Returned predictor: the last iterate ("none"), the average of all
+        iterates, "uniform" or "weighted" (weights ``∝ t``), or the uniform
+        average over the last epoch ("epoch").
     solver : {"proximal", "dual_averaging"}, default="proximal"
         The online proximal algorithm of Martins et al. (subgradient step,
         then the prox of each term of ``R``), or regularized dual averaging

@@ -81,8 +81,8 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         - "ssg": stochastic subgradient baseline (§3.6); certifies nothing
           (``duality_gap_`` is inf) and always runs ``max_iter`` passes.
     averaging : {"weighted", "none"}, default="weighted"
-        The returned iterate of "bcfw", "stdbcfw" and "ssg": the weighted
-        average ``w̄`` of the iterates (weights ``∝ k``; BCFW-wavg, SSG-wavg),
+        The returned iterate of "bcfw", "stdbcfw" and "ssg": "weighted", the
+        average ``w̄`` of the iterates with weights ``∝ k`` (BCFW-wavg, SSG-wavg),
         which is certified and returned as ``coef_``, or the last iterate
         ("none").  The other solvers return their last (or best certified)
         iterate.
