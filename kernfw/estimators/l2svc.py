@@ -173,7 +173,8 @@ KernelOperator, default="rbf"
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6); None starts at point 0.
     backend : {"local", "dask"}, default="local"
-        "dask": data-parallel MFW on the current Dask cluster (the default
+        Where the solver runs: "local" (this process) or "dask".  With "dask",
+        data-parallel MFW on the current Dask cluster (the default
         ``distributed.Client``, or Dask's configured ``scheduler-address``):
         the rows are split over the workers, which keep them and their part
         of the solver state for the whole fit (:mod:`kernfw.distributed`;

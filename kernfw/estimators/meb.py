@@ -96,7 +96,8 @@ KernelOperator, default="rbf"
         Chooses the first point ``a`` of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6); None starts at point 0.
     backend : {"local", "dask"}, default="local"
-        "dask": data-parallel MFW on the current Dask cluster, as in
+        Where the solver runs: "local" (this process) or "dask".  With "dask",
+        data-parallel MFW on the current Dask cluster, as in
         :class:`~kernfw.L2SVC` (:mod:`kernfw.distributed`).
 
     Attributes

@@ -136,10 +136,10 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
         when the kernel is evaluated on the fly.
     shrinking : bool, default=True
-        "bcfw" only: between two certificates, visit only the examples that
-        are not block-optimal (liblinear-style active set; the certified gap
-        is unaffected), and leave out the inactive classes of each example
-        (exact block steps).
+        Active-set shrinking of "bcfw".  Between two certificates, visit only
+        the examples that are not block-optimal (liblinear-style active set;
+        the certified gap is unaffected), and leave out the inactive classes
+        of each example (exact block steps).
 
     Notes
     -----
