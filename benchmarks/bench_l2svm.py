@@ -64,7 +64,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
-import kernfw.solvers.simplex_qp.solve as meb_solver
+import kernfw.solvers.simplex_qp.solve as simplex_qp_solve
 from kernfw import L2SVC, MinimumEnclosingBall
 from kernfw.kernels import resolve_gamma
 
@@ -220,13 +220,13 @@ def meb_as_before(active):
     if not active:
         yield
         return
-    saved = (MinimumEnclosingBall._gram_dtype, meb_solver._default_check_every)
+    saved = (MinimumEnclosingBall._gram_dtype, simplex_qp_solve._default_check_every)
     MinimumEnclosingBall._gram_dtype = lambda self: None
-    meb_solver._default_check_every = lambda n: 10
+    simplex_qp_solve._default_check_every = lambda n: 10
     try:
         yield
     finally:
-        MinimumEnclosingBall._gram_dtype, meb_solver._default_check_every = saved
+        MinimumEnclosingBall._gram_dtype, simplex_qp_solve._default_check_every = saved
 
 
 def meb_compare(n, repeats, seed=0):
