@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
 from kernfw.kernels import make_operator, resolve_gamma  # noqa: E402
-from kernfw.solvers.meb import l2svm  # noqa: E402
+from kernfw.solvers.simplex_qp import solve_l2svm  # noqa: E402
 
 METHODS = ("mfw", "fw", "cvm")
 
@@ -63,7 +63,7 @@ def run(name, X, y, eps, C, max_iter):
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = l2svm(op, ytr, C, method=method, tol=eps, stop="radius", max_iter=max_iter)
+            res = solve_l2svm(op, ytr, C, method=method, tol=eps, stop="radius", max_iter=max_iter)
         seconds = time.perf_counter() - start
         sol = res.solution
         S = sol["support"]

@@ -1,7 +1,7 @@
 """``L2SVC``: the L2-SVM of the core vector machine, trained by (away-step) Frank-Wolfe.
 
 Seed 001 (Frandi et al.), math.md §2: the binary L2-SVM is the minimum
-enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.meb.l2svm`
+enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.simplex_qp.solve_l2svm`
 solves it with one kernel column per iteration.  Multi-class problems are
 split one-vs-one (as :class:`sklearn.svm.SVC`), one-vs-rest or into a decision
 DAG (:mod:`kernfw.estimators._multiclass_decomposition`), and the binary
@@ -18,7 +18,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
-from ..solvers.meb import METHODS, l2svm
+from ..solvers.simplex_qp import METHODS, solve_l2svm
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
@@ -82,7 +82,7 @@ class SupportKernelMixin(KernelInputMixin):
 
 def _fit_binary(op, y_pm, C, method, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
-    result = l2svm(
+    result = solve_l2svm(
         op,
         y_pm,
         C,
@@ -138,7 +138,7 @@ KernelOperator, default="rbf"
         "mfw": Frank-Wolfe with away and drop steps; "fw": plain Frank-Wolfe;
         both with the exact line search.  "cvm": the core vector machine
         baseline (core-set iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.cvm.CoreVectorIterate`).
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).
     tol : float, default=0.3
         Scale-free stopping rule: the relative duality gap
         ``(P − D)/|D| = gap/ρ ≤ tol`` (math.md §2.5), where ``D = −ρ``,

@@ -44,9 +44,9 @@ import scipy.sparse as sp
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic
 
-from ..fw.steps import block_standard_step, quadratic_step
+from ..fw._steps_numba import block_standard_step, quadratic_step
 from ..losses import (
     MaxHinge,
     StructuredHinge,
@@ -317,10 +317,6 @@ def _lmo(a, kind, k, rho, r, idx, beta):
 
 # -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
 
-_quadratic_step = njit(cache=True)(quadratic_step)
-register_jitable(quadratic_step)  # callable inside compiled code: the shared block kernels
-_block_standard_step = njit(cache=True)(block_standard_step)
-
 
 @njit(cache=True)
 def _block_lmo(g, yi, spec, a, idx, beta):
@@ -352,7 +348,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
             gd += g[j] * delta[j]
         for j in range(m):
             dd += delta[j] * delta[j]
-        gamma = _quadratic_step(-gd, q * dd, 1.0)
+        gamma = quadratic_step(-gd, q * dd, 1.0)
     for j in range(m):
         delta[j] *= gamma
     return gamma
@@ -526,7 +522,7 @@ def _moved(cl, nc, upd, nz, un):
 @njit(cache=True)
 def _gamma_std(spec, k):
     """The fixed step ``2n/(k + 2n)`` at block step ``k`` (unused by line searches)."""
-    return _block_standard_step(k, spec.n) if spec.standard else 0.0
+    return block_standard_step(k, spec.n) if spec.standard else 0.0
 
 
 @njit(cache=True)

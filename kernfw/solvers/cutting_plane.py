@@ -14,7 +14,7 @@ a concave QP over the simplex of the cuts,
     max_{β ∈ Δ_k} bᵀβ − ‖Aᵀβ‖²/(2λ),    w = Aᵀβ/λ,
 
 (rows ``a_j`` of ``A``), solved here by the project's simplex-QP solver
-(:func:`kernfw.solvers.meb.solve_simplex_qp`, away-step FW with
+(:func:`kernfw.solvers.simplex_qp.solve_simplex_qp`, away-step FW with
 ``Q = AAᵀ/(2λ)``, ``q = b``), warm-started from the previous ``β``.
 
 Certificate.  A convex combination ``β`` of cuts is the n-slack dual point
@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..fw import FWIterate, run
 from ..operators import Gram
-from .meb import solve_simplex_qp
+from .simplex_qp import solve_simplex_qp
 from .structural import StructuredProblem
 
 __all__ = ["CuttingPlane", "solve_structural_cutting_plane"]

@@ -24,7 +24,7 @@ binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
 with ``kernel="precomputed"``); the L2-SVM runs kernfw's away-step
-Frank-Wolfe (:func:`kernfw.solvers.meb.l2svm`), warm started from the
+Frank-Wolfe (:func:`kernfw.solvers.simplex_qp.solve_l2svm`), warm started from the
 previous ``α``.
 """
 
@@ -317,12 +317,12 @@ class L2SVM(InnerSVM):
         self.method = method
 
     def solve(self, op, warm=None):
-        from ..meb import l2svm
+        from ..simplex_qp import solve_l2svm
 
         coef, intercept, alphas, offset, gap = [], [], [], 0.0, 0.0
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
-            res = l2svm(
+            res = solve_l2svm(
                 op, y, self.C, method=self.method, tol=self.tol, alpha0=alpha0, stop="relative"
             )
             alpha = np.asarray(res.solution["alpha"], dtype=float)
