@@ -1,6 +1,6 @@
 """``L2SVC``: the L2-SVM of the core vector machine, trained by (away-step) Frank-Wolfe.
 
-Seed 001 (Frandi et al.), math.md §2: the binary L2-SVM is the minimum
+[Frandi2013], math.md §2: the binary L2-SVM is the minimum
 enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.meb.l2svm`
 solves it with one kernel column per iteration.  Multi-class problems are
 split one-vs-one (as :class:`sklearn.svm.SVC`), one-vs-rest or into a decision

@@ -1,4 +1,4 @@
-"""``MultiClassSVM``: multi-category kernel SVMs with mdos losses (seed 000; math.md §1)."""
+"""``MultiClassSVM``: multi-category kernel SVMs with mdos losses ([Tajima2021]; math.md §1)."""
 
 from numbers import Integral, Real
 

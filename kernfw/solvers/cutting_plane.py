@@ -1,4 +1,4 @@
-"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; seed 002, Figure 1).
+"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; [LacosteJulien2013], Figure 1).
 
 Joachims, Finley and Yu (2009) solve the n-slack primal of math.md §3.1
 through its 1-slack form (same optimal ``w`` and value):

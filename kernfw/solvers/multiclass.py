@@ -1,4 +1,4 @@
-"""Multi-category SVMs with mdos losses by dual Frank-Wolfe (seed 000; math.md §1).
+"""Multi-category SVMs with mdos losses by dual Frank-Wolfe ([Tajima2021]; math.md §1).
 
 The dual variables are stored transposed, ``At = Aᵀ`` of shape (n, m), so that
 row ``i`` is the block ``α_i`` of example ``i``.  Every solver keeps the score
