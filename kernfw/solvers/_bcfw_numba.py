@@ -31,8 +31,8 @@ Losses are described to the compiled code by :func:`loss_code`: an integer
 kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
 (ties go to the smallest class index), like the numpy ``lmo_row`` methods.
 
-All functions are compiled with ``cache=True``: the JIT cost (about 10 s for
-all kernels) is paid once per machine and Python version.  Importing this
+All functions are compiled with ``cache=True``: the JIT cost is paid once per
+machine and Python version (see ``docs/benchmarks/multiclass.md``).  Importing this
 module needs :mod:`numba`;
 :func:`kernfw.solvers.multiclass.compiled_backend` returns None without it.
 """
@@ -87,8 +87,8 @@ def _visit_options():
     Those helpers allocate nothing and their caller holds every array they
     see, so the increments and decrements of the reference counts of their
     array arguments at each call (atomic operations that numba cannot prune
-    across a call) only cost time: 15–18 % of a block visit on MNIST
-    (``docs/benchmarks/multiclass.md`` (d)).  ``_nrt=False`` is numba's
+    across a call) only cost time (see ``docs/benchmarks/multiclass.md`` (d),
+    "The cost of a block visit").  ``_nrt=False`` is numba's
     switch for code without the runtime; left out when a numba version
     does not know it.
     """

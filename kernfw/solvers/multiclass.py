@@ -1,4 +1,4 @@
-"""Multi-category SVMs with mdos losses by dual Frank-Wolfe (seed 000; math.md §1).
+"""Multi-category SVMs with mdos losses by dual Frank-Wolfe ([Tajima2021]; math.md §1).
 
 The dual variables are stored transposed, ``At = Aᵀ`` of shape (n, m), so that
 row ``i`` is the block ``α_i`` of example ``i``.  Every solver keeps the score
@@ -298,7 +298,7 @@ class _NumpyPasses:
 
 
 class BlockFW(GapStopping, BlockCoordinateIterate):
-    """Block-coordinate dual FW: one example ``i`` per block step (math.md §3.9 on §1's dual).
+    """Block-coordinate dual FW: one example ``i`` per block step (math.md §1.13).
 
     A block step at ``g_i = c_i + s̃_i`` (``q_i = K_ii/(λn) + σ``, the block
     curvature) is one of (``block_step``):
