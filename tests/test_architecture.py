@@ -23,7 +23,7 @@ FORBIDDEN = {
         "kernfw.estimators",
         "kernfw.fw",
         "kernfw.cli",
-        "kernfw.sweep",
+        "kernfw.sweeps",
         "kernfw.distributed",
         "kernfw.reference",
     ),
@@ -32,11 +32,11 @@ FORBIDDEN = {
         "kernfw.estimators",
         "kernfw.operators",
         "kernfw.cli",
-        "kernfw.sweep",
+        "kernfw.sweeps",
         "kernfw.distributed",
     ),
-    "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweep", "kernfw.reference"),
-    "kernfw.estimators": ("kernfw.cli", "kernfw.sweep"),
+    "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweeps", "kernfw.reference"),
+    "kernfw.estimators": ("kernfw.cli", "kernfw.sweeps"),
 }
 
 
