@@ -29,7 +29,13 @@ from ..solvers.mkl.online import (
 )
 from ..solvers.mkl.prox import REGULARIZERS
 from ..structured import Chain, MultiClass
-from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam, with_callbacks
+from ._base import (
+    FWEstimatorMixin,
+    check_base_kernels,
+    resolve_deprecated,
+    resolve_lam,
+    with_callbacks,
+)
 from .mkl import NORMALIZATION, _MKLClassifier, default_kernels
 
 __all__ = ["OnlineMKLClassifier", "OnlineMKLStructured"]
@@ -521,6 +527,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
             scale = _feature_scale(positions[0], columns)
         else:
             scale = None
+        check_base_kernels(kernels, self)
         groups = [ExplicitGroup(g) for g in explicit] + kernels
         order = [names[i] for i in range(len(names))]
         explicit_names = [n for n in order if not n.startswith("kernel")]
