@@ -1,7 +1,7 @@
 """``L2SVC``: the L2-SVM of the core vector machine, trained by (away-step) Frank-Wolfe.
 
-Seed 001 (Frandi et al.), math.md §2: the binary L2-SVM is the minimum
-enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.meb.l2svm`
+[Frandi2013], math.md §2: the binary L2-SVM is the minimum
+enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.simplex_qp.solve_l2svm`
 solves it with one kernel column per iteration.  Multi-class problems are
 split one-vs-one (as :class:`sklearn.svm.SVC`), one-vs-rest or into a decision
 DAG (:mod:`kernfw.estimators._multiclass_decomposition`), and the binary
@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import COLUMN_GRAM_MAX_MB
 from ..operators.psd import check_psd
-from ..solvers.meb import SOLVERS, l2svm
+from ..solvers.simplex_qp import SOLVERS, solve_l2svm
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
@@ -81,7 +81,7 @@ class SupportKernelMixin(KernelInputMixin):
 
 def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
-    result = l2svm(
+    result = solve_l2svm(
         op,
         y_pm,
         C,
@@ -138,15 +138,13 @@ KernelOperator, default="rbf"
         plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
         exact line search.  "cvm": the core vector machine baseline (core-set
         iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.cvm.CoreVectorIterate`).
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).
     tol : float, default=0.3
         Relative tolerance on the certified duality gap:
         ``(P − D)/|D| = gap/ρ ≤ tol`` (math.md §2.5), where ``D = −ρ``,
         ``ρ = αᵀK̃α`` and the FW gap is ``gap = 2(ρ − min_i (K̃α)_i)``: twice
         the largest margin violation, relative to the margin ``ρ``.  The
-        default sits where test accuracy has plateaued (make_classification,
-        n = 5k–50k: within 0.16 points of the best accuracy over
-        ``tol ∈ [0.03, 1]``, at 1.7–2.4× fewer iterations than ``tol=0.03``; see
+        default sits where test accuracy has plateaued (see
         ``docs/benchmarks/l2svm.md``); lower it for a more accurate dual.
     max_iter : int, default=None
         Budget in iterations (one kernel column each; core-set iterations for
@@ -158,8 +156,8 @@ KernelOperator, default="rbf"
         :data:`~kernfw.kernels.COLUMN_GRAM_MAX_MB` are precomputed instead, and
         so are Grams up to ``max(256 MB, cache_size)`` when ``X`` has 50
         features or more (see :func:`gram_budget`).  MFW requests most columns
-        only once or twice, so the cache size matters little (measured in
-        ``docs/benchmarks/l2svm.md``).
+        only once or twice, so the cache size matters little (see
+        ``docs/benchmarks/l2svm.md``, "Cache size").
     multi_class : {"ovo", "ovr", "ddag"}, default="ovo"
         One-vs-one (``m(m−1)/2`` problems, votes as SVC), one-vs-rest (``m``
         problems) or DDAG (the one-vs-one problems evaluated as a decision

@@ -40,7 +40,7 @@ from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.capped_simplex import check_t
 from ..solvers.mkl.cskl import SOLVERS, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
-from ._base import FWEstimatorMixin, with_callbacks
+from ._base import FWEstimatorMixin, check_base_kernels, with_callbacks
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
 __all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
@@ -124,11 +124,12 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         MultiKernel (None) when ``default`` allows it (feature groups only).
         """
         if self._is_precomputed():
-            grams = _gram_list(X)
-            ops = [
-                normalize(Gram(check_gram(G, name=f"Gram matrix {j}"), check=False), NORMALIZATION)
-                for j, G in enumerate(grams)
+            grams = [
+                Gram(check_gram(G, name=f"Gram matrix {j}"), check=False)
+                for j, G in enumerate(_gram_list(X))
             ]
+            check_base_kernels(grams, self)
+            ops = [normalize(gram, NORMALIZATION) for gram in grams]
             y = column_or_1d(y, warn=True)
             mk = MultiKernel(ops)
             if y.shape[0] != mk.n:
@@ -147,6 +148,8 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 if specs
                 else None
             )
+            if mk is not None:
+                check_base_kernels(mk.operators, self)
         check_classification_targets(y)
         return mk, y, X
 
@@ -236,7 +239,7 @@ class _WeightedSVMClassifier(_MKLClassifier):
 
 
 class CSKLClassifier(_WeightedSVMClassifier):
-    """Controlled-sparsity kernel learning (seed 004; math.md §5).
+    """Controlled-sparsity kernel learning ([CSKL]; math.md §5).
 
     Learns kernel weights ``γ`` in the capped simplex
     ``{0 ≤ γ_j ≤ 1, Σ_j γ_j = t}`` jointly with an SVM on ``K_γ = Σ_j γ_j K_j``
@@ -270,8 +273,8 @@ class CSKLClassifier(_WeightedSVMClassifier):
     solver : {"projected_gradient", "reduced_gradient", "frank_wolfe"}, \
 default="projected_gradient"
         The algorithm on the weights, by the direction of its step: projection
-        onto the capped simplex (recommended), the reduced gradient of the CSKL
-        paper, or the LP / Frank-Wolfe vertex (slow; useful as a baseline).
+        onto the capped simplex (recommended), the reduced gradient of
+        [CSKL], or the LP / Frank-Wolfe vertex (slow; useful as a baseline).
         Steps by Armijo backtracking; each outer iteration solves the SVM.
     exact : bool, default=False
         After convergence keep the ``⌈t⌉`` kernels with the largest weights
