@@ -323,7 +323,7 @@ def topk_errors(estimator, X, y, ks):
 
 def _select(estimator, X, y, param, values, cv, n_jobs):
     """The grid value with the best mean validation score (ties: the first)."""
-    from .sweep import sweep
+    from .sweeps import sweep
 
     table = sweep(estimator, X, y, param=param, values=values, cv=cv, n_jobs=n_jobs)
     val = table["val_score"]

@@ -23,7 +23,7 @@ FORBIDDEN = {
         "kernfw.estimators",
         "kernfw.fw",
         "kernfw.cli",
-        "kernfw.sweep",
+        "kernfw.sweeps",
         "kernfw.distributed",
         "kernfw.reference",
     ),
@@ -32,12 +32,12 @@ FORBIDDEN = {
         "kernfw.estimators",
         "kernfw.operators",
         "kernfw.cli",
-        "kernfw.sweep",
+        "kernfw.sweeps",
         "kernfw.distributed",
     ),
-    "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweep", "kernfw.reference"),
-    "kernfw.estimators": ("kernfw.cli", "kernfw.sweep"),
-    "kernfw.distributed": ("kernfw.estimators", "kernfw.cli", "kernfw.sweep", "kernfw.reference"),
+    "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweeps", "kernfw.reference"),
+    "kernfw.estimators": ("kernfw.cli", "kernfw.sweeps"),
+    "kernfw.distributed": ("kernfw.estimators", "kernfw.cli", "kernfw.sweeps", "kernfw.reference"),
 }
 
 #: the simplex-QP package, bottom up: a module imports only the modules before it

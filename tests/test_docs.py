@@ -19,7 +19,7 @@ REQUIRED = (
     "kernfw.operators",
     "kernfw.structured",
     "kernfw.reference",
-    "kernfw.sweep",
+    "kernfw.sweeps",
     "kernfw.plotting",
 )
 
@@ -73,7 +73,7 @@ def test_api_reference_documents_every_public_name(kernfw_docs):
             value = getattr(module, name)
             if callable(value):
                 assert id(value) in documented, f"{modname}.{name} is not documented"
-    assert "kernfw.reference" in pages and "kernfw.sweep" in pages
+    assert "kernfw.reference" in pages and "kernfw.sweeps" in pages
 
 
 def test_intersphinx_offline_and_local_inventories(kernfw_docs, tmp_path):

@@ -281,7 +281,7 @@ def _default_values(est, param, X):
 
 
 def run_sweep(args):
-    from ..sweep import sweep
+    from ..sweeps import sweep
 
     check_outputs(args)
     model = MODELS[args.model]

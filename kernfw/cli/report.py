@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from ..estimators._base import ProgressPrinter
-from ..sweep.results import write_table
+from ..sweeps.results import write_table
 from .errors import CLIError, one_line
 
 __all__ = [

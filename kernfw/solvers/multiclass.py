@@ -15,7 +15,7 @@ Solvers (``solver=``):
   FW step with exact line search, pairwise steps, or (hinge losses) the exact
   solution of the block's quadratic sub-problem (``block_step``);
 - ``"pg"`` — the projected-subgradient baseline of §1.11
-  (:func:`kernfw.solvers.subgradient.pegasos_multiclass`).
+  (:func:`kernfw.solvers.subgradient.solve_multiclass_subgradient`).
 
 With Moreau smoothing ``σ > 0`` the gradient is taken at ``s̃_i = s_i + σ α_i``
 and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
@@ -41,7 +41,7 @@ from ..fw import (
 from ..losses import MaxHinge
 from ._block_kernels import pairwise_steps
 from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
-from .subgradient import pegasos_multiclass
+from .subgradient import solve_multiclass_subgradient
 
 __all__ = [
     "MulticlassDual",
@@ -774,7 +774,7 @@ def solve_multiclass(
     if adaptive:
         check_every = 1
     if solver == "pg":
-        return pegasos_multiclass(
+        return solve_multiclass_subgradient(
             problem,
             A_init=A_init,
             tol=tol,

@@ -1,6 +1,6 @@
 """Subgradient baselines reporting the same objectives as the Frank-Wolfe solvers.
 
-- :func:`pegasos_multiclass` — the full-batch projected subgradient method
+- :func:`solve_multiclass_subgradient` — the full-batch projected subgradient method
   ("PG" of seed 000, Pegasos-style; math.md §1.11) for the multi-category SVM;
 - :func:`solve_structural_ssg` — stochastic subgradient (SSG, SSG-wavg; math.md §3.6)
   for the structural SVM.
@@ -20,7 +20,12 @@ from ..fw import BlockCoordinateIterate, Certificate, WeightedAverage, run
 from .multiclass_dual import FullBatchIterate, inner
 from .structural import StructuredProblem
 
-__all__ = ["pegasos_multiclass", "StructuralSSG", "solve_structural_ssg", "structural_ssg"]
+__all__ = [
+    "solve_multiclass_subgradient",
+    "StructuralSSG",
+    "solve_structural_ssg",
+    "structural_ssg",
+]
 
 
 # -- multi-category SVM: full-batch projected subgradient (math.md §1.11) ------------------
@@ -60,7 +65,7 @@ class _MulticlassPG(FullBatchIterate):
         return eta
 
 
-def pegasos_multiclass(
+def solve_multiclass_subgradient(
     problem,
     *,
     A_init=None,
