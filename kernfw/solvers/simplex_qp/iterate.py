@@ -7,8 +7,9 @@ Both problems are one concave quadratic over the unit simplex Δₙ (math.md §2
 - **MEB** of points ``z_i`` with Gram matrix ``Q``: ``q = diag(Q)``; ``f(α)`` is
   the squared radius ``r²`` of the ball centred at ``c = Σ α_i z_i``.
 - **L2-SVM** (the CVM form, §2.1): ``Q = K̃`` with the modified kernel
-  ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` and ``q = 0``; :class:`L2SVMKernel`
-  is that operator (nothing ``n × n`` is formed).
+  ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` and ``q = 0``;
+  :class:`~kernfw.solvers.simplex_qp.L2SVMKernel` is that operator (nothing ``n × n`` is
+  formed).
 
 The solver keeps ``v = Qα`` up to date from **one** kernel column per
 iteration (the column of the vertex that moves), so each iteration costs one
