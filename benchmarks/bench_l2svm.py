@@ -1,4 +1,4 @@
-"""L2SVC (MFW on the L2-SVM, seed 001) against sklearn's SVC (libsvm SMO), at defaults.
+"""L2SVC (MFW on the L2-SVM, [Frandi2013]) against sklearn's SVC (libsvm SMO), at defaults.
 
 Binary tasks, RBF kernel, the same ``gamma`` (SVC's "scale", computed once on
 the training set) and the same ``C`` for both (the models differ: squared vs

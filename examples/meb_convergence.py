@@ -1,7 +1,7 @@
-"""L2-SVM as a minimum enclosing ball: plain Frank-Wolfe vs away-step MFW (seed 001)
+"""L2-SVM as a minimum enclosing ball: plain FW vs away-step MFW (Frandi et al. 2013)
 ==================================================================================
 
-The seed's experiment in small: the binary L2-SVM of the core vector machine
+The experiment of Frandi et al. (2013) in small: the binary L2-SVM of the core vector machine
 (RBF kernel, C = 10, math.md §2.1) is the minimum enclosing ball of the
 modified kernel k̃; plain FW (steps toward the farthest point) converges
 sublinearly, MFW (which also steps away from the nearest support point and

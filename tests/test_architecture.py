@@ -51,6 +51,7 @@ SIMPLEX_QP = [
     "compiled",
     "cvm",
     "solve",
+    "soft_ball",
     "l2svm",
     "distributed.shard",
     "distributed.rows",

@@ -1,6 +1,6 @@
-"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; seed 002, Figure 1).
+"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; [LacosteJulien2013], Figure 1).
 
-Joachims, Finley and Yu (2009) solve the n-slack primal of math.md §3.1
+The method of [Joachims2009] (math.md §3.10) solves the n-slack primal of §3.1
 through its 1-slack form (same optimal ``w`` and value):
 
     min_{w, ξ} λ/2 ‖w‖² + ξ   s.t.  ξ ≥ b(ȳ) − ⟨w, a(ȳ)⟩  for every joint labeling ȳ,

@@ -2,7 +2,7 @@ r"""Inner SVMs of multiple kernel learning: one dual solve for fixed kernel weig
 
 CSKL and lp-MKL alternate between an SVM solve on ``K_γ = Σ_j γ_j K_j`` and
 an update of the weights ``γ``.  Every SVM they use has a dual value of the
-form (math.md §5.2, §2.1)
+form (math.md §5.6)
 
 .. math::  J(γ) = a(α) − c · Σ_j γ_j d_j(α),\qquad d_j(α) = (y∘α)ᵀ K_j (y∘α),
 
@@ -264,7 +264,7 @@ class LibsvmNu(InnerSVM):
 
     libsvm rescales the ν-SVM dual; the multipliers of math.md §5.2
     (``0 ≤ α ≤ 1/n``, ``1ᵀα = ν``) are ``α = ν |v| / Σ|v|`` with ``v`` =
-    ``dual_coef_`` (math.md §5.3), and the intercept scales alike.
+    ``dual_coef_`` (math.md §5.6), and the intercept scales alike.
     """
 
     curvature = 0.5

@@ -13,6 +13,7 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
   jitted steps; ``_columns_numba``: kernel columns evaluated in the compiled step);
 - :mod:`.cvm` — the core vector machine baseline (core-set iterations);
 - :mod:`.solve` — :func:`solve_simplex_qp`;
+- :mod:`.soft_ball` — the ν-soft ball on the capped simplex (:func:`solve_soft_ball`);
 - :mod:`.l2svm` — the modified kernel :class:`L2SVMKernel` and :func:`solve_l2svm`;
 - :mod:`.distributed` — the iterate with its rows sharded over Dask workers.
 """
@@ -22,10 +23,12 @@ from .compiled import CompiledSimplexQPIterate
 from .cvm import CoreVectorIterate
 from .iterate import SimplexQPIterate
 from .l2svm import L2SVMKernel, check_binary_labels, l2svm_recover, solve_l2svm
+from .soft_ball import solve_soft_ball
 from .solve import METHODS, solve_simplex_qp
 
 __all__ = [
     "solve_simplex_qp",
+    "solve_soft_ball",
     "solve_l2svm",
     "l2svm_recover",
     "L2SVMKernel",

@@ -1,6 +1,6 @@
-"""Core vector machine (CVM): Bădoiu–Clarkson core-set iterations (seed 001's baseline).
+"""Core vector machine (CVM): Bădoiu–Clarkson core-set iterations (the baseline of [Frandi2013]).
 
-The baseline that seed 001 compares MFW with (Tsang, Kwok & Cheung 2005), on
+The baseline that [Frandi2013] compares MFW with ([Tsang2005]), on
 the same problem as :func:`kernfw.solvers.simplex_qp.solve_simplex_qp`::
 
     maximize  f(α) = qᵀα − αᵀQα   over the unit simplex.

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from ..fw import Certificate, FWIterate, quadratic_step, run
-from .mkl.capped_simplex import sum_top_t
+from ...fw import Certificate, FWIterate, quadratic_step, run
+from ..mkl.capped_simplex import sum_top_t
 
 __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
 
