@@ -42,6 +42,7 @@ FORBIDDEN = {
 
 #: the simplex-QP package, bottom up: a module imports only the modules before it
 SIMPLEX_QP = [
+    "dense",
     "certificate",
     "active_set",
     "start",

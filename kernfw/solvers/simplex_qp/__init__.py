@@ -5,6 +5,8 @@ the minimum enclosing ball of the points with Gram matrix ``Q`` (``q = diag(Q)``
 and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
 ``q = 0``, math.md §2.1).  The modules, from the bottom up:
 
+- :mod:`.dense` — small dense simplex QPs solved exactly by an active-set method (the
+  cutting-plane solver's restricted problem);
 - :mod:`.certificate` — the certificate, the stopping rules and their O(1) estimate;
 - :mod:`.active_set` — the active set ``{i : α_i > 0}`` (the coreset);
 - :mod:`.start` — the CVM initialization and the warm start;
