@@ -1,4 +1,4 @@
-"""The simplex-QP FW / MFW iterate on the compiled backend (:mod:`._numba`).
+"""The simplex-QP FW / MFW iterate on the compiled backend (:mod:`~kernfw.solvers.simplex_qp._numba`).
 
 :class:`CompiledSimplexQPIterate` keeps the state and the setup of
 :class:`~kernfw.solvers.simplex_qp.iterate.SimplexQPIterate` (CVM start, warm start,
