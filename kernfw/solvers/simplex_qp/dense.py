@@ -15,7 +15,7 @@ Newton step of the equality-constrained problem in a null-space basis of
 ``1ᵀ`` (a direction of zero curvature is followed as a descent ray), stops at
 the first bound that blocks (and drops that index), and otherwise adds the
 index of the most negative reduced gradient (Nocedal and Wright, Numerical
-Optimization, 2nd ed., Springer 2006, Section 16.5).  Each step costs O(k|S| + |S|³);
+Optimization, 2nd ed., Springer 2006, Section 16.5).  Each step costs ``O(k|S| + |S|³)``;
 the support of an optimum has at most ``rank(Q) + 1`` elements.
 
 Accuracy.  With ``g = ∇f(β) = q − 2Qβ``, the Frank-Wolfe gap
