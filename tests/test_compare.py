@@ -152,7 +152,7 @@ def test_online_mkl_reports_no_certificate_and_converges_at_its_rate(data, kerne
     excess = np.asarray(report.estimator.history_["primal"]) - optimum
     assert excess.size == 301 and excess.min() >= -1e-6 * max(1.0, abs(optimum))
     assert report.objective == pytest.approx(optimum + excess[-1])
-    # the claim (math.md §4.2, the seed's O(1/ε²) analysis): F − F* = O(1/√T) with
+    # the claim (math.md §4.2, the O(1/ε²) analysis of [Martins2011]): F − F* = O(1/√T) with
     # η_t = η0/√t.  Epochs 21–40 and 201–300 (centres 30.5 and 250.5) should then differ
     # by √(250.5/30.5) ≈ 2.9 on average; 2.5 leaves room for the stochastic order.
     early, late = excess[21:41].mean(), excess[201:301].mean()

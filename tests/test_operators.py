@@ -842,7 +842,7 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
     """The "rbf" column view reproduces the operator's columns; "l2svm" wraps it; other
     operators fall back to compiled_view (and compiled_view is unchanged)."""
     from kernfw.operators import KernelFunction, MultiKernel
-    from kernfw.operators.l2svm import L2SVMKernel
+    from kernfw.solvers.simplex_qp import L2SVMKernel
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 5))

@@ -7,7 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 
 from kernfw.operators import Gram
-from kernfw.solvers.soft_ball import SoftBallIterate, soft_ball_radius2, solve_soft_ball
+from kernfw.solvers.simplex_qp.soft_ball import SoftBallIterate, soft_ball_radius2, solve_soft_ball
 
 pytestmark = pytest.mark.cvxpy
 

@@ -444,7 +444,7 @@ COMMANDS = [
     ),
     Command(
         "evaluate",
-        "seed 000's protocol: random splits, inner CV, top-k errors, t-tests",
+        "the protocol of Tajima et al. (2021): random splits, inner CV, top-k errors, t-tests",
         configure_evaluate,
         run_evaluate,
     ),

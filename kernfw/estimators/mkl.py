@@ -247,7 +247,7 @@ class _WeightedSVMClassifier(_MKLClassifier):
 
 
 class CSKLClassifier(_WeightedSVMClassifier):
-    """Controlled-sparsity kernel learning (seed 004; math.md §5).
+    """Controlled-sparsity kernel learning ([CSKL]; math.md §5).
 
     Learns kernel weights ``γ`` in the capped simplex
     ``{0 ≤ γ_j ≤ 1, Σ_j γ_j = t}`` jointly with an SVM on ``K_γ = Σ_j γ_j K_j``
@@ -281,7 +281,7 @@ class CSKLClassifier(_WeightedSVMClassifier):
     weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}, \
 default="projected_gradient"
         Direction of the weight step: projection onto the capped simplex
-        (recommended), the seed's reduced gradient, or the LP / Frank-Wolfe
+        (recommended), the reduced gradient of [CSKL], or the LP / Frank-Wolfe
         vertex (slow; useful as a baseline).  Steps by Armijo backtracking.
     exact : bool, default=False
         After convergence keep the ``⌈t⌉`` kernels with the largest weights

@@ -1,6 +1,6 @@
-"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; seed 002, Figure 1).
+"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; [LacosteJulien2013], Figure 1).
 
-Joachims, Finley and Yu (2009) solve the n-slack primal of math.md §3.1
+The method of [Joachims2009] (math.md §3.10) solves the n-slack primal of §3.1
 through its 1-slack form (same optimal ``w`` and value):
 
     min_{w, ξ} λ/2 ‖w‖² + ξ   s.t.  ξ ≥ b(ȳ) − ⟨w, a(ȳ)⟩  for every joint labeling ȳ,
@@ -14,7 +14,7 @@ a concave QP over the simplex of the cuts,
     max_{β ∈ Δ_k} bᵀβ − ‖Aᵀβ‖²/(2λ),    w = Aᵀβ/λ,
 
 (rows ``a_j`` of ``A``), solved here exactly by the active-set method of
-:func:`kernfw.solvers.dense_simplex_qp.solve_dense_simplex_qp`, warm-started
+:func:`kernfw.solvers.simplex_qp.solve_dense_simplex_qp`, warm-started
 from the previous ``β``.
 
 Scale.  Since ``Σ_j β_j = 1``, ``Aᵀβ = c + Ãᵀβ`` for the centred cuts
@@ -38,7 +38,7 @@ set starts with the cut of the true outputs (``a = 0``, ``b = 0``: ``ξ ≥ 0``)
 import numpy as np
 
 from ..fw import FWIterate, run
-from .dense_simplex_qp import solve_dense_simplex_qp
+from .simplex_qp import solve_dense_simplex_qp
 from .structural import StructuredProblem
 
 __all__ = ["CuttingPlane", "solve_structural_cutting_plane", "MAX_IDLE"]

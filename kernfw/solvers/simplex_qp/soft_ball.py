@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from ..fw import Certificate, FWIterate, quadratic_step, run
-from .mkl.capped_simplex import sum_top_t
+from ...fw import Certificate, FWIterate, quadratic_step, run
+from ..mkl.capped_simplex import sum_top_t
 
 __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
 
@@ -125,7 +125,7 @@ def solve_soft_ball(
         PSD Gram operator of the points.
     nu : float in (0, 1]
         Largest fraction of points outside the ball (``ν n > 1``; at ``ν n ≤ 1`` the
-        problem is the hard ball of :func:`kernfw.solvers.meb.solve_simplex_qp`).
+        problem is the hard ball of :func:`kernfw.solvers.simplex_qp.solve_simplex_qp`).
     tol : float
         Stop when the certified relative gap ``(P − D)/|P| ≤ tol``.
     max_iter : int or None

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kernfw.solvers.dense_simplex_qp import simplex_fw_gap, solve_dense_simplex_qp
+from kernfw.solvers.simplex_qp.dense import simplex_fw_gap, solve_dense_simplex_qp
 
 
 def _value(Q, q, beta):
