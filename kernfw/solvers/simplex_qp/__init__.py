@@ -31,6 +31,7 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
 from .certificate import STOPS
 from .compiled import CompiledSimplexQPIterate
 from .cvm import CoreVectorIterate
+from .dense import simplex_fw_gap, solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
 from .l2svm import L2SVMKernel, check_binary_labels, l2svm_recover, solve_l2svm
 from .soft_ball import solve_soft_ball
@@ -38,6 +39,8 @@ from .solve import SOLVERS, solve_simplex_qp
 
 __all__ = [
     "solve_simplex_qp",
+    "solve_dense_simplex_qp",
+    "simplex_fw_gap",
     "solve_soft_ball",
     "solve_l2svm",
     "l2svm_recover",
