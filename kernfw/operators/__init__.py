@@ -1,7 +1,7 @@
 """Kernel operators: the one interface every solver talks to."""
 
 from .base import ArraySlot, CompiledView, KernelOperator
-from .combination import MultiKernel
+from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
 from .gram import Gram
@@ -18,6 +18,7 @@ __all__ = [
     "KernelFunction",
     "L2SVMKernel",
     "MultiKernel",
+    "KernelStack",
     "Normalized",
     "PairwiseKernel",
     "normalize",

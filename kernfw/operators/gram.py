@@ -4,6 +4,7 @@ import copy
 
 import numpy as np
 
+from .._threads import thread_limit
 from .._validation import check_gram, check_new_features
 from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
 from .pairwise import PairwiseKernel
@@ -65,7 +66,9 @@ class Gram(KernelOperator):
         dtype = np.dtype(dtype)
         if _float32_rbf(kernel, X, dtype):
             return cls(rbf_gram(kernel.select(X), kernel.params["gamma"]), kernel, X, False, True)
-        return cls(kernel(X, X).astype(dtype, copy=False), kernel=kernel, X=X, check=False)
+        with thread_limit(X.shape[0] ** 2 * max(X.shape[1], 1) / 2.0):
+            K = kernel(X, X).astype(dtype, copy=False)
+        return cls(K, kernel=kernel, X=X, check=False)
 
     def diag(self):
         return np.diagonal(self.K).copy()
