@@ -1,12 +1,12 @@
-"""Online MKL for structured prediction: sparsity in groups at equal accuracy (seed 003)
-=====================================================================================
+"""Online MKL for structured prediction: group sparsity at equal accuracy (Martins et al. 2011)
+============================================================================================
 
-The seed's claim in small, on the OCR words (chains over 26 letters): a chain model
+The claim of Martins et al. (2011) in small, on the OCR words (chains over 26 letters): a chain model
 whose unary part is split into 8 kernel groups (linear, two polynomials, five RBF
 widths on the letter image) plus one explicit group of transitions, trained online
 with the squared ℓ2,1 regularizer, switches whole groups off as λ grows while its
 per-letter test error stays at or below the single-kernel model's (``StructuredSVM``
-with linear features, BCFW).  The online proximal step of the seed keeps almost every
+with linear features, BCFW).  The paper's online proximal step keeps almost every
 group alive at these epoch counts; regularized dual averaging (``method=
 "dual_averaging"``, the same proxes applied to the averaged gradient) zeroes them.
 

@@ -1,5 +1,5 @@
-"""Seed 002's Figure 1 on OCR: FW, BCFW, BCFW-wavg, SSG, SSG-wavg and the cutting plane
-====================================================================================
+"""Lacoste-Julien et al. (2013), Fig. 1 on OCR: FW, BCFW(-wavg), SSG(-wavg), cutting plane
+=======================================================================================
 
 Reproduces the OCR panels of Figure 1 of the block-coordinate Frank-Wolfe
 paper (Lacoste-Julien et al., 2013): the primal suboptimality ``P(w) − P*``,

@@ -199,7 +199,7 @@ def make_operator(
         of a :class:`KernelFunction`.  ``np.float32`` halves their memory and the
         memory traffic of the solvers that read them, as libsvm's float kernel
         cache does.  A Gram is still evaluated in the precision of ``X``; the
-        compiled column step of :mod:`kernfw.solvers.meb` evaluates a float32
+        compiled column step of :mod:`kernfw.solvers.simplex_qp` evaluates a float32
         RBF column in float32.  Precomputed Gram matrices keep their dtype.
 
     Returns

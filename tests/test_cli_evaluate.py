@@ -1,4 +1,4 @@
-"""``kernfw evaluate``: the seed-000 protocol on the command line."""
+"""``kernfw evaluate``: the protocol of [Tajima2021] on the command line."""
 
 import csv
 import os

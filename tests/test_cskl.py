@@ -19,7 +19,6 @@ from kernfw.estimators._multiclass_decomposition import binary_problems
 from kernfw.fw import armijo_step
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, MultiKernel
-from kernfw.operators.l2svm import L2SVMKernel
 from kernfw.solvers.mkl.capped_simplex import (
     check_t,
     project_capped_simplex,
@@ -34,6 +33,7 @@ from kernfw.solvers.mkl.cskl import (
     solve_cskl,
 )
 from kernfw.solvers.mkl.inner_svm import KernelWeightObjective, coding_matrix, make_inner_svm
+from kernfw.solvers.simplex_qp import L2SVMKernel
 
 N_POINTS = 40
 SPECS = [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(6)] + [

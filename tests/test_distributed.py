@@ -1,4 +1,5 @@
-"""Data-parallel MFW on a Dask cluster (kernfw.distributed, backend="dask")."""
+"""Data-parallel MFW on a Dask cluster (kernfw.solvers.simplex_qp.distributed and
+kernfw.distributed, backend="dask")."""
 
 import os
 import pickle
@@ -15,14 +16,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 
 from kernfw import L2SVC, MinimumEnclosingBall
-from kernfw.distributed import (
-    ShardedRows,
-    WorkerLostError,
-    decision_function,
-    get_client,
-    solve_sharded_simplex_qp,
-)
+from kernfw.distributed import WorkerLostError, decision_function, get_client
 from kernfw.operators import PairwiseKernel
+from kernfw.solvers.simplex_qp.distributed import ShardedRows, solve_sharded_simplex_qp
 
 distributed = pytest.importorskip("distributed")
 
@@ -264,7 +260,7 @@ def test_worker_closed_mid_fit_is_a_clear_error():
 
 def test_unaligned_block_is_copied_once():
     """Rows unpickled from a network frame may be unaligned (numpy then skips BLAS)."""
-    from kernfw.distributed import RowShard
+    from kernfw.solvers.simplex_qp.distributed import RowShard
 
     X = np.random.default_rng(0).normal(size=(50, 4))
     raw = np.zeros(X.nbytes + 1, dtype=np.uint8)
@@ -283,9 +279,9 @@ def test_a_cluster_without_workers_is_a_clear_error_after_a_short_wait(monkeypat
     whose workers are still starting gets that long to bring one up)."""
     import distributed
 
-    from kernfw.distributed import shard
+    from kernfw.solvers.simplex_qp.distributed import rows
 
-    monkeypatch.setattr(shard, "WORKER_WAIT", 0.5)
+    monkeypatch.setattr(rows, "WORKER_WAIT", 0.5)
     X, y = _binary(n=20)
     cluster = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None)
     with distributed.Client(cluster) as c, pytest.raises(ValueError, match="no workers"):

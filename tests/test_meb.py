@@ -10,7 +10,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from kernfw.estimators.meb import MinimumEnclosingBall
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, KernelFunction, KernelOperator
-from kernfw.solvers.meb import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
+from kernfw.solvers.simplex_qp import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
 
 KERNELS = [
     ("linear", {}),
@@ -462,7 +462,8 @@ def _assert_same_trajectory(a, b, method):
 
 def test_compiled_backend_is_used_unless_disabled(monkeypatch):
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import CompiledSimplexQPIterate, make_iterate
+    from kernfw.solvers.simplex_qp import CompiledSimplexQPIterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     op = Gram(rbf_kernel(_points(20), gamma=0.5))
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
@@ -632,6 +633,12 @@ def _column_view_operator(source, problem, X, y):
     return K if problem == "meb" else L2SVMKernel(K, y, 2.0)
 
 
+def _evaluate_column(it, src, j, out, scratch):
+    """Column ``j`` of a compiled iterate's column source, evaluated by the compiled code."""
+    mod = it._mod
+    mod.evaluate_column(src, it._con[mod.SQ_NORMS], it._con[mod.LABELS], it._st, j, out, scratch)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("source", ["rbf", "gram", "gram_fortran"])
 @pytest.mark.parametrize("problem", ["meb", "l2svm"])
@@ -640,7 +647,7 @@ def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source,
     """The compiled step that evaluates RBF / Gram columns itself (fused distances, exp,
     L2-SVM transform, its own LRU cache) follows the numpy path's trajectory."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     X = _points(150, d=4, seed=21)
     y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
@@ -662,7 +669,7 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
     """The compiled column of every index equals the operator's (within a few ulps),
     through cache misses, evictions (a one-column cache) and hits."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
@@ -674,11 +681,10 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
             it = make_iterate(op, None, "fw", None, "gap", None)
             src, slab, slot_of, slots = it._source
             assert slab.shape[0] == (1 if cache_mb == 0 else 300)
-            mod = it._mod
             ref = op.dense()
             out, scratch = np.empty(300), np.empty(300)
             for j in (0, 17, 299, 17):
-                mod.evaluate_column(src, it._con, it._f, it._st, j, out, scratch)
+                _evaluate_column(it, src, j, out, scratch)
                 np.testing.assert_allclose(out, ref[:, j], rtol=4e-16 * 8, atol=1e-15)
     # a 1-column cache: every request is a miss, and the solver still converges
     res = solve_simplex_qp(op, tol=1e-8)
@@ -688,7 +694,7 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
 def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
     """Far points: exp(−γ d²) below 1e-300 is 0 (numpy: a subnormal or 0)."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = np.array([[0.0], [1.0], [30.0], [40.0], [1e3]])
@@ -696,7 +702,7 @@ def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
     it = make_iterate(K, K.diag(), "mfw", None, "gap", None)
     src = it._source[0]
     out, scratch = np.empty(5), np.empty(5)
-    it._mod.evaluate_column(src, it._con, it._f, it._st, 0, out, scratch)
+    _evaluate_column(it, src, 0, out, scratch)
     ref = K.columns([0])[:, 0]
     np.testing.assert_allclose(out, ref, rtol=1e-15, atol=1e-300)
     assert out[3] == 0.0 and out[4] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-15)
@@ -708,7 +714,7 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
     pytest.importorskip("numba")
     import scipy.sparse as sp
 
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(40, d=3, seed=2)
@@ -730,7 +736,7 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     """A float32 ``KernelFunction`` gets the compiled float32 column (differences of
     features, float32 ``exp``): within 1e-6 of the float64 kernel, cached in float32."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
@@ -741,12 +747,12 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
         it = make_iterate(op, None, "fw", None, "gap", None)
         src, slab, _, _ = it._source
         assert src.dtype == np.float32 and slab.dtype == np.float32
-        assert it._st[11] == it._mod.SOURCE_RBF32
+        assert it._st["source"] == it._mod.SOURCE_RBF32
         exact = KernelFunction(X, "rbf", gamma=0.05)
         ref = exact.dense() if problem == "meb" else L2SVMKernel(exact, y, 0.5).dense()
         out = np.empty(300, dtype=np.float32)
         for j in (0, 17, 299):
-            it._mod.evaluate_column(src, it._con, it._f, it._st, j, out, np.empty(300))
+            _evaluate_column(it, src, j, out, np.empty(300))
             np.testing.assert_allclose(out, ref[:, j], rtol=2e-6, atol=1e-6)
     # the operator's own float32 columns (numpy path) are the float64 values rounded
     np.testing.assert_array_equal(K.columns([3]), exact.columns([3]).astype(np.float32))
@@ -754,7 +760,7 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     far = KernelFunction(np.array([[0.0], [1.0], [30.0]]), "rbf", gamma=1.0, dtype=np.float32)
     it = make_iterate(far, far.diag(), "mfw", None, "gap", None)
     out = np.empty(3, dtype=np.float32)
-    it._mod.evaluate_column(it._source[0], it._con, it._f, it._st, 0, out, np.empty(3))
+    _evaluate_column(it, it._source[0], 0, out, np.empty(3))
     assert out[0] == 1.0 and out[2] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-6)
 
 
@@ -818,7 +824,7 @@ def test_compiled_argmin_is_numpys_first_index_of_the_minimum():
     """The compiled vertex search (count below the running minimum, then scan the block)
     returns ``np.argmin``: ties keep the first index, across and within blocks."""
     pytest.importorskip("numba")
-    from kernfw.solvers import _mfw_numba as mod
+    from kernfw.solvers.simplex_qp import _numba as mod
 
     rng = np.random.default_rng(0)
     cases = [
@@ -840,7 +846,7 @@ def test_weighted_mkl_gram_is_served_by_the_compiled_column_step(monkeypatch):
     compiled column step, not a column request per iteration (CSKL on digits: 3.7 → 1.3 s)."""
     pytest.importorskip("numba")
     from kernfw.operators import MultiKernel
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(60, d=3, seed=9)
@@ -856,7 +862,7 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
     """An exactly symmetric C-ordered Gram is read through ``Kᵀ`` (its rows, contiguous);
     one asymmetric by a rounding error keeps its columns; both give the operator's columns."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(80, d=3, seed=4)
@@ -871,5 +877,5 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
         assert (src.base is matrix and src.flags.f_contiguous) == by_rows
         out = np.empty(80)
         for j in (0, 3, 7, 79):
-            it._mod.evaluate_column(src, it._con, it._f, it._st, j, out, np.empty(80))
+            _evaluate_column(it, src, j, out, np.empty(80))
             np.testing.assert_array_equal(out, matrix[:, j])

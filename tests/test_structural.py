@@ -502,6 +502,71 @@ def test_cutting_plane_reaches_cvxpy_optimum(multiclass_reference, chain_referen
         assert np.all(np.diff(h["dual"]) >= -1e-9)  # the restricted duals only grow
 
 
+def _far_from_the_origin():
+    """issue 23: 100 points at N(100, 1) in two dimensions, binary labels, MultiClass(4)."""
+    rng = np.random.RandomState(0)
+    return rng.normal(loc=100, size=(100, 2)), rng.randint(0, 2, 100)
+
+
+@pytest.mark.cvxpy
+def test_cutting_plane_does_not_stall_far_from_the_origin():
+    # once: the gap stayed at 0.062 from iteration 20 to 60 (objective 0.9602; cvxpy
+    # 0.9483): the inner QP (away-step FW on Q = AAᵀ/(2λ), entries ~5e5) made no progress
+    from kernfw.reference import structural_primal
+
+    X, y = _far_from_the_origin()
+    svm = StructuredSVM(MultiClass(4), solver="cutting_plane", max_iter=60, tol=1e-8).fit(X, y)
+    p_star = structural_primal(svm.model_, X, y, svm.lam_)["primal"]
+    assert p_star == pytest.approx(0.9483, abs=1e-4)
+    assert svm.converged_ and svm.duality_gap_ <= 1e-8
+    assert abs(svm.primal_objective_ - p_star) <= svm.duality_gap_ + 1e-6 * p_star
+    gaps = np.asarray(svm.history_["gap"])
+    assert gaps[20:].max(initial=0.0) < 0.062 and np.all(np.diff(svm.history_["dual"]) >= -1e-9)
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize(
+    "shift, scale", [(0.0, 1.0), (1e4, 1.0), (0.0, 1e3), (0.0, 1e-3), (1e3, 10)]
+)
+def test_cutting_plane_reaches_cvxpy_on_shifted_and_scaled_data(shift, scale):
+    from kernfw.reference import structural_primal
+
+    X, y = multiclass_data(n=40, m=3, d=3, seed=1)
+    X = (X + shift) * scale
+    lam = 0.05
+    result = solve_structural_cutting_plane(MultiClass(3), X, y, lam, tol=1e-7, max_iter=300)
+    ref = structural_primal(MultiClass(3).initialize(X, y), X, y, lam)
+    assert result.converged
+    assert_certified(result, ref["primal"], 1e-7)
+    assert_history_bounds(result, ref["primal"])
+
+
+def test_cutting_plane_working_set_keeps_no_duplicate_and_drops_idle_cuts():
+    from kernfw.solvers.cutting_plane import CuttingPlane
+    from kernfw.solvers.structural import StructuredProblem
+
+    X, y = multiclass_data()
+    iterate = CuttingPlane(StructuredProblem(MultiClass(4), X, y, 0.3), max_idle=2)
+    phi_hat, loss = iterate.problem.oracle_pass(iterate.w)
+    assert iterate.add_cut(phi_hat, loss) and not iterate.add_cut(phi_hat, loss)
+    assert iterate.b.size == 2
+    iterate.beta = np.array([0.0, 1.0])  # the true-output cut ξ ≥ 0 idles ...
+    iterate.idle = np.array([3, 0])
+    iterate.drop_idle_cuts()  # ... and leaves after max_idle iterations
+    assert iterate.b.size == 1 and iterate.b[0] == loss / 30 and iterate.beta.tolist() == [1.0]
+
+
+def test_cutting_plane_check_estimator_far_from_the_origin():
+    # once: check_estimator on this estimator ran past 5 minutes
+    from sklearn.utils.estimator_checks import check_estimator
+
+    est = StructuredSVM(MultiClass(4), solver="cutting_plane", max_iter=60)
+    failed = [r for r in check_estimator(est, on_fail=None) if r["status"] == "failed"]
+    assert not failed, failed[0]
+    X, y = _far_from_the_origin()
+    assert est.fit(X, y).converged_
+
+
 def test_cutting_plane_estimator_matches_fw_within_gaps():
     X, y = multiclass_data()
     cp = StructuredSVM(MultiClass(4), lam=0.1, solver="cutting_plane", tol=1e-5).fit(X, y)

@@ -1,4 +1,4 @@
-"""``kernfw evaluate``: the seed-000 protocol (:func:`kernfw.evaluate`) from the command line."""
+"""``kernfw evaluate``: the protocol of [Tajima2021] (:func:`kernfw.evaluate`) from the command line."""
 
 import warnings
 
@@ -23,8 +23,8 @@ def configure_evaluate(parser):
         "--methods",
         choices=("losses", "solvers"),
         default="losses",
-        help="losses: the six multi-category losses (seed 000); solvers: "
-        "PG, StdFW and LSFW with 1,000 iterations (seed 000, Table 1)",
+        help="losses: the six multi-category losses of Tajima et al. (2021); solvers: "
+        "PG, StdFW and LSFW with 1,000 iterations (their Table 1)",
     )
     parser.add_argument(
         "--baseline",
@@ -39,7 +39,7 @@ def configure_evaluate(parser):
         "--trials",
         type=positive_int,
         default=20,
-        help="random 50/50 splits (default 20, as in the seed)",
+        help="random 50/50 splits (default 20, as in Tajima et al. 2021)",
     )
     parser.add_argument(
         "--values",
@@ -110,7 +110,7 @@ def run_evaluate(args):
     with warnings.catch_warnings():
         from sklearn.exceptions import ConvergenceWarning
 
-        if args.methods == "solvers":  # the seed's fixed budget: stopping early is the point
+        if args.methods == "solvers":  # the paper's fixed budget: stopping early is the point
             warnings.simplefilter("ignore", ConvergenceWarning)
         res = evaluate(
             methods,

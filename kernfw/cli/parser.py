@@ -14,6 +14,7 @@ __all__ = [
     "float_list",
     "fraction",
     "positive_int",
+    "positive_float",
     "jobs",
 ]
 
@@ -71,6 +72,7 @@ def _kernel(text):
 gamma = _checked(_gamma, "'scale', 'auto' or a number")
 fraction = _checked(float, "a number in (0, 1)", lambda v: 0 < v < 1)
 positive_int = _checked(int, "a positive integer", lambda v: v >= 1)
+positive_float = _checked(float, "a positive number", lambda v: v > 0)
 check_every = _checked(
     _check_every, "'auto' or a positive integer", lambda v: v == "auto" or v >= 1
 )

@@ -283,6 +283,24 @@ def psd_by_construction(op):
     return bool(children) and all(psd_by_construction(child) for child in children)
 
 
+def check_base_kernels(kernels, owner):
+    """Raise :class:`~kernfw.operators.psd.NotPSDError` when a base kernel ``K_j`` of a
+    multiple-kernel estimator is detectably indefinite: a combination ``Σ_j γ_j K_j`` with
+    ``γ_j > 0`` could then make the dual non-concave, and no gap would certify anything.
+    Kernels PSD by construction (:func:`psd_by_construction`) are not tested.
+
+    Parameters
+    ----------
+    kernels : sequence of KernelOperator
+        The base kernels ``K_1 … K_p``.
+    owner : estimator
+        Named in the message.
+    """
+    for j, op in enumerate(kernels):
+        if not psd_by_construction(op):
+            check_psd(op, name=f"base kernel {j} of {type(owner).__name__}")
+
+
 class KernelInputMixin:
     """Kernel input and support-only prediction shared by the single-kernel estimators.
 

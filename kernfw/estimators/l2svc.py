@@ -1,7 +1,7 @@
 """``L2SVC``: the L2-SVM of the core vector machine, trained by (away-step) Frank-Wolfe.
 
-Seed 001 (Frandi et al.), math.md §2: the binary L2-SVM is the minimum
-enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.meb.l2svm`
+[Frandi2013], math.md §2: the binary L2-SVM is the minimum
+enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.simplex_qp.solve_l2svm`
 solves it with one kernel column per iteration.  Multi-class problems are
 split one-vs-one (as :class:`sklearn.svm.SVC`), one-vs-rest or into a decision
 DAG (:mod:`kernfw.estimators._multiclass_decomposition`), and the binary
@@ -18,7 +18,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
-from ..solvers.meb import METHODS, l2svm
+from ..solvers.simplex_qp import METHODS, solve_l2svm
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
@@ -82,7 +82,7 @@ class SupportKernelMixin(KernelInputMixin):
 
 def _fit_binary(op, y_pm, C, method, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
-    result = l2svm(
+    result = solve_l2svm(
         op,
         y_pm,
         C,
@@ -138,15 +138,13 @@ KernelOperator, default="rbf"
         "mfw": Frank-Wolfe with away and drop steps; "fw": plain Frank-Wolfe;
         both with the exact line search.  "cvm": the core vector machine
         baseline (core-set iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.cvm.CoreVectorIterate`).
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).
     tol : float, default=0.3
         Scale-free stopping rule: the relative duality gap
         ``(P − D)/|D| = gap/ρ ≤ tol`` (math.md §2.5), where ``D = −ρ``,
         ``ρ = αᵀK̃α`` and the FW gap is ``gap = 2(ρ − min_i (K̃α)_i)``: twice
         the largest margin violation, relative to the margin ``ρ``.  The
-        default sits where test accuracy has plateaued (make_classification,
-        n = 5k–50k: within 0.16 points of the best accuracy over
-        ``tol ∈ [0.03, 1]``, at 1.7–2.4× fewer iterations than ``tol=0.03``; see
+        default sits where test accuracy has plateaued (see
         ``docs/benchmarks/l2svm.md``); lower it for a more accurate dual.
     max_iter : int, default=None
         Iterations per binary problem (None: ``max(100000, 20 n)``; core-set
@@ -154,13 +152,9 @@ KernelOperator, default="rbf"
     cache_size : float, default=2
         Kernel cache in MB: the column cache of on-the-fly kernels.  Small by
         default: MFW requests most columns once or twice, thousands of
-        requests apart (n = 20k: 14,142 requests of 7,424 distinct columns,
-        median reuse distance 2,769), so an LRU cache of a useful size is mostly
-        misses, and writing columns into fresh cache pages costs more than the
-        hits save (compiled path, n ≥ 10k: 2 MB fits as fast as 50 MB or up to
-        20 % faster, 1 GB at 20k is 2.4× slower; at 5k 50 MB is about 10 %
-        faster, and so is the numpy path's 50 MB at 5k–10k, by about 30 %;
-        ``docs/benchmarks/l2svm.md``).  Gram matrices up to
+        requests apart, so a cache of a useful size is mostly misses and
+        costs more than its hits save (see ``docs/benchmarks/l2svm.md``,
+        "Cache size").  Gram matrices up to
         32 MB are precomputed instead, and so are Grams up to
         ``max(256 MB, cache_size)`` when ``X`` has 50 features or more (see
         :func:`gram_budget`).

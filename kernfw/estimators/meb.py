@@ -1,7 +1,7 @@
 """``MinimumEnclosingBall``: the smallest ball around the data in feature space (math.md §2.2).
 
 The ball is found by Frank-Wolfe or away-step MFW on the MEB dual
-(:func:`kernfw.solvers.meb.solve_simplex_qp` with ``q = diag(K)``) and used as a
+(:func:`kernfw.solvers.simplex_qp.solve_simplex_qp` with ``q = diag(K)``) and used as a
 novelty detector in the manner of :class:`sklearn.svm.OneClassSVM`: points
 inside the ball are inliers.
 """
@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
-from ..solvers.meb import METHODS, solve_simplex_qp
+from ..solvers.simplex_qp import METHODS, solve_simplex_qp
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,

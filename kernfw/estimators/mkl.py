@@ -40,7 +40,7 @@ from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.capped_simplex import check_t
 from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
-from ._base import FWEstimatorMixin, resolve_deprecated, with_callbacks
+from ._base import FWEstimatorMixin, check_base_kernels, resolve_deprecated, with_callbacks
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
 __all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
@@ -132,11 +132,12 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         """
         resolve_deprecated(self, "kernels", "kernel")  # FutureWarning if used
         if self._is_precomputed():
-            grams = _gram_list(X)
-            ops = [
-                normalize(Gram(check_gram(G, name=f"Gram matrix {j}"), check=False), NORMALIZATION)
-                for j, G in enumerate(grams)
+            grams = [
+                Gram(check_gram(G, name=f"Gram matrix {j}"), check=False)
+                for j, G in enumerate(_gram_list(X))
             ]
+            check_base_kernels(grams, self)
+            ops = [normalize(gram, NORMALIZATION) for gram in grams]
             y = column_or_1d(y, warn=True)
             mk = MultiKernel(ops)
             if y.shape[0] != mk.n:
@@ -155,6 +156,8 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 if specs
                 else None
             )
+            if mk is not None:
+                check_base_kernels(mk.operators, self)
         check_classification_targets(y)
         return mk, y, X
 
@@ -244,7 +247,7 @@ class _WeightedSVMClassifier(_MKLClassifier):
 
 
 class CSKLClassifier(_WeightedSVMClassifier):
-    """Controlled-sparsity kernel learning (seed 004; math.md §5).
+    """Controlled-sparsity kernel learning ([CSKL]; math.md §5).
 
     Learns kernel weights ``γ`` in the capped simplex
     ``{0 ≤ γ_j ≤ 1, Σ_j γ_j = t}`` jointly with an SVM on ``K_γ = Σ_j γ_j K_j``
@@ -278,7 +281,7 @@ class CSKLClassifier(_WeightedSVMClassifier):
     weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}, \
 default="projected_gradient"
         Direction of the weight step: projection onto the capped simplex
-        (recommended), the seed's reduced gradient, or the LP / Frank-Wolfe
+        (recommended), the reduced gradient of [CSKL], or the LP / Frank-Wolfe
         vertex (slow; useful as a baseline).  Steps by Armijo backtracking.
     exact : bool, default=False
         After convergence keep the ``⌈t⌉`` kernels with the largest weights

@@ -1,4 +1,4 @@
-"""``MultiClassSVM``: multi-category kernel SVMs with mdos losses (seed 000; math.md §1)."""
+"""``MultiClassSVM``: multi-category kernel SVMs with mdos losses ([Tajima2021]; math.md §1)."""
 
 from numbers import Integral, Real
 
@@ -96,10 +96,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         ``(P − D) / P ≤ tol``, i.e. the objective ``P(W)`` is certified within
         a fraction ``tol`` of the optimum (``P(W) − P* ≤ P − D``).  It does
         not depend on the scale of the data, of ``C`` or of the loss.  The
-        default sits where test accuracy has stopped changing on the
-        benchmark suite: on digits, MNIST-5000 and a TF-IDF corpus the test
-        accuracy at ``tol=0.1`` already equals the one at ``1e-3`` within
-        0.1 point; the default is one step tighter (docs/benchmarks.md).
+        default is one step tighter than where test accuracy stops changing
+        on the benchmark suite (see docs/benchmarks/defaults.md).
         With ``tol >= 1e-4`` a Gram matrix computed from features is stored
         in float32 (as libsvm's kernel cache): the solver reads half the
         memory, and the rounding (relative 6e-8 per entry) is far below the

@@ -1,4 +1,4 @@
-"""Online MKL estimators (seed 003; math.md §4): multi-class and structured outputs.
+"""Online MKL estimators ([Martins2011]; math.md §4): multi-class and structured outputs.
 
 Both fit :func:`kernfw.solvers.mkl.online.solve_online_mkl`: one parameter block
 ``θ_k`` per group — kernel groups (a kernel on the input, or on the positions
@@ -29,7 +29,13 @@ from ..solvers.mkl.online import (
 )
 from ..solvers.mkl.prox import REGULARIZERS
 from ..structured import Chain, MultiClass
-from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam, with_callbacks
+from ._base import (
+    FWEstimatorMixin,
+    check_base_kernels,
+    resolve_deprecated,
+    resolve_lam,
+    with_callbacks,
+)
 from .mkl import NORMALIZATION, _MKLClassifier, default_kernels
 
 __all__ = ["OnlineMKLClassifier", "OnlineMKLStructured"]
@@ -156,7 +162,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
 
 
 class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
-    """Online MKL for multi-class classification (seed 003, Martins et al.; math.md §4).
+    """Online MKL for multi-class classification ([Martins2011]; math.md §4).
 
     Scores ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩`` with one block per kernel (and per
     explicit feature group), trained by the online proximal algorithm on
@@ -201,7 +207,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Returned predictor: the last iterate, the uniform or ``t``-weighted
         average of all iterates, or the average over the last epoch.
     method : {"proximal", "dual_averaging"}, default="proximal"
-        The seed's online proximal algorithm (subgradient step, then the prox
+        The online proximal algorithm of [Martins2011] (subgradient step, then the prox
         of each term of ``R``), or regularized dual averaging (the proxes
         applied to the running sum of subgradients; groups stay exactly zero
         while their averaged gradient is below the threshold — much sparser).
@@ -376,7 +382,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
 
 
 class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
-    """Online MKL for structured outputs (seed 003; math.md §4.2, §4.6).
+    """Online MKL for structured outputs ([Martins2011]; math.md §4.2, §4.6).
 
     Learns ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩`` over the output space of a
     :mod:`kernfw.structured` model, with groups of the joint feature map —
@@ -521,6 +527,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
             scale = _feature_scale(positions[0], columns)
         else:
             scale = None
+        check_base_kernels(kernels, self)
         groups = [ExplicitGroup(g) for g in explicit] + kernels
         order = [names[i] for i in range(len(names))]
         explicit_names = [n for n in order if not n.startswith("kernel")]

@@ -1,4 +1,4 @@
-"""Structural SVM estimator (seed 002, math.md §3)."""
+"""Structural SVM estimator ([LacosteJulien2013]; math.md §3)."""
 
 import copy
 from numbers import Integral, Real

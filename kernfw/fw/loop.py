@@ -40,12 +40,13 @@ class FWIterate(ABC):
         """The current iterate as a dict of arrays (copies: the run goes on)."""
 
     def is_converged(self, cert, tol):
-        """The stopping rule; the default is the certified gap ``gap <= tol``."""
-        return cert.gap <= tol
+        """The stopping rule; the default is ``gap + ρ <= tol``: the certified gap
+        holds whatever its rounding (``ρ = cert.rounding``)."""
+        return cert.gap + cert.rounding <= tol
 
     def stopping_rule(self, tol):
         """The rule of :meth:`is_converged` in words, for the ``ConvergenceWarning``."""
-        return f"gap <= tol={tol:.3g}"
+        return f"gap + rounding <= tol={tol:.3g}"
 
     def work_done(self, t):
         """Work after ``t`` calls of :meth:`step`, in the unit of ``max_iter``.
@@ -80,7 +81,7 @@ def run(
     iterate : FWIterate
         The solver state.
     tol : float
-        Tolerance passed to ``iterate.is_converged`` (default rule: gap ≤ tol).
+        Tolerance passed to ``iterate.is_converged`` (default rule: gap + ρ ≤ tol).
     max_iter : int
         Maximum number of iterations (``step`` calls).
     max_time : float or None
@@ -91,7 +92,7 @@ def run(
     callback : callable or None
         ``callback(info) -> bool`` after each certificate; ``info`` is the
         history row (``iteration``, ``time``, ``primal``, ``dual``, ``gap``,
-        ``step``, ...). Returning True stops the run.
+        ``rounding``, ``step``, ...). Returning True stops the run.
     keep_best : bool
         If the run does not converge, return the iterate with the smallest
         certified gap seen instead of the last one.
@@ -122,6 +123,7 @@ def run(
             "primal": cert.primal,
             "dual": cert.dual,
             "gap": cert.gap,
+            "rounding": cert.rounding,
             "step": step,
         }
         row.update(cert.extra)
@@ -176,4 +178,5 @@ def run(
         status=status,
         history=history_arrays(rows),
         time=elapsed,
+        rounding=final.rounding,
     )

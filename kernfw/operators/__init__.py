@@ -5,7 +5,6 @@ from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
 from .gram import Gram
-from .l2svm import L2SVMKernel
 from .normalized import Normalized, normalize
 from .pairwise import PairwiseKernel
 
@@ -16,7 +15,6 @@ __all__ = [
     "Gram",
     "Features",
     "KernelFunction",
-    "L2SVMKernel",
     "MultiKernel",
     "KernelStack",
     "Normalized",

@@ -20,6 +20,11 @@ def _check_weights(weights, p):
         raise ValueError("kernel weights must be finite")
     if np.any(w < 0):
         raise ValueError(f"kernel weights must be nonnegative, got {w}")
+    if not np.any(w > 0):
+        raise ValueError(
+            f"kernel weights are all zero: the combination Σ_j w_j K_j would be the zero "
+            f"kernel; give at least one kernel a positive weight, got {w}"
+        )
     return w
 
 
@@ -31,7 +36,7 @@ class MultiKernel(KernelOperator):
     operators : sequence of KernelOperator
         The base kernels ``K_1 … K_p`` (any backends, same ``n``).
     weights : array-like of shape (p,) or None
-        Nonnegative weights ``w_j`` (default: all ones).
+        Nonnegative weights ``w_j``, at least one positive (default: all ones).
 
     Notes
     -----

@@ -31,8 +31,8 @@ Losses are described to the compiled code by :func:`loss_code`: an integer
 kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
 (ties go to the smallest class index), like the numpy ``lmo_row`` methods.
 
-All functions are compiled with ``cache=True``: the JIT cost (about 10 s for
-all kernels) is paid once per machine and Python version.  Importing this
+All functions are compiled with ``cache=True``: the JIT cost is paid once per
+machine and Python version (see ``docs/benchmarks/multiclass.md``).  Importing this
 module needs :mod:`numba`;
 :func:`kernfw.solvers.multiclass.compiled_backend` returns None without it.
 """
@@ -44,9 +44,9 @@ import scipy.sparse as sp
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic
 
-from ..fw.steps import block_standard_step, quadratic_step
+from ..fw._steps_numba import block_standard_step, quadratic_step
 from ..losses import (
     MaxHinge,
     StructuredHinge,
@@ -87,8 +87,8 @@ def _visit_options():
     Those helpers allocate nothing and their caller holds every array they
     see, so the increments and decrements of the reference counts of their
     array arguments at each call (atomic operations that numba cannot prune
-    across a call) only cost time: 15–18 % of a block visit on MNIST
-    (``docs/benchmarks/multiclass.md`` (d)).  ``_nrt=False`` is numba's
+    across a call) only cost time (see ``docs/benchmarks/multiclass.md`` (d),
+    "The cost of a block visit").  ``_nrt=False`` is numba's
     switch for code without the runtime; left out when a numba version
     does not know it.
     """
@@ -318,10 +318,6 @@ def _lmo(a, kind, k, rho, r, idx, beta):
 
 # -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
 
-_quadratic_step = njit(cache=True)(quadratic_step)
-register_jitable(quadratic_step)  # callable inside compiled code: the shared block kernels
-_block_standard_step = njit(cache=True)(block_standard_step)
-
 
 @njit(cache=True)
 def _block_lmo(g, yi, spec, a, idx, beta):
@@ -353,7 +349,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
             gd += g[j] * delta[j]
         for j in range(m):
             dd += delta[j] * delta[j]
-        gamma = _quadratic_step(-gd, q * dd, 1.0)
+        gamma = quadratic_step(-gd, q * dd, 1.0)
     for j in range(m):
         delta[j] *= gamma
     return gamma
@@ -414,8 +410,16 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
     total = 0.0
     for j in range(m):
         D[j] = 0.0 if j == yi else min((theta - b[j]) / q, 0.0)  # α'
+    top = min(max((theta - b[yi]) / q, 0.0), 1.0)  # α'_{y_i}, as exact_block_step
     for j in range(m):
         total += D[j]
+    if -total > 0.0:
+        ratio = top / -total
+        total = 0.0
+        for j in range(m):
+            D[j] *= ratio
+        for j in range(m):
+            total += D[j]
     D[yi] = -total
     moved = 0.0
     for j in range(m):
@@ -527,7 +531,7 @@ def _moved(cl, nc, upd, nz, un):
 @njit(cache=True)
 def _gamma_std(spec, k):
     """The fixed step ``2n/(k + 2n)`` at block step ``k`` (unused by line searches)."""
-    return _block_standard_step(k, spec.n) if spec.standard else 0.0
+    return block_standard_step(k, spec.n) if spec.standard else 0.0
 
 
 @njit(cache=True)
@@ -626,9 +630,11 @@ def certify(S, At, spec):
     Returns
     -------
     phi : (n,) ``Φ(s̃_i; y_i)``
-    gaps : (n,) block gaps ``⟨−g_i, u_i − α_i⟩ = Φ(s̃_i; y_i) + ⟨g_i, α_i⟩``, ``g_i = c_i + s̃_i``
-    sums : ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ_i Φ_i, ⟨C + S̃, Aᵀ⟩)`` for
-        :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`.
+    gaps : (n,) block gaps ``Φ(s̃_i; y_i) + ⟨ã_i, α_i⟩``, ``ã_i = g_i − g_{i,y_i} 1``,
+        ``g_i = c_i + s̃_i`` (:meth:`~kernfw.solvers.multiclass.MulticlassDual.block_gaps`)
+    sums : ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ_i Φ_i, Σ_i gaps_i, Σ_i M_i)`` for
+        :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`
+        (``M_i`` the block's magnitude), each summed block by block.
     """
     n, m = S.shape
     C, y, sigma = spec.C, spec.y, spec.sigma
@@ -636,7 +642,7 @@ def certify(S, At, spec):
     g, a, beta = buf[0], buf[2], buf[3]
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     phi, gaps = np.empty(n), np.empty(n)
-    AS = CA = AA = phi_sum = GA = 0.0
+    AS = CA = AA = phi_sum = gap_sum = size = 0.0
     for i in range(n):
         yi = y[i]
         for j in range(m):
@@ -644,17 +650,27 @@ def certify(S, At, spec):
         for j in range(m):
             a[j] = g[j] - g[yi]
         _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
-        ph = ga = 0.0
+        ph = ga = as_ = ca = aa = bsum = mag = 0.0
+        gy = abs(g[yi])
+        for j in range(m):
+            bsum += beta[j]
         for j in range(m):
             ph += beta[j] * a[j]
-            ga += g[j] * At[i, j]
-            AS += At[i, j] * S[i, j]
-            CA += C[i, j] * At[i, j]
-            AA += At[i, j] * At[i, j]
+            ga += a[j] * At[i, j]
+            as_ += At[i, j] * S[i, j]
+            ca += C[i, j] * At[i, j]
+            aa += At[i, j] * At[i, j]
+            u = bsum if j == yi else beta[j]  # |u_ij|
+            scale = abs(C[i, j]) + abs(S[i, j]) + sigma * abs(At[i, j]) + gy
+            mag += (abs(At[i, j]) + u) * scale
         phi[i], gaps[i] = ph, ph + ga
+        AS += as_
+        CA += ca
+        AA += aa
         phi_sum += ph
-        GA += ga
-    return phi, gaps, (AS, CA, AA, phi_sum, GA)
+        gap_sum += ph + ga
+        size += abs(ph) + mag
+    return phi, gaps, (AS, CA, AA, phi_sum, gap_sum, size)
 
 
 # -- passes -------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Structural SVMs by Frank-Wolfe on the dual (seed 002; math.md §3).
+"""Structural SVMs by Frank-Wolfe on the dual ([LacosteJulien2013]; math.md §3).
 
 The n-slack primal (§3.1)
 

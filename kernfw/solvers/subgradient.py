@@ -1,7 +1,7 @@
 """Subgradient baselines reporting the same objectives as the Frank-Wolfe solvers.
 
 - :func:`solve_multiclass_subgradient` — the full-batch projected subgradient method
-  ("PG" of seed 000, Pegasos-style; math.md §1.11) for the multi-category SVM;
+  ("PG" of [Tajima2021], Pegasos-style; math.md §1.11) for the multi-category SVM;
 - :func:`solve_structural_ssg` — stochastic subgradient (SSG, SSG-wavg; math.md §3.6)
   for the structural SVM.
 

@@ -1,4 +1,4 @@
-"""Controlled-sparsity kernel learning (CSKL, seed 004; math.md §5).
+"""Controlled-sparsity kernel learning (CSKL, [CSKL]; math.md §5).
 
 Kernel weights ``γ`` live in the capped simplex
 ``Γ_t = {γ ∈ [0, 1]^p : 1ᵀγ = t}`` and minimize the convex function
@@ -7,7 +7,7 @@ Kernel weights ``γ`` live in the capped simplex
 
 the optimal dual value of an SVM with kernel ``K_γ = Σ_j γ_j K_j`` (C-SVM,
 ν-SVM or L2-SVM; see :mod:`kernfw.solvers.mkl.inner_svm` for ``a`` and ``c``).
-By Danskin ``∇_j J = −c d_j``.  The solver alternates (seed Algorithm 2,
+By Danskin ``∇_j J = −c d_j``.  The solver alternates (Algorithm 2 of [CSKL],
 math.md §5.3)
 
 1. an SVM solve at the current ``γ`` (warm started for the L2-SVM) giving ``α``
@@ -75,7 +75,7 @@ def projected_gradient_direction(gamma, grad, t):
 
 
 def reduced_gradient_direction(gamma, grad):
-    """The reduced-gradient direction on the box-constrained simplex (seed Algorithm 3).
+    """The reduced-gradient direction on the box-constrained simplex (Algorithm 3 of [CSKL]).
 
     A free index ``μ`` (``0 < γ_μ < 1``, the one farthest from the bounds)
     carries the equality constraint; with ``r_j = ∇_jJ − ∇_μJ`` every other
@@ -129,7 +129,7 @@ def exact_selection(gamma, d, t):
     """The ``⌈t⌉`` kernels with the largest ``γ_j`` (ties: larger ``d_j``), weights 1.
 
     The documented post-step of math.md §5.4 for users who need exactly
-    ``⌈t⌉`` kernels (not part of the seed's method).
+    ``⌈t⌉`` kernels (not part of the method of [CSKL]).
     """
     k = int(math.ceil(t - 1e-12))
     order = np.lexsort((-np.asarray(d, dtype=float), -np.asarray(gamma, dtype=float)))

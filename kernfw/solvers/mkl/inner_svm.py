@@ -2,7 +2,7 @@ r"""Inner SVMs of multiple kernel learning: one dual solve for fixed kernel weig
 
 CSKL and lp-MKL alternate between an SVM solve on ``K_γ = Σ_j γ_j K_j`` and
 an update of the weights ``γ``.  Every SVM they use has a dual value of the
-form (math.md §5.2, §2.1)
+form (math.md §5.6)
 
 .. math::  J(γ) = a(α) − c · Σ_j γ_j d_j(α),\qquad d_j(α) = (y∘α)ᵀ K_j (y∘α),
 
@@ -24,7 +24,7 @@ binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
 with ``kernel="precomputed"``); the L2-SVM runs kernfw's away-step
-Frank-Wolfe (:func:`kernfw.solvers.meb.l2svm`), warm started from the
+Frank-Wolfe (:func:`kernfw.solvers.simplex_qp.solve_l2svm`), warm started from the
 previous ``α``.
 """
 
@@ -264,7 +264,7 @@ class LibsvmNu(InnerSVM):
 
     libsvm rescales the ν-SVM dual; the multipliers of math.md §5.2
     (``0 ≤ α ≤ 1/n``, ``1ᵀα = ν``) are ``α = ν |v| / Σ|v|`` with ``v`` =
-    ``dual_coef_`` (math.md §5.3), and the intercept scales alike.
+    ``dual_coef_`` (math.md §5.6), and the intercept scales alike.
     """
 
     curvature = 0.5
@@ -317,12 +317,12 @@ class L2SVM(InnerSVM):
         self.method = method
 
     def solve(self, op, warm=None):
-        from ..meb import l2svm
+        from ..simplex_qp import solve_l2svm
 
         coef, intercept, alphas, offset, gap = [], [], [], 0.0, 0.0
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
-            res = l2svm(
+            res = solve_l2svm(
                 op, y, self.C, method=self.method, tol=self.tol, alpha0=alpha0, stop="relative"
             )
             alpha = np.asarray(res.solution["alpha"], dtype=float)

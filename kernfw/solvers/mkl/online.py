@@ -1,4 +1,4 @@
-r"""Online proximal multiple kernel learning for structured outputs (seed 003; math.md §4).
+r"""Online proximal multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
 
 The model has one parameter block ``θ_k`` per group and scores
 ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩``.  It minimizes
@@ -9,7 +9,7 @@ with a group regularizer ``R`` (:mod:`kernfw.solvers.mkl.prox`: squared ℓ2,1,
 ℓ2,1, elastic MKL, sparse group lasso) and the structured hinge
 ``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)`` or the CRF loss
 ``L_i = log Σ_y exp f(x_i, y) − f(x_i, y_i)``, by the online proximal algorithm of
-the seed (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
+[Martins2011] (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
 (loss-augmented decoding for the hinge, marginals for the CRF), the prox of each
 term of ``R`` in sequence, and an optional projection on a ball.
 
@@ -650,7 +650,7 @@ def solve_online_mkl(
     average : {None, "uniform", "weighted", "epoch"}
         The returned predictor (module docstring).
     method : {"proximal", "dual_averaging"}
-        The seed's online proximal step (Alg. 1: subgradient step, then the
+        The online proximal step of [Martins2011] (Alg. 1: subgradient step, then the
         proxes) or regularized dual averaging (:class:`DualAveragingIterate`:
         the proxes applied to the running gradient sum, sparser).
     random_state : int, Generator or None
