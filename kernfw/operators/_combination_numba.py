@@ -19,7 +19,7 @@ _BLOCK = 4096
 @njit(cache=True)
 def weighted_sum(K, w, out):
     """``out[e] = Σ_j w_j K[j, e]`` over the kernels with ``w_j ≠ 0`` (``K``: p × N,
-    ``out``: N, float64)."""
+    ``out``: N, float64; some ``w_j > 0``)."""
     p, size = K.shape
     for start in range(0, size, _BLOCK):
         stop = min(start + _BLOCK, size)
@@ -36,6 +36,3 @@ def weighted_sum(K, w, out):
             else:
                 for e in range(start, stop):
                     out[e] += wj * row[e]
-        if first:
-            for e in range(start, stop):
-                out[e] = 0.0

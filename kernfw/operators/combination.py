@@ -219,8 +219,6 @@ class KernelStack:
                 first = False
             else:
                 out += wj * Kj
-        if first:
-            out[...] = 0.0
         return out
 
     def per_kernel_quad(self, V, rows=None):
