@@ -244,13 +244,14 @@ def _csr_entries(X, indptr):
     return indices, data
 
 
-def gram_columns(K):
+def gram_columns(K, symmetric=False):
     """A matrix whose row ``i`` is the column ``K_{:,i}``, read contiguously if possible.
 
-    ``K`` itself when it is exactly symmetric (then rows are columns), else
-    the transposed view ``Kᵀ``.
+    ``K`` itself when it is exactly symmetric (then rows are columns): known by
+    construction (``symmetric``, from the operator's compiled view) or tested;
+    else the transposed view ``Kᵀ``.
     """
-    return K if _is_symmetric(K) else K.T
+    return K if symmetric or _is_symmetric(K) else K.T
 
 
 _is_symmetric = njit(cache=True)(exactly_symmetric)
@@ -854,7 +855,7 @@ class CompiledPasses:
             if sp.issparse(self.X):
                 self.csr = (self.X.indptr, self.X.indices, self.X.data)
         else:
-            self.Kcols = gram_columns(view.matrix)
+            self.Kcols = gram_columns(view.matrix, bool((view.params or {}).get("symmetric")))
 
     def run(self, order, k0, steps, gaps):
         """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into

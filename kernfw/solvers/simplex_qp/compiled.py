@@ -150,7 +150,8 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         else:
             # column j of an exactly symmetric C-ordered Gram is its row j: read it there
             # (Kᵀ, an F-ordered view, has that row as its contiguous column j)
-            symmetric = matrix.flags.c_contiguous and mod.is_symmetric(matrix)
+            known = bool((inner.params or {}).get("symmetric"))
+            symmetric = matrix.flags.c_contiguous and (known or mod.is_symmetric(matrix))
             src = matrix.T if symmetric else matrix
             st["source"] = mod.SOURCE_GRAM
             budget = _GRAM_COLUMN_CACHE_MB
