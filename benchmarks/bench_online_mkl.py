@@ -1,7 +1,7 @@
-"""Online MKL for structured outputs on OCR (seed 003's claim): sparsity in groups at equal error.
+"""Online MKL for structured outputs on OCR (the claim of [Martins2011]): sparsity in groups at equal error.
 
 Data: the OCR words (``kernfw.datasets.load_ocr``), trained on a random subsample of
-``--n-train`` words of folds 1–9 and tested on ``--n-test`` words of fold 0 (the seed
+``--n-train`` words of folds 1–9 and tested on ``--n-test`` words of fold 0 (the paper
 uses all words; the subsample keeps the run within ~10 minutes on a loaded 2-core
 machine).  Model: a chain over the 26 letters with these groups of the joint feature
 map (9 groups):
@@ -10,9 +10,9 @@ map (9 groups):
 - 8 kernel groups on the letter vector (unary part, trace-normalized): linear,
   ``(x·x'/128 + 1)^p`` for p = 2, 3, and RBF at ``γ`` = 0.005, 0.01, 0.02, 0.04, 0.08.
 
-For the hinge and the CRF loss, each method of ``--methods`` (the seed's online
+For the hinge and the CRF loss, each method of ``--methods`` (the paper's online
 proximal algorithm and regularized dual averaging) and every ``λ`` of ``--lams`` (the
-squared ℓ2,1 regularizer of the seed; one ``kernfw.sweep`` per loss and method, the test
+squared ℓ2,1 regularizer of the paper; one ``kernfw.sweep`` per loss and method, the test
 words as its validation fold), ``OnlineMKLStructured`` runs ``--epochs`` epochs
 (η₀ = ``--eta0``; the average of the last epoch is returned); the table gives the
 per-letter test error and the number of active groups, beside ``StructuredSVM`` (BCFW,
@@ -96,7 +96,7 @@ def run(args):
                 loss=loss,
                 eta0=args.eta0,
                 max_iter=args.epochs,
-                method=method,
+                solver=method,
                 random_state=args.seed,
             )
             table = sweep(
@@ -135,7 +135,7 @@ def run(args):
             lam=lam,
             eta0=args.eta0,
             max_iter=args.epochs,
-            method=args.methods[-1],
+            solver=args.methods[-1],
             random_state=args.seed,
         ).fit(Xtr, Ytr)
         model.group_names_ = NAMES

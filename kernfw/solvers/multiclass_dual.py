@@ -45,7 +45,7 @@ class MulticlassDual:
     lam : float
         Regularization ``λ > 0``.
     smoothing : float
-        Moreau smoothing ``σ ≥ 0`` (the seed's ``γ_sm``).
+        Moreau smoothing ``σ ≥ 0`` (``γ_sm`` in [Tajima2021]).
     n_classes : int or None
         ``m`` (default: ``max(y) + 1``).
 
