@@ -328,13 +328,13 @@ def _simplex_property(case):
         warnings.simplefilter("ignore")
         if case["problem"] == "l2svm":
             res = solve_l2svm(
-                op, y, case["C"], solver=case["solver"], tol=1e-14, max_iter=case["max_iter"]
+                op, y, case["C"], solver=case["solver"], tol=1e-8, max_iter=case["max_iter"]
             )
             optimum = l2svm_reference(K, y, case["C"])["objective"]
         else:
             diag = np.asarray(op.diag(), dtype=np.float64)
             res = solve_simplex_qp(
-                op, diag, solver=case["solver"], tol=1e-14, max_iter=case["max_iter"]
+                op, diag, solver=case["solver"], tol=1e-8, max_iter=case["max_iter"]
             )
             optimum = meb_reference(K)["radius2"]
     _check_rows(res.history, optimum, res.history["primal"].min())
