@@ -230,12 +230,12 @@ class KernelStack:
 
         ``rows``: the indices where some ``v_r`` may be nonzero (None: all).  Up to
         ``n/2`` of them, only those rows and columns of the kernels are read;
-        otherwise one product of the whole stack with ``V``.
+        otherwise ``d_j = ⟨K_j, V Vᵀ⟩`` for all ``j`` in one product of the stack with
+        ``V Vᵀ`` (one read of the stack, whatever the number r of columns).
         """
         V = np.asarray(V, dtype=np.float64).reshape(self.n, -1)
         if rows is None or 2 * len(rows) > self.n:
-            KV = self.K.reshape(self.p * self.n, self.n) @ V
-            return np.sum(KV.reshape(self.p, self.n, -1) * V, axis=(1, 2))
+            return self.K.reshape(self.p, -1) @ (V @ V.T).reshape(-1)
         rows = as_index(rows, self.n)
         Vs, block = V[rows], np.ix_(rows, rows)
         return np.array([np.sum((Kj[block] @ Vs) * Vs) for Kj in self.K])

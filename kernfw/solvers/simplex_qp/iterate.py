@@ -152,8 +152,7 @@ class SimplexQPIterate(FWIterate):
             block = support[start : start + _WARM_BLOCK]
             self.u += self.Q.columns(block) @ alpha0[block]
             self.columns_fetched += block.size
-        for i in support.tolist():
-            self.active.add(i)
+        self.active.extend(support)  # a fresh iterate: the active set is empty
         self._refresh()
 
     def _refresh(self):
