@@ -37,6 +37,10 @@ __all__ = ["make_operator", "resolve_gamma", "KernelSpec", "parse_spec"]
 
 #: default memory budget (MB) under which a kernel is materialized as a Gram
 GRAM_MAX_MB = 1024.0
+#: the smaller budget (MB) of the column-wise solvers (MFW of L2SVC and MinimumEnclosingBall):
+#: they read about one kernel column per iteration, so a larger Gram is evaluated
+#: column by column (through the ``cache_size`` column cache) instead of precomputed
+COLUMN_GRAM_MAX_MB = 32.0
 
 #: the ``backend=`` choices of :func:`make_operator`
 BACKEND_CHOICES = ("auto", "gram", "function", "features")

@@ -37,7 +37,7 @@ set starts with the cut of the true outputs (``a = 0``, ``b = 0``: ``ξ ≥ 0``)
 
 import numpy as np
 
-from ..fw import FWIterate, run
+from ..fw import FWIterate, RelativeGapRule, run
 from .simplex_qp.dense import solve_dense_simplex_qp
 from .structural import StructuredProblem
 
@@ -47,7 +47,7 @@ __all__ = ["CuttingPlane", "solve_structural_cutting_plane", "MAX_IDLE"]
 MAX_IDLE = 50
 
 
-class CuttingPlane(FWIterate):
+class CuttingPlane(RelativeGapRule, FWIterate):
     """1-slack cutting-plane iterate: the working set of cuts, ``β`` and ``w = Aᵀβ/λ``.
 
     Parameters
@@ -194,8 +194,9 @@ def solve_structural_cutting_plane(
     max_iter : int
         Iterations; each is one oracle pass (one new cut) and one restricted QP.
     tol : float
-        Stop when the duality gap ``P(w) − D(β) ≤ tol`` (the n-slack gap of
-        math.md §3.3, computed every iteration from the pass that makes the cut).
+        Relative tolerance: stop when the duality gap ``P(w) − D(β) ≤ tol·|P(w)|``
+        (the n-slack gap of math.md §3.3, computed every iteration from the pass
+        that makes the cut).
     qp_rtol : float
         Relative accuracy of each restricted QP (see :class:`CuttingPlane`).
     max_time : float or None

@@ -18,9 +18,10 @@
 import numpy as np
 
 from ..._threads import thread_limit
+from ..._validation import check_positive
 from ...fw import run
 from .cskl import solve_cskl
-from .weights import KernelWeightIterate, as_multikernel, check_positive, weight_objective
+from .weights import KernelWeightIterate, as_multikernel, weight_objective
 
 __all__ = ["solve_l1_mkl", "solve_uniform_mkl", "solve_lp_mkl", "lp_update", "LpMKLIterate"]
 

@@ -311,10 +311,10 @@ class L2SVM(InnerSVM):
 
     curvature = 1.0
 
-    def __init__(self, codes, C, tol, method="mfw"):
+    def __init__(self, codes, C, tol, solver="mfw"):
         super().__init__(codes, tol)
         self.C = float(C)
-        self.method = method
+        self.solver = solver
 
     def solve(self, op, warm=None):
         from ..simplex_qp import solve_l2svm
@@ -323,7 +323,7 @@ class L2SVM(InnerSVM):
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
             res = solve_l2svm(
-                op, y, self.C, method=self.method, tol=self.tol, alpha0=alpha0, stop="relative"
+                op, y, self.C, solver=self.solver, tol=self.tol, alpha0=alpha0, stop="relative"
             )
             alpha = np.asarray(res.solution["alpha"], dtype=float)
             v = y * alpha
