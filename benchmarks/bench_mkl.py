@@ -180,13 +180,13 @@ def methods(p):
         (
             "l1-MKL (SimpleMKL update, L2-SVM)",
             kernfw_method(
-                lambda: CSKLClassifier("precomputed", t=1, weight_update="reduced_gradient", **l2)
+                lambda: CSKLClassifier("precomputed", t=1, solver="reduced_gradient", **l2)
             ),
         ),
         (
             "l1-MKL (SimpleMKL update, C-SVM)",
             kernfw_method(
-                lambda: CSKLClassifier("precomputed", t=1, weight_update="reduced_gradient", **c)
+                lambda: CSKLClassifier("precomputed", t=1, solver="reduced_gradient", **c)
             ),
         ),
         ("lp-MKL p=2 (L2-SVM)", kernfw_method(lambda: LpMKLClassifier("precomputed", p=2.0, **l2))),

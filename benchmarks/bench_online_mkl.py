@@ -96,7 +96,7 @@ def run(args):
                 loss=loss,
                 eta0=args.eta0,
                 max_iter=args.epochs,
-                method=method,
+                solver=method,
                 random_state=args.seed,
             )
             table = sweep(
@@ -135,7 +135,7 @@ def run(args):
             lam=lam,
             eta0=args.eta0,
             max_iter=args.epochs,
-            method=args.methods[-1],
+            solver=args.methods[-1],
             random_state=args.seed,
         ).fit(Xtr, Ytr)
         model.group_names_ = NAMES

@@ -197,14 +197,20 @@ def run_method(method, model, X, Y, lam, passes, seed):
         return solve_structural_cutting_plane(model, X, Y, lam, max_iter=passes, tol=0.0)
     if method.startswith("BCFW"):
         return solve_structural_bcfw(
-            model, X, Y, lam, averaging=method.endswith("wavg"), tol=0.0, **common
+            model,
+            X,
+            Y,
+            lam,
+            averaging="weighted" if method.endswith("wavg") else "none",
+            tol=0.0,
+            **common,
         )
     return solve_structural_ssg(
         model,
         X,
         Y,
         lam,
-        averaging=method.endswith("wavg"),
+        averaging="weighted" if method.endswith("wavg") else "none",
         max_iter=passes,
         check_every=1,
         random_state=seed,
@@ -234,7 +240,7 @@ def optimum(model, X, Y, lam, passes):
             X,
             Y,
             lam,
-            averaging=False,
+            averaging="none",
             sample="perm",
             max_iter=passes,
             tol=1e-7,

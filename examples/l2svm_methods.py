@@ -7,7 +7,7 @@ ball) is trained to the same (1+ε)-approximate ball (``stop="radius"``,
 math.md §2.5) by
 
 - **MFW**: Frank-Wolfe with away and drop steps (one kernel column per iteration);
-- **FW**: plain Frank-Wolfe toward the farthest point;
+- **LSFW**: plain Frank-Wolfe toward the farthest point (exact line search);
 - **CVM**: Bădoiu–Clarkson core-set iterations, each re-solving the QP on the
   core set (here by MFW, warm-started).
 
@@ -38,7 +38,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from kernfw.kernels import make_operator, resolve_gamma  # noqa: E402
 from kernfw.solvers.simplex_qp import solve_l2svm  # noqa: E402
 
-METHODS = ("mfw", "fw", "cvm")
+METHODS = ("mfw", "lsfw", "cvm")
 
 
 def datasets(fast):
@@ -63,7 +63,7 @@ def run(name, X, y, eps, C, max_iter):
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = solve_l2svm(op, ytr, C, method=method, tol=eps, stop="radius", max_iter=max_iter)
+            res = solve_l2svm(op, ytr, C, solver=method, tol=eps, stop="radius", max_iter=max_iter)
         seconds = time.perf_counter() - start
         sol = res.solution
         S = sol["support"]

@@ -46,10 +46,10 @@ def runs(X, y, C, max_iter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return {
-            "L2-SVM FW": solve_l2svm(op, y, C, method="fw", **common),
-            "L2-SVM MFW": solve_l2svm(op, y, C, method="mfw", **common),
-            "MEB FW": solve_simplex_qp(op, q=op.diag(), method="fw", **common),
-            "MEB MFW": solve_simplex_qp(op, q=op.diag(), method="mfw", **common),
+            "L2-SVM FW": solve_l2svm(op, y, C, solver="lsfw", **common),
+            "L2-SVM MFW": solve_l2svm(op, y, C, solver="mfw", **common),
+            "MEB FW": solve_simplex_qp(op, q=op.diag(), solver="lsfw", **common),
+            "MEB MFW": solve_simplex_qp(op, q=op.diag(), solver="mfw", **common),
         }
 
 

@@ -203,18 +203,102 @@ def test_svmlight_and_npz_files(capsys, iris_files):
         assert "radius" in out and "inside" in out
 
 
-@pytest.mark.parametrize(
-    "model", ["multiclass", "l2svc", "meb", "structured", "cskl", "online-mkl"]
-)
+@pytest.mark.parametrize("model", sorted(cli.MODELS))
 def test_every_model_fits(capsys, model):
     status, out, err = run_main(
         capsys, "fit", "--model", model, "--data", "iris", "--progress", "none"
     )
     assert status == 0, err
-    assert ("no certificate" if model == "online-mkl" else "certified gap") in out
+    online = model.startswith("online-mkl")
+    assert ("no certificate" if online else "certified gap") in out
     assert ("inside" if model == "meb" else "accuracy") in out
-    if model in ("cskl", "online-mkl"):
+    if model in ("cskl", "lpmkl", "online-mkl"):
         assert "(5 of 5 kernels)" in out or "of 5 kernels" in out
+
+
+def test_every_public_estimator_is_a_model():
+    """Issue 23 item 8: every public estimator (LpMKLClassifier included) has a --model."""
+    import inspect
+
+    from sklearn.base import BaseEstimator
+
+    import kernfw
+
+    public = {
+        name
+        for name in kernfw._LAZY
+        if inspect.isclass(getattr(kernfw, name))
+        and issubclass(getattr(kernfw, name), BaseEstimator)
+    }
+    assert public == {model.name for model in cli.MODELS.values()}
+
+
+def test_every_estimator_parameter_is_an_option():
+    """What a user can set in Python can be set on the command line: every constructor
+    parameter of every --model is an option, except the few the command sets itself or
+    that take Python objects (each named with its reason)."""
+    import inspect
+
+    from kernfw.cli.options import PYTHON_ONLY, SET_BY_THE_COMMAND
+
+    help_text = cli.build_parser()._subparsers._group_actions[0].choices["fit"].format_help()
+    for model in cli.MODELS.values():
+        params = inspect.signature(model.estimator_class().__init__).parameters
+        for name in set(params) - {"self"} - set(SET_BY_THE_COMMAND) - set(PYTHON_ONLY):
+            assert f"--{name.replace('_', '-')} " in help_text, (model.name, name)
+
+
+def test_solver_help_lists_every_choice():
+    """Issue 23 item 8: the --solver help names every solver of every model (cvm too)."""
+    help_text = " ".join(
+        cli.build_parser()._subparsers._group_actions[0].choices["fit"].format_help().split()
+    )
+    solver_help = help_text.split("--solver SOLVER", 1)[1].split(" --tol ", 1)[0]
+    solver_help = solver_help.replace("- ", "-").replace(" |", "|").replace("| ", "|")
+    for model in cli.MODELS.values():
+        constraint = model.estimator_class()._parameter_constraints.get("solver")
+        for option in constraint or []:
+            for choice in getattr(option, "options", ()):
+                assert choice in solver_help.replace(" ", ""), (model.name, choice)
+    assert "cvm" in solver_help
+
+
+def test_l2svc_multi_class_ddag_and_other_generated_options(capsys):
+    """Issue 23 item 8: ``kernfw fit --model l2svc --multi-class ddag`` was refused."""
+    status, out, err = run_main(
+        capsys,
+        "fit",
+        "--model",
+        "l2svc",
+        "--data",
+        "iris",
+        "--multi-class",
+        "ddag",
+        "--solver",
+        "cvm",
+        "--max-iter",
+        "none",
+        "--progress",
+        "none",
+    )
+    assert status == 0, err
+    model = out.splitlines()[0]
+    assert "multi_class='ddag'" in model and "solver='cvm'" in model, model
+    assert "accuracy" in out
+    status, out, err = run_main(
+        capsys,
+        "fit",
+        "--data",
+        "iris",
+        "--shrinking",
+        "false",
+        "--max-time",
+        "60",
+        "--progress",
+        "none",
+    )
+    assert status == 0, err
+    assert "shrinking=False" in out and "max_time=60" in out
 
 
 def test_jobs_option_of_fit(capsys):
@@ -290,7 +374,11 @@ def test_mkl_kernels_option(capsys):
     [
         (["fit", "--model", "svm"], ["invalid choice: 'svm'"]),
         (["fit", "--test-size", "2"], ["--test-size", "(0, 1)"]),
-        (["fit", "--lam", "abc"], ["--lam", "invalid float value"]),
+        (["fit", "--lam", "abc"], ["--lam", "expected a number or none, got 'abc'"]),
+        (["fit", "--model", "l2svc", "--solver", "smo"], ["--solver", "cvm", "got 'smo'"]),
+        (["fit", "--model", "l2svc", "--solver", "pairwise"], ["solver", "L2SVC", "'cvm'"]),
+        (["fit", "--shrinking", "maybe"], ["--shrinking", "true or false"]),
+        (["fit", "--method", "mfw"], ["unrecognized arguments: --method"]),
         (["fit", "--data", "iris", "--lam", "-1"], ["lam", "range"]),
         (["fit", "--model", "meb", "--lam", "0.1"], ["--lam does not apply to --model meb"]),
         (["fit", "--data", "no_such_dataset"], ["neither a bundled dataset"]),
@@ -323,6 +411,14 @@ def test_bad_files(capsys, tmp_path):
     np.savez(npz_shape, X=np.zeros((3, 2)), y=np.zeros(4))
     npz_broken = tmp_path / "broken.npz"
     npz_broken.write_bytes(b"not a zip file")
+    npz_truncated = tmp_path / "truncated.npz"
+    np.savez(npz_truncated, X=np.zeros((3, 2)), y=np.zeros(3))
+    npz_truncated.write_bytes(npz_truncated.read_bytes()[:60])
+    npy_named_npz = tmp_path / "array.npz"
+    with open(npy_named_npz, "wb") as handle:
+        np.save(handle, np.zeros((3, 2)))
+    npz_objects = tmp_path / "objects.npz"
+    np.savez(npz_objects, X=np.array([[1, "a"], [2, None]], dtype=object), y=np.zeros(2))
     empty = tmp_path / "empty.svm"
     empty.write_text("")
     npz_empty = tmp_path / "empty.npz"
@@ -331,13 +427,17 @@ def test_bad_files(capsys, tmp_path):
         (garbage, "svmlight"),
         (npz_wrong, "must hold arrays 'X' and 'y'"),
         (npz_shape, "as many rows"),
-        (npz_broken, "cannot read"),
+        (npz_broken, "not an .npz file: it is not a zip archive"),
+        (npz_truncated, "cannot read"),
+        (npy_named_npz, "single .npy array"),
+        (npz_objects, "array 'X'"),
         (empty, "holds no data"),
         (npz_empty, "holds no data"),
     ]:
         status, out, err = run_main(capsys, "fit", "--data", str(path))
         assert status == 2, (path, out, err)
         assert len(err.strip().splitlines()) == 1 and needle in err, err
+        assert "pickled" not in err or path == npz_objects, err  # issue 23 item 8
 
 
 def test_info_lists_the_models(capsys):

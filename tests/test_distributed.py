@@ -63,12 +63,12 @@ def _same_iterates(local, dist, rtol=1e-10):
     )
 
 
-@pytest.mark.parametrize("method", ["mfw", "fw"])
+@pytest.mark.parametrize("solver", ["mfw", "lsfw"])
 @pytest.mark.parametrize("numba", ["0", "1"])
-def test_l2svc_same_iterates_as_single_process(client, method, numba, monkeypatch):
+def test_l2svc_same_iterates_as_single_process(client, solver, numba, monkeypatch):
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba)
     X, y = _binary()
-    params = {"C": 5.0, "gamma": 0.3, "method": method, "tol": 1e-8, "max_iter": 1000}
+    params = {"C": 5.0, "gamma": 0.3, "solver": solver, "tol": 1e-8, "max_iter": 1000}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # plain FW at this tol
         local = L2SVC(**params).fit(X, y)

@@ -137,8 +137,8 @@ def test_mfw_converges_linearly_where_fw_does_not():
     """math.md §2.8: MFW reaches gap 1e-8 in fewer than half of FW's iterations."""
     X, y = _binary(40, seed=7)
     K = Gram(pairwise_kernels(X, metric="rbf", gamma=0.5))
-    mfw = solve_l2svm(K, y, 10.0, method="mfw", tol=1e-8, check_every=1)
-    fw = solve_l2svm(K, y, 10.0, method="fw", tol=1e-8, check_every=1, max_iter=20 * mfw.n_iter)
+    mfw = solve_l2svm(K, y, 10.0, solver="mfw", tol=1e-8, check_every=1)
+    fw = solve_l2svm(K, y, 10.0, solver="lsfw", tol=1e-8, check_every=1, max_iter=20 * mfw.n_iter)
     assert mfw.converged and mfw.gap <= 1e-8
     fw_iters = fw.n_iter if fw.converged else np.inf
     assert mfw.n_iter < 0.5 * fw_iters
@@ -204,8 +204,8 @@ def test_binary_core_bad_inputs():
     for tol in (0.0, -1e-3):
         with pytest.raises(ValueError, match="tol"):
             solve_l2svm(K, y, 1.0, tol=tol)
-    with pytest.raises(ValueError, match="method"):
-        solve_l2svm(K, y, 1.0, method="smo")
+    with pytest.raises(ValueError, match="solver"):
+        solve_l2svm(K, y, 1.0, solver="smo")
 
 
 # -- the estimator ----------------------------------------------------------------------------
@@ -329,7 +329,8 @@ def test_estimator_bad_parameters():
         {"tol": 0.0},
         {"tol": -1.0},
         {"multi_class": "crammer"},
-        {"method": "smo"},
+        {"solver": "smo"},
+        {"solver": "fw"},
     ):
         with pytest.raises(ValueError):
             L2SVC(**params).fit(X, y)
@@ -422,12 +423,12 @@ def test_cvm_reaches_the_l2svm_optimum_within_the_certified_gap():
     X, y = _binary(60, seed=33)
     K = pairwise_kernels(X, metric="rbf", gamma=0.5)
     P = l2svm_reference(K, y, 2.0)["objective"]
-    cvm = solve_l2svm(Gram(K), y, 2.0, method="cvm", tol=1e-9)
-    mfw = solve_l2svm(Gram(K), y, 2.0, method="mfw", tol=1e-9)
+    cvm = solve_l2svm(Gram(K), y, 2.0, solver="cvm", tol=1e-9)
+    mfw = solve_l2svm(Gram(K), y, 2.0, solver="mfw", tol=1e-9)
     assert cvm.converged and cvm.gap <= 1e-9
     assert cvm.dual <= P + 1e-7 * abs(P) and P <= cvm.primal + 1e-7 * abs(P)
     assert abs(cvm.dual - mfw.dual) <= cvm.gap + mfw.gap
-    clf = L2SVC(method="cvm", gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
+    clf = L2SVC(solver="cvm", gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
     ref = L2SVC(gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
     assert abs(clf.dual_objective_ - ref.dual_objective_) <= clf.duality_gap_ + ref.duality_gap_
     assert np.mean(clf.predict(X) == ref.predict(X)) >= 0.98

@@ -70,8 +70,8 @@ class ForbidMatmat(KernelOperator):
 # -- the solver against cvxpy -------------------------------------------------------------
 @pytest.mark.cvxpy
 @pytest.mark.parametrize("kernel,params", KERNELS)
-@pytest.mark.parametrize("method", ["mfw", "fw"])
-def test_meb_radius_matches_cvxpy(kernel, params, method):
+@pytest.mark.parametrize("solver", ["mfw", "lsfw"])
+def test_meb_radius_matches_cvxpy(kernel, params, solver):
     from kernfw.reference import meb_reference
 
     X = _points(50, seed=1)
@@ -79,12 +79,12 @@ def test_meb_radius_matches_cvxpy(kernel, params, method):
     ref = meb_reference(K)
     op = Gram(K)
     r2 = ref["radius2"]
-    if method == "fw":  # sublinear: check the certified bracket dual ≤ r*² ≤ primal
-        res = solve_simplex_qp(op, q=op.diag(), method="fw", tol=1e-4, stop="relative")
+    if solver == "lsfw":  # sublinear: check the certified bracket dual ≤ r*² ≤ primal
+        res = solve_simplex_qp(op, q=op.diag(), solver="lsfw", tol=1e-4, stop="relative")
         assert res.converged
         assert res.dual <= r2 * (1 + 1e-8) and r2 <= res.primal * (1 + 1e-8)
         return
-    res = solve_simplex_qp(op, q=op.diag(), method=method, tol=1e-10)
+    res = solve_simplex_qp(op, q=op.diag(), solver=solver, tol=1e-10)
     assert res.converged
     # |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|, and the dual never exceeds the optimum
     assert abs(res.primal - r2) <= max(res.gap, 1e-7) + 1e-6 * r2
@@ -105,8 +105,8 @@ def test_meb_of_three_points_is_known():
 
 
 # -- closed-form pieces --------------------------------------------------------------------
-def _iterate(K, q, method="mfw", **kw):
-    return SimplexQPIterate(Gram(K), q, method, None, "gap", None, **kw)
+def _iterate(K, q, solver="mfw", **kw):
+    return SimplexQPIterate(Gram(K), q, solver, None, "gap", None, **kw)
 
 
 def test_cvm_initialization_is_the_two_point_ball():
@@ -299,8 +299,8 @@ def test_bad_inputs():
         solve_simplex_qp(op, tol=0.0)
     with pytest.raises(ValueError, match="tol"):
         solve_simplex_qp(op, tol=-1.0)
-    with pytest.raises(ValueError, match="method"):
-        solve_simplex_qp(op, method="pfw")
+    with pytest.raises(ValueError, match="solver"):
+        solve_simplex_qp(op, solver="pfw")
     with pytest.raises(ValueError, match="stop"):
         solve_simplex_qp(op, stop="duality")
     with pytest.raises(ValueError, match="q must"):
@@ -390,8 +390,8 @@ def test_estimator_bad_parameters():
     X = _points(20)
     with pytest.raises(ValueError, match="tol"):
         MinimumEnclosingBall(tol=0).fit(X)
-    with pytest.raises(ValueError, match="method"):
-        MinimumEnclosingBall(method="sgd").fit(X)
+    with pytest.raises(ValueError, match="solver"):
+        MinimumEnclosingBall(solver="sgd").fit(X)
 
 
 _NO_TRAINING_OUTLIERS = (
@@ -445,7 +445,7 @@ def _both_backends(monkeypatch, solve):
     return numpy_run, compiled_run
 
 
-def _assert_same_trajectory(a, b, method):
+def _assert_same_trajectory(a, b, solver):
     """Runs ``a`` (numpy) and ``b`` (compiled) agree to rounding: every certified dual
     value and primal, coreset size and away-step count, and the final α, v."""
     assert a.n_iter == b.n_iter  # the budget, not a BLAS-dependent stop
@@ -456,7 +456,7 @@ def _assert_same_trajectory(a, b, method):
     np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
     np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
     np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
-    if method == "mfw":
+    if solver == "mfw":
         assert a.history["drop_steps"][-1] > 0
 
 
@@ -477,8 +477,8 @@ def test_compiled_backend_is_used_unless_disabled(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("problem", ["meb", "l2svm", "l2svm_poly"])
-@pytest.mark.parametrize("method", ["mfw", "fw"])
-def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
+@pytest.mark.parametrize("solver", ["mfw", "lsfw"])
+def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, solver):
     """Same trajectory to rounding: every certified dual value, gap and coreset size,
     and the final α, v (FW and MFW; MEB and L2-SVM, constant and non-constant diagonal)."""
     pytest.importorskip("numba")
@@ -496,10 +496,10 @@ def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
     def solve():
         # 1500 steps: > 2 refreshes of the maintained scalars, drop steps, a γ = 1 step
         return solve_simplex_qp(
-            op, q=q, method=method, tol=1e-13, max_iter=1500, check_every=1, random_state=4
+            op, q=q, solver=solver, tol=1e-13, max_iter=1500, check_every=1, random_state=4
         )
 
-    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), solver)
 
 
 def test_compiled_backend_reaches_the_same_certified_optimum(monkeypatch):
@@ -597,8 +597,8 @@ def test_cvm_reaches_the_cvxpy_optimum_within_its_certified_gap(kernel, params):
     K = _gram(X, kernel, params)
     r2 = meb_reference(K)["radius2"]
     op = Gram(K)
-    cvm = solve_simplex_qp(op, q=op.diag(), method="cvm", tol=1e-8, stop="gap")
-    mfw = solve_simplex_qp(op, q=op.diag(), method="mfw", tol=1e-8, stop="gap")
+    cvm = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=1e-8, stop="gap")
+    mfw = solve_simplex_qp(op, q=op.diag(), solver="mfw", tol=1e-8, stop="gap")
     assert cvm.converged and cvm.gap <= 1e-8
     # the certified bracket dual ≤ r*² ≤ primal holds (to the reference's accuracy)
     assert cvm.dual <= r2 + 1e-7 * r2 and r2 <= cvm.primal + 1e-7 * r2
@@ -612,14 +612,26 @@ def test_cvm_radius_rule_and_estimator():
     X = _points(200, d=5, seed=25)
     op = Gram(rbf_kernel(X, gamma=0.3))
     eps = 1e-3
-    res = solve_simplex_qp(op, q=op.diag(), method="cvm", tol=eps, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=eps, stop="radius")
     assert res.converged
     assert np.sqrt(res.primal) <= (1 + eps) * np.sqrt(res.dual) * (1 + 1e-12)
     exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
     assert res.dual <= exact.dual * (1 + 1e-12) <= res.primal * (1 + 1e-12)
-    ball = MinimumEnclosingBall(method="cvm", gamma=0.3, tol=eps).fit(X)
+    ball = MinimumEnclosingBall(solver="cvm", gamma=0.3, tol=eps).fit(X)
     assert ball.converged_ and np.all(ball.predict(X) == 1)
+    # the estimator's tol is the relative gap on r²: (R² − r²)/r² ≤ tol
+    assert ball.duality_gap_ <= eps * ball.dual_objective_
+    assert ball.radius_**2 <= (1 + eps) * ball.radius_lower_**2 * (1 + 1e-12)
     assert ball.radius_lower_ <= np.sqrt(exact.dual) * (1 + 1e-9) <= ball.radius_ * (1 + 1e-9)
+
+
+def test_default_tol_is_the_cvm_radius_rule_at_eps_1e_4():
+    """tol = 2ε + ε² is the (1+ε) radius rule: the default certifies R ≤ (1 + 1e-4) r."""
+    X = _points(300, d=5, seed=26)
+    ball = MinimumEnclosingBall(gamma=0.3).fit(X)
+    assert ball.tol == 2e-4 and ball.converged_
+    assert ball.radius_ <= (1 + 1e-4) * ball.radius_lower_
+    assert ball.duality_gap_ <= ball.tol * ball.dual_objective_
 
 
 # -- compiled steps that evaluate the columns themselves (operator column views) ----------
@@ -642,8 +654,8 @@ def _evaluate_column(it, src, j, out, scratch):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("source", ["rbf", "gram", "gram_fortran"])
 @pytest.mark.parametrize("problem", ["meb", "l2svm"])
-@pytest.mark.parametrize("method", ["mfw", "fw"])
-def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem, method):
+@pytest.mark.parametrize("solver", ["mfw", "lsfw"])
+def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem, solver):
     """The compiled step that evaluates RBF / Gram columns itself (fused distances, exp,
     L2-SVM transform, its own LRU cache) follows the numpy path's trajectory."""
     pytest.importorskip("numba")
@@ -654,15 +666,15 @@ def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source,
     op = _column_view_operator(source, problem, X, y)
     q = op.diag() if problem == "meb" else None
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    it = make_iterate(op, q, method, None, "gap", None)
+    it = make_iterate(op, q, solver, None, "gap", None)
     assert it._source is not None  # the compiled column step is used
 
     def solve():
         return solve_simplex_qp(
-            op, q=q, method=method, tol=1e-13, max_iter=1500, check_every=1, random_state=4
+            op, q=q, solver=solver, tol=1e-13, max_iter=1500, check_every=1, random_state=4
         )
 
-    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), solver)
 
 
 def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatch):

@@ -22,7 +22,14 @@ from .data import prepare, stack_folds, subsample
 from .errors import CLIError
 from .evaluate import configure_evaluate, run_evaluate
 from .models import MODELS, sweep_direction
-from .parser import HYPERPARAMETERS, add_common, float_list, jobs, positive_float, positive_int
+from .parser import (
+    add_common,
+    float_list,
+    hyperparameters,
+    jobs,
+    positive_float,
+    positive_int,
+)
 from .report import (
     accuracy,
     accuracy_lines,
@@ -63,19 +70,14 @@ def make_estimator(args, X, y):
     cls = model.estimator_class()
     extra = model.extra_params(X, y)
     accepted = cls(**extra).get_params(deep=False)
-    given = {
-        param: getattr(args, param)
-        for param, _, _ in HYPERPARAMETERS.values()
-        if getattr(args, param, None) is not None
-    }
-    if model.kind == "mkl" and "kernel" in given:  # --kernel a,b,c: the base kernels
+    options = hyperparameters()
+    given = {param: getattr(args, param) for param in options if hasattr(args, param)}
+    if model.kind == "mkl" and given.get("kernel") is not None:  # --kernel a,b,c: base kernels
         kernel = given.pop("kernel")
         extra["kernel"] = kernel if isinstance(kernel, list) else [kernel]
-    wrong = [f"--{p.replace('_', '-')}" for p in given if p not in accepted]
+    wrong = [options[p].flag for p in given if p not in accepted]
     if wrong:
-        takes = sorted(
-            f"--{p.replace('_', '-')}" for p, _, _ in HYPERPARAMETERS.values() if p in accepted
-        )
+        takes = sorted(options[p].flag for p in options if p in accepted)
         raise CLIError(
             f"option {', '.join(wrong)} does not apply to --model {args.model} "
             f"(it takes {', '.join(takes)})"

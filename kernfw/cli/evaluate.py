@@ -1,5 +1,6 @@
 """``kernfw evaluate``: the protocol of [Tajima2021] (:func:`kernfw.evaluate`) from the command line."""
 
+import sys
 import warnings
 
 import numpy as np
@@ -60,8 +61,22 @@ def configure_evaluate(parser):
     parser.add_argument("--jobs", type=jobs, default=None, help="workers of the inner CV")
     parser.add_argument("--seed", type=int, default=0, help="seed of the splits")
     parser.add_argument("--out", metavar="FILE.csv", help="write the errors (long format)")
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "lines", "none"),
+        default="auto",
+        help="progress display: one line per (trial, method) fit, or none "
+        "(default: lines on a terminal, else none)",
+    )
     parser.add_argument("--plot", metavar="FILE.png", help="save the top-k error plot")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+
+
+def _progress(requested):
+    """``--progress auto`` resolved: lines on a terminal, else none."""
+    if requested != "auto":
+        return requested
+    return "lines" if sys.stderr.isatty() else "none"
 
 
 def _methods(args, n_classes):
@@ -122,6 +137,7 @@ def run_evaluate(args):
             cv=cv,
             random_state=args.seed,
             n_jobs=args.jobs,
+            verbose=int(_progress(args.progress) == "lines"),
         )
     print(res.table())
     print()

@@ -52,7 +52,7 @@ def fit_l2svm_problems(
     y_enc,
     problems,
     C,
-    method,
+    solver,
     tol,
     max_iter,
     callback=None,
@@ -77,7 +77,7 @@ def fit_l2svm_problems(
         ``(classes, index, y)`` of every binary problem (one-vs-one pairs
         ``(i, j)``: rows of both classes, ``j`` positive; one-vs-rest ``(k,)``:
         every row, ``k`` positive).
-    C, method, tol, max_iter, callback, random_state
+    C, solver, tol, max_iter, callback, random_state
         As :func:`kernfw.solvers.simplex_qp.solve_l2svm` with ``stop="relative"``.
     cache_size : float
         Column-slice cache per shard (MB).
@@ -99,7 +99,7 @@ def fit_l2svm_problems(
             result = solve_sharded_simplex_qp(
                 shards,
                 spec,
-                method=method,
+                solver=solver,
                 tol=tol,
                 max_iter=max_iter,
                 stop="relative",
@@ -118,7 +118,7 @@ def fit_l2svm_problems(
 
 
 def solve_meb(
-    X, op, method, tol, max_iter, callback=None, cache_size=500.0, random_state=None, client=None
+    X, op, solver, tol, max_iter, callback=None, cache_size=500.0, random_state=None, client=None
 ):
     """The minimum enclosing ball of :class:`~kernfw.MinimumEnclosingBall` on the cluster.
 
@@ -128,8 +128,8 @@ def solve_meb(
         Validated training points.
     op : KernelOperator
         The estimator's training operator (only its kernel ``k`` is used).
-    method, tol, max_iter, callback, random_state
-        As :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` with ``stop="radius"``.
+    solver, tol, max_iter, callback, random_state
+        As :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` with ``stop="relative"``.
     cache_size : float
         Column-slice cache per shard (MB).
     client : distributed.Client, str or None
@@ -146,10 +146,10 @@ def solve_meb(
         result = solve_sharded_simplex_qp(
             shards,
             {"ball": True},
-            method=method,
+            solver=solver,
             tol=tol,
             max_iter=max_iter,
-            stop="radius",
+            stop="relative",
             callback=callback,
             random_state=random_state,
             cache_size=cache_size,

@@ -20,9 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import make_operator
 from ..solvers.mkl.online import (
-    AVERAGES,
+    AVERAGING,
     LOSSES,
-    METHODS,
+    SOLVERS,
     ExplicitGroup,
     factored_positions,
     solve_online_mkl,
@@ -32,8 +32,8 @@ from ..structured import Chain, MultiClass
 from ._base import (
     FWEstimatorMixin,
     check_base_kernels,
-    resolve_deprecated,
     resolve_lam,
+    solver_seed,
     with_callbacks,
 )
 from .mkl import NORMALIZATION, _MKLClassifier, default_kernels
@@ -49,18 +49,11 @@ _ONLINE_CONSTRAINTS = {
     "eta0": [Interval(Real, 0, None, closed="neither")],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-    "average": [None, StrOptions({a for a in AVERAGES if a is not None})],
-    "method": [StrOptions(set(METHODS))],
+    "averaging": [StrOptions(set(AVERAGING))],
+    "solver": [StrOptions(set(SOLVERS))],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
-
-
-def _seed(random_state):
-    """An int seed or Generator for numpy's ``default_rng`` from sklearn's random_state."""
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31))
-    return random_state
 
 
 def _feature_scale(X, column_groups):
@@ -123,9 +116,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
 
     def _solve(self, model, X, Y, groups, n):
         lam = resolve_lam(self.C, self.lam, n)
-        eta0 = resolve_deprecated(self, "eta", "eta0")
-        max_iter = resolve_deprecated(self, "n_epochs", "max_iter")
-        callback = self._fw_callback(max_iter, X, Y)
+        callback = self._fw_callback(self.max_iter, X, Y)
         try:
             result = solve_online_mkl(
                 model,
@@ -136,12 +127,12 @@ class _OnlineMKLMixin(FWEstimatorMixin):
                 regularizer=self.regularizer,
                 lam=lam,
                 lam2=self.lam2,
-                eta0=eta0,
-                max_iter=max_iter,
+                eta0=self.eta0,
+                max_iter=self.max_iter,
                 radius=self.radius,
-                average=self.average,
-                method=self.method,
-                random_state=_seed(self.random_state),
+                averaging=self.averaging,
+                solver=self.solver,
+                random_state=solver_seed(self.random_state),
                 callback=callback,
             )
         finally:
@@ -200,21 +191,26 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     eta0 : float, default=1.0
         Learning rate ``η_t = η_0/√t``.
     max_iter : int, default=10
-        Epochs (passes over the training set, in random order).
+        Budget in passes over the training set (epochs, each in a new random
+        order; one pass = ``n`` online rounds), which ``n_iter_`` counts.  An
+        online method always runs all of them: there is no ``tol``, since no
+        duality gap is certified.
     radius : None, "auto" or float, default=None
         Ball projection after each prox ("auto": a radius containing the optimum).
-    average : {None, "uniform", "weighted", "epoch"}, default="epoch"
-        Returned predictor: the last iterate, the uniform or ``t``-weighted
-        average of all iterates, or the average over the last epoch.
-    method : {"proximal", "dual_averaging"}, default="proximal"
-        The online proximal algorithm of [Martins2011] (subgradient step, then the prox
-        of each term of ``R``), or regularized dual averaging (the proxes
-        applied to the running sum of subgradients; groups stay exactly zero
-        while their averaged gradient is below the threshold — much sparser).
+    averaging : {"none", "uniform", "weighted", "epoch"}, default="epoch"
+        Returned predictor: the last iterate ("none"), the average of all
+        iterates, "uniform" or "weighted" (weights ``∝ t``), or the uniform
+        average over the last epoch ("epoch").
+    solver : {"proximal", "dual_averaging"}, default="proximal"
+        The online proximal algorithm of [Martins2011] (subgradient step,
+        then the prox of each term of ``R``), or regularized dual averaging
+        (the proxes applied to the running sum of subgradients; groups stay
+        exactly zero while their averaged gradient is below the threshold —
+        much sparser).
     random_state : int, RandomState, Generator or None, default=None
+        Order of the examples in each epoch.
     verbose : int, default=0
-    kernels, eta, n_epochs : deprecated
-        Former names of ``kernel``, ``eta0`` and ``max_iter``.
+        Print one line per epoch.
 
     Attributes
     ----------
@@ -228,7 +224,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Their number (the ``n_active`` column of :func:`kernfw.sweep`).
     selected_kernels_ : ndarray of int
         Same as ``active_groups_``.
-    group_norm_path_ : ndarray of shape (n_epochs + 1, M)
+    group_norm_path_ : ndarray of shape (n_iter_ + 1, M)
         ``‖θ_k‖`` of the returned predictor after each epoch (row 0: 0).
     objective_ : float
         ``F`` of the returned predictor.
@@ -263,8 +259,6 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         **_ONLINE_CONSTRAINTS,
         "groups": [None, list],
         "cost": [None, "array-like"],
-        "eta": [Interval(Real, 0, None, closed="neither"), StrOptions({"deprecated"})],
-        "n_epochs": [Interval(Integral, 1, None, closed="left"), StrOptions({"deprecated"})],
     }
 
     def __init__(
@@ -280,13 +274,10 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        average="epoch",
-        method="proximal",
+        averaging="epoch",
+        solver="proximal",
         random_state=None,
         verbose=0,
-        kernels="deprecated",
-        eta="deprecated",
-        n_epochs="deprecated",
     ):
         self.kernel = kernel
         self.groups = groups
@@ -299,13 +290,10 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self.eta0 = eta0
         self.max_iter = max_iter
         self.radius = radius
-        self.average = average
-        self.method = method
+        self.averaging = averaging
+        self.solver = solver
         self.random_state = random_state
         self.verbose = verbose
-        self.kernels = kernels
-        self.eta = eta
-        self.n_epochs = n_epochs
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
@@ -408,7 +396,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         None: :func:`~kernfw.estimators.mkl.default_kernels` on the positions
         (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
         other models.
-    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, average, method, random_state, verbose
+    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, averaging, solver, random_state, verbose
         As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
 
     Attributes
@@ -449,8 +437,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        average="epoch",
-        method="proximal",
+        averaging="epoch",
+        solver="proximal",
         random_state=None,
         verbose=0,
     ):
@@ -464,8 +452,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self.eta0 = eta0
         self.max_iter = max_iter
         self.radius = radius
-        self.average = average
-        self.method = method
+        self.averaging = averaging
+        self.solver = solver
         self.random_state = random_state
         self.verbose = verbose
 

@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .result import FWResult, history_arrays
 
-__all__ = ["FWIterate", "run"]
+__all__ = ["FWIterate", "RelativeGapRule", "run"]
 
 
 class FWIterate(ABC):
@@ -58,6 +58,21 @@ class FWIterate(ABC):
         return t
 
 
+class RelativeGapRule:
+    """Mixin of an :class:`FWIterate` whose ``tol`` is the certified relative gap.
+
+    Stops when ``P − D ≤ tol·|P|``: the primal value ``P`` is then certified
+    within a fraction ``tol`` of the optimum (``P − P* ≤ P − D``), whatever
+    the scale of the data or of the regularization.
+    """
+
+    def is_converged(self, cert, tol):
+        return cert.gap <= tol * abs(cert.primal)
+
+    def stopping_rule(self, tol):
+        return f"gap <= tol*|P| with tol={tol:.3g}"
+
+
 def _should_certify(t, check_every):
     return t % check_every == 0
 
@@ -87,8 +102,8 @@ def run(
     max_time : float or None
         Wall-clock budget in seconds.
     check_every : int
-        Certify (and test for convergence) every ``check_every`` iterations;
-        block-coordinate solvers use it for ``gap_every`` passes.
+        Certify (and test for convergence) every ``check_every`` iterations
+        (passes, for the block-coordinate solvers).
     callback : callable or None
         ``callback(info) -> bool`` after each certificate; ``info`` is the
         history row (``iteration``, ``time``, ``primal``, ``dual``, ``gap``,

@@ -14,7 +14,7 @@ a concave QP over the simplex of the cuts,
     max_{β ∈ Δ_k} bᵀβ − ‖Aᵀβ‖²/(2λ),    w = Aᵀβ/λ,
 
 (rows ``a_j`` of ``A``), solved here exactly by the active-set method of
-:func:`kernfw.solvers.simplex_qp.solve_dense_simplex_qp`, warm-started
+:func:`kernfw.solvers.simplex_qp.dense.solve_dense_simplex_qp`, warm-started
 from the previous ``β``.
 
 Scale.  Since ``Σ_j β_j = 1``, ``Aᵀβ = c + Ãᵀβ`` for the centred cuts
@@ -37,8 +37,8 @@ set starts with the cut of the true outputs (``a = 0``, ``b = 0``: ``ξ ≥ 0``)
 
 import numpy as np
 
-from ..fw import FWIterate, run
-from .simplex_qp import solve_dense_simplex_qp
+from ..fw import FWIterate, RelativeGapRule, run
+from .simplex_qp.dense import solve_dense_simplex_qp
 from .structural import StructuredProblem
 
 __all__ = ["CuttingPlane", "solve_structural_cutting_plane", "MAX_IDLE"]
@@ -47,7 +47,7 @@ __all__ = ["CuttingPlane", "solve_structural_cutting_plane", "MAX_IDLE"]
 MAX_IDLE = 50
 
 
-class CuttingPlane(FWIterate):
+class CuttingPlane(RelativeGapRule, FWIterate):
     """1-slack cutting-plane iterate: the working set of cuts, ``β`` and ``w = Aᵀβ/λ``.
 
     Parameters
@@ -194,8 +194,9 @@ def solve_structural_cutting_plane(
     max_iter : int
         Iterations; each is one oracle pass (one new cut) and one restricted QP.
     tol : float
-        Stop when the duality gap ``P(w) − D(β) ≤ tol`` (the n-slack gap of
-        math.md §3.3, computed every iteration from the pass that makes the cut).
+        Relative tolerance: stop when the duality gap ``P(w) − D(β) ≤ tol·|P(w)|``
+        (the n-slack gap of math.md §3.3, computed every iteration from the pass
+        that makes the cut).
     qp_rtol : float
         Relative accuracy of each restricted QP (see :class:`CuttingPlane`).
     max_time : float or None

@@ -373,9 +373,6 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         ``α_ij = 0`` before and after a step and ``g_ij < θ`` (the step's
         multiplier, :func:`exact_block_step`) is left out of the block's scores
         and sub-problem until the next certificate.
-    pairwise : bool or None
-        The older spelling of ``block_step``: True is ``"pairwise"``, False
-        ``"fw"`` (None or "auto": ``block_step`` decides).
     adaptive : bool
         One :meth:`step` is a *round* of passes rather than one pass: the
         round ends (and the driver certifies, ``check_every=1``) when the
@@ -423,7 +420,6 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         shrinking=False,
         averaging=False,
         shrink_classes=False,
-        pairwise=None,
         adaptive=False,
         tol=0.0,
         max_passes=None,
@@ -431,8 +427,6 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
-        if pairwise is not None and pairwise != "auto":  # the older spelling
-            block_step = "pairwise" if pairwise else "fw"
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
         self.block_step_rule = _check_block_step(block_step, rule, problem.loss)
         self.inner_steps = max(int(inner_steps), 1)

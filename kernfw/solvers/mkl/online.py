@@ -34,7 +34,7 @@ quadratic form over the support:
 ``S_k`` (T × q) being the node scores of group ``k`` already computed for the
 decoding.  The prox rescales whole groups.
 
-**Online to batch.** ``average`` returns the last iterate (None), the uniform
+**Online to batch.** ``averaging`` returns the last iterate ("none"), the uniform
 or the ``t``-weighted average of all iterates, or the uniform average of the
 iterates of the last epoch (``"epoch"``: a group switched off for a whole epoch
 is exactly zero).  After each epoch the regularized objective ``F`` of the
@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import check_positive
 from ...fw import Certificate, FWIterate, run
 from ...operators import KernelOperator
 from ...structured import Chain, MultiClass
@@ -61,14 +62,16 @@ __all__ = [
     "DualAveragingIterate",
     "solve_online_mkl",
     "LOSSES",
-    "AVERAGES",
-    "METHODS",
+    "AVERAGING",
+    "SOLVERS",
     "factored_positions",
 ]
 
 LOSSES = ("hinge", "crf")
-METHODS = ("proximal", "dual_averaging")
-AVERAGES = (None, "uniform", "weighted", "epoch")
+#: the online algorithms (``solver``)
+SOLVERS = ("proximal", "dual_averaging")
+#: the returned predictor (``averaging``): the last iterate or an average of the iterates
+AVERAGING = ("none", "uniform", "weighted", "epoch")
 
 
 @dataclass
@@ -405,14 +408,16 @@ class OnlineMKLIterate(FWIterate):
         Epochs.
     rng : numpy.random.Generator
         Order of the examples (a new permutation per epoch).
-    average : {None, "uniform", "weighted", "epoch"}
+    averaging : {"none", "uniform", "weighted", "epoch"}
     """
 
-    def __init__(self, oracle, params, offsets, regularizer, eta0, radius, max_iter, rng, average):
+    def __init__(
+        self, oracle, params, offsets, regularizer, eta0, radius, max_iter, rng, averaging
+    ):
         self.oracle, self.params, self.offsets = oracle, params, offsets
         self.reg, self.eta0, self.radius = regularizer, eta0, radius
         self.max_iter, self.rng = max_iter, rng
-        self.avg = None if average is None else _Average(params, average)
+        self.avg = None if averaging == "none" else _Average(params, averaging)
         self.rounds = self.epochs = self.mistakes = 0
         self.norm_path = []
 
@@ -592,12 +597,6 @@ class DualAveragingIterate(OnlineMKLIterate):
         return scale
 
 
-def _check_positive(name, value):
-    if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
 def solve_online_mkl(
     model,
     X,
@@ -611,8 +610,8 @@ def solve_online_mkl(
     eta0=1.0,
     max_iter=10,
     radius=None,
-    average="epoch",
-    method="proximal",
+    averaging="epoch",
+    solver="proximal",
     random_state=None,
     callback=None,
     max_time=None,
@@ -647,9 +646,9 @@ def solve_online_mkl(
         Ball projection after the prox; "auto" is ``ϱ = sqrt(2F(0)/λ)`` for the
         squared regularizers and ``F(0)/λ`` for the ℓ2,1 ones (both contain
         the optimum).
-    average : {None, "uniform", "weighted", "epoch"}
+    averaging : {"none", "uniform", "weighted", "epoch"}
         The returned predictor (module docstring).
-    method : {"proximal", "dual_averaging"}
+    solver : {"proximal", "dual_averaging"}
         The online proximal step of [Martins2011] (Alg. 1: subgradient step, then the
         proxes) or regularized dual averaging (:class:`DualAveragingIterate`:
         the proxes applied to the running gradient sum, sparser).
@@ -670,12 +669,12 @@ def solve_online_mkl(
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if average not in AVERAGES:
-        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    lam = _check_positive("lam", lam)
-    eta0 = _check_positive("eta0", eta0)
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    lam = check_positive("lam", lam)
+    eta0 = check_positive("eta0", eta0)
     if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer (epochs), got {max_iter!r}")
     reg = make_regularizer(regularizer, lam, lam2)
@@ -703,7 +702,7 @@ def solve_online_mkl(
     params = GroupParameters(
         model.size_joint_feature, explicit, kernels, oracle.q if oracle.factored else 1
     )
-    cls = OnlineMKLIterate if method == "proximal" else DualAveragingIterate
+    cls = OnlineMKLIterate if solver == "proximal" else DualAveragingIterate
     iterate = cls(
         oracle,
         params,
@@ -713,7 +712,7 @@ def solve_online_mkl(
         None,
         int(max_iter),
         np.random.default_rng(random_state),
-        average,
+        averaging,
     )
     radius = _radius(radius, iterate, reg)
     iterate.radius = radius

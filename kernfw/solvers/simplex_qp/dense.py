@@ -14,7 +14,7 @@ Newton step of the equality-constrained problem in a null-space basis of
 ``1ᵀ`` (a direction of zero curvature is followed as an ascent ray), stops at
 the first bound that blocks (and drops that index), and otherwise adds the
 index of the largest reduced gradient (the primal active-set method of
-[NocedalWright2006], Chapter 16).  Each step costs O(k² + |S|³);
+[NocedalWright2006], Chapter 16).  Each step costs ``O(k² + |S|³)``;
 the support of an optimum has at most ``rank(Q) + 1`` elements.
 
 Accuracy.  With ``g = ∇f(β) = q − 2Qβ``, the Frank-Wolfe gap

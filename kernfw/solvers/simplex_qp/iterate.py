@@ -7,8 +7,9 @@ Both problems are one concave quadratic over the unit simplex Δₙ (math.md §2
 - **MEB** of points ``z_i`` with Gram matrix ``Q``: ``q = diag(Q)``; ``f(α)`` is
   the squared radius ``r²`` of the ball centred at ``c = Σ α_i z_i``.
 - **L2-SVM** (the CVM form, §2.1): ``Q = K̃`` with the modified kernel
-  ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` and ``q = 0``; :class:`L2SVMKernel`
-  is that operator (nothing ``n × n`` is formed).
+  ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` and ``q = 0``;
+  :class:`~kernfw.solvers.simplex_qp.L2SVMKernel` is that operator (nothing ``n × n`` is
+  formed).
 
 The solver keeps ``v = Qα`` up to date from **one** kernel column per
 iteration (the column of the vertex that moves), so each iteration costs one
@@ -67,7 +68,7 @@ class SimplexQPIterate(FWIterate):
         The PSD matrix ``Q``; only ``diag`` and ``columns`` are used.
     q : ndarray of shape (n,) or None
         Linear term (None: zero, as for the L2-SVM).
-    method : {"fw", "mfw"}
+    solver : {"lsfw", "mfw"}
         Plain FW or away-step MFW.
     alpha0 : ndarray of shape (n,) or None
         Warm start on the simplex; None uses the CVM initialization (§2.6).
@@ -80,10 +81,10 @@ class SimplexQPIterate(FWIterate):
     #: renormalize α = s·β and v = s·u when s leaves [1/_SCALE_LIMIT, _SCALE_LIMIT]
     _SCALE_LIMIT = 1e100
 
-    def __init__(self, Q, q, method, alpha0, stop, rng):
+    def __init__(self, Q, q, solver, alpha0, stop, rng):
         self.Q = Q
         n = self.n = Q.n
-        self.away = method == "mfw"
+        self.away = solver == "mfw"
         self.stop = stop
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
         self.q = q
@@ -247,11 +248,11 @@ class SimplexQPIterate(FWIterate):
     def configure_runs(self, tol, length, max_steps):
         """Let each :meth:`step` take a run of up to ``length`` iterations (at most
         ``max_steps`` in all), ending early at the first iteration whose O(1) estimate
-        of the stopping rule with ``tol`` holds (:func:`simplex_stop_estimate`: the
-        gap of the cached FW vertex): the driver certifies after each run, so a run
-        replaces ``length`` single steps with ``check_every = length`` without
-        stepping past the first point that may pass the test.  By default a step is
-        one iteration."""
+        of the stopping rule with ``tol`` holds
+        (:func:`~kernfw.solvers.simplex_qp.certificate.simplex_stop_estimate`: the gap of
+        the cached FW vertex): the driver certifies after each run, so a run replaces
+        ``length`` single steps with ``check_every = length`` without stepping past the
+        first point that may pass the test.  By default a step is one iteration."""
         self._run_length, self._max_steps = max(int(length), 1), int(max_steps)
         self._estimate = simplex_stop_estimate(tol, self.stop, self.ball_shift)
 
@@ -269,7 +270,8 @@ class SimplexQPIterate(FWIterate):
         )
 
     def _stop_estimate_met(self):
-        """:func:`simplex_stop_estimate`'s test at the cached FW vertex."""
+        """The test of :func:`~kernfw.solvers.simplex_qp.certificate.simplex_stop_estimate`
+        at the cached FW vertex."""
         a, b, absolute = self._estimate
         value = self.objective()
         if absolute:

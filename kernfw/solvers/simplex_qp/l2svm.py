@@ -120,7 +120,7 @@ def solve_l2svm(
     op,
     y,
     C,
-    method="mfw",
+    solver="mfw",
     tol=1e-6,
     max_iter=None,
     alpha0=None,
@@ -147,7 +147,7 @@ def solve_l2svm(
         Labels in {−1, +1}.
     C : float > 0
         Penalty ``C`` of ``C Σ ξ_i²``.
-    method, tol, max_iter, random_state, callback, stop, max_time, check_every
+    solver, tol, max_iter, random_state, callback, stop, max_time, check_every
         As in :func:`solve_simplex_qp` (``stop="gap"``: FW gap ≤ ``tol``, which
         bounds the primal–dual gap of the L2-SVM; ``stop="relative"``:
         ``gap ≤ tol·ρ``; ``stop="radius"`` needs a constant ``diag(K)``).
@@ -169,7 +169,7 @@ def solve_l2svm(
     result = solve_simplex_qp(
         K_tilde,
         None,
-        method=method,
+        solver=solver,
         tol=tol,
         max_iter=max_iter,
         alpha0=alpha0,

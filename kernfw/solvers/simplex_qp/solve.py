@@ -2,7 +2,7 @@
 
 Validates the problem, builds the iterate of the chosen method (the compiled
 FW / MFW iterate when :func:`kernfw._compiled.compiled_module` allows it, else the
-numpy one; the core vector machine for ``method="cvm"``) and drives it with
+numpy one; the core vector machine for ``solver="cvm"``) and drives it with
 :func:`kernfw.fw.run`.
 """
 
@@ -22,11 +22,12 @@ from .cvm import CoreVectorIterate
 from .iterate import SimplexQPIterate
 from .start import check_alpha0
 
-__all__ = ["solve_simplex_qp", "make_iterate", "drive", "METHODS"]
+__all__ = ["solve_simplex_qp", "make_iterate", "drive", "SOLVERS"]
 
-#: solver variants: plain Frank-Wolfe, modified (away-step) Frank-Wolfe, and the core
-#: vector machine baseline (core-set iterations, :mod:`kernfw.solvers.simplex_qp.cvm`)
-METHODS = ("fw", "mfw", "cvm")
+#: the algorithms (``solver``): Frank-Wolfe with exact line search, modified (away-step)
+#: Frank-Wolfe, and the core vector machine baseline (core-set iterations,
+#: :mod:`kernfw.solvers.simplex_qp.cvm`)
+SOLVERS = ("lsfw", "mfw", "cvm")
 
 
 def _check_positive(name, value):
@@ -70,15 +71,15 @@ def drive(iterate, tol, max_iter, check_every=None, **options):
     return run(iterate, tol=tol, max_iter=max_iter, check_every=check_every, **options)
 
 
-def make_iterate(Q, q, method, alpha0, stop, rng, tol=None):
-    """The iterate of ``method``: CVM core-set iterations, or FW / MFW — compiled when
+def make_iterate(Q, q, solver, alpha0, stop, rng, tol=None):
+    """The iterate of ``solver``: CVM core-set iterations, or FW / MFW — compiled when
     :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
-    if method == "cvm":
+    if solver == "cvm":
         return CoreVectorIterate(Q, q, stop, rng, tol, _core_qp, alpha0=alpha0)
     module = compiled_module("kernfw.solvers.simplex_qp._numba")
     if module is None:
-        return SimplexQPIterate(Q, q, method, alpha0, stop, rng)
-    return CompiledSimplexQPIterate(module, Q, q, method, alpha0, stop, rng)
+        return SimplexQPIterate(Q, q, solver, alpha0, stop, rng)
+    return CompiledSimplexQPIterate(module, Q, q, solver, alpha0, stop, rng)
 
 
 @functools.lru_cache(maxsize=1)
@@ -103,7 +104,7 @@ def _default_check_every(n):
 def solve_simplex_qp(
     Q,
     q=None,
-    method="mfw",
+    solver="mfw",
     tol=1e-6,
     max_iter=None,
     alpha0=None,
@@ -119,14 +120,14 @@ def solve_simplex_qp(
     ----------
     Q : KernelOperator
         The PSD matrix ``Q`` (for the MEB the Gram matrix ``K``; for the L2-SVM
-        :class:`L2SVMKernel`).  The solver uses only ``Q.diag()`` and
-        ``Q.columns(idx)`` (one column per iteration, two at the start); a warm
-        start fetches the columns of its support once.
+        :class:`~kernfw.solvers.simplex_qp.L2SVMKernel`).  The solver uses only
+        ``Q.diag()`` and ``Q.columns(idx)`` (one column per iteration, two at the
+        start); a warm start fetches the columns of its support once.
     q : array-like of shape (n,) or None
         Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
-    method : {"mfw", "fw", "cvm"}
+    solver : {"mfw", "lsfw", "cvm"}
         "mfw": Frank-Wolfe with away steps and drop steps (linear
-        convergence); "fw": plain Frank-Wolfe toward ``i* = argmax g``.
+        convergence); "lsfw": plain Frank-Wolfe toward ``i* = argmax g``.
         Both use the exact line search and run compiled (numba) when
         :func:`kernfw._compiled.compiled_module` allows it, with the same
         iterates as the numpy path.  "cvm": the core vector machine baseline
@@ -183,7 +184,7 @@ def solve_simplex_qp(
     n = Q.n
     if n < 1:
         raise ValueError("the problem needs at least one point")
-    _check_choice("method", method, METHODS)
+    _check_choice("solver", solver, SOLVERS)
     _check_choice("stop", stop, STOPS)
     tol = _check_positive("tol", tol)
     if q is not None:
@@ -197,13 +198,13 @@ def solve_simplex_qp(
     if max_time is not None:
         max_time = _check_positive("max_time", max_time)
     if check_every is None:
-        check_every = 1 if method == "cvm" else _default_check_every(n)
+        check_every = 1 if solver == "cvm" else _default_check_every(n)
     rng = None if random_state is None else np.random.default_rng(random_state)
     alpha0 = None if alpha0 is None else check_alpha0(alpha0, n)
     # one column per iteration is memory-bound O(n d) work: BLAS threads only
     # contend (and libsvm, the usual peer, is single-threaded as well)
     with _blas_controller().limit(limits=1, user_api="blas"):
-        iterate = make_iterate(Q, q, method, alpha0, stop, rng, tol)
+        iterate = make_iterate(Q, q, solver, alpha0, stop, rng, tol)
         return drive(
             iterate,
             tol,
@@ -211,6 +212,6 @@ def solve_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol (or use method='mfw')",
-            name=f"{method.upper()} (simplex QP)",
+            remedy="increase max_iter or tol (or use solver='mfw')",
+            name=f"{solver.upper()} (simplex QP)",
         )

@@ -31,13 +31,14 @@ import scipy.sparse as sp
 from ....fw import away_step_max, quadratic_step
 from ..certificate import STOPS
 from ..iterate import SimplexQPIterate
-from ..solve import METHODS, drive
+from ..solve import SOLVERS, drive
 
 __all__ = ["ShardedSimplexQPIterate", "solve_sharded_simplex_qp"]
 
 
 class _Support:
-    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as :class:`_ActiveSet`)."""
+    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as
+    :class:`~kernfw.solvers.simplex_qp.active_set.ActiveSet`)."""
 
     def __init__(self):
         self.beta = {}
@@ -75,7 +76,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         Number of points in the problem.
     has_q : bool
         Whether ``q ≠ 0`` (the MEB).
-    method : {"fw", "mfw"}
+    solver : {"lsfw", "mfw"}
         Plain FW or away-step MFW.
     stop : {"gap", "relative", "radius"}
         Stopping rule.
@@ -85,11 +86,11 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         The first point of the CVM initialization.
     """
 
-    def __init__(self, shards, n, has_q, method, stop, ball_shift, first):
+    def __init__(self, shards, n, has_q, solver, stop, ball_shift, first):
         self.shards = shards
         self.n = n
         self.has_q = has_q
-        self.away = method == "mfw"
+        self.away = solver == "mfw"
         self.stop = stop
         self.ball_shift = ball_shift
         self.scale = 1.0
@@ -257,7 +258,7 @@ def _check_tol(tol):
 def solve_sharded_simplex_qp(
     shards,
     problem,
-    method="mfw",
+    solver="mfw",
     tol=1e-6,
     max_iter=None,
     stop="gap",
@@ -277,7 +278,7 @@ def solve_sharded_simplex_qp(
         ``members`` (class codes taking part, or None), ``positive`` (class
         labelled +1; None for the MEB), ``C`` (L2-SVM) and ``ball`` (True:
         ``Q = K``, ``q = diag(K)``; False: ``Q = K̃``, ``q = 0``).
-    method, tol, max_iter, stop, random_state, callback, max_time, check_every
+    solver, tol, max_iter, stop, random_state, callback, max_time, check_every
         As in :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` (``random_state``
         picks the first CVM point among the problem's points).
     cache_size : float
@@ -291,8 +292,8 @@ def solve_sharded_simplex_qp(
         (``αᵀQα``) and ``v_support`` (``(Qα)_i`` on the support, computed on
         the shards for the returned ``α``).  The history gains ``round_trips``.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if stop not in STOPS:
         raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
     tol = _check_tol(tol)
@@ -324,7 +325,7 @@ def solve_sharded_simplex_qp(
         rank = 0 if random_state is None else int(np.random.default_rng(random_state).integers(n))
         first = _global_index(shards, problem, counts, rank)
         iterate = ShardedSimplexQPIterate(
-            shards, n, bool(problem["ball"]), method, stop, shift, first
+            shards, n, bool(problem["ball"]), solver, stop, shift, first
         )
 
         result = drive(
@@ -334,8 +335,8 @@ def solve_sharded_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol (or use method='mfw')",
-            name=f"distributed {method.upper()} (simplex QP)",
+            remedy="increase max_iter or tol (or use solver='mfw')",
+            name=f"distributed {solver.upper()} (simplex QP)",
         )
         sol = result.solution
         sol["v_support"] = _support_products(shards, sol["support"], sol["alpha_support"])
