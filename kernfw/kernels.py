@@ -122,7 +122,7 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None)
     dtype = np.dtype(X.dtype if gram_dtype is None else gram_dtype)
     gram_mb = n * n * dtype.itemsize / 2**20
     if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
-        op = Gram(kernel(X, X).astype(dtype, copy=False), kernel=kernel, X=X, check=False)
+        op = Gram.from_kernel(kernel, X, dtype)
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False, dtype=dtype)
     return normalize(op, spec.normalization)

@@ -73,9 +73,10 @@ class SupportKernelMixin(KernelInputMixin):
         return gram_budget(X, self.cache_size)
 
     def _gram_dtype(self):
-        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend; the
-        Dask backend's shards evaluate the kernel in float64, and so does the local
-        operator then (the two backends take the same iterates)."""
+        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend.  The
+        Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
+        ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
+        one solves the problem of the float32-rounded kernel."""
         return None if self.backend == "dask" else super()._gram_dtype()
 
 
@@ -175,8 +176,11 @@ KernelOperator, default="rbf"
         data-parallel MFW on the current Dask cluster (the default
         ``distributed.Client``, or Dask's configured ``scheduler-address``):
         the rows are split over the workers, which keep them and their part
-        of the solver state for the whole fit (:mod:`kernfw.distributed`;
-        same iterates as "local").  The fitted model is the same in-memory
+        of the solver state for the whole fit (:mod:`kernfw.distributed`).
+        The shards evaluate the kernel in float64: at ``tol < 1e-4`` the
+        iterates are those of "local" (which keeps float32 kernel values from
+        ``tol = 1e-4`` on; then both are certified to ``tol`` but their
+        iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
 
     Attributes

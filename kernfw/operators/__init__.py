@@ -1,7 +1,7 @@
 """Kernel operators: the one interface every solver talks to."""
 
 from .base import ArraySlot, CompiledView, KernelOperator
-from .combination import MultiKernel
+from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
 from .gram import Gram
@@ -16,6 +16,7 @@ __all__ = [
     "Features",
     "KernelFunction",
     "MultiKernel",
+    "KernelStack",
     "Normalized",
     "PairwiseKernel",
     "normalize",

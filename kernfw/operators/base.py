@@ -36,7 +36,10 @@ class CompiledView(NamedTuple):
     matrix : ndarray, scipy.sparse.csr_matrix or CompiledView
         See ``kind``.
     params : dict or None
-        Scalars and vectors of the column kinds (None for "features", "gram").
+        Scalars and vectors of the column kinds; for "gram" None or
+        ``{"symmetric": bool}`` (True: ``K`` is symmetric bit for bit by
+        construction, so its rows are its columns; False: not known); None for
+        "features".
     """
 
     kind: str

@@ -36,6 +36,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
+from ..._threads import thread_limit
 from ..._validation import check_positive
 from ...fw import Certificate, FWResult, armijo_step, run
 from .capped_simplex import check_t, project_capped_simplex, snap_to_box, sum_top_t, top_t_vertex
@@ -380,22 +381,23 @@ def solve_cskl(
     if line_search not in LINE_SEARCHES:
         raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
     tol = check_positive("tol", tol)
-    objective, classes = weight_objective(
-        mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
-    )
-    iterate = CSKLIterate(objective, t, solver, line_search, _start(gamma0, t, p))
-    result = run(
-        iterate,
-        tol=tol,
-        max_iter=max_iter,
-        max_time=max_time,
-        callback=_stop_when_stalled(iterate, callback),
-        remedy="increase max_iter or tol (or use solver='projected_gradient')",
-        name=f"CSKL ({solver})",
-    )
-    _warn_if_stalled(iterate, result, tol)
-    if exact:
-        result = _retrain_exact(iterate, result, tol)
+    with thread_limit(p * mk.n**2):  # one pass over the kernels: small work, one thread
+        objective, classes = weight_objective(
+            mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
+        )
+        iterate = CSKLIterate(objective, t, solver, line_search, _start(gamma0, t, p))
+        result = run(
+            iterate,
+            tol=tol,
+            max_iter=max_iter,
+            max_time=max_time,
+            callback=_stop_when_stalled(iterate, callback),
+            remedy="increase max_iter or tol (or use solver='projected_gradient')",
+            name=f"CSKL ({solver})",
+        )
+        _warn_if_stalled(iterate, result, tol)
+        if exact:
+            result = _retrain_exact(iterate, result, tol)
     result.solution.update(classes=classes, codes=objective.svm.codes)
     return result
 

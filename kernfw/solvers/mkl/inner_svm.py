@@ -362,6 +362,8 @@ def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=N
 # -- J(γ) and d(α) -------------------------------------------------------------------
 #: the weighted kernel K_γ is formed densely (one n × n array) up to this many points
 DENSE_MAX_N = 4000
+#: memory (MB) up to which the base kernels are formed once as a dense stack
+STACK_MAX_MB = 1024.0
 
 
 @dataclass
@@ -389,10 +391,14 @@ class Evaluation:
 class KernelWeightObjective:
     """``J(γ)``: the optimal inner-SVM dual value for the kernel ``K_γ = Σ_j γ_j K_j``.
 
-    Each :meth:`evaluate` is one inner SVM solve on
-    ``MultiKernel.with_weights(γ)`` (no base kernel is recomputed; up to
-    :data:`DENSE_MAX_N` points ``K_γ`` is formed once as a dense array) and one
-    pass of ``per_kernel_quad`` for all ``d_j``.
+    Each :meth:`evaluate` is one inner SVM solve on ``K_γ`` and one computation of
+    all ``d_j``.  Up to :data:`DENSE_MAX_N` points, when the ``p`` base kernels fit
+    in :data:`STACK_MAX_MB`, they are formed once as a
+    :class:`~kernfw.operators.KernelStack` (normalized once): ``K_γ`` is then one
+    pass over the stack into a reused buffer, and ``d`` one matrix product.
+    Otherwise ``K_γ`` is ``MultiKernel.with_weights(γ)`` (no base kernel is
+    recomputed; formed as a dense array up to :data:`DENSE_MAX_N` points) and ``d``
+    one pass of ``per_kernel_quad``.
 
     Parameters
     ----------
@@ -403,15 +409,22 @@ class KernelWeightObjective:
     """
 
     def __init__(self, kernels, svm):
+        from ...operators import KernelStack
+
         self.kernels = kernels
         self.svm = svm
         self.curvature = svm.curvature
         self.n_solves = 0
+        small = kernels.n <= DENSE_MAX_N and KernelStack.megabytes(kernels) <= STACK_MAX_MB
+        self.stack = KernelStack(kernels) if small else None
 
     def weighted(self, gamma):
-        """The operator ``K_γ`` (a dense :class:`~kernfw.operators.Gram` for small n)."""
+        """The operator ``K_γ`` (a dense :class:`~kernfw.operators.Gram` for small n; with
+        the stack its matrix is the stack's buffer, overwritten by the next call)."""
         from ...operators import Gram
 
+        if self.stack is not None:
+            return Gram(self.stack.weighted(gamma), check=False, symmetric=True)
         op = self.kernels.with_weights(gamma)
         if op.n <= DENSE_MAX_N:
             return Gram(op.dense(), check=False)
@@ -425,6 +438,10 @@ class KernelWeightObjective:
         support = support_of(coef)
         if support.size == 0:
             return np.zeros(self.kernels.p)
+        if self.stack is not None:
+            return self.stack.per_kernel_quad(
+                coef.T, support if support.size < self.kernels.n else None
+            )
         kernels, V = self.kernels, coef.T
         if support.size <= 0.7 * kernels.n:
             kernels, V = kernels.subset(support), V[support]

@@ -1,6 +1,6 @@
 """Compiled (numba) columns of the simplex-QP step: ``Q_{:,j}`` from a column view.
 
-When the operator ``Q`` has a column view (:meth:`KernelOperator.column_view`: an
+When the operator ``Q`` has a column view (:meth:`~kernfw.operators.KernelOperator.column_view`: an
 RBF kernel evaluated on the fly, or a stored Gram, possibly inside the L2-SVM's
 modified kernel), the compiled step (:func:`kernfw.solvers.simplex_qp._numba.step_cached`)
 evaluates the column it needs itself, with :func:`evaluate_column`: fused distances,

@@ -1,4 +1,4 @@
-"""The simplex-QP FW / MFW iterate on the compiled backend (:mod:`._numba`).
+"""The simplex-QP FW / MFW iterate on the compiled backend (:mod:`~kernfw.solvers.simplex_qp._numba`).
 
 :class:`CompiledSimplexQPIterate` keeps the state and the setup of
 :class:`~kernfw.solvers.simplex_qp.iterate.SimplexQPIterate` (CVM start, warm start,
@@ -114,7 +114,7 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         """The arguments ``(src, slab, slot_of, slots)`` of the compiled
         :func:`~kernfw.solvers.simplex_qp._numba.step_cached` when the compiled step can
         evaluate the columns of ``Q`` from its column view
-        (:meth:`KernelOperator.column_view`: "rbf", "gram", or either inside "l2svm"),
+        (:meth:`~kernfw.operators.KernelOperator.column_view`: "rbf", "gram", or either inside "l2svm"),
         else None (columns from ``Q.columns``).
 
         The column cache holds ``m = cache_size / (itemsize · n)`` whole columns (at
@@ -150,7 +150,8 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         else:
             # column j of an exactly symmetric C-ordered Gram is its row j: read it there
             # (Kᵀ, an F-ordered view, has that row as its contiguous column j)
-            symmetric = matrix.flags.c_contiguous and mod.is_symmetric(matrix)
+            known = bool((inner.params or {}).get("symmetric"))
+            symmetric = matrix.flags.c_contiguous and (known or mod.is_symmetric(matrix))
             src = matrix.T if symmetric else matrix
             st["source"] = mod.SOURCE_GRAM
             budget = _GRAM_COLUMN_CACHE_MB

@@ -14,8 +14,8 @@ without progress.  A primal active-set method does not care: on the face
 Newton step of the equality-constrained problem in a null-space basis of
 ``1ᵀ`` (a direction of zero curvature is followed as a descent ray), stops at
 the first bound that blocks (and drops that index), and otherwise adds the
-index of the most negative reduced gradient (Nocedal and Wright, Numerical
-Optimization, 2nd ed., Springer 2006, Section 16.5).  Each step costs O(k|S| + |S|³);
+index of the largest reduced gradient (the primal active-set method of
+[NocedalWright2006], Chapter 16).  Each step costs ``O(k|S| + |S|³)``;
 the support of an optimum has at most ``rank(Q) + 1`` elements.
 
 Accuracy.  With ``g = ∇f(β) = q − 2Qβ``, the Frank-Wolfe gap

@@ -112,9 +112,9 @@ def solve_simplex_qp(
     ----------
     Q : KernelOperator
         The PSD matrix ``Q`` (for the MEB the Gram matrix ``K``; for the L2-SVM
-        :class:`L2SVMKernel`).  The solver uses only ``Q.diag()`` and
-        ``Q.columns(idx)`` (one column per iteration, two at the start); a warm
-        start fetches the columns of its support once.
+        :class:`~kernfw.solvers.simplex_qp.L2SVMKernel`).  The solver uses only
+        ``Q.diag()`` and ``Q.columns(idx)`` (one column per iteration, two at the
+        start); a warm start fetches the columns of its support once.
     q : array-like of shape (n,) or None
         Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
     solver : {"mfw", "lsfw", "cvm"}

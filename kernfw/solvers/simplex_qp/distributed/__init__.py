@@ -8,9 +8,12 @@ round trip per iteration (:class:`ShardedSimplexQPIterate`,
 :class:`kernfw.MinimumEnclosingBall` use it with ``backend="dask"``, through
 :mod:`kernfw.distributed`.
 
-- :mod:`.shard` — a shard: its rows and its slice of the solver state (worker side);
-- :mod:`.rows` — the client, the shards and lost workers (driver side);
-- :mod:`.iterate` — the sharded iterate and :func:`solve_sharded_simplex_qp`.
+- :mod:`~kernfw.solvers.simplex_qp.distributed.shard` — a shard: its rows and its slice of
+  the solver state (worker side);
+- :mod:`~kernfw.solvers.simplex_qp.distributed.rows` — the client, the shards and lost
+  workers (driver side);
+- :mod:`~kernfw.solvers.simplex_qp.distributed.iterate` — the sharded iterate and
+  :func:`solve_sharded_simplex_qp`.
 """
 
 from .iterate import ShardedSimplexQPIterate, solve_sharded_simplex_qp

@@ -37,7 +37,8 @@ __all__ = ["ShardedSimplexQPIterate", "solve_sharded_simplex_qp"]
 
 
 class _Support:
-    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as :class:`_ActiveSet`)."""
+    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as
+    :class:`~kernfw.solvers.simplex_qp.active_set.ActiveSet`)."""
 
     def __init__(self):
         self.beta = {}
