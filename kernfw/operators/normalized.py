@@ -115,6 +115,12 @@ class Normalized(KernelOperator):
         r = st["row_mean"]
         return C - r[:, None] - r[idx] + st["grand_mean"]
 
+    def dense(self):
+        """The normalized ``n × n`` matrix (trace: ``s K`` from the base's own ``dense``)."""
+        if self.kind == "trace":
+            return self._stats["scale"] * self.base.dense()
+        return super().dense()
+
     def cross(self, X_new, idx=None):
         st = self._stats
         cols = slice(None) if idx is None else as_index(idx, self.n)
