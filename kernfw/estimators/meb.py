@@ -94,7 +94,8 @@ KernelOperator, default="rbf"
         radius rule of the core vector machine, ``R ≤ (1+ε) r``, with
         ``tol = 2ε + ε²``: the default is ``ε ≈ 1e-4``, a radius certified to
         0.01 %; the inlier decisions of held-out points change only within
-        that band of the sphere.
+        that band of the sphere.  For the soft ball (``ν n > 1``) the rule is
+        the relative gap of its objective, ``(P − D)/P ≤ tol``.
     max_iter : int, default=None
         Budget in iterations (one kernel column each; core-set iterations for
         ``solver="cvm"``), which ``n_iter_`` counts (None: ``max(100000, 20 n)``).
