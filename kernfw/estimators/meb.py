@@ -144,7 +144,9 @@ KernelOperator, default="rbf"
         ``−(R² + τ)``, so that ``decision_function = score_samples − offset_``
         (as in ``OneClassSVM``).
     n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
-        Certificate and trace of the run (see :class:`kernfw.fw.FWResult`).
+        Certificate and trace of the run (see :class:`kernfw.fw.FWResult`): the gap is
+        never negative and bounds ``primal_objective_ − P*`` up to the rounding bound
+        ``history_["rounding"]``, which the stopping rule adds to it.
     n_features_in_ : int
         Number of features seen in ``fit``.
 
