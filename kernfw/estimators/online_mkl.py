@@ -45,6 +45,7 @@ _ONLINE_CONSTRAINTS = {
     "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     "average": [None, StrOptions({a for a in AVERAGES if a is not None})],
     "method": [StrOptions(set(METHODS))],
+    "objective_sample": [None, Interval(Integral, 1, None, closed="left")],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
@@ -68,6 +69,8 @@ def _feature_scale(X, column_groups):
 
 #: kernel groups keep their Gram on the training positions up to this many positions
 GRAM_MAX_POSITIONS = 4000
+#: positions whose cross kernels with the support are formed at once in ``predict``
+PREDICT_BLOCK = 512
 
 
 def _backend(n_positions):
@@ -135,6 +138,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
                 radius=self.radius,
                 average=self.average,
                 method=self.method,
+                objective_sample=self.objective_sample,
                 random_state=_seed(self.random_state),
                 callback=callback,
             )
@@ -205,6 +209,10 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         of each term of ``R``), or regularized dual averaging (the proxes
         applied to the running sum of subgradients; groups stay exactly zero
         while their averaged gradient is below the threshold — much sparser).
+    objective_sample : int or None, default=1000
+        The objective ``F`` recorded after each epoch (``history_``, ``objective_``)
+        has its loss term averaged over a fixed random subset of this many training
+        examples (None: all of them; it costs as much as a pass over them).
     random_state : int, RandomState, Generator or None, default=None
     verbose : int, default=0
     kernels, eta, n_epochs : deprecated
@@ -276,6 +284,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         radius=None,
         average="epoch",
         method="proximal",
+        objective_sample=1000,
         random_state=None,
         verbose=0,
         kernels="deprecated",
@@ -295,6 +304,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self.radius = radius
         self.average = average
         self.method = method
+        self.objective_sample = objective_sample
         self.random_state = random_state
         self.verbose = verbose
         self.kernels = kernels
@@ -402,8 +412,10 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         None: :func:`~kernfw.estimators.mkl.default_kernels` on the positions
         (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
         other models.
-    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, average, method, random_state, verbose
+    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, average, method, objective_sample
         As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
+    random_state, verbose
+        As :class:`OnlineMKLClassifier`.
 
     Attributes
     ----------
@@ -445,6 +457,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         radius=None,
         average="epoch",
         method="proximal",
+        objective_sample=1000,
         random_state=None,
         verbose=0,
     ):
@@ -460,6 +473,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self.radius = radius
         self.average = average
         self.method = method
+        self.objective_sample = objective_sample
         self.random_state = random_state
         self.verbose = verbose
 
@@ -573,8 +587,10 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         knode = np.zeros((features.shape[0], q))
         if self.support_.size:
             raw = features / self.feature_scale_
-            for k, op in enumerate(self._kernel_ops):
-                knode += op.cross(raw, self.support_) @ self.dual_coef_[k]
+            for lo in range(0, raw.shape[0], PREDICT_BLOCK):  # blocks bound the memory
+                rows = slice(lo, lo + PREDICT_BLOCK)
+                for k, op in enumerate(self._kernel_ops):
+                    knode[rows] += op.cross(raw[rows], self.support_) @ self.dual_coef_[k]
         prepared = model.prepare(Xs)
         out = []
         for i in range(len(offsets) - 1):
