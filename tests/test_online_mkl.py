@@ -247,6 +247,17 @@ def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(40, 5))
+    binary = (rng.random((40, 9)) < 0.4).astype(float)  # exact float32 products
+    bops = list(make_operator(binary, ["linear", "rbf", ("poly", {"degree": 3})]).operators)
+    bgroups = KernelGroups(bops)
+    bgroups.add(np.arange(0, 40, 3))
+    bgroups.prefetch(np.arange(5, 25))
+    bgroups.add(np.array([1, 2]))  # new columns of the prefetched products
+    bdense = np.array([op.dense() for op in bops])
+    for P in (np.arange(6, 9), np.array([20, 4])):
+        np.testing.assert_allclose(
+            bgroups.block(P), bdense[:, P][:, :, bgroups.support], rtol=1e-13, atol=1e-15
+        )
     specs = ["linear", ("poly", {"degree": 2, "gamma": 0.2}), ("sigmoid", {"gamma": 0.1})] + [
         ("rbf", {"gamma": g})
         for g in (0.6, 0.3, 0.45, 1.2)  # 0.3 · (2, 1, 1.5, 4)

@@ -67,18 +67,21 @@ def _feature_scale(X, column_groups):
     return scale
 
 
-#: kernel groups keep their Gram on the training positions up to this many positions
-GRAM_MAX_POSITIONS = 4000
 #: positions whose cross kernels with the support are formed at once in ``predict``
 PREDICT_BLOCK = 512
 
+#: kernels of inner products: the compiled group scores evaluate them on the fly
+PRODUCT_KERNELS = ("linear", "rbf", "poly", "polynomial", "sigmoid")
 
-def _backend(n_positions):
-    """Kernel groups are read a few columns per round: a Gram (a slice) while it fits,
-    else computed columns with a small cache (the per-epoch objective reads them all)."""
-    if n_positions <= GRAM_MAX_POSITIONS:
-        return {"backend": "gram"}
-    return {"backend": "function", "cache_size": 64.0}
+
+def _backend(spec):
+    """Kernels of inner products are evaluated on the fly (no Gram: the compiled scores of
+    :mod:`kernfw.solvers.mkl.kernel_groups` compute them from shared inner products); other
+    kernels keep the automatic backend."""
+    name = spec if isinstance(spec, str) else spec[0] if isinstance(spec, tuple) else None
+    if name in PRODUCT_KERNELS:
+        return {"backend": "function", "cache_size": 0.0}
+    return {}
 
 
 def _check_columns(groups, d):
@@ -196,19 +199,26 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Cost ``Δ[y_true, y]`` of the hinge (classes in sorted order, zero
         diagonal); None is the 0/1 cost.
     eta0 : float, default=1.0
-        Learning rate ``η_t = η_0/√t``.
+        Learning rate: ``η_t = η_0/√t`` (proximal) or the prox of ``η_0√t R``
+        applied to ``η_0/√t`` times the gradient sum (dual averaging; math.md §4.2).
     max_iter : int, default=10
         Epochs (passes over the training set, in random order).
     radius : None, "auto" or float, default=None
         Ball projection after each prox ("auto": a radius containing the optimum).
-    average : {None, "uniform", "weighted", "epoch"}, default="epoch"
+    average : {None, "uniform", "weighted", "epoch"}, default=None
         Returned predictor: the last iterate, the uniform or ``t``-weighted
-        average of all iterates, or the average over the last epoch.
-    method : {"proximal", "dual_averaging"}, default="proximal"
-        The seed's online proximal algorithm (subgradient step, then the prox
-        of each term of ``R``), or regularized dual averaging (the proxes
-        applied to the running sum of subgradients; groups stay exactly zero
-        while their averaged gradient is below the threshold — much sparser).
+        average of all iterates, or the average over the last epoch.  The last
+        iterate of dual averaging is already a function of the averaged gradient
+        (and its group norms come free); the averages cost a quadratic form over
+        the support per epoch.
+    method : {"dual_averaging", "proximal"}, default="dual_averaging"
+        Regularized dual averaging (Xiao, 2010; the proxes applied to the running
+        sum of subgradients: a group stays exactly zero while its averaged
+        gradient is below the threshold of ``R``, so kernels that carry no signal
+        are dropped), or the seed's online proximal algorithm (Martins et al.:
+        subgradient step, then the prox of each term of ``R``; every example whose
+        own gradient exceeds the threshold revives a group, so its groups are
+        seldom exactly zero).
     objective_sample : int or None, default=1000
         The objective ``F`` recorded after each epoch (``history_``, ``objective_``)
         has its loss term averaged over a fixed random subset of this many training
@@ -282,8 +292,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        average="epoch",
-        method="proximal",
+        average=None,
+        method="dual_averaging",
         objective_sample=1000,
         random_state=None,
         verbose=0,
@@ -310,6 +320,9 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self.kernels = kernels
         self.eta = eta
         self.n_epochs = n_epochs
+
+    def _backend(self, spec):
+        return _backend(spec)
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
@@ -455,8 +468,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        average="epoch",
-        method="proximal",
+        average=None,
+        method="dual_averaging",
         objective_sample=1000,
         random_state=None,
         verbose=0,
@@ -527,7 +540,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                         positions[0],
                         spec,
                         normalization=NORMALIZATION,
-                        **_backend(positions[0].shape[0]),
+                        **_backend(spec),
                     )
                 )
                 names.append(f"kernel {spec!r}")

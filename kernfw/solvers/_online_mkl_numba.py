@@ -29,6 +29,7 @@ from numba import njit
 __all__ = [
     "rbf_exponents",
     "program_combined",
+    "rows_times",
     "row_products",
     "program_inner",
     "program_blocks",
@@ -149,26 +150,54 @@ def program_combined(ip, E, kinds, gammas, coef0s, powers, weights, out):
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def row_products(delta, B, M):
-    """``M[t, j] = ⟨δ_t, B_j⟩`` for the first ``M.shape[1]`` rows of ``B`` (a small product
-    that a threaded BLAS call would spend more time starting than computing)."""
-    T, ns = M.shape
-    q = delta.shape[1]
+def rows_times(K, B, out):
+    """``out = K @ B[:n_S]`` (T × q) without a threaded BLAS call (too small to pay off)."""
+    T, ns = K.shape
+    q = B.shape[1]
+    out[:] = 0.0
     for t in range(T):
         for j in range(ns):
-            acc = 0.0
+            v = K[t, j]
             for c in range(q):
-                acc += delta[t, c] * B[j, c]
-            M[t, j] = acc
+                out[t, c] += v * B[j, c]
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def program_inner(ip, E, groups, kinds, gammas, coef0s, powers, scales, M, out):
-    """``out[groups[r]] += scales[r] Σ_{t,j} k_r(ip[t, j]) M[t, j]`` (``⟨K_k, M⟩``)."""
+def row_products(delta, B, M):
+    """``M[t, j] = ⟨δ_t, B_j⟩`` for the first ``M.shape[1]`` rows of ``B``, over the
+    nonzero states of ``δ_t`` only (two for the hinge); returns the rows ``t`` with
+    ``δ_t ≠ 0`` (the others are left unset)."""
+    T, ns = M.shape
+    q = delta.shape[1]
+    rows = np.zeros(T, dtype=np.bool_)
+    states = np.empty(q, dtype=np.intp)
+    for t in range(T):
+        nz = 0
+        for c in range(q):
+            if delta[t, c] != 0.0:
+                states[nz] = c
+                nz += 1
+        if nz == 0:
+            continue
+        rows[t] = True
+        for j in range(ns):
+            acc = 0.0
+            for u in range(nz):
+                acc += delta[t, states[u]] * B[j, states[u]]
+            M[t, j] = acc
+    return rows
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def program_inner(ip, E, groups, kinds, gammas, coef0s, powers, scales, M, rows, out):
+    """``out[groups[r]] += scales[r] Σ_{t,j} k_r(ip[t, j]) M[t, j]`` (``⟨K_k, M⟩``) over
+    the rows ``t`` with ``rows[t]``."""
     T, ns = ip.shape
     row, work, ladder = np.empty(ns), np.empty(ns), np.empty(ns + 1)
     out[:] = 0.0
     for t in range(T):
+        if not rows[t]:
+            continue
         ladder[ns] = 0.0
         for r in range(kinds.shape[0]):
             _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row)

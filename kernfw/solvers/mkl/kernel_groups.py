@@ -56,45 +56,61 @@ class _Columns:
 class _Features:
     """One dense feature matrix ``X`` (N × d) shared by kernels of inner products.
 
-    Keeps a copy of the support's rows in slot order (``Xs``) and the products of
-    prefetched positions with the support as it was then (``ip``).
+    Keeps a copy of the support's rows in slot order (``Xs``) and the products ``ip`` of
+    the prefetched positions (the next rounds') with the support; slots that enter the
+    support later get their columns of ``ip`` when they enter.  Features that are small
+    integers (``d · max|x|² < 2²⁴``, e.g. binary images) have exact float32 products,
+    computed in float32.
     """
 
     def __init__(self, X):
         self.X = X
         self.sq = np.einsum("ij,ij->i", X, X)
-        self.Xs = np.empty_like(X)
+        exact32 = (
+            X.size > 0
+            and np.array_equal(X, np.round(X))
+            and X.shape[1] * float(np.abs(X).max()) ** 2 < 2.0**24
+        )
+        self.dtype = np.float32 if exact32 else np.float64
+        self.Xp = X.astype(self.dtype)  # the factors of the products
+        self.Xs = np.empty_like(self.Xp)
         self.sq_s = np.empty(X.shape[0])
         self.groups = []  # (group index, "rbf" gamma or PairwiseKernel, scale)
         self.row = np.full(X.shape[0], -1, dtype=np.intp)  # prefetched row of a position
+        self.Q = np.zeros(0, dtype=np.intp)
         self.ip = np.empty((0, 0))
         self.ip_cols = 0
         self.program = None
         self.gamma0 = None
 
     def add(self, slots, P):
-        self.Xs[slots] = self.X[P]
+        self.Xs[slots] = self.Xp[P]
         self.sq_s[slots] = self.sq[P]
+        if self.Q.size and slots[-1] < self.ip.shape[1]:  # the new columns of ip
+            self.ip[:, slots] = self.Xp[self.Q] @ self.Xs[slots].T
+            self.ip_cols = slots[-1] + 1
 
     def prefetch(self, Q, ns):
-        self.row[:] = -1
+        """Products of the positions ``Q`` with the support (``ns`` slots, and room for
+        ``len(Q)`` more)."""
+        self.row[self.Q] = -1
+        self.Q = Q
         self.row[Q] = np.arange(Q.size)
-        self.ip = self.X[Q] @ self.Xs[:ns].T
+        self.ip = np.empty((Q.size, min(ns + Q.size, self.X.shape[0])))
+        if ns:
+            self.ip[:, :ns] = self.Xp[Q] @ self.Xs[:ns].T
         self.ip_cols = ns
 
     def products(self, P, ns, cols):
         """``X_P X_colsᵀ`` (cols None: the support's first ``ns`` slots)."""
         if cols is not None:
-            return self.X[P] @ self.X[cols].T
+            return (self.Xp[P] @ self.Xp[cols].T).astype(float, copy=False)
         rows = self.row[P]
-        if ns == 0 or np.any(rows < 0) or self.ip_cols > ns:
-            return self.X[P] @ self.Xs[:ns].T
-        out = np.empty((P.size, ns))
-        m = self.ip_cols
-        out[:, :m] = self.ip[rows]
-        if ns > m:
-            out[:, m:] = self.X[P] @ self.Xs[m:ns].T
-        return out
+        if ns == 0 or np.any(rows < 0) or self.ip_cols != ns:
+            return (self.Xp[P] @ self.Xs[:ns].T).astype(float, copy=False)
+        if np.all(np.diff(rows) == 1):  # consecutive rows: a view
+            return self.ip[rows[0] : rows[-1] + 1, :ns]
+        return self.ip[rows, :ns]
 
     def numpy_fill(self, out, ip, sq_rows, sq_cols):
         """Every group of these features into ``out[k]`` (Mk, T, n_cols), in numpy."""
@@ -185,13 +201,15 @@ class _Program:
         Kc = np.empty(self.ip.shape)
         weights = scales[groups] * own
         self.backend.program_combined(self.ip, self.E, kinds, gammas, coef0s, powers, weights, Kc)
-        return Kc @ B[: self.shape[2]]
+        out = np.empty((Kc.shape[0], B.shape[1]))
+        self.backend.rows_times(Kc, B, out)
+        return out
 
     def shared_inner(self, delta, B):
         M = np.empty(self.ip.shape)
-        self.backend.row_products(delta, B, M)
+        rows = self.backend.row_products(delta, B, M)
         out = np.zeros(self.Mk)
-        self.backend.program_inner(self.ip, self.E, *self.features.program, M, out)
+        self.backend.program_inner(self.ip, self.E, *self.features.program, M, rows, out)
         return out
 
 

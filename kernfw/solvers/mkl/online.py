@@ -734,8 +734,8 @@ def solve_online_mkl(
     eta0=1.0,
     max_iter=10,
     radius=None,
-    average="epoch",
-    method="proximal",
+    average=None,
+    method="dual_averaging",
     objective_sample=None,
     random_state=None,
     callback=None,
@@ -772,11 +772,12 @@ def solve_online_mkl(
         squared regularizers and ``F(0)/λ`` for the ℓ2,1 ones (both contain
         the optimum).
     average : {None, "uniform", "weighted", "epoch"}
-        The returned predictor (module docstring).
-    method : {"proximal", "dual_averaging"}
-        The seed's online proximal step (Alg. 1: subgradient step, then the
-        proxes) or regularized dual averaging (:class:`DualAveragingIterate`:
-        the proxes applied to the running gradient sum, sparser).
+        The returned predictor (module docstring); None: the last iterate.
+    method : {"dual_averaging", "proximal"}
+        Regularized dual averaging (:class:`DualAveragingIterate`: the proxes
+        applied to the running gradient sum; groups without signal stay exactly
+        zero) or the seed's online proximal step (Alg. 1: subgradient step, then
+        the proxes).
     objective_sample : int or None
         Evaluate the per-epoch objective on a fixed random subset of this many
         examples (drawn once; None: on all examples).
