@@ -1,6 +1,6 @@
 """Every kernfw estimator at its defaults against its scikit-learn counterpart at its defaults.
 
-Both sides are fitted on the same training split (75/25, stratified, seed 0)
+Both sides are fitted on the same training split (75/25, stratified, ``random_state=0``)
 with no parameter set by hand; the fits of one row are interleaved (kernfw,
 peer, peer, kernfw, ...) and repeated, and the table reports median fit
 times, test accuracies and the ratios kernfw / peer.  Rows:

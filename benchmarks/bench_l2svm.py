@@ -1,4 +1,4 @@
-"""L2SVC (MFW on the L2-SVM, seed 001) against sklearn's SVC (libsvm SMO), at defaults.
+"""L2SVC (MFW on the L2-SVM, [Frandi2013]) against sklearn's SVC (libsvm SMO), at defaults.
 
 Binary tasks, RBF kernel, the same ``gamma`` (SVC's "scale", computed once on
 the training set) and the same ``C`` for both (the models differ: squared vs
@@ -11,7 +11,7 @@ hinge slacks), so both accuracies are reported:
 
 Both estimators run at their defaults (L2SVC: ``tol``, ``cache_size``,
 ``max_iter``; SVC: ``tol``, ``cache_size``) unless ``--tol`` / ``--cache-size``
-are given.  L2SVC's MFW loop runs compiled (numba, ``kernfw.solvers._mfw_numba``);
+are given.  L2SVC's MFW loop runs compiled (numba, ``kernfw.solvers.simplex_qp._numba``);
 ``--numpy`` adds the numpy path (``KERNFW_DISABLE_NUMBA=1``) to the same
 interleaved rounds.  Per size the fits are interleaved (the order rotated every
 round: each model runs after each other one) and repeated; medians, the ratio kernfw ÷ SVC and the accuracy
@@ -64,7 +64,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
-import kernfw.solvers.meb as meb_solver
+import kernfw.solvers.simplex_qp.solve as simplex_qp_solve
 from kernfw import L2SVC, MinimumEnclosingBall
 from kernfw.kernels import resolve_gamma
 
@@ -220,13 +220,13 @@ def meb_as_before(active):
     if not active:
         yield
         return
-    saved = (MinimumEnclosingBall._gram_dtype, meb_solver._default_check_every)
+    saved = (MinimumEnclosingBall._gram_dtype, simplex_qp_solve._default_check_every)
     MinimumEnclosingBall._gram_dtype = lambda self: None
-    meb_solver._default_check_every = lambda n: 10
+    simplex_qp_solve._default_check_every = lambda n: 10
     try:
         yield
     finally:
-        MinimumEnclosingBall._gram_dtype, meb_solver._default_check_every = saved
+        MinimumEnclosingBall._gram_dtype, simplex_qp_solve._default_check_every = saved
 
 
 def meb_compare(n, repeats, seed=0):

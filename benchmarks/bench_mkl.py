@@ -24,7 +24,7 @@ the EasyMKL row is skipped::
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python \\
         benchmarks/bench_mkl.py --repeats 3 --markdown docs/benchmarks/mkl_table.md
 
-``--t-sweep`` instead prints seed 004's t-sweep table (C-CSKL and ν-CSKL, relaxed and
+``--t-sweep`` instead prints the t-sweep table of [CSKL] (C-CSKL and ν-CSKL, relaxed and
 ``exact=True``, on 24 kernels; no peer needed)::
 
     python benchmarks/bench_mkl.py --t-sweep --n-train 500
@@ -180,13 +180,13 @@ def methods(p):
         (
             "l1-MKL (SimpleMKL update, L2-SVM)",
             kernfw_method(
-                lambda: CSKLClassifier("precomputed", t=1, weight_update="reduced_gradient", **l2)
+                lambda: CSKLClassifier("precomputed", t=1, solver="reduced_gradient", **l2)
             ),
         ),
         (
             "l1-MKL (SimpleMKL update, C-SVM)",
             kernfw_method(
-                lambda: CSKLClassifier("precomputed", t=1, weight_update="reduced_gradient", **c)
+                lambda: CSKLClassifier("precomputed", t=1, solver="reduced_gradient", **c)
             ),
         ),
         ("lp-MKL p=2 (L2-SVM)", kernfw_method(lambda: LpMKLClassifier("precomputed", p=2.0, **l2))),
@@ -205,7 +205,7 @@ def methods(p):
 
 
 def t_sweep(args):
-    """Seed 004's t-sweep: C-CSKL and ν-CSKL (one-vs-rest), relaxed and exact=True."""
+    """The t-sweep of [CSKL]: C-CSKL and ν-CSKL (one-vs-rest), relaxed and exact=True."""
     specs = t_sweep_specs()
     grams, tests, ytr, yte = load(args.n_train, args.seed, specs)
     p = len(grams)
@@ -248,7 +248,7 @@ def main(argv=None):
     parser.add_argument(
         "--t-sweep",
         action="store_true",
-        help="instead: the t-sweep table of C-/ν-CSKL on 24 kernels (seed 004)",
+        help="instead: the t-sweep table of C-/ν-CSKL on 24 kernels (the CSKL paper's t-sweep)",
     )
     args = parser.parse_args(argv)
     if args.t_sweep:

@@ -76,7 +76,7 @@ def gamma_of(X):
 
 
 def peak_rss_mb():
-    from kernfw.distributed.shard import peak_memory_mb
+    from kernfw.solvers.simplex_qp.distributed import peak_memory_mb
 
     return peak_memory_mb()
 
@@ -173,8 +173,8 @@ def cluster(workers):
 
 def round_trip_ms(client, n_shards, calls=200):
     """Median time (ms) of one no-op call to ``n_shards`` actors at once."""
-    from kernfw.distributed import ShardedRows
     from kernfw.operators import PairwiseKernel
+    from kernfw.solvers.simplex_qp.distributed import ShardedRows
 
     X = np.zeros((n_shards, 2))
     with ShardedRows(X, PairwiseKernel("linear"), client=client, n_shards=n_shards) as sh:
@@ -188,7 +188,7 @@ def round_trip_ms(client, n_shards, calls=200):
 
 def dask_fit(args, client, n, X, y, X_test, y_test, gamma):
     from kernfw import L2SVC
-    from kernfw.distributed.shard import peak_memory_mb
+    from kernfw.solvers.simplex_qp.distributed import peak_memory_mb
 
     before = client.run(peak_memory_mb)
     model = L2SVC(backend="dask", **l2svc_params(args, gamma))
@@ -208,8 +208,8 @@ def per_row_costs(ds=(10, 20, 50), m=200_000, steps=40):
     """Seconds per row of one worker step at several d (in-process, one BLAS thread)."""
     from threadpoolctl import threadpool_limits
 
-    from kernfw.distributed.shard import RowShard
     from kernfw.operators import PairwiseKernel
+    from kernfw.solvers.simplex_qp.distributed import RowShard
 
     rng = np.random.default_rng(0)
     out = {}

@@ -1,6 +1,6 @@
 """Structural SVMs on OCR chains and digits: compiled chain BCFW, FW, BCFW, SSG, cutting plane.
 
-Two problems, both with λ = 0.01 as in seed 002 (Lacoste-Julien et al., 2013):
+Two problems, both with λ = 0.01 as in [LacosteJulien2013]:
 
 1. **OCR** (``load_ocr``): chain model (unary + start/end bias + transition
    features, D = 26·128 + 2·26 + 26² = 4,056), normalized Hamming loss, train
@@ -16,7 +16,7 @@ medians and ratios; the same for BCFW-wavg and for one duality-gap computation
 after the timed passes; and the cold JIT time (a fresh process with an empty
 numba cache directory, compile + one pass, minus the warm time of the same run).
 
-Part 2 (seed 002, Figure 1): for each problem and method the duality gap and
+Part 2 ([LacosteJulien2013], Figure 1): for each problem and method the duality gap and
 the primal suboptimality ``P(w) − P*`` against effective passes (n oracle
 calls each; the extra oracle pass that computes a gap is not counted), the
 time per pass, and the test error.  ``P*`` comes from a long high-accuracy run
@@ -197,14 +197,20 @@ def run_method(method, model, X, Y, lam, passes, seed):
         return solve_structural_cutting_plane(model, X, Y, lam, max_iter=passes, tol=0.0)
     if method.startswith("BCFW"):
         return solve_structural_bcfw(
-            model, X, Y, lam, averaging=method.endswith("wavg"), tol=0.0, **common
+            model,
+            X,
+            Y,
+            lam,
+            averaging="weighted" if method.endswith("wavg") else "none",
+            tol=0.0,
+            **common,
         )
     return solve_structural_ssg(
         model,
         X,
         Y,
         lam,
-        averaging=method.endswith("wavg"),
+        averaging="weighted" if method.endswith("wavg") else "none",
         max_iter=passes,
         check_every=1,
         random_state=seed,
@@ -234,7 +240,7 @@ def optimum(model, X, Y, lam, passes):
             X,
             Y,
             lam,
-            averaging=False,
+            averaging="none",
             sample="perm",
             max_iter=passes,
             tol=1e-7,

@@ -1,7 +1,7 @@
-"""Controlled-sparsity kernel learning: accuracy and number of kernels vs t (seed 004)
+"""Controlled-sparsity kernel learning: accuracy and number of kernels vs t (CSKL)
 ====================================================================================
 
-The seed's experiment in small: CSKL learns kernel weights γ in the capped simplex
+The experiment of the CSKL paper in small: CSKL learns kernel weights γ in the capped simplex
 {0 ≤ γ_j ≤ 1, Σ_j γ_j = t} for a family of kernels on the digits images (RBF of
 several widths on all pixels, RBF on row/column blocks and quadrants of the 8 × 8
 image, polynomial and linear), for a range of budgets t.  The script prints, and

@@ -1,7 +1,7 @@
-"""L2-SVM as a minimum enclosing ball: plain Frank-Wolfe vs away-step MFW (seed 001)
+"""L2-SVM as a minimum enclosing ball: plain FW vs away-step MFW (Frandi et al. 2013)
 ==================================================================================
 
-The seed's experiment in small: the binary L2-SVM of the core vector machine
+The experiment of Frandi et al. (2013) in small: the binary L2-SVM of the core vector machine
 (RBF kernel, C = 10, math.md §2.1) is the minimum enclosing ball of the
 modified kernel k̃; plain FW (steps toward the farthest point) converges
 sublinearly, MFW (which also steps away from the nearest support point and
@@ -28,7 +28,7 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from kernfw.kernels import make_operator  # noqa: E402
 from kernfw.plotting import plot_convergence  # noqa: E402
-from kernfw.solvers.meb import l2svm, solve_simplex_qp  # noqa: E402
+from kernfw.solvers.simplex_qp import solve_l2svm, solve_simplex_qp  # noqa: E402
 
 
 def data(n, seed=0):
@@ -46,10 +46,10 @@ def runs(X, y, C, max_iter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return {
-            "L2-SVM FW": l2svm(op, y, C, method="fw", **common),
-            "L2-SVM MFW": l2svm(op, y, C, method="mfw", **common),
-            "MEB FW": solve_simplex_qp(op, q=op.diag(), method="fw", **common),
-            "MEB MFW": solve_simplex_qp(op, q=op.diag(), method="mfw", **common),
+            "L2-SVM FW": solve_l2svm(op, y, C, solver="lsfw", **common),
+            "L2-SVM MFW": solve_l2svm(op, y, C, solver="mfw", **common),
+            "MEB FW": solve_simplex_qp(op, q=op.diag(), solver="lsfw", **common),
+            "MEB MFW": solve_simplex_qp(op, q=op.diag(), solver="mfw", **common),
         }
 
 

@@ -1,5 +1,5 @@
-"""Seed 000, Fig. 1 at small scale: LSFW vs StdFW vs PG on digits (RBF kernel)
-============================================================================
+"""Tajima et al. (2021), Fig. 1 in small: LSFW vs StdFW vs PG on digits (RBF kernel)
+=================================================================================
 
 Plots the primal suboptimality ``P(w_t) − P*`` and LSFW's certified duality gap
 against the iteration count for the max hinge and the top-k hinge.  ``P*`` is

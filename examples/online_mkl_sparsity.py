@@ -1,13 +1,13 @@
-"""Online MKL for structured prediction: sparsity in groups at equal accuracy (seed 003)
-=====================================================================================
+"""Online MKL for structured prediction: group sparsity at equal accuracy (Martins et al. 2011)
+============================================================================================
 
-The seed's claim in small, on the OCR words (chains over 26 letters): a chain model
+The claim of Martins et al. (2011) in small, on the OCR words (chains over 26 letters): a chain model
 whose unary part is split into 8 kernel groups (linear, two polynomials, five RBF
 widths on the letter image) plus one explicit group of transitions, trained online
 with the squared ℓ2,1 regularizer, switches whole groups off as λ grows while its
 per-letter test error stays at or below the single-kernel model's (``StructuredSVM``
-with linear features, BCFW).  The online proximal step of the seed keeps almost every
-group alive at these epoch counts; regularized dual averaging (``method=
+with linear features, BCFW).  The paper's online proximal step keeps almost every
+group alive at these epoch counts; regularized dual averaging (``solver=
 "dual_averaging"``, the same proxes applied to the averaged gradient) zeroes them.
 
 Run::
@@ -66,7 +66,7 @@ def main():
     for method in ("proximal", "dual_averaging"):
         for lam in lams:
             est = OnlineMKLStructured(
-                Chain(26), GROUPS, lam=lam, max_iter=epochs, method=method, random_state=0
+                Chain(26), GROUPS, lam=lam, max_iter=epochs, solver=method, random_state=0
             ).fit(Xtr, Ytr)
             err = letter_error(Yte, est.predict(Xte))
             results[method, lam] = (err, est.n_active_groups_)

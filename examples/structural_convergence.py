@@ -1,5 +1,5 @@
-"""Seed 002's Figure 1 on OCR: FW, BCFW, BCFW-wavg, SSG, SSG-wavg and the cutting plane
-====================================================================================
+"""Lacoste-Julien et al. (2013), Fig. 1 on OCR: FW, BCFW(-wavg), SSG(-wavg), cutting plane
+=======================================================================================
 
 Reproduces the OCR panels of Figure 1 of the block-coordinate Frank-Wolfe
 paper (Lacoste-Julien et al., 2013): the primal suboptimality ``P(w) − P*``,
@@ -9,7 +9,7 @@ bias and transition features and the normalized Hamming loss (math.md §3.8),
 λ = 0.01, trained on folds 1–9 of the OCR words (6,251 words) and tested on
 fold 0 (626 words).
 
-Methods: batch Frank-Wolfe (``step="exact"``), BCFW and its weighted average
+Methods: batch Frank-Wolfe with exact line search (``solver="lsfw"``), BCFW and its weighted average
 BCFW-wavg, the stochastic subgradient method SSG (Pegasos steps) and SSG-wavg,
 and the 1-slack cutting plane of SVMstruct
 (:mod:`kernfw.solvers.cutting_plane`).  Every method is certified (or, for
@@ -119,7 +119,7 @@ def main(argv=None):
             X,
             Y,
             args.lam,
-            averaging=False,
+            averaging="none",
             sample="perm",
             max_iter=6 * passes,
             check_every=passes,

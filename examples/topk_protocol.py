@@ -1,5 +1,5 @@
-"""Seed 000, Table 1 protocol: top-k errors of the six multi-category losses
-=========================================================================
+"""Tajima et al. (2021), Table 1 protocol: top-k errors of the six multi-category losses
+=====================================================================================
 
 Repeated random 50/50 splits; in each training half the regularization ``C``
 (``λ = 1/(C·n)``) is chosen by cross-validation; the top-1 … top-k test errors

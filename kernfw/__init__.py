@@ -28,6 +28,7 @@ _LAZY = {
     "OnlineMKLStructured": "kernfw.estimators.online_mkl",
     "LpMKLClassifier": "kernfw.estimators.mkl",
     "evaluate": "kernfw.evaluation",
+    "sweep": "kernfw.sweeps",
 }
 
 # subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use
@@ -41,14 +42,10 @@ _SUBMODULES = {
     "reference",
     "solvers",
     "structured",
+    "sweeps",
 }
 
-# ``kernfw.sweep`` is both a module and its main function: importing the function
-# here, during package initialization, binds the name to the function for good
-# (the import system sets the submodule attribute only when it first loads it).
-from .sweep import sweep  # noqa: E402
-
-__all__ = sorted(_LAZY) + ["sweep", "__version__"]
+__all__ = sorted(_LAZY) + ["__version__"]
 
 
 def __getattr__(name):

@@ -1,14 +1,29 @@
 """Input checks shared by operators, solvers and estimators."""
 
+import math
+import numbers
+
 import numpy as np
 from sklearn.utils.validation import check_array
 
-__all__ = ["check_features", "check_new_features", "check_gram"]
+__all__ = ["check_features", "check_new_features", "check_gram", "check_positive"]
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
 #: rows compared per block in the symmetry check of a Gram matrix
 _SYMMETRY_BLOCK = 512
+
+
+def check_positive(name, value):
+    """``float(value)`` if it is a finite real number ``> 0``, else ValueError naming ``name``.
+
+    Booleans are refused (``True`` is not a tolerance), and so are NaN and ±inf.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
 
 
 def check_features(X, name="X"):

@@ -79,7 +79,7 @@ def _ocr_path(path):
 def load_ocr(path=None, test_fold=0):
     """The OCR words as chains: 16×8 binary letter images, 26 states (a–z).
 
-    The paper's split (seed 002): train on folds other than ``test_fold``
+    The split of [LacosteJulien2013]: train on folds other than ``test_fold``
     (folds 1–9, 6,251 words) and test on ``test_fold`` (fold 0, 626 words).
 
     Parameters

@@ -1,4 +1,4 @@
-"""The evaluation protocol of seed 000 (:func:`kernfw.evaluate`).
+"""The evaluation protocol of [Tajima2021] (:func:`kernfw.evaluate`).
 
 Repeated splits, inner CV, top-k errors, paired t-tests.
 
@@ -6,7 +6,7 @@ Repeated splits, inner CV, top-k errors, paired t-tests.
 ``decision_function`` or ``predict_proba``, kernfw's included):
 
 1. ``n_trials`` random stratified splits of the data into a training and a
-   test part (50/50 by default, as in the seed);
+   test part (50/50 by default, as in [Tajima2021]);
 2. inside each training part, the regularization (``C``, or ``lam`` for
    estimators without ``C``) chosen by ``cv``-fold cross-validation over a
    grid, through :func:`kernfw.sweep` (one shared kernel, warm starts);
@@ -135,7 +135,7 @@ class EvaluationResults:
             Name of the best method.
         ties : list of str
             Methods whose paired t-test against the best has ``p ≥ alpha``
-            (no significant difference; the seed underlines them).
+            (no significant difference; [Tajima2021] underlines them).
         """
         j = self._column(k)
         a = int(np.argmin(self.mean()[:, j]))
@@ -236,7 +236,7 @@ def _rho(k, m):
 
 
 def loss_methods(n_classes, k=3, **params):
-    """The six losses of seed 000 as :class:`~kernfw.MultiClassSVM` methods.
+    """The six losses of [Tajima2021] as :class:`~kernfw.MultiClassSVM` methods.
 
     Parameters
     ----------
@@ -268,12 +268,12 @@ def loss_methods(n_classes, k=3, **params):
 
 
 def solver_methods(max_iter=1000, **params):
-    """Seed 000's Table 1 methods: PG, StdFW and LSFW with the same iteration budget.
+    """The methods of Table 1 of [Tajima2021]: PG, StdFW and LSFW with the same iteration budget.
 
     Parameters
     ----------
     max_iter : int, default=1000
-        The budget of every solver (the seed runs 1,000 iterations).
+        The budget of every solver ([Tajima2021] runs 1,000 iterations).
     **params
         Further MultiClassSVM parameters (loss, kernel, ...).
 
@@ -323,7 +323,7 @@ def topk_errors(estimator, X, y, ks):
 
 def _select(estimator, X, y, param, values, cv, n_jobs):
     """The grid value with the best mean validation score (ties: the first)."""
-    from .sweep import sweep
+    from .sweeps import sweep
 
     table = sweep(estimator, X, y, param=param, values=values, cv=cv, n_jobs=n_jobs)
     val = table["val_score"]
@@ -363,7 +363,7 @@ def evaluate(
     n_jobs=None,
     verbose=0,
 ):
-    """Compare classifiers by the top-k protocol of seed 000.
+    """Compare classifiers by the top-k protocol of [Tajima2021].
 
     Parameters
     ----------
@@ -375,7 +375,7 @@ def evaluate(
     y : array-like of shape (n,)
         Class labels (at least 2 classes).
     n_trials : int, default=20
-        Number of random stratified splits (the seed uses 20).
+        Number of random stratified splits ([Tajima2021] uses 20).
     test_size : float, default=0.5
         Test fraction of each split.
     param : str, dict of {str: str or None} or None

@@ -37,6 +37,10 @@ __all__ = ["make_operator", "resolve_gamma", "KernelSpec", "parse_spec"]
 
 #: default memory budget (MB) under which a kernel is materialized as a Gram
 GRAM_MAX_MB = 1024.0
+#: the smaller budget (MB) of the column-wise solvers (MFW of L2SVC and MinimumEnclosingBall):
+#: they read about one kernel column per iteration, so a larger Gram is evaluated
+#: column by column (through the ``cache_size`` column cache) instead of precomputed
+COLUMN_GRAM_MAX_MB = 32.0
 
 #: the ``backend=`` choices of :func:`make_operator`
 BACKEND_CHOICES = ("auto", "gram", "function", "features")
@@ -118,7 +122,7 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None)
     dtype = np.dtype(X.dtype if gram_dtype is None else gram_dtype)
     gram_mb = n * n * dtype.itemsize / 2**20
     if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
-        op = Gram(kernel(X, X).astype(dtype, copy=False), kernel=kernel, X=X, check=False)
+        op = Gram.from_kernel(kernel, X, dtype)
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False, dtype=dtype)
     return normalize(op, spec.normalization)
@@ -199,7 +203,7 @@ def make_operator(
         of a :class:`KernelFunction`.  ``np.float32`` halves their memory and the
         memory traffic of the solvers that read them, as libsvm's float kernel
         cache does.  A Gram is still evaluated in the precision of ``X``; the
-        compiled column step of :mod:`kernfw.solvers.meb` evaluates a float32
+        compiled column step of :mod:`kernfw.solvers.simplex_qp` evaluates a float32
         RBF column in float32.  Precomputed Gram matrices keep their dtype.
 
     Returns

@@ -1,4 +1,4 @@
-"""The six multi-category losses of seed 000 as mdos support functions (math.md §1.2–§1.3).
+"""The six multi-category losses of [Tajima2021] as mdos support functions (math.md §1.2–§1.3).
 
 For example ``i`` with scores ``s_i`` and label ``y_i`` every loss is evaluated on
 the *margin-violation vector*

@@ -8,7 +8,7 @@ Save with ``fig.savefig("out.png")``.
 
 - :func:`plot_convergence`: duality gap and primal suboptimality ``P − P*``
   against iterations and against time, several solvers on the same axes,
-  log scale (the seeds' convergence figures, math.md §1.9, §2, §3);
+  log scale (the papers' convergence figures, math.md §1.9, §2, §3);
 - :func:`plot_sweep`: score and certified gap against the swept parameter;
 - :func:`plot_kernel_weights`: bar chart of MKL kernel weights (math.md §5);
 - :func:`plot_topk_errors`: top-k test errors ± std of :func:`kernfw.evaluate`;

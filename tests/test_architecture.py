@@ -23,7 +23,7 @@ FORBIDDEN = {
         "kernfw.estimators",
         "kernfw.fw",
         "kernfw.cli",
-        "kernfw.sweep",
+        "kernfw.sweeps",
         "kernfw.distributed",
         "kernfw.reference",
     ),
@@ -32,12 +32,32 @@ FORBIDDEN = {
         "kernfw.estimators",
         "kernfw.operators",
         "kernfw.cli",
-        "kernfw.sweep",
+        "kernfw.sweeps",
         "kernfw.distributed",
     ),
-    "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweep", "kernfw.reference"),
-    "kernfw.estimators": ("kernfw.cli", "kernfw.sweep"),
+    "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweeps", "kernfw.reference"),
+    "kernfw.estimators": ("kernfw.cli", "kernfw.sweeps"),
+    "kernfw.distributed": ("kernfw.estimators", "kernfw.cli", "kernfw.sweeps", "kernfw.reference"),
 }
+
+#: the simplex-QP package, bottom up: a module imports only the modules before it
+SIMPLEX_QP = [
+    "dense",
+    "certificate",
+    "active_set",
+    "start",
+    "iterate",
+    "_columns_numba",
+    "_numba",
+    "compiled",
+    "cvm",
+    "solve",
+    "soft_ball",
+    "l2svm",
+    "distributed.shard",
+    "distributed.rows",
+    "distributed.iterate",
+]
 
 
 def _modules():
@@ -132,6 +152,22 @@ def test_layers_import_downwards_only():
                     for line, target in _imports(name, path, mods)
                     if any(target == a or target.startswith(a + ".") for a in above)
                 ]
+    assert not wrong, wrong
+
+
+def test_simplex_qp_package_imports_downwards():
+    mods = _modules()
+    package = "kernfw.solvers.simplex_qp"
+    order = [f"{package}.{name}" for name in SIMPLEX_QP]
+    assert sorted(order) == sorted(
+        m for m in mods if m.startswith(package + ".") and m != f"{package}.distributed"
+    )
+    wrong = [
+        f"{name}:{line} imports {target}"
+        for k, name in enumerate(order)
+        for line, target in _imports(name, mods[name], mods)
+        if target.startswith(package + ".") and target not in order[:k]
+    ]
     assert not wrong, wrong
 
 

@@ -1,4 +1,4 @@
-"""``kernfw evaluate``: the seed-000 protocol on the command line."""
+"""``kernfw evaluate``: the protocol of [Tajima2021] on the command line."""
 
 import csv
 import os
@@ -88,9 +88,22 @@ def test_solvers_methods_and_baseline(capsys):
         assert re.search(rf"^{name}\s+0\.\d{{4}} ± ", out, re.M), out
 
 
+def test_progress_option(capsys):
+    """Issue 23 item 8: ``kernfw evaluate`` rejected ``--progress``."""
+    common = ["evaluate", "--data", "iris", "--trials", "1", "--values", "1", "--cv", "2"]
+    common += ["--methods", "solvers", "--kernel", "linear"]
+    status, out, err = run_main(capsys, *common, "--progress", "lines")
+    assert status == 0, err
+    assert out.count("[evaluate] trial 1/1") == 3  # one line per (trial, method) fit
+    status, out, err = run_main(capsys, *common, "--progress", "none")
+    assert status == 0, err
+    assert "[evaluate]" not in out
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [
+        (["--data", "iris", "--progress", "bar"], "--progress"),
         (["--data", "iris", "--k", "3"], "--k 3 needs"),
         (["--data", "no-such-file.svm"], "neither a bundled dataset"),
         (["--data", "iris", "--plot", "x.txt"], "--plot"),

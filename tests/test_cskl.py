@@ -19,7 +19,6 @@ from kernfw.estimators._multiclass_decomposition import binary_problems
 from kernfw.fw import armijo_step
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, MultiKernel
-from kernfw.operators.l2svm import L2SVMKernel
 from kernfw.solvers.mkl.capped_simplex import (
     check_t,
     project_capped_simplex,
@@ -34,6 +33,7 @@ from kernfw.solvers.mkl.cskl import (
     solve_cskl,
 )
 from kernfw.solvers.mkl.inner_svm import KernelWeightObjective, coding_matrix, make_inner_svm
+from kernfw.solvers.simplex_qp import L2SVMKernel
 
 N_POINTS = 40
 SPECS = [("rbf", {"gamma": 0.5, "columns": [j]}) for j in range(6)] + [
@@ -250,7 +250,7 @@ def test_cskl_optimum_matches_cvxpy(problem, references, svm, update):
     # the FW (LP) direction zig-zags (math.md §5.3): it is run to tol=1e-3, the others to 1e-5;
     # each must converge and then be within its tol of the cvxpy optimum
     tol = 1e-3 if update == "frank_wolfe" else 1e-5
-    res = solve_cskl(K, y, 2.0, svm=svm, nu=0.3, weight_update=update, tol=tol, max_iter=100)
+    res = solve_cskl(K, y, 2.0, svm=svm, nu=0.3, solver=update, tol=tol, max_iter=100)
     ref = references(svm, 2.0)
     assert res.converged and res.gap <= tol * abs(res.primal)
     _check_against_reference(res, ref, converged_rel=tol)
@@ -377,7 +377,7 @@ def test_reported_gap_equals_its_definition(problem, update, t):
     K, y, grams = problem
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = solve_cskl(K, y, t, svm="c", weight_update=update, tol=1e-4, max_iter=5)
+        res = solve_cskl(K, y, t, svm="c", solver=update, tol=1e-4, max_iter=5)
     G, d = _gap_from_definition(res, grams, t)
     np.testing.assert_allclose(res["d"], d, rtol=1e-9, atol=1e-12 * d.max())
     assert res.gap == pytest.approx(G, rel=1e-8, abs=1e-12 * d.max())
@@ -445,7 +445,7 @@ def test_history_records_every_outer_iteration(problem):
 def test_stalled_run_warns_and_returns_the_best_iterate(problem):
     K, y, _ = problem
     with pytest.warns(ConvergenceWarning, match="CSKL"):
-        res = solve_cskl(K, y, 2.0, svm="c", weight_update="frank_wolfe", tol=1e-12, max_iter=3)
+        res = solve_cskl(K, y, 2.0, svm="c", solver="frank_wolfe", tol=1e-12, max_iter=3)
     assert not res.converged and res.gap == res.history["gap"].min()
 
 
@@ -460,8 +460,8 @@ def test_bad_input_is_rejected(problem):
         solve_cskl([], y, 1.0)
     with pytest.raises(ValueError, match="different sizes"):
         solve_cskl([Gram(grams[0]), Gram(grams[1][:30, :30])], y, 1.0)
-    with pytest.raises(ValueError, match="weight_update"):
-        solve_cskl(K, y, 1.0, weight_update="newton")
+    with pytest.raises(ValueError, match="solver"):
+        solve_cskl(K, y, 1.0, solver="newton")
     y3 = _data(n=K.n, n_classes=3)[1]
     with pytest.raises(ValueError, match="svm='c' only"):
         solve_cskl(K, y3, 1.0, svm="l2", problems=_problems(y3, 3, "ovo"))
@@ -606,9 +606,6 @@ def test_default_kernel_family_needs_no_arguments():
     assert LpMKLClassifier().fit(X, y).n_kernels_ == 5
 
 
-def test_kernels_is_a_deprecated_alias_of_kernel():
-    X, y = _data()
-    new = CSKLClassifier(kernel=SPECS[:3], svm="c").fit(X, y)
-    with pytest.warns(FutureWarning, match="`kernels` is deprecated"):
-        old = CSKLClassifier(kernels=SPECS[:3], svm="c").fit(X, y)
-    np.testing.assert_allclose(old.kernel_weights_, new.kernel_weights_)
+def test_the_kernels_alias_is_gone():
+    with pytest.raises(TypeError, match="kernels"):
+        CSKLClassifier(kernels=SPECS[:3])

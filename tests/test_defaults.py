@@ -1,17 +1,34 @@
-"""MultiClassSVM at its defaults: the C/λ convention, the default solver and its numpy
-fallback, convergence and accuracy on digits; clear behaviour on degenerate input."""
+"""Estimators at their defaults.  MultiClassSVM: the C/λ convention, the default solver and
+its numpy fallback, convergence and accuracy on digits, clear behaviour on degenerate input;
+every estimator: converges at its defaults on the data the docs use."""
 
 import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits, make_classification
+from sklearn.datasets import (
+    load_breast_cancer,
+    load_digits,
+    load_iris,
+    load_wine,
+    make_classification,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import LinearSVC
 
-from kernfw import MultiClassSVM
+from kernfw import (
+    L2SVC,
+    CSKLClassifier,
+    LpMKLClassifier,
+    MinimumEnclosingBall,
+    MultiClassSVM,
+    OnlineMKLClassifier,
+    StructuredSVM,
+)
+from kernfw.datasets import make_chains
 from kernfw.estimators._base import resolve_lam, solver_seed
+from kernfw.structured import Chain, MultiClass
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +257,94 @@ def test_float32_gram_storage_is_a_function_of_tol(digits_split):
     P_exact = exact.primal_objective_
     assert abs(fast.primal_objective_ - P_exact) <= fast.duality_gap_ + 1e-5 * P_exact
     assert abs(fast.score(Xte, yte) - exact.score(Xte, yte)) <= 0.02
+
+
+# ---------------------------------------------------------------------------
+# every estimator at its defaults converges on the data the docs use (issue 23 item 4)
+# ---------------------------------------------------------------------------
+def _standardized(loader):
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = loader(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+DOC_DATA = {
+    "digits": lambda: (load_digits(return_X_y=True)[0] / 16.0, load_digits(return_X_y=True)[1]),
+    "iris": lambda: load_iris(return_X_y=True),
+    "wine": lambda: _standardized(load_wine),
+    "breast_cancer": lambda: _standardized(load_breast_cancer),
+    "make_classification": lambda: make_classification(
+        n_samples=5000,
+        n_features=20,
+        n_informative=10,
+        n_redundant=5,
+        flip_y=0.01,
+        random_state=0,
+    ),
+}
+
+#: the estimators with a certificate, built at their defaults for labels ``y``
+CERTIFIED = {
+    "MultiClassSVM": lambda y: MultiClassSVM(),
+    "L2SVC": lambda y: L2SVC(),
+    "MinimumEnclosingBall": lambda y: MinimumEnclosingBall(),
+    "StructuredSVM": lambda y: StructuredSVM(MultiClass(np.unique(y).size)),
+    "CSKLClassifier": lambda y: CSKLClassifier(),
+    "LpMKLClassifier": lambda y: LpMKLClassifier(),
+}
+
+#: (estimator, data) pairs of a few seconds or more: run with ``-m slow``
+SLOW = {
+    ("CSKLClassifier", "digits"),
+    ("LpMKLClassifier", "digits"),
+    ("CSKLClassifier", "make_classification"),
+    ("LpMKLClassifier", "make_classification"),
+}
+
+
+def _fit_without_warning(est, X, y):
+    """``est.fit`` (no labels for the ball), a ConvergenceWarning raised as an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return est.fit(X) if isinstance(est, MinimumEnclosingBall) else est.fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        pytest.param(name, data, marks=[pytest.mark.slow] if (name, data) in SLOW else [])
+        for name in CERTIFIED
+        for data in DOC_DATA
+    ],
+)
+def test_every_estimator_converges_at_its_defaults(name, data):
+    X, y = DOC_DATA[data]()
+    y = np.unique(y, return_inverse=True)[1]  # labels 0 … m−1, as MultiClass wants
+    est = _fit_without_warning(CERTIFIED[name](y), X, y)
+    assert np.all(est.converged_), (name, data)
+    gap, primal, dual = est.duality_gap_, est.primal_objective_, est.dual_objective_
+    scale = np.abs(dual) if name in ("L2SVC", "MinimumEnclosingBall") else np.abs(primal)
+    assert np.all(gap <= est.tol * scale), (name, data)  # tol is the relative gap
+
+
+def test_structured_svm_defaults_converge_on_make_chains():
+    """Issue 23 item 4: ``StructuredSVM(Chain(3), random_state=0)`` on
+    ``make_chains(100, random_state=0)`` stopped at 2,000 passes with an absolute gap
+    1.0e-3; its tol is now the relative gap, and the default fit converges (about 1,160
+    passes; other seeds too)."""
+    X, Y = make_chains(100, random_state=0)
+    for seed in (0, 1, 2):
+        svm = _fit_without_warning(StructuredSVM(Chain(3), random_state=seed), X, Y)
+        assert svm.converged_ and svm.n_iter_ < svm.max_iter
+        assert svm.duality_gap_ <= svm.tol * svm.primal_objective_
+        assert svm.score(X, Y) > 0.9
+
+
+def test_online_mkl_defaults_run_their_epochs_without_warning():
+    """The online estimators certify nothing (no ``tol``): at their defaults they run
+    ``max_iter`` epochs, report ``n_iter_ == max_iter`` and do not warn."""
+    X, y = DOC_DATA["iris"]()
+    est = _fit_without_warning(OnlineMKLClassifier(random_state=0), X, y)
+    assert est.n_iter_ == est.max_iter and not est.converged_
+    assert "tol" not in est.get_params()

@@ -3,6 +3,7 @@ build that fails on a broken reference (the Sphinx tests run only with the ``doc
 
 import ast
 import importlib
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -19,7 +20,7 @@ REQUIRED = (
     "kernfw.operators",
     "kernfw.structured",
     "kernfw.reference",
-    "kernfw.sweep",
+    "kernfw.sweeps",
     "kernfw.plotting",
 )
 
@@ -73,7 +74,7 @@ def test_api_reference_documents_every_public_name(kernfw_docs):
             value = getattr(module, name)
             if callable(value):
                 assert id(value) in documented, f"{modname}.{name} is not documented"
-    assert "kernfw.reference" in pages and "kernfw.sweep" in pages
+    assert "kernfw.reference" in pages and "kernfw.sweeps" in pages
 
 
 def test_intersphinx_offline_and_local_inventories(kernfw_docs, tmp_path):
@@ -175,3 +176,107 @@ def test_gallery_shows_the_figure_an_example_saved(kernfw_docs, tmp_path, monkey
     rst = kernfw_docs.saved_figure_scraper(None, block_vars, conf)
     assert "img_001.png" in rst and (tmp_path / "docs" / "img_001.png").is_file()
     assert not out.exists()
+
+
+# -- citations: every "math.md §x.y" and every [Key] resolves; no internal labels ------------
+
+#: ``§1``, ``§2.3``, ``§ 3.8`` — a section of docs/math.md
+SECTION = re.compile(r"§ ?(\d+(?:\.\d+)*)")
+#: a numbered heading of docs/math.md: ``## 1. Title`` or ``### 1.3 Title``
+HEADING = re.compile(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", re.MULTILINE)
+#: a citation key, ``[Tajima2021]`` or ``[Bach2004; Kloft2011]`` (never a Markdown link)
+CITATION = re.compile(
+    r"\[((?:[A-Z][A-Za-z]+\d{4}|CSKL)(?:; ?(?:[A-Z][A-Za-z]+\d{4}|CSKL))*)\](?!\()"
+)
+#: a reference entry of docs/references.md: the key alone on its line
+ENTRY = re.compile(r"^\[([A-Za-z]+\d{0,4})\]$", re.MULTILINE)
+#: internal labels and paths outside the repository that the product must not contain
+FORBIDDEN = re.compile(
+    r"seed 0|\bthe seed\b|\bseed's|\bseeds'|/work/|\.\./shared|shared/(?:docs|seeds)", re.IGNORECASE
+)
+
+
+def _product_files(*, math=True):
+    """The text files a user reads: kernfw's sources and data notes, the pages of docs/
+    (not the build), README.md, the examples and the benchmark scripts."""
+    files = [p for p in (ROOT / "kernfw").rglob("*") if p.suffix in (".py", ".md", ".txt")]
+    files += [
+        p
+        for p in DOCS.rglob("*")
+        if p.suffix in (".md", ".py", ".rst", ".html")
+        and "_build" not in p.parts
+        and "generated" not in p.parts
+        and "auto_examples" not in p.parts
+        and (math or p.name != "math.md" or p.parent != DOCS)
+    ]
+    files += [ROOT / "README.md", *EXAMPLES, *sorted((ROOT / "benchmarks").glob("*.py"))]
+    return sorted(set(files))
+
+
+def _sections_cited(text):
+    return set(SECTION.findall(text))
+
+
+def _math_headings():
+    return set(HEADING.findall((DOCS / "math.md").read_text(encoding="utf-8")))
+
+
+def test_citation_patterns_find_what_they_should():
+    assert _sections_cited("math.md §1.4–§1.9, (§ 3.8 (ii)) and §0") == {"1.4", "1.9", "3.8", "0"}
+    text = "## 1. Multi\n### 1.10 Moreau smoothing\n#### 3.8.1 deep\n# 9 title\n"
+    assert set(HEADING.findall(text)) == {"1", "1.10", "3.8.1"}
+    assert CITATION.findall("[Tajima2021], [Bach2004; Kloft2011], [CSKL] [docs](math.md)") == [
+        "Tajima2021",
+        "Bach2004; Kloft2011",
+        "CSKL",
+    ]
+    assert FORBIDDEN.search("See Seed 004") and FORBIDDEN.search("as in ../shared/docs")
+    assert FORBIDDEN.search("random_state=0") is None and FORBIDDEN.search("the seed's (2.24)")
+
+
+def test_math_citations_resolve():
+    """Every ``§x.y`` cited in the code, the docs (but math.md), README, examples and
+    benchmarks is a numbered heading of docs/math.md."""
+    headings = _math_headings()
+    assert {"0", "1", "1.10", "2.5", "3.9", "4.6", "5.3", "6", "7"} <= headings
+    missing = {}
+    for path in _product_files(math=False):
+        cited = _sections_cited(path.read_text(encoding="utf-8"))
+        if cited - headings:
+            missing[str(path.relative_to(ROOT))] = sorted(cited - headings)
+    assert not missing, f"citations of sections that docs/math.md does not have: {missing}"
+
+
+def test_math_cites_only_its_own_sections():
+    text = (DOCS / "math.md").read_text(encoding="utf-8")
+    assert _sections_cited(text) <= _math_headings()
+
+
+def test_paper_keys_resolve_on_the_references_page():
+    """Every ``[Key]`` cited anywhere resolves to an entry of docs/references.md, and the
+    references page is in the toctree of the landing page."""
+    entries = set(ENTRY.findall((DOCS / "references.md").read_text(encoding="utf-8")))
+    assert {"Tajima2021", "Frandi2013", "LacosteJulien2013", "Martins2011", "CSKL"} <= entries
+    unknown = {}
+    for path in _product_files():
+        keys = {
+            key.strip()
+            for group in CITATION.findall(path.read_text(encoding="utf-8"))
+            for key in group.split(";")
+        }
+        if keys - entries:
+            unknown[str(path.relative_to(ROOT))] = sorted(keys - entries)
+    assert not unknown, f"citation keys missing from docs/references.md: {unknown}"
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    assert "\nreferences\n" in index.split("{toctree}")[1]
+
+
+def test_no_internal_labels_or_outside_paths():
+    """The product cites papers, not internal labels ("seed 000"), and names no path
+    outside the repository."""
+    found = {}
+    for path in _product_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if FORBIDDEN.search(line):
+                found.setdefault(str(path.relative_to(ROOT)), []).append(number)
+    assert not found, f"internal labels or outside paths (file: lines): {found}"

@@ -1,4 +1,4 @@
-"""kernfw.evaluate: the seed-000 protocol (splits, inner CV, top-k errors, paired t-tests)."""
+"""kernfw.evaluate: the protocol of [Tajima2021] (splits, inner CV, top-k errors, paired t-tests)."""
 
 import csv
 

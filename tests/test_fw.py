@@ -151,7 +151,7 @@ def test_max_iter_warns_and_returns_the_best_iterate():
     message = str(record[0].message)
     assert (
         "Toy stopped at max_iter=4" in message
-        and "duality gap 1 before its stopping rule (gap <= tol=0.5) held" in message
+        and "duality gap 1 before its stopping rule (gap + rounding <= tol=0.5) held" in message
     )
     assert "the best iterate is returned" in message and "increase max_iter" in message
     assert res.status == "max_iter" and not res.converged and res.n_iter == 4
@@ -212,7 +212,16 @@ def test_callback_sees_each_row_and_can_stop_the_run():
     assert res.status == "callback" and not res.converged and res.n_iter == 2
     assert [r["iteration"] for r in rows] == [0, 1, 2]
     assert [r["gap"] for r in rows] == [5.0, 4.0, 3.0]
-    assert set(rows[0]) == {"iteration", "time", "primal", "dual", "gap", "step", "calls"}
+    assert set(rows[0]) == {
+        "iteration",
+        "time",
+        "primal",
+        "dual",
+        "gap",
+        "rounding",
+        "step",
+        "calls",
+    }
 
 
 def test_callback_returning_none_continues():

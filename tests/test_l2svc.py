@@ -1,4 +1,4 @@
-"""The L2-SVM (math.md §2.1, §2.7): ``l2svm``, ``L2SVMKernel`` and the ``L2SVC`` estimator."""
+"""The L2-SVM (math.md §2.1, §2.7): ``solve_l2svm``, ``L2SVMKernel`` and the ``L2SVC`` estimator."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from kernfw.estimators.l2svc import L2SVC
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, KernelFunction
-from kernfw.solvers.meb import L2SVMKernel, l2svm, solve_simplex_qp
+from kernfw.solvers.simplex_qp import L2SVMKernel, solve_l2svm, solve_simplex_qp
 
 KERNELS = [("linear", {}), ("rbf", {"gamma": 0.5})]
 
@@ -58,7 +58,7 @@ def test_l2svm_matches_cvxpy(kernel, params, C):
     Xt = np.random.default_rng(3).normal(size=(20, 3))
     K = pairwise_kernels(X, metric=kernel, **params)
     ref = l2svm_reference(K, y, C)
-    res = l2svm(Gram(K), y, C, tol=1e-12)
+    res = solve_l2svm(Gram(K), y, C, tol=1e-12)
     P = ref["objective"]
     assert res.converged
     assert abs(res.dual - P) <= 1e-6 * abs(P)  # dual optimum to 1e-6 relative
@@ -90,7 +90,7 @@ def test_polynomial_kernel_nonconstant_diagonal_matches_cvxpy():
     K = pairwise_kernels(X, metric="poly", degree=2, gamma=1.0, coef0=1.0)
     assert np.ptp(np.diag(K)) > 1
     ref = l2svm_reference(K, y, 1.0)
-    res = l2svm(Gram(K), y, 1.0, tol=1e-12)
+    res = solve_l2svm(Gram(K), y, 1.0, tol=1e-12)
     assert res.dual == pytest.approx(ref["objective"], rel=1e-6)
     assert res.solution["b"] == pytest.approx(ref["b"], abs=1e-6)
 
@@ -99,7 +99,7 @@ def test_recovery_and_kkt():
     X, y = _binary(60, seed=5)
     C = 3.0
     K = pairwise_kernels(X, metric="rbf", gamma=0.4)
-    res = l2svm(Gram(K), y, C, tol=1e-12)
+    res = solve_l2svm(Gram(K), y, C, tol=1e-12)
     sol = res.solution
     alpha, v, S = sol["alpha"], sol["v"], sol["support"]
     Kt = _modified_gram(K, y, C)
@@ -124,7 +124,7 @@ def test_svm_is_the_meb_of_the_modified_kernel():
     X, y = _binary(50, seed=6)
     C = 0.5
     K = Gram(pairwise_kernels(X, metric="rbf", gamma=0.5))
-    svm = l2svm(K, y, C, tol=1e-12)
+    svm = solve_l2svm(K, y, C, tol=1e-12)
     Kt = L2SVMKernel(K, y, C)
     meb = solve_simplex_qp(Kt, q=Kt.diag(), tol=1e-12)
     kappa = 1 + 1 + 1 / C
@@ -137,8 +137,8 @@ def test_mfw_converges_linearly_where_fw_does_not():
     """math.md §2.8: MFW reaches gap 1e-8 in fewer than half of FW's iterations."""
     X, y = _binary(40, seed=7)
     K = Gram(pairwise_kernels(X, metric="rbf", gamma=0.5))
-    mfw = l2svm(K, y, 10.0, method="mfw", tol=1e-8, check_every=1)
-    fw = l2svm(K, y, 10.0, method="fw", tol=1e-8, check_every=1, max_iter=20 * mfw.n_iter)
+    mfw = solve_l2svm(K, y, 10.0, solver="mfw", tol=1e-8, check_every=1)
+    fw = solve_l2svm(K, y, 10.0, solver="lsfw", tol=1e-8, check_every=1, max_iter=20 * mfw.n_iter)
     assert mfw.converged and mfw.gap <= 1e-8
     fw_iters = fw.n_iter if fw.converged else np.inf
     assert mfw.n_iter < 0.5 * fw_iters
@@ -153,8 +153,8 @@ def test_kernel_function_backend_forms_no_gram_and_agrees():
     gram = make_operator(X, "rbf", gamma=0.3, backend="gram")
     func = KernelFunction(X, "rbf", gamma=0.3, cache_size=0.1)
     func.matmat = func.dense = None  # any n × n use would fail
-    a = l2svm(gram, y, 2.0, tol=1e-9)
-    b = l2svm(func, y, 2.0, tol=1e-9)
+    a = solve_l2svm(gram, y, 2.0, tol=1e-9)
+    b = solve_l2svm(func, y, 2.0, tol=1e-9)
     assert a.converged and b.converged
     # both duals within their certified gaps of the same optimum
     assert abs(a.dual - b.dual) <= a.gap + b.gap
@@ -168,13 +168,13 @@ def test_kernel_function_backend_forms_no_gram_and_agrees():
 def test_warm_start():
     X, y = _binary(80, seed=9)
     K = Gram(pairwise_kernels(X, metric="rbf", gamma=0.3))
-    cold = l2svm(K, y, 1.0, tol=1e-10)
-    hot = l2svm(K, y, 1.0, tol=1e-10, alpha0=cold["alpha"])
+    cold = solve_l2svm(K, y, 1.0, tol=1e-10)
+    hot = solve_l2svm(K, y, 1.0, tol=1e-10, alpha0=cold["alpha"])
     assert hot.n_iter == 0 and hot.dual == pytest.approx(cold.dual, rel=1e-12)
     # a nearby kernel: the previous α is a good start
     K2 = Gram(pairwise_kernels(X, metric="rbf", gamma=0.33))
-    fresh = l2svm(K2, y, 1.0, tol=1e-10)
-    warm = l2svm(K2, y, 1.0, tol=1e-10, alpha0=cold["alpha"])
+    fresh = solve_l2svm(K2, y, 1.0, tol=1e-10)
+    warm = solve_l2svm(K2, y, 1.0, tol=1e-10, alpha0=cold["alpha"])
     assert warm.dual == pytest.approx(fresh.dual, rel=1e-8)
     assert warm.n_iter < fresh.n_iter
 
@@ -183,7 +183,7 @@ def test_radius_stop_for_a_constant_diagonal():
     X, y = _binary(100, seed=10)
     K = Gram(pairwise_kernels(X, metric="rbf", gamma=0.3))
     C = 1.0
-    res = l2svm(K, y, C, tol=1e-4, stop="radius")
+    res = solve_l2svm(K, y, C, tol=1e-4, stop="radius")
     kappa = 2 + 1 / C
     r2 = kappa - res.solution["rho"]
     assert res.converged and res.gap <= ((1 + 1e-4) ** 2 - 1) * r2
@@ -193,19 +193,19 @@ def test_binary_core_bad_inputs():
     X, y = _binary(20)
     K = Gram(pairwise_kernels(X, metric="rbf"))
     with pytest.raises(ValueError, match="two classes"):
-        l2svm(K, np.arange(20) % 3 - 1.0, 1.0)
+        solve_l2svm(K, np.arange(20) % 3 - 1.0, 1.0)
     with pytest.raises(ValueError, match="-1 and \\+1"):
-        l2svm(K, (y > 0).astype(float), 1.0)
+        solve_l2svm(K, (y > 0).astype(float), 1.0)
     with pytest.raises(ValueError, match="shape"):
-        l2svm(K, y[:10], 1.0)
+        solve_l2svm(K, y[:10], 1.0)
     for C in (0.0, -1.0, np.inf, "1"):
         with pytest.raises(ValueError, match="C must"):
-            l2svm(K, y, C)
+            solve_l2svm(K, y, C)
     for tol in (0.0, -1e-3):
         with pytest.raises(ValueError, match="tol"):
-            l2svm(K, y, 1.0, tol=tol)
-    with pytest.raises(ValueError, match="method"):
-        l2svm(K, y, 1.0, method="smo")
+            solve_l2svm(K, y, 1.0, tol=tol)
+    with pytest.raises(ValueError, match="solver"):
+        solve_l2svm(K, y, 1.0, solver="smo")
 
 
 # -- the estimator ----------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_binary_estimator_matches_the_solver_and_string_labels():
     X, y = _binary(80, seed=11)
     labels = np.where(y > 0, "yes", "no")
     clf = L2SVC(C=2.0, gamma=0.5, tol=1e-10).fit(X, labels)
-    res = l2svm(
+    res = solve_l2svm(
         make_operator(X, "rbf", gamma=0.5),
         np.where(labels == "yes", 1.0, -1.0),
         2.0,
@@ -329,7 +329,8 @@ def test_estimator_bad_parameters():
         {"tol": 0.0},
         {"tol": -1.0},
         {"multi_class": "crammer"},
-        {"method": "smo"},
+        {"solver": "smo"},
+        {"solver": "fw"},
     ):
         with pytest.raises(ValueError):
             L2SVC(**params).fit(X, y)
@@ -422,12 +423,12 @@ def test_cvm_reaches_the_l2svm_optimum_within_the_certified_gap():
     X, y = _binary(60, seed=33)
     K = pairwise_kernels(X, metric="rbf", gamma=0.5)
     P = l2svm_reference(K, y, 2.0)["objective"]
-    cvm = l2svm(Gram(K), y, 2.0, method="cvm", tol=1e-9)
-    mfw = l2svm(Gram(K), y, 2.0, method="mfw", tol=1e-9)
+    cvm = solve_l2svm(Gram(K), y, 2.0, solver="cvm", tol=1e-9)
+    mfw = solve_l2svm(Gram(K), y, 2.0, solver="mfw", tol=1e-9)
     assert cvm.converged and cvm.gap <= 1e-9
     assert cvm.dual <= P + 1e-7 * abs(P) and P <= cvm.primal + 1e-7 * abs(P)
     assert abs(cvm.dual - mfw.dual) <= cvm.gap + mfw.gap
-    clf = L2SVC(method="cvm", gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
+    clf = L2SVC(solver="cvm", gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
     ref = L2SVC(gamma=0.5, C=2.0, tol=1e-6).fit(X, y)
     assert abs(clf.dual_objective_ - ref.dual_objective_) <= clf.duality_gap_ + ref.duality_gap_
     assert np.mean(clf.predict(X) == ref.predict(X)) >= 0.98

@@ -10,7 +10,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from kernfw.estimators.meb import MinimumEnclosingBall
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, KernelFunction, KernelOperator
-from kernfw.solvers.meb import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
+from kernfw.solvers.simplex_qp import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
 
 KERNELS = [
     ("linear", {}),
@@ -70,8 +70,8 @@ class ForbidMatmat(KernelOperator):
 # -- the solver against cvxpy -------------------------------------------------------------
 @pytest.mark.cvxpy
 @pytest.mark.parametrize("kernel,params", KERNELS)
-@pytest.mark.parametrize("method", ["mfw", "fw"])
-def test_meb_radius_matches_cvxpy(kernel, params, method):
+@pytest.mark.parametrize("solver", ["mfw", "lsfw"])
+def test_meb_radius_matches_cvxpy(kernel, params, solver):
     from kernfw.reference import meb_reference
 
     X = _points(50, seed=1)
@@ -79,12 +79,12 @@ def test_meb_radius_matches_cvxpy(kernel, params, method):
     ref = meb_reference(K)
     op = Gram(K)
     r2 = ref["radius2"]
-    if method == "fw":  # sublinear: check the certified bracket dual ≤ r*² ≤ primal
-        res = solve_simplex_qp(op, q=op.diag(), method="fw", tol=1e-4, stop="relative")
+    if solver == "lsfw":  # sublinear: check the certified bracket dual ≤ r*² ≤ primal
+        res = solve_simplex_qp(op, q=op.diag(), solver="lsfw", tol=1e-4, stop="relative")
         assert res.converged
         assert res.dual <= r2 * (1 + 1e-8) and r2 <= res.primal * (1 + 1e-8)
         return
-    res = solve_simplex_qp(op, q=op.diag(), method=method, tol=1e-10)
+    res = solve_simplex_qp(op, q=op.diag(), solver=solver, tol=1e-10)
     assert res.converged
     # |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|, and the dual never exceeds the optimum
     assert abs(res.primal - r2) <= max(res.gap, 1e-7) + 1e-6 * r2
@@ -105,8 +105,8 @@ def test_meb_of_three_points_is_known():
 
 
 # -- closed-form pieces --------------------------------------------------------------------
-def _iterate(K, q, method="mfw", **kw):
-    return SimplexQPIterate(Gram(K), q, method, None, "gap", None, **kw)
+def _iterate(K, q, solver="mfw", **kw):
+    return SimplexQPIterate(Gram(K), q, solver, None, "gap", None, **kw)
 
 
 def test_cvm_initialization_is_the_two_point_ball():
@@ -299,8 +299,8 @@ def test_bad_inputs():
         solve_simplex_qp(op, tol=0.0)
     with pytest.raises(ValueError, match="tol"):
         solve_simplex_qp(op, tol=-1.0)
-    with pytest.raises(ValueError, match="method"):
-        solve_simplex_qp(op, method="pfw")
+    with pytest.raises(ValueError, match="solver"):
+        solve_simplex_qp(op, solver="pfw")
     with pytest.raises(ValueError, match="stop"):
         solve_simplex_qp(op, stop="duality")
     with pytest.raises(ValueError, match="q must"):
@@ -390,8 +390,8 @@ def test_estimator_bad_parameters():
     X = _points(20)
     with pytest.raises(ValueError, match="tol"):
         MinimumEnclosingBall(tol=0).fit(X)
-    with pytest.raises(ValueError, match="method"):
-        MinimumEnclosingBall(method="sgd").fit(X)
+    with pytest.raises(ValueError, match="solver"):
+        MinimumEnclosingBall(solver="sgd").fit(X)
 
 
 _NO_TRAINING_OUTLIERS = (
@@ -445,7 +445,7 @@ def _both_backends(monkeypatch, solve):
     return numpy_run, compiled_run
 
 
-def _assert_same_trajectory(a, b, method):
+def _assert_same_trajectory(a, b, solver):
     """Runs ``a`` (numpy) and ``b`` (compiled) agree to rounding: every certified dual
     value and primal, coreset size and away-step count, and the final α, v."""
     assert a.n_iter == b.n_iter  # the budget, not a BLAS-dependent stop
@@ -456,13 +456,14 @@ def _assert_same_trajectory(a, b, method):
     np.testing.assert_array_equal(b.history["away_steps"], a.history["away_steps"])
     np.testing.assert_allclose(b["alpha"], a["alpha"], rtol=0, atol=1e-10)
     np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
-    if method == "mfw":
+    if solver == "mfw":
         assert a.history["drop_steps"][-1] > 0
 
 
 def test_compiled_backend_is_used_unless_disabled(monkeypatch):
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import CompiledSimplexQPIterate, make_iterate
+    from kernfw.solvers.simplex_qp import CompiledSimplexQPIterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     op = Gram(rbf_kernel(_points(20), gamma=0.5))
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
@@ -476,8 +477,8 @@ def test_compiled_backend_is_used_unless_disabled(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("problem", ["meb", "l2svm", "l2svm_poly"])
-@pytest.mark.parametrize("method", ["mfw", "fw"])
-def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
+@pytest.mark.parametrize("solver", ["mfw", "lsfw"])
+def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, solver):
     """Same trajectory to rounding: every certified dual value, gap and coreset size,
     and the final α, v (FW and MFW; MEB and L2-SVM, constant and non-constant diagonal)."""
     pytest.importorskip("numba")
@@ -495,10 +496,10 @@ def test_compiled_iterates_equal_numpy_iterates(monkeypatch, problem, method):
     def solve():
         # 1500 steps: > 2 refreshes of the maintained scalars, drop steps, a γ = 1 step
         return solve_simplex_qp(
-            op, q=q, method=method, tol=1e-13, max_iter=1500, check_every=1, random_state=4
+            op, q=q, solver=solver, tol=1e-13, max_iter=1500, check_every=1, random_state=4
         )
 
-    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), solver)
 
 
 def test_compiled_backend_reaches_the_same_certified_optimum(monkeypatch):
@@ -596,8 +597,8 @@ def test_cvm_reaches_the_cvxpy_optimum_within_its_certified_gap(kernel, params):
     K = _gram(X, kernel, params)
     r2 = meb_reference(K)["radius2"]
     op = Gram(K)
-    cvm = solve_simplex_qp(op, q=op.diag(), method="cvm", tol=1e-8, stop="gap")
-    mfw = solve_simplex_qp(op, q=op.diag(), method="mfw", tol=1e-8, stop="gap")
+    cvm = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=1e-8, stop="gap")
+    mfw = solve_simplex_qp(op, q=op.diag(), solver="mfw", tol=1e-8, stop="gap")
     assert cvm.converged and cvm.gap <= 1e-8
     # the certified bracket dual ≤ r*² ≤ primal holds (to the reference's accuracy)
     assert cvm.dual <= r2 + 1e-7 * r2 and r2 <= cvm.primal + 1e-7 * r2
@@ -611,14 +612,26 @@ def test_cvm_radius_rule_and_estimator():
     X = _points(200, d=5, seed=25)
     op = Gram(rbf_kernel(X, gamma=0.3))
     eps = 1e-3
-    res = solve_simplex_qp(op, q=op.diag(), method="cvm", tol=eps, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=eps, stop="radius")
     assert res.converged
     assert np.sqrt(res.primal) <= (1 + eps) * np.sqrt(res.dual) * (1 + 1e-12)
     exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
     assert res.dual <= exact.dual * (1 + 1e-12) <= res.primal * (1 + 1e-12)
-    ball = MinimumEnclosingBall(method="cvm", gamma=0.3, tol=eps).fit(X)
+    ball = MinimumEnclosingBall(solver="cvm", gamma=0.3, tol=eps).fit(X)
     assert ball.converged_ and np.all(ball.predict(X) == 1)
+    # the estimator's tol is the relative gap on r²: (R² − r²)/r² ≤ tol
+    assert ball.duality_gap_ <= eps * ball.dual_objective_
+    assert ball.radius_**2 <= (1 + eps) * ball.radius_lower_**2 * (1 + 1e-12)
     assert ball.radius_lower_ <= np.sqrt(exact.dual) * (1 + 1e-9) <= ball.radius_ * (1 + 1e-9)
+
+
+def test_default_tol_is_the_cvm_radius_rule_at_eps_1e_4():
+    """tol = 2ε + ε² is the (1+ε) radius rule: the default certifies R ≤ (1 + 1e-4) r."""
+    X = _points(300, d=5, seed=26)
+    ball = MinimumEnclosingBall(gamma=0.3).fit(X)
+    assert ball.tol == 2e-4 and ball.converged_
+    assert ball.radius_ <= (1 + 1e-4) * ball.radius_lower_
+    assert ball.duality_gap_ <= ball.tol * ball.dual_objective_
 
 
 # -- compiled steps that evaluate the columns themselves (operator column views) ----------
@@ -632,37 +645,43 @@ def _column_view_operator(source, problem, X, y):
     return K if problem == "meb" else L2SVMKernel(K, y, 2.0)
 
 
+def _evaluate_column(it, src, j, out, scratch):
+    """Column ``j`` of a compiled iterate's column source, evaluated by the compiled code."""
+    mod = it._mod
+    mod.evaluate_column(src, it._con[mod.SQ_NORMS], it._con[mod.LABELS], it._st, j, out, scratch)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("source", ["rbf", "gram", "gram_fortran"])
 @pytest.mark.parametrize("problem", ["meb", "l2svm"])
-@pytest.mark.parametrize("method", ["mfw", "fw"])
-def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem, method):
+@pytest.mark.parametrize("solver", ["mfw", "lsfw"])
+def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source, problem, solver):
     """The compiled step that evaluates RBF / Gram columns itself (fused distances, exp,
     L2-SVM transform, its own LRU cache) follows the numpy path's trajectory."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     X = _points(150, d=4, seed=21)
     y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
     op = _column_view_operator(source, problem, X, y)
     q = op.diag() if problem == "meb" else None
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    it = make_iterate(op, q, method, None, "gap", None)
+    it = make_iterate(op, q, solver, None, "gap", None)
     assert it._source is not None  # the compiled column step is used
 
     def solve():
         return solve_simplex_qp(
-            op, q=q, method=method, tol=1e-13, max_iter=1500, check_every=1, random_state=4
+            op, q=q, solver=solver, tol=1e-13, max_iter=1500, check_every=1, random_state=4
         )
 
-    _assert_same_trajectory(*_both_backends(monkeypatch, solve), method)
+    _assert_same_trajectory(*_both_backends(monkeypatch, solve), solver)
 
 
 def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatch):
     """The compiled column of every index equals the operator's (within a few ulps),
     through cache misses, evictions (a one-column cache) and hits."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
@@ -674,11 +693,10 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
             it = make_iterate(op, None, "fw", None, "gap", None)
             src, slab, slot_of, slots = it._source
             assert slab.shape[0] == (1 if cache_mb == 0 else 300)
-            mod = it._mod
             ref = op.dense()
             out, scratch = np.empty(300), np.empty(300)
             for j in (0, 17, 299, 17):
-                mod.evaluate_column(src, it._con, it._f, it._st, j, out, scratch)
+                _evaluate_column(it, src, j, out, scratch)
                 np.testing.assert_allclose(out, ref[:, j], rtol=4e-16 * 8, atol=1e-15)
     # a 1-column cache: every request is a miss, and the solver still converges
     res = solve_simplex_qp(op, tol=1e-8)
@@ -688,7 +706,7 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
 def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
     """Far points: exp(−γ d²) below 1e-300 is 0 (numpy: a subnormal or 0)."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = np.array([[0.0], [1.0], [30.0], [40.0], [1e3]])
@@ -696,7 +714,7 @@ def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
     it = make_iterate(K, K.diag(), "mfw", None, "gap", None)
     src = it._source[0]
     out, scratch = np.empty(5), np.empty(5)
-    it._mod.evaluate_column(src, it._con, it._f, it._st, 0, out, scratch)
+    _evaluate_column(it, src, 0, out, scratch)
     ref = K.columns([0])[:, 0]
     np.testing.assert_allclose(out, ref, rtol=1e-15, atol=1e-300)
     assert out[3] == 0.0 and out[4] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-15)
@@ -708,7 +726,7 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
     pytest.importorskip("numba")
     import scipy.sparse as sp
 
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(40, d=3, seed=2)
@@ -730,7 +748,7 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     """A float32 ``KernelFunction`` gets the compiled float32 column (differences of
     features, float32 ``exp``): within 1e-6 of the float64 kernel, cached in float32."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
@@ -741,12 +759,12 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
         it = make_iterate(op, None, "fw", None, "gap", None)
         src, slab, _, _ = it._source
         assert src.dtype == np.float32 and slab.dtype == np.float32
-        assert it._st[11] == it._mod.SOURCE_RBF32
+        assert it._st["source"] == it._mod.SOURCE_RBF32
         exact = KernelFunction(X, "rbf", gamma=0.05)
         ref = exact.dense() if problem == "meb" else L2SVMKernel(exact, y, 0.5).dense()
         out = np.empty(300, dtype=np.float32)
         for j in (0, 17, 299):
-            it._mod.evaluate_column(src, it._con, it._f, it._st, j, out, np.empty(300))
+            _evaluate_column(it, src, j, out, np.empty(300))
             np.testing.assert_allclose(out, ref[:, j], rtol=2e-6, atol=1e-6)
     # the operator's own float32 columns (numpy path) are the float64 values rounded
     np.testing.assert_array_equal(K.columns([3]), exact.columns([3]).astype(np.float32))
@@ -754,7 +772,7 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     far = KernelFunction(np.array([[0.0], [1.0], [30.0]]), "rbf", gamma=1.0, dtype=np.float32)
     it = make_iterate(far, far.diag(), "mfw", None, "gap", None)
     out = np.empty(3, dtype=np.float32)
-    it._mod.evaluate_column(it._source[0], it._con, it._f, it._st, 0, out, np.empty(3))
+    _evaluate_column(it, it._source[0], 0, out, np.empty(3))
     assert out[0] == 1.0 and out[2] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-6)
 
 
@@ -818,7 +836,7 @@ def test_compiled_argmin_is_numpys_first_index_of_the_minimum():
     """The compiled vertex search (count below the running minimum, then scan the block)
     returns ``np.argmin``: ties keep the first index, across and within blocks."""
     pytest.importorskip("numba")
-    from kernfw.solvers import _mfw_numba as mod
+    from kernfw.solvers.simplex_qp import _numba as mod
 
     rng = np.random.default_rng(0)
     cases = [
@@ -840,7 +858,7 @@ def test_weighted_mkl_gram_is_served_by_the_compiled_column_step(monkeypatch):
     compiled column step, not a column request per iteration (CSKL on digits: 3.7 → 1.3 s)."""
     pytest.importorskip("numba")
     from kernfw.operators import MultiKernel
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(60, d=3, seed=9)
@@ -856,7 +874,7 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
     """An exactly symmetric C-ordered Gram is read through ``Kᵀ`` (its rows, contiguous);
     one asymmetric by a rounding error keeps its columns; both give the operator's columns."""
     pytest.importorskip("numba")
-    from kernfw.solvers.meb import make_iterate
+    from kernfw.solvers.simplex_qp.solve import make_iterate
 
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(80, d=3, seed=4)
@@ -871,5 +889,5 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
         assert (src.base is matrix and src.flags.f_contiguous) == by_rows
         out = np.empty(80)
         for j in (0, 3, 7, 79):
-            it._mod.evaluate_column(src, it._con, it._f, it._st, j, out, np.empty(80))
+            _evaluate_column(it, src, j, out, np.empty(80))
             np.testing.assert_array_equal(out, matrix[:, j])

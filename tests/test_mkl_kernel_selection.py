@@ -4,7 +4,7 @@ Three classes live in the first two columns; kernels 0 and 1 (linear and RBF) re
 columns, kernels 2..9 (RBF) read one pure-noise column each.  What each estimator
 guarantees, and what is asserted:
 
-- ``OnlineMKLClassifier`` / ``OnlineMKLStructured`` (default ``method="dual_averaging"``):
+- ``OnlineMKLClassifier`` / ``OnlineMKLStructured`` (default ``solver="dual_averaging"``):
   a group is exactly zero while its averaged gradient stays below the threshold of ``R``
   (math.md §4.2), so at λ = 0.3 every noise kernel has weight exactly 0 and the two
   informative ones are kept;
@@ -60,7 +60,7 @@ def test_online_mkl_default_drops_the_noise_kernels(seed, structured):
 def test_online_mkl_proximal_keeps_the_noise_kernels():
     """The reproducer: the seed's proximal step leaves every noise kernel switched on."""
     X, y = _planted()
-    est = OnlineMKLClassifier(SPECS, lam=0.3, method="proximal", random_state=0).fit(X, y)
+    est = OnlineMKLClassifier(SPECS, lam=0.3, solver="proximal", random_state=0).fit(X, y)
     assert np.all(est.kernel_weights_[NOISE] > 0)
 
 

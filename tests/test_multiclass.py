@@ -395,7 +395,7 @@ def test_float32_gram_is_not_upcast_and_agrees():
 
 
 def test_not_converged_warns_with_gap_tol_and_remedy():
-    rule = r"duality gap .* before its stopping rule \(gap <= tol=1e-09\).*increase max_iter"
+    rule = r"duality gap .* before its stopping rule \(gap \+ rounding <= tol=1e-09\).*increase max_iter"
     with pytest.warns(ConvergenceWarning, match=rule):
         res = solve_multiclass(operator("rbf"), Y0, lam=0.1, tol=1e-9, max_iter=5)
     assert not res.converged and np.isfinite(res.gap)
@@ -1066,7 +1066,7 @@ def test_warm_start_refit_with_new_lambda():
 
 def test_estimator_warns_and_returns_best_iterate():
     clf = MultiClassSVM(lam=1e-3, tol=1e-8, max_iter=3)
-    rule = r"stopping rule \(gap <= rtol\*\|P\| with rtol=1e-08\).*To converge, .*smaller C"
+    rule = r"stopping rule \(gap \+ rounding <= rtol\*\|P\| with rtol=1e-08\).*To converge, .*smaller C"
     with pytest.warns(ConvergenceWarning, match=rule):
         clf.fit(X0, Y0)
     assert not clf.converged_ and clf.duality_gap_ > 1e-8 * clf.primal_objective_

@@ -308,21 +308,27 @@ def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
 # -- kernelized = explicit ---------------------------------------------------------------------
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
 @pytest.mark.parametrize(
-    "average, method",
+    "averaging, solver",
     [
-        (None, "proximal"),
+        ("none", "proximal"),
         ("epoch", "proximal"),
         ("weighted", "proximal"),
-        (None, "dual_averaging"),
+        ("none", "dual_averaging"),
         ("epoch", "dual_averaging"),
     ],
 )
-def test_multiclass_kernelized_iterates_equal_explicit_features(loss, average, method):
+def test_multiclass_kernelized_iterates_equal_explicit_features(loss, averaging, solver):
     X, y = _data()
     cols = [[0, 1], [2, 3], [4, 5], [6, 7]]
     K = make_operator(X, [("linear", {"columns": g}) for g in cols])
     kw = dict(
-        loss=loss, lam=LAM, eta0=0.5, max_iter=8, random_state=0, average=average, method=method
+        loss=loss,
+        lam=LAM,
+        eta0=0.5,
+        max_iter=8,
+        random_state=0,
+        averaging=averaging,
+        solver=solver,
     )
     a = solve_online_mkl(MultiClass(3), X, y, list(K.operators), **kw)
     b = solve_online_mkl(MultiClass(3), X, y, _multiclass_groups(X, 3, cols), **kw)
@@ -337,8 +343,8 @@ def test_multiclass_kernelized_iterates_equal_explicit_features(loss, average, m
 
 
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
-@pytest.mark.parametrize("method", ["proximal", "dual_averaging"])
-def test_chain_kernelized_iterates_equal_explicit_features(loss, method):
+@pytest.mark.parametrize("solver", ["proximal", "dual_averaging"])
+def test_chain_kernelized_iterates_equal_explicit_features(loss, solver):
     X, Y = _chains()
     q, d = 3, 5
     model = Chain(q).initialize(X, Y)
@@ -347,7 +353,7 @@ def test_chain_kernelized_iterates_equal_explicit_features(loss, method):
     explicit = [ExplicitGroup(U[:, :2].ravel()), ExplicitGroup(U[:, 2:].ravel()), trans]
     feats = np.concatenate(X)
     K = make_operator(feats, [("linear", {"columns": [0, 1]}), ("linear", {"columns": [2, 3, 4]})])
-    kw = dict(loss=loss, lam=0.01, eta0=0.5, max_iter=6, random_state=0, method=method)
+    kw = dict(loss=loss, lam=0.01, eta0=0.5, max_iter=6, random_state=0, solver=solver)
     a = solve_online_mkl(Chain(q), X, Y, explicit, **kw)
     b = solve_online_mkl(Chain(q), X, Y, [trans] + list(K.operators), **kw)
     np.testing.assert_allclose(a.history["primal"], b.history["primal"], rtol=1e-10)
@@ -372,7 +378,7 @@ def test_maintained_kernel_norms_equal_quadratic_forms(problem):
             lam=LAM,
             max_iter=5,
             random_state=1,
-            average=None,
+            averaging="none",
         )
         S, A = res["support"], res["coef"]
         for k, op in enumerate(K.operators):
@@ -417,7 +423,7 @@ def test_active_groups_fall_monotonically_along_a_lambda_path():
     ]
     lams = np.geomspace(1e-3, 10.0, 9)
     table = sweep(
-        OnlineMKLClassifier(specs, regularizer="l21", max_iter=5, random_state=0, average=None),
+        OnlineMKLClassifier(specs, regularizer="l21", max_iter=5, random_state=0, averaging="none"),
         X,
         y,
         "lam",
@@ -443,7 +449,7 @@ def test_objective_decreases_over_epochs_toward_the_optimum(problem):
         eta0=0.5,
         max_iter=30,
         random_state=0,
-        average="uniform",
+        averaging="uniform",
     )
     F = res.history["primal"]
     assert F.shape == (31,) and F[0] == pytest.approx(1.0)  # θ = 0: F(0) = 1
@@ -494,7 +500,7 @@ def test_weights_concentrate_on_informative_kernels(problem):
 
 def test_ball_projection_bounds_the_norm(problem):
     X, y, K = problem
-    kw = dict(lam=LAM, eta0=5.0, max_iter=3, random_state=0, average=None)
+    kw = dict(lam=LAM, eta0=5.0, max_iter=3, random_state=0, averaging="none")
     res = solve_online_mkl(MultiClass(3), X, y, list(K.operators), radius=0.5, **kw)
     assert np.linalg.norm(res["norms"]) <= 0.5 + 1e-12
     free = solve_online_mkl(MultiClass(3), X, y, list(K.operators), **kw)
@@ -572,14 +578,14 @@ def test_binary_decision_pickle_and_clone():
     assert clone(clf).get_params() == clf.get_params()
 
 
-def test_deprecated_aliases_and_c_convention():
+def test_c_convention_and_no_deprecated_aliases():
     X, y = _data()
     new = OnlineMKLClassifier(SPECS, eta0=0.5, max_iter=3, random_state=0).fit(X, y)
     assert new.lam_ == pytest.approx(1.0 / X.shape[0])  # λ = 1/(C n), C = 1
-    with pytest.warns(FutureWarning, match="`n_epochs` is deprecated"):
-        with pytest.warns(FutureWarning, match="`eta` is deprecated"):
-            old = OnlineMKLClassifier(SPECS, eta=0.5, n_epochs=3, random_state=0).fit(X, y)
-    np.testing.assert_allclose(old.group_norms_, new.group_norms_)
+    assert new.n_iter_ == 3  # epochs, the unit of max_iter
+    for old in ("kernels", "eta", "n_epochs", "average", "method"):
+        with pytest.raises(TypeError, match=old):
+            OnlineMKLClassifier(**{old: None})
     half = OnlineMKLClassifier(SPECS, C=0.5, max_iter=1, random_state=0).fit(X, y)
     assert half.lam_ == pytest.approx(2.0 / X.shape[0])
 

@@ -447,9 +447,9 @@ def test_multikernel_is_the_weighted_sum(data):
     )
     # the zero-weight kernel is never evaluated
     assert ops[1].misses == 0 and ops[1].hits == 0
-    zero = MultiKernel(ops, [0.0, 0.0, 0.0])
-    assert np.all(zero.matmat(np.ones(N)) == 0) and np.all(zero.diag() == 0)
-    assert zero.cross(X_new).shape == (N_NEW, N) and np.all(zero.new_diag(X_new) == 0)
+    # all weights zero: the zero kernel is refused, not silently multiplied (issue 23)
+    with pytest.raises(ValueError, match="kernel weights are all zero"):
+        MultiKernel(ops, [0.0, 0.0, 0.0])
 
 
 def test_per_kernel_quad(data):
@@ -842,7 +842,7 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
     """The "rbf" column view reproduces the operator's columns; "l2svm" wraps it; other
     operators fall back to compiled_view (and compiled_view is unchanged)."""
     from kernfw.operators import KernelFunction, MultiKernel
-    from kernfw.operators.l2svm import L2SVMKernel
+    from kernfw.solvers.simplex_qp import L2SVMKernel
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 5))

@@ -12,7 +12,7 @@ from kernfw.plotting import (
     plot_kernel_weights,  # noqa: E402
     plot_sweep,
 )
-from kernfw.sweep import SweepResults  # noqa: E402
+from kernfw.sweeps import SweepResults  # noqa: E402
 
 
 def _history(rate, n=50, optimum=1.0):

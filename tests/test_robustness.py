@@ -281,6 +281,69 @@ def test_make_operator_checks_every_precomputed_gram_of_a_list():
         make_operator([good, bad], ["precomputed"] * 2)
 
 
+def _flip_largest_eigenvalue(K):
+    """``K`` with its largest eigenvalue negated (positive trace, one large negative λ)."""
+    evals, evecs = np.linalg.eigh(K)
+    evals[-1] = -evals[-1]
+    return (evecs * evals) @ evecs.T
+
+
+@pytest.mark.parametrize("name", ["CSKLClassifier", "LpMKLClassifier", "OnlineMKLClassifier"])
+@pytest.mark.parametrize("indefinite", ["shifted", "flipped"])
+def test_mkl_estimators_refuse_an_indefinite_precomputed_gram(name, indefinite):
+    # issue 23: CSKL accepted K − 0.5·I with converged_=True, n_iter_=0, gap 0; online MKL
+    # accepted both silently
+    X = _points(40)
+    y = (X[:, 0] > 0).astype(int)
+    K = rbf_kernel(X)
+    bad = K - 0.5 * np.eye(40) if indefinite == "shifted" else _flip_largest_eigenvalue(K)
+    assert np.trace(bad) > 0  # trace normalization alone does not catch it
+    estimator = getattr(kernfw, name)(kernel="precomputed")
+    for grams in ([bad], [K, bad]):
+        with pytest.raises(NotPSDError, match=f"base kernel {len(grams) - 1} of {name}"):
+            estimator.fit(grams, y)
+    estimator.fit([K, K + 1e-3 * np.eye(40)], y)  # PSD Grams still fit
+
+
+def test_mkl_estimators_refuse_an_indefinite_kernel_function():
+    X = _points(40)
+    y = (X[:, 0] > 0).astype(int)
+
+    def indefinite(A, B):
+        return rbf_kernel(A, B) - 0.5 * rbf_kernel(A, B, gamma=0.01)  # trace n/2 > 0
+
+    for estimator in (
+        kernfw.CSKLClassifier(kernel=["rbf", indefinite]),
+        kernfw.OnlineMKLClassifier(kernel=["linear", indefinite]),
+    ):
+        with pytest.raises(NotPSDError, match="base kernel 1"):
+            estimator.fit(X, y)
+    from kernfw import OnlineMKLStructured
+    from kernfw.structured import MultiClass
+
+    with pytest.raises(NotPSDError, match="base kernel 0 of OnlineMKLStructured"):
+        OnlineMKLStructured(MultiClass(2), groups=[indefinite]).fit(X, y)
+
+
+def test_a_negative_trace_is_not_psd():
+    from kernfw.operators import normalize
+
+    with pytest.raises(NotPSDError, match="trace -3 < 0"):
+        normalize(Gram(-np.eye(3)), "trace")
+
+
+def test_multikernel_refuses_all_zero_weights():
+    from kernfw.operators import MultiKernel
+
+    K = rbf_kernel(_points(10))
+    with pytest.raises(ValueError, match="kernel weights are all zero"):
+        MultiKernel([Gram(K), Gram(K)], weights=[0.0, 0.0])
+    mk = MultiKernel([Gram(K), Gram(K)], weights=[0.0, 2.0])
+    np.testing.assert_allclose(mk.dense(), 2 * K)
+    with pytest.raises(ValueError, match="kernel weights are all zero"):
+        mk.with_weights([0.0, 0.0])
+
+
 def test_psd_check_costs_a_few_products():
     calls = []
 

@@ -42,9 +42,10 @@ def chain_data():
     return make_chains(8, n_states=3, n_features=4, length=(2, 4), noise=1.0, random_state=0)
 
 
-def assert_certified(result, p_star, gap_max):
-    """math.md §6: |P − P*| ≤ max(gap, 1e-7) + 1e-6|P*|, D ≤ P* + 1e-8, gap ≤ gap_max."""
-    assert result.gap <= gap_max
+def assert_certified(result, p_star, rtol):
+    """math.md §6: |P − P*| ≤ max(gap, 1e-7) + 1e-6|P*|, D ≤ P* + 1e-8, gap ≤ rtol·|P|
+    (``tol`` is the relative gap)."""
+    assert result.gap <= rtol * abs(result.primal)
     assert abs(result.primal - p_star) <= max(result.gap, 1e-7) + 1e-6 * abs(p_star)
     assert result.dual <= p_star + 1e-8
 
@@ -83,7 +84,7 @@ def test_multiclass_fw_and_bcfw_reach_cvxpy_optimum(multiclass_reference, solver
             X,
             y,
             MC_LAM,
-            averaging=solver == "bcfw-wavg",
+            averaging="weighted" if solver == "bcfw-wavg" else "none",
             max_iter=50000,
             tol=1e-4,
             check_every=10,
@@ -123,7 +124,7 @@ def test_multiclass_pairwise_reaches_cvxpy_optimum_linearly(multiclass_reference
             X,
             y,
             MC_LAM,
-            averaging=False,
+            averaging="none",
             max_iter=svm.n_iter_,
             tol=0,
             check_every=svm.n_iter_,
@@ -203,7 +204,7 @@ def test_chain_solvers_reach_cvxpy_optimum(chain_reference, solver):
             X,
             Y,
             1.0,
-            averaging=solver == "bcfw-wavg",
+            averaging="weighted" if solver == "bcfw-wavg" else "none",
             sample="perm",
             max_iter=20000,
             tol=1e-4,
@@ -225,7 +226,7 @@ def test_matching_bcfw_reaches_cvxpy_optimum():
     model = Matching().initialize(X, Y)
     ref = structural_primal(model, X, Y, 0.5)
     result = solve_structural_bcfw(
-        model, X, Y, 0.5, averaging=False, max_iter=20000, tol=1e-4, check_every=10, random_state=0
+        model, X, Y, 0.5, averaging="none", max_iter=20000, tol=1e-4, check_every=10, random_state=0
     )
     assert result.converged
     assert_certified(result, ref["primal"], 1e-4)
@@ -258,7 +259,7 @@ def test_user_model_is_a_binary_svm():
     X, y = multiclass_data(n=25, m=2, d=3, seed=3)
     Y = list(2 * y - 1)
     model = Sign()
-    svm = StructuredSVM(model, lam=0.3, solver="fw", max_iter=20000, tol=1e-4).fit(list(X), Y)
+    svm = StructuredSVM(model, lam=0.3, solver="lsfw", max_iter=20000, tol=1e-4).fit(list(X), Y)
     ref = structural_primal(Sign().initialize(list(X), Y), list(X), Y, 0.3)
     assert svm.converged_
     assert abs(svm.primal_objective_ - ref["primal"]) <= svm.duality_gap_ + 1e-6
@@ -401,7 +402,7 @@ def test_bad_solver_arguments():
 
 
 def test_ssg_first_step_and_run():
-    from kernfw.solvers.subgradient import StructuralSSG, solve_structural_ssg, structural_ssg
+    from kernfw.solvers.subgradient import StructuralSSG, solve_structural_ssg
 
     X, y = multiclass_data()
     problem = StructuredProblem(MultiClass(4), X, y, 0.1)
@@ -416,7 +417,7 @@ def test_ssg_first_step_and_run():
     fw = solve_multiclass(
         Features(X), y, lam=0.1, solver="bcfw", max_iter=1000, tol=1e-9, random_state=0
     )
-    for averaging in (False, True):
+    for averaging in ("none", "weighted"):
         result = solve_structural_ssg(
             MultiClass(4),
             X,
@@ -433,9 +434,6 @@ def test_ssg_first_step_and_run():
         MultiClass(4), X, y, 0.1, project=True, max_iter=10, random_state=0
     )
     assert np.linalg.norm(projected["w_last"]) <= np.sqrt(1 / 0.1) + 1e-12
-    with pytest.warns(FutureWarning, match="solve_structural_ssg"):
-        old = structural_ssg(MultiClass(4), X, y, 0.1, project=True, max_passes=10, random_state=0)
-    np.testing.assert_array_equal(old["w"], projected["w"])
     with pytest.raises(ValueError, match="check_every"):
         solve_structural_ssg(MultiClass(4), X, y, 0.1, check_every=0)
 
@@ -453,7 +451,7 @@ def test_estimator_fits_chains():
     loss = np.mean([np.mean(p != y) for p, y in zip(pred, Y)])
     assert svm.task_loss(X, Y) == pytest.approx(loss) and loss < 0.2
     assert svm.score(X, Y) == pytest.approx(1.0 - loss)  # higher is better
-    assert svm.n_passes_ == 20 == svm.n_iter_
+    assert svm.n_iter_ == 20
     assert svm.primal_objective_ == pytest.approx(svm.primal_objective(X, Y))
     assert svm.lam_ == 0.05 and svm.n_features_in_ == 4 and svm.solver_ == "bcfw"
     assert {"oracle_calls", "pass", "gap", "primal"} <= set(svm.history_)
@@ -461,7 +459,7 @@ def test_estimator_fits_chains():
 
 
 @pytest.mark.cvxpy
-@pytest.mark.parametrize("solver", ["bcfw", "fw", "cutting_plane"])
+@pytest.mark.parametrize("solver", ["bcfw", "lsfw", "cutting_plane"])
 @FIXED_BUDGET
 def test_estimator_gap_bounds_the_suboptimality(chain_reference, solver):
     """Independent check of the certificate: ``P(coef_)`` by enumerating every labeling,
@@ -474,7 +472,7 @@ def test_estimator_gap_bounds_the_suboptimality(chain_reference, solver):
         Chain(3),
         lam=1.0,
         solver=solver,
-        averaging=False,
+        averaging="none",
         max_iter=12,
         tol=0.0,
         check_every=1,
@@ -502,6 +500,71 @@ def test_cutting_plane_reaches_cvxpy_optimum(multiclass_reference, chain_referen
         assert np.all(np.diff(h["dual"]) >= -1e-9)  # the restricted duals only grow
 
 
+def _far_from_the_origin():
+    """issue 23: 100 points at N(100, 1) in two dimensions, binary labels, MultiClass(4)."""
+    rng = np.random.RandomState(0)
+    return rng.normal(loc=100, size=(100, 2)), rng.randint(0, 2, 100)
+
+
+@pytest.mark.cvxpy
+def test_cutting_plane_does_not_stall_far_from_the_origin():
+    # once: the gap stayed at 0.062 from iteration 20 to 60 (objective 0.9602; cvxpy
+    # 0.9483): the inner QP (away-step FW on Q = AAᵀ/(2λ), entries ~5e5) made no progress
+    from kernfw.reference import structural_primal
+
+    X, y = _far_from_the_origin()
+    svm = StructuredSVM(MultiClass(4), solver="cutting_plane", max_iter=60, tol=1e-8).fit(X, y)
+    p_star = structural_primal(svm.model_, X, y, svm.lam_)["primal"]
+    assert p_star == pytest.approx(0.9483, abs=1e-4)
+    assert svm.converged_ and svm.duality_gap_ <= 1e-8
+    assert abs(svm.primal_objective_ - p_star) <= svm.duality_gap_ + 1e-6 * p_star
+    gaps = np.asarray(svm.history_["gap"])
+    assert gaps[20:].max(initial=0.0) < 0.062 and np.all(np.diff(svm.history_["dual"]) >= -1e-9)
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize(
+    "shift, scale", [(0.0, 1.0), (1e4, 1.0), (0.0, 1e3), (0.0, 1e-3), (1e3, 10)]
+)
+def test_cutting_plane_reaches_cvxpy_on_shifted_and_scaled_data(shift, scale):
+    from kernfw.reference import structural_primal
+
+    X, y = multiclass_data(n=40, m=3, d=3, seed=1)
+    X = (X + shift) * scale
+    lam = 0.05
+    result = solve_structural_cutting_plane(MultiClass(3), X, y, lam, tol=1e-7, max_iter=300)
+    ref = structural_primal(MultiClass(3).initialize(X, y), X, y, lam)
+    assert result.converged
+    assert_certified(result, ref["primal"], 1e-7)
+    assert_history_bounds(result, ref["primal"])
+
+
+def test_cutting_plane_working_set_keeps_no_duplicate_and_drops_idle_cuts():
+    from kernfw.solvers.cutting_plane import CuttingPlane
+    from kernfw.solvers.structural import StructuredProblem
+
+    X, y = multiclass_data()
+    iterate = CuttingPlane(StructuredProblem(MultiClass(4), X, y, 0.3), max_idle=2)
+    phi_hat, loss = iterate.problem.oracle_pass(iterate.w)
+    assert iterate.add_cut(phi_hat, loss) and not iterate.add_cut(phi_hat, loss)
+    assert iterate.b.size == 2
+    iterate.beta = np.array([0.0, 1.0])  # the true-output cut ξ ≥ 0 idles ...
+    iterate.idle = np.array([3, 0])
+    iterate.drop_idle_cuts()  # ... and leaves after max_idle iterations
+    assert iterate.b.size == 1 and iterate.b[0] == loss / 30 and iterate.beta.tolist() == [1.0]
+
+
+def test_cutting_plane_check_estimator_far_from_the_origin():
+    # once: check_estimator on this estimator ran past 5 minutes
+    from sklearn.utils.estimator_checks import check_estimator
+
+    est = StructuredSVM(MultiClass(4), solver="cutting_plane", max_iter=60)
+    failed = [r for r in check_estimator(est, on_fail=None) if r["status"] == "failed"]
+    assert not failed, failed[0]
+    X, y = _far_from_the_origin()
+    assert est.fit(X, y).converged_
+
+
 def test_cutting_plane_estimator_matches_fw_within_gaps():
     X, y = multiclass_data()
     cp = StructuredSVM(MultiClass(4), lam=0.1, solver="cutting_plane", tol=1e-5).fit(X, y)
@@ -511,7 +574,7 @@ def test_cutting_plane_estimator_matches_fw_within_gaps():
     assert cp.history_["pass"][-1] == cp.n_iter_
 
 
-@pytest.mark.parametrize("solver", ["fw", "bcfw", "pairwise", "ssg"])
+@pytest.mark.parametrize("solver", ["lsfw", "bcfw", "pairwise", "ssg"])
 @FIXED_BUDGET
 def test_estimator_solvers_agree_on_multiclass(solver):
     X, y = multiclass_data()
@@ -547,7 +610,7 @@ def test_multiclass_svm_max_hinge_same_optimum():
         MultiClass(4),
         lam=0.1,
         solver="bcfw",
-        averaging=False,
+        averaging="none",
         max_iter=5000,
         tol=1e-4,
         check_every=10,
@@ -582,15 +645,12 @@ def test_estimator_contract():
         ({"lam": 0.0}, "lam"),
         ({"C": 0.0}, "C"),
         ({"solver": "sgd"}, "solver"),
-        ({"step": "armijo"}, "step"),
+        ({"solver": "fw"}, "solver"),
+        ({"averaging": True}, "averaging"),
         ({"max_iter": -1}, "max_iter"),
         ({"check_every": 0}, "check_every"),
-        ({"max_passes": -1}, "max_passes"),
-        ({"gap_every": 0}, "gap_every"),
         ({"sample": "cyclic"}, "sample"),
         ({"model": object()}, "model"),
-        ({"solver": "pairwise", "step": "standard"}, "step='standard' applies"),
-        ({"solver": "cutting_plane", "step": "standard"}, "step='standard' applies"),
     ],
 )
 def test_estimator_bad_parameters(params, match):
@@ -599,17 +659,10 @@ def test_estimator_bad_parameters(params, match):
         StructuredSVM(**{"model": MultiClass(4), **params}).fit(X, y)
 
 
-@FIXED_BUDGET
-def test_deprecated_budget_names():
-    X, y = multiclass_data()
-    with pytest.warns(FutureWarning, match="max_passes"):
-        svm = StructuredSVM(MultiClass(4), lam=0.1, solver="bcfw", max_passes=4, tol=0).fit(X, y)
-    assert svm.n_iter_ == 4
-    with pytest.warns(FutureWarning, match="gap_every"):
-        svm = StructuredSVM(
-            MultiClass(4), lam=0.1, solver="bcfw", max_iter=4, gap_every=2, tol=0
-        ).fit(X, y)
-    np.testing.assert_array_equal(svm.history_["iteration"], [0, 2, 4])
+def test_no_deprecated_names():
+    for old in ("max_passes", "gap_every", "step"):
+        with pytest.raises(TypeError, match=old):
+            StructuredSVM(MultiClass(4), **{old: 4})
 
 
 @FIXED_BUDGET
@@ -625,25 +678,24 @@ def test_C_gives_lam():
     assert StructuredSVM(MultiClass(4), C=0.5, lam=0.3, max_iter=5).fit(X, y).lam_ == 0.3
 
 
-@pytest.mark.parametrize("solver", ["fw", "bcfw"])
+@pytest.mark.parametrize("solver", ["lsfw", "bcfw"])
 @FIXED_BUDGET
 def test_standard_step_is_the_predefined_rule(solver):
-    """step="standard": γ_t = 2/(t+2) for FW, γ_k = 2n/(k+2n) for BCFW (history step column:
-    the mean block step of the pass)."""
+    """solver="stdfw": γ_t = 2/(t+2); "stdbcfw": γ_k = 2n/(k+2n) (history step column:
+    the mean block step of the pass); "lsfw" and "bcfw" take the exact steps."""
     X, y = multiclass_data()
     n = len(y)
     svm = StructuredSVM(
         MultiClass(4),
         lam=0.1,
-        solver=solver,
-        step="standard",
+        solver="std" + solver.removeprefix("ls"),
         max_iter=6,
         check_every=1,
         tol=0,
         random_state=0,
     ).fit(X, y)
     steps = svm.history_["step"][1:]
-    if solver == "fw":
+    if solver == "lsfw":
         expected = 2.0 / (np.arange(6) + 2.0)
     else:
         k = np.arange(6 * n).reshape(6, n)
@@ -678,7 +730,7 @@ def test_sparse_input_multiclass_and_clear_error_for_chains():
 
     X, y = multiclass_data(m=3)
     X[np.abs(X) < 0.7] = 0.0
-    for solver in ("bcfw", "fw", "pairwise", "cutting_plane", "ssg"):
+    for solver in ("bcfw", "lsfw", "pairwise", "cutting_plane", "ssg"):
         kw = dict(lam=0.1, solver=solver, max_iter=50, random_state=0)
         dense = StructuredSVM(MultiClass(3), **kw).fit(X, y)
         sparse = StructuredSVM(MultiClass(3), **kw).fit(sp.csr_matrix(X), y)
@@ -737,7 +789,7 @@ def test_sklearn_callbacks_see_every_gap_computation(solver):
     svm = StructuredSVM(MultiClass(4), lam=0.1, solver=solver, max_iter=6, check_every=2, tol=0)
     svm.set_callbacks(recorder, ProgressBar())
     svm.fit(X, y)
-    assert svm.n_passes_ == 6
+    assert svm.n_iter_ == 6
     assert [r["iteration"] for r in recorder.rows] == [0, 2, 4, 6]
     np.testing.assert_array_equal([r["gap"] for r in recorder.rows], svm.history_["gap"])
     np.testing.assert_array_equal([r["primal"] for r in recorder.rows], svm.history_["primal"])

@@ -9,11 +9,11 @@ from sklearn.linear_model import Ridge, RidgeClassifier
 from kernfw import sweep
 from kernfw.kernels import GRAM_MAX_MB, make_operator
 from kernfw.operators import Gram, MultiKernel, Normalized
-from kernfw.sweep import COLUMNS, SweepResults
-from kernfw.sweep.plan import chunks as _chunks
-from kernfw.sweep.plan import relative_costs as _relative_costs
-from kernfw.sweep.shared import MemmapFolder as _MemmapFolder
-from kernfw.sweep.shared import allocate_in_memory as _allocate_in_memory
+from kernfw.sweeps import COLUMNS, SweepResults
+from kernfw.sweeps.plan import chunks as _chunks
+from kernfw.sweeps.plan import relative_costs as _relative_costs
+from kernfw.sweeps.shared import MemmapFolder as _MemmapFolder
+from kernfw.sweeps.shared import allocate_in_memory as _allocate_in_memory
 
 
 def _materialize(op, allocate):
@@ -353,7 +353,7 @@ def test_dask_cluster_gives_the_same_sweep(small, dask_client):
 def test_batched_accuracy_equals_score(small, monkeypatch):
     import importlib
 
-    sweep_module = importlib.import_module("kernfw.sweep.run")
+    sweep_module = importlib.import_module("kernfw.sweeps.run")
     X, y = small
     est = _svm(lam=0.01).fit(X, y)
     monkeypatch.setattr(sweep_module, "SCORE_BATCH", 7)

@@ -36,7 +36,7 @@ FIRST = (
     "kernfw.operators",
     "kernfw.kernels",
     "kernfw.structured",
-    "kernfw.sweep",
+    "kernfw.sweeps",
     "kernfw.plotting",
     "kernfw.reference",
 )
@@ -126,8 +126,8 @@ def api_modules():
         ):
             pages[module.__name__] = {"own": [], "also": [], "inline": []}
     for modname in list(pages):
-        # a module hidden by a same-named attribute of its package (``kernfw.sweep``, the
-        # function) cannot have a page of its own: the package's page shows it inline
+        # a module hidden by a same-named attribute of its package (a package attribute
+        # of the same name) cannot have a page of its own: the package's page shows it inline
         parent, _, last = modname.rpartition(".")
         if parent in pages and getattr(sys.modules[parent], last) is not sys.modules[modname]:
             pages[parent]["inline"].append(modname)

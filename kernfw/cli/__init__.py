@@ -4,13 +4,14 @@
 
     kernfw fit     --data digits --baseline               # fit, print accuracy and gap; SVC()
     kernfw sweep   --model multiclass --values 0.1,1,10 --jobs 2 --out sweep.csv
-    kernfw compare --model multiclass --max-samples 60    # the same problem with cvxpy
+    kernfw compare --model multiclass --max-samples 60    # verified against cvxpy
     kernfw info                                           # version, backends, models
 
 Every command takes ``--data`` (a bundled dataset name, an svmlight file or an
 ``.npz`` with arrays ``X`` and ``y``), ``--test-size``, the model's main
 hyperparameters, ``--plot FILE.png`` and ``--out FILE.csv``.  Bad files and
-bad options print one line on stderr and exit with status 2.
+bad options print one line on stderr and exit with status 2; ``kernfw compare``
+exits with status 1 when it cannot verify the fit (it prints why).
 
 The package: :mod:`~kernfw.cli.parser` (options), :mod:`~kernfw.cli.data`
 (datasets and the split), :mod:`~kernfw.cli.models` (the ``--model``
@@ -63,7 +64,8 @@ def _warning_line(message, category, filename, lineno, line=None):
 
 
 def main(argv=None):
-    """Run the ``kernfw`` command; return the exit status (0 ok, 2 bad input, 130 Ctrl-C)."""
+    """Run the ``kernfw`` command; return the exit status (0 ok, 1 ``compare`` not verified,
+    2 bad input, 130 Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

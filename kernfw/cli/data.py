@@ -53,7 +53,30 @@ def _load_svmlight(path):
         raise CLIError(f"cannot read {path!r} as an svmlight file: {one_line(exc)}") from exc
 
 
+#: the first bytes of a zip archive (what ``numpy.savez`` writes) and of a single .npy array
+_ZIP_MAGIC, _NPY_MAGIC = (b"PK\x03\x04", b"PK\x05\x06"), b"\x93NUMPY"
+
+
+def _check_npz_header(path):
+    """CLIError naming the real problem when ``path`` is not a zip archive of arrays."""
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    if head.startswith(_ZIP_MAGIC):
+        return
+    if head.startswith(_NPY_MAGIC):
+        raise CLIError(
+            f"{path!r} is a single .npy array (numpy.save), not an .npz archive with arrays "
+            "'X' and 'y' (numpy.savez(path, X=X, y=y))"
+        )
+    what = "empty" if not head else f"starts with {head!r}"
+    raise CLIError(
+        f"{path!r} is not an .npz file: it is not a zip archive of arrays ({what}); "
+        "write one with numpy.savez(path, X=X, y=y)"
+    )
+
+
 def _load_npz(path):
+    _check_npz_header(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = {"X", "y"} - set(data.files)
@@ -62,16 +85,29 @@ def _load_npz(path):
                     f"{path!r} must hold arrays 'X' and 'y'; missing "
                     f"{sorted(missing)} (it has {sorted(data.files)})"
                 )
-            X, y = data["X"], data["y"]
+            X, y = _npz_array(data, "X", path), _npz_array(data, "y", path)
     except CLIError:
         raise
-    except Exception as exc:  # zipfile/pickle/format errors of a bad file
+    except Exception as exc:  # zipfile/format errors of a damaged archive
         raise CLIError(f"cannot read {path!r} as an .npz file: {one_line(exc)}") from exc
     if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
         raise CLIError(
             f"{path!r}: X must be 2-D and y 1-D with as many rows; got X {X.shape}, y {y.shape}"
         )
     return X, y
+
+
+def _npz_array(data, name, path):
+    """Array ``name`` of an open .npz; CLIError if it holds Python objects (pickled)."""
+    try:
+        return data[name]
+    except ValueError as exc:
+        if "pickle" not in str(exc):
+            raise
+        raise CLIError(
+            f"array {name!r} of {path!r} holds Python objects (saved with pickling); "
+            "save numeric arrays (or strings for y), e.g. X.astype(float)"
+        ) from None
 
 
 def _split(X, y, test_size, seed):

@@ -1,5 +1,6 @@
-"""``kernfw evaluate``: the seed-000 protocol (:func:`kernfw.evaluate`) from the command line."""
+"""``kernfw evaluate``: the protocol of [Tajima2021] (:func:`kernfw.evaluate`) from the command line."""
 
+import sys
 import warnings
 
 import numpy as np
@@ -23,8 +24,8 @@ def configure_evaluate(parser):
         "--methods",
         choices=("losses", "solvers"),
         default="losses",
-        help="losses: the six multi-category losses (seed 000); solvers: "
-        "PG, StdFW and LSFW with 1,000 iterations (seed 000, Table 1)",
+        help="losses: the six multi-category losses of Tajima et al. (2021); solvers: "
+        "PG, StdFW and LSFW with 1,000 iterations (their Table 1)",
     )
     parser.add_argument(
         "--baseline",
@@ -39,7 +40,7 @@ def configure_evaluate(parser):
         "--trials",
         type=positive_int,
         default=20,
-        help="random 50/50 splits (default 20, as in the seed)",
+        help="random 50/50 splits (default 20, as in Tajima et al. 2021)",
     )
     parser.add_argument(
         "--values",
@@ -60,8 +61,22 @@ def configure_evaluate(parser):
     parser.add_argument("--jobs", type=jobs, default=None, help="workers of the inner CV")
     parser.add_argument("--seed", type=int, default=0, help="seed of the splits")
     parser.add_argument("--out", metavar="FILE.csv", help="write the errors (long format)")
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "lines", "none"),
+        default="auto",
+        help="progress display: one line per (trial, method) fit, or none "
+        "(default: lines on a terminal, else none)",
+    )
     parser.add_argument("--plot", metavar="FILE.png", help="save the top-k error plot")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+
+
+def _progress(requested):
+    """``--progress auto`` resolved: lines on a terminal, else none."""
+    if requested != "auto":
+        return requested
+    return "lines" if sys.stderr.isatty() else "none"
 
 
 def _methods(args, n_classes):
@@ -110,7 +125,7 @@ def run_evaluate(args):
     with warnings.catch_warnings():
         from sklearn.exceptions import ConvergenceWarning
 
-        if args.methods == "solvers":  # the seed's fixed budget: stopping early is the point
+        if args.methods == "solvers":  # the paper's fixed budget: stopping early is the point
             warnings.simplefilter("ignore", ConvergenceWarning)
         res = evaluate(
             methods,
@@ -122,6 +137,7 @@ def run_evaluate(args):
             cv=cv,
             random_state=args.seed,
             n_jobs=args.jobs,
+            verbose=int(_progress(args.progress) == "lines"),
         )
     print(res.table())
     print()

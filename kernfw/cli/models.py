@@ -59,5 +59,7 @@ MODELS = {
     "meb": Model("MinimumEnclosingBall", sweep_params=("gamma",), kind="outlier"),
     "structured": Model("StructuredSVM", kind="structured"),
     "cskl": Model("CSKLClassifier", kind="mkl"),
+    "lpmkl": Model("LpMKLClassifier", kind="mkl"),
     "online-mkl": Model("OnlineMKLClassifier", kind="mkl"),
+    "online-mkl-structured": Model("OnlineMKLStructured", kind="structured"),
 }

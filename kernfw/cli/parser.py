@@ -3,17 +3,20 @@ command shares.  The subcommands themselves are listed in
 :data:`kernfw.cli.commands.COMMANDS`."""
 
 import argparse
+import functools
 
 from .data import DATASETS
 from .models import MODELS
+from .options import model_options, parse_value
 
 __all__ = [
     "Parser",
-    "HYPERPARAMETERS",
+    "hyperparameters",
     "add_common",
     "float_list",
     "fraction",
     "positive_int",
+    "positive_float",
     "jobs",
 ]
 
@@ -71,44 +74,34 @@ def _kernel(text):
 gamma = _checked(_gamma, "'scale', 'auto' or a number")
 fraction = _checked(float, "a number in (0, 1)", lambda v: 0 < v < 1)
 positive_int = _checked(int, "a positive integer", lambda v: v >= 1)
+positive_float = _checked(float, "a positive number", lambda v: v > 0)
 check_every = _checked(
     _check_every, "'auto' or a positive integer", lambda v: v == "auto" or v >= 1
 )
 jobs = _checked(int, "a positive integer or -1 (all cores)", lambda v: v >= 1 or v == -1)
 
-#: command-line option -> (estimator parameter, type, help)
-HYPERPARAMETERS = {
-    "--C": ("C", float, "inverse regularization C, as SVC's (λ = 1/(C·n) for the λ models)"),
-    "--lam": ("lam", float, "regularization λ (overrides --C)"),
-    "--nu": ("nu", float, "ν of the ν-formulations"),
-    "--t": ("t", float, "CSKL: kernel budget t (1 ≤ t ≤ number of kernels)"),
-    "--loss": ("loss", str, "multi-class loss (max_hinge, topk_hinge, usunier, ...)"),
-    "--k": ("k", int, "k of the top-k losses"),
-    "--rho": ("rho", float_list, "weights ρ of the weighted top-k losses (comma list)"),
-    "--smoothing": ("smoothing", float, "Moreau smoothing σ"),
-    "--kernel": (
-        "kernel",
-        _kernel,
-        "kernel (rbf, linear, poly, ...; a comma list of base kernels for MKL)",
-    ),
-    "--gamma": ("gamma", gamma, "kernel γ: 'scale', 'auto' or a number"),
-    "--degree": ("degree", int, "polynomial kernel degree"),
-    "--coef0": ("coef0", float, "polynomial/sigmoid kernel coef0"),
-    "--solver": ("solver", str, "solver of the model (see its docstring)"),
-    "--tol": ("tol", float, "tolerance on the certified duality gap (see the model)"),
-    "--method": ("method", str, "L2SVC/MEB: 'mfw' (away steps) or 'fw'"),
-    "--max-iter": (
-        "max_iter",
-        int,
-        "budget: iterations (passes over the data for block and online solvers)",
-    ),
-    "--check-every": (
-        "check_every",
-        check_every,
-        "certify the gap every this many iterations, or 'auto' (multiclass: "
-        "when the passes' gap estimate says the certificate may pass)",
-    ),
-}
+#: options whose text is read in their own way: a comma list of base kernels, the
+#: kernel γ, the certificate schedule (the other options: :func:`kernfw.cli.options.parse_value`)
+SPECIAL_TYPES = {"kernel": _kernel, "gamma": gamma, "check_every": check_every}
+
+
+@functools.cache
+def hyperparameters():
+    """``{parameter: ModelOption}``: one option per parameter of the ``--model`` estimators
+    (:func:`kernfw.cli.options.model_options`)."""
+    return model_options(MODELS)
+
+
+def _option_type(option):
+    special = SPECIAL_TYPES.get(option.name)
+    if special is not None:
+        return special
+
+    def parse(text):
+        return parse_value(option, text)
+
+    parse.__name__ = option.name
+    return parse
 
 
 def add_common(parser):
@@ -138,9 +131,19 @@ def add_common(parser):
         action="store_true",
         help="standardize features (fitted on the training split)",
     )
-    group = parser.add_argument_group("model hyperparameters (default: the model's own)")
-    for flag, (param, kind, help) in HYPERPARAMETERS.items():
-        group.add_argument(flag, dest=param, type=kind, default=None, help=help)
+    group = parser.add_argument_group(
+        "model hyperparameters (default: the model's own; one per estimator parameter, "
+        "'none' for None; [model: choices, default])"
+    )
+    for name, option in hyperparameters().items():
+        group.add_argument(
+            option.flag,
+            dest=name,
+            type=_option_type(option),
+            default=argparse.SUPPRESS,
+            metavar=name.upper(),
+            help=option.help(),
+        )
     parser.add_argument("--plot", metavar="FILE.png", help="save a figure to this file")
     parser.add_argument("--out", metavar="FILE.csv", help="write the results table as CSV")
     parser.add_argument(

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from ..estimators._base import ProgressPrinter
-from ..sweep.results import write_table
+from ..sweeps.results import write_table
 from .errors import CLIError, one_line
 
 __all__ = [
@@ -116,9 +116,7 @@ def params_text(estimator):
     """``Name(changed=value, ...)``: the parameters that differ from the defaults."""
     params = estimator.get_params(deep=False)
     required = {
-        k: v
-        for k, v in params.items()
-        if k == "model" or (k in ("kernels", "kernel") and isinstance(v, list))
+        k: v for k, v in params.items() if k == "model" or (k == "kernel" and isinstance(v, list))
     }
     defaults = type(estimator)(**required).get_params(deep=False)
     changed = {
@@ -129,9 +127,8 @@ def params_text(estimator):
         and defaults.get(k) is not v
         and defaults.get(k) != v
     }
-    for key in ("kernels", "kernel"):
-        if key in required:
-            changed[key] = _kernels_text(required[key])
+    if "kernel" in required:
+        changed["kernel"] = _kernels_text(required["kernel"])
     inner = ", ".join(f"{k}={v!r}" for k, v in sorted(changed.items()))
     return f"{type(estimator).__name__}({inner})"
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .shard import get_client
+from ..solvers.simplex_qp.distributed.rows import get_client
 
 __all__ = ["decision_function"]
 
@@ -29,7 +29,7 @@ def decision_function(estimator, X, method="decision_function", rows=100_000, cl
     rows : int
         Rows per task (ignored for a Dask array: its row chunks are used).
     client : distributed.Client, str or None
-        See :func:`~kernfw.distributed.shard.get_client`.
+        See :func:`~kernfw.distributed.get_client`.
 
     Returns
     -------

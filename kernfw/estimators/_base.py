@@ -6,8 +6,8 @@ all need:
 
 - :class:`KernelInputMixin`: the kernel parameters (a spec, "precomputed" or
   a ready operator), the training operator and support-only prediction;
-- :func:`resolve_lam` (λ = 1/(C·n)), :func:`solver_seed` (``random_state``
-  for the solvers) and :func:`resolve_deprecated` (renamed parameters);
+- :func:`resolve_lam` (λ = 1/(C·n)) and :func:`solver_seed` (``random_state``
+  for the solvers);
 
 - :class:`FWEstimatorMixin` turns scikit-learn callbacks
   (``est.set_callbacks(ProgressBar())``, :mod:`sklearn.callback`) and
@@ -46,7 +46,6 @@ __all__ = [
     "ProgressPrinter",
     "KERNEL_PARAMETER_CONSTRAINTS",
     "resolve_lam",
-    "resolve_deprecated",
     "solver_seed",
     "accepts_kernel_operator",
     "with_callbacks",
@@ -283,6 +282,24 @@ def psd_by_construction(op):
     return bool(children) and all(psd_by_construction(child) for child in children)
 
 
+def check_base_kernels(kernels, owner):
+    """Raise :class:`~kernfw.operators.psd.NotPSDError` when a base kernel ``K_j`` of a
+    multiple-kernel estimator is detectably indefinite: a combination ``Σ_j γ_j K_j`` with
+    ``γ_j > 0`` could then make the dual non-concave, and no gap would certify anything.
+    Kernels PSD by construction (:func:`psd_by_construction`) are not tested.
+
+    Parameters
+    ----------
+    kernels : sequence of KernelOperator
+        The base kernels ``K_1 … K_p``.
+    owner : estimator
+        Named in the message.
+    """
+    for j, op in enumerate(kernels):
+        if not psd_by_construction(op):
+            check_psd(op, name=f"base kernel {j} of {type(owner).__name__}")
+
+
 class KernelInputMixin:
     """Kernel input and support-only prediction shared by the single-kernel estimators.
 
@@ -435,33 +452,3 @@ def resolve_lam(C, lam, n_samples):
     if lam is not None:
         return float(lam)
     return 1.0 / (float(C) * int(n_samples))
-
-
-def resolve_deprecated(estimator, old, new, version="0.3"):
-    """The value of parameter ``new``, honouring the deprecated alias ``old``.
-
-    A deprecated constructor argument defaults to the string ``"deprecated"``;
-    when a user sets it, a :class:`FutureWarning` names the new parameter and
-    the old value is used.
-
-    Parameters
-    ----------
-    estimator : BaseEstimator
-        The estimator whose parameters are read.
-    old, new : str
-        Deprecated and current parameter names.
-    version : str
-        The release in which ``old`` will be removed.
-    """
-    import warnings
-
-    value = getattr(estimator, old, "deprecated")
-    if isinstance(value, str) and value == "deprecated":
-        return getattr(estimator, new)
-    warnings.warn(
-        f"{type(estimator).__name__}: `{old}` is deprecated and will be removed in "
-        f"{version}; use `{new}` instead.",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return value

@@ -1,7 +1,7 @@
 """``L2SVC``: the L2-SVM of the core vector machine, trained by (away-step) Frank-Wolfe.
 
-Seed 001 (Frandi et al.), math.md §2: the binary L2-SVM is the minimum
-enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.meb.l2svm`
+[Frandi2013], math.md §2: the binary L2-SVM is the minimum
+enclosing ball problem of the modified kernel ``k̃``; :func:`kernfw.solvers.simplex_qp.solve_l2svm`
 solves it with one kernel column per iteration.  Multi-class problems are
 split one-vs-one (as :class:`sklearn.svm.SVC`), one-vs-rest or into a decision
 DAG (:mod:`kernfw.estimators._multiclass_decomposition`), and the binary
@@ -17,8 +17,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
+from ..kernels import COLUMN_GRAM_MAX_MB
 from ..operators.psd import check_psd
-from ..solvers.meb import METHODS, l2svm
+from ..solvers.simplex_qp import SOLVERS, solve_l2svm
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
@@ -30,8 +31,6 @@ from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisio
 
 __all__ = ["L2SVC", "gram_budget"]
 
-#: n × n Gram matrices up to this size (MB) are always precomputed
-GRAM_MAX_MB = 32.0
 #: with at least this many features, a Gram up to ``max(WIDE_GRAM_MB, cache_size)`` MB is
 #: precomputed: one BLAS-3 product beats ~n memory-bound column products (k(X, x_i) reads X)
 WIDE_FEATURES = 50
@@ -61,8 +60,8 @@ def gram_budget(X, cache_size):
         The largest Gram matrix (MB) to precompute.
     """
     if X is not None and getattr(X, "ndim", 0) == 2 and X.shape[1] >= WIDE_FEATURES:
-        return max(GRAM_MAX_MB, WIDE_GRAM_MB, float(cache_size))
-    return GRAM_MAX_MB
+        return max(COLUMN_GRAM_MAX_MB, WIDE_GRAM_MB, float(cache_size))
+    return COLUMN_GRAM_MAX_MB
 
 
 class SupportKernelMixin(KernelInputMixin):
@@ -74,19 +73,20 @@ class SupportKernelMixin(KernelInputMixin):
         return gram_budget(X, self.cache_size)
 
     def _gram_dtype(self):
-        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend; the
-        Dask backend's shards evaluate the kernel in float64, and so does the local
-        operator then (the two backends take the same iterates)."""
+        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend.  The
+        Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
+        ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
+        one solves the problem of the float32-rounded kernel."""
         return None if self.backend == "dask" else super()._gram_dtype()
 
 
-def _fit_binary(op, y_pm, C, method, tol, max_iter, callback, random_state):
+def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
-    result = l2svm(
+    result = solve_l2svm(
         op,
         y_pm,
         C,
-        method=method,
+        solver=solver,
         tol=tol,
         max_iter=max_iter,
         callback=callback,
@@ -134,36 +134,31 @@ KernelOperator, default="rbf"
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
-    method : {"mfw", "fw", "cvm"}, default="mfw"
-        "mfw": Frank-Wolfe with away and drop steps; "fw": plain Frank-Wolfe;
-        both with the exact line search.  "cvm": the core vector machine
-        baseline (core-set iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.cvm.CoreVectorIterate`).
+    solver : {"mfw", "lsfw", "cvm"}, default="mfw"
+        The algorithm.  "mfw": Frank-Wolfe with away and drop steps; "lsfw":
+        plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
+        exact line search.  "cvm": the core vector machine baseline (core-set
+        iterations, each solving the QP on the core set;
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).
     tol : float, default=0.3
-        Scale-free stopping rule: the relative duality gap
+        Relative tolerance on the certified duality gap:
         ``(P − D)/|D| = gap/ρ ≤ tol`` (math.md §2.5), where ``D = −ρ``,
         ``ρ = αᵀK̃α`` and the FW gap is ``gap = 2(ρ − min_i (K̃α)_i)``: twice
         the largest margin violation, relative to the margin ``ρ``.  The
-        default sits where test accuracy has plateaued (make_classification,
-        n = 5k–50k: within 0.16 points of the best accuracy over
-        ``tol ∈ [0.03, 1]``, at 1.7–2.4× fewer iterations than ``tol=0.03``; see
+        default sits where test accuracy has plateaued (see
         ``docs/benchmarks/l2svm.md``); lower it for a more accurate dual.
     max_iter : int, default=None
-        Iterations per binary problem (None: ``max(100000, 20 n)``; core-set
-        iterations for ``method="cvm"``).
-    cache_size : float, default=2
-        Kernel cache in MB: the column cache of on-the-fly kernels.  Small by
-        default: MFW requests most columns once or twice, thousands of
-        requests apart (n = 20k: 14,142 requests of 7,424 distinct columns,
-        median reuse distance 2,769), so an LRU cache of a useful size is mostly
-        misses, and writing columns into fresh cache pages costs more than the
-        hits save (compiled path, n ≥ 10k: 2 MB fits as fast as 50 MB or up to
-        20 % faster, 1 GB at 20k is 2.4× slower; at 5k 50 MB is about 10 %
-        faster, and so is the numpy path's 50 MB at 5k–10k, by about 30 %;
-        ``docs/benchmarks/l2svm.md``).  Gram matrices up to
-        32 MB are precomputed instead, and so are Grams up to
-        ``max(256 MB, cache_size)`` when ``X`` has 50 features or more (see
-        :func:`gram_budget`).
+        Budget in iterations (one kernel column each; core-set iterations for
+        ``solver="cvm"``) per binary problem, which ``n_iter_`` counts (None:
+        ``max(100000, 20 n)``).
+    cache_size : float, default=200
+        Kernel cache in MB for one fit, as :class:`sklearn.svm.SVC`'s: the
+        column cache of on-the-fly kernels.  Gram matrices up to
+        :data:`~kernfw.kernels.COLUMN_GRAM_MAX_MB` are precomputed instead, and
+        so are Grams up to ``max(256 MB, cache_size)`` when ``X`` has 50
+        features or more (see :func:`gram_budget`).  MFW requests most columns
+        only once or twice, so the cache size matters little (see
+        ``docs/benchmarks/l2svm.md``, "Cache size").
     multi_class : {"ovo", "ovr", "ddag"}, default="ovo"
         One-vs-one (``m(m−1)/2`` problems, votes as SVC), one-vs-rest (``m``
         problems) or DDAG (the one-vs-one problems evaluated as a decision
@@ -177,11 +172,15 @@ KernelOperator, default="rbf"
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6); None starts at point 0.
     backend : {"local", "dask"}, default="local"
-        "dask": data-parallel MFW on the current Dask cluster (the default
+        Where the solver runs: "local" (this process) or "dask".  With "dask",
+        data-parallel MFW on the current Dask cluster (the default
         ``distributed.Client``, or Dask's configured ``scheduler-address``):
         the rows are split over the workers, which keep them and their part
-        of the solver state for the whole fit (:mod:`kernfw.distributed`;
-        same iterates as "local").  The fitted model is the same in-memory
+        of the solver state for the whole fit (:mod:`kernfw.distributed`).
+        The shards evaluate the kernel in float64: at ``tol < 1e-4`` the
+        iterates are those of "local" (which keeps float32 kernel values from
+        ``tol = 1e-4`` on; then both are certified to ``tol`` but their
+        iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
 
     Attributes
@@ -238,7 +237,7 @@ KernelOperator, default="rbf"
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
         **KERNEL_PARAMETER_CONSTRAINTS,
-        "method": [StrOptions(set(METHODS))],
+        "solver": [StrOptions(set(SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
@@ -256,10 +255,10 @@ KernelOperator, default="rbf"
         gamma="scale",
         degree=3,
         coef0=0.0,
-        method="mfw",
+        solver="mfw",
         tol=0.3,
         max_iter=None,
-        cache_size=2,
+        cache_size=200,
         multi_class="ovo",
         n_jobs=None,
         verbose=0,
@@ -271,7 +270,7 @@ KernelOperator, default="rbf"
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
-        self.method = method
+        self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
@@ -315,7 +314,7 @@ KernelOperator, default="rbf"
                     op if p.index.size == op.n else op.subset(p.index),
                     p.y,
                     self.C,
-                    self.method,
+                    self.solver,
                     self.tol,
                     self.max_iter,
                     callback,
@@ -332,7 +331,7 @@ KernelOperator, default="rbf"
                     y_enc,
                     problems,
                     self.C,
-                    self.method,
+                    self.solver,
                     self.tol,
                     self.max_iter,
                     callback,

@@ -1,7 +1,7 @@
 """``MinimumEnclosingBall``: the smallest ball around the data in feature space (math.md §2.2).
 
 The ball is found by Frank-Wolfe or away-step MFW on the MEB dual
-(:func:`kernfw.solvers.meb.solve_simplex_qp` with ``q = diag(K)``) and used as a
+(:func:`kernfw.solvers.simplex_qp.solve_simplex_qp` with ``q = diag(K)``) and used as a
 novelty detector in the manner of :class:`sklearn.svm.OneClassSVM`: points
 inside the ball are inliers.
 """
@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
-from ..solvers.meb import METHODS, solve_simplex_qp
+from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
@@ -52,7 +52,7 @@ class MinimumEnclosingBall(OutlierMixin, SupportKernelMixin, FWEstimatorMixin, B
     Solves ``min_{c, r} r²`` s.t. ``‖φ(x_i) − c‖² ≤ r²`` through its dual
     ``max_{α∈Δₙ} diag(K)ᵀα − αᵀKα`` (math.md §2.2) by Frank-Wolfe toward the
     farthest point, with away steps from the nearest support point for
-    ``method="mfw"``.  The centre is ``c = Σ α_i φ(x_i)``; only the support
+    ``solver="mfw"``.  The centre is ``c = Σ α_i φ(x_i)``; only the support
     points (``α_i > 0``, the core set) are needed to predict.
 
     Parameters
@@ -69,38 +69,43 @@ KernelOperator, default="rbf"
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
-    method : {"mfw", "fw", "cvm"}, default="mfw"
-        Away-step (MFW) or plain Frank-Wolfe, both with exact line search
-        (compiled with numba when available), or "cvm": the core vector
-        machine's core-set iterations (each solves the QP on the core set).
-    tol : float, default=1e-4
-        Scale-free ε of the CVM (1+ε)-approximate ball (math.md §2.5): stop when
-        the farthest point lies within ``(1+ε) r`` of the current centre,
-        i.e. ``δ = (max_i ‖φ(x_i) − c‖² − r²)/r² ≤ (1+ε)² − 1`` with ``r² = f(α)``
-        the dual value; then ``r ≤ r* ≤ R ≤ (1+ε) r``.  The default certifies
-        the radius to 0.01 %; the inlier decisions of held-out points change
-        only within that band of the sphere.
+    solver : {"mfw", "lsfw", "cvm"}, default="mfw"
+        The algorithm: away-step (MFW) or plain Frank-Wolfe ("lsfw"), both
+        with exact line search (compiled with numba when available), or
+        "cvm": the core vector machine's core-set iterations (each solves the
+        QP on the core set).
+    tol : float, default=2e-4
+        Relative tolerance on the certified duality gap of ``r²``: stop when
+        ``(R² − r²)/r² ≤ tol``, with ``R² = max_i ‖φ(x_i) − c‖²`` (the primal
+        value ``P`` at the current centre) and ``r² = f(α)`` (the dual value
+        ``D``; math.md §2.5), so that ``r ≤ r* ≤ R``.  This is the (1+ε)
+        radius rule of the core vector machine, ``R ≤ (1+ε) r``, with
+        ``tol = 2ε + ε²``: the default is ``ε ≈ 1e-4``, a radius certified to
+        0.01 %; the inlier decisions of held-out points change only within
+        that band of the sphere.
     max_iter : int, default=None
-        Iteration budget (None: ``max(100000, 20 n)``; core-set iterations for
-        ``method="cvm"``).
-    cache_size : float, default=500
-        Kernel column cache (MB) when the kernel is evaluated on the fly (the
-        Gram is precomputed when small, as in :class:`~kernfw.L2SVC`).
+        Budget in iterations (one kernel column each; core-set iterations for
+        ``solver="cvm"``), which ``n_iter_`` counts (None: ``max(100000, 20 n)``).
+    cache_size : float, default=200
+        Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
+        when the kernel is evaluated on the fly (the Gram is precomputed when
+        small, as in :class:`~kernfw.L2SVC`).
     verbose : int, default=0
         Print one line per certified iterate.
     random_state : int, RandomState instance or None, default=None
         Chooses the first point ``a`` of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6); None starts at point 0.
     backend : {"local", "dask"}, default="local"
-        "dask": data-parallel MFW on the current Dask cluster, as in
+        Where the solver runs: "local" (this process) or "dask".  With "dask",
+        data-parallel MFW on the current Dask cluster, as in
         :class:`~kernfw.L2SVC` (:mod:`kernfw.distributed`).
 
     Attributes
     ----------
     radius_ : float
         Radius ``R`` of the ball around ``c`` that contains every training
-        point: ``R² = max_i ‖φ(x_i) − c‖²`` (the primal value; within
-        ``(1+ε)²`` of ``r*²``).
+        point: ``R² = max_i ‖φ(x_i) − c‖²`` (the primal value; within a factor
+        ``1 + tol`` of ``r*²``).
     radius_lower_ : float
         Square root of the dual value ``f(α) ≤ r*²``: ``radius_lower_ ≤ r* ≤ radius_``.
     center_norm2_ : float
@@ -142,7 +147,7 @@ KernelOperator, default="rbf"
 
     _parameter_constraints = {
         **KERNEL_PARAMETER_CONSTRAINTS,
-        "method": [StrOptions(set(METHODS))],
+        "solver": [StrOptions(set(SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
@@ -157,10 +162,10 @@ KernelOperator, default="rbf"
         gamma="scale",
         degree=3,
         coef0=0.0,
-        method="mfw",
-        tol=1e-4,
+        solver="mfw",
+        tol=2e-4,
         max_iter=None,
-        cache_size=500,
+        cache_size=200,
         verbose=0,
         random_state=None,
         backend="local",
@@ -169,7 +174,7 @@ KernelOperator, default="rbf"
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
-        self.method = method
+        self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
@@ -204,7 +209,7 @@ KernelOperator, default="rbf"
                 result = solve_meb(
                     X,
                     op,
-                    self.method,
+                    self.solver,
                     self.tol,
                     self.max_iter,
                     callback,
@@ -215,10 +220,10 @@ KernelOperator, default="rbf"
                 result = solve_simplex_qp(
                     op,
                     q=diag,
-                    method=self.method,
+                    solver=self.solver,
                     tol=self.tol,
                     max_iter=self.max_iter,
-                    stop="radius",
+                    stop="relative",
                     callback=callback,
                     random_state=solver_seed(self.random_state),
                 )

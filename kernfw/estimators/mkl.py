@@ -1,6 +1,6 @@
 """Multiple kernel learning classifiers: CSKL, lp-MKL and online MKL (math.md §4–§5).
 
-All three take ``kernel`` (formerly ``kernels``, a deprecated alias), either
+All three take ``kernel``, either
 
 - None (the default): the kernel family of :func:`default_kernels` — RBF at
   ``γ ∈ {0.1, 1, 10}·γ_scale`` (``γ_scale = 1/(d·Var X)``, SVC's "scale"), the
@@ -38,9 +38,9 @@ from ..operators import Gram, MultiKernel, normalize
 from ..operators.pairwise import resolve_gamma
 from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.capped_simplex import check_t
-from ..solvers.mkl.cskl import WEIGHT_UPDATES, solve_cskl
+from ..solvers.mkl.cskl import SOLVERS, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
-from ._base import FWEstimatorMixin, resolve_deprecated, with_callbacks
+from ._base import FWEstimatorMixin, check_base_kernels, with_callbacks
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
 __all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
@@ -80,7 +80,7 @@ def _gram_list(X, name="X"):
         X = list(X)
     if not isinstance(X, (list, tuple)):
         raise TypeError(
-            f"kernels='precomputed' needs {name} as a list (or 3-D array) of Gram matrices, "
+            f"kernel='precomputed' needs {name} as a list (or 3-D array) of Gram matrices, "
             f"got {type(X).__name__}"
         )
     if len(X) == 0:
@@ -106,18 +106,11 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "kernel": [None, list, tuple, StrOptions({"precomputed"})],
-        "kernels": [list, tuple, StrOptions({"precomputed", "deprecated"})],
         "verbose": ["verbose"],
     }
 
-    def _kernel_param(self):
-        """``kernel``, or the deprecated ``kernels`` when it is set (no warning)."""
-        old = getattr(self, "kernels", "deprecated")
-        return self.kernel if isinstance(old, str) and old == "deprecated" else old
-
     def _is_precomputed(self):
-        kernel = self._kernel_param()
-        return isinstance(kernel, str) and kernel == "precomputed"
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
     def _backend(self, spec):
         """Options of :func:`kernfw.kernels.make_operator` for the kernel ``spec`` (none:
@@ -135,13 +128,13 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         ``kernel=None`` takes the specs ``default(X)``; an empty list gives no
         MultiKernel (None) when ``default`` allows it (feature groups only).
         """
-        resolve_deprecated(self, "kernels", "kernel")  # FutureWarning if used
         if self._is_precomputed():
-            grams = _gram_list(X)
-            ops = [
-                normalize(Gram(check_gram(G, name=f"Gram matrix {j}"), check=False), NORMALIZATION)
-                for j, G in enumerate(grams)
+            grams = [
+                Gram(check_gram(G, name=f"Gram matrix {j}"), check=False)
+                for j, G in enumerate(_gram_list(X))
             ]
+            check_base_kernels(grams, self)
+            ops = [normalize(gram, NORMALIZATION) for gram in grams]
             y = column_or_1d(y, warn=True)
             mk = MultiKernel(ops)
             if y.shape[0] != mk.n:
@@ -151,7 +144,7 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             X = None
         else:
             X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
-            kernel = self._kernel_param()
+            kernel = self.kernel
             specs = default(X) if kernel is None else list(kernel)
             if not specs and (kernel is not None or default is default_kernels):
                 raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
@@ -165,6 +158,8 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 if specs
                 else None
             )
+            if mk is not None:
+                check_base_kernels(mk.operators, self)
         check_classification_targets(y)
         return mk, y, X
 
@@ -254,7 +249,7 @@ class _WeightedSVMClassifier(_MKLClassifier):
 
 
 class CSKLClassifier(_WeightedSVMClassifier):
-    """Controlled-sparsity kernel learning (seed 004; math.md §5).
+    """Controlled-sparsity kernel learning ([CSKL]; math.md §5).
 
     Learns kernel weights ``γ`` in the capped simplex
     ``{0 ≤ γ_j ≤ 1, Σ_j γ_j = t}`` jointly with an SVM on ``K_γ = Σ_j γ_j K_j``
@@ -285,11 +280,12 @@ class CSKLClassifier(_WeightedSVMClassifier):
     svm : {"l2", "c", "nu"}, default="l2"
         Inner SVM: kernfw's L2-SVM (away-step FW, warm started across outer
         iterations), libsvm's C-SVM or ν-SVM (``SVC``/``NuSVC``, precomputed).
-    weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}, \
+    solver : {"projected_gradient", "reduced_gradient", "frank_wolfe"}, \
 default="projected_gradient"
-        Direction of the weight step: projection onto the capped simplex
-        (recommended), the seed's reduced gradient, or the LP / Frank-Wolfe
-        vertex (slow; useful as a baseline).  Steps by Armijo backtracking.
+        The algorithm on the weights, by the direction of its step: projection
+        onto the capped simplex (recommended), the reduced gradient of
+        [CSKL], or the LP / Frank-Wolfe vertex (slow; useful as a baseline).
+        Steps by Armijo backtracking; each outer iteration solves the SVM.
     exact : bool, default=False
         After convergence keep the ``⌈t⌉`` kernels with the largest weights
         (ties: larger ``d_j``), set them to 1, the others to 0, and retrain
@@ -297,9 +293,14 @@ default="projected_gradient"
         retrained model as a point of ``Γ_{⌈t⌉}``; the relaxed weights are in
         ``relaxed_kernel_weights_``.
     tol : float, default=1e-3
-        Stop when ``G ≤ tol·|J|``.
+        Relative tolerance on the certified duality gap of the weight
+        problem: stop when ``G/|J(γ)| ≤ tol``, where ``G = c (g_t(d) − γᵀd)``
+        is the Frank-Wolfe gap of ``min_{Γ_t} J`` (math.md §5.3), so that
+        ``J(γ) − J* ≤ G`` (plus the inner SVM's own gap, which its solver keeps
+        below ``min(1e-6, tol/100)``): ``P = J(γ)``, ``D = J(γ) − G``.
     max_iter : int, default=100
-        Outer iterations.
+        Budget in outer iterations (one weight step and its SVM solves each),
+        which ``n_iter_`` counts.
     verbose : int, default=0
         Print one line per outer iteration.
     multi_class : {"ovr", "ovo", "ddag"}, default="ovr"
@@ -308,8 +309,6 @@ default="projected_gradient"
         only; solved in one libsvm one-vs-one call), all sharing ``γ``; the
         weights follow the sum over the binary problems of ``J`` (and of
         ``d_j``).  "ovo" predicts by votes, "ddag" by the decision DAG.
-    kernels : deprecated
-        Former name of ``kernel``.
 
     Attributes
     ----------
@@ -367,7 +366,7 @@ default="projected_gradient"
         "C": [Interval(Real, 0, None, closed="neither")],
         "nu": [Interval(Real, 0, 1, closed="right")],
         "svm": [StrOptions(set(SVM_KINDS))],
-        "weight_update": [StrOptions(set(WEIGHT_UPDATES))],
+        "solver": [StrOptions(set(SOLVERS))],
         "exact": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -381,21 +380,19 @@ default="projected_gradient"
         C=1.0,
         nu=0.5,
         svm="l2",
-        weight_update="projected_gradient",
+        solver="projected_gradient",
         exact=False,
         tol=1e-3,
         max_iter=100,
         verbose=0,
         multi_class="ovr",
-        kernels="deprecated",
     ):
         self.kernel = kernel
-        self.kernels = kernels
         self.t = t
         self.C = C
         self.nu = nu
         self.svm = svm
-        self.weight_update = weight_update
+        self.solver = solver
         self.exact = exact
         self.tol = tol
         self.max_iter = max_iter
@@ -428,7 +425,7 @@ default="projected_gradient"
                 C=self.C,
                 nu=self.nu,
                 problems=self._problems(y),
-                weight_update=self.weight_update,
+                solver=self.solver,
                 exact=self.exact,
                 tol=self.tol,
                 max_iter=self.max_iter,
@@ -461,13 +458,16 @@ class LpMKLClassifier(_WeightedSVMClassifier):
     nu : float, default=0.5
         ν of ``svm="nu"``.
     tol : float, default=1e-3
-        Stop when the gap ``≤ tol·|J|``.
+        Relative tolerance on the certified duality gap: stop when
+        ``G/|J(θ)| ≤ tol`` with ``G = c(‖d‖_{p*} − θᵀd) ≥ J(θ) − J*``
+        (math.md §5.5): ``P = J(θ)``, ``D = J(θ) − G``.
     max_iter : int, default=100
+        Budget in outer iterations (one weight update and its SVM solves
+        each), which ``n_iter_`` counts.
     verbose : int, default=0
+        Print one line per outer iteration.
     multi_class : {"ovr", "ovo", "ddag"}, default="ovr"
         As :class:`CSKLClassifier`.
-    kernels : deprecated
-        Former name of ``kernel``.
 
     Attributes
     ----------
@@ -507,10 +507,8 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         max_iter=100,
         verbose=0,
         multi_class="ovr",
-        kernels="deprecated",
     ):
         self.kernel = kernel
-        self.kernels = kernels
         self.p = p
         self.C = C
         self.svm = svm

@@ -1,4 +1,4 @@
-"""``MultiClassSVM``: multi-category kernel SVMs with mdos losses (seed 000; math.md §1)."""
+"""``MultiClassSVM``: multi-category kernel SVMs with mdos losses ([Tajima2021]; math.md §1)."""
 
 from numbers import Integral, Real
 
@@ -82,32 +82,32 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
     solver : {"bcfw", "lsfw", "stdfw", "pg"}, default="bcfw"
-        "bcfw" (the fastest to the default tolerance, measured in
+        The algorithm (the same names mean the same algorithms in every kernfw
+        estimator).  "bcfw" (the fastest to the default tolerance, measured in
         docs/benchmarks.md): block-coordinate FW, one pass over the data per
         iteration; for the max and structured hinge it takes pairwise block
         steps (math.md §3.9); each pass runs compiled (numba) for the linear
         kernel and for stored Gram matrices (precomputed, or any kernel when
         the n × n matrix fits), and in numpy otherwise or with
         ``KERNFW_DISABLE_NUMBA=1``.  "lsfw": FW with exact line search;
-        "stdfw": step ``2/(t+2)``; "pg": the projected-subgradient baseline
-        (``smoothing=0``).
+        "stdfw": FW with the standard step ``2/(t+2)``; "pg": the
+        projected-subgradient baseline (``smoothing=0``).
     tol : float, default=3e-2
         Relative tolerance on the certified duality gap: stop when
         ``(P − D) / P ≤ tol``, i.e. the objective ``P(W)`` is certified within
         a fraction ``tol`` of the optimum (``P(W) − P* ≤ P − D``).  It does
         not depend on the scale of the data, of ``C`` or of the loss.  The
-        default sits where test accuracy has stopped changing on the
-        benchmark suite: on digits, MNIST-5000 and a TF-IDF corpus the test
-        accuracy at ``tol=0.1`` already equals the one at ``1e-3`` within
-        0.1 point; the default is one step tighter (docs/benchmarks.md).
+        default is one step tighter than where test accuracy stops changing
+        on the benchmark suite (see docs/benchmarks/defaults.md).
         With ``tol >= 1e-4`` a Gram matrix computed from features is stored
         in float32 (as libsvm's kernel cache): the solver reads half the
         memory, and the rounding (relative 6e-8 per entry) is far below the
         certified gap; smaller ``tol`` keeps the precision of ``X``.
     max_iter : int, default=1000
-        Maximum iterations (passes over the data for "bcfw", which
-        ``n_iter_`` counts; ``history_`` has one row per certificate, its
-        ``pass`` column the passes so far); large enough
+        Budget in the unit ``n_iter_`` counts: passes over the data for
+        "bcfw" (one pass = ``n`` block visits), iterations for the batch
+        solvers (``history_`` has one row per certificate, its ``pass``
+        column the passes so far); large enough
         that fits at the defaults converge on the benchmark suite.  A run
         that stops earlier warns ``ConvergenceWarning`` and keeps the best
         certified iterate.
@@ -131,12 +131,13 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     random_state : int, RandomState instance or None, default=None
         Block order of "bcfw".
     cache_size : float, default=200
-        Column cache (MB) when the kernel is evaluated on the fly.
+        Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
+        when the kernel is evaluated on the fly.
     shrinking : bool, default=True
-        "bcfw" only: between two certificates, visit only the examples that
-        are not block-optimal (liblinear-style active set; the certified gap
-        is unaffected), and leave out the inactive classes of each example
-        (exact block steps).
+        Active-set shrinking of "bcfw".  Between two certificates, visit only
+        the examples that are not block-optimal (liblinear-style active set;
+        the certified gap is unaffected), and leave out the inactive classes
+        of each example (exact block steps).
 
     Notes
     -----

@@ -1,4 +1,4 @@
-"""Online MKL estimators (seed 003; math.md §4): multi-class and structured outputs.
+"""Online MKL estimators ([Martins2011]; math.md §4): multi-class and structured outputs.
 
 Both fit :func:`kernfw.solvers.mkl.online.solve_online_mkl`: one parameter block
 ``θ_k`` per group — kernel groups (a kernel on the input, or on the positions
@@ -20,16 +20,22 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import make_operator
 from ..solvers.mkl.online import (
-    AVERAGES,
+    AVERAGING,
     LOSSES,
-    METHODS,
+    SOLVERS,
     ExplicitGroup,
     factored_positions,
     solve_online_mkl,
 )
 from ..solvers.mkl.prox import REGULARIZERS
 from ..structured import Chain, MultiClass
-from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam, with_callbacks
+from ._base import (
+    FWEstimatorMixin,
+    check_base_kernels,
+    resolve_lam,
+    solver_seed,
+    with_callbacks,
+)
 from .mkl import NORMALIZATION, _MKLClassifier, default_kernels
 
 __all__ = ["OnlineMKLClassifier", "OnlineMKLStructured"]
@@ -43,19 +49,12 @@ _ONLINE_CONSTRAINTS = {
     "eta0": [Interval(Real, 0, None, closed="neither")],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-    "average": [None, StrOptions({a for a in AVERAGES if a is not None})],
-    "method": [StrOptions(set(METHODS))],
+    "averaging": [StrOptions(set(AVERAGING))],
+    "solver": [StrOptions(set(SOLVERS))],
     "objective_sample": [None, Interval(Integral, 1, None, closed="left")],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
-
-
-def _seed(random_state):
-    """An int seed or Generator for numpy's ``default_rng`` from sklearn's random_state."""
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31))
-    return random_state
 
 
 def _feature_scale(X, column_groups):
@@ -123,9 +122,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
 
     def _solve(self, model, X, Y, groups, n):
         lam = resolve_lam(self.C, self.lam, n)
-        eta0 = resolve_deprecated(self, "eta", "eta0")
-        max_iter = resolve_deprecated(self, "n_epochs", "max_iter")
-        callback = self._fw_callback(max_iter, X, Y)
+        callback = self._fw_callback(self.max_iter, X, Y)
         try:
             result = solve_online_mkl(
                 model,
@@ -136,13 +133,13 @@ class _OnlineMKLMixin(FWEstimatorMixin):
                 regularizer=self.regularizer,
                 lam=lam,
                 lam2=self.lam2,
-                eta0=eta0,
-                max_iter=max_iter,
+                eta0=self.eta0,
+                max_iter=self.max_iter,
                 radius=self.radius,
-                average=self.average,
-                method=self.method,
+                averaging=self.averaging,
+                solver=self.solver,
                 objective_sample=self.objective_sample,
-                random_state=_seed(self.random_state),
+                random_state=solver_seed(self.random_state),
                 callback=callback,
             )
         finally:
@@ -163,7 +160,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
 
 
 class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
-    """Online MKL for multi-class classification (seed 003, Martins et al.; math.md §4).
+    """Online MKL for multi-class classification ([Martins2011]; math.md §4).
 
     Scores ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩`` with one block per kernel (and per
     explicit feature group), trained by the online proximal algorithm on
@@ -202,31 +199,34 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Learning rate: ``η_t = η_0/√t`` (proximal) or the prox of ``η_0√t R``
         applied to ``η_0/√t`` times the gradient sum (dual averaging; math.md §4.2).
     max_iter : int, default=10
-        Epochs (passes over the training set, in random order).
+        Budget in passes over the training set (epochs, each in a new random
+        order; one pass = ``n`` online rounds), which ``n_iter_`` counts.  An
+        online method always runs all of them: there is no ``tol``, since no
+        duality gap is certified.
     radius : None, "auto" or float, default=None
         Ball projection after each prox ("auto": a radius containing the optimum).
-    average : {None, "uniform", "weighted", "epoch"}, default=None
-        Returned predictor: the last iterate, the uniform or ``t``-weighted
-        average of all iterates, or the average over the last epoch.  The last
-        iterate of dual averaging is already a function of the averaged gradient
-        (and its group norms come free); the averages cost a quadratic form over
-        the support per epoch.
-    method : {"dual_averaging", "proximal"}, default="dual_averaging"
-        Regularized dual averaging (Xiao, 2010; the proxes applied to the running
+    averaging : {"none", "uniform", "weighted", "epoch"}, default="none"
+        Returned predictor: the last iterate ("none"), the average of all
+        iterates, "uniform" or "weighted" (weights ``∝ t``), or the uniform
+        average over the last epoch ("epoch").  The last iterate of dual averaging
+        is already a function of the averaged gradient (and its group norms come
+        free); an average costs a quadratic form over the support per epoch.
+    solver : {"dual_averaging", "proximal"}, default="dual_averaging"
+        Regularized dual averaging ([Xiao2010]; the proxes applied to the running
         sum of subgradients: a group stays exactly zero while its averaged
         gradient is below the threshold of ``R``, so kernels that carry no signal
-        are dropped), or the seed's online proximal algorithm (Martins et al.:
-        subgradient step, then the prox of each term of ``R``; every example whose
-        own gradient exceeds the threshold revives a group, so its groups are
-        seldom exactly zero).
+        are dropped), or the online proximal algorithm of [Martins2011]
+        (subgradient step, then the prox of each term of ``R``; every example
+        whose own gradient exceeds the threshold revives a group, so its groups
+        are seldom exactly zero).
     objective_sample : int or None, default=1000
         The objective ``F`` recorded after each epoch (``history_``, ``objective_``)
         has its loss term averaged over a fixed random subset of this many training
         examples (None: all of them; it costs as much as a pass over them).
     random_state : int, RandomState, Generator or None, default=None
+        Order of the examples in each epoch.
     verbose : int, default=0
-    kernels, eta, n_epochs : deprecated
-        Former names of ``kernel``, ``eta0`` and ``max_iter``.
+        Print one line per epoch.
 
     Attributes
     ----------
@@ -240,7 +240,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Their number (the ``n_active`` column of :func:`kernfw.sweep`).
     selected_kernels_ : ndarray of int
         Same as ``active_groups_``.
-    group_norm_path_ : ndarray of shape (n_epochs + 1, M)
+    group_norm_path_ : ndarray of shape (n_iter_ + 1, M)
         ``‖θ_k‖`` of the returned predictor after each epoch (row 0: 0).
     objective_ : float
         ``F`` of the returned predictor.
@@ -275,8 +275,6 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         **_ONLINE_CONSTRAINTS,
         "groups": [None, list],
         "cost": [None, "array-like"],
-        "eta": [Interval(Real, 0, None, closed="neither"), StrOptions({"deprecated"})],
-        "n_epochs": [Interval(Integral, 1, None, closed="left"), StrOptions({"deprecated"})],
     }
 
     def __init__(
@@ -292,14 +290,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        average=None,
-        method="dual_averaging",
+        averaging="none",
+        solver="dual_averaging",
         objective_sample=1000,
         random_state=None,
         verbose=0,
-        kernels="deprecated",
-        eta="deprecated",
-        n_epochs="deprecated",
     ):
         self.kernel = kernel
         self.groups = groups
@@ -312,14 +307,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self.eta0 = eta0
         self.max_iter = max_iter
         self.radius = radius
-        self.average = average
-        self.method = method
+        self.averaging = averaging
+        self.solver = solver
         self.objective_sample = objective_sample
         self.random_state = random_state
         self.verbose = verbose
-        self.kernels = kernels
-        self.eta = eta
-        self.n_epochs = n_epochs
 
     def _backend(self, spec):
         return _backend(spec)
@@ -399,7 +391,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
 
 
 class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
-    """Online MKL for structured outputs (seed 003; math.md §4.2, §4.6).
+    """Online MKL for structured outputs ([Martins2011]; math.md §4.2, §4.6).
 
     Learns ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩`` over the output space of a
     :mod:`kernfw.structured` model, with groups of the joint feature map —
@@ -425,7 +417,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         None: :func:`~kernfw.estimators.mkl.default_kernels` on the positions
         (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
         other models.
-    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, average, method, objective_sample
+    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, averaging, solver, objective_sample
         As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
     random_state, verbose
         As :class:`OnlineMKLClassifier`.
@@ -468,8 +460,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        average=None,
-        method="dual_averaging",
+        averaging="none",
+        solver="dual_averaging",
         objective_sample=1000,
         random_state=None,
         verbose=0,
@@ -484,8 +476,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self.eta0 = eta0
         self.max_iter = max_iter
         self.radius = radius
-        self.average = average
-        self.method = method
+        self.averaging = averaging
+        self.solver = solver
         self.objective_sample = objective_sample
         self.random_state = random_state
         self.verbose = verbose
@@ -548,6 +540,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
             scale = _feature_scale(positions[0], columns)
         else:
             scale = None
+        check_base_kernels(kernels, self)
         groups = [ExplicitGroup(g) for g in explicit] + kernels
         order = [names[i] for i in range(len(names))]
         explicit_names = [n for n in order if not n.startswith("kernel")]

@@ -1,4 +1,4 @@
-"""Structural SVM estimator (seed 002, math.md §3)."""
+"""Structural SVM estimator ([LacosteJulien2013]; math.md §3)."""
 
 import copy
 from numbers import Integral, Real
@@ -6,22 +6,32 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import HasMethods, Hidden, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..losses import MaxHinge, StructuredHinge
 from ..operators import Features
 from ..solvers.cutting_plane import solve_structural_cutting_plane
 from ..solvers.multiclass import solve_multiclass
-from ..solvers.structural import StructuredProblem, solve_structural_bcfw, solve_structural_fw
+from ..solvers.structural import (
+    AVERAGING,
+    StructuredProblem,
+    solve_structural_bcfw,
+    solve_structural_fw,
+)
 from ..solvers.subgradient import solve_structural_ssg
 from ..structured import MultiClass
-from ._base import FWEstimatorMixin, resolve_deprecated, resolve_lam, solver_seed, with_callbacks
+from ._base import FWEstimatorMixin, resolve_lam, solver_seed, with_callbacks
 
 __all__ = ["StructuredSVM"]
 
-#: the solver rules behind ``step``
-_STEP_RULES = {"exact": "line_search", "standard": "standard"}
+#: the step rule of each Frank-Wolfe solver name (as in :class:`~kernfw.MultiClassSVM`)
+_STEP_RULES = {
+    "lsfw": "line_search",
+    "stdfw": "standard",
+    "bcfw": "line_search",
+    "stdbcfw": "standard",
+}
 
 
 class StructuredSVM(FWEstimatorMixin, BaseEstimator):
@@ -45,49 +55,57 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         examples) unless ``lam`` is given.
     lam : float or None, default=None
         Regularization ``λ > 0`` of the primal above; overrides ``C``.
-    solver : {"auto", "bcfw", "fw", "pairwise", "cutting_plane", "ssg"}, default="auto"
-        - "auto": "pairwise" for a ``MultiClass`` model with ``step="exact"``
-          (the fastest certified solver there), "bcfw" otherwise;
-        - "bcfw": block-coordinate Frank-Wolfe (paper Algorithm 4), one oracle
-          call per step; compiled passes for ``Chain`` when numba is available;
-        - "fw": batch Frank-Wolfe (Algorithm 2), one oracle pass per iteration;
-        - "pairwise": for ``MultiClass`` models, the multi-class dual solver
-          with pairwise block steps (:func:`kernfw.solvers.multiclass.solve_multiclass`,
-          ``solver="bcfw"``; math.md §3.7, §3.9), linearly convergent;
+    solver : {"auto", "bcfw", "stdbcfw", "lsfw", "stdfw", "pairwise", "cutting_plane", \
+"ssg"}, default="auto"
+        The algorithm (the names mean what they mean in
+        :class:`~kernfw.MultiClassSVM`):
+
+        - "auto": "pairwise" for a ``MultiClass`` model (the fastest
+          certified solver there), "bcfw" otherwise;
+        - "bcfw": block-coordinate Frank-Wolfe with the exact block line
+          search (Lacoste-Julien et al., Algorithm 4), one oracle call per
+          block step; compiled passes for ``Chain`` when numba is available;
+        - "stdbcfw": the same with the predefined block step ``2n/(k+2n)``
+          (``k`` block steps so far);
+        - "lsfw": batch Frank-Wolfe with the exact line search (Algorithm 2),
+          one oracle pass per iteration;
+        - "stdfw": batch Frank-Wolfe with the standard step ``2/(t+2)``;
+        - "pairwise": for ``MultiClass`` models, block-coordinate FW with
+          pairwise block steps on the multi-class dual
+          (:func:`kernfw.solvers.multiclass.solve_multiclass`; math.md §3.7,
+          §3.9), linearly convergent — what ``MultiClassSVM(solver="bcfw")``
+          runs for the max hinge;
         - "cutting_plane": the 1-slack cutting-plane baseline of SVMstruct
           (:mod:`kernfw.solvers.cutting_plane`), one oracle pass and one small QP
           per iteration, with the same certified gap;
         - "ssg": stochastic subgradient baseline (§3.6); certifies nothing
           (``duality_gap_`` is inf) and always runs ``max_iter`` passes.
-    step : {"exact", "standard"}, default="exact"
-        Step rule of "fw" and "bcfw": the exact (block) line search, or the
-        predefined steps ``2/(t+2)`` ("fw") and ``2n/(k+2n)`` ("bcfw",
-        ``k`` block steps so far).  The other solvers have their own steps and
-        accept only "exact".
-    averaging : bool, default=True
-        Weighted averaging of the iterates (BCFW-wavg, SSG-wavg): ``coef_``
-        is ``w̄``.  Used by "bcfw" and "ssg"; the other solvers return their
-        last (or best certified) iterate.
+    averaging : {"weighted", "none"}, default="weighted"
+        The returned iterate of "bcfw", "stdbcfw" and "ssg": "weighted", the
+        average ``w̄`` of the iterates with weights ``∝ k`` (BCFW-wavg, SSG-wavg),
+        which is certified and returned as ``coef_``, or the last iterate
+        ("none").  The other solvers return their last (or best certified)
+        iterate.
     max_iter : int, default=2000
-        Budget: passes over the data (``n`` oracle calls each) for "bcfw",
-        "pairwise" and "ssg", iterations (one oracle pass each) for "fw" and
+        Budget, in the unit ``n_iter_`` counts: passes over the data (``n``
+        oracle calls each) for "bcfw", "stdbcfw", "pairwise" and "ssg";
+        iterations (one oracle pass each) for "lsfw", "stdfw" and
         "cutting_plane".
-    tol : float, default=1e-3
-        Stop when the duality gap ``P(w) − D ≤ tol``.
+    tol : float, default=1e-2
+        Relative tolerance on the certified duality gap: stop when
+        ``(P − D)/P ≤ tol``, i.e. ``P(coef_)`` is certified within a fraction
+        ``tol`` of the optimum (``P(coef_) − P* ≤ P − D``), whatever the scale
+        of the features, of ``C`` or of the task loss.
     check_every : int, default=5
-        Passes between two duality-gap computations of "bcfw", "pairwise" and
-        "ssg" (each costs one oracle pass); "fw" and "cutting_plane" get their
-        gap every iteration for free.
+        Passes between two duality-gap computations of "bcfw", "stdbcfw",
+        "pairwise" and "ssg" (each costs one oracle pass); "lsfw", "stdfw" and
+        "cutting_plane" get their gap every iteration for free.
     sample : {"uniform", "perm"}, default="uniform"
         Block order: uniform draws, or a random permutation per pass.
     random_state : int, Generator, RandomState or None
         Seed of the block order; the same seed gives the same iterates.
     verbose : int, default=0
         Print one line per duality-gap computation.
-    max_passes : int
-        Deprecated alias of ``max_iter``.
-    gap_every : int
-        Deprecated alias of ``check_every``.
 
     Attributes
     ----------
@@ -108,9 +126,9 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     duality_gap_ : float
         ``P − D ≥ P(coef_) − P*`` (inf for "ssg").
     n_iter_ : int
-        Passes (iterations) performed; ``n_passes_`` is the same number.
+        Passes or iterations performed (the unit of ``max_iter``).
     converged_ : bool
-        Whether ``duality_gap_ ≤ tol``.
+        Whether ``duality_gap_ ≤ tol · primal_objective_``.
     history_ : dict of arrays
         One row per gap computation: ``iteration``, ``time``, ``primal``,
         ``dual``, ``gap``, ``step``, ``pass`` and, for the structural solvers,
@@ -147,23 +165,14 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         "model": [HasMethods(["joint_feature", "loss", "loss_augmented_decode", "decode"])],
         "C": [Interval(Real, 0, None, closed="neither")],
         "lam": [Interval(Real, 0, None, closed="neither"), None],
-        "solver": [StrOptions({"auto", "bcfw", "fw", "pairwise", "cutting_plane", "ssg"})],
-        "step": [StrOptions(set(_STEP_RULES))],
-        "averaging": ["boolean"],
+        "solver": [StrOptions({"auto", *_STEP_RULES, "pairwise", "cutting_plane", "ssg"})],
+        "averaging": [StrOptions(set(AVERAGING))],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "check_every": [Interval(Integral, 1, None, closed="left")],
         "sample": [StrOptions({"uniform", "perm"})],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
-        "max_passes": [
-            Interval(Integral, 0, None, closed="left"),
-            Hidden(StrOptions({"deprecated"})),
-        ],
-        "gap_every": [
-            Interval(Integral, 1, None, closed="left"),
-            Hidden(StrOptions({"deprecated"})),
-        ],
     }
 
     def __init__(
@@ -172,22 +181,18 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         C=1.0,
         lam=None,
         solver="auto",
-        step="exact",
-        averaging=True,
+        averaging="weighted",
         max_iter=2000,
-        tol=1e-3,
+        tol=1e-2,
         check_every=5,
         sample="uniform",
         random_state=None,
         verbose=0,
-        max_passes="deprecated",
-        gap_every="deprecated",
     ):
         self.model = model
         self.C = C
         self.lam = lam
         self.solver = solver
-        self.step = step
         self.averaging = averaging
         self.max_iter = max_iter
         self.tol = tol
@@ -195,8 +200,6 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         self.sample = sample
         self.random_state = random_state
         self.verbose = verbose
-        self.max_passes = max_passes
-        self.gap_every = gap_every
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -230,17 +233,9 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             The fitted estimator.
         """
         Y = y
-        max_iter = resolve_deprecated(self, "max_passes", "max_iter")
-        check_every = resolve_deprecated(self, "gap_every", "check_every")
         solver = self.solver
         if solver == "auto":
-            pairwise = isinstance(self.model, MultiClass) and self.step == "exact"
-            solver = "pairwise" if pairwise else "bcfw"
-        if self.step != "exact" and solver not in ("fw", "bcfw"):
-            raise ValueError(
-                f"step={self.step!r} applies to solver 'fw' and 'bcfw' only; "
-                f"solver={solver!r} takes its own steps (use step='exact')"
-            )
+            solver = "pairwise" if isinstance(self.model, MultiClass) else "bcfw"
         self._check_sparse(X)
         if y is None:
             raise ValueError(
@@ -249,43 +244,34 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             )
         model = copy.deepcopy(self.model).initialize(X, Y)
         self.lam_ = resolve_lam(self.C, self.lam, len(Y))
-        callback = self._fw_callback(max_iter, X, Y)
-        rule = _STEP_RULES[self.step]
+        callback = self._fw_callback(self.max_iter, X, Y)
+        budget = dict(max_iter=self.max_iter, tol=self.tol)
         blocks = dict(
-            sample=self.sample, random_state=solver_seed(self.random_state), callback=callback
+            sample=self.sample,
+            random_state=solver_seed(self.random_state),
+            callback=callback,
+            check_every=self.check_every,
         )
         try:
-            if solver == "fw":
+            if solver in ("lsfw", "stdfw"):
                 result = solve_structural_fw(
-                    model,
-                    X,
-                    Y,
-                    self.lam_,
-                    step=rule,
-                    max_iter=max_iter,
-                    tol=self.tol,
-                    callback=callback,
+                    model, X, Y, self.lam_, step=_STEP_RULES[solver], callback=callback, **budget
                 )
-                coef = result["w"]
-            elif solver == "bcfw":
+            elif solver in ("bcfw", "stdbcfw"):
                 result = solve_structural_bcfw(
                     model,
                     X,
                     Y,
                     self.lam_,
                     averaging=self.averaging,
-                    step=rule,
-                    max_iter=max_iter,
-                    tol=self.tol,
-                    check_every=check_every,
+                    step=_STEP_RULES[solver],
+                    **budget,
                     **blocks,
                 )
-                coef = result["w"]
             elif solver == "cutting_plane":
                 result = solve_structural_cutting_plane(
-                    model, X, Y, self.lam_, max_iter=max_iter, tol=self.tol, callback=callback
+                    model, X, Y, self.lam_, callback=callback, **budget
                 )
-                coef = result["w"]
             elif solver == "ssg":
                 result = solve_structural_ssg(
                     model,
@@ -293,26 +279,24 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
                     Y,
                     self.lam_,
                     averaging=self.averaging,
-                    max_iter=max_iter,
-                    check_every=check_every,
+                    max_iter=self.max_iter,
                     **blocks,
                 )
-                coef = result["w"]
             else:
-                result, coef = self._fit_pairwise(model, X, Y, max_iter, check_every, blocks)
+                result = self._fit_pairwise(model, X, Y, blocks)
         finally:
             self._end_callbacks()
         self.model_ = model
         if getattr(model, "n_features", None) is not None:
             self.n_features_in_ = int(model.n_features)
-        self.coef_ = np.asarray(coef, dtype=float)
+        self.coef_ = np.asarray(result["w"], dtype=float)
         self._store_result(result)
-        self.n_passes_ = self.n_iter_
         self.solver_ = solver
         return self
 
-    def _fit_pairwise(self, model, X, Y, max_iter, check_every, blocks):
-        """The multi-class dual with pairwise block steps (math.md §3.7, §3.9), linear kernel."""
+    def _fit_pairwise(self, model, X, Y, blocks):
+        """The multi-class dual with pairwise block steps (math.md §3.7, §3.9), linear kernel;
+        its result gains ``w`` = ``coef_``."""
         if not isinstance(model, MultiClass):
             raise ValueError(
                 f"solver='pairwise' needs a MultiClass model, got {type(model).__name__}"
@@ -329,15 +313,16 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             solver="bcfw",
             block_step="pairwise",
             n_classes=m,
-            tol=self.tol,
-            max_iter=max_iter,
-            check_every=check_every,
+            tol=0.0,
+            rtol=self.tol,
+            max_iter=self.max_iter,
             **blocks,
         )
         result.history["pass"] = result.history["iteration"].astype(float)
         # W = Xᵀ Aᵀ/(λn), (d, m); coef_ = vec(Wᵀ)
         W = np.asarray(op.primal(result["A"].T), dtype=float) / (self.lam_ * op.n)
-        return result, W.T.ravel()
+        result.solution["w"] = W.T.ravel()
+        return result
 
     def predict(self, X):
         """Plain decoding ``argmax_y ⟨coef_, φ(x, y)⟩`` of every input.

@@ -1,12 +1,13 @@
 """Shared Frank-Wolfe machinery: the iteration driver, step rules, block sampling."""
 
 from .block import BlockCoordinateIterate, WeightedAverage, block_order
-from .loop import FWIterate, run
+from .loop import FWIterate, RelativeGapRule, run
 from .result import Certificate, FWResult
 from .steps import armijo_step, away_step_max, block_standard_step, quadratic_step, standard_step
 
 __all__ = [
     "FWIterate",
+    "RelativeGapRule",
     "run",
     "Certificate",
     "FWResult",

@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .result import FWResult, history_arrays
 
-__all__ = ["FWIterate", "run"]
+__all__ = ["FWIterate", "RelativeGapRule", "run"]
 
 
 class FWIterate(ABC):
@@ -40,12 +40,13 @@ class FWIterate(ABC):
         """The current iterate as a dict of arrays (copies: the run goes on)."""
 
     def is_converged(self, cert, tol):
-        """The stopping rule; the default is the certified gap ``gap <= tol``."""
-        return cert.gap <= tol
+        """The stopping rule; the default is ``gap + ρ <= tol``: the certified gap
+        holds whatever its rounding (``ρ = cert.rounding``)."""
+        return cert.gap + cert.rounding <= tol
 
     def stopping_rule(self, tol):
         """The rule of :meth:`is_converged` in words, for the ``ConvergenceWarning``."""
-        return f"gap <= tol={tol:.3g}"
+        return f"gap + rounding <= tol={tol:.3g}"
 
     def work_done(self, t):
         """Work after ``t`` calls of :meth:`step`, in the unit of ``max_iter``.
@@ -55,6 +56,21 @@ class FWIterate(ABC):
         reaches ``max_iter`` and reports it as ``n_iter``.
         """
         return t
+
+
+class RelativeGapRule:
+    """Mixin of an :class:`FWIterate` whose ``tol`` is the certified relative gap.
+
+    Stops when ``P − D ≤ tol·|P|``: the primal value ``P`` is then certified
+    within a fraction ``tol`` of the optimum (``P − P* ≤ P − D``), whatever
+    the scale of the data or of the regularization.
+    """
+
+    def is_converged(self, cert, tol):
+        return cert.gap <= tol * abs(cert.primal)
+
+    def stopping_rule(self, tol):
+        return f"gap <= tol*|P| with tol={tol:.3g}"
 
 
 def _should_certify(t, check_every):
@@ -80,18 +96,18 @@ def run(
     iterate : FWIterate
         The solver state.
     tol : float
-        Tolerance passed to ``iterate.is_converged`` (default rule: gap ≤ tol).
+        Tolerance passed to ``iterate.is_converged`` (default rule: gap + ρ ≤ tol).
     max_iter : int
         Maximum number of iterations (``step`` calls).
     max_time : float or None
         Wall-clock budget in seconds.
     check_every : int
-        Certify (and test for convergence) every ``check_every`` iterations;
-        block-coordinate solvers use it for ``gap_every`` passes.
+        Certify (and test for convergence) every ``check_every`` iterations
+        (passes, for the block-coordinate solvers).
     callback : callable or None
         ``callback(info) -> bool`` after each certificate; ``info`` is the
         history row (``iteration``, ``time``, ``primal``, ``dual``, ``gap``,
-        ``step``, ...). Returning True stops the run.
+        ``rounding``, ``step``, ...). Returning True stops the run.
     keep_best : bool
         If the run does not converge, return the iterate with the smallest
         certified gap seen instead of the last one.
@@ -122,6 +138,7 @@ def run(
             "primal": cert.primal,
             "dual": cert.dual,
             "gap": cert.gap,
+            "rounding": cert.rounding,
             "step": step,
         }
         row.update(cert.extra)
@@ -176,4 +193,5 @@ def run(
         status=status,
         history=history_arrays(rows),
         time=elapsed,
+        rounding=final.rounding,
     )

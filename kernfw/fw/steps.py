@@ -1,8 +1,9 @@
 """Step-size rules shared by the Frank-Wolfe solvers.
 
-:func:`quadratic_step`, :func:`standard_step` and :func:`block_standard_step`
-are plain scalar functions that compiled backends reuse as they are
-(``numba.njit(quadratic_step)``), so every solver takes its steps from here.
+:func:`quadratic_step`, :func:`standard_step`, :func:`block_standard_step` and
+:func:`away_step_max` are plain scalar functions that the compiled backends reuse as
+they are (compiled once, in :mod:`kernfw.fw._steps_numba`), so every solver takes its
+steps from here.
 """
 
 import math

@@ -1,11 +1,10 @@
 """Kernel operators: the one interface every solver talks to."""
 
 from .base import ArraySlot, CompiledView, KernelOperator
-from .combination import MultiKernel
+from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
 from .gram import Gram
-from .l2svm import L2SVMKernel
 from .normalized import Normalized, normalize
 from .pairwise import PairwiseKernel
 
@@ -16,8 +15,8 @@ __all__ = [
     "Gram",
     "Features",
     "KernelFunction",
-    "L2SVMKernel",
     "MultiKernel",
+    "KernelStack",
     "Normalized",
     "PairwiseKernel",
     "normalize",

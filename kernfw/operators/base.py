@@ -40,7 +40,10 @@ class CompiledView(NamedTuple):
     matrix : ndarray, scipy.sparse.csr_matrix or CompiledView
         See ``kind``.
     params : dict or None
-        Scalars and vectors of the column kinds (None for "features", "gram").
+        Scalars and vectors of the column kinds; for "gram" None or
+        ``{"symmetric": bool}`` (True: ``K`` is symmetric bit for bit by
+        construction, so its rows are its columns; False: not known); None for
+        "features".
     """
 
     kind: str
@@ -157,7 +160,7 @@ class KernelOperator(ABC):
         A :class:`CompiledView` of a kind of :meth:`compiled_view` or of one of
         the column kinds ("rbf": a kernel evaluated on the fly; "l2svm": the
         modified kernel over another column view).  Column-wise solvers
-        (:mod:`kernfw.solvers.meb`) ask for it and evaluate the columns in
+        (:mod:`kernfw.solvers.simplex_qp`) ask for it and evaluate the columns in
         their compiled step; code that only knows the kinds of
         :meth:`compiled_view` keeps calling that.  The default is
         :meth:`compiled_view`.

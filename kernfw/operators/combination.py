@@ -5,9 +5,11 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from .._compiled import compiled_module
+from .._threads import thread_limit
 from .base import KernelOperator, as_index, check_block
 
-__all__ = ["MultiKernel"]
+__all__ = ["MultiKernel", "KernelStack"]
 
 
 def _check_weights(weights, p):
@@ -18,6 +20,11 @@ def _check_weights(weights, p):
         raise ValueError("kernel weights must be finite")
     if np.any(w < 0):
         raise ValueError(f"kernel weights must be nonnegative, got {w}")
+    if not np.any(w > 0):
+        raise ValueError(
+            f"kernel weights are all zero: the combination Σ_j w_j K_j would be the zero "
+            f"kernel; give at least one kernel a positive weight, got {w}"
+        )
     return w
 
 
@@ -29,7 +36,7 @@ class MultiKernel(KernelOperator):
     operators : sequence of KernelOperator
         The base kernels ``K_1 … K_p`` (any backends, same ``n``).
     weights : array-like of shape (p,) or None
-        Nonnegative weights ``w_j`` (default: all ones).
+        Nonnegative weights ``w_j``, at least one positive (default: all ones).
 
     Notes
     -----
@@ -157,3 +164,74 @@ class MultiKernel(KernelOperator):
 
     def __repr__(self):
         return f"MultiKernel(p={self.p}, n={self.n}, weights={np.round(self.weights, 4).tolist()})"
+
+
+class KernelStack:
+    """The base kernels of a :class:`MultiKernel`, formed once as one dense array.
+
+    Solvers that re-weight the same kernels many times (the MKL solvers: one SVM
+    solve per weight vector) form each base kernel ``K_j`` once — as its operator
+    answers it, normalization included — instead of at every weight vector.  Then
+    a weighted sum ``K_w = Σ_j w_j K_j`` is one pass over the stack into a buffer
+    that is reused, and all quadratic forms ``v_rᵀ K_j v_r`` are one matrix product.
+
+    Each ``K_j`` is stored symmetrized, ``½(K_j + K_jᵀ)`` (a rounding-level change
+    for a symmetric kernel), so that it is symmetric bit for bit, and so is every
+    weighted sum (:meth:`weighted`).
+
+    Parameters
+    ----------
+    kernels : MultiKernel
+        The base kernels ``K_1 … K_p`` (their weights are ignored).
+    """
+
+    def __init__(self, kernels):
+        self.p, self.n = kernels.p, kernels.n
+        self.K = np.empty((self.p, self.n, self.n))
+        with thread_limit(self.K.size):
+            for Kj, op in zip(self.K, kernels.operators):
+                Kj[...] = op.dense()
+                np.add(Kj, Kj.T.copy(), out=Kj)
+                Kj *= 0.5
+        self._out = np.empty((self.n, self.n))
+
+    @staticmethod
+    def megabytes(kernels):
+        """Memory (MB) of the stack of ``kernels`` and its buffer: ``(p + 1) n²`` float64."""
+        return (kernels.p + 1) * kernels.n**2 * 8 / 2**20
+
+    def weighted(self, weights):
+        """``K_w = Σ_j w_j K_j``, dense (n, n), symmetric bit for bit.
+
+        Returns the stack's buffer: it is overwritten by the next call.
+        """
+        w = _check_weights(weights, self.p)
+        lib = compiled_module("kernfw.operators._combination_numba")
+        if lib is not None:
+            lib.weighted_sum(self.K.reshape(self.p, -1), w, self._out.reshape(-1))
+            return self._out
+        out, first = self._out, True
+        for wj, Kj in zip(w, self.K):  # the compiled loop's sums, kernel by kernel
+            if wj == 0:
+                continue
+            if first:
+                np.multiply(Kj, wj, out=out)
+                first = False
+            else:
+                out += wj * Kj
+        return out
+
+    def per_kernel_quad(self, V, rows=None):
+        """``d_j = Σ_r v_rᵀ K_j v_r`` for the columns ``v_r`` of ``V`` (n, r), shape (p,).
+
+        ``rows``: the indices where some ``v_r`` may be nonzero (None: all); only
+        those rows and columns of the kernels are read.
+        """
+        V = np.asarray(V, dtype=np.float64).reshape(self.n, -1)
+        if rows is None:
+            KV = (self.K.reshape(self.p * self.n, self.n) @ V).reshape(self.p, self.n, -1)
+            return np.einsum("jir,ir->j", KV, V)
+        rows = as_index(rows, self.n)
+        Vs = V[rows]
+        block = self.K[:, rows[:, None], rows].reshape(self.p * rows.size, rows.size)
+        return np.einsum("jir,ir->j", (block @ Vs).reshape(self.p, rows.size, -1), Vs)

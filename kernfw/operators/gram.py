@@ -4,8 +4,11 @@ import copy
 
 import numpy as np
 
+from .._threads import thread_limit
 from .._validation import check_gram, check_new_features
 from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
+from .pairwise import PairwiseKernel
+from .rbf_gram import rbf_gram
 
 __all__ = ["Gram"]
 
@@ -26,9 +29,14 @@ class Gram(KernelOperator):
     check : bool
         Validate ``K`` (finite, square, symmetric).  Internal callers that
         already validated pass False.
+    symmetric : bool
+        ``K`` is symmetric bit for bit by construction (``K[i, j] == K[j, i]``
+        exactly, as :func:`~kernfw.operators.rbf_gram.rbf_gram` builds it): the
+        compiled view says so, and solvers read its rows as columns without
+        testing it.  False means "not known" (a solver may test it).
     """
 
-    def __init__(self, K, kernel=None, X=None, check=True):
+    def __init__(self, K, kernel=None, X=None, check=True, symmetric=False):
         self.K = check_gram(K) if check else K
         self.n = self.K.shape[0]
         self.dtype = self.K.dtype
@@ -36,6 +44,31 @@ class Gram(KernelOperator):
             raise ValueError("Gram needs both kernel and X, or neither")
         self.kernel = kernel
         self.X = X
+        self.symmetric = bool(symmetric)
+
+    @classmethod
+    def from_kernel(cls, kernel, X, dtype):
+        """The Gram ``K = k(X, X)`` of a kernel on (validated) training points ``X``.
+
+        The RBF kernel on dense points with float32 values is computed in float32,
+        exactly symmetric (:func:`~kernfw.operators.rbf_gram.rbf_gram`); every other
+        kernel is evaluated in the precision of ``X`` and stored in ``dtype``.
+
+        Parameters
+        ----------
+        kernel : PairwiseKernel
+            The kernel ``k``.
+        X : ndarray or sparse matrix of shape (n, d)
+            Training points.
+        dtype : numpy dtype
+            Storage type of ``K``.
+        """
+        dtype = np.dtype(dtype)
+        if _float32_rbf(kernel, X, dtype):
+            return cls(rbf_gram(kernel.select(X), kernel.params["gamma"]), kernel, X, False, True)
+        with thread_limit(X.shape[0] ** 2 * max(X.shape[1], 1) / 2.0):
+            K = kernel(X, X).astype(dtype, copy=False)
+        return cls(K, kernel=kernel, X=X, check=False)
 
     def diag(self):
         return np.diagonal(self.K).copy()
@@ -69,15 +102,17 @@ class Gram(KernelOperator):
     def subset(self, idx):
         idx = as_index(idx, self.n)
         X = None if self.X is None else self.X[idx]
-        return Gram(self.K[np.ix_(idx, idx)], kernel=self.kernel, X=X, check=False)
+        K = self.K[np.ix_(idx, idx)]  # a principal submatrix: as symmetric as K
+        return Gram(K, kernel=self.kernel, X=X, check=False, symmetric=self.symmetric)
 
     def dense(self):
         return self.K
 
     def compiled_view(self):
-        """``CompiledView("gram", K)`` (None while ``K`` is detached)."""
+        """``CompiledView("gram", K, {"symmetric": symmetric})`` (None while ``K`` is
+        detached)."""
         if isinstance(self.K, np.ndarray):
-            return CompiledView("gram", np.asarray(self.K))
+            return CompiledView("gram", np.asarray(self.K), {"symmetric": self.symmetric})
         return None
 
     def detach_arrays(self, store):
@@ -95,3 +130,16 @@ class Gram(KernelOperator):
         op = copy.copy(self)
         op.K = store[self.K.index]
         return op
+
+
+def _float32_rbf(kernel, X, dtype):
+    """Whether :func:`~kernfw.operators.rbf_gram.rbf_gram` computes ``k(X, X)``: the RBF
+    kernel with a numeric ``γ`` on dense points, values stored in float32."""
+    return (
+        dtype == np.float32
+        and isinstance(kernel, PairwiseKernel)
+        and isinstance(kernel.metric, str)
+        and kernel.metric == "rbf"
+        and "gamma" in kernel.params
+        and isinstance(X, np.ndarray)
+    )

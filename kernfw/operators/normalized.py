@@ -14,6 +14,7 @@ import copy
 import numpy as np
 
 from .base import CompiledView, KernelOperator, as_index, check_block
+from .psd import NotPSDError
 
 __all__ = ["Normalized", "normalize", "NORMALIZATIONS"]
 
@@ -52,8 +53,16 @@ class Normalized(KernelOperator):
     def _fit_stats(base, kind):
         if kind == "trace":
             tr = float(np.sum(base.diag(), dtype=np.float64))
-            if tr <= 0:
-                raise ValueError("trace normalization needs a kernel with positive trace")
+            if tr < 0:  # tr K = Σ λ_i < 0: some eigenvalue is negative
+                raise NotPSDError(
+                    f"trace normalization needs a kernel with positive trace; this one has "
+                    f"trace {tr:.3g} < 0, so it is not positive semidefinite"
+                )
+            if tr == 0:
+                raise ValueError(
+                    "trace normalization needs a kernel with positive trace; this one has "
+                    "trace 0 (a zero kernel on these points)"
+                )
             return {"scale": base.n / tr}
         if kind == "unit_diagonal":
             d = base.diag()

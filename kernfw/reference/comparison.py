@@ -1,12 +1,18 @@
-"""Compare a kernfw estimator with the cvxpy reference on the same problem.
+"""Verify a kernfw estimator against the cvxpy reference on the same problem.
 
-:func:`compare` fits (a clone of) the estimator, solves the same problem with
-the reference formulation of its family (math.md §6) and reports both
-objectives, their relative difference, the estimator's certified gap and the
-time ratio.  The check of math.md §6 decides whether the two agree::
+:func:`compare` fits (a clone of) the estimator at a verification tolerance,
+solves the same problem with the reference formulation of its family
+(math.md §6) and returns a :class:`Comparison`: both objectives, the agreement
+as numbers relative to the optimum (``|P − P*|/|P*|`` and ``gap/|P*|``) and a
+verdict.  The comparison *verifies* the fit when
 
-    |P − P*| ≤ max(gap, 1e-7) + 1e-6 |P*|.
+1. the estimator certifies a finite duality gap ``gap ≥ P − P*``;
+2. that certificate is as tight as asked: ``gap ≤ rtol·|P*|``;
+3. the cvxpy optimum lies where the certificate puts it:
+   ``|P − P*| ≤ gap + REFERENCE_RTOL·|P*|`` (Clarabel's optimum is accurate to
+   about 1e-8 relative, math.md §6; :data:`REFERENCE_RTOL` leaves a margin).
 
+Otherwise the verdict is "not verified" with the first condition that failed.
 Each family's reference lives in its own module; this one only dispatches:
 
 ========================  ======================================================
@@ -20,16 +26,36 @@ StructuredSVM             :func:`kernfw.reference.structural.structural_primal`
 CSKLClassifier            :func:`kernfw.reference.mkl.cskl_reference` (``J*``)
 LpMKLClassifier           :func:`kernfw.reference.mkl.lp_mkl_reference` (``J*``)
 OnlineMKLClassifier       :func:`kernfw.reference.mkl.online_mkl_reference` (``F*``;
-                          the online method certifies nothing: its gap is ``inf``)
+                          the online method certifies nothing: its gap is ``inf``,
+                          so a comparison measures it but never verifies it)
 ========================  ======================================================
 """
 
+import dataclasses
 import time
 
 import numpy as np
 from sklearn.base import clone
 
-__all__ = ["compare", "reference_objective", "REFERENCES"]
+__all__ = [
+    "compare",
+    "verdict",
+    "reference_objective",
+    "Comparison",
+    "REFERENCES",
+    "VERIFY_RTOL",
+    "TOL_MARGIN",
+    "REFERENCE_RTOL",
+]
+
+#: the agreement :func:`compare` asks for by default: ``gap ≤ VERIFY_RTOL·|P*|``
+VERIFY_RTOL = 1e-5
+#: the estimator's ``tol`` during a comparison is ``rtol / TOL_MARGIN``: every
+#: estimator's stopping rule then certifies ``gap ≤ rtol·|P*|`` (the minimum enclosing
+#: ball's (1+ε) radius rule bounds the relative gap on ``r²`` by ``2ε + ε²``)
+TOL_MARGIN = 10
+#: the accuracy granted to the cvxpy optimum ``P*``, relative to ``|P*|`` (math.md §6)
+REFERENCE_RTOL = 1e-6
 
 #: estimator class name -> function(fitted_estimator, X, y) -> P* (the reference optimum)
 REFERENCES = {}
@@ -190,8 +216,128 @@ def reference_objective(estimator, X, y=None):
     return float(REFERENCES[name](estimator, X, y))
 
 
-def compare(estimator, X, y=None):
-    """Solve the estimator's problem with kernfw and with cvxpy; compare.
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """The outcome of :func:`compare`.
+
+    Attributes
+    ----------
+    objective : float
+        ``P``, the primal objective of the kernfw solution (summed over binary problems).
+    reference_objective : float
+        ``P*``, the optimum found by cvxpy.
+    gap : float
+        The certified duality gap of the kernfw solution (``inf``: none certified).
+    relative_difference : float
+        ``|P − P*| / |P*|`` (``|P − P*|`` when ``P* = 0``; so are the other ratios).
+    relative_gap : float
+        ``gap / |P*|``.
+    rtol : float
+        The agreement asked: ``gap ≤ rtol·|P*|``.
+    tol : float or None
+        The estimator's ``tol`` during the fit (None: it has none).
+    verified : bool
+        Whether the three conditions of the module docstring hold.
+    reason : str
+        Why the fit is (or is not) verified, in one sentence.
+    converged : bool
+        The estimator's ``converged_`` (every binary problem's).
+    n_iter : int
+        Iterations of the fit (summed over binary problems).
+    time, reference_time : float
+        Wall seconds of the kernfw fit and of the cvxpy compile and solve.
+    time_ratio : float
+        ``time / reference_time``.
+    estimator : estimator
+        The fitted clone.
+    """
+
+    objective: float
+    reference_objective: float
+    gap: float
+    relative_difference: float
+    relative_gap: float
+    rtol: float
+    tol: float | None
+    verified: bool
+    reason: str
+    converged: bool
+    n_iter: int
+    time: float
+    reference_time: float
+    time_ratio: float
+    estimator: object = dataclasses.field(repr=False)
+
+    def table_row(self):
+        """Every attribute but the estimator, as a dict (one row of a results table)."""
+        return {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "estimator"
+        }
+
+
+def verdict(objective, optimum, gap, rtol, converged=True):
+    """Whether a solution with certified ``gap`` is verified by the optimum ``P*``.
+
+    Parameters
+    ----------
+    objective : float
+        ``P``, the primal objective of the solution.
+    optimum : float
+        ``P*``, the reference optimum.
+    gap : float
+        The certified duality gap (``inf``: none).
+    rtol : float
+        The agreement asked: ``gap ≤ rtol·|P*|``.
+    converged : bool
+        Whether the fit reached its own tolerance (named in the reason when not).
+
+    Returns
+    -------
+    verified : bool
+    reason : str
+        The first of the module docstring's conditions that fails, or what was verified.
+    """
+    scale = abs(optimum) if optimum != 0 else 1.0
+    difference, relative_gap = abs(objective - optimum) / scale, gap / scale
+    if not np.isfinite(gap):
+        return False, (
+            "not verified: the estimator certifies no duality gap (it is infinite), "
+            f"so |P - P*|/|P*| = {difference:.3g} is measured, not certified"
+        )
+    if relative_gap > rtol:
+        stopped = (
+            "the fit met its own tol: lower tol"
+            if converged
+            else "the fit stopped at max_iter before its tol: raise max_iter"
+        )
+        return False, (
+            f"not verified: the certified gap/|P*| = {relative_gap:.3g} is looser than "
+            f"the agreement asked, rtol = {rtol:.3g} ({stopped})"
+        )
+    if difference > relative_gap + REFERENCE_RTOL:
+        return False, (
+            f"not verified: |P - P*|/|P*| = {difference:.3g} exceeds the certified "
+            f"gap/|P*| = {relative_gap:.3g} plus the reference's accuracy "
+            f"{REFERENCE_RTOL:.0e}: the certificate or the reference is wrong"
+        )
+    return True, (
+        f"verified: the certified gap/|P*| = {relative_gap:.3g} is within rtol = "
+        f"{rtol:.3g} and the cvxpy optimum lies within it"
+    )
+
+
+def _verification_tol(estimator, rtol, tol):
+    """The estimator's ``tol`` during the comparison (None: it has no ``tol``)."""
+    params = estimator.get_params(deep=False)
+    if "tol" not in params:
+        return None
+    if tol is None:
+        return params["tol"]
+    return rtol / TOL_MARGIN if tol == "auto" else tol
+
+
+def compare(estimator, X, y=None, *, rtol=VERIFY_RTOL, tol="auto"):
+    """Verify the estimator against cvxpy: solve its problem with both and compare.
 
     Parameters
     ----------
@@ -201,23 +347,31 @@ def compare(estimator, X, y=None):
     X : array-like of shape (n, d) (or a Gram matrix for ``kernel="precomputed"``)
     y : array-like of shape (n,) or None
         Labels (None for the minimum enclosing ball).
+    rtol : float, default=VERIFY_RTOL (1e-5)
+        The agreement asked: the fit is verified when its certified gap is at
+        most ``rtol·|P*|`` and the cvxpy optimum ``P*`` lies within that gap
+        (see the module docstring).
+    tol : "auto", float or None, default="auto"
+        The estimator's ``tol`` during the fit: ``"auto"`` sets it to
+        ``rtol / TOL_MARGIN`` (1e-6 at the default ``rtol``), a float sets it,
+        None keeps the estimator's own.  Ignored by estimators without ``tol``.
 
     Returns
     -------
-    dict
-        ``objective`` (P of the kernfw solution), ``reference_objective``
-        (P* from cvxpy), ``relative_difference`` (``|P − P*| / |P*|``),
-        ``gap`` (the certified duality gap), ``within_gap`` (the check above),
-        ``time`` and ``reference_time`` (wall seconds: the kernfw fit, the
-        cvxpy compile and solve), ``time_ratio`` (``time / reference_time``),
-        ``n_iter``, ``converged`` and ``estimator`` (the fitted clone).
+    Comparison
+        The objectives, the agreement numbers, ``verified`` and its ``reason``.
     """
     if type(estimator).__name__ not in REFERENCES:
         raise TypeError(
             f"no cvxpy reference for {type(estimator).__name__}; references "
             f"exist for {sorted(REFERENCES)}"
         )
+    if not rtol > 0:
+        raise ValueError(f"rtol must be positive, got {rtol!r}")
     est = clone(estimator)
+    fit_tol = _verification_tol(est, rtol, tol)
+    if fit_tol is not None:
+        est.set_params(tol=fit_tol)
     start = time.perf_counter()
     est.fit(X) if y is None else est.fit(X, y)
     fit_time = time.perf_counter() - start
@@ -226,17 +380,23 @@ def compare(estimator, X, y=None):
     reference_time = time.perf_counter() - start
     objective = float(np.sum(est.primal_objective_))  # sums over binary problems
     gap = float(np.sum(est.duality_gap_))
-    difference = abs(objective - optimum)
-    return {
-        "objective": objective,
-        "reference_objective": optimum,
-        "relative_difference": difference / abs(optimum) if optimum != 0 else difference,
-        "gap": gap,
-        "within_gap": bool(difference <= max(gap, 1e-7) + 1e-6 * abs(optimum)),
-        "time": fit_time,
-        "reference_time": reference_time,
-        "time_ratio": fit_time / reference_time if reference_time > 0 else np.inf,
-        "n_iter": int(np.sum(est.n_iter_)),
-        "converged": bool(np.all(getattr(est, "converged_", False))),
-        "estimator": est,
-    }
+    converged = bool(np.all(getattr(est, "converged_", False)))
+    verified, reason = verdict(objective, optimum, gap, rtol, converged)
+    scale = abs(optimum) if optimum != 0 else 1.0
+    return Comparison(
+        objective=objective,
+        reference_objective=optimum,
+        gap=gap,
+        relative_difference=abs(objective - optimum) / scale,
+        relative_gap=gap / scale,
+        rtol=float(rtol),
+        tol=fit_tol,
+        verified=verified,
+        reason=reason,
+        converged=converged,
+        n_iter=int(np.sum(est.n_iter_)),
+        time=fit_time,
+        reference_time=reference_time,
+        time_ratio=fit_time / reference_time if reference_time > 0 else np.inf,
+        estimator=est,
+    )

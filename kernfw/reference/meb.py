@@ -9,7 +9,7 @@ import numpy as np
 
 from .common import factor_gram, require_cvxpy, solve_problem
 
-__all__ = ["meb_reference", "l2svm_reference"]
+__all__ = ["meb_reference", "soft_ball_reference", "l2svm_reference"]
 
 
 def meb_reference(K):
@@ -39,6 +39,36 @@ def meb_reference(K):
     alpha = np.maximum(alpha, 0.0)
     alpha /= alpha.sum()
     return {"radius2": value, "radius": float(np.sqrt(max(value, 0.0))), "alpha": alpha}
+
+
+def soft_ball_reference(K, nu):
+    """The ν-soft ball of the points with Gram matrix ``K`` (math.md §2.9).
+
+    Solves ``min R² + 1/(νn) Σ ξ_i`` s.t. ``‖F_i − c‖² ≤ R² + ξ_i``, ``ξ ≥ 0``.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        PSD Gram matrix of the points ``z_i``.
+    nu : float in (0, 1]
+        ν, the largest fraction of points outside.
+
+    Returns
+    -------
+    dict
+        ``objective`` (P*), ``alpha`` (the multipliers of the distance constraints, on the
+        capped simplex ``0 ≤ α_i ≤ 1/(νn)``, ``1ᵀα = 1``).
+    """
+    cp = require_cvxpy()
+    F = factor_gram(K)
+    n, r = F.shape
+    c, r2, xi = cp.Variable(r), cp.Variable(), cp.Variable(n, nonneg=True)
+    distance = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")), axis=1)
+    inside = distance <= r2 + xi
+    objective = r2 + cp.sum(xi) / (nu * n)
+    value = solve_problem(cp.Problem(cp.Minimize(objective), [inside]))
+    alpha = np.maximum(np.asarray(inside.dual_value, dtype=np.float64).ravel(), 0.0)
+    return {"objective": value, "alpha": alpha / alpha.sum()}
 
 
 def l2svm_reference(K, y, C):

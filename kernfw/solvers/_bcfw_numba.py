@@ -31,8 +31,8 @@ Losses are described to the compiled code by :func:`loss_code`: an integer
 kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
 (ties go to the smallest class index), like the numpy ``lmo_row`` methods.
 
-All functions are compiled with ``cache=True``: the JIT cost (about 10 s for
-all kernels) is paid once per machine and Python version.  Importing this
+All functions are compiled with ``cache=True``: the JIT cost is paid once per
+machine and Python version (see ``docs/benchmarks/multiclass.md``).  Importing this
 module needs :mod:`numba`;
 :func:`kernfw.solvers.multiclass.compiled_backend` returns None without it.
 """
@@ -44,9 +44,9 @@ import scipy.sparse as sp
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic
 
-from ..fw.steps import block_standard_step, quadratic_step
+from ..fw._steps_numba import block_standard_step, quadratic_step
 from ..losses import (
     MaxHinge,
     StructuredHinge,
@@ -87,8 +87,8 @@ def _visit_options():
     Those helpers allocate nothing and their caller holds every array they
     see, so the increments and decrements of the reference counts of their
     array arguments at each call (atomic operations that numba cannot prune
-    across a call) only cost time: 15–18 % of a block visit on MNIST
-    (``docs/benchmarks/multiclass.md`` (d)).  ``_nrt=False`` is numba's
+    across a call) only cost time (see ``docs/benchmarks/multiclass.md`` (d),
+    "The cost of a block visit").  ``_nrt=False`` is numba's
     switch for code without the runtime; left out when a numba version
     does not know it.
     """
@@ -244,13 +244,14 @@ def _csr_entries(X, indptr):
     return indices, data
 
 
-def gram_columns(K):
+def gram_columns(K, symmetric=False):
     """A matrix whose row ``i`` is the column ``K_{:,i}``, read contiguously if possible.
 
-    ``K`` itself when it is exactly symmetric (then rows are columns), else
-    the transposed view ``Kᵀ``.
+    ``K`` itself when it is exactly symmetric (then rows are columns): known by
+    construction (``symmetric``, from the operator's compiled view) or tested;
+    else the transposed view ``Kᵀ``.
     """
-    return K if _is_symmetric(K) else K.T
+    return K if symmetric or _is_symmetric(K) else K.T
 
 
 _is_symmetric = njit(cache=True)(exactly_symmetric)
@@ -317,10 +318,6 @@ def _lmo(a, kind, k, rho, r, idx, beta):
 
 # -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
 
-_quadratic_step = njit(cache=True)(quadratic_step)
-register_jitable(quadratic_step)  # callable inside compiled code: the shared block kernels
-_block_standard_step = njit(cache=True)(block_standard_step)
-
 
 @njit(cache=True)
 def _block_lmo(g, yi, spec, a, idx, beta):
@@ -352,7 +349,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
             gd += g[j] * delta[j]
         for j in range(m):
             dd += delta[j] * delta[j]
-        gamma = _quadratic_step(-gd, q * dd, 1.0)
+        gamma = quadratic_step(-gd, q * dd, 1.0)
     for j in range(m):
         delta[j] *= gamma
     return gamma
@@ -413,8 +410,16 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
     total = 0.0
     for j in range(m):
         D[j] = 0.0 if j == yi else min((theta - b[j]) / q, 0.0)  # α'
+    top = min(max((theta - b[yi]) / q, 0.0), 1.0)  # α'_{y_i}, as exact_block_step
     for j in range(m):
         total += D[j]
+    if -total > 0.0:
+        ratio = top / -total
+        total = 0.0
+        for j in range(m):
+            D[j] *= ratio
+        for j in range(m):
+            total += D[j]
     D[yi] = -total
     moved = 0.0
     for j in range(m):
@@ -452,18 +457,26 @@ def _hinge_block_gap(g, al, yi):
     return phi + ga
 
 
+#: rows of the block work buffer (:func:`_buffers`): the gradient ``g``, ``α_i``, the
+#: LMO's ``a`` and ``β``, the exact step's ``θ`` (``θ[BLOCK_GAP]`` the block gap before
+#: the step) and the step ``δ``
+G, ALPHA, A, BETA, THETA, DELTA = range(6)
+BLOCK_GAP = 1
+
+
 @_visit_jit
 def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
 
     ``s[c]`` is the score of class ``cl[c]``; the gradient ``g = c_i + s_i + σ α_i``
     and ``α_i`` are gathered on those classes (the whole block when none is
-    shrunk), the step is taken and ``δ`` is written into ``buf[5]`` (same
+    shrunk), the step is taken and ``δ`` is written into ``buf[DELTA]`` (same
     positions) and the block gap before the step (:func:`_block_gap`) into
-    ``buf[4, 1]``.  With exact steps and ``spec.shrink`` the inactive classes
+    ``buf[THETA, BLOCK_GAP]``.  With exact steps and ``spec.shrink`` the inactive classes
     are dropped from ``cl`` (the new count is returned second).
     """
-    g, al, a, beta, delta = buf[0, :nc], buf[1, :nc], buf[2, :nc], buf[3, :nc], buf[5, :nc]
+    g, al, a = buf[G, :nc], buf[ALPHA, :nc], buf[A, :nc]
+    beta, delta = buf[BETA, :nc], buf[DELTA, :nc]
     yi = spec.y[i]
     yc = 0
     for c in range(nc):
@@ -477,15 +490,15 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
             g[c] += spec.sigma * al[c]
     if spec.mode != EXACT:  # (the exact step writes it: the same sums)
         if spec.kind == MAX_HINGE:  # Φ = max(max_j a_j, 0): the hinge LMO's value
-            buf[4, 1] = _hinge_block_gap(g, al, yc)
+            buf[THETA, BLOCK_GAP] = _hinge_block_gap(g, al, yc)
         else:
-            buf[4, 1] = _block_gap(g, al, yc, spec, a, idx, beta)
+            buf[THETA, BLOCK_GAP] = _block_gap(g, al, yc, spec, a, idx, beta)
     q = spec.Q[i]
     if spec.mode == PAIRWISE:
         return _pairwise_block(g, al, yc, q, spec.inner_steps, a, beta, delta), nc
     if spec.mode == FW:
         return _fw_block(g, al, yc, q, spec, gamma_std, a, idx, beta, delta), nc
-    theta = buf[4, :2]
+    theta = buf[THETA, :2]
     step = _exact_block(g, al, yc, q, a, beta, delta, theta)
     if step == 0.0 or not spec.shrink:
         return step, nc
@@ -526,7 +539,7 @@ def _moved(cl, nc, upd, nz, un):
 @njit(cache=True)
 def _gamma_std(spec, k):
     """The fixed step ``2n/(k + 2n)`` at block step ``k`` (unused by line searches)."""
-    return _block_standard_step(k, spec.n) if spec.standard else 0.0
+    return block_standard_step(k, spec.n) if spec.standard else 0.0
 
 
 @njit(cache=True)
@@ -610,8 +623,8 @@ def sparse_scores(indptr, indices, data, W):
 
 @njit(cache=True)
 def _buffers(m):
-    """Work arrays: rows ``g, α, a, β, θ, δ`` of a (6, m) buffer, the scores ``s`` and
-    ``δ/(λn)``."""
+    """Work arrays: the (6, m) block buffer (rows ``G``, ``ALPHA``, ``A``, ``BETA``,
+    ``THETA``, ``DELTA``), the scores ``s`` and ``δ/(λn)``."""
     return np.zeros((6, m)), np.zeros(m), np.zeros(m)
 
 
@@ -625,17 +638,19 @@ def certify(S, At, spec):
     Returns
     -------
     phi : (n,) ``Φ(s̃_i; y_i)``
-    gaps : (n,) block gaps ``⟨−g_i, u_i − α_i⟩ = Φ(s̃_i; y_i) + ⟨g_i, α_i⟩``, ``g_i = c_i + s̃_i``
-    sums : ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ_i Φ_i, ⟨C + S̃, Aᵀ⟩)`` for
-        :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`.
+    gaps : (n,) block gaps ``Φ(s̃_i; y_i) + ⟨ã_i, α_i⟩``, ``ã_i = g_i − g_{i,y_i} 1``,
+        ``g_i = c_i + s̃_i`` (:meth:`~kernfw.solvers.multiclass.MulticlassDual.block_gaps`)
+    sums : ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ_i Φ_i, Σ_i gaps_i, Σ_i M_i)`` for
+        :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`
+        (``M_i`` the block's magnitude), each summed block by block.
     """
     n, m = S.shape
     C, y, sigma = spec.C, spec.y, spec.sigma
     buf = _buffers(m)[0]
-    g, a, beta = buf[0], buf[2], buf[3]
+    g, a, beta = buf[G], buf[A], buf[BETA]
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     phi, gaps = np.empty(n), np.empty(n)
-    AS = CA = AA = phi_sum = GA = 0.0
+    AS = CA = AA = phi_sum = gap_sum = size = 0.0
     for i in range(n):
         yi = y[i]
         for j in range(m):
@@ -643,17 +658,27 @@ def certify(S, At, spec):
         for j in range(m):
             a[j] = g[j] - g[yi]
         _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
-        ph = ga = 0.0
+        ph = ga = as_ = ca = aa = bsum = mag = 0.0
+        gy = abs(g[yi])
+        for j in range(m):
+            bsum += beta[j]
         for j in range(m):
             ph += beta[j] * a[j]
-            ga += g[j] * At[i, j]
-            AS += At[i, j] * S[i, j]
-            CA += C[i, j] * At[i, j]
-            AA += At[i, j] * At[i, j]
+            ga += a[j] * At[i, j]
+            as_ += At[i, j] * S[i, j]
+            ca += C[i, j] * At[i, j]
+            aa += At[i, j] * At[i, j]
+            u = bsum if j == yi else beta[j]  # |u_ij|
+            scale = abs(C[i, j]) + abs(S[i, j]) + sigma * abs(At[i, j]) + gy
+            mag += (abs(At[i, j]) + u) * scale
         phi[i], gaps[i] = ph, ph + ga
+        AS += as_
+        CA += ca
+        AA += aa
         phi_sum += ph
-        GA += ga
-    return phi, gaps, (AS, CA, AA, phi_sum, GA)
+        gap_sum += ph + ga
+        size += abs(ph) + mag
+    return phi, gaps, (AS, CA, AA, phi_sum, gap_sum, size)
 
 
 # -- passes -------------------------------------------------------------------------------------
@@ -702,14 +727,14 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
                         s[c] += xf * W[f, cl[c]]
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
-        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             for c in range(nc):  # only the columns of the classes that moved
                 if upd[c] != 0.0:
                     j = cl[c]
                     for f in range(d):
                         W[f, j] += X[i, f] * upd[c]
         steps[t] = step
-        gaps[t] = buf[4, 1]
+        gaps[t] = buf[THETA, BLOCK_GAP]
 
 
 @njit(cache=True)
@@ -748,7 +773,7 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
         step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx)
         n_classes[i] = nc
-        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             cnt = _moved(cl, nc, upd, nz, un)  # the classes that moved, two per sweep over
             for q in range(0, cnt - 1, 2):  # the row (each W[f, j] once)
                 j0, u0, j1, u1 = nz[q], un[q], nz[q + 1], un[q + 1]
@@ -761,7 +786,7 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
                 for p in range(lo, hi):
                     W[indices[p], j0] += data[p] * u0
         steps[t] = step
-        gaps[t] = buf[4, 1]
+        gaps[t] = buf[THETA, BLOCK_GAP]
 
 
 @njit(cache=True)
@@ -784,7 +809,7 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
             s[c] = St[cl[c], i]
         step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
         n_classes[i] = nc
-        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[5], upd):
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             col = Kcols[i]
             for c in range(nc):  # rows of Sᵀ that change
                 u = upd[c]
@@ -793,7 +818,7 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
                     for l in range(n):
                         row[l] += col[l] * u
         steps[t] = step
-        gaps[t] = buf[4, 1]
+        gaps[t] = buf[THETA, BLOCK_GAP]
 
 
 # -- the backend object ---------------------------------------------------------------------
@@ -830,7 +855,7 @@ class CompiledPasses:
             if sp.issparse(self.X):
                 self.csr = (self.X.indptr, self.X.indices, self.X.data)
         else:
-            self.Kcols = gram_columns(view.matrix)
+            self.Kcols = gram_columns(view.matrix, bool((view.params or {}).get("symmetric")))
 
     def run(self, order, k0, steps, gaps):
         """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into

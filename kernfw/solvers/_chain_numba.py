@@ -32,16 +32,12 @@ returns None without it (then the numpy block steps run).
 import numpy as np
 from numba import njit
 
-from ..fw.steps import block_standard_step, quadratic_step
+from ..fw._steps_numba import block_standard_step, quadratic_step
 
 __all__ = ["word_grams", "chain_pass", "chain_oracle_pass"]
 
 #: reassociation for the node-score dot products only (they vectorize)
 _DOT_FLAGS = {"reassoc", "contract"}
-
-#: the step rules of :mod:`kernfw.fw.steps`, compiled as they are
-_quadratic_step = njit(cache=True)(quadratic_step)
-_block_standard_step = njit(cache=True)(block_standard_step)
 
 
 @njit(cache=True)
@@ -262,9 +258,9 @@ def chain_pass(
         loss_s = wrong * unit / n
         gap = zw / n - block_loss[i] + loss_s
         if standard:
-            gamma = _block_standard_step(k0 + s, n)
+            gamma = block_standard_step(k0 + s, n)
         else:
-            gamma = _quadratic_step(gap, zz / (lam * n * n), 1.0)
+            gamma = quadratic_step(gap, zz / (lam * n * n), 1.0)
         if gamma > 0.0:
             c = gamma / scale
             for t in range(T):

@@ -1,6 +1,6 @@
-"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; seed 002, Figure 1).
+"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; [LacosteJulien2013], Figure 1).
 
-Joachims, Finley and Yu (2009) solve the n-slack primal of math.md §3.1
+The method of [Joachims2009] (math.md §3.10) solves the n-slack primal of §3.1
 through its 1-slack form (same optimal ``w`` and value):
 
     min_{w, ξ} λ/2 ‖w‖² + ξ   s.t.  ξ ≥ b(ȳ) − ⟨w, a(ȳ)⟩  for every joint labeling ȳ,
@@ -13,9 +13,19 @@ a concave QP over the simplex of the cuts,
 
     max_{β ∈ Δ_k} bᵀβ − ‖Aᵀβ‖²/(2λ),    w = Aᵀβ/λ,
 
-(rows ``a_j`` of ``A``), solved here by the project's simplex-QP solver
-(:func:`kernfw.solvers.meb.solve_simplex_qp`, away-step FW with
-``Q = AAᵀ/(2λ)``, ``q = b``), warm-started from the previous ``β``.
+(rows ``a_j`` of ``A``), solved here exactly by the active-set method of
+:func:`kernfw.solvers.simplex_qp.dense.solve_dense_simplex_qp`, warm-started
+from the previous ``β``.
+
+Scale.  Since ``Σ_j β_j = 1``, ``Aᵀβ = c + Ãᵀβ`` for the centred cuts
+``ã_j = a_j − c`` and any ``c``; the QP is then ``max_β (b − Ãc/λ)ᵀβ − βᵀQ̃β``
+with ``Q̃ = ÃÃᵀ/(2λ)`` (plus a constant).  With ``c = Aᵀβ`` at the current
+``β`` the entries of ``Q̃`` measure how the cuts differ, not how large they are:
+features with a large common offset (data far from the origin) no longer put
+``Q`` a factor ``‖a‖²/‖ã‖²`` above the differences the QP has to resolve.
+A cut already in the working set is not added twice, and a cut whose weight
+has been zero for :data:`MAX_IDLE` iterations leaves it (Joachims, Finley and
+Yu 2009 do the same); the certificate below holds for any working set.
 
 Certificate.  A convex combination ``β`` of cuts is the n-slack dual point
 ``α_i = Σ_j β_j e_{ȳ_i^{(j)}}`` (§3.2), with ``w(α) = Aᵀβ/λ`` and ``ℓ(α) = bᵀβ``,
@@ -25,20 +35,19 @@ next cut also gives ``P(w)``: the gap comes with every iteration.  The working
 set starts with the cut of the true outputs (``a = 0``, ``b = 0``: ``ξ ≥ 0``).
 """
 
-import warnings
-
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
-from ..fw import FWIterate, run
-from ..operators import Gram
-from .meb import solve_simplex_qp
+from ..fw import FWIterate, RelativeGapRule, run
+from .simplex_qp.dense import solve_dense_simplex_qp
 from .structural import StructuredProblem
 
-__all__ = ["CuttingPlane", "solve_structural_cutting_plane"]
+__all__ = ["CuttingPlane", "solve_structural_cutting_plane", "MAX_IDLE"]
+
+#: iterations a cut may keep zero weight before it leaves the working set
+MAX_IDLE = 50
 
 
-class CuttingPlane(FWIterate):
+class CuttingPlane(RelativeGapRule, FWIterate):
     """1-slack cutting-plane iterate: the working set of cuts, ``β`` and ``w = Aᵀβ/λ``.
 
     Parameters
@@ -50,6 +59,8 @@ class CuttingPlane(FWIterate):
         current certified gap; at least ``qp_tol_min``).
     qp_tol_min : float
         Floor of the restricted QP's tolerance.
+    max_idle : int
+        Iterations a cut may keep zero weight before it leaves the working set.
 
     Attributes
     ----------
@@ -59,17 +70,20 @@ class CuttingPlane(FWIterate):
         Offsets ``b_j``.
     beta : ndarray (k,)
         Weights of the cuts (a point of the simplex).
+    idle : ndarray (k,)
+        Consecutive iterations each cut has had zero weight.
     w : ndarray (D,)
         ``Aᵀβ/λ``.
     """
 
-    def __init__(self, problem, qp_rtol=0.1, qp_tol_min=1e-13):
+    def __init__(self, problem, qp_rtol=0.1, qp_tol_min=1e-13, max_idle=MAX_IDLE):
         self.problem = problem
         self.qp_rtol, self.qp_tol_min = float(qp_rtol), float(qp_tol_min)
+        self.max_idle = int(max_idle)
         self.A = np.zeros((1, problem.dim))  # the cut of the true outputs: ξ ≥ 0
         self.b = np.zeros(1)
-        self.Q = np.zeros((1, 1))  # AAᵀ/(2λ)
         self.beta = np.ones(1)
+        self.idle = np.zeros(1, dtype=np.intp)
         self.w = np.zeros(problem.dim)
         self.passes = 0
         self.qp_iterations = 0
@@ -97,49 +111,58 @@ class CuttingPlane(FWIterate):
         return cert
 
     def add_cut(self, phi_hat, loss):
-        """Add the cut ``a = (Σ_i φ(x_i, y_i) − Σ_i φ(x_i, ŷ_i))/n``, ``b = loss/n``."""
+        """Add the cut ``a = (Σ_i φ(x_i, y_i) − Σ_i φ(x_i, ŷ_i))/n``, ``b = loss/n``.
+
+        Returns False (and adds nothing) when the working set already holds it.
+        """
         p = self.problem
         a = (p.phi_true - phi_hat) / p.n
-        row = (self.A @ a) / (2.0 * p.lam)
-        k = self.b.size
-        Q = np.empty((k + 1, k + 1))
-        Q[:k, :k] = self.Q
-        Q[k, :k] = Q[:k, k] = row
-        Q[k, k] = float(a @ a) / (2.0 * p.lam)
+        b = loss / p.n
+        if np.any((self.b == b) & np.all(self.A == a, axis=1)):
+            return False
         self.A = np.vstack([self.A, a])
-        self.b = np.append(self.b, loss / p.n)
-        self.Q = Q
+        self.b = np.append(self.b, b)
         self.beta = np.append(self.beta, 0.0)
+        self.idle = np.append(self.idle, 0)
+        return True
+
+    def drop_idle_cuts(self):
+        """Remove the cuts whose weight has been zero for more than ``max_idle`` iterations."""
+        keep = self.idle <= self.max_idle
+        if not keep.all():
+            self.A, self.b, self.beta, self.idle = (
+                self.A[keep],
+                self.b[keep],
+                self.beta[keep],
+                self.idle[keep],
+            )
 
     def solve_restricted(self):
-        """Maximize ``bᵀβ − βᵀQβ`` over the simplex from the current ``β``; update ``w``."""
+        """Maximize ``bᵀβ − ‖Aᵀβ‖²/(2λ)`` over the simplex from the current ``β``, on cuts
+        centred at ``c = Aᵀβ`` (see the module docstring); update ``w``."""
         p = self.problem
         gap = self._gap if np.isfinite(self._gap) else 1.0
-        tol = max(self.qp_rtol * gap, self.qp_tol_min)
-        with warnings.catch_warnings():
-            # the outer certificate is valid for any β: an inexact QP only slows the method
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            result = solve_simplex_qp(
-                Gram(self.Q, check=False),
-                q=self.b,
-                method="mfw",
-                tol=tol,
-                max_iter=20000,
-                alpha0=self.beta,
-                check_every=5,
-            )
-        self.qp_iterations += result.n_iter
-        beta = np.clip(np.asarray(result["alpha"], dtype=float), 0.0, None)
-        self.beta = beta / beta.sum()
+        c = self.A.T @ self.beta
+        centred = self.A - c
+        beta, _, n_iter = solve_dense_simplex_qp(
+            centred @ centred.T / (2.0 * p.lam),
+            self.b - (centred @ c) / p.lam,
+            self.beta,
+            tol=max(self.qp_rtol * gap, self.qp_tol_min),
+        )
+        self.qp_iterations += n_iter
+        self.beta = beta
+        self.idle = np.where(beta > 0, 0, self.idle + 1)
         self.w = (self.A.T @ self.beta) / p.lam
 
     def step(self, t):
         phi_hat, loss = self._current_oracle()
         self._oracle = None
-        self.add_cut(phi_hat, loss)
+        added = self.add_cut(phi_hat, loss)
         self.solve_restricted()
+        self.drop_idle_cuts()
         self.passes += 1
-        return float(self.beta[-1])  # the weight the new cut received
+        return float(self.beta[-1]) if added else 0.0  # the weight the new cut received
 
     def solution(self):
         return {"w": self.w.copy(), "beta": self.beta.copy(), "cuts": self.b.size}
@@ -171,8 +194,9 @@ def solve_structural_cutting_plane(
     max_iter : int
         Iterations; each is one oracle pass (one new cut) and one restricted QP.
     tol : float
-        Stop when the duality gap ``P(w) − D(β) ≤ tol`` (the n-slack gap of
-        math.md §3.3, computed every iteration from the pass that makes the cut).
+        Relative tolerance: stop when the duality gap ``P(w) − D(β) ≤ tol·|P(w)|``
+        (the n-slack gap of math.md §3.3, computed every iteration from the pass
+        that makes the cut).
     qp_rtol : float
         Relative accuracy of each restricted QP (see :class:`CuttingPlane`).
     max_time : float or None

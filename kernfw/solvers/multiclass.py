@@ -1,4 +1,4 @@
-"""Multi-category SVMs with mdos losses by dual Frank-Wolfe (seed 000; math.md §1).
+"""Multi-category SVMs with mdos losses by dual Frank-Wolfe ([Tajima2021]; math.md §1).
 
 The dual variables are stored transposed, ``At = Aᵀ`` of shape (n, m), so that
 row ``i`` is the block ``α_i`` of example ``i``.  Every solver keeps the score
@@ -15,7 +15,7 @@ Solvers (``solver=``):
   FW step with exact line search, pairwise steps, or (hinge losses) the exact
   solution of the block's quadratic sub-problem (``block_step``);
 - ``"pg"`` — the projected-subgradient baseline of §1.11
-  (:func:`kernfw.solvers.subgradient.pegasos_multiclass`).
+  (:func:`kernfw.solvers.subgradient.solve_multiclass_subgradient`).
 
 With Moreau smoothing ``σ > 0`` the gradient is taken at ``s̃_i = s_i + σ α_i``
 and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
@@ -41,7 +41,7 @@ from ..fw import (
 from ..losses import MaxHinge
 from ._block_kernels import pairwise_steps
 from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
-from .subgradient import pegasos_multiclass
+from .subgradient import solve_multiclass_subgradient
 
 __all__ = [
     "MulticlassDual",
@@ -205,8 +205,12 @@ def exact_block_step(g, alpha, yi, q):
     ``b = g − q α_i`` its KKT conditions give ``α'_j = min(C_j, (θ − b_j)/q)``
     (``C_{y_i} = 1``, else 0), where ``θ`` makes ``Σ_j α'_j = 0``; sorting
     ``D_j = b_j + q C_j`` decreasingly, ``θ = (Σ_{j≤r} D_(j) − q)/r`` for the
-    largest ``r`` with ``θ_{r−1} < D_(r)``; ``α'_{y_i} = −Σ_{j≠y_i} α'_j`` keeps the
-    sum exactly 0 when every other class is clamped.
+    largest ``r`` with ``θ_{r−1} < D_(r)``.  In floating point the quotients
+    ``(θ − b_j)/q`` carry the rounding of ``θ − b_j`` magnified by ``1/q``, which
+    is large when ``q`` is tiny against ``g`` (large ``λn``): so ``α'_{y_i}`` is
+    taken from its own condition, clipped to ``[0, 1]``, the off-label entries
+    are scaled to sum to ``−α'_{y_i}``, and ``α'_{y_i} = −Σ_{j≠y_i} α'_j``: ``α'``
+    lies on ``A_i`` to rounding at any scale (the certificate needs a feasible point).
 
     A block whose FW gap ``Φ_i + ⟨g, α_i⟩`` is at rounding level
     (``≤ SHRINK_RTOL·(1 + Φ_i)``) is optimal and is left alone; with ``q = 0``
@@ -247,8 +251,12 @@ def exact_block_step(g, alpha, yi, q):
         r += 1
     theta /= r
     new = np.minimum((theta - b) / q, 0.0)
+    top = min(max((theta - b[yi]) / q, 0.0), 1.0)  # α'_{y_i}
     new[yi] = 0.0
-    new[yi] = -_sequential_sum(new)  # Σ_j α'_j = 0 to rounding
+    total = -_sequential_sum(new)
+    if total > 0.0:  # Σ_j α'_j = 0 with α'_{y_i} from its own KKT condition
+        new *= top / total
+    new[yi] = -_sequential_sum(new)
     delta = new - alpha
     return 0.5 * _sequential_sum(np.abs(delta)), delta, theta
 
@@ -292,13 +300,13 @@ class _NumpyPasses:
     def certify(self, S, At):
         """``(Φ, block gaps, Certificate)`` at ``(Aᵀ, S)``."""
         p = self.it.problem
-        _, phi, G = p.direction(At, S)
-        block_gaps = phi + np.einsum("ij,ij->i", G, At)
-        return phi, block_gaps, p.certificate(At, S, phi, G)
+        U, phi, G = p.direction(At, S)
+        block_gaps, _ = p.block_gaps(At, S, U, phi, G)
+        return phi, block_gaps, p.certificate(At, S, U, phi, G)
 
 
 class BlockFW(GapStopping, BlockCoordinateIterate):
-    """Block-coordinate dual FW: one example ``i`` per block step (math.md §3.9 on §1's dual).
+    """Block-coordinate dual FW: one example ``i`` per block step (math.md §1.13).
 
     A block step at ``g_i = c_i + s̃_i`` (``q_i = K_ii/(λn) + σ``, the block
     curvature) is one of (``block_step``):
@@ -365,9 +373,6 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         ``α_ij = 0`` before and after a step and ``g_ij < θ`` (the step's
         multiplier, :func:`exact_block_step`) is left out of the block's scores
         and sub-problem until the next certificate.
-    pairwise : bool or None
-        The older spelling of ``block_step``: True is ``"pairwise"``, False
-        ``"fw"`` (None or "auto": ``block_step`` decides).
     adaptive : bool
         One :meth:`step` is a *round* of passes rather than one pass: the
         round ends (and the driver certifies, ``check_every=1``) when the
@@ -415,7 +420,6 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         shrinking=False,
         averaging=False,
         shrink_classes=False,
-        pairwise=None,
         adaptive=False,
         tol=0.0,
         max_passes=None,
@@ -423,8 +427,6 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         super().__init__(problem.n, random_state=random_state, sample=sample)
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
-        if pairwise is not None and pairwise != "auto":  # the older spelling
-            block_step = "pairwise" if pairwise else "fw"
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
         self.block_step_rule = _check_block_step(block_step, rule, problem.loss)
         self.inner_steps = max(int(inner_steps), 1)
@@ -774,7 +776,7 @@ def solve_multiclass(
     if adaptive:
         check_every = 1
     if solver == "pg":
-        return pegasos_multiclass(
+        return solve_multiclass_subgradient(
             problem,
             A_init=A_init,
             tol=tol,

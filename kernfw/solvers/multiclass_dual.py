@@ -10,6 +10,7 @@ this one; it imports neither.
 import numpy as np
 
 from ..fw import Certificate, FWIterate
+from ..fw.result import rounding_bound
 from ..losses import dual_vertices, make_loss
 from ..operators import KernelOperator
 
@@ -39,7 +40,7 @@ class MulticlassDual:
     lam : float
         Regularization ``λ > 0``.
     smoothing : float
-        Moreau smoothing ``σ ≥ 0`` (the seed's ``γ_sm``).
+        Moreau smoothing ``σ ≥ 0`` (``γ_sm`` in [Tajima2021]).
     n_classes : int or None
         ``m`` (default: ``max(y) + 1``).
 
@@ -123,37 +124,70 @@ class MulticlassDual:
         phi = np.einsum("ij,ij->i", beta, a)
         return dual_vertices(beta, self.y), phi, G
 
-    def certificate(self, At, S, phi, G):
+    def block_gaps(self, At, S, U, phi, G):
+        """Block gaps ``g_i = Φ(s̃_i; y_i) + ⟨ã_i, α_i⟩`` and their magnitudes (§1.8).
+
+        ``ã_i = g_i − g_{i,y_i} 1`` with ``g_i = c_i + s̃_i`` (row ``i`` of ``G``):
+        since ``1ᵀα_i = 0``, ``⟨ã_i, α_i⟩ = ⟨g_i, α_i⟩`` and ``g_i = ⟨−g_i, u_i − α_i⟩ ≥ 0``
+        for a feasible ``α_i`` (``u_i`` maximizes ``⟨−g_i, ·⟩`` over ``A_i``).  The
+        shifted margins ``ã_i`` keep the sum free of the common offset
+        ``g_{i,y_i}``, which grows as ``1/λ``.
+
+        Returns
+        -------
+        gaps : ndarray (n,)
+        magnitude : ndarray (n,)
+            ``M_i = Φ_i + Σ_j (|α_ij| + |u_ij|)(|c_ij| + |s_ij| + σ|α_ij| + |g_{i,y_i}|)``:
+            every term that the block's contribution to ``P``, ``D`` and the gap
+            sums is at most ``M_i`` in absolute value (with the errors of ``g_i``).
+        """
+        gy = G[self.rows, self.y][:, None]
+        gaps = phi + np.einsum("ij,ij->i", G - gy, At)
+        scale = np.abs(self.C) + np.abs(S) + np.abs(gy)
+        if self.smoothing:
+            scale = scale + self.smoothing * np.abs(At)
+        magnitude = np.abs(phi) + np.einsum("ij,ij->i", np.abs(At) + np.abs(U), scale)
+        return gaps, magnitude
+
+    def certificate(self, At, S, U, phi, G):
         """``P̃``, ``D_σ`` and the FW gap ``g_σ = P̃ − D_σ`` (§1.8, §1.10).
 
-        ``phi`` and ``G`` are from :meth:`direction` at the same iterate.
+        ``U``, ``phi`` and ``G`` are from :meth:`direction` at the same iterate.
         """
+        gaps, magnitude = self.block_gaps(At, S, U, phi, G)
         return self.certificate_from_sums(
             inner(At, S),
             inner(self.C, At),
             inner(At, At) if self.smoothing else 0.0,
             float(phi.sum()),
-            inner(G, At),
+            float(gaps.sum()),
+            float(magnitude.sum()),
         )
 
-    def certificate_from_sums(self, AS, CA, AA, phi_sum, GA):
+    def certificate_from_sums(self, AS, CA, AA, phi_sum, gap_sum, magnitude):
         """:meth:`certificate` from its sums ``⟨Aᵀ, S⟩``, ``⟨C, Aᵀ⟩``, ``⟨Aᵀ, Aᵀ⟩``,
-        ``Σ_i Φ(s̃_i; y_i)`` and ``⟨C + S̃, Aᵀ⟩``."""
+        ``Σ_i Φ(s̃_i; y_i)``, ``Σ_i g_i`` (the block gaps) and ``Σ_i M_i`` (their
+        magnitudes, :meth:`block_gaps`).
+
+        The gap is the mean block gap, a sum of terms that are nonnegative in
+        exact arithmetic; ``rounding`` bounds the errors of the sums of ``n``
+        blocks of ``m`` classes (:func:`~kernfw.fw.result.rounding_bound`).
+        ``λ/2 ‖w‖²`` is ``⟨Aᵀ, S⟩/(2n)``: no factor ``λ`` or ``1/λ`` is formed.
+        """
         n, sig = self.n, self.smoothing
-        w_sq = AS / self.scale  # ‖w(A)‖²
+        reg = 0.5 * AS / n  # λ/2 ‖w(A)‖²
         lin = CA / n  # (1/n) Σ ⟨c_i, α_i⟩
         quad = sig / (2 * n) * AA if sig else 0.0
-        loss_mean = phi_sum / n
-        primal = 0.5 * self.lam * w_sq + quad + loss_mean
-        dual = -0.5 * self.lam * w_sq - lin - quad
-        gap = (phi_sum + GA) / n  # ⟨−C − S̃, U − Aᵀ⟩ / n
-        return Certificate(primal, dual, gap)
+        primal = reg + quad + phi_sum / n
+        dual = -reg - lin - quad
+        rounding = rounding_bound(2 * (n + self.m), magnitude / n)
+        return Certificate(primal, dual, gap_sum / n, rounding=rounding)
 
     def objectives(self, At, S=None):
         """Certificate of the iterate ``At`` (computes ``S`` when not given)."""
         S = self.scores(At) if S is None else S
-        _, phi, G = self.direction(At, S)
-        return self.certificate(At, S, phi, G)
+        U, phi, G = self.direction(At, S)
+        return self.certificate(At, S, U, phi, G)
 
     def primal(self, S, w_sq):
         """Unsmoothed primal ``P(W) = λ/2 ‖W‖² + (1/n) Σ Φ(s_i; y_i)`` from scores ``S``."""
@@ -168,7 +202,8 @@ class MulticlassDual:
 
 
 class GapStopping:
-    """Stopping rule ``gap ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates.
+    """Stopping rule ``gap + ρ ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates
+    (``ρ``: the certificate's rounding bound).
 
     Subclasses set ``rtol`` (the relative tolerance).
     """
@@ -176,14 +211,14 @@ class GapStopping:
     rtol = 0.0
 
     def is_converged(self, cert, tol):
-        return cert.gap <= max(tol, self.rtol * abs(cert.primal))
+        return cert.gap + cert.rounding <= max(tol, self.rtol * abs(cert.primal))
 
     def stopping_rule(self, tol):
         if self.rtol > 0 and tol == 0:
-            return f"gap <= rtol*|P| with rtol={self.rtol:.3g}"
+            return f"gap + rounding <= rtol*|P| with rtol={self.rtol:.3g}"
         if self.rtol > 0:
-            return f"gap <= max(tol, rtol*|P|) with tol={tol:.3g}, rtol={self.rtol:.3g}"
-        return f"gap <= tol={tol:.3g}"
+            return f"gap + rounding <= max(tol, rtol*|P|) with tol={tol:.3g}, rtol={self.rtol:.3g}"
+        return f"gap + rounding <= tol={tol:.3g}"
 
 
 class FullBatchIterate(GapStopping, FWIterate):
@@ -204,8 +239,8 @@ class FullBatchIterate(GapStopping, FWIterate):
         return self._oracle
 
     def certificate(self):
-        _, phi, G = self._direction()
-        return self.problem.certificate(self.At, self.S, phi, G)
+        U, phi, G = self._direction()
+        return self.problem.certificate(self.At, self.S, U, phi, G)
 
     def solution(self):
         return {"A": self.At.T.copy(), "S": self.S.copy()}

@@ -1,4 +1,4 @@
-"""Structural SVMs by Frank-Wolfe on the dual (seed 002; math.md §3).
+"""Structural SVMs by Frank-Wolfe on the dual ([LacosteJulien2013]; math.md §3).
 
 The n-slack primal (§3.1)
 
@@ -35,7 +35,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._compiled import compiled_module
-from ..fw import BlockCoordinateIterate, Certificate, FWIterate, WeightedAverage, block_order, run
+from ..fw import (
+    BlockCoordinateIterate,
+    Certificate,
+    FWIterate,
+    RelativeGapRule,
+    WeightedAverage,
+    block_order,
+    run,
+)
 from ..fw.steps import block_standard_step, quadratic_step, standard_step
 from ..structured import Chain
 
@@ -50,6 +58,8 @@ __all__ = [
 ]
 
 STEPS = ("line_search", "standard")
+#: the returned iterate of the block solvers: the last one or the weighted average
+AVERAGING = ("none", "weighted")
 
 
 def compiled_chain_backend():
@@ -209,7 +219,7 @@ class StructuredProblem:
 # -- batch Frank-Wolfe (paper Algorithm 2, math.md §3.4) ---------------------------------------
 
 
-class BatchFW(FWIterate):
+class BatchFW(RelativeGapRule, FWIterate):
     """Batch Frank-Wolfe on the structural SVM dual: one oracle pass per iteration.
 
     ``w_s = Σ_i ψ_i(ŷ_i)/(λn)``, ``ℓ_s = Σ_i L_i(ŷ_i)/n``; the step is the exact
@@ -262,7 +272,7 @@ class BatchFW(FWIterate):
 # -- block-coordinate Frank-Wolfe (paper Algorithm 4, math.md §3.5) ----------------------------
 
 
-class BCFW(BlockCoordinateIterate):
+class BCFW(RelativeGapRule, BlockCoordinateIterate):
     """Block-coordinate Frank-Wolfe on the structural SVM dual (one oracle call per block step).
 
     Block ``i`` stores ``s̄_i`` (the statistics of its mean labeling) and
@@ -431,6 +441,13 @@ class BCFW(BlockCoordinateIterate):
 # -- entry points -------------------------------------------------------------------------------
 
 
+def check_averaging(averaging):
+    """``averaging`` if it is one of :data:`AVERAGING` (``ValueError`` otherwise)."""
+    if not isinstance(averaging, str) or averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
+    return averaging
+
+
 def check_every_passes(check_every):
     """``check_every`` as an int ≥ 1 (``ValueError`` otherwise)."""
     if int(check_every) < 1:
@@ -466,7 +483,8 @@ def solve_structural_fw(
     max_iter : int
         Iterations (each is one oracle pass over the data).
     tol : float
-        Stop when the duality gap ``P − D ≤ tol`` (checked every iteration).
+        Relative tolerance: stop when the duality gap ``P − D ≤ tol·|P|``
+        (checked every iteration).
     max_time : float or None
         Wall-clock budget (s).
     callback : callable or None
@@ -499,7 +517,7 @@ def solve_structural_bcfw(
     Y,
     lam,
     *,
-    averaging=True,
+    averaging="weighted",
     step="line_search",
     sample="uniform",
     max_iter=50,
@@ -514,14 +532,15 @@ def solve_structural_bcfw(
 
     One oracle call per block step; a pass is ``n`` block steps.  The total
     duality gap (one extra oracle pass) is computed every ``check_every``
-    passes and stops the run when ``≤ tol``.
+    passes and stops the run when ``≤ tol·|P|``.
 
     Parameters
     ----------
     model, X, Y, lam
         As in :func:`solve_structural_fw`.
-    averaging : bool
-        BCFW-wavg: certify and return the weighted average ``w̄``.
+    averaging : {"weighted", "none"}
+        "weighted" (BCFW-wavg): certify and return the weighted average ``w̄``;
+        "none": the last iterate.
     step : {"line_search", "standard"}
         Exact block line search or ``2n/(k+2n)``.
     sample : {"uniform", "perm"}
@@ -529,7 +548,7 @@ def solve_structural_bcfw(
     max_iter : int
         Budget in passes.
     tol : float
-        Stop when the duality gap ``≤ tol``.
+        Relative tolerance: stop when the duality gap ``≤ tol·|P|``.
     check_every : int
         Passes between two duality-gap computations.
     random_state : int, Generator or None
@@ -548,7 +567,11 @@ def solve_structural_bcfw(
     """
     problem = StructuredProblem(model, X, Y, lam, compiled=compiled)
     iterate = BCFW(
-        problem, averaging=averaging, step=step, sample=sample, random_state=random_state
+        problem,
+        averaging=check_averaging(averaging) == "weighted",
+        step=step,
+        sample=sample,
+        random_state=random_state,
     )
     return run(
         iterate,

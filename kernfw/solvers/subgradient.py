@@ -1,7 +1,7 @@
 """Subgradient baselines reporting the same objectives as the Frank-Wolfe solvers.
 
-- :func:`pegasos_multiclass` — the full-batch projected subgradient method
-  ("PG" of seed 000, Pegasos-style; math.md §1.11) for the multi-category SVM;
+- :func:`solve_multiclass_subgradient` — the full-batch projected subgradient method
+  ("PG" of [Tajima2021], Pegasos-style; math.md §1.11) for the multi-category SVM;
 - :func:`solve_structural_ssg` — stochastic subgradient (SSG, SSG-wavg; math.md §3.6)
   for the structural SVM.
 
@@ -18,9 +18,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..fw import BlockCoordinateIterate, Certificate, WeightedAverage, run
 from .multiclass_dual import FullBatchIterate, inner
-from .structural import StructuredProblem
+from .structural import StructuredProblem, check_averaging
 
-__all__ = ["pegasos_multiclass", "StructuralSSG", "solve_structural_ssg", "structural_ssg"]
+__all__ = ["solve_multiclass_subgradient", "StructuralSSG", "solve_structural_ssg"]
 
 
 # -- multi-category SVM: full-batch projected subgradient (math.md §1.11) ------------------
@@ -60,7 +60,7 @@ class _MulticlassPG(FullBatchIterate):
         return eta
 
 
-def pegasos_multiclass(
+def solve_multiclass_subgradient(
     problem,
     *,
     A_init=None,
@@ -193,7 +193,7 @@ def solve_structural_ssg(
     Y,
     lam,
     *,
-    averaging=True,
+    averaging="weighted",
     project=False,
     sample="uniform",
     max_iter=50,
@@ -208,8 +208,9 @@ def solve_structural_ssg(
     ----------
     model, X, Y, lam
         As in :func:`kernfw.solvers.structural.solve_structural_bcfw`.
-    averaging : bool
-        SSG-wavg (weighted average of the iterates) instead of the last iterate.
+    averaging : {"weighted", "none"}
+        "weighted" (SSG-wavg): the weighted average of the iterates; "none":
+        the last iterate.
     project : bool
         Project on ``‖w‖ ≤ sqrt(P(0)/λ)``.
     max_iter : int
@@ -229,7 +230,11 @@ def solve_structural_ssg(
         raise ValueError(f"check_every must be >= 1, got {check_every}")
     problem = StructuredProblem(model, X, Y, lam)
     iterate = StructuralSSG(
-        problem, averaging=averaging, project=project, sample=sample, random_state=random_state
+        problem,
+        averaging=check_averaging(averaging) == "weighted",
+        project=project,
+        sample=sample,
+        random_state=random_state,
     )
     with warnings.catch_warnings():
         # the budget is the stopping rule of a baseline without a certificate
@@ -244,17 +249,3 @@ def solve_structural_ssg(
             keep_best=False,
             name="structural SVM SSG",
         )
-
-
-def structural_ssg(model, X, Y, lam, *, max_passes=50, gap_every=5, **kwargs):
-    """Deprecated name of :func:`solve_structural_ssg` (``max_passes`` → ``max_iter``,
-    ``gap_every`` → ``check_every``)."""
-    warnings.warn(
-        "structural_ssg(max_passes, gap_every) is deprecated: use "
-        "solve_structural_ssg(max_iter, check_every)",
-        FutureWarning,
-        stacklevel=2,
-    )
-    return solve_structural_ssg(
-        model, X, Y, lam, max_iter=max_passes, check_every=gap_every, **kwargs
-    )

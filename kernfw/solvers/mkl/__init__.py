@@ -6,7 +6,7 @@
 - :mod:`.capped_simplex` — geometry of ``Γ_t`` (LMO, support function, projection);
 - :mod:`.cskl` — controlled-sparsity kernel learning (:func:`solve_cskl`);
 - :mod:`.baselines` — l1-MKL, lp-MKL and the uniform average;
-- :mod:`.online` — online proximal MKL (seed 003).
+- :mod:`.online` — online proximal MKL ([Martins2011]).
 
 Prediction with a learned model lives in the estimators
 (:mod:`kernfw.estimators.mkl`), not here.

@@ -17,9 +17,11 @@
 
 import numpy as np
 
+from ..._threads import thread_limit
+from ..._validation import check_positive
 from ...fw import run
 from .cskl import solve_cskl
-from .weights import KernelWeightIterate, as_multikernel, check_positive, weight_objective
+from .weights import KernelWeightIterate, as_multikernel, weight_objective
 
 __all__ = ["solve_l1_mkl", "solve_uniform_mkl", "solve_lp_mkl", "lp_update", "LpMKLIterate"]
 
@@ -117,18 +119,19 @@ def solve_lp_mkl(
         raise ValueError(f"p must be a finite number >= 1, got {p!r}")
     p = float(p)
     tol = check_positive("tol", tol)
-    objective, classes = weight_objective(
-        mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
-    )
-    iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)))
-    result = run(
-        iterate,
-        tol=tol,
-        max_iter=max_iter,
-        max_time=max_time,
-        callback=callback,
-        remedy="increase max_iter or tol",
-        name=f"lp-MKL (p={p:g})",
-    )
+    with thread_limit(mk.p * mk.n**2):  # one pass over the kernels: small work, one thread
+        objective, classes = weight_objective(
+            mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
+        )
+        iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)))
+        result = run(
+            iterate,
+            tol=tol,
+            max_iter=max_iter,
+            max_time=max_time,
+            callback=callback,
+            remedy="increase max_iter or tol",
+            name=f"lp-MKL (p={p:g})",
+        )
     result.solution.update(classes=classes, codes=objective.svm.codes)
     return result

@@ -1,4 +1,4 @@
-"""Controlled-sparsity kernel learning (CSKL, seed 004; math.md §5).
+"""Controlled-sparsity kernel learning (CSKL, [CSKL]; math.md §5).
 
 Kernel weights ``γ`` live in the capped simplex
 ``Γ_t = {γ ∈ [0, 1]^p : 1ᵀγ = t}`` and minimize the convex function
@@ -7,7 +7,7 @@ Kernel weights ``γ`` live in the capped simplex
 
 the optimal dual value of an SVM with kernel ``K_γ = Σ_j γ_j K_j`` (C-SVM,
 ν-SVM or L2-SVM; see :mod:`kernfw.solvers.mkl.inner_svm` for ``a`` and ``c``).
-By Danskin ``∇_j J = −c d_j``.  The solver alternates (seed Algorithm 2,
+By Danskin ``∇_j J = −c d_j``.  The solver alternates (Algorithm 2 of [CSKL],
 math.md §5.3)
 
 1. an SVM solve at the current ``γ`` (warm started for the L2-SVM) giving ``α``
@@ -36,9 +36,11 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
+from ..._threads import thread_limit
+from ..._validation import check_positive
 from ...fw import Certificate, FWResult, armijo_step, run
 from .capped_simplex import check_t, project_capped_simplex, snap_to_box, sum_top_t, top_t_vertex
-from .weights import KernelWeightIterate, as_multikernel, check_positive, weight_objective
+from .weights import KernelWeightIterate, as_multikernel, weight_objective
 
 __all__ = [
     "solve_cskl",
@@ -47,11 +49,12 @@ __all__ = [
     "reduced_gradient_direction",
     "frank_wolfe_direction",
     "exact_selection",
-    "WEIGHT_UPDATES",
+    "SOLVERS",
     "LINE_SEARCHES",
 ]
 
-WEIGHT_UPDATES = ("projected_gradient", "reduced_gradient", "frank_wolfe")
+#: the algorithms on the weights (``solver``), named by their step direction
+SOLVERS = ("projected_gradient", "reduced_gradient", "frank_wolfe")
 LINE_SEARCHES = ("armijo", "exact")
 
 #: smallest inner tolerance the solver falls back to when a line search stalls
@@ -74,7 +77,7 @@ def projected_gradient_direction(gamma, grad, t):
 
 
 def reduced_gradient_direction(gamma, grad):
-    """The reduced-gradient direction on the box-constrained simplex (seed Algorithm 3).
+    """The reduced-gradient direction on the box-constrained simplex (Algorithm 3 of [CSKL]).
 
     A free index ``μ`` (``0 < γ_μ < 1``, the one farthest from the bounds)
     carries the equality constraint; with ``r_j = ∇_jJ − ∇_μJ`` every other
@@ -128,7 +131,7 @@ def exact_selection(gamma, d, t):
     """The ``⌈t⌉`` kernels with the largest ``γ_j`` (ties: larger ``d_j``), weights 1.
 
     The documented post-step of math.md §5.4 for users who need exactly
-    ``⌈t⌉`` kernels (not part of the seed's method).
+    ``⌈t⌉`` kernels (not part of the method of [CSKL]).
     """
     k = int(math.ceil(t - 1e-12))
     order = np.lexsort((-np.asarray(d, dtype=float), -np.asarray(gamma, dtype=float)))
@@ -147,15 +150,16 @@ class CSKLIterate(KernelWeightIterate):
         ``J(γ)`` by inner SVM solves.
     t : float
         The budget of ``Γ_t``.
-    weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
+    solver : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
+        The direction of the weight step (:data:`SOLVERS`).
     line_search : {"armijo", "exact"}
     gamma0 : ndarray of shape (p,)
         A feasible start (default in :func:`solve_cskl`: ``(t/p) 1``).
     """
 
-    def __init__(self, objective, t, weight_update, line_search, gamma0):
+    def __init__(self, objective, t, solver, line_search, gamma0):
         self.t = t
-        self.weight_update = weight_update
+        self.solver = solver
         self.line_search = line_search
         super().__init__(objective, gamma0)
         self.last_step = None
@@ -177,7 +181,7 @@ class CSKLIterate(KernelWeightIterate):
         ``γ + τD``, ``τ ∈ [0, τ_max]``.
         """
         gamma = self.current.gamma
-        if self.weight_update == "projected_gradient":
+        if self.solver == "projected_gradient":
             scale = float(np.max(np.abs(grad)))
             if scale == 0:
                 return None
@@ -186,7 +190,7 @@ class CSKLIterate(KernelWeightIterate):
                 return project_capped_simplex(gamma - (tau / scale) * grad, self.t)
 
             return arc, 1.0, lambda tau: float(grad @ (arc(tau) - gamma))
-        if self.weight_update == "reduced_gradient":
+        if self.solver == "reduced_gradient":
             D, tau_max = reduced_gradient_direction(gamma, grad)
         else:
             D, tau_max = frank_wolfe_direction(gamma, grad, self.t)
@@ -245,7 +249,7 @@ class CSKLIterate(KernelWeightIterate):
         steps grow.  The projection arc is normalized (``τ = 1`` is the full
         projected-gradient step) and always starts at 1.
         """
-        if self.weight_update != "projected_gradient" and self.last_step is not None:
+        if self.solver != "projected_gradient" and self.last_step is not None:
             return min(tau_max, 2.0 * self.last_step)
         return tau_max
 
@@ -288,7 +292,7 @@ def solve_cskl(
     C=1.0,
     nu=0.5,
     problems=None,
-    weight_update="projected_gradient",
+    solver="projected_gradient",
     line_search="armijo",
     exact=False,
     tol=1e-3,
@@ -320,8 +324,8 @@ def solve_cskl(
         Binary problems sharing ``γ`` (``d`` and ``J`` are summed), e.g. from
         :func:`kernfw.estimators._multiclass_decomposition.binary_problems`;
         None is one-vs-rest.  One-vs-one pairs need ``svm="c"``.
-    weight_update : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
-        The direction (math.md §5.3).  Projected gradient backtracks along
+    solver : {"projected_gradient", "reduced_gradient", "frank_wolfe"}
+        The algorithm, by the direction of its weight step (math.md §5.3).  Projected gradient backtracks along
         the projection arc ``Π_{Γ_t}(γ − τη∇J)`` (its ``τ = 1`` point is §5.3's
         ``γ + D``), which sets vanishing weights exactly to 0.
     line_search : {"armijo", "exact"}
@@ -332,9 +336,9 @@ def solve_cskl(
         others to 0, and retrain (math.md §5.4).  The certificate then refers
         to ``Γ_{⌈t⌉}``.
     tol : float
-        Stop when ``G ≤ tol·|J|``.
+        Relative tolerance on the certified gap: stop when ``G ≤ tol·|J(γ)|``.
     max_iter : int
-        Outer iterations.
+        Outer iterations (what ``n_iter`` counts).
     inner_tol : float or None
         Inner SVM tolerance (None: ``min(1e-6, tol/100)``; it is tightened
         automatically when a line search finds no decrease).
@@ -372,27 +376,28 @@ def solve_cskl(
     mk = as_multikernel(kernels)
     p = mk.p
     t = check_t(t, p)
-    if weight_update not in WEIGHT_UPDATES:
-        raise ValueError(f"weight_update must be one of {WEIGHT_UPDATES}, got {weight_update!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if line_search not in LINE_SEARCHES:
         raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
     tol = check_positive("tol", tol)
-    objective, classes = weight_objective(
-        mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
-    )
-    iterate = CSKLIterate(objective, t, weight_update, line_search, _start(gamma0, t, p))
-    result = run(
-        iterate,
-        tol=tol,
-        max_iter=max_iter,
-        max_time=max_time,
-        callback=_stop_when_stalled(iterate, callback),
-        remedy="increase max_iter or tol (or use weight_update='projected_gradient')",
-        name=f"CSKL ({weight_update})",
-    )
-    _warn_if_stalled(iterate, result, tol)
-    if exact:
-        result = _retrain_exact(iterate, result, tol)
+    with thread_limit(p * mk.n**2):  # one pass over the kernels: small work, one thread
+        objective, classes = weight_objective(
+            mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
+        )
+        iterate = CSKLIterate(objective, t, solver, line_search, _start(gamma0, t, p))
+        result = run(
+            iterate,
+            tol=tol,
+            max_iter=max_iter,
+            max_time=max_time,
+            callback=_stop_when_stalled(iterate, callback),
+            remedy="increase max_iter or tol (or use solver='projected_gradient')",
+            name=f"CSKL ({solver})",
+        )
+        _warn_if_stalled(iterate, result, tol)
+        if exact:
+            result = _retrain_exact(iterate, result, tol)
     result.solution.update(classes=classes, codes=objective.svm.codes)
     return result
 

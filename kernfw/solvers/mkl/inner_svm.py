@@ -2,7 +2,7 @@ r"""Inner SVMs of multiple kernel learning: one dual solve for fixed kernel weig
 
 CSKL and lp-MKL alternate between an SVM solve on ``K_γ = Σ_j γ_j K_j`` and
 an update of the weights ``γ``.  Every SVM they use has a dual value of the
-form (math.md §5.2, §2.1)
+form (math.md §5.6)
 
 .. math::  J(γ) = a(α) − c · Σ_j γ_j d_j(α),\qquad d_j(α) = (y∘α)ᵀ K_j (y∘α),
 
@@ -24,7 +24,7 @@ binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
 with ``kernel="precomputed"``); the L2-SVM runs kernfw's away-step
-Frank-Wolfe (:func:`kernfw.solvers.meb.l2svm`), warm started from the
+Frank-Wolfe (:func:`kernfw.solvers.simplex_qp.solve_l2svm`), warm started from the
 previous ``α``.
 """
 
@@ -264,7 +264,7 @@ class LibsvmNu(InnerSVM):
 
     libsvm rescales the ν-SVM dual; the multipliers of math.md §5.2
     (``0 ≤ α ≤ 1/n``, ``1ᵀα = ν``) are ``α = ν |v| / Σ|v|`` with ``v`` =
-    ``dual_coef_`` (math.md §5.3), and the intercept scales alike.
+    ``dual_coef_`` (math.md §5.6), and the intercept scales alike.
     """
 
     curvature = 0.5
@@ -311,19 +311,19 @@ class L2SVM(InnerSVM):
 
     curvature = 1.0
 
-    def __init__(self, codes, C, tol, method="mfw"):
+    def __init__(self, codes, C, tol, solver="mfw"):
         super().__init__(codes, tol)
         self.C = float(C)
-        self.method = method
+        self.solver = solver
 
     def solve(self, op, warm=None):
-        from ..meb import l2svm
+        from ..simplex_qp import solve_l2svm
 
         coef, intercept, alphas, offset, gap = [], [], [], 0.0, 0.0
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
-            res = l2svm(
-                op, y, self.C, method=self.method, tol=self.tol, alpha0=alpha0, stop="relative"
+            res = solve_l2svm(
+                op, y, self.C, solver=self.solver, tol=self.tol, alpha0=alpha0, stop="relative"
             )
             alpha = np.asarray(res.solution["alpha"], dtype=float)
             v = y * alpha
@@ -362,6 +362,8 @@ def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=N
 # -- J(γ) and d(α) -------------------------------------------------------------------
 #: the weighted kernel K_γ is formed densely (one n × n array) up to this many points
 DENSE_MAX_N = 4000
+#: memory (MB) up to which the base kernels are formed once as a dense stack
+STACK_MAX_MB = 1024.0
 
 
 @dataclass
@@ -389,10 +391,14 @@ class Evaluation:
 class KernelWeightObjective:
     """``J(γ)``: the optimal inner-SVM dual value for the kernel ``K_γ = Σ_j γ_j K_j``.
 
-    Each :meth:`evaluate` is one inner SVM solve on
-    ``MultiKernel.with_weights(γ)`` (no base kernel is recomputed; up to
-    :data:`DENSE_MAX_N` points ``K_γ`` is formed once as a dense array) and one
-    pass of ``per_kernel_quad`` for all ``d_j``.
+    Each :meth:`evaluate` is one inner SVM solve on ``K_γ`` and one computation of
+    all ``d_j``.  Up to :data:`DENSE_MAX_N` points, when the ``p`` base kernels fit
+    in :data:`STACK_MAX_MB`, they are formed once as a
+    :class:`~kernfw.operators.KernelStack` (normalized once): ``K_γ`` is then one
+    pass over the stack into a reused buffer, and ``d`` one matrix product.
+    Otherwise ``K_γ`` is ``MultiKernel.with_weights(γ)`` (no base kernel is
+    recomputed; formed as a dense array up to :data:`DENSE_MAX_N` points) and ``d``
+    one pass of ``per_kernel_quad``.
 
     Parameters
     ----------
@@ -403,15 +409,22 @@ class KernelWeightObjective:
     """
 
     def __init__(self, kernels, svm):
+        from ...operators import KernelStack
+
         self.kernels = kernels
         self.svm = svm
         self.curvature = svm.curvature
         self.n_solves = 0
+        small = kernels.n <= DENSE_MAX_N and KernelStack.megabytes(kernels) <= STACK_MAX_MB
+        self.stack = KernelStack(kernels) if small else None
 
     def weighted(self, gamma):
-        """The operator ``K_γ`` (a dense :class:`~kernfw.operators.Gram` for small n)."""
+        """The operator ``K_γ`` (a dense :class:`~kernfw.operators.Gram` for small n; with
+        the stack its matrix is the stack's buffer, overwritten by the next call)."""
         from ...operators import Gram
 
+        if self.stack is not None:
+            return Gram(self.stack.weighted(gamma), check=False, symmetric=True)
         op = self.kernels.with_weights(gamma)
         if op.n <= DENSE_MAX_N:
             return Gram(op.dense(), check=False)
@@ -425,6 +438,10 @@ class KernelWeightObjective:
         support = support_of(coef)
         if support.size == 0:
             return np.zeros(self.kernels.p)
+        if self.stack is not None:
+            return self.stack.per_kernel_quad(
+                coef.T, support if support.size < self.kernels.n else None
+            )
         kernels, V = self.kernels, coef.T
         if support.size <= 0.7 * kernels.n:
             kernels, V = kernels.subset(support), V[support]

@@ -1,4 +1,4 @@
-r"""Online proximal multiple kernel learning for structured outputs (seed 003; math.md §4).
+r"""Online proximal multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
 
 The model has one parameter block ``θ_k`` per group and scores
 ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩``.  It minimizes
@@ -9,7 +9,7 @@ with a group regularizer ``R`` (:mod:`kernfw.solvers.mkl.prox`: squared ℓ2,1,
 ℓ2,1, elastic MKL, sparse group lasso) and the structured hinge
 ``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)`` or the CRF loss
 ``L_i = log Σ_y exp f(x_i, y) − f(x_i, y_i)``, by the online proximal algorithm of
-the seed (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
+[Martins2011] (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
 (loss-augmented decoding for the hinge, marginals for the CRF), the prox of each
 term of ``R`` in sequence, and an optional projection on a ball.
 
@@ -34,7 +34,7 @@ quadratic form over the support:
 ``S_k`` (T × q) being the node scores of group ``k`` already computed for the
 decoding.  The prox rescales whole groups.
 
-**Online to batch.** ``average`` returns the last iterate (None), the uniform
+**Online to batch.** ``averaging`` returns the last iterate ("none"), the uniform
 or the ``t``-weighted average of all iterates, or the uniform average of the
 iterates of the last epoch (``"epoch"``: a group switched off for a whole epoch
 is exactly zero).  After each epoch the regularized objective ``F`` of the
@@ -48,6 +48,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._validation import check_positive
 from ...fw import Certificate, FWIterate, run
 from ...operators import KernelOperator
 from ...structured import Chain, MultiClass
@@ -63,14 +64,16 @@ __all__ = [
     "DualAveragingIterate",
     "solve_online_mkl",
     "LOSSES",
-    "AVERAGES",
-    "METHODS",
+    "AVERAGING",
+    "SOLVERS",
     "factored_positions",
 ]
 
 LOSSES = ("hinge", "crf")
-METHODS = ("proximal", "dual_averaging")
-AVERAGES = (None, "uniform", "weighted", "epoch")
+#: the online algorithms (``solver``)
+SOLVERS = ("proximal", "dual_averaging")
+#: the returned predictor (``averaging``): the last iterate or an average of the iterates
+AVERAGING = ("none", "uniform", "weighted", "epoch")
 
 
 @dataclass
@@ -476,7 +479,7 @@ class OnlineMKLIterate(FWIterate):
         Epochs.
     rng : numpy.random.Generator
         Order of the examples (a new permutation per epoch).
-    average : {None, "uniform", "weighted", "epoch"}
+    averaging : {"none", "uniform", "weighted", "epoch"}
     objective_sample : ndarray of int or None
         Examples on which the per-epoch objective is evaluated (None: all).
     """
@@ -494,13 +497,13 @@ class OnlineMKLIterate(FWIterate):
         radius,
         max_iter,
         rng,
-        average,
+        averaging,
         objective_sample=None,
     ):
         self.oracle, self.params, self.offsets = oracle, params, offsets
         self.reg, self.eta0, self.radius = regularizer, eta0, radius
         self.max_iter, self.rng = max_iter, rng
-        self.avg = None if average is None else _Average(params, average)
+        self.avg = None if averaging == "none" else _Average(params, averaging)
         params.average = self.avg
         self.sample = objective_sample
         self.rounds = self.epochs = self.mistakes = 0
@@ -715,12 +718,6 @@ class DualAveragingIterate(OnlineMKLIterate):
         return scale
 
 
-def _check_positive(name, value):
-    if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
 def solve_online_mkl(
     model,
     X,
@@ -734,8 +731,8 @@ def solve_online_mkl(
     eta0=1.0,
     max_iter=10,
     radius=None,
-    average=None,
-    method="dual_averaging",
+    averaging="none",
+    solver="dual_averaging",
     objective_sample=None,
     random_state=None,
     callback=None,
@@ -771,13 +768,13 @@ def solve_online_mkl(
         Ball projection after the prox; "auto" is ``ϱ = sqrt(2F(0)/λ)`` for the
         squared regularizers and ``F(0)/λ`` for the ℓ2,1 ones (both contain
         the optimum).
-    average : {None, "uniform", "weighted", "epoch"}
-        The returned predictor (module docstring); None: the last iterate.
-    method : {"dual_averaging", "proximal"}
-        Regularized dual averaging (:class:`DualAveragingIterate`: the proxes
-        applied to the running gradient sum; groups without signal stay exactly
-        zero) or the seed's online proximal step (Alg. 1: subgradient step, then
-        the proxes).
+    averaging : {"none", "uniform", "weighted", "epoch"}
+        The returned predictor (module docstring); "none": the last iterate.
+    solver : {"dual_averaging", "proximal"}
+        Regularized dual averaging (:class:`DualAveragingIterate`, [Xiao2010]: the
+        proxes applied to the running gradient sum; groups without signal stay
+        exactly zero) or the online proximal step of [Martins2011] (Alg. 1:
+        subgradient step, then the proxes).
     objective_sample : int or None
         Evaluate the per-epoch objective on a fixed random subset of this many
         examples (drawn once; None: on all examples).
@@ -798,12 +795,12 @@ def solve_online_mkl(
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if average not in AVERAGES:
-        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    lam = _check_positive("lam", lam)
-    eta0 = _check_positive("eta0", eta0)
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    lam = check_positive("lam", lam)
+    eta0 = check_positive("eta0", eta0)
     if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer (epochs), got {max_iter!r}")
     reg = make_regularizer(regularizer, lam, lam2)
@@ -833,10 +830,10 @@ def solve_online_mkl(
         explicit,
         kernels,
         oracle.q if oracle.factored else 1,
-        shared=method == "dual_averaging",
+        shared=solver == "dual_averaging",
     )
     rng = np.random.default_rng(random_state)
-    cls = OnlineMKLIterate if method == "proximal" else DualAveragingIterate
+    cls = OnlineMKLIterate if solver == "proximal" else DualAveragingIterate
     iterate = cls(
         oracle,
         params,
@@ -846,7 +843,7 @@ def solve_online_mkl(
         None,
         int(max_iter),
         rng,
-        average,
+        averaging,
         _objective_sample(objective_sample, oracle.n, rng),
     )
     radius = _radius(radius, iterate, reg)

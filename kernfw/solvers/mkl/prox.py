@@ -16,7 +16,7 @@ the ℓ1 soft threshold, which needs explicit coordinates.
 ========================  =============================================  =============================
 
 For the sparse group lasso the sequence is the exact prox of the sum; for the
-elastic MKL regularizer it is the composite step of the seed's Algorithm 1
+elastic MKL regularizer it is the composite step of Algorithm 1 of [Martins2011]
 (one prox per term with the same ``η``).
 """
 
@@ -84,7 +84,7 @@ def group_lasso_factors(norms, tau):
 
 
 def prox_squared_l21(groups, tau):
-    """``prox_{(τ/2)‖·‖²_{2,1}}`` of a list of group arrays (seed Prop. 1): whole groups zeroed."""
+    """``prox_{(τ/2)‖·‖²_{2,1}}`` of a list of group arrays ([Martins2011], Proposition 1): whole groups zeroed."""
     groups = [np.asarray(g, dtype=float) for g in groups]
     norms = np.array([np.linalg.norm(g) for g in groups])
     return [c * g for c, g in zip(squared_l21_factors(norms, tau), groups)]
@@ -132,7 +132,7 @@ class Regularizer:
         return self.lam * s + self.lam2 * float(l1)
 
     def prox(self, groups, eta):
-        """Apply ``prox_{ηR}`` in place to ``groups`` (the seed's Algorithm 1 sequence).
+        """Apply ``prox_{ηR}`` in place to ``groups`` (the sequence of Algorithm 1 of [Martins2011]).
 
         ``groups`` provides ``norms()``, ``rescale(factors)`` and
         ``soft_threshold(tau)`` (ℓ1 on the explicit groups only).

@@ -11,6 +11,7 @@ labels and SVM parameters (:func:`weight_objective`), and input checks.
 
 import numpy as np
 
+from ..._validation import check_positive
 from ...fw import Certificate, FWIterate
 from ...operators import KernelOperator, MultiKernel
 from .inner_svm import KernelWeightObjective, make_inner_svm
@@ -19,7 +20,6 @@ __all__ = [
     "KernelWeightIterate",
     "as_multikernel",
     "encode_labels",
-    "check_positive",
     "weight_objective",
 ]
 
@@ -103,12 +103,6 @@ def encode_labels(y, n):
             f"{'es' if classes.size != 1 else ''}"
         )
     return classes, y_idx
-
-
-def check_positive(name, value):
-    if isinstance(value, bool) or not np.isscalar(value) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
 
 
 def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, problems=None):

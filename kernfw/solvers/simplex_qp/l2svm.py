@@ -1,13 +1,22 @@
-"""The modified kernel of the L2-SVM (math.md §2.1), as an operator wrapper."""
+"""The binary L2-SVM of the core vector machine as a simplex QP (math.md §2.1).
+
+The L2-SVM ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` subject to ``y_i(wᵀφ(x_i) + b) ≥ ρ − ξ_i``
+has the dual ``max_{α∈Δₙ} −αᵀK̃α`` with the modified kernel
+``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C``: a simplex QP with ``q = 0``.  This module
+holds that kernel as an operator (:class:`L2SVMKernel`, nothing ``n × n`` is
+formed), the label check, :func:`solve_l2svm` and the recovery of the SVM
+``(b, ρ, coefficients)`` from ``α`` (:func:`l2svm_recover`).
+"""
 
 import math
 import numbers
 
 import numpy as np
 
-from .base import CompiledView, KernelOperator, as_index, check_block
+from ...operators.base import CompiledView, KernelOperator, as_index, check_block
+from .solve import solve_simplex_qp
 
-__all__ = ["L2SVMKernel", "check_binary_labels"]
+__all__ = ["L2SVMKernel", "check_binary_labels", "solve_l2svm", "l2svm_recover"]
 
 
 def check_binary_labels(y, n):
@@ -105,3 +114,77 @@ class L2SVMKernel(KernelOperator):
     def subset(self, idx):
         idx = as_index(idx, self.n)
         return L2SVMKernel(self.base.subset(idx), self.y[idx], self.C)
+
+
+def solve_l2svm(
+    op,
+    y,
+    C,
+    solver="mfw",
+    tol=1e-6,
+    max_iter=None,
+    alpha0=None,
+    random_state=None,
+    callback=None,
+    stop="gap",
+    max_time=None,
+    check_every=None,
+):
+    """Train the binary L2-SVM of CVM (math.md §2.1) as a quadratic over the simplex.
+
+    Solves ``max_{α∈Δₙ} −αᵀK̃α`` with ``K̃ = L2SVMKernel(op, y, C)`` by
+    :func:`solve_simplex_qp` (``q = 0``), and recovers the primal solution::
+
+        w = Σ α_i y_i φ(x_i),  b = Σ α_i y_i,  ξ_i = α_i / C,  ρ = αᵀK̃α,
+        h(x) = Σ_{i∈S} α_i y_i (k(x_i, x) + 1).
+
+    Parameters
+    ----------
+    op : KernelOperator
+        The kernel ``K`` on the training points (any backend; with
+        :class:`~kernfw.operators.KernelFunction` no ``n × n`` matrix is formed).
+    y : array-like of shape (n,)
+        Labels in {−1, +1}.
+    C : float > 0
+        Penalty ``C`` of ``C Σ ξ_i²``.
+    solver, tol, max_iter, random_state, callback, stop, max_time, check_every
+        As in :func:`solve_simplex_qp` (``stop="gap"``: FW gap ≤ ``tol``, which
+        bounds the primal–dual gap of the L2-SVM; ``stop="relative"``:
+        ``gap ≤ tol·ρ``; ``stop="radius"`` needs a constant ``diag(K)``).
+    alpha0 : array-like of shape (n,) or None
+        Warm start on the simplex, e.g. the previous ``alpha`` when only the
+        kernel (weights) changed.
+
+    Returns
+    -------
+    FWResult
+        ``solution`` holds ``alpha`` (n,), ``v`` (``K̃α``; ``v_i = y_i h(x_i) + α_i/C``),
+        ``support`` (sorted indices with ``α_i > 0``), ``coef`` (``α_S ⊙ y_S``:
+        dual coefficients of ``h`` on the support), ``b`` and ``rho``.
+        ``dual = −ρ``; ``primal = dual + gap`` is the primal objective
+        ``‖w‖² + b² − 2ρ' + CΣξ²`` at ``(w, b, ξ)`` above with the feasible
+        margin ``ρ' = min_i v_i``.
+    """
+    K_tilde = L2SVMKernel(op, y, C)
+    result = solve_simplex_qp(
+        K_tilde,
+        None,
+        solver=solver,
+        tol=tol,
+        max_iter=max_iter,
+        alpha0=alpha0,
+        stop=stop,
+        random_state=random_state,
+        callback=callback,
+        max_time=max_time,
+        check_every=check_every,
+    )
+    result.solution.update(l2svm_recover(result.solution, K_tilde.y))
+    return result
+
+
+def l2svm_recover(solution, y):
+    """``b``, ``rho`` and ``coef`` of the L2-SVM from ``alpha``, ``v``, ``support`` (§2.1)."""
+    alpha, v, support = solution["alpha"], solution["v"], solution["support"]
+    a = alpha[support]
+    return {"b": float(a @ y[support]), "rho": float(a @ v[support]), "coef": a * y[support]}

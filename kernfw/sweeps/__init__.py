@@ -6,7 +6,7 @@ cross-validation fold, and returns a :class:`SweepResults` table.
 
 How the work is shared (the design in four points):
 
-1. **One kernel operator** (:mod:`kernfw.sweep.shared`).  The operator of the
+1. **One kernel operator** (:mod:`kernfw.sweeps.shared`).  The operator of the
    estimator's kernel (built by :func:`kernfw.kernels.make_operator` with the
    estimator's ``kernel``, ``gamma``, ``degree``, ``coef0``) is computed once
    and every fit receives it as ``kernel=<operator>``; a fold fits on
@@ -19,7 +19,7 @@ How the work is shared (the design in four points):
    to the workers *as arguments of their own*: joblib's process backend sends a
    memmap by file name, Dask scatters the argument once.  Each worker rebuilds
    the operator around the mapped matrix.
-3. **Warm starts** (:mod:`kernfw.sweep.plan`).  The values are split into
+3. **Warm starts** (:mod:`kernfw.sweeps.plan`).  The values are split into
    contiguous chunks, one per worker, of balanced estimated cost; within a
    chunk one estimator is refitted value after value with ``warm_start=True``
    (when it has that parameter), so each fit starts from the previous dual

@@ -1,9 +1,9 @@
 """Data-parallel FW / MFW for the MEB and L2-SVM duals on a Dask cluster (math.md §2).
 
-The iterates are those of :class:`~kernfw.solvers.meb.SimplexQPIterate` — the
+The iterates are those of :class:`~kernfw.solvers.simplex_qp.SimplexQPIterate` — the
 same vertices, exact line searches, drop steps and certificate — with the
 vectors ``β``, ``u`` (``α = s·β``, ``v = Qα = s·u``) split by rows over the
-shards of a :class:`~kernfw.distributed.shard.ShardedRows`, as in the
+shards of a :class:`~kernfw.solvers.simplex_qp.distributed.ShardedRows`, as in the
 distributed Frank-Wolfe (dFW) of Bellet et al. (SDM 2015), extended with away
 and drop steps.  One round trip per iteration:
 
@@ -28,20 +28,17 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ..fw import away_step_max, quadratic_step
-from ..solvers.meb import METHODS, STOPS, SimplexQPIterate, drive
-from .shard import ShardedRows
+from ....fw import away_step_max, quadratic_step
+from ..certificate import STOPS
+from ..iterate import SimplexQPIterate
+from ..solve import SOLVERS, drive
 
-__all__ = [
-    "ShardedSimplexQPIterate",
-    "fit_l2svm_problems",
-    "solve_meb",
-    "solve_sharded_simplex_qp",
-]
+__all__ = ["ShardedSimplexQPIterate", "solve_sharded_simplex_qp"]
 
 
 class _Support:
-    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as :class:`_ActiveSet`)."""
+    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as
+    :class:`~kernfw.solvers.simplex_qp.active_set.ActiveSet`)."""
 
     def __init__(self):
         self.beta = {}
@@ -62,7 +59,7 @@ class _Diag:
 
 
 class ShardedSimplexQPIterate(SimplexQPIterate):
-    """:class:`~kernfw.solvers.meb.SimplexQPIterate` whose vectors live on Dask workers.
+    """:class:`~kernfw.solvers.simplex_qp.SimplexQPIterate` whose vectors live on Dask workers.
 
     The driver keeps the scalars ``s`` (``scale``), ``qa = qᵀα``,
     ``ava = αᵀQα``, the support ``{i: β_i}`` and the current candidate vertices;
@@ -79,7 +76,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         Number of points in the problem.
     has_q : bool
         Whether ``q ≠ 0`` (the MEB).
-    method : {"fw", "mfw"}
+    solver : {"lsfw", "mfw"}
         Plain FW or away-step MFW.
     stop : {"gap", "relative", "radius"}
         Stopping rule.
@@ -89,11 +86,11 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         The first point of the CVM initialization.
     """
 
-    def __init__(self, shards, n, has_q, method, stop, ball_shift, first):
+    def __init__(self, shards, n, has_q, solver, stop, ball_shift, first):
         self.shards = shards
         self.n = n
         self.has_q = has_q
-        self.away = method == "mfw"
+        self.away = solver == "mfw"
         self.stop = stop
         self.ball_shift = ball_shift
         self.scale = 1.0
@@ -115,7 +112,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         return self.shards.call(method, *args, shards=shards)
 
     def _vertex_record(self, j):
-        """:class:`~kernfw.distributed.shard.Vertex` of point ``j`` from its shard."""
+        """:class:`~kernfw.solvers.simplex_qp.distributed.Vertex` of point ``j`` from its shard."""
         owner = self.shards.owner(j)
         return self._call("vertex", j, shards=[owner])[0]
 
@@ -261,7 +258,7 @@ def _check_tol(tol):
 def solve_sharded_simplex_qp(
     shards,
     problem,
-    method="mfw",
+    solver="mfw",
     tol=1e-6,
     max_iter=None,
     stop="gap",
@@ -281,8 +278,8 @@ def solve_sharded_simplex_qp(
         ``members`` (class codes taking part, or None), ``positive`` (class
         labelled +1; None for the MEB), ``C`` (L2-SVM) and ``ball`` (True:
         ``Q = K``, ``q = diag(K)``; False: ``Q = K̃``, ``q = 0``).
-    method, tol, max_iter, stop, random_state, callback, max_time, check_every
-        As in :func:`kernfw.solvers.meb.solve_simplex_qp` (``random_state``
+    solver, tol, max_iter, stop, random_state, callback, max_time, check_every
+        As in :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` (``random_state``
         picks the first CVM point among the problem's points).
     cache_size : float
         Column-slice cache per shard (MB).
@@ -295,8 +292,8 @@ def solve_sharded_simplex_qp(
         (``αᵀQα``) and ``v_support`` (``(Qα)_i`` on the support, computed on
         the shards for the returned ``α``).  The history gains ``round_trips``.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if stop not in STOPS:
         raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
     tol = _check_tol(tol)
@@ -328,7 +325,7 @@ def solve_sharded_simplex_qp(
         rank = 0 if random_state is None else int(np.random.default_rng(random_state).integers(n))
         first = _global_index(shards, problem, counts, rank)
         iterate = ShardedSimplexQPIterate(
-            shards, n, bool(problem["ball"]), method, stop, shift, first
+            shards, n, bool(problem["ball"]), solver, stop, shift, first
         )
 
         result = drive(
@@ -338,8 +335,8 @@ def solve_sharded_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol (or use method='mfw')",
-            name=f"distributed {method.upper()} (simplex QP)",
+            remedy="increase max_iter or tol (or use solver='mfw')",
+            name=f"distributed {solver.upper()} (simplex QP)",
         )
         sol = result.solution
         sol["v_support"] = _support_products(shards, sol["support"], sol["alpha_support"])
@@ -369,153 +366,3 @@ def _support_products(shards, support, alpha):
 
 def _stack(blocks):
     return sp.vstack(blocks).tocsr() if sp.issparse(blocks[0]) else np.vstack(blocks)
-
-
-# -- the estimators' entry points ---------------------------------------------------------
-def pairwise_kernel(op):
-    """The :class:`~kernfw.operators.PairwiseKernel` behind a training operator.
-
-    Parameters
-    ----------
-    op : KernelOperator
-        The operator an estimator built for its training points.
-
-    Returns
-    -------
-    PairwiseKernel
-
-    Raises
-    ------
-    ValueError
-        For kernels that are not a function of two points (precomputed Gram
-        matrices, ready operators), which cannot be evaluated shard by shard.
-    """
-    from ..operators import Features, PairwiseKernel
-
-    kernel = getattr(op, "kernel", None)
-    if isinstance(kernel, PairwiseKernel):
-        return kernel
-    if isinstance(op, Features):
-        return PairwiseKernel("linear")
-    raise ValueError(
-        "backend='dask' evaluates the kernel on the workers' rows, so it needs a kernel "
-        "given by name or callable (e.g. 'rbf'), not kernel='precomputed' or a ready "
-        f"KernelOperator (got {type(op).__name__})"
-    )
-
-
-def fit_l2svm_problems(
-    X,
-    op,
-    y_enc,
-    problems,
-    C,
-    method,
-    tol,
-    max_iter,
-    callback=None,
-    cache_size=500.0,
-    client=None,
-    random_state=None,
-):
-    """Train the binary L2-SVMs of :class:`~kernfw.L2SVC` on the Dask cluster.
-
-    The rows are scattered once; the problems (one-vs-one pairs, one-vs-rest or
-    one binary problem) are solved one after the other on the same shards.
-
-    Parameters
-    ----------
-    X : ndarray or CSR matrix of shape (n, d)
-        Validated training points.
-    op : KernelOperator
-        The estimator's training operator (only its kernel ``k`` is used).
-    y_enc : ndarray of int of shape (n,)
-        Encoded labels.
-    problems : list of BinaryProblem
-        ``(classes, index, y)`` of every binary problem (one-vs-one pairs
-        ``(i, j)``: rows of both classes, ``j`` positive; one-vs-rest ``(k,)``:
-        every row, ``k`` positive).
-    C, method, tol, max_iter, callback, random_state
-        As :func:`kernfw.solvers.meb.l2svm` with ``stop="relative"``.
-    cache_size : float
-        Column-slice cache per shard (MB).
-    client : distributed.Client, str or None
-        See :func:`~kernfw.distributed.shard.get_client`.
-
-    Returns
-    -------
-    list of tuple
-        ``(support, coef, b, result)`` per problem, ``support`` indexing the
-        problem's rows, as the single-process ``_fit_binary``.
-    """
-    kernel = pairwise_kernel(op)
-    fits = []
-    with ShardedRows(X, kernel, labels=np.asarray(y_enc), client=client) as shards:
-        for classes, idx, _ in problems:
-            members = None if len(classes) == 1 or idx.size == y_enc.size else list(classes)
-            spec = {"members": members, "positive": classes[-1], "C": C, "ball": False}
-            result = solve_sharded_simplex_qp(
-                shards,
-                spec,
-                method=method,
-                tol=tol,
-                max_iter=max_iter,
-                stop="relative",
-                random_state=random_state,
-                callback=callback,
-                cache_size=cache_size,
-            )
-            sol = result.solution
-            support, alpha = sol["support"], sol["alpha_support"]
-            y_S = np.where(y_enc[support] == classes[-1], 1.0, -1.0)
-            sol["rho"] = float(alpha @ sol["v_support"])
-            sol["b"] = float(alpha @ y_S)
-            sol["coef"] = alpha * y_S
-            fits.append((np.searchsorted(idx, support), sol["coef"], sol["b"], result))
-    return fits
-
-
-def solve_meb(
-    X, op, method, tol, max_iter, callback=None, cache_size=500.0, random_state=None, client=None
-):
-    """The minimum enclosing ball of :class:`~kernfw.MinimumEnclosingBall` on the cluster.
-
-    Parameters
-    ----------
-    X : ndarray or CSR matrix of shape (n, d)
-        Validated training points.
-    op : KernelOperator
-        The estimator's training operator (only its kernel ``k`` is used).
-    method, tol, max_iter, callback, random_state
-        As :func:`kernfw.solvers.meb.solve_simplex_qp` with ``stop="radius"``.
-    cache_size : float
-        Column-slice cache per shard (MB).
-    client : distributed.Client, str or None
-        See :func:`~kernfw.distributed.shard.get_client`.
-
-    Returns
-    -------
-    FWResult
-        As :func:`~kernfw.solvers.meb.solve_simplex_qp`; ``solution["alpha"]``
-        has shape (n,), ``solution["v"]`` holds ``(Kα)_i`` on the support
-        (NaN elsewhere: the other entries stay on the workers).
-    """
-    with ShardedRows(X, pairwise_kernel(op), client=client) as shards:
-        result = solve_sharded_simplex_qp(
-            shards,
-            {"ball": True},
-            method=method,
-            tol=tol,
-            max_iter=max_iter,
-            stop="radius",
-            callback=callback,
-            random_state=random_state,
-            cache_size=cache_size,
-        )
-    sol = result.solution
-    n = X.shape[0]
-    sol["alpha"] = np.zeros(n)
-    sol["alpha"][sol["support"]] = sol["alpha_support"]
-    sol["v"] = np.full(n, np.nan)
-    sol["v"][sol["support"]] = sol["v_support"]
-    return result

@@ -1,7 +1,7 @@
-"""Core vector machine (CVM): Bădoiu–Clarkson core-set iterations (seed 001's baseline).
+"""Core vector machine (CVM): Bădoiu–Clarkson core-set iterations (the baseline of [Frandi2013]).
 
-The baseline that seed 001 compares MFW with (Tsang, Kwok & Cheung 2005), on
-the same problem as :func:`kernfw.solvers.meb.solve_simplex_qp`::
+The baseline that [Frandi2013] compares MFW with ([Tsang2005]), on
+the same problem as :func:`kernfw.solvers.simplex_qp.solve_simplex_qp`::
 
     maximize  f(α) = qᵀα − αᵀQα   over the unit simplex.
 
@@ -30,120 +30,15 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..fw import Certificate, FWIterate
-from ..operators.gram import Gram
-from ..operators.psd import NotPSDError
+from ...fw import FWIterate
+from ...operators.gram import Gram
+from .certificate import ball_shift, simplex_certificate, simplex_converged, simplex_stopping_rule
+from .start import cvm_first_point, cvm_second_point
+
+__all__ = ["CoreVectorIterate", "INNER_FRACTION"]
 
 #: each core QP is solved to this fraction of the FW gap the outer stopping rule accepts
 INNER_FRACTION = 0.1
-
-__all__ = [
-    "CoreVectorIterate",
-    "INNER_FRACTION",
-    "ball_shift",
-    "simplex_certificate",
-    "simplex_converged",
-    "simplex_stopping_rule",
-    "simplex_stop_estimate",
-    "cvm_first_point",
-    "cvm_second_point",
-    "raise_not_psd",
-    "NEGATIVE_CURVATURE",
-]
-
-
-#: a curvature ``dᵀQd`` below −this × the scale ``max(|Q_ii|, |2v_i|, |αᵀQα|)`` is not round-off: Q is not PSD
-NEGATIVE_CURVATURE = 1e-8
-
-
-def raise_not_psd(curvature, i):
-    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
-    raise NotPSDError(
-        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
-        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
-        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
-        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
-        "of the identity)."
-    )
-
-
-def ball_shift(diag, q):
-    """The constant ``c`` with ``diag(Q) = q + c·1`` (then ``r² = f(α) + c``); ValueError if
-    ``diag(Q) − q`` is not constant (``stop="radius"`` needs a ball)."""
-    shift = diag if q is None else diag - q
-    c = float(shift[0]) if shift.size else 0.0
-    if not np.allclose(shift, c, rtol=1e-10, atol=1e-12 * max(1.0, abs(c))):
-        raise ValueError(
-            "stop='radius' needs diag(Q) − q to be constant (a ball: the MEB with "
-            "q = diag(Q), or an L2-SVM whose kernel has a constant diagonal such as "
-            "RBF); use stop='relative' or stop='gap' for this problem"
-        )
-    return c
-
-
-def simplex_certificate(f, gap, stop, shift, extra):
-    """Certificate of an iterate with value ``f = f(α)`` and FW gap ``gap`` (math.md §2.5).
-
-    ``primal = f + gap``; for ``stop="radius"`` ``extra`` gains ``radius2``
-    (``r² = f + c``, ``c`` the :func:`ball_shift`) and ``delta = gap / r²``.
-    """
-    gap = max(gap, 0.0)
-    if stop == "radius":
-        r2 = f + shift
-        extra["radius2"] = r2
-        extra["delta"] = gap / r2 if r2 > 0 else (0.0 if gap <= 0 else math.inf)
-    return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra)
-
-
-def simplex_converged(cert, tol, stop):
-    """The stopping rules of :func:`~kernfw.solvers.meb.solve_simplex_qp` (``STOPS``) on a certificate."""
-    if stop == "gap":
-        return cert.gap <= tol
-    if stop == "relative":
-        return cert.gap <= tol * abs(cert.dual)
-    return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
-
-
-def simplex_stop_estimate(tol, stop, shift):
-    """Coefficients ``(a, b, absolute)`` of the O(1) form ``max(gap, 0) ≤ a·f + b`` (``|f|``
-    when ``absolute``) of :func:`simplex_converged`'s rule, ``f = f(α)``: what a solver
-    tests between certificates to end a run of steps early (the certificate decides)."""
-    if stop == "gap":
-        return 0.0, float(tol), False
-    if stop == "relative":
-        return float(tol), 0.0, True
-    eps = (1.0 + tol) ** 2 - 1.0
-    return eps, eps * shift, False
-
-
-def simplex_stopping_rule(tol, stop):
-    """:func:`simplex_converged`'s rule in words (for the ``ConvergenceWarning``)."""
-    if stop == "gap":
-        return f"gap <= tol={tol:.3g}"
-    if stop == "relative":
-        return f"gap <= tol*|D| with tol={tol:.3g}"
-    return f"radius within a factor 1 + tol={tol:.3g} of the optimum"
-
-
-def cvm_first_point(n, rng):
-    """The first point ``a`` of the CVM start: 0, or uniform with a generator (math.md §2.6)."""
-    return 0 if rng is None else int(rng.integers(n))
-
-
-def cvm_second_point(diag, col_a, a):
-    """``b = argmax_i ‖z_i − z_a‖² = argmax_i (Q_ii − 2Q_ia)``, or None if every point is ``z_a``."""
-    b = int(np.argmax(diag - 2.0 * col_a))
-    dist2 = diag[b] - 2.0 * col_a[b] + diag[a]
-    # every ‖z_i − z_a‖² = Q_ii − 2Q_ia + Q_aa ≥ 0 for a PSD Q: the 2 × 2 principal minors
-    nearest = int(np.argmin(diag - 2.0 * col_a))
-    d2_min = diag[nearest] - 2.0 * col_a[nearest] + diag[a]
-    if d2_min < -NEGATIVE_CURVATURE * max(
-        abs(diag[nearest]), abs(2.0 * col_a[nearest]), abs(diag[a]), 1e-300
-    ):
-        raise_not_psd(d2_min, nearest)
-    if b == a or dist2 <= 0:
-        return None
-    return b
 
 
 class CoreVectorIterate(FWIterate):
@@ -159,7 +54,7 @@ class CoreVectorIterate(FWIterate):
     q : ndarray of shape (n,) or None
         Linear term (None: zero).
     stop : {"gap", "relative", "radius"}
-        Outer stopping rule (as :func:`~kernfw.solvers.meb.solve_simplex_qp`).
+        Outer stopping rule (as :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`).
     rng : numpy.random.Generator or None
         Picks the first point (None: point 0).
     tol : float
@@ -167,7 +62,7 @@ class CoreVectorIterate(FWIterate):
         ``INNER_FRACTION`` × the gap the outer rule accepts at the current value.
     inner_solve : callable
         ``inner_solve(Q_SS, q_S, alpha0, tol) -> FWResult``: the simplex-QP
-        solver for the core QP (:func:`kernfw.solvers.meb.solve_simplex_qp`
+        solver for the core QP (:func:`kernfw.solvers.simplex_qp.solve_simplex_qp`
         with MFW and the relative-gap stop, passed in by it).
     alpha0 : ndarray of shape (n,) or None
         Warm start: its support is the first core set.

@@ -1,0 +1,49 @@
+"""How many threads a piece of work gets.
+
+A small dense computation (a Gram matrix of a thousand points) finishes in a few
+milliseconds on one core; spread over BLAS or numba threads it pays their start-up
+and, on a busy machine, waits for the slowest thread.  :func:`thread_limit` runs
+small work on one thread and leaves large work to the libraries' own thread
+counts.  It changes thread pools for the duration of the block only (through
+:mod:`threadpoolctl`), never the user's environment variables.
+"""
+
+import contextlib
+import functools
+
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["thread_limit", "SMALL_WORK"]
+
+#: multiply-adds below which work runs on one thread (about 10 ms on one core)
+SMALL_WORK = 2e8
+
+
+@functools.lru_cache(maxsize=1)
+def _controller():
+    """The process's BLAS and OpenMP thread pools, found once (finding them reads the
+    process's memory map: milliseconds per call otherwise)."""
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def thread_limit(work):
+    """Run the block on one BLAS thread when ``work`` is small.
+
+    Parameters
+    ----------
+    work : float
+        Multiply-adds (or comparable operations) of the block.
+
+    Yields
+    ------
+    bool
+        Whether the block may use several threads: False for small work (then
+        BLAS is limited to one thread and compiled code should take its serial
+        variant), True otherwise (thread counts untouched).
+    """
+    if work >= SMALL_WORK:
+        yield True
+        return
+    with _controller().limit(limits=1, user_api="blas"):
+        yield False

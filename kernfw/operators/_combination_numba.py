@@ -1,0 +1,38 @@
+"""Compiled (numba) weighted sum of stacked kernels, the backend of
+:meth:`kernfw.operators.combination.KernelStack.weighted`.
+
+``out = Σ_j w_j K_j`` in one pass over the stack: the entries are taken in blocks
+small enough for the block of ``out`` to stay in L1 while every kernel adds to it.
+Each entry is the same sequence of rounded products and sums (no fused
+multiply-add), in the order of the kernels, so equal entries of the kernels give
+equal entries of ``out``: symmetric kernels give a symmetric sum, bit for bit.
+"""
+
+from numba import njit
+
+__all__ = ["weighted_sum"]
+
+#: entries per block (32 kB of float64)
+_BLOCK = 4096
+
+
+@njit(cache=True)
+def weighted_sum(K, w, out):
+    """``out[e] = Σ_j w_j K[j, e]`` over the kernels with ``w_j ≠ 0`` (``K``: p × N,
+    ``out``: N, float64; some ``w_j > 0``)."""
+    p, size = K.shape
+    for start in range(0, size, _BLOCK):
+        stop = min(start + _BLOCK, size)
+        first = True
+        for j in range(p):
+            wj = w[j]
+            if wj == 0.0:
+                continue
+            row = K[j]
+            if first:
+                for e in range(start, stop):
+                    out[e] = wj * row[e]
+                first = False
+            else:
+                for e in range(start, stop):
+                    out[e] += wj * row[e]

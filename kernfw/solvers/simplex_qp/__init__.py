@@ -1,0 +1,54 @@
+"""The simplex QP ``max_{α∈Δₙ} qᵀα − αᵀQα``: minimum enclosing ball and L2-SVM (math.md §2).
+
+One concave quadratic over the unit simplex covers both problems (math.md §2.3):
+the minimum enclosing ball of the points with Gram matrix ``Q`` (``q = diag(Q)``)
+and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
+``q = 0``, math.md §2.1).  The modules, from the bottom up:
+
+- :mod:`~kernfw.solvers.simplex_qp.dense` — small dense simplex QPs solved exactly by an
+  active-set method (the cutting-plane solver's restricted problem);
+- :mod:`~kernfw.solvers.simplex_qp.certificate` — the certificate, the stopping rules and
+  their O(1) estimate;
+- :mod:`~kernfw.solvers.simplex_qp.active_set` — the active set ``{i : α_i > 0}`` (the
+  coreset);
+- :mod:`~kernfw.solvers.simplex_qp.start` — the CVM initialization and the warm start;
+- :mod:`~kernfw.solvers.simplex_qp.iterate` — the FW / MFW iterate (numpy), one kernel
+  column per iteration;
+- :mod:`~kernfw.solvers.simplex_qp.compiled` — the same iterate on the compiled backend
+  (``_numba``: the jitted steps; ``_columns_numba``: kernel columns evaluated in the
+  compiled step);
+- :mod:`~kernfw.solvers.simplex_qp.cvm` — the core vector machine baseline (core-set
+  iterations);
+- :mod:`~kernfw.solvers.simplex_qp.solve` — :func:`solve_simplex_qp`;
+- :mod:`~kernfw.solvers.simplex_qp.soft_ball` — the ν-soft ball on the capped simplex
+  (:func:`solve_soft_ball`);
+- :mod:`~kernfw.solvers.simplex_qp.l2svm` — the modified kernel :class:`L2SVMKernel` and
+  :func:`solve_l2svm`;
+- :mod:`~kernfw.solvers.simplex_qp.distributed` — the iterate with its rows sharded over
+  Dask workers.
+"""
+
+from .certificate import STOPS
+from .compiled import CompiledSimplexQPIterate
+from .cvm import CoreVectorIterate
+from .dense import simplex_fw_gap, solve_dense_simplex_qp
+from .iterate import SimplexQPIterate
+from .l2svm import L2SVMKernel, check_binary_labels, l2svm_recover, solve_l2svm
+from .soft_ball import solve_soft_ball
+from .solve import SOLVERS, solve_simplex_qp
+
+__all__ = [
+    "solve_simplex_qp",
+    "solve_dense_simplex_qp",
+    "simplex_fw_gap",
+    "solve_soft_ball",
+    "solve_l2svm",
+    "l2svm_recover",
+    "L2SVMKernel",
+    "check_binary_labels",
+    "SimplexQPIterate",
+    "CompiledSimplexQPIterate",
+    "CoreVectorIterate",
+    "SOLVERS",
+    "STOPS",
+]

@@ -1,0 +1,190 @@
+"""Compiled (numba) columns of the simplex-QP step: ``Q_{:,j}`` from a column view.
+
+When the operator ``Q`` has a column view (:meth:`~kernfw.operators.KernelOperator.column_view`: an
+RBF kernel evaluated on the fly, or a stored Gram, possibly inside the L2-SVM's
+modified kernel), the compiled step (:func:`kernfw.solvers.simplex_qp._numba.step_cached`)
+evaluates the column it needs itself, with :func:`evaluate_column`: fused distances,
+``exp`` and L2-SVM transform, in float32 for a float32 view.  The values are the
+operator's up to rounding (the compiled RBF column sums its inner products in its
+own order and uses its own ``exp``, within about 1 ulp).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._block_kernels import exactly_symmetric
+
+__all__ = ["evaluate_column", "is_symmetric", "SOURCE_RBF", "SOURCE_GRAM", "SOURCE_RBF32"]
+
+#: column sources (the state's ``source``): an RBF kernel from float64 features, a stored
+#: Gram, an RBF kernel from float32 features
+SOURCE_RBF, SOURCE_GRAM, SOURCE_RBF32 = 1, 2, 3
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
+_LN2_LO = 1.90821492927058770002e-10
+_EXP_MIN = -708.0  # below: e^x < 3.4e-308, returned as 0
+
+
+#: points per block of the RBF column (the block of inner products stays in L1)
+_RBF_BLOCK = 1024
+
+
+@njit(cache=True, fastmath={"contract"})
+def _rbf_column(XT, sq, gamma, j, out, scratch):
+    """``out_k = exp(−γ max(‖x_k‖² + ‖x_j‖² − 2 x_kᵀx_j, 0))`` for every k (math.md's RBF).
+
+    ``XT`` holds the features transposed (d × n), so the inner products of a block
+    of points accumulate over the d features in vectorized passes over the block.
+    ``e^x`` is computed as ``2^m p(r)`` (``x = m ln2 + r``, ``|r| ≤ ln2/2``, ``p``
+    the degree-13 Taylor polynomial: relative error about 1 ulp against
+    ``numpy.exp``), branch-free so that it vectorizes; ``scratch`` (float64, n)
+    receives the powers ``2^m``.  The only fast-math flag is FMA contraction
+    (rounding-level differences from the numpy path's separate multiply and add)."""
+    d, n = XT.shape
+    xj = XT[:, j].copy()
+    sqj = sq[j]
+    bits = scratch.view(np.int64)
+    for start in range(0, n, _RBF_BLOCK):
+        stop = min(start + _RBF_BLOCK, n)
+        o = out[start:stop]
+        size = stop - start
+        row = XT[0, start:stop]
+        c = xj[0]
+        for k in range(size):
+            o[k] = row[k] * c
+        for t in range(1, d):
+            row = XT[t, start:stop]
+            c = xj[t]
+            for k in range(size):
+                o[k] += row[k] * c
+        s2 = sq[start:stop]
+        b2 = bits[start:stop]
+        p2 = scratch[start:stop]
+        for k in range(size):
+            # the operator's order: −2 x_kᵀx_j + ‖x_j‖² + ‖x_k‖², clipped at 0, times −γ
+            x = max(o[k] * -2.0 + sqj + s2[k], 0.0) * -gamma
+            xc = max(x, _EXP_MIN)
+            m = math.floor(xc * _LOG2E + 0.5)
+            r = (xc - m * _LN2_HI) - m * _LN2_LO
+            p = 1.0 / 6227020800.0
+            p = p * r + 1.0 / 479001600.0
+            p = p * r + 1.0 / 39916800.0
+            p = p * r + 1.0 / 3628800.0
+            p = p * r + 1.0 / 362880.0
+            p = p * r + 1.0 / 40320.0
+            p = p * r + 1.0 / 5040.0
+            p = p * r + 1.0 / 720.0
+            p = p * r + 1.0 / 120.0
+            p = p * r + 1.0 / 24.0
+            p = p * r + 1.0 / 6.0
+            p = p * r + 0.5
+            p = p * r + 1.0
+            p = p * r + 1.0
+            o[k] = p if x >= _EXP_MIN else 0.0
+            b2[k] = (np.int64(m) + 1023) << 52
+        for k in range(size):
+            o[k] *= p2[k]
+
+
+#: points per block of the float32 RBF column (16 kB of values: still in L1, and fewer
+#: passes over the block's feature rows than 1024 points; see docs/benchmarks/l2svm.md)
+_RBF32_BLOCK = 4096
+_F32_LOG2E = np.float32(_LOG2E)
+_F32_LN2_HI = np.float32(0.693145751953125)  # ln 2 = hi + lo, hi with 12 zero low bits
+_F32_LN2_LO = np.float32(1.428606765330187e-06)
+_F32_EXP_MIN = np.float32(-87.0)  # below: e^x < 1.7e-38, returned as 0
+
+
+@njit(cache=True, fastmath={"contract"})
+def _rbf_column_f32(XT, gamma, j, out, scratch):
+    """The RBF column in float32 (features ``XT`` float32, d × n; ``out`` float32):
+    ``out_k = exp(−γ Σ_t (x_tk − x_tj)²)``.
+
+    The squared distance is summed from differences (no cancellation of
+    ``‖x_k‖² + ‖x_j‖² − 2x_kᵀx_j``), so the only errors are float32 roundings:
+    about 1e-7 relative on ``d²`` and on the value.  ``e^x = 2^m p(r)`` with the
+    degree-6 Taylor polynomial on ``|r| ≤ ln2/2`` (float32 precision), branch-free;
+    ``scratch`` (any array of at least ``4n`` bytes) receives the powers ``2^m``.
+    Half the memory traffic of the float64 column: the compiled step uses it when the
+    operator keeps its kernel values in float32."""
+    d, n = XT.shape
+    xj = XT[:, j].copy()
+    g = np.float32(-gamma)
+    bits = scratch.view(np.int32)
+    powers = bits.view(np.float32)
+    for start in range(0, n, _RBF32_BLOCK):
+        stop = min(start + _RBF32_BLOCK, n)
+        o = out[start:stop]
+        size = stop - start
+        row = XT[0, start:stop]
+        c = xj[0]
+        for k in range(size):
+            t = row[k] - c
+            o[k] = t * t
+        for f in range(1, d):
+            row = XT[f, start:stop]
+            c = xj[f]
+            for k in range(size):
+                t = row[k] - c
+                o[k] += t * t
+        b2 = bits[start:stop]
+        p2 = powers[start:stop]
+        for k in range(size):
+            x = o[k] * g
+            xc = max(x, _F32_EXP_MIN)
+            m = np.floor(xc * _F32_LOG2E + np.float32(0.5))
+            r = (xc - m * _F32_LN2_HI) - m * _F32_LN2_LO
+            p = np.float32(1.0 / 720.0)
+            p = p * r + np.float32(1.0 / 120.0)
+            p = p * r + np.float32(1.0 / 24.0)
+            p = p * r + np.float32(1.0 / 6.0)
+            p = p * r + np.float32(0.5)
+            p = p * r + np.float32(1.0)
+            p = p * r + np.float32(1.0)
+            o[k] = p if x >= _F32_EXP_MIN else np.float32(0.0)
+            b2[k] = (np.int32(m) + np.int32(127)) << np.int32(23)
+        for k in range(size):
+            o[k] *= p2[k]
+
+
+#: ``exactly_symmetric(K)`` compiled: a C-ordered Gram that passes is read by rows
+is_symmetric = njit(cache=True)(exactly_symmetric)
+
+
+@njit(cache=True)
+def _gram_column(K, j, out):
+    """``out = K[:, j]`` (contiguous for an F-ordered ``K``, e.g. the view ``Kᵀ`` of an
+    exactly symmetric C-ordered Gram)."""
+    for k in range(K.shape[0]):
+        out[k] = K[k, j]
+
+
+@njit(cache=True)
+def _l2svm_column(y, inv_c, j, out):
+    """``out ← y_j y ⊙ (out + 1) + e_j / C`` (the modified kernel of math.md §2.1), in the
+    numpy path's order."""
+    yj = y[j]
+    for k in range(out.shape[0]):
+        out[k] = (out[k] + 1.0) * (yj * y[k])
+    out[j] += inv_c
+
+
+@njit(cache=True)
+def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
+    """Column ``Q_{:,j}`` of the column view into ``out``: the RBF kernel from the features
+    ``src`` (transposed, d × n; ``st.source = SOURCE_RBF`` with the squared norms
+    ``sq_norms``, or ``SOURCE_RBF32`` for float32 features and ``out``) or the Gram ``src``
+    (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm``.  ``st``
+    is the state record of :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ,
+    ``inv_c`` 1/C)."""
+    if st.source == SOURCE_RBF:
+        _rbf_column(src, sq_norms, st.rbf_gamma, j, out, scratch)
+    elif st.source == SOURCE_RBF32:
+        _rbf_column_f32(src, st.rbf_gamma, j, out, scratch)
+    else:
+        _gram_column(src, j, out)
+    if st.l2svm:
+        _l2svm_column(labels, st.inv_c, j, out)

@@ -1,0 +1,102 @@
+"""Certificates and stopping rules of the simplex QP (math.md §2.5).
+
+Every iterate of the family (numpy, compiled, CVM, sharded) has a value
+``f = f(α) = qᵀα − αᵀQα`` and the FW gap ``g_{i*} − αᵀg`` of its FW vertex, which
+bounds ``f* − f(α)``.  This module turns those two numbers into a
+:class:`~kernfw.fw.Certificate`, decides the stopping rules ``STOPS`` on it, gives
+their O(1) form that a run of steps tests between certificates, and raises the
+error of a line search that met negative curvature (``Q`` not PSD).
+"""
+
+import math
+
+import numpy as np
+
+from ...fw import Certificate
+from ...operators.psd import NotPSDError
+
+__all__ = [
+    "STOPS",
+    "NEGATIVE_CURVATURE",
+    "raise_not_psd",
+    "ball_shift",
+    "simplex_certificate",
+    "simplex_converged",
+    "simplex_stop_estimate",
+    "simplex_stopping_rule",
+]
+
+#: stopping rules (math.md §2.5)
+STOPS = ("gap", "relative", "radius")
+
+#: a curvature ``dᵀQd`` below −this × the scale ``max(|Q_ii|, |2v_i|, |αᵀQα|)`` is not round-off: Q is not PSD
+NEGATIVE_CURVATURE = 1e-8
+
+
+def raise_not_psd(curvature, i):
+    """The error of a line search that met negative curvature ``dᵀQd < 0`` (``Q`` not PSD)."""
+    raise NotPSDError(
+        f"the kernel matrix is not positive semidefinite: the line search toward point {i} "
+        f"met negative curvature d^T Q d = {curvature:.3g} < 0, so the dual is not concave "
+        "and no duality gap can be certified. Use a PSD kernel (e.g. 'rbf' or 'linear'), or "
+        "repair a precomputed Gram matrix (clip its negative eigenvalues, or add a multiple "
+        "of the identity)."
+    )
+
+
+def ball_shift(diag, q):
+    """The constant ``c`` with ``diag(Q) = q + c·1`` (then ``r² = f(α) + c``); ValueError if
+    ``diag(Q) − q`` is not constant (``stop="radius"`` needs a ball)."""
+    shift = diag if q is None else diag - q
+    c = float(shift[0]) if shift.size else 0.0
+    if not np.allclose(shift, c, rtol=1e-10, atol=1e-12 * max(1.0, abs(c))):
+        raise ValueError(
+            "stop='radius' needs diag(Q) − q to be constant (a ball: the MEB with "
+            "q = diag(Q), or an L2-SVM whose kernel has a constant diagonal such as "
+            "RBF); use stop='relative' or stop='gap' for this problem"
+        )
+    return c
+
+
+def simplex_certificate(f, gap, stop, shift, extra):
+    """Certificate of an iterate with value ``f = f(α)`` and FW gap ``gap`` (math.md §2.5).
+
+    ``primal = f + gap``; for ``stop="radius"`` ``extra`` gains ``radius2``
+    (``r² = f + c``, ``c`` the :func:`ball_shift`) and ``delta = gap / r²``.
+    """
+    gap = max(gap, 0.0)
+    if stop == "radius":
+        r2 = f + shift
+        extra["radius2"] = r2
+        extra["delta"] = gap / r2 if r2 > 0 else (0.0 if gap <= 0 else math.inf)
+    return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra)
+
+
+def simplex_converged(cert, tol, stop):
+    """The stopping rules of :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp` (``STOPS``) on a certificate."""
+    if stop == "gap":
+        return cert.gap <= tol
+    if stop == "relative":
+        return cert.gap <= tol * abs(cert.dual)
+    return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
+
+
+def simplex_stop_estimate(tol, stop, shift):
+    """Coefficients ``(a, b, absolute)`` of the O(1) form ``max(gap, 0) ≤ a·f + b`` (``|f|``
+    when ``absolute``) of :func:`simplex_converged`'s rule, ``f = f(α)``: what a solver
+    tests between certificates to end a run of steps early (the certificate decides)."""
+    if stop == "gap":
+        return 0.0, float(tol), False
+    if stop == "relative":
+        return float(tol), 0.0, True
+    eps = (1.0 + tol) ** 2 - 1.0
+    return eps, eps * shift, False
+
+
+def simplex_stopping_rule(tol, stop):
+    """:func:`simplex_converged`'s rule in words (for the ``ConvergenceWarning``)."""
+    if stop == "gap":
+        return f"gap <= tol={tol:.3g}"
+    if stop == "relative":
+        return f"gap <= tol*|D| with tol={tol:.3g}"
+    return f"radius within a factor 1 + tol={tol:.3g} of the optimum"

@@ -1,0 +1,217 @@
+"""``solve_simplex_qp``: the simplex QP by FW, MFW or CVM (math.md §2.3).
+
+Validates the problem, builds the iterate of the chosen method (the compiled
+FW / MFW iterate when :func:`kernfw._compiled.compiled_module` allows it, else the
+numpy one; the core vector machine for ``solver="cvm"``) and drives it with
+:func:`kernfw.fw.run`.
+"""
+
+import functools
+import math
+import numbers
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from ..._compiled import compiled_module
+from ...fw import run
+from ...operators.base import KernelOperator
+from .certificate import STOPS
+from .compiled import CompiledSimplexQPIterate
+from .cvm import CoreVectorIterate
+from .iterate import SimplexQPIterate
+from .start import check_alpha0
+
+__all__ = ["solve_simplex_qp", "make_iterate", "drive", "SOLVERS"]
+
+#: the algorithms (``solver``): Frank-Wolfe with exact line search, modified (away-step)
+#: Frank-Wolfe, and the core vector machine baseline (core-set iterations,
+#: :mod:`kernfw.solvers.simplex_qp.cvm`)
+SOLVERS = ("lsfw", "mfw", "cvm")
+
+
+def _check_positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def _check_choice(name, value, options):
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def _check_operator(Q):
+    if not isinstance(Q, KernelOperator):
+        raise TypeError(f"Q must be a KernelOperator, got {type(Q).__name__}")
+    return Q
+
+
+def _core_qp(Q_core, q_core, alpha0, tol):
+    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started.
+
+    Runs inside the outer :func:`solve_simplex_qp` (single-threaded BLAS already; the
+    inputs are the solver's own), so it skips the validation and the thread limit."""
+    iterate = make_iterate(Q_core, q_core, "mfw", alpha0, "gap", None)
+    return drive(iterate, tol, _default_max_iter(Q_core.n), name="MFW (CVM core QP)")
+
+
+def drive(iterate, tol, max_iter, check_every=None, **options):
+    """:func:`kernfw.fw.run` on a simplex-QP iterate: FW / MFW take runs of ``check_every``
+    iterations per step (None: the default, 100; :meth:`SimplexQPIterate.configure_runs`),
+    certified after each; other iterates are certified every ``check_every`` steps."""
+    if check_every is None:
+        check_every = _default_check_every(iterate.n)
+    if isinstance(iterate, SimplexQPIterate):
+        iterate.configure_runs(tol, check_every, max_iter)
+        check_every = 1
+    return run(iterate, tol=tol, max_iter=max_iter, check_every=check_every, **options)
+
+
+def make_iterate(Q, q, solver, alpha0, stop, rng, tol=None):
+    """The iterate of ``solver``: CVM core-set iterations, or FW / MFW — compiled when
+    :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
+    if solver == "cvm":
+        return CoreVectorIterate(Q, q, stop, rng, tol, _core_qp, alpha0=alpha0)
+    module = compiled_module("kernfw.solvers.simplex_qp._numba")
+    if module is None:
+        return SimplexQPIterate(Q, q, solver, alpha0, stop, rng)
+    return CompiledSimplexQPIterate(module, Q, q, solver, alpha0, stop, rng)
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """The process's BLAS thread pools, found once: finding them reads the process's
+    memory map, which costs milliseconds per fit otherwise."""
+    return ThreadpoolController()
+
+
+def _default_max_iter(n):
+    return max(100_000, 20 * n)
+
+
+def _default_check_every(n):
+    """Certify every 100 iterations at most: a certificate is O(1), but the loop's
+    history row and its copy of the best iterate are O(n).  A run of steps ends
+    early where the certificate may pass (:meth:`SimplexQPIterate.configure_runs`),
+    so a long run does not step past the tolerance."""
+    return 100
+
+
+def solve_simplex_qp(
+    Q,
+    q=None,
+    solver="mfw",
+    tol=1e-6,
+    max_iter=None,
+    alpha0=None,
+    stop="gap",
+    random_state=None,
+    callback=None,
+    max_time=None,
+    check_every=None,
+):
+    """Maximize ``f(α) = qᵀα − αᵀQα`` over the unit simplex by FW or MFW (math.md §2.3).
+
+    Parameters
+    ----------
+    Q : KernelOperator
+        The PSD matrix ``Q`` (for the MEB the Gram matrix ``K``; for the L2-SVM
+        :class:`~kernfw.solvers.simplex_qp.L2SVMKernel`).  The solver uses only
+        ``Q.diag()`` and ``Q.columns(idx)`` (one column per iteration, two at the
+        start); a warm start fetches the columns of its support once.
+    q : array-like of shape (n,) or None
+        Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
+    solver : {"mfw", "lsfw", "cvm"}
+        "mfw": Frank-Wolfe with away steps and drop steps (linear
+        convergence); "lsfw": plain Frank-Wolfe toward ``i* = argmax g``.
+        Both use the exact line search and run compiled (numba) when
+        :func:`kernfw._compiled.compiled_module` allows it, with the same
+        iterates as the numpy path.  "cvm": the core vector machine baseline
+        (:class:`~kernfw.solvers.simplex_qp.CoreVectorIterate`): each iteration adds
+        the FW vertex to the core set and re-solves the QP on the core set by
+        MFW; an iteration is then a core-set iteration.
+    tol : float > 0
+        Tolerance of the stopping rule ``stop``.
+    max_iter : int or None
+        Iteration budget (None: ``max(100000, 20 n)``).
+    alpha0 : array-like of shape (n,) or None
+        Warm start on the simplex (e.g. the previous solution when only the
+        kernel changed).  None: CVM initialization ``α₀ = ½(e_a + e_b)`` with
+        ``b`` the point farthest from ``a`` (math.md §2.6).
+    stop : {"gap", "relative", "radius"}
+        "gap": FW duality gap ``g_{i*} − αᵀg ≤ tol``; "relative": gap
+        ``≤ tol·|f(α)|`` (for the L2-SVM: ``gap/(αᵀQα) ≤ tol``); "radius": the
+        (1+ε)-approximate ball of CVM, ``δ = gap/r² ≤ (1+tol)² − 1`` with
+        ``r² = f(α) + c`` — requires ``diag(Q) − q = c·1`` constant.
+    random_state : int, numpy.random.Generator or None
+        None starts the CVM initialization at point 0; otherwise at a random point.
+    callback : callable or None
+        ``callback(row) -> bool`` after each certificate (see :func:`kernfw.fw.run`).
+    max_time : float or None
+        Wall-clock budget in seconds.
+    check_every : int or None
+        Certify at least every ``check_every`` iterations (None: 100; CVM: 1).
+        FW and MFW take runs of ``check_every`` iterations that end early at the
+        first iteration whose O(1) gap estimate meets the stopping rule, so a
+        run never steps past the tolerance; the certificate after each run (with
+        its history row and the copy of the best iterate, both O(n)) decides.
+
+    Returns
+    -------
+    FWResult
+        ``solution`` holds ``alpha`` (α, shape (n,)), ``v`` (Qα), ``support``
+        (sorted indices with ``α_i > 0``: the coreset).  ``dual`` is ``f(α)``,
+        ``gap`` the FW gap, ``primal = dual + gap`` (for the MEB the exact
+        primal ``max_i ‖z_i − c‖²`` of the current centre).  The history has
+        columns ``coreset``, ``away_steps``, ``drop_steps`` (and ``radius2``,
+        ``delta`` for ``stop="radius"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernfw.operators import Gram
+    >>> Z = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.5]])
+    >>> op = Gram(Z @ Z.T)
+    >>> res = solve_simplex_qp(op, q=op.diag(), tol=1e-10)
+    >>> round(res.dual, 6)      # r² of the smallest ball: radius 1 around (1, 0)
+    1.0
+    """
+    Q = _check_operator(Q)
+    n = Q.n
+    if n < 1:
+        raise ValueError("the problem needs at least one point")
+    _check_choice("solver", solver, SOLVERS)
+    _check_choice("stop", stop, STOPS)
+    tol = _check_positive("tol", tol)
+    if q is not None:
+        q = np.asarray(q, dtype=np.float64).ravel()
+        if q.shape != (n,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"q must be a finite array of shape ({n},), got shape {q.shape}")
+    if max_iter is None:
+        max_iter = _default_max_iter(n)
+    elif isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
+        raise ValueError(f"max_iter must be a nonnegative integer or None, got {max_iter!r}")
+    if max_time is not None:
+        max_time = _check_positive("max_time", max_time)
+    if check_every is None:
+        check_every = 1 if solver == "cvm" else _default_check_every(n)
+    rng = None if random_state is None else np.random.default_rng(random_state)
+    alpha0 = None if alpha0 is None else check_alpha0(alpha0, n)
+    # one column per iteration is memory-bound O(n d) work: BLAS threads only
+    # contend (and libsvm, the usual peer, is single-threaded as well)
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        iterate = make_iterate(Q, q, solver, alpha0, stop, rng, tol)
+        return drive(
+            iterate,
+            tol,
+            int(max_iter),
+            check_every,
+            max_time=max_time,
+            callback=callback,
+            remedy="increase max_iter or tol (or use solver='mfw')",
+            name=f"{solver.upper()} (simplex QP)",
+        )

@@ -1,0 +1,85 @@
+"""KernelStack: the base kernels of a MultiKernel formed once; weighted sums and
+quadratic forms against the MultiKernel's own answers (within float64 rounding), exact
+symmetry, and the MKL objective that uses it."""
+
+import numpy as np
+import pytest
+
+from kernfw.kernels import make_operator
+from kernfw.operators import Gram, KernelStack, MultiKernel
+from kernfw.solvers.mkl import inner_svm
+from kernfw.solvers.mkl.inner_svm import KernelWeightObjective, make_inner_svm
+
+TOL = dict(rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture
+def kernels():
+    X = np.random.default_rng(0).normal(size=(70, 4))
+    specs = ["linear", ("rbf", {"gamma": 0.3}), ("poly", {"degree": 2}), ("rbf", {"gamma": 2.0})]
+    return MultiKernel([make_operator(X, s, normalization="trace") for s in specs])
+
+
+@pytest.mark.parametrize("weights", [[0.1, 0.2, 0.3, 0.4], [0.0, 1.0, 0.0, 0.5]])
+def test_weighted_sum_matches_the_multikernel(kernels, weights):
+    stack = KernelStack(kernels)
+    K = stack.weighted(weights)
+    expected = kernels.with_weights(weights).dense()
+    np.testing.assert_allclose(K, expected, **TOL)
+    assert np.array_equal(K, K.T)  # bit for bit
+    assert K is stack.weighted(weights)  # the reused buffer
+
+
+def test_compiled_and_numpy_sums_agree_exactly(kernels, monkeypatch):
+    weights = np.array([0.3, 0.0, 1.7, 0.25])
+    compiled = KernelStack(kernels).weighted(weights).copy()
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    assert np.array_equal(KernelStack(kernels).weighted(weights), compiled)
+
+
+def test_bad_weights_are_refused(kernels):
+    stack = KernelStack(kernels)
+    with pytest.raises(ValueError, match="nonnegative"):
+        stack.weighted([1.0, -1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="all zero"):
+        stack.weighted([0.0, 0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="expected 4"):
+        stack.weighted([1.0, 1.0])
+
+
+def test_quadratic_forms_match_the_multikernel(kernels):
+    stack = KernelStack(kernels)
+    V = np.random.default_rng(1).normal(size=(70, 3))
+    V[::3] = 0.0
+    rows = np.flatnonzero(np.any(V != 0, axis=1))
+    expected = kernels.per_kernel_quad(V).sum(axis=1)
+    np.testing.assert_allclose(stack.per_kernel_quad(V), expected, rtol=1e-10)
+    np.testing.assert_allclose(stack.per_kernel_quad(V, rows), expected, rtol=1e-10)
+    np.testing.assert_allclose(
+        stack.per_kernel_quad(V[:, 0]), kernels.per_kernel_quad(V[:, 0]), rtol=1e-10
+    )
+
+
+def test_megabytes():
+    K = Gram(np.eye(100))
+    assert KernelStack.megabytes(MultiKernel([K, K, K])) == pytest.approx(4 * 100**2 * 8 / 2**20)
+
+
+@pytest.mark.parametrize("svm", ["l2", "c"])
+def test_objective_with_and_without_the_stack_agree(kernels, svm, monkeypatch):
+    y = np.arange(70) % 3
+    gamma = np.array([0.5, 0.25, 0.0, 0.25])
+
+    def evaluate():
+        inner = make_inner_svm(svm, y, 3, C=1.0, tol=1e-10)
+        return KernelWeightObjective(kernels, inner)
+
+    with_stack = evaluate()
+    assert with_stack.stack is not None
+    ev = with_stack.evaluate(gamma)
+    monkeypatch.setattr(inner_svm, "STACK_MAX_MB", 0.0)
+    without = evaluate()
+    assert without.stack is None
+    ev0 = without.evaluate(gamma)
+    np.testing.assert_allclose(ev.d, ev0.d, rtol=1e-6)
+    assert ev.value == pytest.approx(ev0.value, rel=1e-6)
