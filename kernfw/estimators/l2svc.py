@@ -209,7 +209,9 @@ KernelOperator, default="rbf"
     n_iter_ : int or ndarray of shape (n_problems,)
         Iterations (an int for binary problems, as all of the following).
     duality_gap_, primal_objective_, dual_objective_, converged_ : float/bool or ndarray
-        Certificates of the returned iterates (dual ``D = −ρ``, primal ``D + gap``).
+        Certificates of the returned iterates (dual ``D = −ρ``, primal ``D + gap``),
+        each up to the rounding bound of :class:`kernfw.fw.FWResult`
+        (``history_["rounding"]``); the gap is never negative.
     history_ : dict of arrays
         Trace of the run(s) (see :class:`kernfw.fw.FWResult`); several binary
         problems are stacked with a ``problem`` column.

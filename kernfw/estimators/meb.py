@@ -94,7 +94,8 @@ KernelOperator, default="rbf"
         radius rule of the core vector machine, ``R ≤ (1+ε) r``, with
         ``tol = 2ε + ε²``: the default is ``ε ≈ 1e-4``, a radius certified to
         0.01 %; the inlier decisions of held-out points change only within
-        that band of the sphere.
+        that band of the sphere.  For the soft ball (``ν n > 1``) the rule is
+        the relative gap of its objective, ``(P − D)/P ≤ tol``.
     max_iter : int, default=None
         Budget in iterations (one kernel column each; core-set iterations for
         ``solver="cvm"``), which ``n_iter_`` counts (None: ``max(100000, 20 n)``).
@@ -143,7 +144,9 @@ KernelOperator, default="rbf"
         ``−(R² + τ)``, so that ``decision_function = score_samples − offset_``
         (as in ``OneClassSVM``).
     n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
-        Certificate and trace of the run (see :class:`kernfw.fw.FWResult`).
+        Certificate and trace of the run (see :class:`kernfw.fw.FWResult`): the gap is
+        never negative and bounds ``primal_objective_ − P*`` up to the rounding bound
+        ``history_["rounding"]``, which the stopping rule adds to it.
     n_features_in_ : int
         Number of features seen in ``fit``.
 

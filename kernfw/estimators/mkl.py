@@ -311,7 +311,10 @@ default="projected_gradient"
     objective_ : float
         ``J(γ)`` (math.md §5.2; summed over binary problems).
     duality_gap_ : float
-        The FW gap ``G`` of the weight problem at the returned ``γ``.
+        ``G + ε``: the FW gap ``G`` of the weight problem at the returned ``γ`` plus the
+        certified gap ``ε`` of the inner SVM solve (``objective_`` is ``J`` at the
+        inner solution plus ``ε``, an upper bound of ``J(γ)``); never below
+        ``−history_["rounding"]``.
     kernel_scores_ : ndarray of shape (p,)
         ``d_j = (y∘α)ᵀK_j(y∘α)`` (summed over binary problems); ``∇J = −c d``.
     history_ : dict of arrays

@@ -743,6 +743,7 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
     m, n = St.shape
     buf, s, upd, corral = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
+    nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     for t in range(order.shape[0]):
         i = order[t]
         cl = classes[i]
@@ -753,12 +754,17 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             col = Kcols[i]
-            for c in range(nc):  # rows of Sᵀ that change
-                u = upd[c]
-                if u != 0.0:
-                    row = St[cl[c]]
-                    for l in range(n):
-                        row[l] += col[l] * u
+            cnt = _moved(cl, nc, upd, nz, un)  # rows of Sᵀ that change, two per sweep
+            for q in range(0, cnt - 1, 2):  # over the column (each entry read once)
+                row0, u0, row1, u1 = St[nz[q]], un[q], St[nz[q + 1]], un[q + 1]
+                for l in range(n):
+                    k = col[l]
+                    row0[l] += k * u0
+                    row1[l] += k * u1
+            if cnt % 2:
+                row0, u0 = St[nz[cnt - 1]], un[cnt - 1]
+                for l in range(n):
+                    row0[l] += col[l] * u0
         steps[t] = step
         gaps[t] = buf[THETA, BLOCK_GAP]
 
