@@ -619,6 +619,10 @@ def test_bad_input(problem):
     [
         OnlineMKLClassifier(["linear", "rbf"], max_iter=2, random_state=0),
         OnlineMKLClassifier(loss="crf", max_iter=2, random_state=0),
+        # a MultiClass model with 4 classes covers the labels the checks draw (0..3); a
+        # Chain model's inputs are sequences, which the checks cannot make
+        OnlineMKLStructured(MultiClass(4), max_iter=2, random_state=0),
+        OnlineMKLStructured(MultiClass(4), loss="crf", max_iter=2, random_state=0),
     ]
 )
 def test_sklearn_compatible(estimator, check):

@@ -16,7 +16,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..kernels import make_operator
 from ..solvers.mkl.online import (
@@ -563,6 +563,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         """
         import copy
 
+        X = self._check_inputs(X, reset=True)
         self.model_ = copy.deepcopy(self.model).initialize(X, Y)
         groups, self.group_names_, scale = self._build_groups(X)
         self.feature_scale_ = scale
@@ -570,6 +571,15 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self._kernel_ops = [g for g in groups if not isinstance(g, ExplicitGroup)]
         self._solve(self.model_, Xs, Y, groups, len(Y))
         return self
+
+    def _check_inputs(self, X, reset):
+        """The inputs of a :class:`~kernfw.structured.MultiClass` model (one row of features per
+        example) through scikit-learn's validation: finite, dense (the groups' kernels read
+        rows), ``n_features_in_`` set by ``fit`` and checked after; other models' inputs
+        (sequences) are checked by the model itself."""
+        if not isinstance(self.model, MultiClass):
+            return X
+        return validate_data(self, X, reset=reset, accept_sparse=False, dtype=np.float64)
 
     def predict(self, X):
         """Decode every input: ``argmax_y f(x, y)``.
@@ -583,6 +593,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         list of outputs
         """
         check_is_fitted(self)
+        X = self._check_inputs(X, reset=False)
         model = self.model_
         if self.feature_scale_ is None:
             prepared = model.prepare(X)
@@ -609,19 +620,20 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                 out.append(int(np.argmax(self.coef_.reshape(q, -1) @ x + node[0])))
         return out
 
-    def score(self, X, Y):
+    def score(self, X, y):
         """``1 − mean task loss`` (higher is better; per-letter accuracy for a normalized Chain).
 
         Parameters
         ----------
-        X, Y : sequences
+        X : sequence of inputs
+        y : sequence of outputs (``Y``)
 
         Returns
         -------
         float
         """
         pred = self.predict(X)
-        return 1.0 - float(np.mean([self.model_.loss(y, p) for y, p in zip(Y, pred)]))
+        return 1.0 - float(np.mean([self.model_.loss(t, p) for t, p in zip(y, pred)]))
 
 
 def model_decode_chain(theta, GT):
