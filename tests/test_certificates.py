@@ -221,3 +221,136 @@ def test_multiclass_certificates_hold_at_every_scale(case):
 @given(case=multiclass_problems())
 def test_multiclass_certificates_hold_at_every_scale_long(case):
     _multiclass_property(case)
+
+
+# -- structured SVMs -----------------------------------------------------------------------
+
+
+@st.composite
+def structured_problems(draw):
+    """A small multi-class structural problem (``MultiClass`` model), a solver and a ``λ``."""
+    m = draw(st.integers(2, 4))
+    n = draw(st.integers(m + 1, 12))
+    d = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    X = rng.integers(-8, 9, size=(n, d)) / 4.0
+    y = np.arange(n) % m
+    rng.shuffle(y)
+    return dict(
+        X=X,
+        y=y,
+        m=m,
+        solver=draw(
+            st.sampled_from(
+                ["bcfw", "stdbcfw", "lsfw", "stdfw", "pairwise", "cutting_plane", "ssg"]
+            )
+        ),
+        lam=10.0 ** draw(st.floats(-8, 12)),
+        max_iter=draw(st.integers(1, 30)),
+        random_state=draw(st.integers(0, 100)),
+    )
+
+
+def _structured_property(case):
+    """``MultiClass`` structural SVMs are §1's problem with the max hinge (math.md §3.7)."""
+    from kernfw import StructuredSVM
+    from kernfw.structured import MultiClass
+
+    X, y, m, lam = case["X"], case["y"], case["m"], case["lam"]
+    svm = StructuredSVM(
+        MultiClass(m),
+        solver=case["solver"],
+        lam=lam,
+        max_iter=case["max_iter"],
+        random_state=case["random_state"],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        svm.fit(X, y)
+    optimum = _reference(X, y, MaxHinge(), lam, 0.0, m)
+    history = svm.history_
+    if case["solver"] == "ssg":  # no certificate: only its primal values are bounds
+        assert np.isinf(svm.duality_gap_)
+        assert np.all(history["primal"] >= optimum - REF_RTOL * max(1.0, abs(optimum)))
+        return
+    _check_rows(history, optimum, 1.0)  # P(0) = 1 (0/1 costs)
+    assert svm.duality_gap_ >= -history["rounding"].max()
+
+
+@pytest.mark.cvxpy
+@settings(max_examples=20, **_PROFILE)
+@given(case=structured_problems())
+def test_structured_certificates_hold_at_every_scale(case):
+    _structured_property(case)
+
+
+@pytest.mark.slow
+@pytest.mark.cvxpy
+@settings(max_examples=200, **_PROFILE)
+@given(case=structured_problems())
+def test_structured_certificates_hold_at_every_scale_long(case):
+    _structured_property(case)
+
+
+# -- the simplex QP: L2-SVM and minimum enclosing ball ---------------------------------------
+
+
+@st.composite
+def simplex_problems(draw):
+    """A small L2-SVM or MEB problem on one backend and dtype, a solver and a ``C``."""
+    n = draw(st.integers(3, 12))
+    d = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    X = rng.integers(-8, 9, size=(n, d)) / 4.0
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    rng.shuffle(y)
+    return dict(
+        X=X,
+        y=y,
+        problem=draw(st.sampled_from(["l2svm", "meb"])),
+        backend=draw(st.sampled_from(["gram", "function", "features"])),
+        dtype=draw(st.sampled_from([np.float64, np.float32])),
+        solver=draw(st.sampled_from(["lsfw", "mfw", "cvm"])),
+        C=10.0 ** draw(st.floats(-8, 12)),
+        max_iter=draw(st.integers(1, 60)),
+    )
+
+
+def _simplex_property(case):
+    """``f(α) ≤ f* ≤ f(α) + gap`` (``dual ≤ P* ≤ primal``) for the L2-SVM and the MEB."""
+    from kernfw.reference import l2svm_reference, meb_reference
+    from kernfw.solvers.simplex_qp import solve_l2svm, solve_simplex_qp
+
+    X, y = case["X"], case["y"]
+    op = _operator(X, case["backend"], case["dtype"])
+    K = X @ X.T
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if case["problem"] == "l2svm":
+            res = solve_l2svm(
+                op, y, case["C"], solver=case["solver"], tol=1e-14, max_iter=case["max_iter"]
+            )
+            optimum = l2svm_reference(K, y, case["C"])["objective"]
+        else:
+            diag = np.asarray(op.diag(), dtype=np.float64)
+            res = solve_simplex_qp(
+                op, diag, solver=case["solver"], tol=1e-14, max_iter=case["max_iter"]
+            )
+            optimum = meb_reference(K)["radius2"]
+    _check_rows(res.history, optimum, res.history["primal"].min())
+    assert res.gap >= -res.rounding
+
+
+@pytest.mark.cvxpy
+@settings(max_examples=25, **_PROFILE)
+@given(case=simplex_problems())
+def test_simplex_qp_certificates_hold_at_every_scale(case):
+    _simplex_property(case)
+
+
+@pytest.mark.slow
+@pytest.mark.cvxpy
+@settings(max_examples=250, **_PROFILE)
+@given(case=simplex_problems())
+def test_simplex_qp_certificates_hold_at_every_scale_long(case):
+    _simplex_property(case)

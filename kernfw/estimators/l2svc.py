@@ -153,8 +153,8 @@ KernelOperator, default="rbf"
         ``max(100000, 20 n)``).
     cache_size : float, default=200
         Kernel cache in MB for one fit, as :class:`sklearn.svm.SVC`'s: the
-        column cache of on-the-fly kernels.  Gram matrices up to
-        :data:`~kernfw.kernels.COLUMN_GRAM_MAX_MB` are precomputed instead, and
+        column cache of on-the-fly kernels.  Gram matrices up to 32 MB
+        (``kernfw.kernels.COLUMN_GRAM_MAX_MB``) are precomputed instead, and
         so are Grams up to ``max(256 MB, cache_size)`` when ``X`` has 50
         features or more (see :func:`gram_budget`).  MFW requests most columns
         only once or twice, so the cache size matters little (see
@@ -209,7 +209,9 @@ KernelOperator, default="rbf"
     n_iter_ : int or ndarray of shape (n_problems,)
         Iterations (an int for binary problems, as all of the following).
     duality_gap_, primal_objective_, dual_objective_, converged_ : float/bool or ndarray
-        Certificates of the returned iterates (dual ``D = −ρ``, primal ``D + gap``).
+        Certificates of the returned iterates (dual ``D = −ρ``, primal ``D + gap``),
+        each up to the rounding bound of :class:`kernfw.fw.FWResult`
+        (``history_["rounding"]``); the gap is never negative.
     history_ : dict of arrays
         Trace of the run(s) (see :class:`kernfw.fw.FWResult`); several binary
         problems are stacked with a ``problem`` column.

@@ -112,6 +112,11 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
     def _is_precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
+    def _backend(self, spec):
+        """Options of :func:`kernfw.kernels.make_operator` for the kernel ``spec`` (none:
+        its automatic backend)."""
+        return {}
+
     def _training_kernels(self, X, y):
         """``(MultiKernel of normalized kernels, labels)`` from the training input."""
         mk, y, _ = self._training_data(X, y)
@@ -144,7 +149,12 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             if not specs and (kernel is not None or default is default_kernels):
                 raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
             mk = (
-                MultiKernel([make_operator(X, spec, normalization=NORMALIZATION) for spec in specs])
+                MultiKernel(
+                    [
+                        make_operator(X, spec, normalization=NORMALIZATION, **self._backend(spec))
+                        for spec in specs
+                    ]
+                )
                 if specs
                 else None
             )
@@ -311,7 +321,10 @@ default="projected_gradient"
     objective_ : float
         ``J(γ)`` (math.md §5.2; summed over binary problems).
     duality_gap_ : float
-        The FW gap ``G`` of the weight problem at the returned ``γ``.
+        ``G + ε``: the FW gap ``G`` of the weight problem at the returned ``γ`` plus the
+        certified gap ``ε`` of the inner SVM solve (``objective_`` is ``J`` at the
+        inner solution plus ``ε``, an upper bound of ``J(γ)``); never below
+        ``−history_["rounding"]``.
     kernel_scores_ : ndarray of shape (p,)
         ``d_j = (y∘α)ᵀK_j(y∘α)`` (summed over binary problems); ``∇J = −c d``.
     history_ : dict of arrays

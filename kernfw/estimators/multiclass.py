@@ -166,8 +166,11 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     lam_ : float
         The ``λ`` used (``lam``, or ``1/(C·n)``).
     n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
-        The certificate and trace of the run (see :class:`kernfw.fw.FWResult`);
-        ``converged_`` means ``duality_gap_ ≤ tol · primal_objective_``.
+        The certificate and trace of the run (see :class:`kernfw.fw.FWResult`):
+        ``dual_objective_ ≤ P* ≤ primal_objective_`` and ``duality_gap_ ≥ −ρ``, up to
+        the rounding bound ``ρ`` (``history_["rounding"]``, about 1e-16 times the
+        magnitude of the summed terms); ``converged_`` means
+        ``duality_gap_ + ρ ≤ tol · primal_objective_``.
     n_features_in_ : int
         Number of features seen in ``fit`` (not set for a KernelOperator kernel).
 

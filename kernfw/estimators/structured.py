@@ -124,11 +124,12 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     dual_objective_ : float
         Dual objective of the returned dual point (NaN for "ssg").
     duality_gap_ : float
-        ``P − D ≥ P(coef_) − P*`` (inf for "ssg").
+        ``P − D ≥ P(coef_) − P*`` (inf for "ssg"), up to the rounding bound ``ρ``
+        of the certificate (``history_["rounding"]``): never below ``−ρ``.
     n_iter_ : int
         Passes or iterations performed (the unit of ``max_iter``).
     converged_ : bool
-        Whether ``duality_gap_ ≤ tol · primal_objective_``.
+        Whether ``duality_gap_ + ρ ≤ tol · primal_objective_``.
     history_ : dict of arrays
         One row per gap computation: ``iteration``, ``time``, ``primal``,
         ``dual``, ``gap``, ``step``, ``pass`` and, for the structural solvers,

@@ -61,16 +61,17 @@ class FWIterate(ABC):
 class RelativeGapRule:
     """Mixin of an :class:`FWIterate` whose ``tol`` is the certified relative gap.
 
-    Stops when ``P − D ≤ tol·|P|``: the primal value ``P`` is then certified
-    within a fraction ``tol`` of the optimum (``P − P* ≤ P − D``), whatever
-    the scale of the data or of the regularization.
+    Stops when ``P − D + ρ ≤ tol·|P|`` (``ρ`` the certificate's rounding bound):
+    the primal value ``P`` is then certified within a fraction ``tol`` of the
+    optimum (``P − P* ≤ P − D + ρ``), whatever the scale of the data or of the
+    regularization.
     """
 
     def is_converged(self, cert, tol):
-        return cert.gap <= tol * abs(cert.primal)
+        return cert.gap + cert.rounding <= tol * abs(cert.primal)
 
     def stopping_rule(self, tol):
-        return f"gap <= tol*|P| with tol={tol:.3g}"
+        return f"gap + rounding <= tol*|P| with tol={tol:.3g}"
 
 
 def _should_certify(t, check_every):

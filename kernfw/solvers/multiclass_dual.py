@@ -9,12 +9,17 @@ this one; it imports neither.
 
 import numpy as np
 
+from .._compiled import compiled_module
 from ..fw import Certificate, FWIterate
 from ..fw.result import rounding_bound
 from ..losses import dual_vertices, make_loss
 from ..operators import KernelOperator
 
-__all__ = ["MulticlassDual", "FullBatchIterate", "GapStopping", "inner"]
+__all__ = ["MulticlassDual", "FullBatchIterate", "GapStopping", "inner", "GRAM_ROWS"]
+
+#: rows of a float32 Gram matrix converted to float64 at a time by
+#: :meth:`MulticlassDual.kernel_times`
+GRAM_ROWS = 1024
 
 
 def inner(a, b):
@@ -76,11 +81,28 @@ class MulticlassDual:
 
     # -- iterates ------------------------------------------------------------------
     def kernel_times(self, V):
-        """``K V`` (one ``matmat``) in float64; ``V`` is cast to the operator's dtype
-        first so a float32 kernel is never upcast (copied) by the product."""
-        if V.dtype != self.op.dtype:
-            V = V.astype(self.op.dtype)
-        return np.asarray(self.op.matmat(V), dtype=np.float64)
+        """``K V`` (one ``matmat``) summed in float64 arithmetic, also on a float32 kernel.
+
+        The scores ``S`` are updated by these products, and the certificate
+        holds for ``S = K Aᵀ/(λn)``: a product summed in float32 would leave
+        ``S`` off by up to ``n·6e-8`` relative, above any rounding bound.  A
+        float32 Gram matrix is multiplied by :func:`kernfw.solvers._gram_numba.gram_times`
+        (each entry read once as float32) or, without numba, in blocks of
+        ``GRAM_ROWS`` rows converted to float64; the other operators take the
+        float64 ``V`` as it is.
+        """
+        V = np.asarray(V, dtype=np.float64)
+        view = self.op.compiled_view() if self.op.dtype != np.float64 else None
+        if view is None or view.kind != "gram" or V.ndim != 2:
+            return np.asarray(self.op.matmat(V), dtype=np.float64)
+        K, out = view.matrix, np.empty(V.shape)
+        lib = compiled_module("kernfw.solvers._gram_numba")
+        if lib is not None and K.dtype == np.float32:
+            lib.gram_times(K, np.ascontiguousarray(V), out)
+            return out
+        for lo in range(0, self.n, GRAM_ROWS):
+            out[lo : lo + GRAM_ROWS] = K[lo : lo + GRAM_ROWS].astype(np.float64) @ V
+        return out
 
     def scores(self, At):
         """``S = K Aᵀ / (λn)`` from scratch (one ``matmat``)."""

@@ -44,6 +44,7 @@ from ..fw import (
     block_order,
     run,
 )
+from ..fw.result import rounding_bound
 from ..fw.steps import block_standard_step, quadratic_step, standard_step
 from ..structured import Chain
 
@@ -199,10 +200,27 @@ class StructuredProblem:
         return -0.5 * self.lam * float(w @ w) + float(ell)
 
     def certificate(self, w, ell, extra=None, oracle=None):
-        """``Certificate(P(w), D, P − D)`` of the dual-feasible pair ``(w, ℓ)`` (§3.3)."""
-        primal = self.primal_from_pass(w, *(oracle or self.oracle_pass(w)))
-        dual = self.dual(w, ell)
-        return Certificate(primal, dual, primal - dual, dict(extra or {}))
+        """``Certificate(P(w), D, g)`` of the dual-feasible pair ``(w, ℓ)`` (§3.3).
+
+        The gap is summed as ``g = λ‖w‖² + (1/n) Σ_i H_i(w) − ℓ`` (§3.3), not as
+        the difference of ``P`` and ``D``; its rounding bound
+        (:func:`~kernfw.fw.result.rounding_bound`) is taken over the
+        ``D + n`` terms of ``‖w‖²``, ``⟨w, Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i)⟩`` and the
+        sums over examples, at the magnitude
+        ``λ‖w‖² + (|L| + ⟨|w|, |Σ_i φ(x_i, ŷ_i)| + |Σ_i φ(x_i, y_i)|⟩)/n + |ℓ|``.
+        """
+        phi_hat, loss = oracle or self.oracle_pass(w)
+        reg = self.lam * float(w @ w)  # λ‖w‖²
+        hinge = (loss + float(w @ (phi_hat - self.phi_true))) / self.n  # (1/n) Σ_i H_i(w)
+        size = np.abs(np.asarray(phi_hat)) + np.abs(self.phi_true)
+        magnitude = reg + (abs(loss) + float(np.abs(w) @ size)) / self.n + abs(ell)
+        return Certificate(
+            0.5 * reg + hinge,
+            -0.5 * reg + float(ell),
+            reg + hinge - float(ell),
+            dict(extra or {}),
+            rounding=rounding_bound(self.dim + self.n, magnitude),
+        )
 
     def block_statistics(self):
         """Statistics ``s(y_i)`` of the true outputs, one flat array and offsets.

@@ -38,7 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..._threads import thread_limit
 from ..._validation import check_positive
-from ...fw import Certificate, FWResult, armijo_step, run
+from ...fw import FWResult, armijo_step, run
 from .capped_simplex import check_t, project_capped_simplex, snap_to_box, sum_top_t, top_t_vertex
 from .weights import KernelWeightIterate, as_multikernel, weight_objective
 
@@ -439,14 +439,11 @@ def _retrain_exact(iterate, result, tol):
     iterate.objective.svm.tol = min(iterate.objective.svm.tol, iterate.inner_tol)
     iterate.current = iterate.objective.evaluate(gamma, warm=relaxed["svm"].state)
     iterate.t = float(gamma.sum())  # the gap of the retrained weights is over Γ_⌈t⌉
-    G = iterate.gap()
+    cert = iterate.certificate()
+    G, value = cert.gap, cert.primal
     solution = iterate.solution()
     solution["gamma_relaxed"] = relaxed["gamma"]
-    value = iterate.current.value
-    converged = bool(
-        result.converged
-        and iterate.is_converged(Certificate(primal=value, dual=value - G, gap=G), tol)
-    )
+    converged = bool(result.converged and iterate.is_converged(cert, tol))
     status = result.status if converged or not result.converged else "exact_rounding"
     if result.converged and not converged:
         warnings.warn(
@@ -460,11 +457,12 @@ def _retrain_exact(iterate, result, tol):
     return FWResult(
         solution=solution,
         primal=value,
-        dual=value - G,
+        dual=cert.dual,
         gap=G,
         n_iter=result.n_iter,
         converged=converged,
         status=status,
         history=result.history,
         time=result.time,
+        rounding=cert.rounding,
     )

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..._validation import check_positive
 from ...fw import Certificate, FWIterate
+from ...fw.result import rounding_bound
 from ...operators import KernelOperator, MultiKernel
 from .inner_svm import KernelWeightObjective, make_inner_svm
 
@@ -88,12 +89,25 @@ class KernelWeightIterate(FWIterate):
         return max(self.c * (self.support(ev.d) - float(ev.gamma @ ev.d)), 0.0)
 
     def certificate(self):
+        """``J(γ) − J* ≤ G + ε`` with ``ε`` the inner solve's certified gap.
+
+        The inner SVM's dual value ``J_α(γ)`` at its approximate ``α`` is a lower
+        bound of ``J(γ) = max_α J_α(γ)``, and ``J(γ) ≤ J_α(γ) + ε``; ``J_α`` is
+        linear in ``γ``, so ``J_α(γ) − G = min_Γ J_α ≤ J*`` (the dual) whatever
+        ``α``.  Hence ``primal = J_α(γ) + ε``, ``dual = J_α(γ) − G`` and
+        ``gap = G + ε``; ``rounding`` bounds the rounding of ``G``
+        (:func:`~kernfw.fw.result.rounding_bound` of its ``p`` terms).
+        """
         ev = self.current
         G = self.gap()
+        inner = float(ev.solution.inner_gap)
+        inner = max(inner, 0.0) if np.isfinite(inner) else 0.0
+        magnitude = self.c * (abs(self.support(ev.d)) + float(np.abs(ev.gamma) @ np.abs(ev.d)))
         return Certificate(
-            primal=ev.value,
+            primal=ev.value + inner,
             dual=ev.value - G,
-            gap=G,
+            gap=G + inner,
+            rounding=rounding_bound(ev.d.size, magnitude),
             extra={
                 "n_kernels": int(np.count_nonzero(ev.gamma)),
                 "inner_gap": float(ev.solution.inner_gap),
@@ -102,11 +116,11 @@ class KernelWeightIterate(FWIterate):
         )
 
     def is_converged(self, cert, tol):
-        """``G ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
-        return cert.gap <= tol * abs(cert.primal) or cert.gap == 0.0
+        """``G + ε + ρ ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
+        return cert.gap + cert.rounding <= tol * abs(cert.primal) or cert.gap == 0.0
 
     def stopping_rule(self, tol):
-        return f"gap <= tol*|J| with tol={tol:.3g}"
+        return f"gap + rounding <= tol*|J| with tol={tol:.3g}"
 
     def solution(self):
         ev = self.current

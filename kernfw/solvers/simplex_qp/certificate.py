@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ...fw import Certificate
+from ...fw.result import rounding_bound
 from ...operators.psd import NotPSDError
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "raise_not_psd",
     "ball_shift",
     "simplex_certificate",
+    "simplex_rounding",
     "simplex_converged",
     "simplex_stop_estimate",
     "simplex_stopping_rule",
@@ -58,27 +60,45 @@ def ball_shift(diag, q):
     return c
 
 
-def simplex_certificate(f, gap, stop, shift, extra):
+def simplex_rounding(n_terms, qi, vi, qa, ava):
+    """Rounding bound of ``f`` and of the FW gap ``(q_i − 2v_i) − (qᵀα − 2αᵀv)`` (math.md §2.5).
+
+    :func:`~kernfw.fw.result.rounding_bound` of ``n_terms`` accumulated terms
+    (the dot products of ``qᵀα`` and ``αᵀv`` and the column updates that made
+    ``v``) at the magnitude ``|q_i| + 2|v_i| + |qᵀα| + 2|αᵀv|`` of the numbers
+    the gap subtracts.
+    """
+    return rounding_bound(n_terms, abs(qi) + 2.0 * abs(vi) + abs(qa) + 2.0 * abs(ava))
+
+
+def simplex_certificate(f, gap, stop, shift, extra, rounding=0.0):
     """Certificate of an iterate with value ``f = f(α)`` and FW gap ``gap`` (math.md §2.5).
 
     ``primal = f + gap``; for ``stop="radius"`` ``extra`` gains ``radius2``
     (``r² = f + c``, ``c`` the :func:`ball_shift`) and ``delta = gap / r²``.
+    The FW gap is nonnegative in exact arithmetic: a computed value below 0
+    is rounding (at most ``rounding``, :func:`simplex_rounding`) and is
+    reported as 0, so ``f* − f ≤ gap + rounding`` still holds.
     """
     gap = max(gap, 0.0)
     if stop == "radius":
         r2 = f + shift
         extra["radius2"] = r2
         extra["delta"] = gap / r2 if r2 > 0 else (0.0 if gap <= 0 else math.inf)
-    return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra)
+    return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra, rounding=rounding)
 
 
 def simplex_converged(cert, tol, stop):
-    """The stopping rules of :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp` (``STOPS``) on a certificate."""
+    """The stopping rules of :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp` (``STOPS``) on a
+    certificate, each on ``gap + rounding`` (the gap whatever its rounding)."""
+    bound = cert.gap + cert.rounding
     if stop == "gap":
-        return cert.gap <= tol
+        return bound <= tol
     if stop == "relative":
-        return cert.gap <= tol * abs(cert.dual)
-    return cert.extra["delta"] <= (1.0 + tol) ** 2 - 1.0
+        return bound <= tol * abs(cert.dual)
+    r2 = cert.extra["radius2"]
+    delta = bound / r2 if r2 > 0 else (0.0 if bound <= 0 else math.inf)
+    return delta <= (1.0 + tol) ** 2 - 1.0
 
 
 def simplex_stop_estimate(tol, stop, shift):
@@ -96,7 +116,7 @@ def simplex_stop_estimate(tol, stop, shift):
 def simplex_stopping_rule(tol, stop):
     """:func:`simplex_converged`'s rule in words (for the ``ConvergenceWarning``)."""
     if stop == "gap":
-        return f"gap <= tol={tol:.3g}"
+        return f"gap + rounding <= tol={tol:.3g}"
     if stop == "relative":
-        return f"gap <= tol*|D| with tol={tol:.3g}"
+        return f"gap + rounding <= tol*|D| with tol={tol:.3g}"
     return f"radius within a factor 1 + tol={tol:.3g} of the optimum"

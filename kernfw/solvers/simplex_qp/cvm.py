@@ -32,7 +32,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ...fw import FWIterate
 from ...operators.gram import Gram
-from .certificate import ball_shift, simplex_certificate, simplex_converged, simplex_stopping_rule
+from .certificate import (
+    ball_shift,
+    simplex_certificate,
+    simplex_converged,
+    simplex_rounding,
+    simplex_stopping_rule,
+)
 from .start import cvm_first_point, cvm_second_point
 
 __all__ = ["CoreVectorIterate", "INNER_FRACTION"]
@@ -138,7 +144,8 @@ class CoreVectorIterate(FWIterate):
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = self._inner_solve(sub, q_core, weights / weights.sum(), self._inner_tol())
         self.inner_iterations += res.n_iter
-        self.alpha_core = res.solution["alpha"]
+        alpha = res.solution["alpha"]
+        self.alpha_core = alpha / alpha.sum()  # on the simplex to rounding (the dual needs it)
         self.v = self._cols[:, :k] @ self.alpha_core
         self.qa = 0.0 if self.q is None else float(self.q[self.core] @ self.alpha_core)
         self.ava = float(self.alpha_core @ self.v[self.core])
@@ -162,7 +169,12 @@ class CoreVectorIterate(FWIterate):
     # -- FWIterate protocol --------------------------------------------------------------
     def certificate(self):
         extra = {"coreset": int(self.core.size), "inner_iterations": self.inner_iterations}
-        return simplex_certificate(self.qa - self.ava, self._gap, self.stop, self.ball_shift, extra)
+        i = self._vertex
+        qi = 0.0 if self.q is None else self.q[i]
+        rounding = simplex_rounding(self.n + self.core.size, qi, self.v[i], self.qa, self.ava)
+        return simplex_certificate(
+            self.qa - self.ava, self._gap, self.stop, self.ball_shift, extra, rounding
+        )
 
     def is_converged(self, cert, tol):
         return simplex_converged(cert, tol, self.stop)

@@ -35,6 +35,7 @@ from .certificate import (
     raise_not_psd,
     simplex_certificate,
     simplex_converged,
+    simplex_rounding,
     simplex_stop_estimate,
     simplex_stopping_rule,
 )
@@ -236,7 +237,14 @@ class SimplexQPIterate(FWIterate):
         i, gap = self._fw_vertex()
         self._curvature(i)  # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
         extra = {"coreset": self.active.size, "away_steps": self.n_away, "drop_steps": self.n_drop}
-        return simplex_certificate(self.objective(), gap, self.stop, self.ball_shift, extra)
+        qi = 0.0 if self.q is None else self.q[i]
+        if self.active.size == 1 and self.beta[i] > 0:  # α = e_{i*}: the gap is exactly 0
+            rounding = 0.0
+        else:
+            rounding = simplex_rounding(self.n + self.steps, qi, self._v(i), self.qa, self.ava)
+        return simplex_certificate(
+            self.objective(), gap, self.stop, self.ball_shift, extra, rounding
+        )
 
     def is_converged(self, cert, tol):
         return simplex_converged(cert, tol, self.stop)

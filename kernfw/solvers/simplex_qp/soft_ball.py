@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ...fw import Certificate, FWIterate, quadratic_step, run
+from ...fw.result import rounding_bound
 from ..mkl.capped_simplex import sum_top_t
 
 __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
@@ -76,15 +77,23 @@ class SoftBallIterate(FWIterate):
     def certificate(self):
         g = self._gradient()
         aka = float(self.alpha @ self.v)
-        dual = float(self.q @ self.alpha) - aka
+        qa = float(self.q @ self.alpha)
+        dual = qa - aka
         gap = self.u * sum_top_t(g, self.t) - float(self.alpha @ g)
-        return Certificate(primal=dual + gap, dual=dual, gap=gap, extra={"center_norm2": aka})
+        magnitude = abs(qa) + 2.0 * abs(aka) + 2.0 * float(np.max(np.abs(g)))
+        return Certificate(
+            primal=dual + gap,
+            dual=dual,
+            gap=gap,
+            extra={"center_norm2": aka},
+            rounding=rounding_bound(2 * self.n, magnitude),
+        )
 
     def is_converged(self, cert, tol):
-        return cert.gap <= tol * abs(cert.primal)
+        return cert.gap + cert.rounding <= tol * abs(cert.primal)
 
     def stopping_rule(self, tol):
-        return f"gap / |primal| <= tol={tol:.3g}"
+        return f"(gap + rounding) / |primal| <= tol={tol:.3g}"
 
     def step(self, t):
         g = self._gradient()
