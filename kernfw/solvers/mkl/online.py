@@ -486,6 +486,9 @@ class OnlineMKLIterate(FWIterate):
 
     #: positions whose products with the support are computed in one matrix product
     PREFETCH_POSITIONS = 256
+    #: support rows per block of the quadratic forms of an average's norms (Mk blocks of
+    #: NORM_ROWS × n_S values at once)
+    NORM_ROWS = 32
 
     def __init__(
         self,
@@ -579,8 +582,8 @@ class OnlineMKLIterate(FWIterate):
         if not p.Mk:
             return sq
         support = p.groups.support
-        for lo in range(0, support.size, self.PREFETCH_POSITIONS):
-            rows = slice(lo, lo + self.PREFETCH_POSITIONS)
+        for lo in range(0, support.size, self.NORM_ROWS):
+            rows = slice(lo, lo + self.NORM_ROWS)
             nodes = p.groups.nodes(p.groups.block(support[rows]), A)
             sq += np.einsum("ktc,ktc->k", A[:, rows], nodes)
         return np.sqrt(np.maximum(sq, 0.0))
@@ -731,7 +734,7 @@ def solve_online_mkl(
     eta0=1.0,
     max_iter=10,
     radius=None,
-    averaging="none",
+    averaging="epoch",
     solver="dual_averaging",
     objective_sample=None,
     random_state=None,
@@ -769,7 +772,8 @@ def solve_online_mkl(
         squared regularizers and ``F(0)/λ`` for the ℓ2,1 ones (both contain
         the optimum).
     averaging : {"none", "uniform", "weighted", "epoch"}
-        The returned predictor (module docstring); "none": the last iterate.
+        The returned predictor (module docstring): "none" the last iterate, else an
+        average of the iterates.
     solver : {"dual_averaging", "proximal"}
         Regularized dual averaging (:class:`DualAveragingIterate`, [Xiao2010]: the
         proxes applied to the running gradient sum; groups without signal stay
