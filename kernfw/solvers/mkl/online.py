@@ -1,4 +1,4 @@
-r"""Online proximal multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
+r"""Online multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
 
 The model has one parameter block ``θ_k`` per group and scores
 ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩``.  It minimizes
@@ -8,10 +8,14 @@ The model has one parameter block ``θ_k`` per group and scores
 with a group regularizer ``R`` (:mod:`kernfw.solvers.mkl.prox`: squared ℓ2,1,
 ℓ2,1, elastic MKL, sparse group lasso) and the structured hinge
 ``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)`` or the CRF loss
-``L_i = log Σ_y exp f(x_i, y) − f(x_i, y_i)``, by the online proximal algorithm of
-[Martins2011] (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
-(loss-augmented decoding for the hinge, marginals for the CRF), the prox of each
-term of ``R`` in sequence, and an optional projection on a ball.
+``L_i = (1/T) log Σ_y exp(T f(x_i, y)) − f(x_i, y_i)`` — the log-loss of the per-letter
+scores ``T·f`` divided by ``T``, on the scale of the normalized hinge, for a chain of
+length ``T`` with a normalized Hamming loss (``T = 1`` otherwise: the plain CRF loss;
+math.md §4.6) — by regularized dual averaging ([Xiao2010]; :class:`DualAveragingIterate`,
+the default) or by the online proximal algorithm of [Martins2011] (Algorithms 1 and 3,
+math.md §4.2): per example a subgradient (loss-augmented decoding for the hinge,
+marginals for the CRF), the prox of each term of ``R`` in sequence, and an optional
+projection on a ball.
 
 **Models.** Any :class:`~kernfw.structured.StructuredModel` with *explicit*
 groups (index sets of its joint feature vector ``φ``) and the hinge, through
@@ -32,13 +36,16 @@ quadratic form over the support:
 .. math::  ‖θ_k + ηg‖² = ‖θ_k‖² + 2η ⟨δ, S_k⟩ + η² \operatorname{tr}(δᵀ K_k[P, P] δ),
 
 ``S_k`` (T × q) being the node scores of group ``k`` already computed for the
-decoding.  The prox rescales whole groups.
+decoding.  The prox rescales whole groups: ``A_k = s_k C_k`` keeps the factor apart
+(:class:`GroupParameters`), and the kernel blocks and scores of a round come from
+:mod:`kernfw.solvers.mkl.kernel_groups` (compiled).
 
 **Online to batch.** ``averaging`` returns the last iterate ("none"), the uniform
 or the ``t``-weighted average of all iterates, or the uniform average of the
 iterates of the last epoch (``"epoch"``: a group switched off for a whole epoch
-is exactly zero).  After each epoch the regularized objective ``F`` of the
-returned predictor is recorded (one step of :func:`kernfw.fw.run` per epoch).
+is exactly zero), kept lazily (:class:`_Average`).  After each epoch the regularized
+objective ``F`` of the returned predictor is recorded (one step of :func:`kernfw.fw.run`
+per epoch; its loss term on ``objective_sample`` examples).
 No duality gap is certified (``gap = inf``; math.md §4.5).
 """
 
