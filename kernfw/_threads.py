@@ -15,8 +15,10 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["thread_limit", "SMALL_WORK"]
 
-#: multiply-adds below which work runs on one thread (about 10 ms on one core)
-SMALL_WORK = 2e8
+#: multiply-adds below which work runs on one thread (up to about half a second on one
+#: core: the Gram of 10,000 points in 20 dimensions; a second thread saves at most half
+#: of that, and on a busy machine it loses time waiting for the other thread)
+SMALL_WORK = 1e9
 
 
 @functools.lru_cache(maxsize=1)

@@ -3,11 +3,14 @@
 - no import circle inside ``kernfw/``, function-level imports included;
 - no solver branches on a concrete kernel backend (it asks ``compiled_view()`` /
   ``column_view()`` or calls the protocol);
-- no module imports from a layer above it (estimators, the CLI and the sweeps are
-  above the solvers, which are above the operators and the FW machinery).
+- no module imports from a layer above it or beside it (:data:`LAYERS`, the diagram of
+  docs/architecture.md);
+- every public function of ``kernfw/solvers/`` that drives an iterate is named ``solve_*``;
+- the architecture page describes the code as it is, not the history of issues.
 """
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "kernfw"
@@ -16,29 +19,33 @@ ROOT = Path(__file__).resolve().parents[1] / "kernfw"
 #: type, and the KernelOperator base class are allowed)
 BACKENDS = {"Gram", "Features", "KernelFunction", "PairwiseKernel", "Normalized", "L2SVMKernel"}
 
-#: package -> packages it must not import (directly or inside functions)
-FORBIDDEN = {
-    "kernfw.operators": (
-        "kernfw.solvers",
-        "kernfw.estimators",
-        "kernfw.fw",
-        "kernfw.cli",
-        "kernfw.sweeps",
-        "kernfw.distributed",
-        "kernfw.reference",
-    ),
-    "kernfw.fw": (
-        "kernfw.solvers",
-        "kernfw.estimators",
-        "kernfw.operators",
-        "kernfw.cli",
-        "kernfw.sweeps",
-        "kernfw.distributed",
-    ),
-    "kernfw.solvers": ("kernfw.estimators", "kernfw.cli", "kernfw.sweeps", "kernfw.reference"),
-    "kernfw.estimators": ("kernfw.cli", "kernfw.sweeps"),
-    "kernfw.distributed": ("kernfw.estimators", "kernfw.cli", "kernfw.sweeps", "kernfw.reference"),
-}
+#: the import layers, bottom up (docs/architecture.md): a module imports only modules of
+#: its own package or of a lower layer, at module level and inside functions alike
+LAYERS = [
+    # the root package imports nothing at import time (its public names load lazily)
+    ("kernfw", "kernfw._validation", "kernfw._compiled", "kernfw._threads"),
+    ("kernfw.fw", "kernfw.operators", "kernfw.losses", "kernfw.structured", "kernfw.datasets"),
+    ("kernfw.kernels",),
+    ("kernfw.solvers",),
+    ("kernfw.distributed",),
+    ("kernfw.estimators",),
+    ("kernfw.reference", "kernfw.sweeps", "kernfw.plotting"),
+    ("kernfw.evaluation",),
+    ("kernfw.cli",),
+    ("kernfw.__main__",),
+]
+
+
+def _layer(name):
+    """``(layer index, package)`` of module ``name`` (the longest matching package)."""
+    best = None
+    for k, packages in enumerate(LAYERS):
+        for package in packages:
+            inside = name == package or (package != "kernfw" and name.startswith(package + "."))
+            if inside and (best is None or len(package) > len(best[1])):
+                best = (k, package)
+    return best
+
 
 #: the simplex-QP package, bottom up: a module imports only the modules before it
 SIMPLEX_QP = [
@@ -143,16 +150,53 @@ def test_a_planted_circle_is_found():
 
 def test_layers_import_downwards_only():
     mods = _modules()
+    unplaced = sorted(name for name in mods if _layer(name) is None)
+    assert not unplaced, f"modules in no layer of LAYERS: {unplaced}"
     wrong = []
     for name, path in mods.items():
-        for layer, above in FORBIDDEN.items():
-            if name == layer or name.startswith(layer + "."):
-                wrong += [
-                    f"{name}:{line} imports {target}"
-                    for line, target in _imports(name, path, mods)
-                    if any(target == a or target.startswith(a + ".") for a in above)
-                ]
+        layer, package = _layer(name)
+        for line, target in _imports(name, path, mods):
+            t_layer, t_package = _layer(target)
+            if t_package != package and t_layer >= layer:
+                wrong.append(f"{name}:{line} imports {target} (layer {t_layer} >= {layer})")
     assert not wrong, wrong
+
+
+def test_a_sideways_import_is_found():
+    assert _layer("kernfw.solvers.mkl.cskl") == (3, "kernfw.solvers")
+    assert _layer("kernfw.cli.parser") == (8, "kernfw.cli")
+    assert _layer("kernfw") == (0, "kernfw")
+    assert _layer("kernfw.__main__") == (9, "kernfw.__main__")
+    # the operators and the FW machinery are one layer: neither may import the other
+    assert _layer("kernfw.fw.loop")[0] == _layer("kernfw.operators.gram")[0]
+
+
+def _drives_an_iterate(node):
+    """True when function ``node`` calls ``run(...)`` or ``drive(...)`` (the FW driver)."""
+    return any(
+        isinstance(call, ast.Call) and getattr(call.func, "id", None) in {"run", "drive"}
+        for call in ast.walk(node)
+    )
+
+
+def test_solvers_are_named_solve():
+    wrong = []
+    for path in (ROOT / "solvers").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if (
+                isinstance(node, ast.FunctionDef)
+                and not node.name.startswith(("_", "solve_"))
+                and node.name != "drive"
+                and _drives_an_iterate(node)
+            ):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert not wrong, wrong
+
+
+def test_architecture_page_holds_no_issue_history():
+    page = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert not re.search(r"\bissue\s+#?\d+", page, flags=re.I)
 
 
 def test_simplex_qp_package_imports_downwards():
@@ -182,3 +226,23 @@ def test_solvers_do_not_branch_on_backends():
                 if hit:
                     wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} {sorted(hit)}")
     assert not wrong, wrong
+
+
+def test_every_public_estimator_runs_scikit_learns_checks():
+    """Each public estimator appears in a ``parametrize_with_checks`` list of the tests."""
+    import kernfw
+
+    estimators = [
+        name
+        for name in kernfw._LAZY
+        if isinstance(getattr(kernfw, name), type)
+        and hasattr(getattr(kernfw, name), "get_params")
+        and hasattr(getattr(kernfw, name), "fit")
+    ]
+    assert len(estimators) >= 8
+    checked = set()
+    for path in (ROOT.parent / "tests").glob("test_*.py"):
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(r"@parametrize_with_checks\((.*?)\n\)", text, flags=re.S):
+            checked |= {name for name in estimators if re.search(rf"\b{name}\(", block)}
+    assert sorted(set(estimators) - checked) == []

@@ -83,3 +83,29 @@ def test_objective_with_and_without_the_stack_agree(kernels, svm, monkeypatch):
     ev0 = without.evaluate(gamma)
     np.testing.assert_allclose(ev.d, ev0.d, rtol=1e-6)
     assert ev.value == pytest.approx(ev0.value, rel=1e-6)
+
+
+def test_inner_tolerance_follows_the_outer_gap(kernels, monkeypatch):
+    """CSKL solves the SVM loosely far from the optimum, and at the asked inner tolerance
+    for the certificate it stops on (math.md §5.3: J(γ) − J* ≤ G + ε for any inner ε)."""
+    from kernfw.solvers.mkl import weights
+    from kernfw.solvers.mkl.cskl import solve_cskl
+
+    y = np.arange(70) % 2
+    tols = []
+    original = inner_svm.L2SVM.solve
+
+    def record(self, op, warm=None):
+        tols.append(self.tol)
+        return original(self, op, warm)
+
+    monkeypatch.setattr(inner_svm.L2SVM, "solve", record)
+    result = solve_cskl(kernels, y, t=1.0, tol=1e-3, inner_tol=1e-7)
+    monkeypatch.undo()
+    assert tols[0] == weights.INNER_TOL_START
+    assert all(b <= a for a, b in zip(tols, tols[1:]))  # never loosened
+    assert tols[-1] == 1e-7 and result.converged
+    assert result.gap <= 1e-3 * abs(result.primal)
+    tight = solve_cskl(kernels, y, t=1.0, tol=1e-7, inner_tol=1e-10)
+    assert result.primal - tight.primal <= 1e-3 * abs(tight.primal) + 1e-7
+    np.testing.assert_allclose(result["gamma"], tight["gamma"], atol=0.05)

@@ -395,8 +395,8 @@ def test_estimator_bad_parameters():
 
 
 _NO_TRAINING_OUTLIERS = (
-    "a minimum enclosing ball contains every training point, so "
-    "predict(X_train) has no -1 (unlike OneClassSVM's nu)"
+    "the hard ball (nu=0) contains every training point by definition, so "
+    "predict(X_train) has no -1; nu > 0 passes these checks"
 )
 _PRECOMPUTED_DIAG = (
     "precomputed kernels need a constant training diagonal for k(x, x) of "
@@ -405,10 +405,10 @@ _PRECOMPUTED_DIAG = (
 
 
 def _expected_failures(estimator):
-    failures = {
-        "check_outliers_train": _NO_TRAINING_OUTLIERS,
-        "check_outliers_fit_predict": _NO_TRAINING_OUTLIERS,
-    }
+    failures = {}
+    if estimator.nu == 0:
+        failures["check_outliers_train"] = _NO_TRAINING_OUTLIERS
+        failures["check_outliers_fit_predict"] = _NO_TRAINING_OUTLIERS
     if estimator.kernel == "precomputed":
         for check in (
             "check_fit_score_takes_y",
@@ -422,13 +422,20 @@ def _expected_failures(estimator):
             "check_fit_idempotent",
         ):
             failures[check] = _PRECOMPUTED_DIAG
+        # these checks fit raw features (300 × 2), not a Gram, whatever the pairwise tag says
+        for check in ("check_outliers_fit_predict", "check_outliers_train"):
+            failures[check] = "the check passes features, not a Gram"
         # the check passes K − mean(K), an indefinite Gram: kernfw raises NotPSDError
         failures["check_positive_only_tag_during_fit"] = "indefinite precomputed Gram"
     return failures
 
 
 @parametrize_with_checks(
-    [MinimumEnclosingBall(), MinimumEnclosingBall(kernel="precomputed")],
+    [
+        MinimumEnclosingBall(),
+        MinimumEnclosingBall(nu=0.1),
+        MinimumEnclosingBall(kernel="precomputed", nu=0.1),
+    ],
     expected_failed_checks=_expected_failures,
 )
 def test_sklearn_compatible(estimator, check):
@@ -891,3 +898,33 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
         for j in (0, 3, 7, 79):
             _evaluate_column(it, src, j, out, np.empty(80))
             np.testing.assert_array_equal(out, matrix[:, j])
+
+
+# -- the ν-soft ball (math.md §2.9) -----------------------------------------------------------
+@pytest.mark.parametrize("nu", [0.05, 0.2, 0.5])
+def test_soft_ball_estimator_matches_cvxpy_and_bounds_outliers(nu):
+    from kernfw.reference.meb import soft_ball_reference
+
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.normal(size=(45, 2)), rng.normal(loc=5.0, size=(5, 2))])
+    ball = MinimumEnclosingBall(kernel="linear", nu=nu, tol=1e-9).fit(X)
+    ref = soft_ball_reference(X @ X.T, nu)
+    assert ball.converged_
+    assert ball.dual_objective_ <= ref["objective"] * (1 + 1e-7)
+    assert ball.primal_objective_ >= ref["objective"] * (1 - 1e-7)
+    assert np.mean(ball.predict(X) == -1) <= nu
+    assert ball.dual_coef_.max() <= 1.0 / (nu * X.shape[0]) * (1 + 1e-12)
+    assert np.isnan(ball.radius_lower_)
+    # the radius is the ⌈νn⌉-th largest training distance
+    d = ball.distance2(X)
+    k = int(np.ceil(nu * X.shape[0]))
+    assert ball.radius_**2 == pytest.approx(np.sort(d)[-k], rel=1e-9)
+
+
+def test_soft_ball_needs_the_pairwise_solver():
+    X = np.random.RandomState(0).normal(size=(30, 2))
+    with pytest.raises(ValueError, match="pairwise Frank-Wolfe"):
+        MinimumEnclosingBall(nu=0.2, solver="cvm").fit(X)
+    # nu * n <= 1 is the hard ball: every training point inside
+    ball = MinimumEnclosingBall(nu=1 / 40).fit(X)
+    assert np.all(ball.predict(X) == 1) and not np.isnan(ball.radius_lower_)

@@ -484,8 +484,8 @@ def _assert_same_run(fast, slow):
 def test_compiled_bcfw_equals_numpy_block_steps(name, kind, sigma):
     """Every loss on every compiled operator: same iterates, steps and gaps (pass by pass).
 
-    The structured hinge (costs) and the max hinge take pairwise steps; the
-    other four losses FW block steps with the exact block line search.
+    Every loss takes its exact block step (the hinges math.md §1.13, the others
+    §1.14).
     """
     needs_compiled()
     fast, slow = _bcfw_pair(operator(kind), LOSSES[name], sigma)
@@ -635,12 +635,79 @@ def test_exact_block_step_leaves_an_optimal_block_alone(rng):
     assert step > 0 and step2 <= 1e-12 and np.abs(delta2).max() <= 1e-12
 
 
+def _random_block(rng, loss, m=M, draws=3):
+    """A block gradient and a feasible block: ``α = (1ᵀβ) e_y − β``, ``β`` a mean of
+    ``draws`` LMO vertices of ``B`` (so on a face of ``A_i``, not at a vertex)."""
+    yi = int(rng.integers(m))
+    beta = np.zeros(m)
+    for _ in range(draws):
+        a = rng.normal(size=m)
+        a[yi] = 0.0
+        beta += loss.lmo_row(a) / draws
+    alpha = -beta
+    alpha[yi] += beta.sum()
+    return rng.normal(scale=2.0, size=m), alpha, yi
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_corral_step_equals_the_block_qp_optimum(name, rng):
+    """The exact block step of every loss (math.md §1.14) = cvxpy's minimizer of the
+    block QP over ``A_i``, for curvatures from 1e-3 to 3 (small ``q``: long steps)."""
+    from kernfw.reference import multiclass_block_qp
+    from kernfw.solvers._block_kernels import loss_code
+    from kernfw.solvers.multiclass import corral_step
+
+    loss = LOSSES[name]
+    moved = 0
+    for trial in range(10):
+        g, alpha, yi = _random_block(rng, loss)
+        q = (1e-3, 0.05, 1.0, 3.0)[trial % 4]
+        step, delta, gap = corral_step(loss_code(loss, M), g, alpha, yi, q)
+        ref = multiclass_block_qp(g, alpha, yi, q, loss)
+        value = g @ delta + q / 2 * delta @ delta
+        assert abs(value - ref["value"]) <= 1e-9 * max(1.0, abs(ref["value"]))
+        new = alpha + delta
+        assert abs(new.sum()) <= 1e-12 and np.all(np.delete(new, yi) <= 0.0)
+        # the solution is unique (strictly convex): the same point as cvxpy's
+        np.testing.assert_allclose(new, ref["alpha"], atol=1e-6)
+        assert gap == pytest.approx(loss.value((g - g[yi])[None])[0] + g @ alpha, abs=1e-12)
+        assert step == pytest.approx(0.5 * np.abs(delta).sum())
+        moved += step > 0
+    assert moved >= 8
+
+
+@pytest.mark.parametrize("name", ["topk_hinge", "usunier", "weighted_topk", "weighted_usunier"])
+def test_corral_step_is_optimal_by_its_fw_gap_and_stays_put(name, rng):
+    """At the step's point the block QP's FW gap (over the LMO vertex) is at rounding
+    level, and a second step from there does not move (the step is exact, not a
+    descent step)."""
+    from kernfw.solvers._block_kernels import loss_code
+    from kernfw.solvers.multiclass import corral_step
+
+    loss = LOSSES[name]
+    code = loss_code(loss, M)
+    for _trial in range(20):
+        g, alpha, yi = _random_block(rng, loss)
+        q = float(rng.uniform(0.01, 3.0))
+        step, delta, _ = corral_step(code, g, alpha, yi, q)
+        grad, new = g + q * delta, alpha + delta
+        u = -loss.lmo_row(grad - grad[yi])
+        u[yi] -= u.sum()
+        assert grad @ (new - u) <= 1e-10
+        step2, delta2, _ = corral_step(code, grad, new, yi, q)
+        assert np.abs(delta2).max() <= 1e-9
+
+
 @pytest.mark.parametrize("block_step", ["fw", "pairwise", "exact"])
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
 def test_compiled_equals_numpy_for_every_block_step(block_step, kind):
     """Each block step rule takes the same steps compiled and in numpy."""
     needs_compiled()
-    for name in ("max_hinge", "structured_hinge"):
+    names = ("max_hinge", "structured_hinge")
+    if block_step != "pairwise":  # the exact steps of the other losses (math.md §1.14)
+        names += ("topk_hinge", "weighted_usunier")
+    for name in names:
         fast, slow = _bcfw_pair(operator(kind), LOSSES[name], 0.1, passes=8, block_step=block_step)
         _assert_same_run(fast, slow)
         assert fast.gap < 0.1 * fast.history["gap"][0]
@@ -763,6 +830,7 @@ def test_visit_helpers_without_reference_counting(monkeypatch):
         ("max_hinge", "exact", True),
         ("structured_hinge", "pairwise", False),
         ("weighted_topk", "fw", False),
+        ("usunier", "exact", True),
     ],
 )
 def test_compiled_bcfw_equals_numpy_adaptive_rounds(kind, name, block_step, classes):
@@ -833,18 +901,26 @@ def test_adaptive_rounds_respect_the_pass_budget():
         assert res.status == "max_iter" and passes == max_iter == res.n_iter
 
 
+class _OwnLoss(Usunier):
+    """A loss that is not built in (no loss code): FW block steps only."""
+
+
 def test_block_step_errors():
     problem = MulticlassDual(operator("dense"), Y0, LOSSES["usunier"], lam=LAM)
     At, S = problem.start()
-    for rule in ("pairwise", "exact"):
-        with pytest.raises(ValueError, match="need the max or structured hinge"):
-            BlockFW(problem, At, S, block_step=rule)
+    with pytest.raises(ValueError, match="need the max or structured hinge"):
+        BlockFW(problem, At, S, block_step="pairwise")
     with pytest.raises(ValueError, match="block_step must be"):
         BlockFW(problem, At, S, block_step="newton")
+    own = MulticlassDual(operator("dense"), Y0, _OwnLoss(3), lam=LAM)
+    with pytest.raises(ValueError, match="exact block steps need a built-in loss"):
+        BlockFW(own, *own.start(), block_step="exact")
+    assert BlockFW(own, *own.start()).block_step_rule == "fw"
     hinge = MulticlassDual(operator("dense"), Y0, LOSSES["max_hinge"], lam=LAM)
     assert BlockFW(hinge, *hinge.start()).block_step_rule == "exact"
     assert BlockFW(hinge, *hinge.start(), rule="standard").block_step_rule == "fw"
-    assert BlockFW(problem, At, S).block_step_rule == "fw"
+    assert BlockFW(problem, At, S).block_step_rule == "exact"
+    assert BlockFW(problem, At, S, rule="standard").block_step_rule == "fw"
     with pytest.raises(ValueError, match="averaging|KERNFW_DISABLE_NUMBA"):
         BlockFW(hinge, *hinge.start(), compiled=True, averaging=True)
 

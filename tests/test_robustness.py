@@ -91,6 +91,8 @@ def test_no_machine_paths_in_the_repository():
     assert len(files) > 20
     offenders = []
     for path in files:
+        if path == Path(__file__).resolve():
+            continue  # this file holds machine paths as examples of what the pattern catches
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:

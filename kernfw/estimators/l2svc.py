@@ -153,8 +153,8 @@ KernelOperator, default="rbf"
         ``max(100000, 20 n)``).
     cache_size : float, default=200
         Kernel cache in MB for one fit, as :class:`sklearn.svm.SVC`'s: the
-        column cache of on-the-fly kernels.  Gram matrices up to
-        :data:`~kernfw.kernels.COLUMN_GRAM_MAX_MB` are precomputed instead, and
+        column cache of on-the-fly kernels.  Gram matrices up to 32 MB
+        (``kernfw.kernels.COLUMN_GRAM_MAX_MB``) are precomputed instead, and
         so are Grams up to ``max(256 MB, cache_size)`` when ``X`` has 50
         features or more (see :func:`gram_budget`).  MFW requests most columns
         only once or twice, so the cache size matters little (see

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
-from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp
+from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp, solve_soft_ball
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
@@ -55,6 +55,12 @@ class MinimumEnclosingBall(OutlierMixin, SupportKernelMixin, FWEstimatorMixin, B
     ``solver="mfw"``.  The centre is ``c = Σ α_i φ(x_i)``; only the support
     points (``α_i > 0``, the core set) are needed to predict.
 
+    With ``nu > 0`` it finds the ν-soft ball instead (math.md §2.9): the radius ``R`` and
+    centre ``c`` minimizing ``R² + 1/(νn) Σ_i max(0, ‖φ(x_i) − c‖² − R²)``, which leaves at
+    most a fraction ν of the training points outside — the outlier-fraction control of
+    :class:`sklearn.svm.OneClassSVM`'s ``nu``.  Its dual is the same quadratic on the capped
+    simplex ``0 ≤ α_i ≤ 1/(νn)``, solved by pairwise Frank-Wolfe steps.
+
     Parameters
     ----------
     kernel : {"linear", "rbf", "poly", "sigmoid", "precomputed"}, callable or \
@@ -69,11 +75,17 @@ KernelOperator, default="rbf"
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
+    nu : float in [0, 1], default=0.0
+        ν, the largest fraction of training points left outside the ball (and at most the
+        fraction of support points).  0 (or ``ν n ≤ 1``) is the minimum enclosing ball,
+        which contains every training point.
     solver : {"mfw", "lsfw", "cvm"}, default="mfw"
-        The algorithm: away-step (MFW) or plain Frank-Wolfe ("lsfw"), both
-        with exact line search (compiled with numba when available), or
-        "cvm": the core vector machine's core-set iterations (each solves the
-        QP on the core set).
+        The algorithm for the hard ball (``ν n ≤ 1``): away-step (MFW) or plain
+        Frank-Wolfe ("lsfw"), both with exact line search (compiled with numba when
+        available), or "cvm": the core vector machine's core-set iterations (each solves
+        the QP on the core set).  The soft ball (``ν n > 1``) is solved by pairwise
+        Frank-Wolfe, MFW's away steps paired with its FW steps on the capped simplex;
+        it accepts the default "mfw" only.
     tol : float, default=2e-4
         Relative tolerance on the certified duality gap of ``r²``: stop when
         ``(R² − r²)/r² ≤ tol``, with ``R² = max_i ‖φ(x_i) − c‖²`` (the primal
@@ -82,7 +94,8 @@ KernelOperator, default="rbf"
         radius rule of the core vector machine, ``R ≤ (1+ε) r``, with
         ``tol = 2ε + ε²``: the default is ``ε ≈ 1e-4``, a radius certified to
         0.01 %; the inlier decisions of held-out points change only within
-        that band of the sphere.
+        that band of the sphere.  For the soft ball (``ν n > 1``) the rule is
+        the relative gap of its objective, ``(P − D)/P ≤ tol``.
     max_iter : int, default=None
         Budget in iterations (one kernel column each; core-set iterations for
         ``solver="cvm"``), which ``n_iter_`` counts (None: ``max(100000, 20 n)``).
@@ -105,9 +118,11 @@ KernelOperator, default="rbf"
     radius_ : float
         Radius ``R`` of the ball around ``c`` that contains every training
         point: ``R² = max_i ‖φ(x_i) − c‖²`` (the primal value; within a factor
-        ``1 + tol`` of ``r*²``).
+        ``1 + tol`` of ``r*²``).  For the soft ball (``ν n > 1``), the radius that
+        minimizes the primal at ``c``: the ``⌈νn⌉``-th largest ``‖φ(x_i) − c‖²``.
     radius_lower_ : float
-        Square root of the dual value ``f(α) ≤ r*²``: ``radius_lower_ ≤ r* ≤ radius_``.
+        Square root of the dual value ``f(α) ≤ r*²``: ``radius_lower_ ≤ r* ≤ radius_``
+        (hard ball; NaN for the soft ball, whose dual value is not a radius).
     center_norm2_ : float
         ``‖c‖² = αᵀKα``.
     support_ : ndarray of int
@@ -149,6 +164,7 @@ KernelOperator, default="rbf"
 
     _parameter_constraints = {
         **KERNEL_PARAMETER_CONSTRAINTS,
+        "nu": [Interval(Real, 0, 1, closed="both")],
         "solver": [StrOptions(set(SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
@@ -164,6 +180,7 @@ KernelOperator, default="rbf"
         gamma="scale",
         degree=3,
         coef0=0.0,
+        nu=0.0,
         solver="mfw",
         tol=2e-4,
         max_iter=None,
@@ -176,6 +193,7 @@ KernelOperator, default="rbf"
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -203,9 +221,19 @@ KernelOperator, default="rbf"
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
+        soft = self.nu * op.n > 1.0
+        if soft and (self.solver != "mfw" or self.backend != "local"):
+            raise ValueError(
+                f"the soft ball (nu={self.nu}, nu * n > 1) is solved by pairwise Frank-Wolfe "
+                "in this process: use solver='mfw' and backend='local' (or nu=0)"
+            )
         callback = self._fw_callback(self.max_iter, X)
         try:
-            if self.backend == "dask":  # data-parallel MFW on the Dask cluster
+            if soft:
+                result = solve_soft_ball(
+                    op, self.nu, tol=self.tol, max_iter=self.max_iter, callback=callback
+                )
+            elif self.backend == "dask":  # data-parallel MFW on the Dask cluster
                 from ..distributed import solve_meb
 
                 result = solve_meb(
@@ -236,9 +264,9 @@ KernelOperator, default="rbf"
         self.support_ = sol["support"]
         self.dual_coef_ = sol["alpha"][self.support_][None, :]
         self.center_norm2_ = float(sol["alpha"][self.support_] @ sol["v"][self.support_])
-        self.radius_ = float(np.sqrt(max(result.primal, 0.0)))
-        self.radius_lower_ = float(np.sqrt(max(result.dual, 0.0)))
-        R2 = max(result.primal, 0.0)
+        R2 = max(sol["radius2"] if soft else result.primal, 0.0)
+        self.radius_ = float(np.sqrt(R2))
+        self.radius_lower_ = np.nan if soft else float(np.sqrt(max(result.dual, 0.0)))
         self.boundary_tol_ = boundary_tolerance(
             op.dtype, diag, self.center_norm2_, R2, result.n_iter
         )

@@ -1,5 +1,6 @@
 """Compiled (numba) weighted sum of stacked kernels, the backend of
-:meth:`kernfw.operators.combination.KernelStack.weighted`.
+:meth:`kernfw.operators.combination.KernelStack.weighted`, and the in-place
+symmetrization of a stacked kernel.
 
 ``out = Σ_j w_j K_j`` in one pass over the stack: the entries are taken in blocks
 small enough for the block of ``out`` to stay in L1 while every kernel adds to it.
@@ -10,7 +11,7 @@ equal entries of ``out``: symmetric kernels give a symmetric sum, bit for bit.
 
 from numba import njit
 
-__all__ = ["weighted_sum"]
+__all__ = ["weighted_sum", "symmetrize"]
 
 #: entries per block (32 kB of float64)
 _BLOCK = 4096
@@ -36,3 +37,23 @@ def weighted_sum(K, w, out):
             else:
                 for e in range(start, stop):
                     out[e] += wj * row[e]
+
+
+#: rows and columns of a tile of :func:`symmetrize`
+_TILE = 64
+
+
+@njit(cache=True)
+def symmetrize(K):
+    """``K ← ½(K + Kᵀ)`` in place (square float64), tile by tile: ``K_ij`` and ``K_ji``
+    both become ``(K_ij + K_ji) · 0.5``, equal bit for bit."""
+    n = K.shape[0]
+    for I in range(0, n, _TILE):
+        i1 = min(I + _TILE, n)
+        for J in range(0, I + 1, _TILE):
+            j1 = min(J + _TILE, n)
+            for i in range(I, i1):
+                for j in range(J, min(j1, i)):
+                    v = (K[i, j] + K[j, i]) * 0.5
+                    K[i, j] = v
+                    K[j, i] = v

@@ -188,11 +188,15 @@ class KernelStack:
     def __init__(self, kernels):
         self.p, self.n = kernels.p, kernels.n
         self.K = np.empty((self.p, self.n, self.n))
+        lib = compiled_module("kernfw.operators._combination_numba")
         with thread_limit(self.K.size):
             for Kj, op in zip(self.K, kernels.operators):
                 Kj[...] = op.dense()
-                np.add(Kj, Kj.T.copy(), out=Kj)
-                Kj *= 0.5
+                if lib is not None:
+                    lib.symmetrize(Kj)
+                else:  # the compiled loop's values: (K_ij + K_ji) · 0.5
+                    np.add(Kj, Kj.T.copy(), out=Kj)
+                    Kj *= 0.5
         self._out = np.empty((self.n, self.n))
 
     @staticmethod
@@ -224,14 +228,14 @@ class KernelStack:
     def per_kernel_quad(self, V, rows=None):
         """``d_j = Σ_r v_rᵀ K_j v_r`` for the columns ``v_r`` of ``V`` (n, r), shape (p,).
 
-        ``rows``: the indices where some ``v_r`` may be nonzero (None: all); only
-        those rows and columns of the kernels are read.
+        ``rows``: the indices where some ``v_r`` may be nonzero (None: all).  Up to
+        ``n/2`` of them, only those rows and columns of the kernels are read;
+        otherwise ``d_j = ⟨K_j, V Vᵀ⟩`` for all ``j`` in one product of the stack with
+        ``V Vᵀ`` (one read of the stack, whatever the number r of columns).
         """
         V = np.asarray(V, dtype=np.float64).reshape(self.n, -1)
-        if rows is None:
-            KV = (self.K.reshape(self.p * self.n, self.n) @ V).reshape(self.p, self.n, -1)
-            return np.einsum("jir,ir->j", KV, V)
+        if rows is None or 2 * len(rows) > self.n:
+            return self.K.reshape(self.p, -1) @ (V @ V.T).reshape(-1)
         rows = as_index(rows, self.n)
-        Vs = V[rows]
-        block = self.K[:, rows[:, None], rows].reshape(self.p * rows.size, rows.size)
-        return np.einsum("jir,ir->j", (block @ Vs).reshape(self.p, rows.size, -1), Vs)
+        Vs, block = V[rows], np.ix_(rows, rows)
+        return np.array([np.sum((Kj[block] @ Vs) * Vs) for Kj in self.K])

@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .base import KernelOperator, as_index, check_block
+from .base import CompiledView, KernelOperator, as_index, check_block
 from .psd import NotPSDError
 
 __all__ = ["Normalized", "normalize", "NORMALIZATIONS"]
@@ -105,6 +105,15 @@ class Normalized(KernelOperator):
         out = self.base.matmat(V) - np.multiply.outer(r, sumV) - (r @ V) + g * sumV
         return out
 
+    def column_view(self):
+        """For the trace normalization, a :class:`~kernfw.operators.base.CompiledView` of
+        kind "scaled" (``matrix`` the base operator's column view, ``params`` holds the
+        factor ``scale`` = n / tr K: the columns are ``scale · K[:, j]``); else None."""
+        inner = self.base.column_view()
+        if self.kind != "trace" or inner is None:
+            return None
+        return CompiledView("scaled", inner, {"scale": self._stats["scale"]})
+
     def columns(self, idx):
         idx, st = as_index(idx, self.n), self._stats
         C = self.base.columns(idx)
@@ -114,6 +123,12 @@ class Normalized(KernelOperator):
             return st["inv_sqrt_diag"][:, None] * C * st["inv_sqrt_diag"][idx]
         r = st["row_mean"]
         return C - r[:, None] - r[idx] + st["grand_mean"]
+
+    def dense(self):
+        """The normalized ``n × n`` matrix (trace: ``s K`` from the base's own ``dense``)."""
+        if self.kind == "trace":
+            return self._stats["scale"] * self.base.dense()
+        return super().dense()
 
     def cross(self, X_new, idx=None):
         st = self._stats

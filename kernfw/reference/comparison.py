@@ -50,9 +50,9 @@ __all__ = [
 
 #: the agreement :func:`compare` asks for by default: ``gap ≤ VERIFY_RTOL·|P*|``
 VERIFY_RTOL = 1e-5
-#: the estimator's ``tol`` during a comparison is ``rtol / TOL_MARGIN``: every
-#: estimator's stopping rule then certifies ``gap ≤ rtol·|P*|`` (the minimum enclosing
-#: ball's (1+ε) radius rule bounds the relative gap on ``r²`` by ``2ε + ε²``)
+#: the estimator's ``tol`` during a comparison is ``rtol / TOL_MARGIN``: every estimator's
+#: ``tol`` is its certified relative gap (the glossary of the user guide), so its stopping
+#: rule then certifies ``gap ≤ rtol·|P*|``
 TOL_MARGIN = 10
 #: the accuracy granted to the cvxpy optimum ``P*``, relative to ``|P*|`` (math.md §6)
 REFERENCE_RTOL = 1e-6

@@ -7,6 +7,8 @@
   losses and their LMO);
 - :func:`multiclass_lmo_lp` — the direction-finding LP
   ``max_{α ∈ A_i} ⟨g, α⟩`` over one example's dual domain (checks §1.6);
+- :func:`multiclass_block_qp` — the block sub-problem of block-coordinate FW
+  ``min_{α' ∈ A_i} ⟨g, α' − α⟩ + (q/2)‖α' − α‖²`` (checks the exact block steps, §1.14);
 - :func:`smoothed_loss_value` — the Moreau envelope ``Φ_σ(s; y)`` of one example.
 
 Every loss is written with its weights ``ρ`` and the decomposition
@@ -18,7 +20,13 @@ import numpy as np
 from ..losses import MaxHinge, make_loss
 from .common import require_cvxpy, solve_problem
 
-__all__ = ["multiclass_primal", "loss_polytope_lp", "multiclass_lmo_lp", "smoothed_loss_value"]
+__all__ = [
+    "multiclass_primal",
+    "loss_polytope_lp",
+    "multiclass_lmo_lp",
+    "multiclass_block_qp",
+    "smoothed_loss_value",
+]
 
 
 def _decomposition(loss, m):
@@ -144,6 +152,41 @@ def multiclass_lmo_lp(g, y, loss):
     alpha = cp.sum(beta) * np.eye(m)[y] - beta
     problem = cp.Problem(cp.Maximize(g @ alpha), _polytope(cp, beta, loss, m))
     return solve_problem(problem)
+
+
+def multiclass_block_qp(g, alpha, y, q, loss):
+    """The block sub-problem ``min_{α' ∈ A_i} ⟨g, α' − α⟩ + (q/2)‖α' − α‖²`` (math.md §1.14).
+
+    ``A_i = {(1ᵀβ) e_y − β : β ∈ B}`` is one example's dual domain (§1.4): the
+    minimizer is the maximizer of the dual restricted to the block.
+
+    Parameters
+    ----------
+    g : ndarray of shape (m,)
+        The block gradient ``g_i = c_i + s̃_i``.
+    alpha : ndarray of shape (m,)
+        The block ``α_i`` (a point of ``A_i``).
+    y : int
+        The example's class index.
+    q : float
+        The block curvature ``q_i ≥ 0``.
+    loss : str or MulticlassLoss
+
+    Returns
+    -------
+    dict
+        ``value`` (the optimum) and ``alpha`` (the minimizer ``α'``).
+    """
+    cp = require_cvxpy()
+    g = np.asarray(g, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    m = g.size
+    loss = make_loss(loss).check(m)
+    beta = cp.Variable(m)
+    new = cp.sum(beta) * np.eye(m)[y] - beta
+    objective = g @ (new - alpha) + q / 2 * cp.sum_squares(new - alpha)
+    value = solve_problem(cp.Problem(cp.Minimize(objective), _polytope(cp, beta, loss, m)))
+    return {"value": value, "alpha": new.value}
 
 
 def smoothed_loss_value(s, y, loss, smoothing, cost=None):

@@ -44,18 +44,26 @@ import scipy.sparse as sp
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, register_jitable
 
 from ..fw._steps_numba import block_standard_step, quadratic_step
-from ..losses import (
-    MaxHinge,
-    StructuredHinge,
-    TopKHinge,
-    Usunier,
-    WeightedTopKHinge,
-    WeightedUsunier,
+from ._block_kernels import (
+    MAX_HINGE,
+    OPTIMAL_RTOL,
+    TOPK,
+    USUNIER,
+    WEIGHTED_TOPK,
+    WEIGHTED_USUNIER,
+    affine_minimizer,
+    corral_block_step,
+    corral_buffers,
+    drop_atoms,
+    exactly_symmetric,
+    loss_code,
+    loss_vertex,
+    pairwise_steps,
+    top_entries,
 )
-from ._block_kernels import exactly_symmetric, pairwise_steps
 
 __all__ = [
     "CompiledPasses",
@@ -102,26 +110,13 @@ def _visit_options():
 #: ``njit`` of the per-visit helpers (:func:`_visit_options`)
 _visit_jit = njit(cache=True, **_visit_options())
 
-#: loss kinds understood by the compiled LMO
-MAX_HINGE, TOPK, USUNIER, WEIGHTED_TOPK, WEIGHTED_USUNIER = range(5)
-
-_KINDS = {
-    MaxHinge: MAX_HINGE,
-    StructuredHinge: MAX_HINGE,
-    TopKHinge: TOPK,
-    Usunier: USUNIER,
-    WeightedTopKHinge: WEIGHTED_TOPK,
-    WeightedUsunier: WEIGHTED_USUNIER,
-}
-
-
 #: block steps (``BlockFW.block_step_rule``)
 FW, PAIRWISE, EXACT = range(3)
 _MODES = {"fw": FW, "pairwise": PAIRWISE, "exact": EXACT}
 
-#: a block whose FW gap is at most this times ``1 + Φ_i`` is optimal (see ``SHRINK_RTOL``
-#: of :mod:`kernfw.solvers.multiclass`, which imports this module lazily: same value)
-_OPTIMAL_RTOL = 1e-12
+#: a block whose FW gap is at most this times ``1 + Φ_i`` is optimal (``SHRINK_RTOL`` of
+#: :mod:`kernfw.solvers.multiclass`, which imports this module lazily: same value)
+_OPTIMAL_RTOL = OPTIMAL_RTOL
 
 #: what the compiled block steps need to know about the problem (one argument, named fields)
 BlockSpec = namedtuple(
@@ -178,23 +173,6 @@ def block_spec(iterate):
         int(p.n),
         bool(iterate.shrink_classes),
     )
-
-
-def loss_code(loss, n_classes):
-    """``(kind, k, ρ, r)`` describing a built-in loss to the compiled LMO, or None.
-
-    ``r`` is the number of sorted positions the LMO needs (``ρ_j = 0`` for
-    ``j > r``): 1 for the hinge, ``k`` for the unweighted losses, the last
-    positive weight's position for the weighted ones.  Subclasses of the
-    built-in losses (which may override the LMO) get None: the numpy path.
-    """
-    kind = _KINDS.get(type(loss))
-    if kind is None:
-        return None
-    rho = np.ascontiguousarray(loss.rho(n_classes), dtype=np.float64)
-    k = getattr(loss, "k", 1)
-    r = int(np.flatnonzero(rho > 0)[-1]) + 1
-    return kind, int(k), rho, r
 
 
 #: dense features with at most this fraction of nonzeros are passed to the CSR kernel
@@ -257,63 +235,18 @@ def gram_columns(K, symmetric=False):
 _is_symmetric = njit(cache=True)(exactly_symmetric)
 
 
-# -- the closed-form LMO (math.md §1.3) ---------------------------------------------------------
+# -- the closed-form LMO (math.md §1.3) and the exact block step of every loss (§1.14) ----------
 
+for _kernel in (top_entries, loss_vertex, affine_minimizer, drop_atoms, corral_buffers):
+    register_jitable(_kernel)  # callable by the kernels compiled below, as they are
+del _kernel
 
-@njit(cache=True)
-def _top(a, r, idx):
-    """The ``r`` largest entries of ``a``, decreasing, ties to the smaller index, into ``idx``.
-
-    Insertion into a sorted list of length ``r``: ``O(m·r)``, no allocation.
-    """
-    m = a.shape[0]
-    count = 0
-    for j in range(m):
-        v = a[j]
-        if count == r and not v > a[idx[r - 1]]:
-            continue
-        pos = count if count < r else r - 1
-        while pos > 0 and v > a[idx[pos - 1]]:
-            pos -= 1
-        last = count if count < r else r - 1
-        for q in range(last, pos, -1):
-            idx[q] = idx[q - 1]
-        idx[pos] = j
-        if count < r:
-            count += 1
-
-
-@njit(cache=True)
-def _lmo(a, kind, k, rho, r, idx, beta):
-    """``β* ∈ argmax_{β ∈ B} ⟨β, a⟩`` into ``beta`` (the ``lmo_row`` of each loss)."""
-    beta[:] = 0.0
-    _top(a, r, idx)
-    if kind == MAX_HINGE:
-        j = idx[0]
-        if a[j] > 0:
-            beta[j] = 1.0
-    elif kind == TOPK:
-        total = 0.0
-        for q in range(k):
-            total += a[idx[q]]
-        if total > 0:
-            for q in range(k):
-                beta[idx[q]] = 1.0 / k
-    elif kind == USUNIER:
-        for q in range(k):
-            if a[idx[q]] > 0:
-                beta[idx[q]] = 1.0 / k
-    elif kind == WEIGHTED_TOPK:
-        total = 0.0
-        for q in range(r):
-            total += a[idx[q]] * rho[q]
-        if total > 0:
-            for q in range(r):
-                beta[idx[q]] = rho[q]
-    else:  # WEIGHTED_USUNIER
-        for q in range(r):
-            if a[idx[q]] > 0:
-                beta[idx[q]] = rho[q]
+#: the ``r`` largest entries, :func:`~kernfw.solvers._block_kernels.top_entries`
+_top = njit(cache=True)(top_entries)
+#: the closed-form LMO, :func:`~kernfw.solvers._block_kernels.loss_vertex`
+_lmo = njit(cache=True)(loss_vertex)
+#: the exact block step of every loss, :func:`~kernfw.solvers._block_kernels.corral_block_step`
+_corral_block = njit(cache=True)(corral_block_step)
 
 
 # -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
@@ -465,15 +398,17 @@ BLOCK_GAP = 1
 
 
 @_visit_jit
-def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
+def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, corral):
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
 
     ``s[c]`` is the score of class ``cl[c]``; the gradient ``g = c_i + s_i + σ α_i``
     and ``α_i`` are gathered on those classes (the whole block when none is
     shrunk), the step is taken and ``δ`` is written into ``buf[DELTA]`` (same
     positions) and the block gap before the step (:func:`_block_gap`) into
-    ``buf[THETA, BLOCK_GAP]``.  With exact steps and ``spec.shrink`` the inactive classes
-    are dropped from ``cl`` (the new count is returned second).
+    ``buf[THETA, BLOCK_GAP]``.  Exact steps are the hinge's :func:`_exact_block`
+    or, for the other losses, :func:`_corral_block` (work arrays ``corral``); with
+    hinge exact steps and ``spec.shrink`` the inactive classes are dropped from
+    ``cl`` (the new count is returned second).
     """
     g, al, a = buf[G, :nc], buf[ALPHA, :nc], buf[A, :nc]
     beta, delta = buf[BETA, :nc], buf[DELTA, :nc]
@@ -488,12 +423,18 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx):
     if spec.sigma != 0.0:
         for c in range(nc):
             g[c] += spec.sigma * al[c]
-    if spec.mode != EXACT:  # (the exact step writes it: the same sums)
+    if spec.mode != EXACT:  # (the exact steps write it: the same sums)
         if spec.kind == MAX_HINGE:  # Φ = max(max_j a_j, 0): the hinge LMO's value
             buf[THETA, BLOCK_GAP] = _hinge_block_gap(g, al, yc)
         else:
             buf[THETA, BLOCK_GAP] = _block_gap(g, al, yc, spec, a, idx, beta)
     q = spec.Q[i]
+    if spec.mode == EXACT and spec.kind != MAX_HINGE:
+        step, gap = _corral_block(
+            g, al, yc, q, spec.kind, spec.k, spec.rho, spec.r, idx, a, beta, delta, corral
+        )
+        buf[THETA, BLOCK_GAP] = gap
+        return step, nc
     if spec.mode == PAIRWISE:
         return _pairwise_block(g, al, yc, q, spec.inner_steps, a, beta, delta), nc
     if spec.mode == FW:
@@ -624,8 +565,9 @@ def sparse_scores(indptr, indices, data, W):
 @njit(cache=True)
 def _buffers(m):
     """Work arrays: the (6, m) block buffer (rows ``G``, ``ALPHA``, ``A``, ``BETA``,
-    ``THETA``, ``DELTA``), the scores ``s`` and ``δ/(λn)``."""
-    return np.zeros((6, m)), np.zeros(m), np.zeros(m)
+    ``THETA``, ``DELTA``), the scores ``s``, ``δ/(λn)`` and the work arrays of the exact
+    block step of the losses other than the hinge (:func:`corral_buffers`)."""
+    return np.zeros((6, m)), np.zeros(m), np.zeros(m), corral_buffers(m)
 
 
 # -- the certificate ----------------------------------------------------------------------------
@@ -708,7 +650,7 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
         The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` at each visit, before the step.
     """
     d, m = X.shape[1], W.shape[1]
-    buf, s, upd = _buffers(m)
+    buf, s, upd, corral = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
@@ -725,7 +667,7 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
                 else:
                     for c in range(nc):
                         s[c] += xf * W[f, cl[c]]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, corral)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             for c in range(nc):  # only the columns of the classes that moved
@@ -750,7 +692,7 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
     prefetch are written out here.
     """
     m = W.shape[1]
-    buf, s, upd = _buffers(m)
+    buf, s, upd, corral = _buffers(m)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     T = order.shape[0]
@@ -771,7 +713,7 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         cl = classes[i]
         _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
         gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
-        step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx)
+        step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx, corral)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             cnt = _moved(cl, nc, upd, nz, un)  # the classes that moved, two per sweep over
@@ -799,24 +741,30 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
     sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
     """
     m, n = St.shape
-    buf, s, upd = _buffers(m)
+    buf, s, upd, corral = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
+    nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     for t in range(order.shape[0]):
         i = order[t]
         cl = classes[i]
         nc = n_classes[i]
         for c in range(nc):
             s[c] = St[cl[c], i]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx)
+        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, corral)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             col = Kcols[i]
-            for c in range(nc):  # rows of Sᵀ that change
-                u = upd[c]
-                if u != 0.0:
-                    row = St[cl[c]]
-                    for l in range(n):
-                        row[l] += col[l] * u
+            cnt = _moved(cl, nc, upd, nz, un)  # rows of Sᵀ that change, two per sweep
+            for q in range(0, cnt - 1, 2):  # over the column (each entry read once)
+                row0, u0, row1, u1 = St[nz[q]], un[q], St[nz[q + 1]], un[q + 1]
+                for l in range(n):
+                    k = col[l]
+                    row0[l] += k * u0
+                    row1[l] += k * u1
+            if cnt % 2:
+                row0, u0 = St[nz[cnt - 1]], un[cnt - 1]
+                for l in range(n):
+                    row0[l] += col[l] * u0
         steps[t] = step
         gaps[t] = buf[THETA, BLOCK_GAP]
 

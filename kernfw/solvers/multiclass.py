@@ -12,8 +12,9 @@ Solvers (``solver=``):
 - ``"stdfw"`` — the same with the agnostic step ``2/(t+2)``;
 - ``"bcfw"`` — block-coordinate FW: one example per step (§3.9 applied to
   this dual), one pass per iteration of the shared loop; the block step is a
-  FW step with exact line search, pairwise steps, or (hinge losses) the exact
-  solution of the block's quadratic sub-problem (``block_step``);
+  FW step with exact line search, pairwise steps (hinge losses), or the exact
+  solution of the block's quadratic sub-problem (``block_step``; every built-in
+  loss, math.md §1.13–§1.14);
 - ``"pg"`` — the projected-subgradient baseline of §1.11
   (:func:`kernfw.solvers.subgradient.solve_multiclass_subgradient`).
 
@@ -39,7 +40,7 @@ from ..fw import (
     standard_step,
 )
 from ..losses import MaxHinge
-from ._block_kernels import pairwise_steps
+from ._block_kernels import corral_block_step, corral_buffers, loss_code, pairwise_steps
 from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
 from .subgradient import solve_multiclass_subgradient
 
@@ -53,6 +54,7 @@ __all__ = [
     "inner",
     "compiled_backend",
     "exact_block_step",
+    "corral_step",
 ]
 
 SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
@@ -261,6 +263,41 @@ def exact_block_step(g, alpha, yi, q):
     return 0.5 * _sequential_sum(np.abs(delta)), delta, theta
 
 
+def corral_step(code, g, alpha, yi, q, buffers=None):
+    """The exact block step of every built-in loss (math.md §1.14).
+
+    The minimizer of ``⟨g, α' − α_i⟩ + (q/2)‖α' − α_i‖²`` over the block domain
+    ``A_i`` by Wolfe's minimum-norm-point algorithm on the vertices of ``A_i``
+    (:func:`kernfw.solvers._block_kernels.corral_block_step`, the code the compiled
+    backend runs).
+
+    Parameters
+    ----------
+    code : tuple
+        The loss, :func:`kernfw.solvers._block_kernels.loss_code`.
+    g, alpha, yi, q
+        As in :func:`fw_block_step`.
+    buffers : tuple or None
+        :func:`~kernfw.solvers._block_kernels.corral_buffers` of ``m`` (None: new ones).
+
+    Returns
+    -------
+    step : float
+        ``½‖Δα_i‖₁`` (0: the block is optimal).
+    delta : ndarray (m,)
+        ``Δα_i = α' − α_i``.
+    gap : float
+        The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` before the step.
+    """
+    kind, k, rho, r = code
+    m = g.shape[0]
+    buffers = corral_buffers(m) if buffers is None else buffers
+    idx = np.zeros(max(r, 1), dtype=np.int64)
+    a, beta, delta = np.empty(m), np.empty(m), np.empty(m)
+    step, gap = corral_block_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, delta, buffers)
+    return step, delta, gap
+
+
 def block_gap(loss, g, alpha, yi):
     """The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩ = ⟨−g_i, u_i − α_i⟩`` (math.md §1.8).
 
@@ -316,9 +353,10 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
       ``2n/(k + 2n)`` with ``rule="standard"``), any loss;
     - ``"pairwise"``: up to ``inner_steps`` pairwise (away-to-FW vertex) steps
       while the row is hot (:func:`pairwise_block_step`; max / structured hinge);
-    - ``"exact"``: the exact solution of the block's quadratic sub-problem
-      (:func:`exact_block_step`; max / structured hinge), as liblinear's
-      Crammer–Singer solver.
+    - ``"exact"``: the exact solution of the block's quadratic sub-problem:
+      :func:`exact_block_step` for the max / structured hinge, as liblinear's
+      Crammer–Singer solver, and :func:`corral_step` (Wolfe's minimum-norm point,
+      math.md §1.14) for the other built-in losses.
 
     Then ``α_i += Δα_i`` and the scores follow: with a ``"features"`` operator
     (:meth:`~kernfw.operators.KernelOperator.compiled_view`) the primal
@@ -345,8 +383,8 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
     random_state, sample
         Block order (:func:`kernfw.fw.block_order`).
     block_step : {"auto", "fw", "pairwise", "exact"}
-        "auto": ``"exact"`` for the max / structured hinge with
-        ``rule="line_search"`` (fastest in ``docs/benchmarks/multiclass.md``),
+        "auto": ``"exact"`` for every built-in loss with ``rule="line_search"``
+        (fastest in ``docs/benchmarks/multiclass.md`` and ``docs/benchmarks/topk.md``),
         else ``"fw"``.
     inner_steps : int
         Maximum number of pairwise steps per visit of a block.
@@ -368,8 +406,8 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         Certify and return the weighted average of the iterates (weights
         ``2/(k + 2)`` per block step, BCFW-wavg); numpy backend only.
     shrink_classes : bool
-        With ``shrinking`` and ``"exact"`` block steps, the classes of a
-        block shrink too, as in liblinear: a class ``j ≠ y_i`` with
+        With ``shrinking`` and ``"exact"`` block steps of the max / structured
+        hinge, the classes of a block shrink too, as in liblinear: a class ``j ≠ y_i`` with
         ``α_ij = 0`` before and after a step and ``g_ij < θ`` (the step's
         multiplier, :func:`exact_block_step`) is left out of the block's scores
         and sub-problem until the next certificate.
@@ -428,7 +466,9 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         if rule not in ("line_search", "standard"):
             raise ValueError(f"rule must be 'line_search' or 'standard', got {rule!r}")
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
-        self.block_step_rule = _check_block_step(block_step, rule, problem.loss)
+        self.block_step_rule = _check_block_step(block_step, rule, problem.loss, problem.m)
+        self.code = loss_code(problem.loss, problem.m)  # None: not a built-in loss
+        self.corral = corral_buffers(problem.m)  # work arrays of the exact steps (numpy)
         self.inner_steps = max(int(inner_steps), 1)
         op = problem.op
         self.Kdiag = np.asarray(op.diag(), dtype=np.float64)
@@ -602,6 +642,8 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             self.last_gap = block_gap(p.loss, g, self.At[i, cls], int(np.flatnonzero(cls == yi)[0]))
         if self.block_step_rule == "pairwise":
             step, delta = pairwise_block_step(g, self.At[i], yi, q, self.inner_steps)
+        elif self.block_step_rule == "exact" and not isinstance(p.loss, MaxHinge):
+            step, delta, _ = corral_step(self.code, g, self.At[i], yi, q, self.corral)
         elif self.block_step_rule == "exact":
             yc = int(np.flatnonzero(cls == yi)[0])
             alpha = self.At[i, cls]
@@ -655,15 +697,21 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         return {"A": At.T.copy(), "S": S.copy()}
 
 
-def _check_block_step(block_step, rule, loss):
+def _check_block_step(block_step, rule, loss, n_classes):
     """The block step rule of :class:`BlockFW` (see ``block_step`` there)."""
     if block_step not in ("auto",) + BLOCK_STEPS:
         raise ValueError(f"block_step must be 'auto' or one of {BLOCK_STEPS}, got {block_step!r}")
     hinge = isinstance(loss, MaxHinge)
+    exact = hinge or loss_code(loss, n_classes) is not None
     if block_step == "auto":
-        return "exact" if hinge and rule == "line_search" else "fw"
-    if block_step != "fw" and not hinge:
-        raise ValueError(f"{block_step} block steps need the max or structured hinge")
+        return "exact" if exact and rule == "line_search" else "fw"
+    if block_step == "pairwise" and not hinge:
+        raise ValueError("pairwise block steps need the max or structured hinge")
+    if block_step == "exact" and not exact:
+        raise ValueError(
+            f"exact block steps need a built-in loss, not a {type(loss).__name__} "
+            "(use block_step='fw')"
+        )
     return block_step
 
 
@@ -750,16 +798,17 @@ def solve_multiclass(
         that are not block-optimal are visited (see :class:`BlockFW`).
     block_step : {"auto", "fw", "pairwise", "exact"}
         The block step of ``"bcfw"`` (see :class:`BlockFW`): "auto" solves the
-        block sub-problem exactly for the max / structured hinge and takes a FW
-        step with exact line search for the other losses.
+        block sub-problem exactly for every built-in loss (math.md §1.13–§1.14)
+        and takes a FW step with exact line search for other losses.
     inner_steps : int
         Pairwise steps per block visit (``block_step="pairwise"``).
     averaging : bool
         ``"bcfw"`` only: certify and return the weighted average of the
         iterates (BCFW-wavg; numpy block steps).
     shrink_classes : bool
-        ``"bcfw"`` with ``shrinking`` and exact block steps: also leave the
-        inactive classes of each block out until the next certificate
+        ``"bcfw"`` with ``shrinking`` and exact block steps of the max /
+        structured hinge: also leave the inactive classes of each block out
+        until the next certificate
         (:class:`~kernfw.MultiClassSVM` turns it on with ``shrinking``: fastest
         in ``docs/benchmarks/multiclass.md`` (d)).
 

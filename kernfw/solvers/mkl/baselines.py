@@ -65,17 +65,19 @@ class LpMKLIterate(KernelWeightIterate):
     The weight set is ``{θ ≥ 0, ‖θ‖_p ≤ 1}``; its support function is ``‖d‖_{p*}``.
     """
 
-    def __init__(self, objective, p, theta0):
+    def __init__(self, objective, p, theta0, tol=None):
         self.p = p
-        super().__init__(objective, theta0)
+        super().__init__(objective, theta0, tol)
 
     def support(self, d):
         return _dual_norm(d, self.p)
 
     def step(self, t):
+        self.follow_gap()
         ev = self.current
         theta = lp_update(ev.gamma, ev.d, self.p)
         self.current = self.objective.evaluate(theta, warm=ev.solution.state)
+        self.settle()
         return float(np.max(np.abs(theta - ev.gamma)))
 
 
@@ -123,7 +125,7 @@ def solve_lp_mkl(
         objective, classes = weight_objective(
             mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
         )
-        iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)))
+        iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)), tol=tol)
         result = run(
             iterate,
             tol=tol,

@@ -157,11 +157,11 @@ class CSKLIterate(KernelWeightIterate):
         A feasible start (default in :func:`solve_cskl`: ``(t/p) 1``).
     """
 
-    def __init__(self, objective, t, solver, line_search, gamma0):
+    def __init__(self, objective, t, solver, line_search, gamma0, tol=None):
         self.t = t
         self.solver = solver
         self.line_search = line_search
-        super().__init__(objective, gamma0)
+        super().__init__(objective, gamma0, tol)
         self.last_step = None
         self.stalled = False
 
@@ -200,9 +200,10 @@ class CSKLIterate(KernelWeightIterate):
         return (lambda tau: gamma + tau * D), tau_max, (lambda tau: tau * slope)
 
     def step(self, it):
-        ev = self.current
         if self.stalled:
             return 0.0
+        self.follow_gap()
+        ev = self.current
         found = self.path(-self.c * ev.d)
         if found is None or not found[2](found[1]) < 0:
             self._tighten_inner()  # no descent measurable at this accuracy
@@ -235,6 +236,7 @@ class CSKLIterate(KernelWeightIterate):
         if tau > 0:
             self.current = trials[tau]
             self.last_step = tau
+            self.settle()
         else:
             self._tighten_inner()
         return float(tau)
@@ -385,7 +387,7 @@ def solve_cskl(
         objective, classes = weight_objective(
             mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
         )
-        iterate = CSKLIterate(objective, t, solver, line_search, _start(gamma0, t, p))
+        iterate = CSKLIterate(objective, t, solver, line_search, _start(gamma0, t, p), tol=tol)
         result = run(
             iterate,
             tol=tol,
@@ -434,6 +436,7 @@ def _retrain_exact(iterate, result, tol):
     """
     relaxed = result.solution
     gamma = exact_selection(relaxed["gamma"], relaxed["d"], iterate.t)
+    iterate.objective.svm.tol = min(iterate.objective.svm.tol, iterate.inner_tol)
     iterate.current = iterate.objective.evaluate(gamma, warm=relaxed["svm"].state)
     iterate.t = float(gamma.sum())  # the gap of the retrained weights is over Γ_⌈t⌉
     cert = iterate.certificate()

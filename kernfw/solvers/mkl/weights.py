@@ -25,6 +25,12 @@ __all__ = [
 ]
 
 
+#: first inner tolerance of a run whose inner tolerance follows the outer gap
+INNER_TOL_START = 1e-3
+#: the inner tolerance follows the outer gap as this share of the relative gap ``G/|J|``
+INNER_TOL_SHARE = 1e-2
+
+
 class KernelWeightIterate(FWIterate):
     """Alternating kernel-weight learning: the weights ``γ`` and the SVM solved at ``γ``.
 
@@ -32,12 +38,46 @@ class KernelWeightIterate(FWIterate):
     ``σ_Γ(d) = max_{γ'∈Γ} γ'ᵀd`` (:meth:`support`), which gives the FW gap
     ``G = c (σ_Γ(d) − γᵀd) ≥ J(γ) − J*`` of ``min_Γ J`` (``c`` the objective's
     curvature factor, ``d_j = (y∘α)ᵀ K_j (y∘α)``).  CSKL and lp-MKL share it.
+
+    ``G`` bounds ``J(γ) − J*`` together with the inner gap ``ε`` for any inner
+    solution (``J(γ) − J* ≤ G + ε``), so far from the optimum the SVM need not be
+    solved to the inner tolerance ``ε₀`` the objective was built with.  Given the
+    outer ``tol``, the inner tolerance follows the gap: it starts at
+    :data:`INNER_TOL_START`, is lowered before each step to
+    ``max(ε₀, INNER_TOL_SHARE · G/|J|)`` (never raised), and once ``G`` meets the
+    stopping rule (``G ≤ tol·|J|``) at a looser inner tolerance than ``ε₀`` the SVM
+    is solved again at ``ε₀`` (warm started) at the same weights, so the final
+    certificate is always at ``ε₀``.  Without ``tol`` every solve is at ``ε₀``.
     """
 
-    def __init__(self, objective, gamma0):
+    def __init__(self, objective, gamma0, tol=None):
         self.objective = objective
         self.c = objective.curvature
+        self.tol = tol
+        self.inner_tol = objective.svm.tol  # ε₀, the accuracy of the final solves
+        if tol is not None:
+            objective.svm.tol = max(self.inner_tol, INNER_TOL_START)
         self.current = objective.evaluate(gamma0)
+        self.settle()
+
+    def follow_gap(self):
+        """Lower the inner tolerance to ``max(ε₀, INNER_TOL_SHARE · G/|J|)`` (before a step)."""
+        if self.tol is None:
+            return
+        value = abs(self.current.value)
+        target = INNER_TOL_SHARE * self.gap() / value if value > 0 else 0.0
+        svm = self.objective.svm
+        svm.tol = min(svm.tol, max(self.inner_tol, target))
+
+    def settle(self):
+        """Solve the SVM again at ``ε₀`` (same weights, warm started) when the current gap
+        meets the stopping rule but the current solve was looser than ``ε₀``."""
+        svm, ev = self.objective.svm, self.current
+        if self.tol is None or svm.tol <= self.inner_tol:
+            return
+        if self.gap() <= self.tol * abs(ev.value):
+            svm.tol = self.inner_tol
+            self.current = self.objective.evaluate(ev.gamma, warm=ev.solution.state)
 
     def support(self, d):
         """``σ_Γ(d)``, the largest ``γ'ᵀd`` over the weight set."""

@@ -27,6 +27,15 @@ class ActiveSet:
             self.where[i] = self.size
             self.size += 1
 
+    def extend(self, members):
+        """Add the distinct indices ``members``, none of them a member yet (one
+        vectorized write instead of one :meth:`add` per index)."""
+        members = np.asarray(members, dtype=np.intp)
+        start, stop = self.size, self.size + members.size
+        self.items[start:stop] = members
+        self.where[members] = np.arange(start, stop)
+        self.size = stop
+
     def remove(self, i):
         pos = self.where[i]
         if pos >= 0:

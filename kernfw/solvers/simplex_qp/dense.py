@@ -1,7 +1,6 @@
 """Small dense concave QPs over the simplex, solved exactly by an active-set method.
 
-The restricted problem of the cutting-plane solver (math.md §3.1, its 1-slack
-form) is
+The restricted problem of the cutting-plane solver (math.md §3.10) is
 
     max_{β ∈ Δ_k} f(β) = qᵀβ − βᵀQβ,
 
@@ -12,10 +11,10 @@ nearly parallel) and Frank-Wolfe steps zig-zag for thousands of iterations
 without progress.  A primal active-set method does not care: on the face
 ``{β ∈ Δ_k : β_j = 0 for j ∉ S}`` of the current support ``S`` it takes the
 Newton step of the equality-constrained problem in a null-space basis of
-``1ᵀ`` (a direction of zero curvature is followed as a descent ray), stops at
+``1ᵀ`` (a direction of zero curvature is followed as an ascent ray), stops at
 the first bound that blocks (and drops that index), and otherwise adds the
 index of the largest reduced gradient (the primal active-set method of
-[NocedalWright2006], Chapter 16).  Each step costs ``O(k|S| + |S|³)``;
+[NocedalWright2006], Chapter 16).  Each step costs ``O(k² + |S|³)``;
 the support of an optimum has at most ``rank(Q) + 1`` elements.
 
 Accuracy.  With ``g = ∇f(β) = q − 2Qβ``, the Frank-Wolfe gap

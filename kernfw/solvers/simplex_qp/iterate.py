@@ -47,6 +47,9 @@ __all__ = ["SimplexQPIterate", "REFRESH_EVERY"]
 REFRESH_EVERY = 512
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
+#: a warm start with at least n / _WARM_PRODUCT_SHARE nonzeros computes Qα₀ by one
+#: product with a stored Gram (reading K once) rather than by copies of its columns
+_WARM_PRODUCT_SHARE = 8
 
 
 class SimplexQPIterate(FWIterate):
@@ -138,15 +141,20 @@ class SimplexQPIterate(FWIterate):
         self._refresh()
 
     def _init_warm(self, alpha0):
-        """α₀ given: v = Qα₀ from the columns of its support, in blocks."""
+        """α₀ given: v = Qα₀ by one product with a stored Gram when α₀ has many nonzeros,
+        else from the columns of its support, in blocks."""
         self.beta[:] = alpha0
         support = np.flatnonzero(alpha0)
-        for start in range(0, support.size, _WARM_BLOCK):
+        if _stored_gram(self.Q) and support.size * _WARM_PRODUCT_SHARE >= self.n:
+            self.u += self.Q.matmat(alpha0)
+            support_blocks = ()
+        else:
+            support_blocks = range(0, support.size, _WARM_BLOCK)
+        for start in support_blocks:
             block = support[start : start + _WARM_BLOCK]
             self.u += self.Q.columns(block) @ alpha0[block]
             self.columns_fetched += block.size
-        for i in support.tolist():
-            self.active.add(i)
+        self.active.extend(support)  # a fresh iterate: the active set is empty
         self._refresh()
 
     def _refresh(self):
@@ -362,3 +370,13 @@ class SimplexQPIterate(FWIterate):
     def solution(self):
         support = np.sort(self.active.indices())
         return {"alpha": self.alpha, "v": self.v, "support": support}
+
+
+def _stored_gram(Q):
+    """Whether ``Q``'s values are read from a stored Gram (its column view is "gram", or
+    the L2-SVM transform of one): then ``Q.matmat`` reads ``K`` once, at no kernel
+    evaluation."""
+    view = Q.column_view()
+    if view is not None and view.kind == "l2svm":
+        view = view.matrix
+    return view is not None and view.kind == "gram"

@@ -7,13 +7,13 @@ numpy one; the core vector machine for ``solver="cvm"``) and drives it with
 """
 
 import functools
-import math
 import numbers
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..._compiled import compiled_module
+from ..._validation import check_positive
 from ...fw import run
 from ...operators.base import KernelOperator
 from .certificate import STOPS
@@ -28,14 +28,6 @@ __all__ = ["solve_simplex_qp", "make_iterate", "drive", "SOLVERS"]
 #: Frank-Wolfe, and the core vector machine baseline (core-set iterations,
 #: :mod:`kernfw.solvers.simplex_qp.cvm`)
 SOLVERS = ("lsfw", "mfw", "cvm")
-
-
-def _check_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return float(value)
 
 
 def _check_choice(name, value, options):
@@ -186,7 +178,7 @@ def solve_simplex_qp(
         raise ValueError("the problem needs at least one point")
     _check_choice("solver", solver, SOLVERS)
     _check_choice("stop", stop, STOPS)
-    tol = _check_positive("tol", tol)
+    tol = check_positive("tol", tol)
     if q is not None:
         q = np.asarray(q, dtype=np.float64).ravel()
         if q.shape != (n,) or not np.all(np.isfinite(q)):
@@ -196,7 +188,7 @@ def solve_simplex_qp(
     elif isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
         raise ValueError(f"max_iter must be a nonnegative integer or None, got {max_iter!r}")
     if max_time is not None:
-        max_time = _check_positive("max_time", max_time)
+        max_time = check_positive("max_time", max_time)
     if check_every is None:
         check_every = 1 if solver == "cvm" else _default_check_every(n)
     rng = None if random_state is None else np.random.default_rng(random_state)
