@@ -124,7 +124,7 @@ def multiclass_problems(draw):
         "wusunier": WeightedUsunier(rho),
     }[loss_name]
     hinge = loss_name in ("max_hinge", "structured_hinge")
-    solver = draw(st.sampled_from(["lsfw", "stdfw", "bcfw"]))
+    solver = draw(st.sampled_from(["lsfw", "stdfw", "bcfw", "pg"]))
     options = {}
     if solver == "bcfw":
         steps = ["auto", "fw", "pairwise", "exact"] if hinge else ["auto", "fw"]
@@ -142,7 +142,7 @@ def multiclass_problems(draw):
         backend=draw(st.sampled_from(["gram", "function", "features"])),
         dtype=draw(st.sampled_from([np.float64, np.float32])),
         lam=10.0 ** draw(st.floats(-8, 12)),
-        smoothing=draw(st.sampled_from([0.0, 0.0, 0.3])),
+        smoothing=0.0 if solver == "pg" else draw(st.sampled_from([0.0, 0.0, 0.3])),
         solver=solver,
         options=options,
         max_iter=draw(st.integers(0, 40)),
