@@ -226,3 +226,23 @@ def test_solvers_do_not_branch_on_backends():
                 if hit:
                     wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} {sorted(hit)}")
     assert not wrong, wrong
+
+
+def test_every_public_estimator_runs_scikit_learns_checks():
+    """Each public estimator appears in a ``parametrize_with_checks`` list of the tests."""
+    import kernfw
+
+    estimators = [
+        name
+        for name in kernfw._LAZY
+        if isinstance(getattr(kernfw, name), type)
+        and hasattr(getattr(kernfw, name), "get_params")
+        and hasattr(getattr(kernfw, name), "fit")
+    ]
+    assert len(estimators) >= 8
+    checked = set()
+    for path in (ROOT.parent / "tests").glob("test_*.py"):
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(r"@parametrize_with_checks\((.*?)\n\)", text, flags=re.S):
+            checked |= {name for name in estimators if re.search(rf"\b{name}\(", block)}
+    assert sorted(set(estimators) - checked) == []

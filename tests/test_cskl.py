@@ -578,6 +578,7 @@ def test_verbose_prints_one_line_per_iteration(capsys):
     [
         CSKLClassifier(["linear", "rbf"], max_iter=2, tol=1e-2),
         CSKLClassifier(["linear", ("rbf", {"gamma": 0.5})], svm="c", multi_class="ovo", max_iter=2),
+        LpMKLClassifier(["linear", "rbf"], max_iter=2, tol=1e-2),
     ]
 )
 def test_sklearn_compatible(estimator, check):

@@ -195,6 +195,116 @@ def test_forward_backward_equals_brute_force(T, q):
     np.testing.assert_allclose(p1, np.exp(theta[0] - logsumexp(theta[0])), atol=1e-15)
 
 
+@pytest.mark.parametrize("normalize", [True, False])
+def test_chain_crf_loss_and_gradient_equal_enumeration(normalize):
+    """The chain CRF loss on the per-letter scale (math.md §4.6):
+    ``L = (1/T) log Σ_y exp(T f(y)) − f(y_i)`` (T = 1 unnormalized), its gradient
+    ``E_p[φ] − φ(y_i)`` with ``p ∝ exp(T f)``, by enumeration of all labelings."""
+    from kernfw.solvers.mkl.online import _FactoredOracle
+
+    rng = np.random.default_rng(4)
+    q, d = 3, 2
+    X = [rng.normal(size=(T, d)) for T in (1, 2, 3, 4)]
+    Y = [rng.integers(0, q, size=x.shape[0]) for x in X]
+    model = Chain(q, normalize=normalize).initialize(X, Y)
+    oracle = _FactoredOracle(model, X, Y, "crf")
+    w = rng.normal(size=model.size_joint_feature)
+    for i, (x, y) in enumerate(zip(X, Y)):
+        T = x.shape[0]
+        temp = T if normalize else 1
+        ys = [np.array(c) for c in itertools.product(range(q), repeat=T)]
+        phis = np.array([model.joint_feature(x, c) for c in ys])
+        f = phis @ w
+        p = np.exp(temp * f - logsumexp(temp * f))
+        loss, direction, delta = oracle.evaluate(i, w)
+        own = model.joint_feature(x, y)
+        assert loss == pytest.approx(logsumexp(temp * f) / temp - own @ w, rel=1e-12)
+        np.testing.assert_allclose(direction, own - p @ phis, atol=1e-12)
+        mu = np.zeros((T, q))
+        for c, pc in zip(ys, p):
+            mu[np.arange(T), c] += pc
+        np.testing.assert_allclose(delta, np.eye(q)[y] - mu, atol=1e-12)
+
+
+def test_compiled_forward_backward_equals_numpy():
+    from kernfw._compiled import compiled_module
+    from kernfw.solvers.mkl.crf import chain_marginals_numpy
+
+    if compiled_module("kernfw.solvers._online_mkl_numba") is None:
+        pytest.skip("numba unavailable or disabled")
+    rng = np.random.default_rng(1)
+    for T in (1, 2, 7):
+        theta, G = 3 * rng.normal(size=(T, 26)), rng.normal(size=(26, 26))
+        for a, b in zip(chain_marginals(theta, G), chain_marginals_numpy(theta, G)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
+    """KernelGroups: blocks from shared inner products (rbf, poly, linear, trace-scaled)
+    and from a Gram = the operators' columns; compiled scores = numpy scores."""
+    from kernfw._compiled import compiled_module
+    from kernfw.solvers.mkl.kernel_groups import KernelGroups
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 5))
+    binary = (rng.random((40, 9)) < 0.4).astype(float)  # exact float32 products
+    bops = list(make_operator(binary, ["linear", "rbf", ("poly", {"degree": 3})]).operators)
+    bgroups = KernelGroups(bops)
+    bgroups.add(np.arange(0, 40, 3))
+    bgroups.prefetch(np.arange(5, 25))
+    bgroups.add(np.array([1, 2]))  # new columns of the prefetched products
+    bdense = np.array([op.dense() for op in bops])
+    for P in (np.arange(6, 9), np.array([20, 4])):
+        np.testing.assert_allclose(
+            bgroups.block(P), bdense[:, P][:, :, bgroups.support], rtol=1e-13, atol=1e-15
+        )
+    specs = ["linear", ("poly", {"degree": 2, "gamma": 0.2}), ("sigmoid", {"gamma": 0.1})] + [
+        ("rbf", {"gamma": g})
+        for g in (0.6, 0.3, 0.45, 1.2)  # 0.3 · (2, 1, 1.5, 4)
+    ]
+    ops = list(make_operator(X, specs, normalization="trace", backend="function").operators)
+    ops += [make_operator(X, ("rbf", {"gamma": 0.1, "columns": [0, 2]}), backend="gram")]
+    ops += [make_operator(X, "laplacian", backend="function")]  # no view: the protocol
+    numpy_groups = KernelGroups(ops, compiled=False)
+    groups = KernelGroups(ops)
+    support = rng.permutation(40)[:25]
+    for g in (numpy_groups, groups):
+        g.add(support)
+        g.prefetch(np.arange(10, 30))
+    P = np.array([12, 13, 14])
+    K = groups.block(P)
+    dense = np.array([op.dense() for op in ops])
+    np.testing.assert_allclose(K, dense[:, P][:, :, groups.support], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(groups.block(P, P), dense[:, P][:, :, P], rtol=1e-12, atol=1e-14)
+    groups.add(np.array([0, 1]))  # slots past the prefetched products
+    np.testing.assert_allclose(
+        groups.block(P), dense[:, P][:, :, groups.support], rtol=1e-12, atol=1e-14
+    )
+    if compiled_module("kernfw.solvers._online_mkl_numba") is None:
+        pytest.skip("numba unavailable or disabled")
+    A = rng.normal(size=(len(ops), 40, 4))
+    B, s, delta = rng.normal(size=(40, 4)), rng.random(len(ops)), rng.normal(size=(3, 4))
+    numpy_groups.add(np.array([0, 1]))
+    for products_only in (False, True):  # mixed sources; one compiled program for all
+        if products_only:
+            ops = ops[: len(specs)]
+            A, s = A[: len(ops)], s[: len(ops)]
+            groups, numpy_groups = KernelGroups(ops), KernelGroups(ops, compiled=False)
+            support = rng.permutation(40)[:30]
+            for g in (groups, numpy_groups):
+                g.add(support)
+                g.prefetch(np.arange(10, 20))
+        K, Kn = groups.at(P), numpy_groups.at(P)
+        assert hasattr(K, "combined") is products_only
+        np.testing.assert_allclose(groups.nodes(K, A), numpy_groups.nodes(Kn, A), rtol=1e-11)
+        np.testing.assert_allclose(
+            groups.combined(K, s, B), numpy_groups.combined(Kn, s, B), rtol=1e-11
+        )
+        np.testing.assert_allclose(
+            groups.shared_inner(K, delta, B), numpy_groups.shared_inner(Kn, delta, B), rtol=1e-11
+        )
+
+
 # -- kernelized = explicit ---------------------------------------------------------------------
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
 @pytest.mark.parametrize(
@@ -509,10 +619,43 @@ def test_bad_input(problem):
     [
         OnlineMKLClassifier(["linear", "rbf"], max_iter=2, random_state=0),
         OnlineMKLClassifier(loss="crf", max_iter=2, random_state=0),
+        # a MultiClass model with 4 classes covers the labels the checks draw (0..3); a
+        # Chain model's inputs are sequences, which the checks cannot make
+        OnlineMKLStructured(MultiClass(4), max_iter=2, random_state=0),
+        OnlineMKLStructured(MultiClass(4), loss="crf", max_iter=2, random_state=0),
     ]
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- the defaults on generated chains ----------------------------------------------------------
+@pytest.mark.parametrize("loss", ["hinge", "crf"])
+def test_objective_decreases_every_epoch_at_the_defaults(loss):
+    """Dual averaging, the average of each epoch: F falls from epoch to epoch (the full
+    objective; the last iterate's F fluctuates)."""
+    from kernfw.datasets import make_chains
+
+    X, Y = make_chains(100, random_state=0)
+    est = OnlineMKLStructured(Chain(3), loss=loss, objective_sample=None, random_state=0)
+    F = est.fit(X, Y).history_["primal"]
+    assert F.shape == (11,) and np.all(np.diff(F) < 0), F
+    assert F[0] == pytest.approx(1.0 if loss == "hinge" else np.log(3))  # F(0)
+    last = OnlineMKLStructured(Chain(3), loss=loss, averaging="none", objective_sample=None)
+    assert not np.all(np.diff(last.set_params(random_state=0).fit(X, Y).history_["primal"]) < 0)
+
+
+def test_crf_and_hinge_reach_comparable_error_on_generated_chains():
+    """The CRF on the per-letter scale and the hinge with the same defaults (λ, η₀)."""
+    from kernfw.datasets import make_chains
+
+    X, Y = make_chains(400, n_states=4, noise=1.5, random_state=1)
+    errors = {}
+    for loss in ("hinge", "crf"):
+        est = OnlineMKLStructured(Chain(4), loss=loss, max_iter=5, random_state=0)
+        errors[loss] = 1.0 - est.fit(X[:200], Y[:200]).score(X[200:], Y[200:])
+    assert abs(errors["crf"] - errors["hinge"]) < 0.03, errors
+    assert max(errors.values()) < 0.42, errors  # a constant labeling errs on 0.75
 
 
 # -- the structured estimator -----------------------------------------------------------------

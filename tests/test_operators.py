@@ -863,8 +863,21 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
     K = X @ X.T
     assert Gram(K).column_view().kind == "gram" and Features(X).column_view().kind == "features"
     assert L2SVMKernel(Gram(K), y, 1.0).column_view().matrix.matrix is K
+    poly = KernelFunction(X, "poly", degree=2, gamma=0.3, coef0=1.0)
+    view = poly.column_view()
+    assert view.kind == "product" and view.params["kernel"] is poly.kernel
+    Z = view.matrix
+    np.testing.assert_allclose(
+        view.params["kernel"].from_products(Z @ Z.T, Z.shape[1]), poly.dense(), rtol=1e-13
+    )
+    scaled = normalize(poly, "trace").column_view()
+    assert scaled.kind == "scaled" and scaled.matrix.kind == "product"
+    assert scaled.params["scale"] == pytest.approx(X.shape[0] / np.trace(poly.dense()))
+    assert normalize(poly, "center").column_view() is None
+    lp = L2SVMKernel(poly, y, 1.0).column_view()
+    assert lp.kind == "l2svm" and lp.matrix.kind == "product"
     for other in (
-        KernelFunction(X, "poly"),
+        KernelFunction(X, "laplacian"),
         KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
         MultiKernel([Gram(K)]),
     ):

@@ -112,6 +112,11 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
     def _is_precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
+    def _backend(self, spec):
+        """Options of :func:`kernfw.kernels.make_operator` for the kernel ``spec`` (none:
+        its automatic backend)."""
+        return {}
+
     def _training_kernels(self, X, y):
         """``(MultiKernel of normalized kernels, labels)`` from the training input."""
         mk, y, _ = self._training_data(X, y)
@@ -144,7 +149,12 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             if not specs and (kernel is not None or default is default_kernels):
                 raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
             mk = (
-                MultiKernel([make_operator(X, spec, normalization=NORMALIZATION) for spec in specs])
+                MultiKernel(
+                    [
+                        make_operator(X, spec, normalization=NORMALIZATION, **self._backend(spec))
+                        for spec in specs
+                    ]
+                )
                 if specs
                 else None
             )

@@ -16,7 +16,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..kernels import make_operator
 from ..solvers.mkl.online import (
@@ -51,6 +51,7 @@ _ONLINE_CONSTRAINTS = {
     "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     "averaging": [StrOptions(set(AVERAGING))],
     "solver": [StrOptions(set(SOLVERS))],
+    "objective_sample": [None, Interval(Integral, 1, None, closed="left")],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
@@ -65,16 +66,21 @@ def _feature_scale(X, column_groups):
     return scale
 
 
-#: kernel groups keep their Gram on the training positions up to this many positions
-GRAM_MAX_POSITIONS = 4000
+#: positions whose cross kernels with the support are formed at once in ``predict``
+PREDICT_BLOCK = 512
+
+#: kernels of inner products: the compiled group scores evaluate them on the fly
+PRODUCT_KERNELS = ("linear", "rbf", "poly", "polynomial", "sigmoid")
 
 
-def _backend(n_positions):
-    """Kernel groups are read a few columns per round: a Gram (a slice) while it fits,
-    else computed columns with a small cache (the per-epoch objective reads them all)."""
-    if n_positions <= GRAM_MAX_POSITIONS:
-        return {"backend": "gram"}
-    return {"backend": "function", "cache_size": 64.0}
+def _backend(spec):
+    """Kernels of inner products are evaluated on the fly (no Gram: the compiled scores of
+    :mod:`kernfw.solvers.mkl.kernel_groups` compute them from shared inner products); other
+    kernels keep the automatic backend."""
+    name = spec if isinstance(spec, str) else spec[0] if isinstance(spec, tuple) else None
+    if name in PRODUCT_KERNELS:
+        return {"backend": "function", "cache_size": 0.0}
+    return {}
 
 
 def _check_columns(groups, d):
@@ -132,6 +138,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
                 radius=self.radius,
                 averaging=self.averaging,
                 solver=self.solver,
+                objective_sample=self.objective_sample,
                 random_state=solver_seed(self.random_state),
                 callback=callback,
             )
@@ -189,7 +196,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Cost ``Δ[y_true, y]`` of the hinge (classes in sorted order, zero
         diagonal); None is the 0/1 cost.
     eta0 : float, default=1.0
-        Learning rate ``η_t = η_0/√t``.
+        Learning rate: ``η_t = η_0/√t`` (proximal) or the prox of ``η_0√t R``
+        applied to ``η_0/√t`` times the gradient sum (dual averaging; math.md §4.2).
     max_iter : int, default=10
         Budget in passes over the training set (epochs, each in a new random
         order; one pass = ``n`` online rounds), which ``n_iter_`` counts.  An
@@ -200,13 +208,22 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     averaging : {"none", "uniform", "weighted", "epoch"}, default="epoch"
         Returned predictor: the last iterate ("none"), the average of all
         iterates, "uniform" or "weighted" (weights ``∝ t``), or the uniform
-        average over the last epoch ("epoch").
-    solver : {"proximal", "dual_averaging"}, default="proximal"
-        The online proximal algorithm of [Martins2011] (subgradient step,
-        then the prox of each term of ``R``), or regularized dual averaging
-        (the proxes applied to the running sum of subgradients; groups stay
-        exactly zero while their averaged gradient is below the threshold —
-        much sparser).
+        average over the last epoch ("epoch": a group off for a whole epoch is
+        exactly zero; the objective of the average decreases from epoch to epoch
+        where the last iterate's fluctuates).  The norms of an average cost a
+        quadratic form over the support per epoch; the last iterate's come free.
+    solver : {"dual_averaging", "proximal"}, default="dual_averaging"
+        Regularized dual averaging ([Xiao2010]; the proxes applied to the running
+        sum of subgradients: a group stays exactly zero while its averaged
+        gradient is below the threshold of ``R``, so kernels that carry no signal
+        are dropped), or the online proximal algorithm of [Martins2011]
+        (subgradient step, then the prox of each term of ``R``; every example
+        whose own gradient exceeds the threshold revives a group, so its groups
+        are seldom exactly zero).
+    objective_sample : int or None, default=1000
+        The objective ``F`` recorded after each epoch (``history_``, ``objective_``)
+        has its loss term averaged over a fixed random subset of this many training
+        examples (None: all of them; it costs as much as a pass over them).
     random_state : int, RandomState, Generator or None, default=None
         Order of the examples in each epoch.
     verbose : int, default=0
@@ -275,7 +292,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         max_iter=10,
         radius=None,
         averaging="epoch",
-        solver="proximal",
+        solver="dual_averaging",
+        objective_sample=1000,
         random_state=None,
         verbose=0,
     ):
@@ -292,8 +310,12 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self.radius = radius
         self.averaging = averaging
         self.solver = solver
+        self.objective_sample = objective_sample
         self.random_state = random_state
         self.verbose = verbose
+
+    def _backend(self, spec):
+        return _backend(spec)
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
@@ -396,8 +418,10 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         None: :func:`~kernfw.estimators.mkl.default_kernels` on the positions
         (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
         other models.
-    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, averaging, solver, random_state, verbose
+    C, lam, loss, regularizer, lam2, eta0, max_iter, radius, averaging, solver, objective_sample
         As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
+    random_state, verbose
+        As :class:`OnlineMKLClassifier`.
 
     Attributes
     ----------
@@ -438,7 +462,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         max_iter=10,
         radius=None,
         averaging="epoch",
-        solver="proximal",
+        solver="dual_averaging",
+        objective_sample=1000,
         random_state=None,
         verbose=0,
     ):
@@ -454,6 +479,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self.radius = radius
         self.averaging = averaging
         self.solver = solver
+        self.objective_sample = objective_sample
         self.random_state = random_state
         self.verbose = verbose
 
@@ -507,7 +533,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                         positions[0],
                         spec,
                         normalization=NORMALIZATION,
-                        **_backend(positions[0].shape[0]),
+                        **_backend(spec),
                     )
                 )
                 names.append(f"kernel {spec!r}")
@@ -538,6 +564,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         """
         import copy
 
+        X = self._check_inputs(X, reset=True)
         self.model_ = copy.deepcopy(self.model).initialize(X, Y)
         groups, self.group_names_, scale = self._build_groups(X)
         self.feature_scale_ = scale
@@ -545,6 +572,15 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self._kernel_ops = [g for g in groups if not isinstance(g, ExplicitGroup)]
         self._solve(self.model_, Xs, Y, groups, len(Y))
         return self
+
+    def _check_inputs(self, X, reset):
+        """The inputs of a :class:`~kernfw.structured.MultiClass` model (one row of features per
+        example) through scikit-learn's validation: finite, dense (the groups' kernels read
+        rows), ``n_features_in_`` set by ``fit`` and checked after; other models' inputs
+        (sequences) are checked by the model itself."""
+        if not isinstance(self.model, MultiClass):
+            return X
+        return validate_data(self, X, reset=reset, accept_sparse=False, dtype=np.float64)
 
     def predict(self, X):
         """Decode every input: ``argmax_y f(x, y)``.
@@ -558,6 +594,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         list of outputs
         """
         check_is_fitted(self)
+        X = self._check_inputs(X, reset=False)
         model = self.model_
         if self.feature_scale_ is None:
             prepared = model.prepare(X)
@@ -568,8 +605,10 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         knode = np.zeros((features.shape[0], q))
         if self.support_.size:
             raw = features / self.feature_scale_
-            for k, op in enumerate(self._kernel_ops):
-                knode += op.cross(raw, self.support_) @ self.dual_coef_[k]
+            for lo in range(0, raw.shape[0], PREDICT_BLOCK):  # blocks bound the memory
+                rows = slice(lo, lo + PREDICT_BLOCK)
+                for k, op in enumerate(self._kernel_ops):
+                    knode[rows] += op.cross(raw[rows], self.support_) @ self.dual_coef_[k]
         prepared = model.prepare(Xs)
         out = []
         for i in range(len(offsets) - 1):
@@ -582,19 +621,20 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                 out.append(int(np.argmax(self.coef_.reshape(q, -1) @ x + node[0])))
         return out
 
-    def score(self, X, Y):
+    def score(self, X, y):
         """``1 − mean task loss`` (higher is better; per-letter accuracy for a normalized Chain).
 
         Parameters
         ----------
-        X, Y : sequences
+        X : sequence of inputs
+        y : sequence of outputs (``Y``)
 
         Returns
         -------
         float
         """
         pred = self.predict(X)
-        return 1.0 - float(np.mean([self.model_.loss(y, p) for y, p in zip(Y, pred)]))
+        return 1.0 - float(np.mean([self.model_.loss(t, p) for t, p in zip(y, pred)]))
 
 
 def model_decode_chain(theta, GT):

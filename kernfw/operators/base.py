@@ -20,19 +20,23 @@ class CompiledView(NamedTuple):
 
     Attributes
     ----------
-    kind : {"features", "gram", "rbf", "l2svm"}
+    kind : {"features", "gram", "rbf", "l2svm", "product", "scaled"}
         "features": ``K = X Xᵀ`` with ``matrix`` the features ``X`` (n × d), a
         C-contiguous ndarray or a CSR matrix in canonical format (sorted
         indices, no duplicates); "gram": ``matrix`` is ``K`` itself (n × n),
-        a dense ndarray (plain, not a memory-map subclass).  The two column
-        kinds below are only returned by :meth:`KernelOperator.column_view`:
+        a dense ndarray (plain, not a memory-map subclass).  The column kinds
+        below are only returned by :meth:`KernelOperator.column_view`:
         "rbf": ``K_ij = exp(−γ ‖x_i − x_j‖²)`` evaluated on the fly, ``matrix``
         the features ``X`` (n × d, C-contiguous float64), ``params`` holds
         ``gamma`` (γ), ``sq_norms`` (``‖x_i‖²``, shape (n,)) and ``cache_size``
         (the operator's column-cache budget, MB); "l2svm": the modified kernel
         ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` (math.md §2.1), ``matrix`` the
         column view of ``K``, ``params`` holds ``y`` (labels ±1, shape (n,)) and
-        ``C``.
+        ``C``; "product": ``K_ij = k(x_i·x_j)`` for a kernel of inner products other
+        than the RBF (linear, poly, sigmoid), ``matrix`` the features, ``params`` holds
+        ``kernel`` (the :class:`~kernfw.operators.pairwise.PairwiseKernel`, whose
+        ``from_products`` maps inner products to values); "scaled": ``s·K``, ``matrix``
+        the column view of ``K``, ``params`` holds ``scale`` (s).
     matrix : ndarray, scipy.sparse.csr_matrix or CompiledView
         See ``kind``.
     params : dict or None

@@ -146,19 +146,26 @@ class KernelFunction(KernelOperator):
         return self._sq_norms
 
     def column_view(self):
-        """A :class:`~kernfw.operators.base.CompiledView` of kind "rbf" for a dense
-        RBF kernel (features ``X`` in this operator's ``dtype``, ``gamma`` = γ,
-        ``sq_norms`` = ``‖x_i‖²``, ``cache_size`` = this operator's budget in MB),
-        else None.  A float32 view promises its values only to float32 rounding."""
-        if self.kernel.metric != "rbf" or not isinstance(self.X, np.ndarray):
+        """A :class:`~kernfw.operators.base.CompiledView` of the kernel on dense features, else
+        None: kind "rbf" for the RBF kernel (features ``X`` in this operator's ``dtype``,
+        ``gamma`` = γ, ``sq_norms`` = ``‖x_i‖²``, ``cache_size`` = this operator's budget in
+        MB), kind "product" for the other kernels of inner products (linear, poly,
+        sigmoid: ``kernel`` = the :class:`~kernfw.operators.pairwise.PairwiseKernel`,
+        whose :meth:`~kernfw.operators.pairwise.PairwiseKernel.from_products` maps inner
+        products of the features to kernel values).  A float32 view promises its values
+        only to float32 rounding."""
+        if not self.kernel.is_product or not isinstance(self.X, np.ndarray):
             return None
         X = self.kernel.select(self.X)
         if X.dtype == np.float32 and self.dtype == np.float64:
             return None  # float64 values from float32 features: the operator's own path
+        features = np.ascontiguousarray(X, dtype=self.dtype)
+        if self.kernel.metric != "rbf":
+            return CompiledView("product", features, {"kernel": self.kernel})
         gamma = float(self.kernel.params.get("gamma", 1.0 / X.shape[1]))
         return CompiledView(
             "rbf",
-            np.ascontiguousarray(X, dtype=self.dtype),
+            features,
             {"gamma": gamma, "sq_norms": self._train_sq_norms(), "cache_size": self.cache_size},
         )
 

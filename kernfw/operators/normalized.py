@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .base import KernelOperator, as_index, check_block
+from .base import CompiledView, KernelOperator, as_index, check_block
 from .psd import NotPSDError
 
 __all__ = ["Normalized", "normalize", "NORMALIZATIONS"]
@@ -104,6 +104,15 @@ class Normalized(KernelOperator):
         sumV = V.sum(axis=0)
         out = self.base.matmat(V) - np.multiply.outer(r, sumV) - (r @ V) + g * sumV
         return out
+
+    def column_view(self):
+        """For the trace normalization, a :class:`~kernfw.operators.base.CompiledView` of
+        kind "scaled" (``matrix`` the base operator's column view, ``params`` holds the
+        factor ``scale`` = n / tr K: the columns are ``scale · K[:, j]``); else None."""
+        inner = self.base.column_view()
+        if self.kind != "trace" or inner is None:
+            return None
+        return CompiledView("scaled", inner, {"scale": self._stats["scale"]})
 
     def columns(self, idx):
         idx, st = as_index(idx, self.n), self._stats

@@ -160,13 +160,39 @@ class PairwiseKernel:
             return self._evaluate(A, B)
         # one column: a matrix-vector product (numpy's gemm path is slower here)
         out = (A @ B[0])[:, None] if B.shape[0] == 1 else A @ B.T
-        p = self.params
-        if self.metric == "linear":
-            return out
-        gamma = p.get("gamma", 1.0 / A.shape[1])
         if self.metric == "rbf":
             A_sq = _sq_norms(A) if A_sq is None else A_sq
             B_sq = _sq_norms(B) if B_sq is None else B_sq
+        return self.from_products(out, A.shape[1], A_sq, B_sq)
+
+    @property
+    def is_product(self):
+        """Whether ``k(a, b)`` is a function of ``a·b`` (and ``‖a‖²``, ``‖b‖²``): linear, rbf,
+        poly, sigmoid -- the kernels :meth:`from_products` evaluates."""
+        return isinstance(self.metric, str) and self.metric in _PRODUCT_KERNELS
+
+    def from_products(self, out, n_features, A_sq=None, B_sq=None):
+        """Kernel values from inner products, in place: ``out ← k`` with ``out = A Bᵀ``.
+
+        Parameters
+        ----------
+        out : ndarray of shape (len(A), len(B)), float
+            The inner products ``a·b`` of the selected feature columns; overwritten.
+        n_features : int
+            Number of selected feature columns (the default ``γ = 1/d``).
+        A_sq, B_sq : ndarray or None
+            Squared row norms ``‖a‖²``, ``‖b‖²`` (rbf only).
+
+        Returns
+        -------
+        ndarray
+            ``out``, now holding ``k(a, b)``.
+        """
+        p = self.params
+        if self.metric == "linear":
+            return out
+        gamma = p.get("gamma", 1.0 / n_features)
+        if self.metric == "rbf":
             out *= -2.0
             out += A_sq[:, None]
             out += B_sq[None, :]

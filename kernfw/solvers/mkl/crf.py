@@ -16,12 +16,16 @@ computed in log space by the forward–backward recursions
 
 ``log Z = logsumexp(α_T)``, ``μ_t = exp(α_t + β_t − log Z)`` and the pair marginal
 ``exp(α_t(a) + G_{ab} + θ_{t+1}(b) + β_{t+1}(b) − log Z)``.  One position is the softmax.
+The recursion runs compiled (``kernfw.solvers._online_mkl_numba.forward_backward``) when
+numba is available; :func:`chain_marginals_numpy` is the same recursion in numpy.
 """
 
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["chain_marginals", "softmax_marginals"]
+from ..._compiled import compiled_module
+
+__all__ = ["chain_marginals", "chain_marginals_numpy", "softmax_marginals"]
 
 
 def softmax_marginals(scores):
@@ -60,6 +64,19 @@ def chain_marginals(theta, G):
     log_z : float
         ``log Σ_y exp f(y)``.
     """
+    compiled = compiled_module("kernfw.solvers._online_mkl_numba")
+    if compiled is None:
+        return chain_marginals_numpy(theta, G)
+    theta = np.ascontiguousarray(theta, dtype=float)
+    G = np.ascontiguousarray(G, dtype=float)
+    mu = np.empty_like(theta)
+    pairs = np.empty_like(G)
+    log_z = compiled.forward_backward(theta, G, mu, pairs)
+    return mu, pairs, float(log_z)
+
+
+def chain_marginals_numpy(theta, G):
+    """:func:`chain_marginals` in numpy (the reference of the compiled recursion)."""
     theta = np.asarray(theta, dtype=float)
     G = np.asarray(G, dtype=float)
     T, q = theta.shape

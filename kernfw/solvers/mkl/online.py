@@ -1,4 +1,4 @@
-r"""Online proximal multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
+r"""Online multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
 
 The model has one parameter block ``θ_k`` per group and scores
 ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩``.  It minimizes
@@ -8,10 +8,14 @@ The model has one parameter block ``θ_k`` per group and scores
 with a group regularizer ``R`` (:mod:`kernfw.solvers.mkl.prox`: squared ℓ2,1,
 ℓ2,1, elastic MKL, sparse group lasso) and the structured hinge
 ``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)`` or the CRF loss
-``L_i = log Σ_y exp f(x_i, y) − f(x_i, y_i)``, by the online proximal algorithm of
-[Martins2011] (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
-(loss-augmented decoding for the hinge, marginals for the CRF), the prox of each
-term of ``R`` in sequence, and an optional projection on a ball.
+``L_i = (1/T) log Σ_y exp(T f(x_i, y)) − f(x_i, y_i)`` — the log-loss of the per-letter
+scores ``T·f`` divided by ``T``, on the scale of the normalized hinge, for a chain of
+length ``T`` with a normalized Hamming loss (``T = 1`` otherwise: the plain CRF loss;
+math.md §4.6) — by regularized dual averaging ([Xiao2010]; :class:`DualAveragingIterate`,
+the default) or by the online proximal algorithm of [Martins2011] (Algorithms 1 and 3,
+math.md §4.2): per example a subgradient (loss-augmented decoding for the hinge,
+marginals for the CRF), the prox of each term of ``R`` in sequence, and an optional
+projection on a ball.
 
 **Models.** Any :class:`~kernfw.structured.StructuredModel` with *explicit*
 groups (index sets of its joint feature vector ``φ``) and the hinge, through
@@ -32,18 +36,22 @@ quadratic form over the support:
 .. math::  ‖θ_k + ηg‖² = ‖θ_k‖² + 2η ⟨δ, S_k⟩ + η² \operatorname{tr}(δᵀ K_k[P, P] δ),
 
 ``S_k`` (T × q) being the node scores of group ``k`` already computed for the
-decoding.  The prox rescales whole groups.
+decoding.  The prox rescales whole groups: ``A_k = s_k C_k`` keeps the factor apart
+(:class:`GroupParameters`), and the kernel blocks and scores of a round come from
+:mod:`kernfw.solvers.mkl.kernel_groups` (compiled).
 
 **Online to batch.** ``averaging`` returns the last iterate ("none"), the uniform
 or the ``t``-weighted average of all iterates, or the uniform average of the
 iterates of the last epoch (``"epoch"``: a group switched off for a whole epoch
-is exactly zero).  After each epoch the regularized objective ``F`` of the
-returned predictor is recorded (one step of :func:`kernfw.fw.run` per epoch).
+is exactly zero), kept lazily (:class:`_Average`).  After each epoch the regularized
+objective ``F`` of the returned predictor is recorded (one step of :func:`kernfw.fw.run`
+per epoch; its loss term on ``objective_sample`` examples).
 No duality gap is certified (``gap = inf``; math.md §4.5).
 """
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,6 +61,7 @@ from ...operators import KernelOperator
 from ...structured import Chain, MultiClass
 from ...structured.chain import viterbi_one
 from .crf import chain_marginals, softmax_marginals
+from .kernel_groups import KernelGroups
 from .prox import make_regularizer
 
 __all__ = [
@@ -201,8 +210,11 @@ class _FactoredOracle(_Oracle):
             expected = self.model.joint_feature(x, self._output(hat))
         else:
             if self.chain:
-                mu, pairs, log_z = chain_marginals(node, G)
+                # per-letter scale (math.md §4.6): the CRF of the scores T·f, divided by T
+                T = lab.size if self.model.normalize else 1
+                mu, pairs, log_z = chain_marginals(T * node, T * G)
                 stats = np.concatenate([mu.ravel(), pairs.ravel()])
+                log_z /= T
             else:
                 p, log_z = softmax_marginals(node[0])
                 mu, stats = p[None, :], p
@@ -233,8 +245,11 @@ def _make_oracle(model, X, Y, loss):
 class GroupParameters:
     """``θ`` split into explicit groups (a vector ``w`` over ``φ``) and kernel groups.
 
-    Groups are numbered explicit first, then kernel.  Kernel group ``k`` keeps
-    coefficients ``A_k`` (N positions × q states); its norm ``‖θ_k‖`` is
+    Groups are numbered explicit first, then kernel.  Kernel group ``k`` has the
+    coefficients ``A_k = s_k C_k`` (support slots × q states, :mod:`.kernel_groups`):
+    a stored array ``C_k`` and a factor ``s_k``, so that the prox and the projection,
+    which rescale whole groups, cost O(1) per group.  With ``shared=True`` every group
+    reads one stored array ``C`` (dual averaging: ``A_k = s_k B``).  ``‖θ_k‖`` is
     maintained by the identity of the module docstring.
 
     Parameters
@@ -247,9 +262,15 @@ class GroupParameters:
         Kernel groups on the N training positions.
     q : int
         States per position (classes for multi-class).
+    shared : bool, default=False
+        One stored coefficient array for all kernel groups.
     """
 
-    def __init__(self, D, explicit, kernels, q):
+    #: a stored array is folded into its factor when the factor falls below this (kept
+    #: moderate: the lazy average subtracts terms up to 1/MIN_SCALE times its value)
+    MIN_SCALE = 1e-3
+
+    def __init__(self, D, explicit, kernels, q, shared=False):
         self.idx = [np.asarray(g, dtype=np.intp) for g in explicit]
         self.w = np.zeros(D)
         self.covered = np.zeros(D, dtype=bool)
@@ -262,17 +283,22 @@ class GroupParameters:
             if np.any(self.covered[g]):
                 raise ValueError("explicit groups must be disjoint")
             self.covered[g] = True
-        self.ops = list(kernels)
-        self.Me, self.Mk = len(self.idx), len(self.ops)
+        self.groups = KernelGroups(kernels) if kernels else None
+        self.Me, self.Mk = len(self.idx), len(kernels)
         self.M = self.Me + self.Mk
         if self.M == 0:
             raise ValueError("empty group list: online MKL needs at least one group")
-        N = self.ops[0].n if self.ops else 0
-        self.q = q
-        self.A = np.zeros((self.Mk, N, q))
+        N = self.groups.N if self.Mk else 0
+        self.q, self.shared = q, shared
+        self.C = np.zeros((1 if shared else self.Mk, N, q))
+        self.scales = np.ones(self.Mk)
         self.knorms2 = np.zeros(self.Mk)
-        self.in_support = np.zeros(N, dtype=bool)
-        self.support = np.zeros(0, dtype=np.intp)
+        self.touched = [[] for _ in range(self.C.shape[0])]  # slots written since a reset
+        self.average = None  # an _Average kept in step with the factors, if any
+
+    @property
+    def n_support(self):
+        return self.groups.n_support if self.Mk else 0
 
     # -- what the regularizers need ------------------------------------------------------
     def norms(self):
@@ -284,20 +310,34 @@ class GroupParameters:
         return float(np.abs(self.w[self.covered]).sum())
 
     def rescale(self, factors):
-        """``θ_k ← c_k θ_k``; a kernel group scaled to 0 drops its coefficients."""
+        """``θ_k ← c_k θ_k``: explicit coordinates, kernel factors ``s_k``."""
         factors = np.asarray(factors, dtype=float)
         for c, g in zip(factors[: self.Me], self.idx):
             if c != 1.0:
                 self.w[g] *= c
         kf = factors[self.Me :]
-        S = self.support
-        for k in np.flatnonzero(kf != 1.0):
-            self.A[k, S] *= kf[k]
+        self.scales *= kf
         self.knorms2 *= kf**2
-        if np.any(kf == 0) and S.size:
-            used = np.any(self.A[:, S] != 0, axis=(0, 2))
-            self.in_support[S[~used]] = False
-            self.support = S[used]
+        if self.shared:
+            return
+        for k in np.flatnonzero(self.scales < self.MIN_SCALE):
+            self._fold(k)
+
+    def _fold(self, k):
+        """``C_k ← s_k C_k``, ``s_k ← 1`` (θ_k unchanged); a zero group forgets its slots."""
+        s = self.scales[k]
+        if self.average is not None:
+            self.average.fold(k, s)
+        if s == 0.0:
+            if self.touched[k]:
+                rows = np.concatenate(self.touched[k])
+                self.C[k, rows] = 0.0
+            self.touched[k] = []
+        elif self.touched[k]:
+            rows = np.unique(np.concatenate(self.touched[k]))
+            self.C[k, rows] *= s
+            self.touched[k] = [rows]
+        self.scales[k] = 1.0
 
     def soft_threshold(self, tau):
         """ℓ1 prox on the explicit coordinates (kernel groups have no coordinates)."""
@@ -305,31 +345,24 @@ class GroupParameters:
         self.w[self.covered] = np.sign(v) * np.maximum(np.abs(v) - tau, 0.0)
 
     # -- a round -----------------------------------------------------------------------------
-    def kernel_nodes(self, P, coef=None, support=None):
-        """Node scores ``S_k`` (Mk, T, q) of the kernel groups at positions ``P`` and ``K_k[P, P]``.
+    def kernel_nodes(self, K):
+        """``(Σ_k S_k, S)``: node scores of the kernel groups from the blocks ``K`` (Mk, T, n_S).
 
-        ``coef`` (N, q) with ``support``: one coefficient matrix for every group
-        (dual averaging) instead of the groups' own ``A_k``.
+        ``S`` (Mk, T, q) are the per-group scores (None with shared coefficients).
         """
-        T = P.size
-        S = self.support if support is None else support
-        nodes = np.zeros((self.Mk, T, self.q))
-        blocks = np.empty((self.Mk, T, T))
-        for k, op in enumerate(self.ops):
-            cols = op.columns(P)  # (N, T)
-            blocks[k] = cols[P]
-            if S.size:
-                nodes[k] = cols[S].T @ (self.A[k, S] if coef is None else coef[S])
-        return nodes, blocks
+        if self.shared:
+            return self.groups.combined(K, self.scales, self.C[0]), None
+        nodes = self.groups.nodes(K, self.C)
+        nodes *= self.scales[:, None, None]
+        return nodes.sum(axis=0), nodes
 
     @staticmethod
-    def norm_increment(eta, delta, nodes, blocks):
+    def norm_increment(eta, delta, inner, square_blocks):
         """``2η⟨δ, S_k⟩ + η² tr(δᵀ K_k[P, P] δ)`` for every kernel group (math.md §4.4)."""
-        inner = np.einsum("tc,ktc->k", delta, nodes)
-        sq = np.einsum("ktc,tc->k", blocks @ delta, delta)
+        sq = np.einsum("ktc,tc->k", square_blocks @ delta, delta)
         return 2.0 * eta * inner + eta**2 * sq
 
-    def step(self, eta, direction, P=None, delta=None, nodes=None, blocks=None):
+    def step(self, eta, direction, P=None, delta=None, nodes=None):
         """``θ ← θ + η g``: explicit ``w += η·direction`` (on the groups), kernel ``A[P] += η δ``."""
         if direction is not None and self.Me:
             self.w[self.covered] += eta * direction[self.covered]
@@ -338,54 +371,99 @@ class GroupParameters:
         rows = np.any(delta != 0, axis=1)
         if not np.any(rows):
             return
-        self.knorms2 += self.norm_increment(eta, delta, nodes, blocks)
-        Pn = P[rows]
-        self.A[:, Pn] += eta * delta[rows][None]
-        new = Pn[~self.in_support[Pn]]
-        if new.size:
-            self.in_support[new] = True
-            self.support = np.flatnonzero(self.in_support)
+        inner = np.einsum("tc,ktc->k", delta, nodes)
+        self.knorms2 += self.norm_increment(eta, delta, inner, self.groups.block(P, P))
+        slots = self.groups.add(P[rows])
+        increment = eta * delta[rows]
+        for k in range(self.Mk):
+            self.C[k, slots] += increment / self.scales[k]
+            self.touched[k].append(slots)
+            if len(self.touched[k]) > 4096:
+                self.touched[k] = [np.unique(np.concatenate(self.touched[k]))]
+        if self.average is not None:
+            self.average.add(slots, increment[None] / self.scales[:, None, None])
 
-    # -- snapshots ---------------------------------------------------------------------------
-    def snapshot(self):
-        return {"w": self.w.copy(), "A": self.A.copy()}
+    def coefficients(self):
+        """True coefficients ``A_k`` of the support: (Mk, n_S, q), or
+        :class:`SharedCoefficients` with shared storage."""
+        ns = self.n_support
+        if self.shared:
+            return SharedCoefficients(self.scales.copy(), self.C[0, :ns].copy())
+        return self.scales[:, None, None] * self.C[:, :ns]
+
+
+class SharedCoefficients(NamedTuple):
+    """Kernel coefficients ``A_k = scales[k] · B`` shared by all groups (dual averaging)."""
+
+    scales: np.ndarray
+    B: np.ndarray
+
+    def expand(self):
+        """``A`` as an array (Mk, n_S, q)."""
+        return self.scales[:, None, None] * self.B[None]
 
 
 class _Average:
-    """Running average of ``(w, A)``: uniform, ``t``-weighted, or uniform over one epoch.
+    r"""Weighted average ``θ̄ = Σ_t ω_t θ_t / Σ_t ω_t`` of the iterates, kept lazily.
 
-    ``θ̄ ← θ̄ + ρ_t (θ_t − θ̄)`` with ``ρ_t = 1/t`` (uniform) or ``2/(t+1)``
-    (weights ∝ t); ``t`` restarts at each epoch for ``"epoch"``.  Kernel rows are
-    updated on every position that has been in a support since the restart.
+    ``ω_t = 1`` ("uniform", and "epoch": restarted every epoch) or ``ω_t = t``
+    ("weighted").  Explicit coordinates are averaged directly.  A kernel group with
+    ``A_k(t) = s_k(t) C_k(t)``, whose stored ``C_k`` changes only where a round adds
+    ``Δ_r`` (the round's positions), has
+
+    .. math::  Σ_{t'≤t} ω_{t'} A_k(t') = Γ_k(t)\, C_k(t) − E_k(t),\qquad
+               Γ_k(t) = Σ_{t'≤t} ω_{t'} s_k(t'),\quad E_k = Σ_r Γ_k(r−1)\, Δ_r,
+
+    so a round costs O(Mk·T·q) instead of a pass over the support.  Before a factor is
+    folded into ``C_k`` (``C_k ← s C_k``, also ``s = 0``: a zero group's reset) the sum
+    is written into ``E_k`` alone (:meth:`fold`).
     """
 
     def __init__(self, params, kind):
         self.params, self.kind = params, kind
         self.w = np.zeros_like(params.w)
-        self.A = np.zeros_like(params.A)
-        self.rows = np.zeros(params.A.shape[1], dtype=bool)
+        Mk, N, q = params.Mk, params.C.shape[1], params.q
+        self.E = np.zeros((Mk, N, q))
+        self.gamma = np.zeros(Mk)
+        self.weight = 0.0
         self.count = 0
 
     def restart(self):
         if self.kind == "epoch":
             self.count = 0
+            self.weight = 0.0
+            self.gamma[:] = 0.0
+            self.E[:, : self.params.n_support] = 0.0
+
+    def add(self, slots, increments):
+        """A round adds ``increments[k]`` (T', q) to the stored ``C_k`` at ``slots``."""
+        self.E[:, slots] += self.gamma[:, None, None] * increments
+
+    def fold(self, k, s):
+        """Before ``C_k`` changes to ``s C_k``: write the running sum ``Γ_k C_k − E_k`` into
+        ``E_k`` alone (``Γ_k ← 0``), which keeps ``Γ_k C_k`` and ``E_k`` of the size of the
+        sum (no cancellation)."""
+        p = self.params
+        if p.touched[k]:
+            rows = np.concatenate(p.touched[k])
+            self.E[k, rows] -= self.gamma[k] * p.C[k, rows]
+        self.gamma[k] = 0.0
 
     def update(self):
+        """Add the current iterate ``θ_t`` with its weight ``ω_t``."""
         self.count += 1
+        omega = float(self.count) if self.kind == "weighted" else 1.0
+        self.weight += omega
         p = self.params
-        if self.count == 1:
-            self.w[:] = p.w
-            self.A[:] = 0.0
-            self.rows[:] = False
-            self.rows[p.support] = True
-            self.A[:, p.support] = p.A[:, p.support]
-            return
-        rho = 2.0 / (self.count + 1) if self.kind == "weighted" else 1.0 / self.count
-        self.w += rho * (p.w - self.w)
-        self.rows[p.support] = True
-        R = np.flatnonzero(self.rows)
-        if R.size:
-            self.A[:, R] += rho * (p.A[:, R] - self.A[:, R])
+        self.w += (omega / self.weight) * (p.w - self.w)
+        self.gamma += omega * p.scales
+
+    def coefficients(self):
+        """Averaged kernel coefficients ``Ā_k`` of the support, (Mk, n_S, q)."""
+        p = self.params
+        ns = p.n_support
+        C = p.C[:, :ns] if not p.shared else p.C[[0] * p.Mk, :ns]
+        return (self.gamma[:, None, None] * C - self.E[:, :ns]) / self.weight
 
 
 class OnlineMKLIterate(FWIterate):
@@ -409,41 +487,63 @@ class OnlineMKLIterate(FWIterate):
     rng : numpy.random.Generator
         Order of the examples (a new permutation per epoch).
     averaging : {"none", "uniform", "weighted", "epoch"}
+    objective_sample : ndarray of int or None
+        Examples on which the per-epoch objective is evaluated (None: all).
     """
 
+    #: positions whose products with the support are computed in one matrix product
+    PREFETCH_POSITIONS = 256
+    #: support rows per block of the quadratic forms of an average's norms (Mk blocks of
+    #: NORM_ROWS × n_S values at once)
+    NORM_ROWS = 32
+
     def __init__(
-        self, oracle, params, offsets, regularizer, eta0, radius, max_iter, rng, averaging
+        self,
+        oracle,
+        params,
+        offsets,
+        regularizer,
+        eta0,
+        radius,
+        max_iter,
+        rng,
+        averaging,
+        objective_sample=None,
     ):
         self.oracle, self.params, self.offsets = oracle, params, offsets
         self.reg, self.eta0, self.radius = regularizer, eta0, radius
         self.max_iter, self.rng = max_iter, rng
         self.avg = None if averaging == "none" else _Average(params, averaging)
+        params.average = self.avg
+        self.sample = objective_sample
         self.rounds = self.epochs = self.mistakes = 0
         self.norm_path = []
 
     def _positions(self, i):
         return np.arange(self.offsets[i], self.offsets[i + 1])
 
+    def _project(self):
+        p = self.params
+        if self.radius is not None:
+            total = float(np.linalg.norm(p.norms()))
+            if total > self.radius:
+                p.rescale(np.full(p.M, self.radius / total))
+
     def round(self, i):
         """One online round on example ``i``: decode, step, prox in sequence, project."""
         self.rounds += 1
         eta = self.eta0 / math.sqrt(self.rounds)
         p = self.params
-        P = nodes = blocks = None
-        knode = None
+        P = nodes = knode = None
         if p.Mk:
             P = self._positions(i)
-            nodes, blocks = p.kernel_nodes(P)
-            knode = nodes.sum(axis=0)
+            knode, nodes = p.kernel_nodes(p.groups.at(P))
         _, direction, delta = self.oracle.evaluate(i, p.w, knode)
         if direction is not None or delta is not None:
-            p.step(eta, direction, P, delta, nodes, blocks)
+            p.step(eta, direction, P, delta, nodes)
             self.mistakes += 1
         self.reg.prox(p, eta)
-        if self.radius is not None:
-            total = float(np.linalg.norm(p.norms()))
-            if total > self.radius:
-                p.rescale(np.full(p.M, self.radius / total))
+        self._project()
         if self.avg is not None:
             self.avg.update()
         return eta
@@ -453,51 +553,84 @@ class OnlineMKLIterate(FWIterate):
         if self.avg is not None:
             self.avg.restart()
         eta = 0.0
-        for i in self.rng.permutation(self.oracle.n).tolist():
+        order = self.rng.permutation(self.oracle.n)
+        ahead = 0
+        for r, i in enumerate(order.tolist()):
+            if self.params.Mk and r == ahead:
+                ahead = self._prefetch(order, r)
             eta = self.round(i)
         self.epochs += 1
         return eta
 
+    def _prefetch(self, order, r):
+        """Products of the positions of the next examples with the support (one matrix
+        product for about ``PREFETCH_POSITIONS`` positions); returns where to prefetch next."""
+        off = self.offsets
+        ends = np.cumsum(off[order[r:] + 1] - off[order[r:]])
+        stop = r + int(np.searchsorted(ends, self.PREFETCH_POSITIONS)) + 1
+        chunk = order[r:stop]
+        self.params.groups.prefetch(np.concatenate([np.arange(off[i], off[i + 1]) for i in chunk]))
+        return stop
+
     # -- the returned predictor ------------------------------------------------------------
     def predictor(self):
-        """``(w, A, support, group norms)`` of the returned predictor (average or last)."""
+        """``(w, coefficients (Mk, n_S, q), group norms)`` of the returned predictor."""
         p = self.params
         if self.avg is None:
-            return p.w.copy(), p.A[:, p.support].copy(), p.support.copy(), p.norms()
-        support = np.flatnonzero(np.any(self.avg.A != 0, axis=(0, 2)))
-        A = self.avg.A[:, support]
+            return p.w.copy(), (p.coefficients() if p.Mk else None), p.norms()
+        A = self.avg.coefficients() if p.Mk else None
         explicit = [float(np.linalg.norm(self.avg.w[g])) for g in p.idx]
-        kernel = [
-            math.sqrt(max(float(np.sum(A[k] * (op.subset(support).dense() @ A[k]))), 0.0))
-            if support.size
-            else 0.0
-            for k, op in enumerate(p.ops)
-        ]
-        return self.avg.w.copy(), A, support, np.array(explicit + kernel)
+        return self.avg.w.copy(), A, np.concatenate([explicit, self._kernel_norms(A)])
 
-    def kernel_scores(self, A, support):
-        """Kernel node scores of the predictor on all training positions, (N, q)."""
+    def _kernel_norms(self, A):
+        """``‖θ_k‖ = sqrt(tr(A_kᵀ K_k[S, S] A_k))`` by blocks of the support."""
         p = self.params
-        out = np.zeros((p.A.shape[1], p.q))
-        for k, op in enumerate(p.ops):
-            if support.size:
-                out += op.columns(support) @ A[k]
+        sq = np.zeros(p.Mk)
+        if not p.Mk:
+            return sq
+        support = p.groups.support
+        for lo in range(0, support.size, self.NORM_ROWS):
+            rows = slice(lo, lo + self.NORM_ROWS)
+            nodes = p.groups.nodes(p.groups.block(support[rows]), A)
+            sq += np.einsum("ktc,ktc->k", A[:, rows], nodes)
+        return np.sqrt(np.maximum(sq, 0.0))
+
+    def kernel_scores(self, A, positions):
+        """Kernel node scores ``Σ_k K_k[positions, S] A_k`` of a predictor, (len, q)."""
+        p = self.params
+        out = np.zeros((positions.size, p.q))
+        for lo in range(0, positions.size, self.PREFETCH_POSITIONS):
+            rows = slice(lo, lo + self.PREFETCH_POSITIONS)
+            K = p.groups.at(positions[rows])
+            if isinstance(A, SharedCoefficients):
+                out[rows] = p.groups.combined(K, A.scales, A.B)
+            else:
+                out[rows] = p.groups.nodes(K, A).sum(axis=0)
         return out
 
     def objective(self, predictor=None):
-        """``F = R(θ) + (1/n) Σ_i L_i(θ)`` of the returned predictor."""
-        w, A, support, norms = self.predictor() if predictor is None else predictor
-        scores = self.kernel_scores(A, support) if self.params.Mk else None
+        """``F = R(θ) + (1/n) Σ_i L_i(θ)`` of the returned predictor (the loss term on the
+        examples of ``objective_sample``)."""
+        w, A, norms = self.predictor() if predictor is None else predictor
+        examples = np.arange(self.oracle.n) if self.sample is None else self.sample
         total = 0.0
-        for i in range(self.oracle.n):
-            knode = None if scores is None else scores[self.offsets[i] : self.offsets[i + 1]]
-            total += self.oracle.evaluate(i, w, knode, need_grad=False)[0]
+        if self.params.Mk and self.params.n_support:
+            off = self.offsets
+            positions = np.concatenate([np.arange(off[i], off[i + 1]) for i in examples])
+            scores = self.kernel_scores(A, positions)
+            starts = np.concatenate([[0], np.cumsum(off[examples + 1] - off[examples])])
+            for j, i in enumerate(examples.tolist()):
+                knode = scores[starts[j] : starts[j + 1]]
+                total += self.oracle.evaluate(i, w, knode, need_grad=False)[0]
+        else:
+            for i in examples.tolist():
+                total += self.oracle.evaluate(i, w, None, need_grad=False)[0]
         l1 = float(np.abs(w[self.params.covered]).sum())
-        return self.reg.value(norms, l1) + total / self.oracle.n
+        return self.reg.value(norms, l1) + total / examples.size
 
     def certificate(self):
         pred = self.predictor()
-        self.norm_path.append(pred[3])
+        self.norm_path.append(pred[2])
         return Certificate(
             primal=self.objective(pred),
             dual=math.nan,
@@ -505,7 +638,7 @@ class OnlineMKLIterate(FWIterate):
             extra={
                 "epoch": self.epochs,
                 "mistakes": self.mistakes,
-                "active_groups": int(np.count_nonzero(pred[3])),
+                "active_groups": int(np.count_nonzero(pred[2])),
             },
         )
 
@@ -514,7 +647,16 @@ class OnlineMKLIterate(FWIterate):
         return self.epochs >= self.max_iter
 
     def solution(self):
-        w, A, support, norms = self.predictor()
+        w, A, norms = self.predictor()
+        p = self.params
+        if p.Mk:
+            A = A.expand() if isinstance(A, SharedCoefficients) else A
+            used = np.flatnonzero(np.any(A != 0, axis=(0, 2)))
+            support, A = p.groups.support[used], A[:, used]
+            order = np.argsort(support, kind="stable")
+            support, A = support[order], A[:, order]
+        else:
+            support, A = np.zeros(0, dtype=np.intp), np.zeros((0, 0, p.q))
         total = norms.sum()
         return {
             "w": w,
@@ -540,58 +682,47 @@ class DualAveragingIterate(OnlineMKLIterate):
     gradient: a group is zero while ``‖G_{t,k}‖/t`` stays below the threshold of
     ``R`` (``λ`` for ℓ2,1, the batch optimality condition), instead of being
     revived by every example whose own gradient exceeds it.  Kernel groups share
-    one coefficient matrix ``B`` (N × q) for ``G`` (every group's gradient has the
-    same coefficients ``δ``); ``‖G_k‖`` is kept by the identity of math.md §4.4 and
-    ``θ_k = s_k G_k``.
+    one coefficient matrix ``B`` (support × q) for ``G`` (every group's gradient has
+    the same coefficients ``δ``), so ``θ_k = s_k B`` and a round needs one combined
+    score ``Σ_k s_k K_k[P, S] B`` (:mod:`.kernel_groups`); ``‖G_k‖`` is kept by the
+    identity of math.md §4.4.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         p = self.params
         self.G = np.zeros_like(p.w)
-        self.B = np.zeros((p.A.shape[1], p.q))
-        self.B_rows = np.zeros(p.A.shape[1], dtype=bool)
-        self.B_support = np.zeros(0, dtype=np.intp)
         self.G_norms2 = np.zeros(p.Mk)
-        self.scales = np.zeros(p.Mk)
 
     def round(self, i):
         self.rounds += 1
         t = self.rounds
         p = self.params
-        P = nodes = blocks = knode = None
+        P = knode = K = None
         if p.Mk:
             P = self._positions(i)
-            nodes, blocks = p.kernel_nodes(P, self.B, self.B_support)
-            knode = np.einsum("k,ktc->tc", self.scales, nodes)
+            K = p.groups.at(P)
+            knode, _ = p.kernel_nodes(K)
         _, direction, delta = self.oracle.evaluate(i, p.w, knode)
         if direction is not None and p.Me:
             self.G[p.covered] += direction[p.covered]
         if delta is not None and p.Mk and np.any(delta != 0):
-            self.G_norms2 += p.norm_increment(1.0, delta, nodes, blocks)
+            inner = p.groups.shared_inner(K, delta, p.C[0])
+            self.G_norms2 += p.norm_increment(1.0, delta, inner, p.groups.block(P, P))
             rows = np.any(delta != 0, axis=1)
-            self.B[P[rows]] += delta[rows]
-            if not np.all(self.B_rows[P[rows]]):
-                self.B_rows[P[rows]] = True
-                self.B_support = np.flatnonzero(self.B_rows)
+            slots = p.groups.add(P[rows])
+            p.C[0, slots] += delta[rows]
+            if self.avg is not None:
+                self.avg.add(slots, delta[rows][None])
         if direction is not None or delta is not None:
             self.mistakes += 1
-        # θ = prox_{cR}(G·η0/√t) with c = η0·√t, on the group container
+        # θ = prox_{cR}(G·η0/√t) with c = η0·√t: set θ to the scaled sum, then the proxes
         scale, c = self.eta0 / math.sqrt(t), self.eta0 * math.sqrt(t)
-        S = self.B_support
         p.w[:] = scale * self.G
-        p.A[:, S] = scale * self.B[S][None]
-        p.in_support[:] = self.B_rows
-        p.support = S
+        p.scales[:] = scale
         p.knorms2 = scale**2 * self.G_norms2
-        before = np.sqrt(np.maximum(p.knorms2, 0.0))
         self.reg.prox(p, c)
-        if self.radius is not None:
-            total = float(np.linalg.norm(p.norms()))
-            if total > self.radius:
-                p.rescale(np.full(p.M, self.radius / total))
-        after = np.sqrt(np.maximum(p.knorms2, 0.0))
-        self.scales = scale * np.where(before > 0, after / np.where(before > 0, before, 1), 0.0)
+        self._project()
         if self.avg is not None:
             self.avg.update()
         return scale
@@ -611,7 +742,8 @@ def solve_online_mkl(
     max_iter=10,
     radius=None,
     averaging="epoch",
-    solver="proximal",
+    solver="dual_averaging",
+    objective_sample=None,
     random_state=None,
     callback=None,
     max_time=None,
@@ -647,11 +779,16 @@ def solve_online_mkl(
         squared regularizers and ``F(0)/λ`` for the ℓ2,1 ones (both contain
         the optimum).
     averaging : {"none", "uniform", "weighted", "epoch"}
-        The returned predictor (module docstring).
-    solver : {"proximal", "dual_averaging"}
-        The online proximal step of [Martins2011] (Alg. 1: subgradient step, then the
-        proxes) or regularized dual averaging (:class:`DualAveragingIterate`:
-        the proxes applied to the running gradient sum, sparser).
+        The returned predictor (module docstring): "none" the last iterate, else an
+        average of the iterates.
+    solver : {"dual_averaging", "proximal"}
+        Regularized dual averaging (:class:`DualAveragingIterate`, [Xiao2010]: the
+        proxes applied to the running gradient sum; groups without signal stay
+        exactly zero) or the online proximal step of [Martins2011] (Alg. 1:
+        subgradient step, then the proxes).
+    objective_sample : int or None
+        Evaluate the per-epoch objective on a fixed random subset of this many
+        examples (drawn once; None: on all examples).
     random_state : int, Generator or None
     callback, max_time
         As :func:`kernfw.fw.run`.
@@ -700,8 +837,13 @@ def solve_online_mkl(
                     f"positions, got an operator on {op.n} points"
                 )
     params = GroupParameters(
-        model.size_joint_feature, explicit, kernels, oracle.q if oracle.factored else 1
+        model.size_joint_feature,
+        explicit,
+        kernels,
+        oracle.q if oracle.factored else 1,
+        shared=solver == "dual_averaging",
     )
+    rng = np.random.default_rng(random_state)
     cls = OnlineMKLIterate if solver == "proximal" else DualAveragingIterate
     iterate = cls(
         oracle,
@@ -711,8 +853,9 @@ def solve_online_mkl(
         eta0,
         None,
         int(max_iter),
-        np.random.default_rng(random_state),
+        rng,
         averaging,
+        _objective_sample(objective_sample, oracle.n, rng),
     )
     radius = _radius(radius, iterate, reg)
     iterate.radius = radius
@@ -730,6 +873,18 @@ def solve_online_mkl(
         result.status = "max_iter"
     result.solution["radius"] = radius
     return result
+
+
+def _objective_sample(size, n, rng):
+    """The examples of the per-epoch objective: all (None, or ``size >= n``) or a fixed
+    random subset of ``size``."""
+    if size is None:
+        return None
+    if isinstance(size, bool) or int(size) != size or size < 1:
+        raise ValueError(f"objective_sample must be None or a positive integer, got {size!r}")
+    if size >= n:
+        return None
+    return np.sort(rng.choice(n, size=int(size), replace=False))
 
 
 def _radius(radius, iterate, reg):

@@ -1,0 +1,342 @@
+"""Compiled group scores and chain marginals of online MKL (math.md §4.4, §4.6).
+
+The backend of :class:`kernfw.solvers.mkl.kernel_groups.KernelGroups` and of the CRF
+marginals (:mod:`kernfw.solvers.mkl.crf`).  A round of online MKL on a word with
+positions ``P`` reads the kernel blocks ``K_k[P, S]`` (``Mk × T × n_S``, ``S`` the
+support in slot order) once and needs
+
+- the node scores of every group, ``S_k = K_k[P, S] A_k`` (one coefficient matrix per
+  group: the proximal method), :func:`group_nodes`;
+- or, when every group has the same coefficients up to a factor ``s_k`` (dual
+  averaging: ``A_k = s_k B``), their sum ``Σ_k s_k K_k[P, S] B``
+  (:func:`combined_nodes`, one pass over the blocks instead of ``Mk`` products with
+  ``q`` columns) and the inner products ``⟨δ, K_k[P, S] B⟩`` of the norm identity
+  (:func:`shared_inner`).
+
+The numpy path computes the same sums with ``matmul`` / ``einsum`` (in another order:
+the two agree to rounding, ``tests/test_online_mkl.py``).  :func:`forward_backward` is
+the log-space recursion of :func:`kernfw.solvers.mkl.crf.chain_marginals`.
+
+All functions are compiled with ``cache=True``; importing this module needs
+:mod:`numba` (``kernfw._compiled.compiled_module`` returns None without it).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "rbf_exponents",
+    "program_combined",
+    "rows_times",
+    "row_products",
+    "program_inner",
+    "program_blocks",
+    "group_nodes",
+    "combined_nodes",
+    "shared_inner",
+    "forward_backward",
+]
+
+#: kinds of the kernels of a *program* (kernels of the same inner products)
+LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
+
+#: reassociation of the sums over the support (they vectorize)
+_FLAGS = {"reassoc", "contract"}
+
+
+@njit(cache=True)
+def _int_power(x, m):
+    """``x^m`` for an integer ``m ≥ 0`` by repeated squaring."""
+    v = 1.0
+    while m > 0:
+        if m & 1:
+            v *= x
+        x *= x
+        m >>= 1
+    return v
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def rbf_exponents(ip, sq_rows, sq_cols, gamma0, out):
+    """``out[t, j] = −γ_0 max(‖a_t‖² + ‖b_j‖² − 2 ip[t, j], 0)`` (then ``exp`` in numpy)."""
+    T, ns = ip.shape
+    for t in range(T):
+        for j in range(ns):
+            d = sq_rows[t] + sq_cols[j] - 2.0 * ip[t, j]
+            out[t, j] = -gamma0 * max(d, 0.0)
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _row_power(x, m, work):
+    """``x ← x^m`` elementwise (integer ``m ≥ 1``) by repeated squaring of whole rows."""
+    if m == 1:
+        return
+    n = x.shape[0]
+    for j in range(n):
+        work[j] = x[j]
+        x[j] = 1.0
+    while m > 0:
+        if m & 1:
+            for j in range(n):
+                x[j] *= work[j]
+        m >>= 1
+        if m > 0:
+            for j in range(n):
+                work[j] *= work[j]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row):
+    """``row ← k_r(ip[t])`` for kernel ``r`` of a program.
+
+    RBF: ``E^m`` (``E = exp(−γ_0 D)``, ``powers[r] = m``), continuing the *ladder*
+    (``ladder[:n]`` the last RBF row of this ``t``, ``ladder[n]`` its power, 0 for
+    none) when ``m`` is a multiple of that power; ``m = 0`` means the real power
+    ``γ/γ_0`` (an RBF off the ladder).  POLY: ``(γx + c)^m``.
+    """
+    kind, g, c, m = kinds[r], gammas[r], coef0s[r], powers[r]
+    n = ip.shape[1]
+    if kind == LINEAR:
+        for j in range(n):
+            row[j] = ip[t, j]
+    elif kind == POLY:
+        for j in range(n):
+            row[j] = g * ip[t, j] + c
+        if m == 0:
+            for j in range(n):
+                row[j] = 1.0
+        else:
+            _row_power(row, m, work)
+    elif kind == SIGMOID:
+        for j in range(n):
+            row[j] = math.tanh(g * ip[t, j] + c)
+    elif m == 0:
+        ratio = g / gammas[0]
+        for j in range(n):
+            row[j] = E[t, j] ** ratio
+    else:
+        have = int(ladder[n])  # the power of the ladder's row (0: none yet in this row)
+        if have > 0 and m % have == 0:
+            _row_power(ladder, m // have, work)
+        else:
+            for j in range(n):
+                ladder[j] = E[t, j]
+            _row_power(ladder, m, work)
+        ladder[n] = m
+        for j in range(n):
+            row[j] = ladder[j]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def program_combined(ip, E, kinds, gammas, coef0s, powers, weights, out):
+    """``out[t, j] = Σ_r weights[r] k_r(ip[t, j])``: the combined kernel ``Σ_k s_k K_k``.
+
+    ``E = exp(−γ_0 D)`` (:func:`rbf_exponents`); every RBF of the program is ``E^m``.
+    """
+    T, ns = ip.shape
+    row, work, ladder = np.empty(ns), np.empty(ns), np.empty(ns + 1)
+    out[:] = 0.0
+    for t in range(T):
+        ladder[ns] = 0.0
+        for r in range(kinds.shape[0]):
+            w = weights[r]
+            if w == 0.0:
+                continue
+            _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row)
+            for j in range(ns):
+                out[t, j] += w * row[j]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def rows_times(K, B, out):
+    """``out = K @ B[:n_S]`` (T × q) without a threaded BLAS call (too small to pay off)."""
+    T, ns = K.shape
+    q = B.shape[1]
+    out[:] = 0.0
+    for t in range(T):
+        for j in range(ns):
+            v = K[t, j]
+            for c in range(q):
+                out[t, c] += v * B[j, c]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def row_products(delta, B, M):
+    """``M[t, j] = ⟨δ_t, B_j⟩`` for the first ``M.shape[1]`` rows of ``B``, over the
+    nonzero states of ``δ_t`` only (two for the hinge); returns the rows ``t`` with
+    ``δ_t ≠ 0`` (the others are left unset)."""
+    T, ns = M.shape
+    q = delta.shape[1]
+    rows = np.zeros(T, dtype=np.bool_)
+    states = np.empty(q, dtype=np.intp)
+    for t in range(T):
+        nz = 0
+        for c in range(q):
+            if delta[t, c] != 0.0:
+                states[nz] = c
+                nz += 1
+        if nz == 0:
+            continue
+        rows[t] = True
+        for j in range(ns):
+            acc = 0.0
+            for u in range(nz):
+                acc += delta[t, states[u]] * B[j, states[u]]
+            M[t, j] = acc
+    return rows
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def program_inner(ip, E, groups, kinds, gammas, coef0s, powers, scales, M, rows, out):
+    """``out[groups[r]] += scales[r] Σ_{t,j} k_r(ip[t, j]) M[t, j]`` (``⟨K_k, M⟩``) over
+    the rows ``t`` with ``rows[t]``."""
+    T, ns = ip.shape
+    row, work, ladder = np.empty(ns), np.empty(ns), np.empty(ns + 1)
+    out[:] = 0.0
+    for t in range(T):
+        if not rows[t]:
+            continue
+        ladder[ns] = 0.0
+        for r in range(kinds.shape[0]):
+            _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row)
+            acc = 0.0
+            for j in range(ns):
+                acc += row[j] * M[t, j]
+            out[groups[r]] += scales[r] * acc
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def program_blocks(ip, E, groups, kinds, gammas, coef0s, powers, scales, out):
+    """``out[groups[r], t, j] = scales[r] k_r(ip[t, j])``: the blocks of every kernel."""
+    T, ns = ip.shape
+    row, work, ladder = np.empty(ns), np.empty(ns), np.empty(ns + 1)
+    for t in range(T):
+        ladder[ns] = 0.0
+        for r in range(kinds.shape[0]):
+            _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row)
+            k, sc = groups[r], scales[r]
+            for j in range(ns):
+                out[k, t, j] = sc * row[j]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def group_nodes(K, A, out):
+    """``out[k] = K[k] @ A[k]``: the node scores of every group.
+
+    Parameters
+    ----------
+    K : ndarray (Mk, T, n_S)
+        Kernel blocks ``K_k[P, S]``.
+    A : ndarray (Mk, ≥ n_S, q)
+        Coefficients of every group in slot order (rows past ``n_S`` are ignored).
+    out : ndarray (Mk, T, q)
+    """
+    Mk, T, ns = K.shape
+    q = out.shape[2]
+    out[:] = 0.0
+    for k in range(Mk):
+        for t in range(T):
+            for j in range(ns):
+                v = K[k, t, j]
+                if v != 0.0:
+                    for c in range(q):
+                        out[k, t, c] += v * A[k, j, c]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def combined_nodes(K, scales, B, out):
+    """``out = Σ_k scales[k] K[k] @ B``: the node scores of shared coefficients.
+
+    Parameters
+    ----------
+    K : ndarray (Mk, T, n_S)
+    scales : ndarray (Mk,)
+        ``s_k`` (``A_k = s_k B``).
+    B : ndarray (≥ n_S, q)
+    out : ndarray (T, q)
+    """
+    Mk, T, ns = K.shape
+    q = out.shape[1]
+    out[:] = 0.0
+    for t in range(T):
+        for j in range(ns):
+            v = 0.0
+            for k in range(Mk):
+                v += scales[k] * K[k, t, j]
+            if v != 0.0:
+                for c in range(q):
+                    out[t, c] += v * B[j, c]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def shared_inner(K, delta, B, out):
+    """``out[k] = ⟨δ, K[k] @ B⟩ = Σ_{t,j} K[k, t, j] ⟨δ_t, B_j⟩``.
+
+    Parameters
+    ----------
+    K : ndarray (Mk, T, n_S)
+    delta : ndarray (T, q)
+    B : ndarray (≥ n_S, q)
+    out : ndarray (Mk,)
+    """
+    Mk, T, ns = K.shape
+    q = delta.shape[1]
+    out[:] = 0.0
+    for t in range(T):
+        for j in range(ns):
+            m = 0.0
+            for c in range(q):
+                m += delta[t, c] * B[j, c]
+            if m != 0.0:
+                for k in range(Mk):
+                    out[k] += K[k, t, j] * m
+
+
+@njit(cache=True)
+def _logsumexp(v):
+    top = v[0]
+    for x in v[1:]:
+        if x > top:
+            top = x
+    acc = 0.0
+    for x in v:
+        acc += math.exp(x - top)
+    return top + math.log(acc)
+
+
+@njit(cache=True)
+def forward_backward(theta, G, mu, pairs):
+    """Node marginals ``mu`` (T, q), transition counts ``pairs`` (q, q); returns ``log Z``.
+
+    ``α_1 = θ_1``, ``α_t(b) = θ_t(b) + logsumexp_a(α_{t−1}(a) + G_ab)``; ``β_T = 0``,
+    ``β_t(a) = logsumexp_b(G_ab + θ_{t+1}(b) + β_{t+1}(b))`` (math.md §4.6).
+    """
+    T, q = theta.shape
+    alpha = np.empty((T, q))
+    beta = np.zeros((T, q))
+    tmp = np.empty(q)
+    alpha[0] = theta[0]
+    for t in range(1, T):
+        for b in range(q):
+            for a in range(q):
+                tmp[a] = alpha[t - 1, a] + G[a, b]
+            alpha[t, b] = theta[t, b] + _logsumexp(tmp)
+    for t in range(T - 2, -1, -1):
+        for a in range(q):
+            for b in range(q):
+                tmp[b] = G[a, b] + theta[t + 1, b] + beta[t + 1, b]
+            beta[t, a] = _logsumexp(tmp)
+    log_z = _logsumexp(alpha[T - 1])
+    for t in range(T):
+        for c in range(q):
+            mu[t, c] = math.exp(alpha[t, c] + beta[t, c] - log_z)
+    pairs[:] = 0.0
+    for t in range(T - 1):
+        for a in range(q):
+            for b in range(q):
+                pairs[a, b] += math.exp(
+                    alpha[t, a] + G[a, b] + theta[t + 1, b] + beta[t + 1, b] - log_z
+                )
+    return log_z

@@ -1,0 +1,393 @@
+r"""Kernel groups of online MKL on the training positions: support, kernel blocks, scores.
+
+A kernel group ``k`` has parameters ``θ_k = Σ_{p∈S} Σ_c A_k[p, c] ϕ_k(x_p) ⊗ e_c`` over the
+*support* ``S`` (training positions with a coefficient), so the node scores of positions
+``P`` are ``S_k = K_k[P, S] A_k[S]`` (math.md §4.4, §4.6).  A round of online MKL reads
+the kernel blocks ``K_k[P, S]`` of all ``Mk`` groups once (:meth:`KernelGroups.block`) and
+computes from them
+
+- per-group scores ``K_k[P, S] A_k`` (:meth:`KernelGroups.nodes`), or
+- for coefficients shared up to a factor, ``A_k = s_k B`` (dual averaging), the sum
+  ``Σ_k s_k K_k[P, S] B`` (:meth:`KernelGroups.combined`) and the inner products
+  ``⟨δ, K_k[P, S] B⟩`` of the norm identity (:meth:`KernelGroups.shared_inner`),
+
+in compiled code (``kernfw.solvers._online_mkl_numba``) or in numpy.
+
+**Support in slot order.**  Positions enter the support in the order they first get a
+coefficient and keep their *slot*; coefficient arrays are stored by slot, so the
+support's rows are the contiguous prefix ``[:n_S]``.
+
+**Kernel blocks.**  Operators whose :meth:`~kernfw.operators.KernelOperator.column_view`
+is a Gram matrix are read directly; kernels of inner products on dense features
+("rbf", "product", possibly "scaled" by a trace normalization) share one product
+``X_P X_Sᵀ`` per feature matrix, from which every such group's values follow
+(:meth:`~kernfw.operators.pairwise.PairwiseKernel.from_products`); the products of the
+positions of the next few rounds are computed in one matrix product
+(:meth:`KernelGroups.prefetch`).  Other operators are read through ``columns``.
+"""
+
+import numpy as np
+
+from ..._compiled import compiled_module
+
+__all__ = ["KernelGroups"]
+
+
+class _Gram:
+    """A group read off a Gram matrix: ``scale · K[P, cols]``."""
+
+    def __init__(self, matrix, scale):
+        self.matrix, self.scale = matrix, scale
+
+    def fill(self, out, P, cols):
+        np.multiply(self.matrix[np.ix_(P, cols)], self.scale, out=out)
+
+
+class _Columns:
+    """A group read through the operator protocol: ``op.columns(P)[cols]ᵀ``."""
+
+    def __init__(self, op):
+        self.op = op
+
+    def fill(self, out, P, cols):
+        out[:] = self.op.columns(P)[cols].T
+
+
+class _Features:
+    """One dense feature matrix ``X`` (N × d) shared by kernels of inner products.
+
+    Keeps a copy of the support's rows in slot order (``Xs``) and the products ``ip`` of
+    the prefetched positions (the next rounds') with the support; slots that enter the
+    support later get their columns of ``ip`` when they enter.  Features that are small
+    integers (``d · max|x|² < 2²⁴``, e.g. binary images) have exact float32 products,
+    computed in float32.
+    """
+
+    def __init__(self, X):
+        self.X = X
+        self.sq = np.einsum("ij,ij->i", X, X)
+        exact32 = (
+            X.size > 0
+            and np.array_equal(X, np.round(X))
+            and X.shape[1] * float(np.abs(X).max()) ** 2 < 2.0**24
+        )
+        self.dtype = np.float32 if exact32 else np.float64
+        self.Xp = X.astype(self.dtype)  # the factors of the products
+        self.Xs = np.empty_like(self.Xp)
+        self.sq_s = np.empty(X.shape[0])
+        self.groups = []  # (group index, "rbf" gamma or PairwiseKernel, scale)
+        self.row = np.full(X.shape[0], -1, dtype=np.intp)  # prefetched row of a position
+        self.Q = np.zeros(0, dtype=np.intp)
+        self.ip = np.empty((0, 0))
+        self.ip_cols = 0
+        self.program = None
+        self.gamma0 = None
+
+    def add(self, slots, P):
+        self.Xs[slots] = self.Xp[P]
+        self.sq_s[slots] = self.sq[P]
+        if self.Q.size and slots[-1] < self.ip.shape[1]:  # the new columns of ip
+            self.ip[:, slots] = self.Xp[self.Q] @ self.Xs[slots].T
+            self.ip_cols = slots[-1] + 1
+
+    def prefetch(self, Q, ns):
+        """Products of the positions ``Q`` with the support (``ns`` slots, and room for
+        ``len(Q)`` more)."""
+        self.row[self.Q] = -1
+        self.Q = Q
+        self.row[Q] = np.arange(Q.size)
+        self.ip = np.empty((Q.size, min(ns + Q.size, self.X.shape[0])))
+        if ns:
+            self.ip[:, :ns] = self.Xp[Q] @ self.Xs[:ns].T
+        self.ip_cols = ns
+
+    def products(self, P, ns, cols):
+        """``X_P X_colsᵀ`` (cols None: the support's first ``ns`` slots)."""
+        if cols is not None:
+            return (self.Xp[P] @ self.Xp[cols].T).astype(float, copy=False)
+        rows = self.row[P]
+        if ns == 0 or np.any(rows < 0) or self.ip_cols != ns:
+            return (self.Xp[P] @ self.Xs[:ns].T).astype(float, copy=False)
+        if np.all(np.diff(rows) == 1):  # consecutive rows: a view
+            return self.ip[rows[0] : rows[-1] + 1, :ns]
+        return self.ip[rows, :ns]
+
+    def numpy_fill(self, out, ip, sq_rows, sq_cols):
+        """Every group of these features into ``out[k]`` (Mk, T, n_cols), in numpy."""
+        dist = None
+        d = self.X.shape[1]
+        for k, kernel, scale in self.groups:
+            if isinstance(kernel, float):  # rbf: exp(−γ‖x − x'‖²)
+                if dist is None:
+                    dist = sq_rows[:, None] + sq_cols[None, :] - 2.0 * ip
+                    np.maximum(dist, 0.0, out=dist)
+                np.multiply(dist, -kernel, out=out[k])
+                np.exp(out[k], out=out[k])
+            else:
+                out[k] = ip
+                kernel.from_products(out[k], d)
+            if scale != 1.0:
+                out[k] *= scale
+
+    def exponents(self, backend, ip, sq_rows, sq_cols):
+        """``E = exp(−γ_0 D)`` of the program's narrowest RBF (``ip`` itself without RBF)."""
+        if self.gamma0 is None:
+            return ip
+        E = np.empty_like(ip)
+        backend.rbf_exponents(ip, sq_rows, sq_cols, self.gamma0, E)
+        return np.exp(E, out=E)
+
+    def compile_program(self, backend):
+        """The kernels of these features as a *program* of the compiled backend: arrays
+        ``(groups, kinds, gammas, coef0s, powers, scales)`` (None: a kernel it lacks)."""
+        self.program, self.gamma0 = None, None
+        if backend is None:
+            return
+        d = self.X.shape[1]
+        rbf = [kernel for _, kernel, _ in self.groups if isinstance(kernel, float)]
+        gamma0 = min(rbf) if rbf else None
+        rows = []
+        for k, kernel, scale in self.groups:
+            if isinstance(kernel, float):
+                ratio = kernel / gamma0
+                m = int(round(ratio))
+                ladder = m <= _LADDER and abs(ratio - m) <= 1e-12 * ratio
+                rows.append((k, backend.RBF, kernel, 0.0, m if ladder else 0, scale))
+                continue
+            p = kernel.params
+            gamma, coef0 = p.get("gamma", 1.0 / d), p.get("coef0", 1.0)
+            if kernel.metric == "linear":
+                rows.append((k, backend.LINEAR, 0.0, 0.0, 0, scale))
+            elif kernel.metric in ("poly", "polynomial"):
+                rows.append((k, backend.POLY, gamma, coef0, int(p.get("degree", 3)), scale))
+            elif kernel.metric == "sigmoid":
+                rows.append((k, backend.SIGMOID, gamma, coef0, 0, scale))
+            else:
+                return
+        # the ladder first, by increasing power (its base, m = 1, is row 0), then the rest
+        rows.sort(key=lambda row: (not (row[1] == backend.RBF and row[4] >= 1), row[4]))
+        cols = list(zip(*rows))
+        self.gamma0 = gamma0
+        self.program = (
+            np.array(cols[0], dtype=np.intp),
+            np.array(cols[1], dtype=np.intp),
+            np.array(cols[2], dtype=float),
+            np.array(cols[3], dtype=float),
+            np.array(cols[4], dtype=np.intp),
+            np.array(cols[5], dtype=float),
+        )
+
+
+#: largest multiple m of the narrowest RBF's γ evaluated as exp(−γ_0 D)^m
+_LADDER = 64
+
+
+class _Program:
+    """The blocks of one round when every group is a kernel of one feature matrix's inner
+    products: kept as the products ``ip`` and ``E = exp(−γ_0 D)``; the compiled program
+    evaluates the kernels while it sums (math.md §4.4)."""
+
+    def __init__(self, backend, features, ip, E, Mk):
+        self.backend, self.features, self.ip, self.E, self.Mk = backend, features, ip, E, Mk
+        self.shape = (Mk,) + ip.shape
+
+    def dense(self):
+        out = np.empty(self.shape)
+        self.backend.program_blocks(self.ip, self.E, *self.features.program, out)
+        return out
+
+    def combined(self, scales, B):
+        groups, kinds, gammas, coef0s, powers, own = self.features.program
+        Kc = np.empty(self.ip.shape)
+        weights = scales[groups] * own
+        self.backend.program_combined(self.ip, self.E, kinds, gammas, coef0s, powers, weights, Kc)
+        out = np.empty((Kc.shape[0], B.shape[1]))
+        self.backend.rows_times(Kc, B, out)
+        return out
+
+    def shared_inner(self, delta, B):
+        M = np.empty(self.ip.shape)
+        rows = self.backend.row_products(delta, B, M)
+        out = np.zeros(self.Mk)
+        self.backend.program_inner(self.ip, self.E, *self.features.program, M, rows, out)
+        return out
+
+
+def _unwrap(view):
+    """``(scale, inner view)`` of a possibly "scaled" column view."""
+    scale = 1.0
+    while view is not None and view.kind == "scaled":
+        scale *= float(view.params["scale"])
+        view = view.matrix
+    return scale, view
+
+
+class KernelGroups:
+    """The ``Mk`` kernel groups on ``N`` training positions (module docstring).
+
+    Parameters
+    ----------
+    ops : list of KernelOperator
+        One operator per group, all on the same ``N`` positions.
+    compiled : bool or None, default=None
+        Use the compiled scores (None: when numba is available and not disabled).
+
+    Attributes
+    ----------
+    order : ndarray (N,) of int
+        ``order[:n_support]`` are the support's positions in slot order.
+    slot : ndarray (N,) of int
+        Slot of every position (−1 outside the support).
+    n_support : int
+    """
+
+    def __init__(self, ops, compiled=None):
+        self.ops = list(ops)
+        self.Mk = len(self.ops)
+        self.N = self.ops[0].n if self.ops else 0
+        self.order = np.empty(self.N, dtype=np.intp)
+        self.slot = np.full(self.N, -1, dtype=np.intp)
+        self.n_support = 0
+        self._backend = compiled_module("kernfw.solvers._online_mkl_numba")
+        if compiled is False:
+            self._backend = None
+        self._sources, self._features = self._make_sources()
+        for f in self._features:
+            f.compile_program(self._backend)
+
+    def _make_sources(self):
+        sources, features = [None] * self.Mk, []
+        for k, op in enumerate(self.ops):
+            scale, view = _unwrap(op.column_view())
+            if view is not None and view.kind == "gram" and isinstance(view.matrix, np.ndarray):
+                sources[k] = _Gram(view.matrix, scale)
+            elif (
+                view is not None and view.kind in ("rbf", "product") and view.matrix.dtype == float
+            ):
+                X = view.matrix
+                home = next(
+                    (
+                        f
+                        for f in features
+                        if f.X is X or (f.X.shape == X.shape and np.array_equal(f.X, X))
+                    ),
+                    None,
+                )
+                if home is None:
+                    home = _Features(X)
+                    features.append(home)
+                kernel = (
+                    float(view.params["gamma"]) if view.kind == "rbf" else view.params["kernel"]
+                )
+                home.groups.append((k, kernel, scale))
+                sources[k] = home
+            else:
+                sources[k] = _Columns(op)
+        return sources, features
+
+    # -- the support ---------------------------------------------------------------------
+    @property
+    def support(self):
+        """Positions of the support, in slot order."""
+        return self.order[: self.n_support]
+
+    def add(self, P):
+        """Give the positions ``P`` a slot (those that have none); returns the slots of ``P``."""
+        new = P[self.slot[P] < 0]
+        if new.size:
+            new = np.unique(new)
+            slots = np.arange(self.n_support, self.n_support + new.size)
+            self.order[slots] = new
+            self.slot[new] = slots
+            self.n_support += new.size
+            for f in self._features:
+                f.add(slots, new)
+        return self.slot[P]
+
+    # -- kernel blocks -------------------------------------------------------------------
+    def prefetch(self, Q):
+        """Compute the products of positions ``Q`` (the next rounds') with the support now."""
+        for f in self._features:
+            f.prefetch(np.asarray(Q, dtype=np.intp), self.n_support)
+
+    def _program(self):
+        """The feature matrix whose compiled program computes every group, or None."""
+        if self._backend is None or len(self._features) != 1:
+            return None
+        f = self._features[0]
+        return f if f.program is not None and len(f.groups) == self.Mk else None
+
+    def at(self, P):
+        """The kernel blocks ``K_k[P, S]`` of a round (S the support): an array (Mk, T, n_S)
+        or, when a compiled program computes every group, the program's products."""
+        P = np.asarray(P, dtype=np.intp)
+        f = self._program()
+        if f is None or self.n_support == 0:
+            return self.block(P)
+        ns = self.n_support
+        ip = f.products(P, ns, None)
+        E = f.exponents(self._backend, ip, f.sq[P], f.sq_s[:ns])
+        return _Program(self._backend, f, ip, E, self.Mk)
+
+    def block(self, P, cols=None):
+        """Kernel blocks ``K_k[P, cols]``, shape (Mk, T, n_cols); cols None: the support."""
+        P = np.asarray(P, dtype=np.intp)
+        ns = self.n_support if cols is None else len(cols)
+        out = np.empty((self.Mk, P.size, ns))
+        if ns == 0:
+            return out
+        idx = self.support if cols is None else np.asarray(cols, dtype=np.intp)
+        for f in self._features:
+            ip = f.products(P, ns, None if cols is None else idx)
+            sq_cols = f.sq_s[:ns] if cols is None else f.sq[idx]
+            if self._backend is not None and f.program is not None:
+                E = f.exponents(self._backend, ip, f.sq[P], sq_cols)
+                self._backend.program_blocks(ip, E, *f.program, out)
+            else:
+                f.numpy_fill(out, ip, f.sq[P], sq_cols)
+        for k, src in enumerate(self._sources):
+            if not isinstance(src, _Features):
+                src.fill(out[k], P, idx)
+        return out
+
+    # -- scores --------------------------------------------------------------------------
+    def nodes(self, K, A):
+        """``K_k[P, S] A_k`` for every group, (Mk, T, q); ``A`` (Mk, ≥ n_S, q) by slot;
+        ``K`` from :meth:`at` or :meth:`block`."""
+        K = K.dense() if isinstance(K, _Program) else K
+        ns = K.shape[2]
+        out = np.zeros((self.Mk, K.shape[1], A.shape[2]))
+        if ns == 0:
+            return out
+        if self._backend is not None:
+            self._backend.group_nodes(K, A, out)
+            return out
+        return np.matmul(K, A[:, :ns])
+
+    def combined(self, K, scales, B):
+        """``Σ_k scales[k] K_k[P, S] B``, (T, q); ``B`` (≥ n_S, q) by slot."""
+        scales = np.ascontiguousarray(scales, dtype=float)
+        if isinstance(K, _Program):
+            return K.combined(scales, B)
+        ns = K.shape[2]
+        out = np.zeros((K.shape[1], B.shape[1]))
+        if ns == 0:
+            return out
+        if self._backend is not None:
+            self._backend.combined_nodes(K, scales, B, out)
+            return out
+        return np.tensordot(scales, K, axes=1) @ B[:ns]
+
+    def shared_inner(self, K, delta, B):
+        """``⟨δ, K_k[P, S] B⟩`` for every group, (Mk,)."""
+        delta = np.ascontiguousarray(delta, dtype=float)
+        if isinstance(K, _Program):
+            return K.shared_inner(delta, B)
+        ns = K.shape[2]
+        out = np.zeros(self.Mk)
+        if ns == 0:
+            return out
+        if self._backend is not None:
+            self._backend.shared_inner(K, delta, B, out)
+            return out
+        return np.einsum("ktj,tj->k", K, delta @ B[:ns].T)
