@@ -1,0 +1,229 @@
+"""The first fit of a fresh process against the warm fit, with numba's disk cache warm and empty.
+
+Every measurement runs in a new Python process (``sys.executable -c ...``), one estimator
+at its defaults per process, on a small data set:
+
+- ``MultiClassSVM()``, ``StructuredSVM(MultiClass(10))`` and ``CSKLClassifier()`` on
+  digits (X/16, all 1,797 points);
+- ``L2SVC()`` and ``MinimumEnclosingBall()`` on ``make_classification`` (n = 5,000,
+  d = 20).
+
+The child process reports, wall clock and CPU time (``time.process_time``) apart:
+
+- ``import``: ``import kernfw`` and the estimator's class (scikit-learn comes with it);
+- ``first fit``: the first ``fit`` of the process;
+- ``warm fit``: the median of the next ``--fits`` fits of the same estimator on the same data;
+- the compiled specializations the process holds after its fits (dispatchers of
+  ``kernfw`` modules, summed over their signatures) and whether :mod:`numba` was imported
+  by ``import kernfw``.
+
+Each estimator gets a new temporary ``NUMBA_CACHE_DIR``: its first process finds it empty,
+which is how a fresh install looks (``cache empty``: the first fit compiles), and the next
+``--repeats`` processes find it filled by the first (``cache warm``: the first fit loads
+machine code from disk); the warm rows report medians over those processes.
+
+``--numba`` adds the start-up cost numba itself charges the first compiled call of any
+process, whatever kernfw compiles: ``import numba`` after numpy, SciPy and scikit-learn,
+and the CPU target's ``refresh()`` (numba's typing and lowering registries), which numba
+runs before it loads the first cached function.  ``--cli`` times the README's first
+command, ``kernfw fit --data digits --baseline``, in a fresh process with an empty cache.
+
+Run from the repository root::
+
+    python benchmarks/bench_cold_start.py                         # every estimator, 3 repeats
+    python benchmarks/bench_cold_start.py --estimators l2svc,meb --repeats 5
+    python benchmarks/bench_cold_start.py --numba --cli
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+#: the estimators: key -> (title, data expression, estimator expression, fit call)
+ESTIMATORS = {
+    "multiclass": ("MultiClassSVM() / digits", "digits()", "MultiClassSVM()", "fit(X, y)"),
+    "structured": (
+        "StructuredSVM(MultiClass(10)) / digits",
+        "digits()",
+        "StructuredSVM(MultiClass(10))",
+        "fit(X, y)",
+    ),
+    "cskl": ("CSKLClassifier() / digits", "digits()", "CSKLClassifier()", "fit(X, y)"),
+    "l2svc": ("L2SVC() / make_classification n=5000", "synthetic()", "L2SVC()", "fit(X, y)"),
+    "meb": (
+        "MinimumEnclosingBall() / make_classification n=5000",
+        "synthetic()",
+        "MinimumEnclosingBall()",
+        "fit(X)",
+    ),
+}
+
+CHILD = """
+import json, statistics, sys, time, warnings
+start, cpu = time.perf_counter(), time.process_time()
+import kernfw
+from kernfw import CSKLClassifier, L2SVC, MinimumEnclosingBall, MultiClassSVM, StructuredSVM
+from kernfw.structured import MultiClass
+import_wall, import_cpu = time.perf_counter() - start, time.process_time() - cpu
+numba_at_import = "numba" in sys.modules
+from sklearn.datasets import load_digits, make_classification
+
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X / 16.0, y
+
+def synthetic():
+    return make_classification(n_samples=5000, n_features=20, n_informative=10,
+                               n_redundant=5, flip_y=0.01, random_state=0)
+
+X, y = {data}
+walls, cpus = [], []
+for _ in range({fits} + 1):
+    est = {estimator}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start, cpu = time.perf_counter(), time.process_time()
+        est.{fit}
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+
+def specializations():
+    if "numba" not in sys.modules:
+        return 0
+    from numba.core.registry import CPUDispatcher
+    seen, count = set(), 0
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("kernfw") or module is None:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and id(value) not in seen:
+                seen.add(id(value))
+                count += len(value.signatures)
+    return count
+
+print(json.dumps({{
+    "import_wall": import_wall, "import_cpu": import_cpu,
+    "numba_at_import": numba_at_import,
+    "first_wall": walls[0], "first_cpu": cpus[0],
+    "warm_wall": statistics.median(walls[1:]), "warm_cpu": statistics.median(cpus[1:]),
+    "specializations": specializations(),
+}}))
+"""
+
+NUMBA_CHILD = """
+import json, time
+import numpy, scipy.sparse, sklearn.base
+start, cpu = time.perf_counter(), time.process_time()
+import numba
+import_wall, import_cpu = time.perf_counter() - start, time.process_time() - cpu
+from numba.core.registry import cpu_target
+start, cpu = time.perf_counter(), time.process_time()
+cpu_target.target_context.refresh()
+print(json.dumps({"import_wall": import_wall, "import_cpu": import_cpu,
+                  "refresh_wall": time.perf_counter() - start,
+                  "refresh_cpu": time.process_time() - cpu}))
+"""
+
+
+def child(code, cache_dir):
+    """Run ``code`` in a fresh interpreter with ``NUMBA_CACHE_DIR=cache_dir``; its JSON line."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(key, repeats, fits):
+    """The empty-cache process and ``repeats`` warm-cache processes of one estimator."""
+    title, data, estimator, fit = ESTIMATORS[key]
+    code = CHILD.format(data=data, estimator=estimator, fit=fit, fits=fits)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        empty = child(code, cache_dir)
+        warm = [child(code, cache_dir) for _ in range(repeats)]
+    median = {k: statistics.median(r[k] for r in warm) for k in warm[0]}
+    return title, empty, median
+
+
+def fmt(title, cache, r):
+    excess_wall = r["first_wall"] - r["warm_wall"]
+    excess_cpu = r["first_cpu"] - r["warm_cpu"]
+    return (
+        f"| {title} | {cache} | {r['import_wall']:.2f} | {r['first_wall']:.2f} | "
+        f"{r['warm_wall']:.3f} | {excess_wall:.2f} | {r['first_cpu']:.2f} | "
+        f"{r['warm_cpu']:.3f} | {excess_cpu:.2f} | {int(r['specializations'])} |"
+    )
+
+
+HEADER = (
+    "| estimator / data | numba cache | import (s) | first fit (s) | warm fit (s) | "
+    "first − warm (s) | first fit CPU (s) | warm fit CPU (s) | first − warm CPU (s) | "
+    "specializations |\n|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def numba_startup(repeats):
+    """Medians of numba's own import and target refresh, one fresh process each."""
+    runs = [child(NUMBA_CHILD, tempfile.gettempdir()) for _ in range(repeats)]
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    print(
+        f"numba start-up ({repeats} processes, medians): import numba "
+        f"{med['import_wall']:.2f} s wall / {med['import_cpu']:.2f} s CPU; "
+        f"target refresh {med['refresh_wall']:.2f} s wall / {med['refresh_cpu']:.2f} s CPU",
+        flush=True,
+    )
+
+
+def cli_first_run():
+    """``kernfw fit --data digits --baseline`` in a fresh process with an empty cache."""
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+        start = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-m", "kernfw", "fit", "--data", "digits", "--baseline"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        wall = time.perf_counter() - start
+    print(out.rstrip())
+    print(f"kernfw fit --data digits --baseline, empty numba cache: {wall:.1f} s wall in all")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="warm-cache processes")
+    parser.add_argument("--fits", type=int, default=3, help="warm fits per process")
+    parser.add_argument(
+        "--estimators", help=f"comma-separated keys ({', '.join(ESTIMATORS)}); default all"
+    )
+    parser.add_argument("--numba", action="store_true", help="numba's own start-up cost")
+    parser.add_argument("--cli", action="store_true", help="the README's first command")
+    args = parser.parse_args(argv)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"# bench_cold_start: {args.repeats} warm-cache process(es), {args.fits} warm fits "
+        f"each; {os.cpu_count()} cores; load average (1, 5, 15 min) at the start: {load}"
+    )
+    if args.numba:
+        numba_startup(args.repeats)
+    keys = args.estimators.split(",") if args.estimators else list(ESTIMATORS)
+    print(HEADER, flush=True)
+    for key in keys:
+        title, empty, warm = measure(key, args.repeats, args.fits)
+        print(fmt(title, "empty", empty), flush=True)
+        print(fmt(title, "warm", warm), flush=True)
+    if args.cli:
+        cli_first_run()
+
+
+if __name__ == "__main__":
+    main()
