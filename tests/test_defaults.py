@@ -360,21 +360,25 @@ def _loss_parameters(loss, m):
 
 
 @pytest.mark.parametrize(
-    "data, loss",
+    "data, loss, smoothing",
     [
-        (data, loss)
+        (data, loss, smoothing)
         for data in ("iris", "wine")
         for loss in ("max_hinge", "topk_hinge", "usunier", "weighted_topk", "weighted_usunier")
+        for smoothing in (0.0, 0.1)
     ]
-    + [("digits", "topk_hinge"), ("digits", "weighted_usunier")],
+    + [("digits", "topk_hinge", 0.0), ("digits", "weighted_usunier", 0.0)],
 )
-def test_every_loss_reaches_a_tight_tol_in_the_default_budget(data, loss):
+def test_every_loss_reaches_a_tight_tol_in_the_default_budget(data, loss, smoothing):
     """Issue 24 item 3: with the exact block steps (math.md §1.13–§1.14) every loss of
-    ``MultiClassSVM`` reaches ``tol=1e-6`` within the default ``max_iter`` (with FW block
-    steps the top-k losses stopped at 1,000 passes with a relative gap of 1e-4 on wine)."""
+    ``MultiClassSVM``, Moreau-smoothed or not, reaches ``tol=1e-6`` within the default
+    ``max_iter`` (with FW block steps the top-k losses stopped at 1,000 passes with a
+    relative gap of 1e-4 on wine)."""
     X, y = DOC_DATA[data]()
     m = np.unique(y).size
-    est = MultiClassSVM(loss=loss, tol=1e-6, random_state=0, **_loss_parameters(loss, m))
+    est = MultiClassSVM(
+        loss=loss, tol=1e-6, smoothing=smoothing, random_state=0, **_loss_parameters(loss, m)
+    )
     est = _fit_without_warning(est, X, y)
     assert est.converged_ and est.n_iter_ < est.max_iter
     assert est.duality_gap_ <= 1e-6 * est.primal_objective_

@@ -699,6 +699,47 @@ def test_polytope_block_step_is_optimal_by_its_fw_gap_and_stays_put(name, rng):
         assert np.abs(delta2).max() <= 1e-9
 
 
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_biased_projections_equal_the_cvxpy_qp(k, rng):
+    """The biased projections of math.md §1.14, ``min (q/2)‖b‖² + (q/2)(1ᵀb)² − ⟨a, b⟩``,
+    as QPs: onto the capped simplex ``{0 ≤ b ≤ 1/k, 1ᵀb ≤ 1}`` and onto the top-(k−1)
+    simplex ``{b ≥ 0, 1ᵀb ≤ (k−1)/k, b_j ≤ 1ᵀb/(k−1)}`` (k ≥ 3; the top-k hinge's step
+    when the Usunier one leaves its polytope)."""
+    import cvxpy as cp
+
+    from kernfw.solvers._block_qp import (
+        capped_simplex_step,
+        shifted_margins,
+        topk_simplex_step,
+    )
+
+    m = 6
+    for trial in range(12):
+        g = rng.normal(scale=(0.3, 1.0, 3.0)[trial % 3], size=m)
+        q = (0.01, 0.2, 1.0, 4.0)[trial % 4]
+        yi = trial % m
+        a, order, b = np.empty(m), np.empty(m, dtype=np.int64), np.empty(m)
+        count = shifted_margins(g, np.zeros(m), yi, q, a, order)
+        x = cp.Variable(m - 1)
+        objective = q / 2 * cp.sum_squares(x) + q / 2 * cp.square(cp.sum(x)) - np.delete(a, yi) @ x
+        sets = {"capped": [x >= 0, x <= 1.0 / k, cp.sum(x) <= 1]}
+        if k >= 3:
+            sets["topk"] = [x >= 0, cp.sum(x) <= (k - 1) / k, (k - 1) * x <= cp.sum(x)]
+        for name, constraints in sets.items():
+            if name == "capped":
+                capped_simplex_step(a, order, count, q, 1.0 / k, b)
+            else:
+                topk_simplex_step(a, order, count, q, k, b)
+            prob = cp.Problem(cp.Minimize(objective), constraints)
+            prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+            mine = np.delete(b, yi)
+            assert b[yi] == 0.0
+            np.testing.assert_allclose(mine, x.value, atol=1e-7)
+            value = q / 2 * mine @ mine + q / 2 * mine.sum() ** 2 - np.delete(a, yi) @ mine
+            assert value <= prob.value + 1e-10
+
+
 @pytest.mark.parametrize("m", [4, 6, 12])
 def test_simplex_projections_equal_the_minimum_norm_point(m, rng):
     """The biased projections onto the capped simplex (Usunier) and the top-k simplex
