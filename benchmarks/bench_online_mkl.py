@@ -13,8 +13,8 @@ Parts (``--parts``):
 
 - ``svm``: the single-kernel baseline, ``StructuredSVM(Chain(26))`` (BCFW on the
   linear features) at every λ of ``--svm-lams``;
-- ``mkl``: ``OnlineMKLStructured`` at its defaults (dual averaging, squared ℓ2,1, the
-  last iterate) for every loss of ``--losses`` and λ of ``--lams``, ``--epochs`` epochs;
+- ``mkl``: ``OnlineMKLStructured`` at its defaults (dual averaging, squared ℓ2,1;
+  ``--averaging``, default the epoch average) for every loss of ``--losses`` and λ of ``--lams``, ``--epochs`` epochs;
   per-letter test error, active groups, the objective ``F`` by epoch (its loss term on
   ``--objective-sample`` training words), fit wall and CPU time;
 - ``timing``: one epoch over the training words, and 4 epochs over 200 of them, at the
@@ -110,6 +110,7 @@ def run_mkl(args, data):
                 lam=lam,
                 eta0=args.eta0,
                 max_iter=args.epochs,
+                averaging=args.averaging,
                 objective_sample=args.objective_sample,
                 random_state=args.seed,
             )
@@ -172,6 +173,7 @@ def main(argv=None):
     parser.add_argument("--lams", type=float, nargs="+", default=[0.003, 0.01, 0.03])
     parser.add_argument("--losses", nargs="+", default=["hinge", "crf"])
     parser.add_argument("--objective-sample", type=int, default=300)
+    parser.add_argument("--averaging", default="epoch", help="averaging of the mkl part")
     parser.add_argument("--svm-lams", type=float, nargs="+", default=[1e-2, 1e-3, 1e-4])
     parser.add_argument("--svm-passes", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of the digits row")

@@ -651,19 +651,19 @@ def _random_block(rng, loss, m=M, draws=3):
 
 @pytest.mark.cvxpy
 @pytest.mark.parametrize("name", list(LOSSES))
-def test_corral_step_equals_the_block_qp_optimum(name, rng):
+def test_polytope_block_step_equals_the_block_qp_optimum(name, rng):
     """The exact block step of every loss (math.md §1.14) = cvxpy's minimizer of the
     block QP over ``A_i``, for curvatures from 1e-3 to 3 (small ``q``: long steps)."""
     from kernfw.reference import multiclass_block_qp
     from kernfw.solvers._block_kernels import loss_code
-    from kernfw.solvers.multiclass import corral_step
+    from kernfw.solvers.multiclass import polytope_block_step
 
     loss = LOSSES[name]
     moved = 0
     for trial in range(10):
         g, alpha, yi = _random_block(rng, loss)
         q = (1e-3, 0.05, 1.0, 3.0)[trial % 4]
-        step, delta, gap = corral_step(loss_code(loss, M), g, alpha, yi, q)
+        step, delta, gap = polytope_block_step(loss_code(loss, M), g, alpha, yi, q)
         ref = multiclass_block_qp(g, alpha, yi, q, loss)
         value = g @ delta + q / 2 * delta @ delta
         assert abs(value - ref["value"]) <= 1e-9 * max(1.0, abs(ref["value"]))
@@ -678,25 +678,55 @@ def test_corral_step_equals_the_block_qp_optimum(name, rng):
 
 
 @pytest.mark.parametrize("name", ["topk_hinge", "usunier", "weighted_topk", "weighted_usunier"])
-def test_corral_step_is_optimal_by_its_fw_gap_and_stays_put(name, rng):
+def test_polytope_block_step_is_optimal_by_its_fw_gap_and_stays_put(name, rng):
     """At the step's point the block QP's FW gap (over the LMO vertex) is at rounding
     level, and a second step from there does not move (the step is exact, not a
     descent step)."""
     from kernfw.solvers._block_kernels import loss_code
-    from kernfw.solvers.multiclass import corral_step
+    from kernfw.solvers.multiclass import polytope_block_step
 
     loss = LOSSES[name]
     code = loss_code(loss, M)
     for _trial in range(20):
         g, alpha, yi = _random_block(rng, loss)
         q = float(rng.uniform(0.01, 3.0))
-        step, delta, _ = corral_step(code, g, alpha, yi, q)
+        step, delta, _ = polytope_block_step(code, g, alpha, yi, q)
         grad, new = g + q * delta, alpha + delta
         u = -loss.lmo_row(grad - grad[yi])
         u[yi] -= u.sum()
         assert grad @ (new - u) <= 1e-10
-        step2, delta2, _ = corral_step(code, grad, new, yi, q)
+        step2, delta2, _ = polytope_block_step(code, grad, new, yi, q)
         assert np.abs(delta2).max() <= 1e-9
+
+
+@pytest.mark.parametrize("m", [4, 6, 12])
+def test_simplex_projections_equal_the_minimum_norm_point(m, rng):
+    """The biased projections onto the capped simplex (Usunier) and the top-k simplex
+    (top-k hinge, math.md §1.14) = Wolfe's minimum-norm point on the same polytope (the
+    weighted loss with ρ = (1/k, …, 1/k, 0, …)), for every k, including k = m − 1, and
+    the top-k polytope's constraints hold."""
+    from kernfw.solvers._block_kernels import loss_code
+    from kernfw.solvers.multiclass import polytope_block_step
+
+    for k in range(1, m):
+        rho = np.r_[np.full(k, 1.0 / k), np.zeros(m - k)]
+        for loss, same in (
+            (TopKHinge(k), WeightedTopKHinge(rho)),
+            (Usunier(k), WeightedUsunier(rho)),
+        ):
+            for trial in range(40):
+                g, alpha, yi = _random_block(rng, loss, m, draws=1 + trial % 3)
+                g *= (0.1, 1.0, 3.0)[trial % 3]
+                q = (1e-3, 0.05, 0.3, 1.0, 5.0)[trial % 5]
+                _, delta, _ = polytope_block_step(loss_code(loss, m), g, alpha, yi, q)
+                _, ref, _ = polytope_block_step(loss_code(same, m), g, alpha, yi, q)
+                value, best = (g @ d + q / 2 * d @ d for d in (delta, ref))
+                assert value <= best + 1e-10 * max(1.0, abs(best))
+                np.testing.assert_allclose(delta, ref, atol=1e-7)
+                b = -np.delete(alpha + delta, yi)
+                assert b.min() >= 0 and b.sum() <= 1 + 1e-12 and b.max() <= 1 / k + 1e-12
+                if loss.name == "topk_hinge" and k > 1:
+                    assert b.max() * (k - 1) <= b.sum() + 1e-12
 
 
 @pytest.mark.parametrize("block_step", ["fw", "pairwise", "exact"])

@@ -629,6 +629,35 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
+# -- the defaults on generated chains ----------------------------------------------------------
+@pytest.mark.parametrize("loss", ["hinge", "crf"])
+def test_objective_decreases_every_epoch_at_the_defaults(loss):
+    """Dual averaging, the average of each epoch: F falls from epoch to epoch (the full
+    objective; the last iterate's F fluctuates)."""
+    from kernfw.datasets import make_chains
+
+    X, Y = make_chains(100, random_state=0)
+    est = OnlineMKLStructured(Chain(3), loss=loss, objective_sample=None, random_state=0)
+    F = est.fit(X, Y).history_["primal"]
+    assert F.shape == (11,) and np.all(np.diff(F) < 0), F
+    assert F[0] == pytest.approx(1.0 if loss == "hinge" else np.log(3))  # F(0)
+    last = OnlineMKLStructured(Chain(3), loss=loss, averaging="none", objective_sample=None)
+    assert not np.all(np.diff(last.set_params(random_state=0).fit(X, Y).history_["primal"]) < 0)
+
+
+def test_crf_and_hinge_reach_comparable_error_on_generated_chains():
+    """The CRF on the per-letter scale and the hinge with the same defaults (λ, η₀)."""
+    from kernfw.datasets import make_chains
+
+    X, Y = make_chains(400, n_states=4, noise=1.5, random_state=1)
+    errors = {}
+    for loss in ("hinge", "crf"):
+        est = OnlineMKLStructured(Chain(4), loss=loss, max_iter=5, random_state=0)
+        errors[loss] = 1.0 - est.fit(X[:200], Y[:200]).score(X[200:], Y[200:])
+    assert abs(errors["crf"] - errors["hinge"]) < 0.03, errors
+    assert max(errors.values()) < 0.42, errors  # a constant labeling errs on 0.75
+
+
 # -- the structured estimator -----------------------------------------------------------------
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
 def test_structured_chain_with_mixed_groups(loss):

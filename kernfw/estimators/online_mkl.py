@@ -205,12 +205,13 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         duality gap is certified.
     radius : None, "auto" or float, default=None
         Ball projection after each prox ("auto": a radius containing the optimum).
-    averaging : {"none", "uniform", "weighted", "epoch"}, default="none"
+    averaging : {"none", "uniform", "weighted", "epoch"}, default="epoch"
         Returned predictor: the last iterate ("none"), the average of all
         iterates, "uniform" or "weighted" (weights ``∝ t``), or the uniform
-        average over the last epoch ("epoch").  The last iterate of dual averaging
-        is already a function of the averaged gradient (and its group norms come
-        free); an average costs a quadratic form over the support per epoch.
+        average over the last epoch ("epoch": a group off for a whole epoch is
+        exactly zero; the objective of the average decreases from epoch to epoch
+        where the last iterate's fluctuates).  The norms of an average cost a
+        quadratic form over the support per epoch; the last iterate's come free.
     solver : {"dual_averaging", "proximal"}, default="dual_averaging"
         Regularized dual averaging ([Xiao2010]; the proxes applied to the running
         sum of subgradients: a group stays exactly zero while its averaged
@@ -290,7 +291,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        averaging="none",
+        averaging="epoch",
         solver="dual_averaging",
         objective_sample=1000,
         random_state=None,
@@ -460,7 +461,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         eta0=1.0,
         max_iter=10,
         radius=None,
-        averaging="none",
+        averaging="epoch",
         solver="dual_averaging",
         objective_sample=1000,
         random_state=None,

@@ -55,7 +55,7 @@ def rbf_gram(X, gamma):
             return K
         G = _lower_products(centred)
         fill = lib.product_tiles_parallel if parallel else lib.product_tiles
-        fill(G, np.einsum("ij,ij->i", centred, centred), float(gamma))
+        fill(G, np.diagonal(G).copy(), float(gamma))  # ‖x_i‖² = G_ii
         return G
 
 

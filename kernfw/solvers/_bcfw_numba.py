@@ -54,16 +54,13 @@ from ._block_kernels import (
     USUNIER,
     WEIGHTED_TOPK,
     WEIGHTED_USUNIER,
-    affine_minimizer,
-    corral_block_step,
-    corral_buffers,
-    drop_atoms,
     exactly_symmetric,
     loss_code,
     loss_vertex,
     pairwise_steps,
     top_entries,
 )
+from ._block_qp import KERNELS, block_qp_buffers, block_qp_step
 
 __all__ = [
     "CompiledPasses",
@@ -235,9 +232,9 @@ def gram_columns(K, symmetric=False):
 _is_symmetric = njit(cache=True)(exactly_symmetric)
 
 
-# -- the closed-form LMO (math.md §1.3) and the exact block step of every loss (§1.14) ----------
+# -- the closed-form LMO (math.md §1.3) and the exact block steps (§1.14) ----------
 
-for _kernel in (top_entries, loss_vertex, affine_minimizer, drop_atoms, corral_buffers):
+for _kernel in (top_entries, loss_vertex) + KERNELS:
     register_jitable(_kernel)  # callable by the kernels compiled below, as they are
 del _kernel
 
@@ -245,8 +242,8 @@ del _kernel
 _top = njit(cache=True)(top_entries)
 #: the closed-form LMO, :func:`~kernfw.solvers._block_kernels.loss_vertex`
 _lmo = njit(cache=True)(loss_vertex)
-#: the exact block step of every loss, :func:`~kernfw.solvers._block_kernels.corral_block_step`
-_corral_block = njit(cache=True)(corral_block_step)
+#: the exact block step of the other losses, :func:`~kernfw.solvers._block_qp.block_qp_step`
+_block_qp = njit(cache=True)(block_qp_step)
 
 
 # -- one block: the step on α_i (math.md §3.9), as in kernfw.solvers.multiclass ----------------
@@ -398,7 +395,7 @@ BLOCK_GAP = 1
 
 
 @_visit_jit
-def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, corral):
+def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
 
     ``s[c]`` is the score of class ``cl[c]``; the gradient ``g = c_i + s_i + σ α_i``
@@ -406,7 +403,7 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, corral):
     shrunk), the step is taken and ``δ`` is written into ``buf[DELTA]`` (same
     positions) and the block gap before the step (:func:`_block_gap`) into
     ``buf[THETA, BLOCK_GAP]``.  Exact steps are the hinge's :func:`_exact_block`
-    or, for the other losses, :func:`_corral_block` (work arrays ``corral``); with
+    or, for the other losses, :func:`_block_qp` (work arrays ``work``); with
     hinge exact steps and ``spec.shrink`` the inactive classes are dropped from
     ``cl`` (the new count is returned second).
     """
@@ -430,8 +427,8 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, corral):
             buf[THETA, BLOCK_GAP] = _block_gap(g, al, yc, spec, a, idx, beta)
     q = spec.Q[i]
     if spec.mode == EXACT and spec.kind != MAX_HINGE:
-        step, gap = _corral_block(
-            g, al, yc, q, spec.kind, spec.k, spec.rho, spec.r, idx, a, beta, delta, corral
+        step, gap = _block_qp(
+            g, al, yc, q, spec.kind, spec.k, spec.rho, spec.r, idx, a, beta, delta, work
         )
         buf[THETA, BLOCK_GAP] = gap
         return step, nc
@@ -566,8 +563,9 @@ def sparse_scores(indptr, indices, data, W):
 def _buffers(m):
     """Work arrays: the (6, m) block buffer (rows ``G``, ``ALPHA``, ``A``, ``BETA``,
     ``THETA``, ``DELTA``), the scores ``s``, ``δ/(λn)`` and the work arrays of the exact
-    block step of the losses other than the hinge (:func:`corral_buffers`)."""
-    return np.zeros((6, m)), np.zeros(m), np.zeros(m), corral_buffers(m)
+    block step of the losses other than the hinge
+    (:func:`~kernfw.solvers._block_qp.block_qp_buffers`)."""
+    return np.zeros((6, m)), np.zeros(m), np.zeros(m), block_qp_buffers(m)
 
 
 # -- the certificate ----------------------------------------------------------------------------
@@ -650,7 +648,7 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
         The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` at each visit, before the step.
     """
     d, m = X.shape[1], W.shape[1]
-    buf, s, upd, corral = _buffers(m)
+    buf, s, upd, work = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
@@ -667,7 +665,7 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
                 else:
                     for c in range(nc):
                         s[c] += xf * W[f, cl[c]]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, corral)
+        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             for c in range(nc):  # only the columns of the classes that moved
@@ -692,7 +690,7 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
     prefetch are written out here.
     """
     m = W.shape[1]
-    buf, s, upd, corral = _buffers(m)
+    buf, s, upd, work = _buffers(m)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     T = order.shape[0]
@@ -713,7 +711,7 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         cl = classes[i]
         _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
         gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
-        step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx, corral)
+        step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx, work)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             cnt = _moved(cl, nc, upd, nz, un)  # the classes that moved, two per sweep over
@@ -741,7 +739,7 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
     sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
     """
     m, n = St.shape
-    buf, s, upd, corral = _buffers(m)
+    buf, s, upd, work = _buffers(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     for t in range(order.shape[0]):
@@ -750,7 +748,7 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
         nc = n_classes[i]
         for c in range(nc):
             s[c] = St[cl[c], i]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, corral)
+        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             col = Kcols[i]

@@ -40,7 +40,8 @@ from ..fw import (
     standard_step,
 )
 from ..losses import MaxHinge
-from ._block_kernels import corral_block_step, corral_buffers, loss_code, pairwise_steps
+from ._block_kernels import loss_code, pairwise_steps
+from ._block_qp import block_qp_buffers, block_qp_step
 from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
 from .subgradient import solve_multiclass_subgradient
 
@@ -54,7 +55,7 @@ __all__ = [
     "inner",
     "compiled_backend",
     "exact_block_step",
-    "corral_step",
+    "polytope_block_step",
 ]
 
 SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
@@ -263,13 +264,13 @@ def exact_block_step(g, alpha, yi, q):
     return 0.5 * _sequential_sum(np.abs(delta)), delta, theta
 
 
-def corral_step(code, g, alpha, yi, q, buffers=None):
-    """The exact block step of every built-in loss (math.md §1.14).
+def polytope_block_step(code, g, alpha, yi, q, buffers=None):
+    """The exact block step of the top-k, Usunier and weighted losses (math.md §1.14).
 
     The minimizer of ``⟨g, α' − α_i⟩ + (q/2)‖α' − α_i‖²`` over the block domain
-    ``A_i`` by Wolfe's minimum-norm-point algorithm on the vertices of ``A_i``
-    (:func:`kernfw.solvers._block_kernels.corral_block_step`, the code the compiled
-    backend runs).
+    ``A_i``: a biased projection onto the capped simplex (Usunier) or the top-k simplex
+    (top-k hinge), Wolfe's minimum-norm point for the weighted losses
+    (:func:`kernfw.solvers._block_qp.block_qp_step`, the code the compiled backend runs).
 
     Parameters
     ----------
@@ -278,7 +279,7 @@ def corral_step(code, g, alpha, yi, q, buffers=None):
     g, alpha, yi, q
         As in :func:`fw_block_step`.
     buffers : tuple or None
-        :func:`~kernfw.solvers._block_kernels.corral_buffers` of ``m`` (None: new ones).
+        :func:`~kernfw.solvers._block_qp.block_qp_buffers` of ``m`` (None: new ones).
 
     Returns
     -------
@@ -291,10 +292,10 @@ def corral_step(code, g, alpha, yi, q, buffers=None):
     """
     kind, k, rho, r = code
     m = g.shape[0]
-    buffers = corral_buffers(m) if buffers is None else buffers
+    buffers = block_qp_buffers(m) if buffers is None else buffers
     idx = np.zeros(max(r, 1), dtype=np.int64)
     a, beta, delta = np.empty(m), np.empty(m), np.empty(m)
-    step, gap = corral_block_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, delta, buffers)
+    step, gap = block_qp_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, delta, buffers)
     return step, delta, gap
 
 
@@ -355,8 +356,8 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
       while the row is hot (:func:`pairwise_block_step`; max / structured hinge);
     - ``"exact"``: the exact solution of the block's quadratic sub-problem:
       :func:`exact_block_step` for the max / structured hinge, as liblinear's
-      Crammer–Singer solver, and :func:`corral_step` (Wolfe's minimum-norm point,
-      math.md §1.14) for the other built-in losses.
+      Crammer–Singer solver, and :func:`polytope_block_step` (math.md §1.14) for
+      the other built-in losses.
 
     Then ``α_i += Δα_i`` and the scores follow: with a ``"features"`` operator
     (:meth:`~kernfw.operators.KernelOperator.compiled_view`) the primal
@@ -468,7 +469,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         self.problem, self.At, self.rule, self.rtol = problem, At, rule, float(rtol)
         self.block_step_rule = _check_block_step(block_step, rule, problem.loss, problem.m)
         self.code = loss_code(problem.loss, problem.m)  # None: not a built-in loss
-        self.corral = corral_buffers(problem.m)  # work arrays of the exact steps (numpy)
+        self.block_qp = block_qp_buffers(problem.m)  # work arrays of the exact steps (numpy)
         self.inner_steps = max(int(inner_steps), 1)
         op = problem.op
         self.Kdiag = np.asarray(op.diag(), dtype=np.float64)
@@ -643,7 +644,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         if self.block_step_rule == "pairwise":
             step, delta = pairwise_block_step(g, self.At[i], yi, q, self.inner_steps)
         elif self.block_step_rule == "exact" and not isinstance(p.loss, MaxHinge):
-            step, delta, _ = corral_step(self.code, g, self.At[i], yi, q, self.corral)
+            step, delta, _ = polytope_block_step(self.code, g, self.At[i], yi, q, self.block_qp)
         elif self.block_step_rule == "exact":
             yc = int(np.flatnonzero(cls == yi)[0])
             alpha = self.At[i, cls]

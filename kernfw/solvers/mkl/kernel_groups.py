@@ -29,6 +29,7 @@ positions of the next few rounds are computed in one matrix product
 import numpy as np
 
 from ..._compiled import compiled_module
+from ..._threads import thread_limit
 
 __all__ = ["KernelGroups"]
 
@@ -51,6 +52,12 @@ class _Columns:
 
     def fill(self, out, P, cols):
         out[:] = self.op.columns(P)[cols].T
+
+
+def _products(A, B):
+    """``A Bᵀ`` in float64, on one BLAS thread when small (:func:`kernfw._threads.thread_limit`)."""
+    with thread_limit(A.shape[0] * B.shape[0] * A.shape[1]):
+        return (A @ B.T).astype(float, copy=False)
 
 
 class _Features:
@@ -87,7 +94,7 @@ class _Features:
         self.Xs[slots] = self.Xp[P]
         self.sq_s[slots] = self.sq[P]
         if self.Q.size and slots[-1] < self.ip.shape[1]:  # the new columns of ip
-            self.ip[:, slots] = self.Xp[self.Q] @ self.Xs[slots].T
+            self.ip[:, slots] = _products(self.Xp[self.Q], self.Xs[slots])
             self.ip_cols = slots[-1] + 1
 
     def prefetch(self, Q, ns):
@@ -98,16 +105,16 @@ class _Features:
         self.row[Q] = np.arange(Q.size)
         self.ip = np.empty((Q.size, min(ns + Q.size, self.X.shape[0])))
         if ns:
-            self.ip[:, :ns] = self.Xp[Q] @ self.Xs[:ns].T
+            self.ip[:, :ns] = _products(self.Xp[Q], self.Xs[:ns])
         self.ip_cols = ns
 
     def products(self, P, ns, cols):
         """``X_P X_colsᵀ`` (cols None: the support's first ``ns`` slots)."""
         if cols is not None:
-            return (self.Xp[P] @ self.Xp[cols].T).astype(float, copy=False)
+            return _products(self.Xp[P], self.Xp[cols])
         rows = self.row[P]
         if ns == 0 or np.any(rows < 0) or self.ip_cols != ns:
-            return (self.Xp[P] @ self.Xs[:ns].T).astype(float, copy=False)
+            return _products(self.Xp[P], self.Xs[:ns])
         if np.all(np.diff(rows) == 1):  # consecutive rows: a view
             return self.ip[rows[0] : rows[-1] + 1, :ns]
         return self.ip[rows, :ns]

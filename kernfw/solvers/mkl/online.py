@@ -1,4 +1,4 @@
-r"""Online proximal multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
+r"""Online multiple kernel learning for structured outputs ([Martins2011]; math.md §4).
 
 The model has one parameter block ``θ_k`` per group and scores
 ``f(x, y) = Σ_k ⟨θ_k, φ_k(x, y)⟩``.  It minimizes
@@ -8,10 +8,14 @@ The model has one parameter block ``θ_k`` per group and scores
 with a group regularizer ``R`` (:mod:`kernfw.solvers.mkl.prox`: squared ℓ2,1,
 ℓ2,1, elastic MKL, sparse group lasso) and the structured hinge
 ``L_i = max_y [ℓ(y_i, y) + f(x_i, y)] − f(x_i, y_i)`` or the CRF loss
-``L_i = log Σ_y exp f(x_i, y) − f(x_i, y_i)``, by the online proximal algorithm of
-[Martins2011] (Algorithms 1 and 3, math.md §4.2): per example a subgradient step
-(loss-augmented decoding for the hinge, marginals for the CRF), the prox of each
-term of ``R`` in sequence, and an optional projection on a ball.
+``L_i = (1/T) log Σ_y exp(T f(x_i, y)) − f(x_i, y_i)`` — the log-loss of the per-letter
+scores ``T·f`` divided by ``T``, on the scale of the normalized hinge, for a chain of
+length ``T`` with a normalized Hamming loss (``T = 1`` otherwise: the plain CRF loss;
+math.md §4.6) — by regularized dual averaging ([Xiao2010]; :class:`DualAveragingIterate`,
+the default) or by the online proximal algorithm of [Martins2011] (Algorithms 1 and 3,
+math.md §4.2): per example a subgradient (loss-augmented decoding for the hinge,
+marginals for the CRF), the prox of each term of ``R`` in sequence, and an optional
+projection on a ball.
 
 **Models.** Any :class:`~kernfw.structured.StructuredModel` with *explicit*
 groups (index sets of its joint feature vector ``φ``) and the hinge, through
@@ -32,13 +36,16 @@ quadratic form over the support:
 .. math::  ‖θ_k + ηg‖² = ‖θ_k‖² + 2η ⟨δ, S_k⟩ + η² \operatorname{tr}(δᵀ K_k[P, P] δ),
 
 ``S_k`` (T × q) being the node scores of group ``k`` already computed for the
-decoding.  The prox rescales whole groups.
+decoding.  The prox rescales whole groups: ``A_k = s_k C_k`` keeps the factor apart
+(:class:`GroupParameters`), and the kernel blocks and scores of a round come from
+:mod:`kernfw.solvers.mkl.kernel_groups` (compiled).
 
 **Online to batch.** ``averaging`` returns the last iterate ("none"), the uniform
 or the ``t``-weighted average of all iterates, or the uniform average of the
 iterates of the last epoch (``"epoch"``: a group switched off for a whole epoch
-is exactly zero).  After each epoch the regularized objective ``F`` of the
-returned predictor is recorded (one step of :func:`kernfw.fw.run` per epoch).
+is exactly zero), kept lazily (:class:`_Average`).  After each epoch the regularized
+objective ``F`` of the returned predictor is recorded (one step of :func:`kernfw.fw.run`
+per epoch; its loss term on ``objective_sample`` examples).
 No duality gap is certified (``gap = inf``; math.md §4.5).
 """
 
@@ -486,6 +493,9 @@ class OnlineMKLIterate(FWIterate):
 
     #: positions whose products with the support are computed in one matrix product
     PREFETCH_POSITIONS = 256
+    #: support rows per block of the quadratic forms of an average's norms (Mk blocks of
+    #: NORM_ROWS × n_S values at once)
+    NORM_ROWS = 32
 
     def __init__(
         self,
@@ -579,8 +589,8 @@ class OnlineMKLIterate(FWIterate):
         if not p.Mk:
             return sq
         support = p.groups.support
-        for lo in range(0, support.size, self.PREFETCH_POSITIONS):
-            rows = slice(lo, lo + self.PREFETCH_POSITIONS)
+        for lo in range(0, support.size, self.NORM_ROWS):
+            rows = slice(lo, lo + self.NORM_ROWS)
             nodes = p.groups.nodes(p.groups.block(support[rows]), A)
             sq += np.einsum("ktc,ktc->k", A[:, rows], nodes)
         return np.sqrt(np.maximum(sq, 0.0))
@@ -731,7 +741,7 @@ def solve_online_mkl(
     eta0=1.0,
     max_iter=10,
     radius=None,
-    averaging="none",
+    averaging="epoch",
     solver="dual_averaging",
     objective_sample=None,
     random_state=None,
@@ -769,7 +779,8 @@ def solve_online_mkl(
         squared regularizers and ``F(0)/λ`` for the ℓ2,1 ones (both contain
         the optimum).
     averaging : {"none", "uniform", "weighted", "epoch"}
-        The returned predictor (module docstring); "none": the last iterate.
+        The returned predictor (module docstring): "none" the last iterate, else an
+        average of the iterates.
     solver : {"dual_averaging", "proximal"}
         Regularized dual averaging (:class:`DualAveragingIterate`, [Xiao2010]: the
         proxes applied to the running gradient sum; groups without signal stay
