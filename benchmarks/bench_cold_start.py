@@ -13,6 +13,9 @@ The child process reports, wall clock and CPU time (``time.process_time``) apart
 - ``import``: ``import kernfw`` and the estimator's class (scikit-learn comes with it);
 - ``first fit``: the first ``fit`` of the process;
 - ``warm fit``: the median of the next ``--fits`` fits of the same estimator on the same data;
+- ``numba started first``: a third kind of process imports :mod:`numba` and refreshes its
+  CPU target before the first fit (timed apart), so that its first fit pays only
+  what kernfw itself loads (its compiled modules and specializations);
 - the compiled specializations the process holds after its fits (dispatchers of
   ``kernfw`` modules, summed over their signatures) and whether :mod:`numba` was imported
   by ``import kernfw``.
@@ -23,8 +26,8 @@ which is how a fresh install looks (``cache empty``: the first fit compiles), an
 machine code from disk); the warm rows report medians over those processes.
 
 ``--numba`` adds the start-up cost numba itself charges the first compiled call of any
-process, whatever kernfw compiles: ``import numba`` after numpy, SciPy and scikit-learn,
-and the CPU target's ``refresh()`` (numba's typing and lowering registries), which numba
+process, whatever kernfw compiles: ``import numba`` after ``import kernfw`` and the
+estimators, and the CPU target's ``refresh()`` (numba's typing and lowering registries), which numba
 runs before it loads the first cached function.  ``--cli`` times the README's first
 command, ``kernfw fit --data digits --baseline``, in a fresh process with an empty cache.
 
@@ -82,6 +85,12 @@ def synthetic():
                                n_redundant=5, flip_y=0.01, random_state=0)
 
 X, y = {data}
+start, cpu = time.perf_counter(), time.process_time()
+if {numba_first}:
+    import numba
+    from numba.core.registry import cpu_target
+    cpu_target.target_context.refresh()
+numba_wall, numba_cpu = time.perf_counter() - start, time.process_time() - cpu
 walls, cpus = [], []
 for _ in range({fits} + 1):
     est = {estimator}
@@ -108,7 +117,7 @@ def specializations():
 
 print(json.dumps({{
     "import_wall": import_wall, "import_cpu": import_cpu,
-    "numba_at_import": numba_at_import,
+    "numba_at_import": numba_at_import, "numba_wall": numba_wall, "numba_cpu": numba_cpu,
     "first_wall": walls[0], "first_cpu": cpus[0],
     "warm_wall": statistics.median(walls[1:]), "warm_cpu": statistics.median(cpus[1:]),
     "specializations": specializations(),
@@ -117,7 +126,8 @@ print(json.dumps({{
 
 NUMBA_CHILD = """
 import json, time
-import numpy, scipy.sparse, sklearn.base
+import kernfw
+from kernfw import CSKLClassifier, L2SVC, MinimumEnclosingBall, MultiClassSVM, StructuredSVM
 start, cpu = time.perf_counter(), time.process_time()
 import numba
 import_wall, import_cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -141,14 +151,22 @@ def child(code, cache_dir):
 
 
 def measure(key, repeats, fits):
-    """The empty-cache process and ``repeats`` warm-cache processes of one estimator."""
+    """One estimator: its empty-cache process, then ``repeats`` warm-cache processes and
+    ``repeats`` warm-cache processes that start numba before the first fit (medians)."""
     title, data, estimator, fit = ESTIMATORS[key]
-    code = CHILD.format(data=data, estimator=estimator, fit=fit, fits=fits)
+    code = {
+        started: CHILD.format(
+            data=data, estimator=estimator, fit=fit, fits=fits, numba_first=started
+        )
+        for started in (False, True)
+    }
     with tempfile.TemporaryDirectory() as cache_dir:
-        empty = child(code, cache_dir)
-        warm = [child(code, cache_dir) for _ in range(repeats)]
-    median = {k: statistics.median(r[k] for r in warm) for k in warm[0]}
-    return title, empty, median
+        empty = child(code[False], cache_dir)
+        runs = [child(code[started], cache_dir) for _ in range(repeats) for started in code]
+    warm, started = (
+        {k: statistics.median(r[k] for r in runs[i::2]) for k in runs[0]} for i in (0, 1)
+    )
+    return title, empty, warm, started
 
 
 def fmt(title, cache, r):
@@ -218,9 +236,10 @@ def main(argv=None):
     keys = args.estimators.split(",") if args.estimators else list(ESTIMATORS)
     print(HEADER, flush=True)
     for key in keys:
-        title, empty, warm = measure(key, args.repeats, args.fits)
+        title, empty, warm, started = measure(key, args.repeats, args.fits)
         print(fmt(title, "empty", empty), flush=True)
         print(fmt(title, "warm", warm), flush=True)
+        print(fmt(title, "warm, numba started first", started), flush=True)
     if args.cli:
         cli_first_run()
 
