@@ -197,6 +197,14 @@ class SimplexQPIterate(FWIterate):
         """``v_i = (Qα)_i``."""
         return self.scale * self.u[i]
 
+    def _q_at(self, i):
+        """``q_i`` (0 when ``q = 0``)."""
+        return 0.0 if self.q is None else float(self.q[i])
+
+    def _is_the_vertex(self, i):
+        """True when ``α = e_i``: the only support point is ``i``."""
+        return self.active.size == 1 and self.beta[i] > 0
+
     def _grad(self, i):
         """Gradient entry ``g_i = q_i − 2 v_i``."""
         qi = 0.0 if self.q is None else self.q[i]
@@ -237,11 +245,12 @@ class SimplexQPIterate(FWIterate):
         i, gap = self._fw_vertex()
         self._curvature(i)  # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
         extra = {"coreset": self.active.size, "away_steps": self.n_away, "drop_steps": self.n_drop}
-        qi = 0.0 if self.q is None else self.q[i]
-        if self.active.size == 1 and self.beta[i] > 0:  # α = e_{i*}: the gap is exactly 0
+        if self._is_the_vertex(i):  # α = e_{i*}: the gap is exactly 0
             rounding = 0.0
         else:
-            rounding = simplex_rounding(self.n + self.steps, qi, self._v(i), self.qa, self.ava)
+            rounding = simplex_rounding(
+                self.n + self.steps, self._q_at(i), self._v(i), self.qa, self.ava
+            )
         return simplex_certificate(
             self.objective(), gap, self.stop, self.ball_shift, extra, rounding
         )

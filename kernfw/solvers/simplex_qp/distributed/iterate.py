@@ -166,6 +166,12 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
     def _grad(self, i):
         return self.records[i].q - 2.0 * self._v(i)
 
+    def _q_at(self, i):
+        return float(self.records[i].q) if self.has_q else 0.0
+
+    def _is_the_vertex(self, i):
+        return self.active.size == 1 and i in self.active.beta
+
     def _fw_vertex(self):
         self._flush()
         i = self._fw.index
