@@ -69,17 +69,17 @@ def _repository_text_files():
 
 def test_the_path_pattern_catches_machine_paths():
     for bad in (
-        "/work/venv/bin/python bench.py",
-        "/root/.cache/x",
-        "pip install /opt/wheels/torch.whl",
-        ".venv/bin/python x.py",
-        "venv-peers/bin/pip",
+        "/" + "work/venv/bin/" + "python bench.py",  # split: the repository holds no such path
+        "/" + "root/.cache/x",
+        "pip install /" + "opt/wheels/torch.whl",
+        ".venv/bin/" + "python x.py",
+        "venv-peers/bin/" + "pip",
     ):
         assert _MACHINE_PATH.search(bad), bad
     for good in (
         "python benchmarks/bench_x.py --quick",
         ". .venv/bin/activate",
-        "https://example.org/work/x",
+        "https://example.org/" + "work/x",
         "docs/benchmarks/mkl.md",
         "~/home/",
     ):
@@ -91,8 +91,6 @@ def test_no_machine_paths_in_the_repository():
     assert len(files) > 20
     offenders = []
     for path in files:
-        if path == Path(__file__).resolve():
-            continue  # this file holds machine paths as examples of what the pattern catches
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
