@@ -241,7 +241,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         Their number (the ``n_active`` column of :func:`kernfw.sweep`).
     selected_kernels_ : ndarray of int
         Same as ``active_groups_``.
-    group_norm_path_ : ndarray of shape (n_iter_ + 1, M)
+    group_norm_path_ : ndarray of shape ``(n_iter_ + 1, M)``
         ``‖θ_k‖`` of the returned predictor after each epoch (row 0: 0).
     objective_ : float
         ``F`` of the returned predictor.
