@@ -371,15 +371,17 @@ def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, B, out):
     out : ndarray (T, q)
     """
     T, ns = ip.shape
-    q = B.shape[1]
     half = (ip_table.shape[0] - 1) // 2
-    out[:] = 0.0
+    acc = np.zeros(out.shape)  # not aliased with B: the row updates vectorize
     for j in range(ns):
+        b = B[j]
         for t in range(T):
             v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
             kappa = ip_table[v] + dist_table[d]
-            for c in range(q):
-                out[t, c] += kappa * B[j, c]
+            a = acc[t]
+            for c in range(b.shape[0]):
+                a[c] += kappa * b[c]
+    out[:] = acc
 
 
 @njit(cache=True, fastmath=_FLAGS)
@@ -418,31 +420,46 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
         for c in range(delta.shape[1]):
             if delta[t, c] != 0.0:
                 rows[t] = True
+    # ⟨δ_t, B_j⟩ summed by table entry (one histogram per position: no chained updates)
+    ip_hist = np.zeros((T, ip_tables.shape[0]))
+    dist_hist = np.zeros((T, dist_tables.shape[0]))
     kv = np.empty(Mk)
-    out[:] = 0.0
+    acc = np.zeros(Mk)  # not aliased with the inputs: the updates vectorize
     for j in range(ns):
+        b, e = B[j], D[j]
         visited = False
         if weighted:
-            for c in range(D.shape[1]):
-                if D[j, c] != 0.0:
+            for c in range(e.shape[0]):
+                if e[c] != 0.0:
                     visited = True
                     break
         for t in range(T):
             if not rows[t]:
                 continue
+            dt = delta[t]
             v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
-            _kernel_vector(ip_tables, dist_tables, v, d, kv)
             m = 0.0
-            for c in range(delta.shape[1]):
-                m += delta[t, c] * B[j, c]
-            for k in range(Mk):
-                out[0, k] += kv[k] * m
+            for c in range(dt.shape[0]):
+                m += dt[c] * b[c]
+            ip_hist[t, v] += m
+            dist_hist[t, d] += m
             if visited:
+                _kernel_vector(ip_tables, dist_tables, v, d, kv)
                 m = 0.0
-                for c in range(delta.shape[1]):
-                    m += delta[t, c] * D[j, c]
+                for c in range(dt.shape[0]):
+                    m += dt[c] * e[c]
+                w = weights[j]
                 for k in range(Mk):
-                    out[1, k] += kv[k] * weights[j, k] * m
+                    acc[k] += kv[k] * w[k] * m
+    out[1] = acc
+    out[0] = 0.0
+    for t in range(T):
+        for v in range(ip_tables.shape[0]):
+            for k in range(Mk):
+                out[0, k] += ip_hist[t, v] * ip_tables[v, k]
+        for d in range(dist_tables.shape[0]):
+            for k in range(Mk):
+                out[0, k] += dist_hist[t, d] * dist_tables[d, k]
 
 
 @njit(cache=True, fastmath=_FLAGS)

@@ -268,8 +268,13 @@ class _Tables(_LazyBlocks):
         f = self.features
         out = np.empty((self.ip.shape[0], B.shape[1]))
         self.backend.table_scores(
-            self.ip, self.sq_rows, self.sq_cols, f.ip_tables @ scales, f.dist_tables @ scales,
-            B, out,
+            self.ip,
+            self.sq_rows,
+            self.sq_cols,
+            f.ip_tables @ scales,
+            f.dist_tables @ scales,
+            B,
+            out,
         )
         return out
 
@@ -277,8 +282,16 @@ class _Tables(_LazyBlocks):
         f = self.features
         out = np.empty((2, self.Mk))
         self.backend.table_inner(
-            self.ip, self.sq_rows, self.sq_cols, f.ip_tables, f.dist_tables, delta, B,
-            weights, D, out,
+            self.ip,
+            self.sq_rows,
+            self.sq_cols,
+            f.ip_tables,
+            f.dist_tables,
+            delta,
+            B,
+            weights,
+            D,
+            out,
         )
         return out
 
