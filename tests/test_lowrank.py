@@ -348,3 +348,17 @@ def test_approx_error_needs_an_approximation(data):
     online = OnlineMKLClassifier(["rbf"], approx="nystroem", n_components=5, max_iter=1).fit(X, y)
     with pytest.raises(ValueError, match="certifies no objective"):
         approx_error(online, X, y)
+
+
+def test_cli_sweep_over_n_components(capsys):
+    """``--values`` of an integer parameter are integers (read as numbers, then rounded)."""
+    status = cli.main(
+        ["sweep", "--model", "multiclass", "--data", "iris", "--approx", "nystroem",
+         "--param", "n_components", "--values", "4,16", "--progress", "none"]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    rows = [
+        line.split() for line in out.splitlines() if line.strip().split()[:1] in (["4"], ["16"])
+    ]
+    assert [r[0] for r in rows] == ["4", "16"] and "failed" not in out

@@ -25,7 +25,7 @@ __all__ = [
     "normalize",
 ]
 
-#: the four backends, as the ``kernfw`` command lists them
+#: the backends, as the ``kernfw`` command lists them
 BACKENDS = {
     "Gram": "precomputed dense Gram matrix (float64/float32 kept)",
     "Features": "explicit dense or scipy.sparse features; K = X X^T never formed",
