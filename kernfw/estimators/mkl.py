@@ -39,12 +39,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._validation import check_gram
+from ..fw.capped_simplex import check_t
 from ..kernels import make_operator
 from ..operators import Gram, MultiKernel, normalize
 from ..operators.lowrank import APPROXIMATIONS
 from ..operators.pairwise import resolve_gamma
 from ..solvers.mkl.baselines import solve_lp_mkl
-from ..solvers.mkl.capped_simplex import check_t
 from ..solvers.mkl.cskl import SOLVERS, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
 from ._base import (
