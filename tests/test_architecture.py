@@ -60,6 +60,8 @@ SIMPLEX_QP = [
     "cvm",
     "solve",
     "soft_ball",
+    "coordinate",
+    "_coordinate_numba",
     "l2svm",
     "distributed.shard",
     "distributed.rows",
