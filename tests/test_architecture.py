@@ -29,7 +29,7 @@ LAYERS = [
     ("kernfw.solvers",),
     ("kernfw.distributed",),
     ("kernfw.estimators",),
-    ("kernfw.reference", "kernfw.sweeps", "kernfw.plotting"),
+    ("kernfw.reference", "kernfw.sweeps", "kernfw.plotting", "kernfw.approximation"),
     ("kernfw.evaluation",),
     ("kernfw.cli",),
     ("kernfw.__main__",),

@@ -79,6 +79,12 @@ class SupportKernelMixin(KernelInputMixin):
         one solves the problem of the float32-rounded kernel."""
         return None if self.backend == "dask" else super()._gram_dtype()
 
+    def _features_dtype(self):
+        """Approximated features ``Φ`` in float64: the simplex-QP steps test the curvature
+        ``dᵀQd`` to 1e-8 of its scale, below the float32 rounding of products of float32
+        features (two equal points would look like negative curvature)."""
+        return np.float64
+
 
 def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
@@ -134,6 +140,19 @@ KernelOperator, default="rbf"
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
+    approx : {None, "nystroem", "rff", "sketch"}, default=None
+        Kernel approximation (math.md §8): None solves the problem of the exact
+        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
+        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
+        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
+        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
+        points, and the solver runs on the explicit features (O(n·m) memory, no
+        ``n × n`` matrix).  The certificate is that of the approximated problem;
+        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
+        points through it.  Not with "precomputed" kernels or ready operators.
+    n_components : int, default=1000
+        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
+        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
     solver : {"auto", "mfw", "lsfw", "cvm", "dcd"}, default="auto"
         The algorithm.  "mfw": Frank-Wolfe with away and drop steps; "lsfw":
         plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
@@ -229,6 +248,9 @@ KernelOperator, default="rbf"
         Seconds spent in the solver(s).
     n_features_in_ : int
         Number of features seen in ``fit``.
+    kernel_approx_ : transformer or None
+        The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
+        ``PolynomialCountSketch``) when ``approx`` is set, else None.
 
     See Also
     --------
@@ -267,6 +289,8 @@ KernelOperator, default="rbf"
         gamma="scale",
         degree=3,
         coef0=0.0,
+        approx=None,
+        n_components=1000,
         solver="auto",
         tol=0.3,
         max_iter=None,
@@ -282,6 +306,8 @@ KernelOperator, default="rbf"
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.approx = approx
+        self.n_components = n_components
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -309,6 +335,11 @@ KernelOperator, default="rbf"
         -------
         self
         """
+        if self.approx is not None and self.backend == "dask":
+            raise ValueError(
+                f"approx={self.approx!r} runs on the local backend only: the Dask shards "
+                "evaluate the exact kernel; use backend='local' or approx=None"
+            )
         X, y, op = self._validate_training_data(X, y)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
@@ -402,8 +433,7 @@ KernelOperator, default="rbf"
         ndarray of shape (n_samples,) or (n_samples, m)
         """
         check_is_fitted(self)
-        K = self._support_kernel(self._new_input(X))  # (n_samples, n_SV)
-        decision = K @ self.dual_coef_.T + self.intercept_
+        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
         return combine_decisions(decision, self.problems_, self.classes_.size, self.multi_class)
 
     def predict(self, X):
