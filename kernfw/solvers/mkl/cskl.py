@@ -190,8 +190,12 @@ class CSKLIterate(KernelWeightIterate):
             if scale == 0:
                 return None
 
+            points = {}  # the Armijo test and the trial solve read the same point
+
             def arc(tau):
-                return project_capped_simplex(gamma - (tau / scale) * grad, self.t)
+                if tau not in points:
+                    points[tau] = project_capped_simplex(gamma - (tau / scale) * grad, self.t)
+                return points[tau]
 
             return arc, math.inf, lambda tau: float(grad @ (arc(tau) - gamma))
         if self.solver == "reduced_gradient":
