@@ -17,14 +17,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from kernfw import CSKLClassifier, LpMKLClassifier, OnlineMKLClassifier
 from kernfw.estimators._multiclass_decomposition import binary_problems
 from kernfw.fw import armijo_step
-from kernfw.kernels import make_operator
-from kernfw.operators import Gram, MultiKernel
-from kernfw.solvers.mkl.capped_simplex import (
+from kernfw.fw.capped_simplex import (
     check_t,
     project_capped_simplex,
     sum_top_t,
     top_t_vertex,
 )
+from kernfw.kernels import make_operator
+from kernfw.operators import Gram, MultiKernel
 from kernfw.solvers.mkl.cskl import (
     exact_selection,
     frank_wolfe_direction,

@@ -885,7 +885,7 @@ def test_visit_helpers_without_reference_counting(monkeypatch):
     from numba.core import cpu
 
     assert lib._visit_options() == {"_nrt": False}
-    assert lib._block.targetoptions.get("_nrt") is False
+    assert lib._exact_block.targetoptions.get("_nrt") is False
     monkeypatch.setattr(cpu, "CPUTargetOptions", type("Options", (), {}))  # no _nrt
     assert lib._visit_options() == {}
 

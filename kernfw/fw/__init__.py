@@ -1,4 +1,4 @@
-"""Shared Frank-Wolfe machinery: the iteration driver, step rules, block sampling."""
+"""Shared Frank-Wolfe machinery: the iteration driver, step rules, block sampling, the capped simplex."""
 
 from .block import BlockCoordinateIterate, WeightedAverage, block_order
 from .loop import FWIterate, RelativeGapRule, run

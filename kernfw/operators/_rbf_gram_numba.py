@@ -78,8 +78,10 @@ def _store(K, tile, I, i1, J, j1):
                 K[j, i] = v
             K[i, i] = np.float32(1.0)
         return
-    for i in range(I, i1):
-        K[i, J:j1] = tile[i - I, : j1 - J]
+    for i in range(I, i1):  # element by element: a slice assignment compiles its shape check
+        row = K[i, J:j1]
+        for j in range(j1 - J):
+            row[j] = tile[i - I, j]
     for j in range(J, j1):
         row = K[j, I:i1]
         for i in range(i1 - I):

@@ -146,6 +146,21 @@ class MultiKernel(KernelOperator):
             None,
         )
 
+    def cross_matmat(self, X_new, V):
+        """``Σ_j w_j k_j(X_new, X) V``, each term by its operator's ``cross_matmat``."""
+        inputs = self._split_new(X_new)
+        V = check_block(V, self.n)
+        if not np.any(self.weights):
+            return 0.0 * self.operators[0].cross_matmat(inputs[0], V)
+        return self._sum(
+            (
+                (w, op.cross_matmat(x, V))
+                for w, op, x in zip(self.weights, self.operators, inputs)
+                if w != 0
+            ),
+            None,
+        )
+
     def new_diag(self, X_new):
         inputs = self._split_new(X_new)
         if not np.any(self.weights):

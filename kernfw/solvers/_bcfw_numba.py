@@ -55,6 +55,7 @@ from ._block_kernels import (
     WEIGHTED_TOPK,
     WEIGHTED_USUNIER,
     exactly_symmetric,
+    hinge_vertex,
     loss_code,
     loss_vertex,
     pairwise_steps,
@@ -69,12 +70,10 @@ __all__ = [
     "loss_code",
     "pass_features",
     "gram_columns",
-    "dense_pass",
-    "sparse_pass",
-    "gram_pass",
+    "Passes",
+    "family_passes",
     "dense_scores",
     "sparse_scores",
-    "certify",
     "MAX_HINGE",
     "TOPK",
     "USUNIER",
@@ -234,12 +233,10 @@ _is_symmetric = njit(cache=True)(exactly_symmetric)
 
 # -- the closed-form LMO (math.md §1.3) and the exact block steps (§1.14) ----------
 
-for _kernel in (top_entries, loss_vertex) + KERNELS:
+for _kernel in (top_entries, hinge_vertex, loss_vertex) + KERNELS:
     register_jitable(_kernel)  # callable by the kernels compiled below, as they are
 del _kernel
 
-#: the ``r`` largest entries, :func:`~kernfw.solvers._block_kernels.top_entries`
-_top = njit(cache=True)(top_entries)
 #: the closed-form LMO, :func:`~kernfw.solvers._block_kernels.loss_vertex`
 _lmo = njit(cache=True)(loss_vertex)
 #: the exact block step of the other losses, :func:`~kernfw.solvers._block_qp.block_qp_step`
@@ -394,9 +391,14 @@ G, ALPHA, A, BETA, THETA, DELTA = range(6)
 BLOCK_GAP = 1
 
 
-@_visit_jit
-def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
+@njit(inline="always")
+def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
+
+    ``mode`` (``FW``, ``PAIRWISE``, ``EXACT``) and ``hinge`` (the loss is the max or
+    structured hinge) are constants of the pass that inlines this function
+    (:func:`_family`): numba drops the branches of the other step families before
+    typing, so a pass compiles only its own block step.
 
     ``s[c]`` is the score of class ``cl[c]``; the gradient ``g = c_i + s_i + σ α_i``
     and ``α_i`` are gathered on those classes (the whole block when none is
@@ -410,7 +412,7 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
     g, al, a = buf[G, :nc], buf[ALPHA, :nc], buf[A, :nc]
     beta, delta = buf[BETA, :nc], buf[DELTA, :nc]
     yi = spec.y[i]
-    yc = 0
+    yc = np.int64(0)  # (the literal 0 would have the callees compiled for it too)
     for c in range(nc):
         j = cl[c]
         al[c] = At[i, j]
@@ -420,21 +422,21 @@ def _block(i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
     if spec.sigma != 0.0:
         for c in range(nc):
             g[c] += spec.sigma * al[c]
-    if spec.mode != EXACT:  # (the exact steps write it: the same sums)
-        if spec.kind == MAX_HINGE:  # Φ = max(max_j a_j, 0): the hinge LMO's value
+    if mode != EXACT:  # (the exact steps write it: the same sums)
+        if hinge:  # Φ = max(max_j a_j, 0): the hinge LMO's value
             buf[THETA, BLOCK_GAP] = _hinge_block_gap(g, al, yc)
         else:
             buf[THETA, BLOCK_GAP] = _block_gap(g, al, yc, spec, a, idx, beta)
     q = spec.Q[i]
-    if spec.mode == EXACT and spec.kind != MAX_HINGE:
+    if mode == EXACT and not hinge:
         step, gap = _block_qp(
             g, al, yc, q, spec.kind, spec.k, spec.rho, spec.r, idx, a, beta, delta, work
         )
         buf[THETA, BLOCK_GAP] = gap
         return step, nc
-    if spec.mode == PAIRWISE:
+    if mode == PAIRWISE:
         return _pairwise_block(g, al, yc, q, spec.inner_steps, a, beta, delta), nc
-    if spec.mode == FW:
+    if mode == FW:
         return _fw_block(g, al, yc, q, spec, gamma_std, a, idx, beta, delta), nc
     theta = buf[THETA, :2]
     step = _exact_block(g, al, yc, q, a, beta, delta, theta)
@@ -571,8 +573,8 @@ def _buffers(m):
 # -- the certificate ----------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def certify(S, At, spec):
+@njit(inline="always")
+def _certify(hinge, S, At, spec):
     """The LMO of every block at ``s̃_i = s_i + σ α_i`` and the sums of the certificate.
 
     Returns
@@ -597,7 +599,10 @@ def certify(S, At, spec):
             g[j] = C[i, j] + S[i, j] + sigma * At[i, j]
         for j in range(m):
             a[j] = g[j] - g[yi]
-        _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+        if hinge:
+            hinge_vertex(a, beta)
+        else:
+            _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
         ph = ga = as_ = ca = aa = bsum = mag = 0.0
         gy = abs(g[yi])
         for j in range(m):
@@ -624,8 +629,8 @@ def certify(S, At, spec):
 # -- passes -------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
+@njit(inline="always")
+def _dense_pass(mode, hinge, order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
     """One pass with dense features ``X`` (n × d), keeping ``W = Xᵀ Aᵀ/(λn)`` (d × m).
 
     Parameters
@@ -665,7 +670,9 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
                 else:
                     for c in range(nc):
                         s[c] += xf * W[f, cl[c]]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work)
+        step, nc = _block(
+            mode, hinge, i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work
+        )
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             for c in range(nc):  # only the columns of the classes that moved
@@ -677,8 +684,10 @@ def dense_pass(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
         gaps[t] = buf[THETA, BLOCK_GAP]
 
 
-@njit(cache=True)
-def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps, gaps):
+@njit(inline="always")
+def _sparse_pass(
+    mode, hinge, order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps, gaps
+):
     """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``.
 
     The scores ``s_i = Wᵀ x_i`` of the active classes (:func:`_sparse_row_scores`),
@@ -711,7 +720,7 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         cl = classes[i]
         _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
         gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
-        step, nc = _block(i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx, work)
+        step, nc = _block(mode, hinge, i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx, work)
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             cnt = _moved(cl, nc, upd, nz, un)  # the classes that moved, two per sweep over
@@ -729,8 +738,8 @@ def sparse_pass(order, indptr, indices, data, W, At, spec, classes, n_classes, k
         gaps[t] = buf[THETA, BLOCK_GAP]
 
 
-@njit(cache=True)
-def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
+@njit(inline="always")
+def _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
     """:func:`dense_pass` on a dense Gram matrix, keeping ``Sᵀ = A K/(λn)`` (m × n).
 
     ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
@@ -748,7 +757,9 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
         nc = n_classes[i]
         for c in range(nc):
             s[c] = St[cl[c], i]
-        step, nc = _block(i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work)
+        step, nc = _block(
+            mode, hinge, i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work
+        )
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             col = Kcols[i]
@@ -765,6 +776,50 @@ def gram_pass(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
                     row0[l] += col[l] * u0
         steps[t] = step
         gaps[t] = buf[THETA, BLOCK_GAP]
+
+
+# -- the passes of each block-step family, compiled apart -----------------------------------------
+
+#: the compiled passes and certificate of one block-step family (:func:`family_passes`)
+Passes = namedtuple("Passes", ["dense", "sparse", "gram", "certify"])
+
+
+def _family(mode, hinge):
+    """The :class:`Passes` of the block step ``mode`` on the hinge (``hinge``) or another
+    loss: ``mode`` and ``hinge`` are constants of their compiled code, so a fit compiles
+    (or loads from numba's cache) only the block step and LMO it takes."""
+
+    @njit(cache=True)
+    def dense(order, X, W, At, spec, classes, n_classes, k0, steps, gaps):
+        _dense_pass(mode, hinge, order, X, W, At, spec, classes, n_classes, k0, steps, gaps)
+
+    @njit(cache=True)
+    def sparse(order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps, gaps):
+        _sparse_pass(
+            mode, hinge, order, indptr, indices, data, W, At, spec, classes, n_classes, k0,
+            steps, gaps,
+        )  # fmt: skip
+
+    @njit(cache=True)
+    def gram(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
+        _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps)
+
+    @njit(cache=True)
+    def certify(S, At, spec):
+        return _certify(hinge, S, At, spec)
+
+    return Passes(dense, sparse, gram, certify)
+
+
+#: the :class:`Passes` of every block-step family, by ``(mode, hinge)``
+_FAMILIES = {
+    (mode, hinge): _family(mode, hinge) for mode in (FW, PAIRWISE, EXACT) for hinge in (True, False)
+}
+
+
+def family_passes(spec):
+    """The compiled :class:`Passes` of the block step and loss of ``spec``."""
+    return _FAMILIES[spec.mode, spec.kind == MAX_HINGE]
 
 
 # -- the backend object ---------------------------------------------------------------------
@@ -793,6 +848,7 @@ class CompiledPasses:
 
     def __init__(self, iterate, view, spec):
         self.problem, self.spec = iterate.problem, spec
+        self.passes = family_passes(spec)
         self.At, self.state = iterate.At, iterate.state
         self.classes, self.n_classes = iterate.classes, iterate.n_classes
         self.kind, self.csr = view.kind, None
@@ -825,11 +881,11 @@ class CompiledPasses:
                 gaps[lo:hi],
             )
             if self.kind == "gram":
-                gram_pass(order[lo:hi], self.Kcols, *tail)
+                self.passes.gram(order[lo:hi], self.Kcols, *tail)
             elif self.csr is None:
-                dense_pass(order[lo:hi], self.X, *tail)
+                self.passes.dense(order[lo:hi], self.X, *tail)
             else:
-                sparse_pass(order[lo:hi], *self.csr, *tail)
+                self.passes.sparse(order[lo:hi], *self.csr, *tail)
         if self.kind == "gram":
             self.state[...] = state.T
 
@@ -841,5 +897,5 @@ class CompiledPasses:
 
     def certify(self, S, At):
         """``(Φ, block gaps, Certificate)`` at ``(Aᵀ, S)`` in one compiled loop."""
-        phi, gaps, sums = certify(S, At, self.spec)
+        phi, gaps, sums = self.passes.certify(S, At, self.spec)
         return phi, gaps, self.problem.certificate_from_sums(*sums)

@@ -28,6 +28,7 @@ __all__ = [
     "exactly_symmetric",
     "loss_code",
     "top_entries",
+    "hinge_vertex",
     "loss_vertex",
     "OPTIMAL_RTOL",
     "MAX_HINGE",
@@ -176,16 +177,27 @@ def top_entries(a, r, idx):
             count += 1
 
 
+def hinge_vertex(a, beta):
+    """The LMO of the max / structured hinge into ``beta``: ``e_j`` at the first
+    ``j ∈ argmax_j a_j`` if ``a_j > 0``, else 0 (:func:`loss_vertex` of ``MAX_HINGE``)."""
+    top = 0
+    for j in range(a.shape[0]):
+        beta[j] = 0.0
+        if a[j] > a[top]:
+            top = j
+    if a[top] > 0:
+        beta[top] = 1.0
+
+
 def loss_vertex(a, kind, k, rho, r, idx, beta):
     """``β* ∈ argmax_{β ∈ B} ⟨β, a⟩`` into ``beta`` (the ``lmo_row`` of each loss)."""
+    if kind == MAX_HINGE:
+        hinge_vertex(a, beta)
+        return
     for j in range(beta.shape[0]):
         beta[j] = 0.0
     top_entries(a, r, idx)
-    if kind == MAX_HINGE:
-        j = idx[0]
-        if a[j] > 0:
-            beta[j] = 1.0
-    elif kind == TOPK:
+    if kind == TOPK:
         total = 0.0
         for q in range(k):
             total += a[idx[q]]

@@ -3,8 +3,8 @@
 - :mod:`.inner_svm` — the SVM solved for fixed kernel weights and the weight
   objective ``J(γ)`` it defines (shared by every alternating method);
 - :mod:`.weights` — the alternating outer iterate and its FW gap over a weight set;
-- :mod:`.capped_simplex` — geometry of ``Γ_t`` (LMO, support function, projection);
-- :mod:`.cskl` — controlled-sparsity kernel learning (:func:`solve_cskl`);
+- :mod:`.cskl` — controlled-sparsity kernel learning (:func:`solve_cskl`; the geometry of
+  ``Γ_t`` is :mod:`kernfw.fw.capped_simplex`);
 - :mod:`.baselines` — l1-MKL, lp-MKL and the uniform average;
 - :mod:`.online` — online proximal MKL ([Martins2011]).
 

@@ -39,7 +39,13 @@ from sklearn.exceptions import ConvergenceWarning
 from ..._threads import thread_limit
 from ..._validation import check_positive
 from ...fw import FWResult, armijo_step, run
-from .capped_simplex import check_t, project_capped_simplex, snap_to_box, sum_top_t, top_t_vertex
+from ...fw.capped_simplex import (
+    check_t,
+    project_capped_simplex,
+    snap_to_box,
+    sum_top_t,
+    top_t_vertex,
+)
 from .weights import KernelWeightIterate, as_multikernel, weight_objective
 
 __all__ = [

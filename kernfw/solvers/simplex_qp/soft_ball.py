@@ -32,8 +32,8 @@ import math
 import numpy as np
 
 from ...fw import Certificate, FWIterate, quadratic_step, run
+from ...fw.capped_simplex import sum_top_t
 from ...fw.result import rounding_bound
-from ..mkl.capped_simplex import sum_top_t
 
 __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
 

