@@ -356,10 +356,10 @@ default="projected_gradient"
         ``relaxed_kernel_weights_``.
     tol : float, default=1e-3
         Relative tolerance on the certified duality gap of the weight
-        problem: stop when ``G/|J(γ)| ≤ tol``, where ``G = c (g_t(d) − γᵀd)``
-        is the Frank-Wolfe gap of ``min_{Γ_t} J`` (math.md §5.3), so that
-        ``J(γ) − J* ≤ G`` (plus the inner SVM's own gap, which its solver keeps
-        below ``min(1e-6, tol/100)``): ``P = J(γ)``, ``D = J(γ) − G``.
+        problem: stop when ``(G + ε)/|J(γ)| ≤ tol``, where ``G = c (g_t(d) − γᵀd)``
+        is the Frank-Wolfe gap of ``min_{Γ_t} J`` (math.md §5.3) and ``ε`` the
+        certified gap of the inner SVM solve, so that ``J(γ) − J* ≤ G + ε``:
+        ``P = J(γ) + ε``, ``D = J(γ) − G``.
     max_iter : int, default=100
         Budget in outer iterations (one weight step and its SVM solves each),
         which ``n_iter_`` counts.
