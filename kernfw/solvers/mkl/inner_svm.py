@@ -327,7 +327,8 @@ class L2SVM(InnerSVM):
         self.solver = solver
 
     def solve(self, op, warm=None):
-        K = _stored_symmetric_gram(op) if self.solver == "mfw" else None
+        # a stored Gram: "auto" is MFW there (choose_l2svm_solver), compiled for all problems
+        K = _stored_symmetric_gram(op) if self.solver in ("mfw", "auto") else None
         lib = None if K is None else compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
         if lib is not None:
             alphas, gaps = self._solve_dense(lib, K, warm)
