@@ -470,11 +470,12 @@ def table_weighted_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, weights,
     Mk, q = ip_tables.shape[1], D.shape[1]
     half = (ip_tables.shape[0] - 1) // 2
     kv = np.empty(Mk)
-    out[:] = 0.0
+    acc = np.zeros(out.shape)  # not aliased with D: the row updates vectorize
     for j in range(ns):
+        e, w = D[j], weights[j]
         empty = True
         for c in range(q):
-            if D[j, c] != 0.0:
+            if e[c] != 0.0:
                 empty = False
                 break
         if empty:
@@ -484,6 +485,8 @@ def table_weighted_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, weights,
             _kernel_vector(ip_tables, dist_tables, v, d, kv)
             kappa = 0.0
             for k in range(Mk):
-                kappa += kv[k] * weights[j, k]
+                kappa += kv[k] * w[k]
+            a = acc[t]
             for c in range(q):
-                out[t, c] += kappa * D[j, c]
+                a[c] += kappa * e[c]
+    out[:] = acc
