@@ -420,11 +420,8 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
         for c in range(delta.shape[1]):
             if delta[t, c] != 0.0:
                 rows[t] = True
-    # ⟨δ_t, B_j⟩ summed by table entry (one histogram per position: no chained updates)
-    ip_hist = np.zeros((T, ip_tables.shape[0]))
-    dist_hist = np.zeros((T, dist_tables.shape[0]))
     kv = np.empty(Mk)
-    acc = np.zeros(Mk)  # not aliased with the inputs: the updates vectorize
+    acc = np.zeros((2, Mk))  # not aliased with the inputs
     for j in range(ns):
         b, e = B[j], D[j]
         visited = False
@@ -438,28 +435,20 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
                 continue
             dt = delta[t]
             v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+            _kernel_vector(ip_tables, dist_tables, v, d, kv)
             m = 0.0
             for c in range(dt.shape[0]):
                 m += dt[c] * b[c]
-            ip_hist[t, v] += m
-            dist_hist[t, d] += m
+            for k in range(Mk):
+                acc[0, k] += kv[k] * m
             if visited:
-                _kernel_vector(ip_tables, dist_tables, v, d, kv)
                 m = 0.0
                 for c in range(dt.shape[0]):
                     m += dt[c] * e[c]
                 w = weights[j]
                 for k in range(Mk):
-                    acc[k] += kv[k] * w[k] * m
-    out[1] = acc
-    out[0] = 0.0
-    for t in range(T):
-        for v in range(ip_tables.shape[0]):
-            for k in range(Mk):
-                out[0, k] += ip_hist[t, v] * ip_tables[v, k]
-        for d in range(dist_tables.shape[0]):
-            for k in range(Mk):
-                out[0, k] += dist_hist[t, d] * dist_tables[d, k]
+                    acc[1, k] += kv[k] * w[k] * m
+    out[:] = acc
 
 
 @njit(cache=True, fastmath=_FLAGS)
