@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from .._compiled import compiled_module
 from .._threads import thread_limit
-from .base import KernelOperator, as_index, check_block
+from .base import CompiledView, KernelOperator, as_index, check_block
 
 __all__ = ["MultiKernel", "KernelStack"]
 
@@ -87,7 +87,28 @@ class MultiKernel(KernelOperator):
     def map_operators(self, fn):
         out = copy.copy(self)
         out.operators = [fn(op) for op in self.operators]
+        out.__dict__.pop("_features_view", None)
         return out
+
+    def compiled_view(self):
+        """``CompiledView("features", [√w_1 X_1, …, √w_p X_p])`` when every kernel with
+        ``w_j > 0`` is explicit dense features ``X_j`` (low-rank approximations, the linear
+        kernel): ``Σ_j w_j X_j X_jᵀ`` is then the linear kernel of their weighted blocks,
+        formed once per operator (``n × Σ_{w_j>0} d_j`` values).  Otherwise None."""
+        if "_features_view" not in self.__dict__:
+            self._features_view = self._weighted_features()
+        return self._features_view
+
+    def _weighted_features(self):
+        views = [(w, op.compiled_view()) for w, op in self._active()]
+        if not all(
+            v is not None and v.kind == "features" and isinstance(v.matrix, np.ndarray)
+            for _, v in views
+        ):
+            return None
+        dtype = np.result_type(*[v.matrix.dtype for _, v in views])
+        blocks = [v.matrix.astype(dtype, copy=False) * dtype.type(np.sqrt(w)) for w, v in views]
+        return CompiledView("features", np.ascontiguousarray(np.hstack(blocks)))
 
     def with_weights(self, weights):
         """The same kernels with new weights (nothing is recomputed)."""

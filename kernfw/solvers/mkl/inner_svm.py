@@ -304,7 +304,9 @@ class LibsvmNu(InnerSVM):
 
 
 class L2SVM(InnerSVM):
-    """L2-SVM (math.md §2.1) by away-step Frank-Wolfe, warm started, one versus the rest.
+    """L2-SVM (math.md §2.1), warm started, one versus the rest: by away-step Frank-Wolfe,
+    or by vertex-coordinate passes when ``K_γ`` comes with explicit features (kernels
+    approximated by feature blocks; ``solver="auto"``, math.md §2.13).
 
     ``J = max_{α∈Δ} −αᵀK̃α = −[Σ_j γ_j d_j + (1ᵀ(y∘α))² + ‖α‖²/C]``, so
     ``a(α) = −(1ᵀv)² − ‖α‖²/C`` and ``c = 1``.  The intercept is
@@ -319,7 +321,7 @@ class L2SVM(InnerSVM):
 
     curvature = 1.0
 
-    def __init__(self, codes, C, tol, solver="mfw"):
+    def __init__(self, codes, C, tol, solver="auto"):
         super().__init__(codes, tol)
         self.C = float(C)
         self.solver = solver
