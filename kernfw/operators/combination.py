@@ -64,6 +64,33 @@ class MultiKernel(KernelOperator):
     def _active(self):
         return [(w, op) for w, op in zip(self.weights, self.operators) if w != 0]
 
+    def compiled_view(self):
+        """``CompiledView("features", [√w_1 X_1, …, √w_p X_p])`` when every kernel with a
+        positive weight is explicit features ``K_j = X_j X_jᵀ`` (so ``K_w = X_w X_wᵀ`` with
+        the weighted blocks side by side), else None.
+
+        The concatenation is a copy of the active blocks, O(n·Σ_j m_j) memory (kept with
+        this operator; :meth:`with_weights` makes a new one): it lets the solvers that take
+        explicit features (coordinate passes, BCFW with primal weights) run on a
+        combination of feature blocks, such as approximated kernels.
+        """
+        if not hasattr(self, "_features_view"):
+            self._features_view = self._weighted_features()
+        return self._features_view
+
+    def _weighted_features(self):
+        views = [(w, op.compiled_view()) for w, op in self._active()]
+        if any(v is None or v.kind != "features" for _, v in views):
+            return None
+        dtype = np.result_type(*[v.matrix.dtype for _, v in views])
+        blocks = [v.matrix * dtype.type(np.sqrt(w)) for w, v in views]
+        if any(sp.issparse(b) for b in blocks):
+            X = sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr")
+            X.sum_duplicates()
+        else:
+            X = np.ascontiguousarray(np.hstack(blocks))
+        return CompiledView("features", X)
+
     def _sum(self, parts, shape, dtype=None):
         """``Σ w_j part_j`` over ``(w_j, part_j)`` pairs, one part in memory at a time.
 
@@ -86,29 +113,14 @@ class MultiKernel(KernelOperator):
 
     def map_operators(self, fn):
         out = copy.copy(self)
+        out.__dict__.pop("_features_view", None)  # the copy's view comes from its children
         out.operators = [fn(op) for op in self.operators]
-        out.__dict__.pop("_features_view", None)
         return out
 
-    def compiled_view(self):
-        """``CompiledView("features", [√w_1 X_1, …, √w_p X_p])`` when every kernel with
-        ``w_j > 0`` is explicit dense features ``X_j`` (low-rank approximations, the linear
-        kernel): ``Σ_j w_j X_j X_jᵀ`` is then the linear kernel of their weighted blocks,
-        formed once per operator (``n × Σ_{w_j>0} d_j`` values).  Otherwise None."""
-        if "_features_view" not in self.__dict__:
-            self._features_view = self._weighted_features()
-        return self._features_view
-
-    def _weighted_features(self):
-        views = [(w, op.compiled_view()) for w, op in self._active()]
-        if not all(
-            v is not None and v.kind == "features" and isinstance(v.matrix, np.ndarray)
-            for _, v in views
-        ):
-            return None
-        dtype = np.result_type(*[v.matrix.dtype for _, v in views])
-        blocks = [v.matrix.astype(dtype, copy=False) * dtype.type(np.sqrt(w)) for w, v in views]
-        return CompiledView("features", np.ascontiguousarray(np.hstack(blocks)))
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_features_view", None)  # a cache, rebuilt on demand
+        return state
 
     def with_weights(self, weights):
         """The same kernels with new weights (nothing is recomputed)."""

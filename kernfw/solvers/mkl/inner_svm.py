@@ -23,9 +23,9 @@ libsvm's own multi-class solver).  ``J`` and ``d`` are then sums over the
 binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
-with ``kernel="precomputed"``); the L2-SVM runs kernfw's away-step
-Frank-Wolfe (:func:`kernfw.solvers.simplex_qp.solve_l2svm`), warm started from the
-previous ``α``.
+with ``kernel="precomputed"``); the L2-SVM runs kernfw's
+:func:`kernfw.solvers.simplex_qp.solve_l2svm` (away-step Frank-Wolfe, or the
+vertex-coordinate passes on feature blocks), warm started from the previous ``α``.
 """
 
 import warnings
@@ -304,9 +304,9 @@ class LibsvmNu(InnerSVM):
 
 
 class L2SVM(InnerSVM):
-    """L2-SVM (math.md §2.1), warm started, one versus the rest: by away-step Frank-Wolfe,
-    or by vertex-coordinate passes when ``K_γ`` comes with explicit features (kernels
-    approximated by feature blocks; ``solver="auto"``, math.md §2.13).
+    """L2-SVM (math.md §2.1), warm started, one versus the rest: ``solver="auto"`` runs the
+    vertex-coordinate passes when the combined kernel is explicit features (feature blocks
+    of approximated kernels, math.md §2.13) and away-step Frank-Wolfe otherwise.
 
     ``J = max_{α∈Δ} −αᵀK̃α = −[Σ_j γ_j d_j + (1ᵀ(y∘α))² + ‖α‖²/C]``, so
     ``a(α) = −(1ᵀv)² − ‖α‖²/C`` and ``c = 1``.  The intercept is
@@ -327,7 +327,8 @@ class L2SVM(InnerSVM):
         self.solver = solver
 
     def solve(self, op, warm=None):
-        K = _stored_symmetric_gram(op) if self.solver == "mfw" else None
+        # a stored Gram: "auto" is MFW there (choose_l2svm_solver), compiled for all problems
+        K = _stored_symmetric_gram(op) if self.solver in ("mfw", "auto") else None
         lib = None if K is None else compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
         if lib is not None:
             alphas, gaps = self._solve_dense(lib, K, warm)
