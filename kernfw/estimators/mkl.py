@@ -278,7 +278,10 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.n_support_ = np.bincount(
             np.searchsorted(self.classes_, y[self.support_]), minlength=self.classes_.size
         )
-        self._predict_op = mk.with_weights(self.kernel_weights_).subset(self.support_)
+        # prediction reads the selected kernels on the support only
+        selected = [mk.operators[j] for j in self.selected_kernels_]
+        weights = self.kernel_weights_[self.selected_kernels_]
+        self._predict_op = MultiKernel(selected, weights).subset(self.support_)
 
     def decision_function(self, X):
         """Decision values of the SVM on ``K_γ``.
@@ -295,6 +298,8 @@ class _WeightedSVMClassifier(_MKLClassifier):
         """
         check_is_fitted(self)
         test = self._test_kernels(X)
+        if self._is_precomputed():  # the test Grams of the selected kernels
+            test = [test[j] for j in self.selected_kernels_]
         decisions = self._predict_op.cross_matmat(test, self.dual_coef_.T) + self.intercept_
         return combine_decisions(
             decisions, self.binary_problems_, self.classes_.size, self.multi_class
