@@ -451,7 +451,7 @@ def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
     return step, kept
 
 
-@_visit_jit
+@njit(inline="always")
 def _apply_delta(i, cl, nc, At, spec, delta, upd):
     """``α_i += δ`` on the classes ``cl[:nc]`` and ``upd = δ/(λn)``; returns whether
     ``δ`` has a nonzero entry."""
@@ -463,7 +463,7 @@ def _apply_delta(i, cl, nc, At, spec, delta, upd):
     return moved
 
 
-@_visit_jit
+@njit(inline="always")
 def _moved(cl, nc, upd, nz, un):
     """The classes ``nz[:cnt]`` whose update ``un[:cnt]`` (from ``upd``) is nonzero; returns
     ``cnt``."""
@@ -476,7 +476,7 @@ def _moved(cl, nc, upd, nz, un):
     return cnt
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _gamma_std(spec, k):
     """The fixed step ``2n/(k + 2n)`` at block step ``k`` (unused by line searches)."""
     return block_standard_step(k, spec.n) if spec.standard else 0.0
@@ -561,13 +561,17 @@ def sparse_scores(indptr, indices, data, W):
     return S
 
 
-@njit(cache=True)
-def _buffers(m):
+@njit(inline="always")
+def _buffers(mode, hinge, m):
     """Work arrays: the (6, m) block buffer (rows ``G``, ``ALPHA``, ``A``, ``BETA``,
-    ``THETA``, ``DELTA``), the scores ``s``, ``δ/(λn)`` and the work arrays of the exact
-    block step of the losses other than the hinge
-    (:func:`~kernfw.solvers._block_qp.block_qp_buffers`)."""
-    return np.zeros((6, m)), np.zeros(m), np.zeros(m), block_qp_buffers(m)
+    ``THETA``, ``DELTA``), the scores ``s``, ``δ/(λn)`` and, for the exact block step of
+    the losses other than the hinge, its work arrays
+    (:func:`~kernfw.solvers._block_qp.block_qp_buffers`; None for the other steps)."""
+    if mode == EXACT and not hinge:
+        work = block_qp_buffers(m)
+    else:
+        work = None
+    return np.zeros((6, m)), np.zeros(m), np.zeros(m), work
 
 
 # -- the certificate ----------------------------------------------------------------------------
@@ -588,7 +592,7 @@ def _certify(hinge, S, At, spec):
     """
     n, m = S.shape
     C, y, sigma = spec.C, spec.y, spec.sigma
-    buf = _buffers(m)[0]
+    buf = np.zeros((6, m))  # the rows G, A, BETA of the block buffer
     g, a, beta = buf[G], buf[A], buf[BETA]
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     phi, gaps = np.empty(n), np.empty(n)
@@ -653,7 +657,7 @@ def _dense_pass(mode, hinge, order, X, W, At, spec, classes, n_classes, k0, step
         The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` at each visit, before the step.
     """
     d, m = X.shape[1], W.shape[1]
-    buf, s, upd, work = _buffers(m)
+    buf, s, upd, work = _buffers(mode, hinge, m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
@@ -699,7 +703,7 @@ def _sparse_pass(
     prefetch are written out here.
     """
     m = W.shape[1]
-    buf, s, upd, work = _buffers(m)
+    buf, s, upd, work = _buffers(mode, hinge, m)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     T = order.shape[0]
@@ -748,7 +752,7 @@ def _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, 
     sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
     """
     m, n = St.shape
-    buf, s, upd, work = _buffers(m)
+    buf, s, upd, work = _buffers(mode, hinge, m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     for t in range(order.shape[0]):
