@@ -1,5 +1,5 @@
-"""Multiple kernel learning on digits: kernfw's CSKL, l1-/lp-MKL, uniform, best single
-kernel (SVC) and MKLpy's EasyMKL, on the same 16 kernels, in one run.
+"""Multiple kernel learning on digits (or breast cancer): kernfw's CSKL, l1-/lp-MKL, uniform,
+best single kernel (SVC) and MKLpy's EasyMKL, on the same precomputed kernels, in one run.
 
 Data: scikit-learn digits (1797 images of 8 × 8 pixels, 10 classes, pixels / 16), a
 stratified split with ``--n-train`` training images and the rest held out.  The task is
@@ -15,14 +15,20 @@ as precomputed Gram matrices):
 - RBF (γ = 0.1) on blocks of the image: top rows 0–3, bottom rows 4–7, left columns 0–3,
   right columns 4–7, and the four 4 × 4 quadrants.
 
+``--data cancer``: scikit-learn breast cancer (569 points, 30 standardized features, two
+classes), 426 training points (75 %, stratified) and 10 kernels (:func:`cancer_specs`).
+
 Every method is fitted ``--repeats`` times; within a repeat the methods run one after the
 other in a shuffled order (interleaved), and the table shows the median fit time.  Kernel
 computation is not timed (it is shared).  Run it from the repository root in a venv that
 has kernfw and MKLpy (``pip install MKLpy==0.6 -e .``; MKLpy pulls torch); without MKLpy
-the EasyMKL row is skipped::
+the EasyMKL row is skipped.  The table has wall-clock and CPU times (of the process, all
+threads) and their ratios to EasyMKL; ``--torch-threads 1`` runs EasyMKL on one thread
+(kernfw's MKL solvers run on one thread: their products are small)::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python \\
         benchmarks/bench_mkl.py --repeats 3 --markdown docs/benchmarks/mkl_table.md
+    python benchmarks/bench_mkl.py --data cancer --repeats 5 --only "C-SVM"
 
 ``--t-sweep`` instead prints the t-sweep table of [CSKL] (C-CSKL and ν-CSKL, relaxed and
 ``exact=True``, on 24 kernels; no peer needed)::
@@ -31,15 +37,17 @@ the EasyMKL row is skipped::
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
 import warnings
 
 import numpy as np
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from kernfw import CSKLClassifier, LpMKLClassifier
@@ -87,11 +95,38 @@ def t_sweep_specs():
     return specs
 
 
-def load(n_train, seed, specs=None):
-    X, y = load_digits(return_X_y=True)
-    X = X / 16.0
+def cancer_specs():
+    """``(name, spec)`` of the 10 kernels of ``--data cancer`` (standardized features, d = 30):
+    RBF on all features at five widths around ``γ = 1/d``, linear, polynomial of degree 2,
+    and RBF (``γ = 1/10``) on each of the three groups of ten features (means, standard
+    errors, worst values)."""
+    d = 30
+    specs = [(f"rbf γ={f}/d", ("rbf", {"gamma": f / d})) for f in (0.1, 0.3, 1, 3, 10)]
+    specs += [
+        ("linear", "linear"),
+        ("poly d=2", ("poly", {"degree": 2, "gamma": 1 / d, "coef0": 1.0})),
+    ]
+    groups = {"means": slice(0, 10), "errors": slice(10, 20), "worst": slice(20, 30)}
+    specs += [
+        (f"rbf {name}", ("rbf", {"gamma": 0.1, "columns": np.arange(d)[cols]}))
+        for name, cols in groups.items()
+    ]
+    return specs
+
+
+DATA = {"digits": kernel_specs, "cancer": cancer_specs}
+
+
+def load(n_train, seed, specs=None, data="digits"):
+    """Training and test Grams of the kernels ``specs`` (default: those of ``data``)."""
+    if data == "cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+        X = StandardScaler().fit_transform(X)
+    else:
+        X, y = load_digits(return_X_y=True)
+        X = X / 16.0
     Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, stratify=y, random_state=seed)
-    specs = kernel_specs() if specs is None else specs
+    specs = DATA[data]() if specs is None else specs
     K = make_operator(Xtr, [s for _, s in specs], normalization="trace")
     grams = [op.dense() for op in K.operators]
     tests = [op.cross(Xte) for op in K.operators]
@@ -147,11 +182,21 @@ def easymkl_method():
             warnings.simplefilter("ignore")
             mkl = EasyMKL(lam=0.1, learner=SVC(C=1.0), multiclass_strategy="ovr").fit(KL, ytr)
             pred = np.asarray(mkl.predict(KT))
-        weights = np.mean([s.weights.numpy() for s in mkl.solution.values()], axis=0)
-        used = np.any([s.weights.numpy() > 0 for s in mkl.solution.values()], axis=0)
+        # one solution per class (one-vs-rest), or a single one for two classes
+        solutions = mkl.solution.values() if isinstance(mkl.solution, dict) else [mkl.solution]
+        weights = np.mean([s.weights.numpy() for s in solutions], axis=0)
+        used = np.any([s.weights.numpy() > 0 for s in solutions], axis=0)
         return pred, int(used.sum()), 0, weights
 
     return run
+
+
+def _torch_threads():
+    try:
+        import torch
+    except ImportError:
+        return "—"
+    return torch.get_num_threads()
 
 
 def methods(p):
@@ -240,7 +285,15 @@ def t_sweep(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n-train", type=int, default=900)
+    parser.add_argument(
+        "--data",
+        choices=sorted(DATA),
+        default="digits",
+        help="digits (10 classes, 16 kernels) or cancer (breast cancer, 2 classes, 10 kernels)",
+    )
+    parser.add_argument(
+        "--n-train", type=int, default=None, help="training points (default: 900 / 426)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -249,6 +302,13 @@ def main(argv=None):
         help="comma-separated substrings: run only the matching methods (and EasyMKL, the "
         "reference of the time ratios)",
     )
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=None,
+        help="torch's intra-op threads for EasyMKL (default: torch's own, one per core; on a "
+        "loaded machine its threads wait for each other, 1 shows the work it does)",
+    )
     parser.add_argument("--markdown", default=None, help="also write the tables here")
     parser.add_argument(
         "--t-sweep",
@@ -256,6 +316,12 @@ def main(argv=None):
         help="instead: the t-sweep table of C-/ν-CSKL on 24 kernels (the CSKL paper's t-sweep)",
     )
     args = parser.parse_args(argv)
+    if args.n_train is None:
+        args.n_train = 426 if args.data == "cancer" else 900
+    if args.torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     if args.t_sweep:
         text = t_sweep(args)
         print(text)
@@ -264,8 +330,8 @@ def main(argv=None):
                 fh.write(text + "\n")
         return
 
-    grams, tests, ytr, yte = load(args.n_train, args.seed)
-    names = [n for n, _ in kernel_specs()]
+    grams, tests, ytr, yte = load(args.n_train, args.seed, data=args.data)
+    names = [n for n, _ in DATA[args.data]()]
     ref = "EasyMKL (MKLpy 0.6, λ=0.1, SVC)"
     wanted = None if args.only is None else args.only.split(",")
     rows = [
@@ -275,30 +341,39 @@ def main(argv=None):
     ]
     rng = np.random.default_rng(args.seed)
     times = {n: [] for n, _ in rows}
+    cpu = {n: [] for n, _ in rows}
     outcome = {}
+    load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     for r in range(args.repeats):
         for k in rng.permutation(len(rows)):
             name, fit = rows[k]
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             pred, used, n_iter, weights = fit(grams, tests, ytr)
             times[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
             outcome.setdefault(name, (float(np.mean(pred == yte)), used, n_iter, weights))
             print(f"[repeat {r}] {name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
 
     lines = [
-        f"digits, 10 classes, n_train = {len(ytr)}, n_test = {len(yte)}, "
-        f"{len(grams)} kernels, {args.repeats} interleaved repeats (median fit time)",
+        f"{args.data}, {np.unique(ytr).size} classes, n_train = {len(ytr)}, "
+        f"n_test = {len(yte)}, {len(grams)} kernels, {args.repeats} interleaved repeats "
+        f"(median fit time; CPU: of the process, all threads); load average at the start: "
+        f"{load_avg}; torch threads: {_torch_threads()}",
         "",
         "| method | test accuracy | kernels used | outer iterations | fit time (s) "
-        "| time ÷ EasyMKL |",
-        "|---|---|---|---|---|---|",
+        "| time ÷ EasyMKL | CPU (s) | CPU ÷ EasyMKL |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, _ in rows:
         acc, used, n_iter, _ = outcome[name]
-        med = statistics.median(times[name])
-        ratio = f"{med / statistics.median(times[ref]):.2f}" if ref in times else "—"
+        med, med_cpu = statistics.median(times[name]), statistics.median(cpu[name])
+        ratio, cpu_ratio = "—", "—"
+        if ref in times:
+            ratio = f"{med / statistics.median(times[ref]):.2f}"
+            cpu_ratio = f"{med_cpu / statistics.median(cpu[ref]):.2f}"
         lines.append(
-            f"| {name} | {acc:.4f} | {used} / {len(grams)} | {n_iter} | {med:.2f} | {ratio} |"
+            f"| {name} | {acc:.4f} | {used} / {len(grams)} | {n_iter} | {med:.2f} | {ratio} "
+            f"| {med_cpu:.2f} | {cpu_ratio} |"
         )
     lines += ["", "Kernel weights (nonzero, rounded):", ""]
     for name, _ in rows:

@@ -16,6 +16,7 @@ _LAZY = {
     "Gram": "kernfw.operators",
     "Features": "kernfw.operators",
     "KernelFunction": "kernfw.operators",
+    "LowRankFeatures": "kernfw.operators",
     "MultiKernel": "kernfw.operators",
     "KernelOperator": "kernfw.operators",
     "FWResult": "kernfw.fw",
@@ -29,6 +30,7 @@ _LAZY = {
     "LpMKLClassifier": "kernfw.estimators.mkl",
     "evaluate": "kernfw.evaluation",
     "sweep": "kernfw.sweeps",
+    "approx_error": "kernfw.approximation",
 }
 
 # subpackages reachable as attributes (``kernfw.datasets.load_ocr()``), also imported on first use

@@ -8,6 +8,11 @@ plus every other name :mod:`sklearn.metrics.pairwise` knows, a ready
 ``columns`` (the feature columns the kernel sees, e.g. ``slice(0, 32)``).
 A list of specs gives a :class:`~kernfw.operators.MultiKernel`.
 
+With ``approx="nystroem"``, ``"rff"`` or ``"sketch"`` a spec becomes a low-rank
+operator :class:`~kernfw.operators.LowRankFeatures`: explicit features ``Φ`` of
+``n_components`` columns with ``K ≈ Φ Φᵀ`` (math.md §8); a list of specs becomes a
+MultiKernel of such feature blocks, memory O(n·Σ_j m_j).
+
 >>> import numpy as np
 >>> from kernfw.kernels import make_operator
 >>> X = np.random.default_rng(0).normal(size=(50, 3))
@@ -18,6 +23,7 @@ A list of specs gives a :class:`~kernfw.operators.MultiKernel`.
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_random_state
 
 from ._validation import check_features, check_gram
 from .operators import (
@@ -27,8 +33,10 @@ from .operators import (
     KernelOperator,
     MultiKernel,
     PairwiseKernel,
+    fit_lowrank,
     normalize,
 )
+from .operators.lowrank import DEFAULT_N_COMPONENTS, check_approximation
 from .operators.normalized import NORMALIZATIONS
 from .operators.pairwise import resolve_gamma
 from .operators.psd import check_psd
@@ -97,7 +105,9 @@ def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
     return KernelSpec(spec, params, columns, normalization)
 
 
-def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None):
+def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None, approx=None):
+    if approx is not None:
+        return _lowrank_operator(X, spec, approx, gram_dtype)
     if isinstance(spec.name, KernelOperator):
         return normalize(spec.name, spec.normalization)
     if isinstance(spec.name, str) and spec.name == "precomputed":
@@ -126,6 +136,34 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None)
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False, dtype=dtype)
     return normalize(op, spec.normalization)
+
+
+def _lowrank_operator(X, spec, approx, dtype):
+    """The :class:`~kernfw.operators.LowRankFeatures` of ``spec`` on ``X``; ``approx`` is
+    ``(name, n_components, random_state)``."""
+    name, n_components, random_state = approx
+    if isinstance(spec.name, KernelOperator):
+        raise ValueError(
+            f"approx={name!r} needs the kernel as a name or a callable on the features; "
+            "a ready KernelOperator gives no features to approximate (pass approx=None)"
+        )
+    check_approximation(name, n_components, spec.name)
+    X = check_features(X)
+    columns = None if spec.columns is None else _check_columns(spec.columns, X.shape[1])
+    params = dict(spec.params)
+    if "gamma" in params:
+        params["gamma"] = resolve_gamma(params["gamma"], X if columns is None else X[:, columns])
+    return fit_lowrank(
+        X,
+        spec.name,
+        params,
+        name,
+        n_components,
+        random_state,
+        dtype=dtype,
+        columns=columns,
+        normalization=spec.normalization,
+    )
 
 
 def _check_columns(columns, n_features):
@@ -173,6 +211,9 @@ def make_operator(
     cache_size=200.0,
     gram_max_mb=GRAM_MAX_MB,
     gram_dtype=None,
+    approx=None,
+    n_components=DEFAULT_N_COMPONENTS,
+    random_state=None,
 ):
     """Build the kernel operator for training inputs ``X``.
 
@@ -204,22 +245,44 @@ def make_operator(
         memory traffic of the solvers that read them, as libsvm's float kernel
         cache does.  A Gram is still evaluated in the precision of ``X``; the
         compiled column step of :mod:`kernfw.solvers.simplex_qp` evaluates a float32
-        RBF column in float32.  Precomputed Gram matrices keep their dtype.
+        RBF column in float32.  Precomputed Gram matrices keep their dtype.  The
+        storage type of approximated features ``Φ`` too.
+    approx : {None, "nystroem", "rff", "sketch"}
+        None: the exact kernel.  Otherwise the kernel approximation whose features ``Φ``
+        (``n × n_components``) replace the kernel, ``K ≈ Φ Φᵀ`` (a
+        :class:`~kernfw.operators.LowRankFeatures`, whatever ``backend``):
+        scikit-learn's ``Nystroem`` (any kernel), ``RBFSampler`` (random Fourier
+        features, "rbf" only) or ``PolynomialCountSketch`` ("poly" only).  Not with
+        "precomputed" kernels or ready operators.
+    n_components : int
+        Features per approximated kernel (``Nystroem``: at most ``n``, larger values are
+        clipped to ``n``).
+    random_state : None, int or RandomState
+        Landmarks or random projections of the approximations; a list of specs draws
+        one seed per kernel from it.
 
     Returns
     -------
     KernelOperator
     """
     _check_backend(backend)
+    if approx is not None:
+        check_approximation(approx, n_components)
     if isinstance(kernel, KernelOperator):
+        if approx is not None:
+            raise ValueError(
+                f"approx={approx!r} needs the kernel as a name or a callable on the features; "
+                "a ready KernelOperator gives no features to approximate (pass approx=None)"
+            )
         return normalize(kernel, normalization)
     if isinstance(kernel, (list, tuple)) and not (len(kernel) == 2 and isinstance(kernel[1], dict)):
         if len(kernel) == 0:
             raise ValueError("empty kernel list")
-        if all(isinstance(k, str) and k == "precomputed" for k in kernel):
+        if all(isinstance(k, str) and k == "precomputed" for k in kernel) and approx is None:
             grams = _gram_list(X, len(kernel))
             ops = [make_operator(K, "precomputed", normalization=normalization) for K in grams]
         else:
+            rng = None if approx is None else check_random_state(random_state)
             ops = [
                 make_operator(
                     X,
@@ -232,14 +295,18 @@ def make_operator(
                     cache_size,
                     gram_max_mb,
                     gram_dtype,
+                    approx,
+                    n_components,
+                    None if rng is None else int(rng.randint(np.iinfo(np.int32).max)),
                 )
                 for k in kernel
             ]
         return MultiKernel(ops)
-    if isinstance(kernel, str) and kernel == "precomputed" and _is_gram_stack(X):
+    if isinstance(kernel, str) and kernel == "precomputed" and _is_gram_stack(X) and not approx:
         return make_operator(X, ["precomputed"] * len(X), normalization=normalization)
     spec = parse_spec(kernel, gamma, degree, coef0, normalization)
-    return _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype)
+    lowrank = None if approx is None else (approx, n_components, random_state)
+    return _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype, lowrank)
 
 
 def _is_gram_stack(X):

@@ -615,3 +615,23 @@ def test_default_kernel_family_needs_no_arguments():
 def test_the_kernels_alias_is_gone():
     with pytest.raises(TypeError, match="kernels"):
         CSKLClassifier(kernels=SPECS[:3])
+
+
+@pytest.mark.parametrize("precomputed", [False, True])
+def test_decision_function_reads_the_selected_kernels(precomputed):
+    """The fitted predictor keeps only the kernels with γ_j > 0 (on the support); its
+    decisions equal Σ_j γ_j K_j(test, S) · dual_coef_ᵀ + intercept_ over all kernels."""
+    X, y = _data(n=80, n_classes=3)
+    Xtr, Xte, ytr = X[:60], X[60:], y[:60]
+    ops = make_operator(Xtr, SPECS, normalization="trace").operators
+    if precomputed:
+        clf = CSKLClassifier("precomputed", t=1.0).fit([op.dense() for op in ops], ytr)
+        test = [op.cross(Xte) for op in ops]
+        scores = clf.decision_function(test)
+    else:
+        clf = CSKLClassifier(SPECS, t=1.0).fit(Xtr, ytr)
+        scores = clf.decision_function(Xte)
+    assert 0 < clf.selected_kernels_.size < len(SPECS)  # some kernel has weight 0
+    K = sum(g * op.cross(Xte) for g, op in zip(clf.kernel_weights_, ops))
+    expected = K[:, clf.support_] @ clf.dual_coef_.T + clf.intercept_
+    np.testing.assert_allclose(scores, expected, rtol=1e-10, atol=1e-12)

@@ -305,6 +305,74 @@ def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
         )
 
 
+def test_integer_feature_tables_equal_numpy_scores():
+    """Small-integer features: every kernel is a table over inner products / squared
+    distances; the compiled table passes equal the numpy scores and blocks."""
+    from kernfw._compiled import compiled_module
+    from kernfw.solvers.mkl.kernel_groups import KernelGroups
+
+    if compiled_module("kernfw.solvers._online_mkl_numba") is None:
+        pytest.skip("numba unavailable or disabled")
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(60, 7)).astype(float)  # values 0, 1, 2
+    specs = ["linear", ("poly", {"degree": 3, "gamma": 0.1, "coef0": 1.0})] + [
+        ("rbf", {"gamma": g}) for g in (0.05, 0.2, 0.3)
+    ]
+    ops = list(make_operator(X, specs, normalization="trace", backend="function").operators)
+    groups, numpy_groups = KernelGroups(ops), KernelGroups(ops, compiled=False)
+    support = rng.permutation(60)[:40]
+    for g in (groups, numpy_groups):
+        g.add(support)
+    P = np.array([3, 50, 51, 7])
+    K, Kn = groups.at(P), numpy_groups.at(P)
+    assert type(K).__name__ == "_Tables"
+    dense = np.array([op.dense() for op in ops])
+    np.testing.assert_allclose(K.dense(), dense[:, P][:, :, groups.support], rtol=1e-12)
+    q, Mk = 5, len(ops)
+    B, s = rng.normal(size=(60, q)), rng.random(Mk)
+    delta = rng.normal(size=(4, q))
+    delta[1] = 0.0
+    weights, D = rng.normal(size=(60, Mk)), rng.normal(size=(60, q))
+    D[:10] = 0.0  # rows outside the visited set
+    np.testing.assert_allclose(
+        groups.combined(K, s, B), numpy_groups.combined(Kn, s, B), rtol=1e-11
+    )
+    for a, b in zip(
+        groups.inner_pair(K, delta, B, weights, D),
+        numpy_groups.inner_pair(Kn, delta, B, weights, D),
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-11)
+    np.testing.assert_allclose(
+        groups.weighted_combined(K, weights, D),
+        numpy_groups.weighted_combined(Kn, weights, D),
+        rtol=1e-11,
+    )
+
+
+@pytest.mark.parametrize("loss", ["hinge", "crf"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_epoch_average_norms_equal_quadratic_forms(loss, compiled, monkeypatch):
+    """Dual averaging's epoch average keeps ``‖θ̄_k‖`` by identities: equal to
+    ``sqrt(ā_kᵀ K_k ā_k)`` of the returned coefficients."""
+    if not compiled:
+        monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    rng = np.random.default_rng(4)
+    Y = [rng.integers(0, 3, size=rng.integers(2, 6)) for _ in range(30)]
+    X = [np.clip(np.eye(3, 8)[y] + (rng.random((y.size, 8)) > 0.7), 0, 1) for y in Y]
+    F = np.vstack(X)
+    specs = ["linear", ("poly", {"degree": 2, "gamma": 0.2}), ("rbf", {"gamma": 0.2})]
+    ops = list(make_operator(F, specs, normalization="trace", backend="function").operators)
+    res = solve_online_mkl(Chain(3), X, Y, ops, loss=loss, lam=0.01, max_iter=3, random_state=0)
+    sol = res.solution
+    S, A = sol["support"], sol["coef"]
+    exact = [
+        np.sqrt(np.einsum("jc,jl,lc->", A[k], op.dense()[np.ix_(S, S)], A[k]))
+        for k, op in enumerate(ops)
+    ]
+    np.testing.assert_allclose(sol["norms"], exact, rtol=1e-9)
+    assert np.all(sol["norms"] > 0)
+
+
 # -- kernelized = explicit ---------------------------------------------------------------------
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
 @pytest.mark.parametrize(

@@ -245,6 +245,36 @@ def test_check_psd_rejects_a_shifted_rbf_gram(shift):
         check_psd(Gram(K), action="ignore")
 
 
+def test_check_psd_finds_an_indefinite_pair_in_a_low_rank_gram():
+    """A 2 × 2 principal block with a negative determinant (``K_ij² > K_ii K_jj``) in a
+    rank-3 Gram: the sampled submatrix's factorization fails and its eigenvalues report it."""
+    X = _points(150, 3)
+    K = X @ X.T
+    K[0, 1] = K[1, 0] = 1.5 * np.sqrt(K[0, 0] * K[1, 1])
+    exact = np.linalg.eigvalsh(K)[0]
+    assert exact < -0.1
+    with pytest.warns(NotPSDWarning):
+        theta = check_psd(Gram(K), action="warn")
+    assert exact <= theta <= 0.99 * exact  # the sample is all of K here: its λ_min
+
+
+def test_check_psd_factorizes_and_computes_no_eigenvalues_of_a_psd_sample(monkeypatch):
+    calls = []
+    eigvalsh = np.linalg.eigvalsh
+
+    def counting(A, *args, **kwargs):
+        calls.append(np.shape(A))
+        return eigvalsh(A, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigvalsh", counting)
+    check_psd(Gram(rbf_kernel(_points(300), gamma=0.5)))
+    assert calls == []
+    K = rbf_kernel(_points(300)) - 0.05 * np.eye(300)
+    with pytest.raises(NotPSDError):
+        check_psd(Gram(K))
+    assert calls  # only a failing test computes eigenvalues, for its message
+
+
 def test_check_psd_negative_diagonal_is_caught():
     K = np.diag([1.0, 2.0, -1e-3, 4.0])
     with pytest.raises(NotPSDError):

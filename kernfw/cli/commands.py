@@ -7,6 +7,7 @@ a command, write its two functions (here or in a module of its own) and append
 a ``Command`` to :data:`COMMANDS`.
 """
 
+import numbers
 import time
 import warnings
 from collections.abc import Callable
@@ -283,6 +284,15 @@ def _default_values(est, param, X):
     return (values if sweep_direction(param) == "down" else values[::-1]).tolist()
 
 
+def _typed_values(default, values):
+    """``values`` as integers when the parameter's default is one (``n_components``,
+    ``max_iter``): ``--values`` are read as numbers, the default values are a geometric
+    grid; both are rounded to the nearest integer."""
+    if isinstance(default, numbers.Integral) and not isinstance(default, bool):
+        return list(dict.fromkeys(int(round(v)) for v in values))  # in order, no repeats
+    return values
+
+
 def run_sweep(args):
     from ..sweeps import sweep
 
@@ -294,7 +304,9 @@ def run_sweep(args):
     param = args.param or model.sweep_param(accepted)
     if param not in accepted:
         raise CLIError(f"--param {param!r} is not a parameter of {type(est).__name__}")
-    values = args.values or _default_values(est, param, data["X_train"])
+    values = _typed_values(
+        accepted[param], args.values or _default_values(est, param, data["X_train"])
+    )
     if args.cv:
         X, y, cv = data["X_train"], data["y_train"], args.cv
     else:  # one fold: train on the training split, validate on the test split

@@ -46,6 +46,18 @@ def pairwise_kernel(op):
     )
 
 
+def _solver_options(solver, tol, max_iter, callback, random_state, cache_size):
+    """The keyword arguments of :func:`solve_sharded_simplex_qp` every problem shares."""
+    return {
+        "solver": solver,
+        "tol": tol,
+        "max_iter": max_iter,
+        "callback": callback,
+        "random_state": random_state,
+        "cache_size": cache_size,
+    }
+
+
 def fit_l2svm_problems(
     X,
     op,
@@ -91,22 +103,13 @@ def fit_l2svm_problems(
         problem's rows, as the single-process ``_fit_binary``.
     """
     kernel = pairwise_kernel(op)
+    options = _solver_options(solver, tol, max_iter, callback, random_state, cache_size)
     fits = []
     with ShardedRows(X, kernel, labels=np.asarray(y_enc), client=client) as shards:
         for classes, idx, _ in problems:
             members = None if len(classes) == 1 or idx.size == y_enc.size else list(classes)
             spec = {"members": members, "positive": classes[-1], "C": C, "ball": False}
-            result = solve_sharded_simplex_qp(
-                shards,
-                spec,
-                solver=solver,
-                tol=tol,
-                max_iter=max_iter,
-                stop="relative",
-                random_state=random_state,
-                callback=callback,
-                cache_size=cache_size,
-            )
+            result = solve_sharded_simplex_qp(shards, spec, stop="relative", **options)
             sol = result.solution
             support, alpha = sol["support"], sol["alpha_support"]
             y_S = np.where(y_enc[support] == classes[-1], 1.0, -1.0)
@@ -142,18 +145,9 @@ def solve_meb(
         has shape (n,), ``solution["v"]`` holds ``(Kα)_i`` on the support
         (NaN elsewhere: the other entries stay on the workers).
     """
+    options = _solver_options(solver, tol, max_iter, callback, random_state, cache_size)
     with ShardedRows(X, pairwise_kernel(op), client=client) as shards:
-        result = solve_sharded_simplex_qp(
-            shards,
-            {"ball": True},
-            solver=solver,
-            tol=tol,
-            max_iter=max_iter,
-            stop="relative",
-            callback=callback,
-            random_state=random_state,
-            cache_size=cache_size,
-        )
+        result = solve_sharded_simplex_qp(shards, {"ball": True}, stop="relative", **options)
     sol = result.solution
     n = X.shape[0]
     sol["alpha"] = np.zeros(n)

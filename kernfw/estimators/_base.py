@@ -25,7 +25,15 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_consistent_length, validate_data
 
 from ..kernels import GRAM_MAX_MB, make_operator
-from ..operators import Features, KernelFunction, KernelOperator, MultiKernel, PairwiseKernel
+from ..operators import (
+    Features,
+    KernelFunction,
+    KernelOperator,
+    LowRankFeatures,
+    MultiKernel,
+    PairwiseKernel,
+)
+from ..operators.lowrank import APPROXIMATIONS
 from ..operators.psd import check_psd
 
 try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
@@ -45,6 +53,9 @@ __all__ = [
     "KernelInputMixin",
     "ProgressPrinter",
     "KERNEL_PARAMETER_CONSTRAINTS",
+    "APPROX_PARAMETER_CONSTRAINTS",
+    "approx_seed",
+    "fitted_approximation",
     "resolve_lam",
     "solver_seed",
     "accepts_kernel_operator",
@@ -57,15 +68,44 @@ __all__ = [
 #: rounding, about 1e-7 relative, is then far below what the tolerance certifies
 FLOAT32_GRAM_TOL = 1e-4
 
+#: ``_parameter_constraints`` of the kernel approximation (``approx``, ``n_components``)
+APPROX_PARAMETER_CONSTRAINTS = {
+    "approx": [None, StrOptions(set(APPROXIMATIONS))],
+    "n_components": [Interval(Integral, 1, None, closed="left")],
+}
+
 #: ``_parameter_constraints`` of the SVC-style kernel parameters shared by the
 #: single-kernel estimators: a kernel name, a callable ``k(A, B)``, a
-#: ``(name, params)`` spec or a ready :class:`~kernfw.operators.KernelOperator`.
+#: ``(name, params)`` spec or a ready :class:`~kernfw.operators.KernelOperator`,
+#: and its approximation.
 KERNEL_PARAMETER_CONSTRAINTS = {
     "kernel": [str, callable, tuple, HasMethods(["columns", "cross", "diag"])],
     "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
     "degree": [Interval(Real, 0, None, closed="left")],
     "coef0": [Real],
+    **APPROX_PARAMETER_CONSTRAINTS,
 }
+
+
+def approx_seed(random_state):
+    """The ``random_state`` of a kernel approximation from an estimator's ``random_state``.
+
+    scikit-learn's transformers take None, an int or a RandomState; a
+    :class:`numpy.random.Generator` gives an int drawn from it.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(np.iinfo(np.int32).max))
+    return random_state
+
+
+def fitted_approximation(op):
+    """The fitted transformer of a low-rank operator (a list of them for a MultiKernel of
+    low-rank operators), or None for an exact kernel."""
+    if isinstance(op, LowRankFeatures):
+        return op.transformer
+    if isinstance(op, MultiKernel) and all(isinstance(o, LowRankFeatures) for o in op.operators):
+        return [o.transformer for o in op.operators]
+    return None
 
 
 class ProgressPrinter:
@@ -313,9 +353,14 @@ class KernelInputMixin:
     ``j`` in ``support_`` — an (n_new, 0) array when the support is empty
     (the zero model), never an error.
 
+    With ``approx`` set (the estimator's parameters ``approx``, ``n_components`` and
+    ``random_state``), the training operator is a low-rank
+    :class:`~kernfw.operators.LowRankFeatures` and ``kernel_approx_`` its fitted
+    transformer; prediction maps new points through it.
+
     Subclasses may override :meth:`_gram_max_mb` (the largest Gram matrix, in
     MB, precomputed for the training points) and :meth:`_gram_dtype` (its
-    storage type).
+    storage type, also that of approximated features).
     """
 
     #: estimator tag read by :func:`accepts_kernel_operator`
@@ -337,8 +382,24 @@ class KernelInputMixin:
         tol = getattr(self, "tol", None)
         return np.float32 if tol is not None and tol >= FLOAT32_GRAM_TOL else None
 
+    def _features_dtype(self):
+        """Storage type of approximated features ``Φ`` (None: the dtype of ``X``): that of
+        :meth:`_gram_dtype`."""
+        return self._gram_dtype()
+
+    def _approx(self):
+        """``approx``, or None (also for estimators without the parameter)."""
+        return getattr(self, "approx", None)
+
     def _validate_training_data(self, X, y=None):
         """Validated ``(X, y)`` and the training kernel operator."""
+        approx = self._approx()
+        if approx is not None and (self._kernel_is_operator() or self._kernel_is_precomputed()):
+            what = "kernel='precomputed'" if self._kernel_is_precomputed() else "a KernelOperator"
+            raise ValueError(
+                f"approx={approx!r} needs the kernel as a name or a callable on the features; "
+                f"{what} gives no features to approximate (pass approx=None)"
+            )
         if self._kernel_is_operator():
             op = self.kernel
             n = op.n if X is None else _num_samples(X)
@@ -347,6 +408,7 @@ class KernelInputMixin:
             if y is not None:
                 y = np.asarray(y)
                 check_consistent_length(np.empty(op.n), y)
+            self.kernel_approx_, self._approx_op = None, None
             return X, y, op
         kwargs = {"dtype": (np.float64, np.float32)}
         if not self._kernel_is_precomputed():
@@ -367,8 +429,13 @@ class KernelInputMixin:
             self.coef0,
             cache_size=self.cache_size,
             gram_max_mb=self._gram_max_mb(X),
-            gram_dtype=self._gram_dtype(),
+            gram_dtype=self._gram_dtype() if approx is None else self._features_dtype(),
+            approx=approx,
+            n_components=getattr(self, "n_components", None),
+            random_state=approx_seed(getattr(self, "random_state", None)),
         )
+        self.kernel_approx_ = fitted_approximation(op)
+        self._approx_op = None if approx is None else op.subset(np.arange(0))  # the maps Φ
         return X, y, op
 
     def _set_predictor(self, X, op):
@@ -409,6 +476,16 @@ class KernelInputMixin:
         if self._kernel_is_precomputed():
             return X[:, self.support_]
         return self._predict_op.cross(X)
+
+    def _support_decision(self, X, coef):
+        """``Σ_j k(x, x_j) coef_j`` over ``j`` in ``support_``, for validated rows ``X`` (see
+        :meth:`_new_input`) and ``coef`` of shape (n_SV,) or (n_SV, r).  Approximated kernels
+        compute ``Φ(X) (Φ_Sᵀ coef)`` (no ``n_new × n_SV`` block)."""
+        if self.support_.size == 0:
+            return np.zeros((_num_samples(X),) + np.shape(coef)[1:])
+        if self._kernel_is_operator() or self._kernel_is_precomputed():
+            return self._support_kernel(X) @ coef
+        return self._predict_op.cross_matmat(X, coef)
 
     def _check_psd(self, op):
         """Raise :class:`~kernfw.operators.psd.NotPSDError` (a ValueError) when the training

@@ -18,8 +18,9 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import COLUMN_GRAM_MAX_MB
+from ..operators import Features
 from ..operators.psd import check_psd
-from ..solvers.simplex_qp import SOLVERS, solve_l2svm
+from ..solvers.simplex_qp import L2SVM_SOLVERS, choose_l2svm_solver, solve_l2svm
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
@@ -79,6 +80,17 @@ class SupportKernelMixin(KernelInputMixin):
         one solves the problem of the float32-rounded kernel."""
         return None if self.backend == "dask" else super()._gram_dtype()
 
+    def _features_dtype(self):
+        """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
+        coordinate passes ("dcd", also as "auto" resolves on features), in float64 for the
+        Frank-Wolfe solvers: their steps test the curvature ``dᵀQd`` to 1e-8 of its scale,
+        below the float32 rounding of products of float32 features (two equal points
+        would look like negative curvature)."""
+        solver = self.solver
+        if solver == "auto" and self.backend == "local":
+            solver = choose_l2svm_solver(Features(np.zeros((1, 1))))
+        return super()._gram_dtype() if solver == "dcd" else np.float64
+
 
 def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
@@ -134,12 +146,31 @@ KernelOperator, default="rbf"
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
-    solver : {"mfw", "lsfw", "cvm"}, default="mfw"
+    approx : {None, "nystroem", "rff", "sketch"}, default=None
+        Kernel approximation (math.md §8): None solves the problem of the exact
+        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
+        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
+        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
+        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
+        points, and the solver runs on the explicit features (O(n·m) memory, no
+        ``n × n`` matrix).  The certificate is that of the approximated problem;
+        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
+        points through it.  Not with "precomputed" kernels or ready operators.
+    n_components : int, default=1000
+        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
+        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
+    solver : {"auto", "mfw", "lsfw", "cvm", "dcd"}, default="auto"
         The algorithm.  "mfw": Frank-Wolfe with away and drop steps; "lsfw":
         plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
         exact line search.  "cvm": the core vector machine baseline (core-set
         iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "dcd": passes
+        of vertex-coordinate steps (math.md §2.13), each step O(d) on explicit
+        features (the linear kernel; needs them).  "auto": "dcd" when the kernel
+        comes with explicit features (``kernel="linear"`` on sparse input or on
+        fewer features than points) and the compiled backend is available,
+        "mfw" otherwise (and always with ``backend="dask"``);
+        :func:`kernfw.solvers.simplex_qp.choose_l2svm_solver`.
     tol : float, default=0.3
         Relative tolerance on the certified duality gap:
         ``(P − D)/|D| = gap/ρ ≤ tol`` (math.md §2.5), where ``D = −ρ``,
@@ -149,8 +180,9 @@ KernelOperator, default="rbf"
         ``docs/benchmarks/l2svm.md``); lower it for a more accurate dual.
     max_iter : int, default=None
         Budget in iterations (one kernel column each; core-set iterations for
-        ``solver="cvm"``) per binary problem, which ``n_iter_`` counts (None:
-        ``max(100000, 20 n)``).
+        ``solver="cvm"``; passes over the data for ``solver="dcd"``) per binary
+        problem, which ``n_iter_`` counts (None: ``max(100000, 20 n)``
+        iterations, 1000 passes for "dcd").
     cache_size : float, default=200
         Kernel cache in MB for one fit, as :class:`sklearn.svm.SVC`'s: the
         column cache of on-the-fly kernels.  Gram matrices up to 32 MB
@@ -170,7 +202,8 @@ KernelOperator, default="rbf"
         Print one line per certified iterate (single problem, sequential runs).
     random_state : int, RandomState instance or None, default=None
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
-        (math.md §2.6); None starts at point 0.
+        (math.md §2.6), or of the start ``e_a`` of "dcd" and the order of its
+        passes; None starts at point 0 (and "dcd" orders its passes by ``default_rng(0)``).
     backend : {"local", "dask"}, default="local"
         Where the solver runs: "local" (this process) or "dask".  With "dask",
         data-parallel MFW on the current Dask cluster (the default
@@ -187,6 +220,8 @@ KernelOperator, default="rbf"
     ----------
     classes_ : ndarray of shape (m,)
         Class labels.
+    solver_ : str
+        The algorithm used (``solver`` with "auto" resolved).
     support_ : ndarray of int
         Indices of the training points that are support vectors of any binary
         problem (``α_i > 0``).
@@ -219,6 +254,9 @@ KernelOperator, default="rbf"
         Seconds spent in the solver(s).
     n_features_in_ : int
         Number of features seen in ``fit``.
+    kernel_approx_ : transformer or None
+        The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
+        ``PolynomialCountSketch``) when ``approx`` is set, else None.
 
     See Also
     --------
@@ -239,7 +277,7 @@ KernelOperator, default="rbf"
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
         **KERNEL_PARAMETER_CONSTRAINTS,
-        "solver": [StrOptions(set(SOLVERS))],
+        "solver": [StrOptions(set(L2SVM_SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
@@ -257,7 +295,9 @@ KernelOperator, default="rbf"
         gamma="scale",
         degree=3,
         coef0=0.0,
-        solver="mfw",
+        approx=None,
+        n_components=1000,
+        solver="auto",
         tol=0.3,
         max_iter=None,
         cache_size=200,
@@ -272,6 +312,8 @@ KernelOperator, default="rbf"
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.approx = approx
+        self.n_components = n_components
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -299,6 +341,11 @@ KernelOperator, default="rbf"
         -------
         self
         """
+        if self.approx is not None and self.backend == "dask":
+            raise ValueError(
+                f"approx={self.approx!r} runs on the local backend only: the Dask shards "
+                "evaluate the exact kernel; use backend='local' or approx=None"
+            )
         X, y, op = self._validate_training_data(X, y)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
@@ -310,13 +357,18 @@ KernelOperator, default="rbf"
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
         seed = solver_seed(self.random_state)
+        solver = self.solver
+        if solver == "auto":
+            solver = "mfw" if self.backend == "dask" else choose_l2svm_solver(op)
+        elif solver == "dcd" and self.backend == "dask":
+            raise ValueError("solver='dcd' runs locally only; use backend='local' or solver='mfw'")
         try:
             jobs = (
                 delayed(_fit_binary)(
                     op if p.index.size == op.n else op.subset(p.index),
                     p.y,
                     self.C,
-                    self.solver,
+                    solver,
                     self.tol,
                     self.max_iter,
                     callback,
@@ -333,7 +385,7 @@ KernelOperator, default="rbf"
                     y_enc,
                     problems,
                     self.C,
-                    self.solver,
+                    solver,
                     self.tol,
                     self.max_iter,
                     callback,
@@ -345,6 +397,7 @@ KernelOperator, default="rbf"
         finally:
             self._end_callbacks()
         self.classes_ = classes
+        self.solver_ = solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
         return self
@@ -386,8 +439,7 @@ KernelOperator, default="rbf"
         ndarray of shape (n_samples,) or (n_samples, m)
         """
         check_is_fitted(self)
-        K = self._support_kernel(self._new_input(X))  # (n_samples, n_SV)
-        decision = K @ self.dual_coef_.T + self.intercept_
+        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
         return combine_decisions(decision, self.problems_, self.classes_.size, self.multi_class)
 
     def predict(self, X):

@@ -75,6 +75,19 @@ KernelOperator, default="rbf"
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
+    approx : {None, "nystroem", "rff", "sketch"}, default=None
+        Kernel approximation (math.md §8): None solves the problem of the exact
+        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
+        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
+        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
+        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
+        points, and the solver runs on the explicit features (O(n·m) memory, no
+        ``n × n`` matrix).  The certificate is that of the approximated problem;
+        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
+        points through it.  Not with "precomputed" kernels or ready operators.
+    n_components : int, default=1000
+        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
+        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
     nu : float in [0, 1], default=0.0
         ν, the largest fraction of training points left outside the ball (and at most the
         fraction of support points).  0 (or ``ν n ≤ 1``) is the minimum enclosing ball,
@@ -149,6 +162,9 @@ KernelOperator, default="rbf"
         ``history_["rounding"]``, which the stopping rule adds to it.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    kernel_approx_ : transformer or None
+        The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
+        ``PolynomialCountSketch``) when ``approx`` is set, else None.
 
     Examples
     --------
@@ -180,6 +196,8 @@ KernelOperator, default="rbf"
         gamma="scale",
         degree=3,
         coef0=0.0,
+        approx=None,
+        n_components=1000,
         nu=0.0,
         solver="mfw",
         tol=2e-4,
@@ -193,6 +211,8 @@ KernelOperator, default="rbf"
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.approx = approx
+        self.n_components = n_components
         self.nu = nu
         self.solver = solver
         self.tol = tol
@@ -217,6 +237,11 @@ KernelOperator, default="rbf"
         -------
         self
         """
+        if self.approx is not None and self.backend == "dask":
+            raise ValueError(
+                f"approx={self.approx!r} runs on the local backend only: the Dask shards "
+                "evaluate the exact kernel; use backend='local' or approx=None"
+            )
         X, _, op = self._validate_training_data(X, None)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite Q certifies nothing
@@ -301,8 +326,8 @@ KernelOperator, default="rbf"
         """
         check_is_fitted(self)
         X = self._new_input(X)
-        K = self._support_kernel(X)
-        return self._self_similarity(X) - 2.0 * (K @ self.dual_coef_[0]) + self.center_norm2_
+        Kc = self._support_decision(X, self.dual_coef_[0])
+        return self._self_similarity(X) - 2.0 * Kc + self.center_norm2_
 
     def score_samples(self, X):
         """``−‖φ(x) − c‖²``: larger is more normal.

@@ -21,6 +21,12 @@ All three take ``kernel``, either
 Every kernel is trace-normalized (``K ← n K / tr K``, math.md §5.1) unless
 its spec sets another ``normalize``; test kernels are scaled with the
 training statistics.
+
+With ``approx`` set, every kernel computed from features is replaced by its low-rank
+approximation ``Φ_j Φ_jᵀ`` (``n_components`` features each, math.md §8): a
+:class:`~kernfw.operators.MultiKernel` of feature blocks, memory O(n·Σ_j m_j) instead
+of the ``p n²`` of exact Grams, which CSKL and lp-MKL refuse above
+:data:`MKL_GRAM_MAX_MB`.
 """
 
 from numbers import Integral, Real
@@ -36,17 +42,30 @@ from .._validation import check_gram
 from ..fw.capped_simplex import check_t
 from ..kernels import make_operator
 from ..operators import Gram, MultiKernel, normalize
+from ..operators.lowrank import APPROXIMATIONS
 from ..operators.pairwise import resolve_gamma
 from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.cskl import SOLVERS, solve_cskl
 from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
-from ._base import FWEstimatorMixin, check_base_kernels, with_callbacks
+from ._base import (
+    APPROX_PARAMETER_CONSTRAINTS,
+    FLOAT32_GRAM_TOL,
+    FWEstimatorMixin,
+    approx_seed,
+    check_base_kernels,
+    fitted_approximation,
+    with_callbacks,
+)
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
-__all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels"]
+__all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels", "MKL_GRAM_MAX_MB"]
 
 #: the normalization applied to every kernel (math.md §5.1)
 NORMALIZATION = "trace"
+#: largest total (MB) of the ``p`` exact ``n × n`` float64 Gram matrices that CSKL and lp-MKL
+#: accept for kernels computed from features; above it, ``fit`` refuses before allocating
+#: and points to ``approx=`` (feature blocks, O(n·Σ_j m_j) memory)
+MKL_GRAM_MAX_MB = 8192.0
 #: multiples of SVC's γ_scale of the default RBF kernels
 DEFAULT_RBF_FACTORS = (0.1, 1.0, 10.0)
 
@@ -101,13 +120,32 @@ def _gram_list(X, name="X"):
     return out
 
 
+def _check_gram_memory(n, p, owner):
+    """Refuse (ValueError) ``p`` exact ``n × n`` float64 kernels above :data:`MKL_GRAM_MAX_MB`."""
+    mb = p * n * n * 8 / 2**20
+    if mb > MKL_GRAM_MAX_MB:
+        raise ValueError(
+            f"{type(owner).__name__} on {p} exact kernels of n={n} points needs {p} Gram "
+            f"matrices of {n} x {n} float64, {mb / 1024:.1f} GB in all, more than "
+            f"kernfw.estimators.mkl.MKL_GRAM_MAX_MB = {MKL_GRAM_MAX_MB:.0f} MB. Approximate "
+            f"the kernels instead: approx='nystroem' (or one of {sorted(APPROXIMATIONS)}) "
+            f"with n_components=m stores n x m features per kernel "
+            f"({p} x {n} x 1000 float32 = {p * n * 1000 * 4 / 2**30:.1f} GB at m=1000)."
+        )
+
+
 class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
     """Kernel building, validation and prediction shared by the MKL classifiers."""
 
     _parameter_constraints = {
         "kernel": [None, list, tuple, StrOptions({"precomputed"})],
+        **APPROX_PARAMETER_CONSTRAINTS,
+        "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
+
+    #: whether exact kernels would be stored as Grams (refused above MKL_GRAM_MAX_MB)
+    _exact_grams = False
 
     def _is_precomputed(self):
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
@@ -129,6 +167,12 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         MultiKernel (None) when ``default`` allows it (feature groups only).
         """
         if self._is_precomputed():
+            if self.approx is not None:
+                raise ValueError(
+                    f"approx={self.approx!r} needs the kernels as names or callables on the "
+                    "features; kernel='precomputed' gives no features to approximate "
+                    "(pass approx=None)"
+                )
             grams = [
                 Gram(check_gram(G, name=f"Gram matrix {j}"), check=False)
                 for j, G in enumerate(_gram_list(X))
@@ -148,20 +192,36 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             specs = default(X) if kernel is None else list(kernel)
             if not specs and (kernel is not None or default is default_kernels):
                 raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
-            mk = (
-                MultiKernel(
-                    [
-                        make_operator(X, spec, normalization=NORMALIZATION, **self._backend(spec))
-                        for spec in specs
-                    ]
-                )
-                if specs
-                else None
-            )
+            mk = self._kernels(X, specs) if specs else None
             if mk is not None:
                 check_base_kernels(mk.operators, self)
+        self.kernel_approx_ = None if mk is None else fitted_approximation(mk)
+        self._approx_op = None if self.kernel_approx_ is None else mk.subset(np.arange(0))
         check_classification_targets(y)
         return mk, y, X
+
+    def _kernels(self, X, specs):
+        """The MultiKernel of the kernel ``specs`` on the features ``X``: exact kernels, or
+        feature blocks with ``approx`` (float32 features from ``tol >= FLOAT32_GRAM_TOL``)."""
+        if self.approx is not None:
+            tol = getattr(self, "tol", None)
+            return make_operator(
+                X,
+                specs,
+                normalization=NORMALIZATION,
+                gram_dtype=np.float32 if tol is not None and tol >= FLOAT32_GRAM_TOL else None,
+                approx=self.approx,
+                n_components=self.n_components,
+                random_state=approx_seed(self.random_state),
+            )
+        if self._exact_grams:
+            _check_gram_memory(X.shape[0], len(specs), self)
+        return MultiKernel(
+            [
+                make_operator(X, spec, normalization=NORMALIZATION, **self._backend(spec))
+                for spec in specs
+            ]
+        )
 
     def _test_kernels(self, X):
         """The input of ``cross`` on the support: test Grams restricted to ``support_``."""
@@ -199,6 +259,8 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
 class _WeightedSVMClassifier(_MKLClassifier):
     """An SVM on ``K_γ = Σ_j γ_j K_j`` with learned weights (CSKL, lp-MKL)."""
 
+    _exact_grams = True
+
     def _store_model(self, mk, y, result):
         sol = result.solution
         self._store_result(result)
@@ -216,7 +278,10 @@ class _WeightedSVMClassifier(_MKLClassifier):
         self.n_support_ = np.bincount(
             np.searchsorted(self.classes_, y[self.support_]), minlength=self.classes_.size
         )
-        self._predict_op = mk.with_weights(self.kernel_weights_).subset(self.support_)
+        # prediction reads the selected kernels on the support only
+        selected = [mk.operators[j] for j in self.selected_kernels_]
+        weights = self.kernel_weights_[self.selected_kernels_]
+        self._predict_op = MultiKernel(selected, weights).subset(self.support_)
 
     def decision_function(self, X):
         """Decision values of the SVM on ``K_γ``.
@@ -232,8 +297,10 @@ class _WeightedSVMClassifier(_MKLClassifier):
         ``SVC``) or DDAG ranks (:func:`~kernfw.estimators._multiclass_decomposition.combine_decisions`).
         """
         check_is_fitted(self)
-        K = self._predict_op.cross(self._test_kernels(X))
-        decisions = np.asarray(K) @ self.dual_coef_.T + self.intercept_
+        test = self._test_kernels(X)
+        if self._is_precomputed():  # the test Grams of the selected kernels
+            test = [test[j] for j in self.selected_kernels_]
+        decisions = self._predict_op.cross_matmat(test, self.dual_coef_.T) + self.intercept_
         return combine_decisions(
             decisions, self.binary_problems_, self.classes_.size, self.multi_class
         )
@@ -294,13 +361,26 @@ default="projected_gradient"
         ``relaxed_kernel_weights_``.
     tol : float, default=1e-3
         Relative tolerance on the certified duality gap of the weight
-        problem: stop when ``G/|J(γ)| ≤ tol``, where ``G = c (g_t(d) − γᵀd)``
-        is the Frank-Wolfe gap of ``min_{Γ_t} J`` (math.md §5.3), so that
-        ``J(γ) − J* ≤ G`` (plus the inner SVM's own gap, which its solver keeps
-        below ``min(1e-6, tol/100)``): ``P = J(γ)``, ``D = J(γ) − G``.
+        problem: stop when ``(G + ε)/|J(γ)| ≤ tol``, where ``G = c (g_t(d) − γᵀd)``
+        is the Frank-Wolfe gap of ``min_{Γ_t} J`` (math.md §5.3) and ``ε`` the
+        certified gap of the inner SVM solve, so that ``J(γ) − J* ≤ G + ε``:
+        ``P = J(γ) + ε``, ``D = J(γ) − G``.
     max_iter : int, default=100
         Budget in outer iterations (one weight step and its SVM solves each),
         which ``n_iter_`` counts.
+    approx : {None, "nystroem", "rff", "sketch"}, default=None
+        Kernel approximation (math.md §8): None uses the exact kernels (refused when
+        their ``p`` Gram matrices would exceed ``MKL_GRAM_MAX_MB``); otherwise each
+        kernel is replaced by ``Φ_j Φ_jᵀ`` with ``n_components`` features of
+        scikit-learn's ``Nystroem`` (any kernel), ``RBFSampler`` ("rbf") or
+        ``PolynomialCountSketch`` ("poly"), stored in float32 from
+        ``tol >= 1e-4``: the kernels are selected as groups of features, in
+        O(n·Σ_j m_j) memory.  The certificate is that of the approximated problem;
+        ``kernel_approx_`` holds the fitted transformers.
+    n_components : int, default=1000
+        Features per approximated kernel (``"nystroem"``: at most ``n``).
+    random_state : int, RandomState instance or None, default=None
+        Landmarks or random features of ``approx`` (one seed per kernel drawn from it).
     verbose : int, default=0
         Print one line per outer iteration.
     multi_class : {"ovr", "ovo", "ddag"}, default="ovr"
@@ -348,6 +428,8 @@ default="projected_gradient"
         ``p``.
     n_features_in_ : int
         Features seen in ``fit`` (not for precomputed kernels).
+    kernel_approx_ : list of transformers or None
+        The fitted approximation of each kernel when ``approx`` is set, else None.
 
     Examples
     --------
@@ -387,6 +469,9 @@ default="projected_gradient"
         exact=False,
         tol=1e-3,
         max_iter=100,
+        approx=None,
+        n_components=1000,
+        random_state=None,
         verbose=0,
         multi_class="ovr",
     ):
@@ -399,6 +484,9 @@ default="projected_gradient"
         self.exact = exact
         self.tol = tol
         self.max_iter = max_iter
+        self.approx = approx
+        self.n_components = n_components
+        self.random_state = random_state
         self.verbose = verbose
         self.multi_class = multi_class
 
@@ -467,6 +555,8 @@ class LpMKLClassifier(_WeightedSVMClassifier):
     max_iter : int, default=100
         Budget in outer iterations (one weight update and its SVM solves
         each), which ``n_iter_`` counts.
+    approx, n_components, random_state
+        As :class:`CSKLClassifier`.
     verbose : int, default=0
         Print one line per outer iteration.
     multi_class : {"ovr", "ovo", "ddag"}, default="ovr"
@@ -508,6 +598,9 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         nu=0.5,
         tol=1e-3,
         max_iter=100,
+        approx=None,
+        n_components=1000,
+        random_state=None,
         verbose=0,
         multi_class="ovr",
     ):
@@ -518,6 +611,9 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         self.nu = nu
         self.tol = tol
         self.max_iter = max_iter
+        self.approx = approx
+        self.n_components = n_components
+        self.random_state = random_state
         self.verbose = verbose
         self.multi_class = multi_class
 

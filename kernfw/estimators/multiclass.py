@@ -10,8 +10,16 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..losses import LOSSES, make_loss
+from ..operators import LowRankFeatures
 from ..solvers.multiclass import SOLVERS, solve_multiclass
-from ._base import FWEstimatorMixin, KernelInputMixin, resolve_lam, solver_seed, with_callbacks
+from ._base import (
+    APPROX_PARAMETER_CONSTRAINTS,
+    FWEstimatorMixin,
+    KernelInputMixin,
+    resolve_lam,
+    solver_seed,
+    with_callbacks,
+)
 
 __all__ = ["MultiClassSVM"]
 
@@ -81,6 +89,19 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         Degree of the polynomial kernel.
     coef0 : float, default=0.0
         Independent term of the polynomial and sigmoid kernels.
+    approx : {None, "nystroem", "rff", "sketch"}, default=None
+        Kernel approximation (math.md §8): None solves the problem of the exact
+        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
+        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
+        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
+        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
+        points, and the solver runs on the explicit features (O(n·m) memory, no
+        ``n × n`` matrix).  The certificate is that of the approximated problem;
+        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
+        points through it.  Not with "precomputed" kernels or ready operators.
+    n_components : int, default=1000
+        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
+        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
     solver : {"bcfw", "lsfw", "stdfw", "pg"}, default="bcfw"
         The algorithm (the same names mean the same algorithms in every kernfw
         estimator).  "bcfw" (the fastest to the default tolerance, measured in
@@ -173,6 +194,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         ``duality_gap_ + ρ ≤ tol · primal_objective_``.
     n_features_in_ : int
         Number of features seen in ``fit`` (not set for a KernelOperator kernel).
+    kernel_approx_ : transformer or None
+        The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
+        ``PolynomialCountSketch``) when ``approx`` is set, else None.
 
     Examples
     --------
@@ -198,6 +222,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
         "degree": [Interval(Real, 0, None, closed="left")],
         "coef0": [Real],
+        **APPROX_PARAMETER_CONSTRAINTS,
         "solver": [StrOptions(set(SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -223,6 +248,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         gamma="scale",
         degree=3,
         coef0=0.0,
+        approx=None,
+        n_components=1000,
         solver="bcfw",
         tol=3e-2,
         max_iter=1000,
@@ -245,6 +272,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.approx = approx
+        self.n_components = n_components
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -337,12 +366,15 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     def _set_model(self, A, X, op):
         """Store ``dual_coef_`` and what prediction needs (only support points)."""
         scale = self.lam_ * op.n
-        for stale in ("coef_", "support_vectors_", "_predict_op"):
+        for stale in ("coef_", "support_vectors_", "_predict_op", "_feature_coef"):
             self.__dict__.pop(stale, None)
         self.dual_coef_ = A
         self.support_ = np.flatnonzero(np.any(A != 0, axis=0))
         self._support_coef = A[:, self.support_].T / scale  # (|support|, m)
-        if isinstance(self.kernel, str) and self.kernel == "linear":
+        if isinstance(op, LowRankFeatures):  # W = Φᵀ Aᵀ / (λn): scores Φ(x) W
+            self._feature_coef = op.primal(A.T) / scale
+            self._predict_op = op.subset(self.support_[:0])
+        elif isinstance(self.kernel, str) and self.kernel == "linear" and self.approx is None:
             self.coef_ = np.asarray(safe_sparse_dot(A, X, dense_output=True)) / scale
         else:
             self._set_predictor(X, op)
@@ -372,6 +404,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
                 self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False
             )
             return _rowwise_product(X, self.coef_.T)
+        if hasattr(self, "_feature_coef"):
+            features = self._predict_op.transform(self._new_input(X))
+            return _rowwise_product(features, self._feature_coef)
         return _rowwise_product(self._support_kernel(self._new_input(X)), self._support_coef)
 
     def predict(self, X):

@@ -120,6 +120,13 @@ def _transition_indices(model):
 class _OnlineMKLMixin(FWEstimatorMixin):
     """Fit/predict plumbing shared by the two online estimators."""
 
+    def _store_arguments(self, arguments):
+        """Keep every constructor argument as given, under its own name (scikit-learn's
+        rule: ``__init__`` stores, ``fit`` validates)."""
+        for name, value in arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
     def _solve(self, model, X, Y, groups, n):
         lam = resolve_lam(self.C, self.lam, n)
         callback = self._fw_callback(self.max_iter, X, Y)
@@ -224,8 +231,18 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         The objective ``F`` recorded after each epoch (``history_``, ``objective_``)
         has its loss term averaged over a fixed random subset of this many training
         examples (None: all of them; it costs as much as a pass over them).
+    approx : {None, "nystroem", "rff", "sketch"}, default=None
+        Kernel approximation (math.md §8): None evaluates the kernel groups on the
+        fly; otherwise each kernel group becomes an explicit feature group of
+        ``n_components`` features from scikit-learn's ``Nystroem`` (any kernel),
+        ``RBFSampler`` ("rbf") or ``PolynomialCountSketch`` ("poly"), listed after
+        the ``groups`` in every fitted array (O(n·Σ_j m_j) memory).
+        ``kernel_approx_`` holds the fitted transformers.
+    n_components : int, default=1000
+        Features per approximated kernel (``"nystroem"``: at most ``n``).
     random_state : int, RandomState, Generator or None, default=None
-        Order of the examples in each epoch.
+        Order of the examples in each epoch, and the landmarks or random features
+        of ``approx``.
     verbose : int, default=0
         Print one line per epoch.
 
@@ -257,6 +274,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         ``f(x, y) = Σ_k Σ_s dual_coef_[k, s, y] k_k(x_s, x) + ⟨coef_, φ(x, y)⟩``.
     duality_gap_ : float
         ``inf`` (nothing is certified); ``converged_`` is False.
+    kernel_approx_ : list of transformers or None
+        The fitted approximation of each kernel when ``approx`` is set, else None.
     classes_, n_kernels_, n_groups_, n_iter_, fit_time_, n_features_in_
 
     Examples
@@ -294,25 +313,12 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         averaging="epoch",
         solver="dual_averaging",
         objective_sample=1000,
+        approx=None,
+        n_components=1000,
         random_state=None,
         verbose=0,
     ):
-        self.kernel = kernel
-        self.groups = groups
-        self.C = C
-        self.lam = lam
-        self.loss = loss
-        self.regularizer = regularizer
-        self.lam2 = lam2
-        self.cost = cost
-        self.eta0 = eta0
-        self.max_iter = max_iter
-        self.radius = radius
-        self.averaging = averaging
-        self.solver = solver
-        self.objective_sample = objective_sample
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_arguments(locals())
 
     def _backend(self, spec):
         return _backend(spec)
@@ -333,6 +339,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         """
         no_default = self.groups is not None and not self._is_precomputed()
         mk, y, Xv = self._training_data(X, y, (lambda X: []) if no_default else default_kernels)
+        self._approx_ops = []
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         m = self.classes_.size
         if m < 2:
@@ -346,6 +353,13 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         else:
             Xf = np.asarray(Xv, dtype=float)
             columns = _check_columns(self.groups or [], Xf.shape[1])
+            if self.approx is not None and mk is not None:  # kernels → explicit feature groups
+                blocks = [np.asarray(op.X, dtype=float) for op in mk.operators]
+                starts = Xf.shape[1] + np.cumsum([0] + [b.shape[1] for b in blocks])
+                columns += [np.arange(a, b) for a, b in zip(starts[:-1], starts[1:])]
+                Xf = np.hstack([Xf] + blocks)
+                self._approx_ops = [op.subset(np.arange(0)) for op in mk.operators]
+                mk = None
         self.feature_scale_ = _feature_scale(Xf, columns)
         Xs = Xf * self.feature_scale_
         model = MultiClass(m, cost=self.cost)
@@ -354,7 +368,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
             [] if mk is None else list(mk.operators)
         )
         self._solve(model, Xs, y_idx, groups, y_idx.size)
-        self.n_kernels_ = 0 if mk is None else mk.p
+        self.n_kernels_ = len(self._approx_ops) if self._approx_ops else 0 if mk is None else mk.p
         self.n_groups_ = len(groups)
         self.n_train_ = y_idx.size
         self.selected_kernels_ = self.active_groups_
@@ -375,7 +389,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         else:
             Xt = self._test_kernels(X)
             n_new = Xt.shape[0]
-            explicit = (Xt * self.feature_scale_) @ self.coef_.reshape(m, -1).T
+            Xe = np.hstack([Xt] + [op.transform(Xt) for op in self._approx_ops])
+            explicit = (Xe * self.feature_scale_) @ self.coef_.reshape(m, -1).T
             cross = (
                 []
                 if self._predict_op is None
@@ -467,21 +482,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         random_state=None,
         verbose=0,
     ):
-        self.model = model
-        self.groups = groups
-        self.C = C
-        self.lam = lam
-        self.loss = loss
-        self.regularizer = regularizer
-        self.lam2 = lam2
-        self.eta0 = eta0
-        self.max_iter = max_iter
-        self.radius = radius
-        self.averaging = averaging
-        self.solver = solver
-        self.objective_sample = objective_sample
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_arguments(locals())
 
     def _inputs(self, X, scale):
         if isinstance(self.model_, MultiClass):

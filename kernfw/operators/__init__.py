@@ -5,6 +5,7 @@ from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
 from .gram import Gram
+from .lowrank import LowRankFeatures, fit_lowrank
 from .normalized import Normalized, normalize
 from .pairwise import PairwiseKernel
 
@@ -15,6 +16,8 @@ __all__ = [
     "Gram",
     "Features",
     "KernelFunction",
+    "LowRankFeatures",
+    "fit_lowrank",
     "MultiKernel",
     "KernelStack",
     "Normalized",
@@ -22,10 +25,11 @@ __all__ = [
     "normalize",
 ]
 
-#: the four backends, as the ``kernfw`` command lists them
+#: the backends, as the ``kernfw`` command lists them
 BACKENDS = {
     "Gram": "precomputed dense Gram matrix (float64/float32 kept)",
     "Features": "explicit dense or scipy.sparse features; K = X X^T never formed",
     "KernelFunction": "kernel evaluated on the fly with an LRU column cache (MB-bounded)",
+    "LowRankFeatures": "Nystroem / random features Phi of a kernel, K ~ Phi Phi^T never formed",
     "MultiKernel": "weighted sum of kernel operators; per-kernel quadratic forms",
 }

@@ -136,6 +136,14 @@ class KernelOperator(ABC):
     def subset(self, idx):
         """The operator on the training points ``idx`` (``K[idx][:, idx]``)."""
 
+    def cross_matmat(self, X_new, V):
+        """``k(X_new, X) V``: the cross kernel times coefficients ``V`` of shape (n,) or (n, r).
+
+        What prediction computes (``V`` the dual coefficients); backends with explicit
+        features override it so that no ``n_new × n`` block is formed.
+        """
+        return self.cross(X_new) @ check_block(V, self.n)
+
     def new_diag(self, X_new):
         """Self-similarities ``k(x, x)`` of new points, shape (n_new,).
 

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from .._compiled import compiled_module
 from .._threads import thread_limit
-from .base import KernelOperator, as_index, check_block
+from .base import CompiledView, KernelOperator, as_index, check_block
 
 __all__ = ["MultiKernel", "KernelStack"]
 
@@ -64,6 +64,33 @@ class MultiKernel(KernelOperator):
     def _active(self):
         return [(w, op) for w, op in zip(self.weights, self.operators) if w != 0]
 
+    def compiled_view(self):
+        """``CompiledView("features", [√w_1 X_1, …, √w_p X_p])`` when every kernel with a
+        positive weight is explicit features ``K_j = X_j X_jᵀ`` (so ``K_w = X_w X_wᵀ`` with
+        the weighted blocks side by side), else None.
+
+        The concatenation is a copy of the active blocks, O(n·Σ_j m_j) memory (kept with
+        this operator; :meth:`with_weights` makes a new one): it lets the solvers that take
+        explicit features (coordinate passes, BCFW with primal weights) run on a
+        combination of feature blocks, such as approximated kernels.
+        """
+        if not hasattr(self, "_features_view"):
+            self._features_view = self._weighted_features()
+        return self._features_view
+
+    def _weighted_features(self):
+        views = [(w, op.compiled_view()) for w, op in self._active()]
+        if any(v is None or v.kind != "features" for _, v in views):
+            return None
+        dtype = np.result_type(*[v.matrix.dtype for _, v in views])
+        blocks = [v.matrix * dtype.type(np.sqrt(w)) for w, v in views]
+        if any(sp.issparse(b) for b in blocks):
+            X = sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr")
+            X.sum_duplicates()
+        else:
+            X = np.ascontiguousarray(np.hstack(blocks))
+        return CompiledView("features", X)
+
     def _sum(self, parts, shape, dtype=None):
         """``Σ w_j part_j`` over ``(w_j, part_j)`` pairs, one part in memory at a time.
 
@@ -86,8 +113,14 @@ class MultiKernel(KernelOperator):
 
     def map_operators(self, fn):
         out = copy.copy(self)
+        out.__dict__.pop("_features_view", None)  # the copy's view comes from its children
         out.operators = [fn(op) for op in self.operators]
         return out
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_features_view", None)  # a cache, rebuilt on demand
+        return state
 
     def with_weights(self, weights):
         """The same kernels with new weights (nothing is recomputed)."""
@@ -140,6 +173,21 @@ class MultiKernel(KernelOperator):
         return self._sum(
             (
                 (w, op.cross(x, idx))
+                for w, op, x in zip(self.weights, self.operators, inputs)
+                if w != 0
+            ),
+            None,
+        )
+
+    def cross_matmat(self, X_new, V):
+        """``Σ_j w_j k_j(X_new, X) V``, each term by its operator's ``cross_matmat``."""
+        inputs = self._split_new(X_new)
+        V = check_block(V, self.n)
+        if not np.any(self.weights):
+            return 0.0 * self.operators[0].cross_matmat(inputs[0], V)
+        return self._sum(
+            (
+                (w, op.cross_matmat(x, V))
                 for w, op, x in zip(self.weights, self.operators, inputs)
                 if w != 0
             ),

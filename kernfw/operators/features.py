@@ -81,6 +81,11 @@ class Features(KernelOperator):
         rows = self.X if idx is None else self.X[as_index(idx, self.n)]
         return _dense(X_new @ rows.T)
 
+    def cross_matmat(self, X_new, V):
+        """``X_new (Xᵀ V)``: no ``n_new × n`` block is formed."""
+        X_new = check_new_features(X_new, self.d)
+        return _dense(X_new @ self.primal(V))
+
     def new_diag(self, X_new):
         X_new = check_new_features(X_new, self.d)
         return _sq_norms(X_new).astype(X_new.dtype, copy=False)

@@ -12,12 +12,20 @@ steps is evidence, not proof (a tiny negative eigenvalue can hide).
 - :func:`smallest_eigenvalue`: the Lanczos estimates ``(θ_min, θ_max)``;
 - :func:`check_psd`: raise :class:`NotPSDError` (or warn) with the remedy when
   ``θ_min < −rtol · θ_max`` (or a diagonal entry is negative).
+
+The random principal submatrix ``K[S, S]`` that backs the Lanczos estimate is
+tested by a Cholesky factorization of ``K[S, S] + δI`` (``δ`` the tolerance of
+the test; a third of the cost of its eigenvalues), and its eigenvalues are
+computed only when that factorization fails (to report them).  The whole test
+runs on one BLAS thread: its products are small and sequential.
 """
 
 import warnings
 
 import numpy as np
-from scipy.linalg import eigh_tridiagonal
+from scipy.linalg import LinAlgError, cho_factor, eigh_tridiagonal
+
+from .._threads import thread_limit
 
 __all__ = ["NotPSDError", "NotPSDWarning", "smallest_eigenvalue", "check_psd"]
 
@@ -64,6 +72,21 @@ def smallest_eigenvalue(op, n_steps=N_STEPS, n_sample=N_SAMPLE, random_state=0):
     theta_max : float
         Largest Ritz value ``θ_max``, a lower bound on ``λ_max(K)``.
     """
+    with thread_limit(_work(op.n, n_steps, n_sample)):
+        theta_min, theta_max = _lanczos(op, n_steps, random_state)
+        K_SS = _principal_sample(op, n_sample, random_state)
+        sub_min = float(np.linalg.eigvalsh(K_SS)[0])
+    return min(theta_min, sub_min), theta_max
+
+
+def _work(n, n_steps, n_sample):
+    """Multiply-adds of the test: ``m`` products ``K v`` and a ``|S| × |S|`` factorization."""
+    return min(n_steps, n) * float(n) ** 2 + float(min(n_sample, n)) ** 3
+
+
+def _lanczos(op, n_steps, random_state):
+    """Extreme Ritz values ``(θ_min, θ_max)`` of ``m = min(n_steps, n)`` Lanczos steps
+    (full reorthogonalization, a fixed random start)."""
     n = int(op.n)
     m = max(1, min(int(n_steps), n))
     Q = np.empty((n, m))
@@ -84,12 +107,35 @@ def smallest_eigenvalue(op, n_steps=N_STEPS, n_sample=N_SAMPLE, random_state=0):
             break
         q = w / beta[j]
     theta = eigh_tridiagonal(alpha[:steps], beta[: steps - 1], eigvals_only=True)
-    # a principal submatrix K[S, S] interlaces: λ_min(K) ≤ λ_min(K[S, S]); it finds a
-    # negative shift of a numerically low-rank K that the first Krylov vectors miss
+    return float(theta[0]), float(theta[-1])
+
+
+def _principal_sample(op, n_sample, random_state):
+    """The symmetrized random principal submatrix ``K[S, S]``, ``|S| = min(n_sample, n)``.
+
+    By Cauchy interlacing ``λ_min(K) ≤ λ_min(K[S, S])``: it finds a negative shift of a
+    numerically low-rank ``K`` that the first Krylov vectors miss."""
+    n = int(op.n)
     S = np.sort(np.random.RandomState(random_state).permutation(n)[: min(n, n_sample)])
     K_SS = np.asarray(op.columns(S), dtype=np.float64)[S]
-    sub_min = float(np.linalg.eigvalsh((K_SS + K_SS.T) / 2)[0])
-    return min(float(theta[0]), sub_min), float(theta[-1])
+    return (K_SS + K_SS.T) / 2
+
+
+def _within(theta_min, bound, scale):
+    """The acceptance rule: ``θ_min ≥ −rtol·scale`` (and no negative value of a zero ``K``)."""
+    return theta_min >= bound and not (scale == 0.0 and theta_min < 0.0)
+
+
+def _at_least(K_SS, bound):
+    """Whether ``λ_min(K[S, S]) ≥ bound`` is shown by a Cholesky factorization of
+    ``K[S, S] − bound·I`` (it exists iff that matrix is positive definite; rounding
+    moves the threshold by about ``|S|·eps·‖K[S, S]‖``, far below the test's tolerance)."""
+    shifted = K_SS - bound * np.eye(K_SS.shape[0])
+    try:
+        cho_factor(shifted, lower=True, overwrite_a=True, check_finite=False)
+    except LinAlgError:
+        return False
+    return True
 
 
 def check_psd(
@@ -135,10 +181,16 @@ def check_psd(
     if rtol is None:
         rtol = float(np.sqrt(np.finfo(dtype if dtype.kind == "f" else np.float64).eps))
     diag = np.asarray(op.diag(), dtype=np.float64)
-    theta_min, theta_max = smallest_eigenvalue(op, n_steps=n_steps, n_sample=n_sample)
-    theta_min = min(theta_min, float(diag.min()) if diag.size else 0.0)
-    scale = max(theta_max, float(diag.max()) if diag.size else 0.0, 0.0)
-    if theta_min >= -rtol * scale and not (scale == 0.0 and theta_min < 0.0):
+    with thread_limit(_work(op.n, n_steps, n_sample)):
+        theta_min, theta_max = _lanczos(op, n_steps, 0)
+        theta_min = min(theta_min, float(diag.min()) if diag.size else 0.0)
+        scale = max(theta_max, float(diag.max()) if diag.size else 0.0, 0.0)
+        K_SS = _principal_sample(op, n_sample, 0)
+        bound = -rtol * scale
+        if _within(theta_min, bound, scale) and scale > 0.0 and _at_least(K_SS, bound):
+            return theta_min
+        theta_min = min(theta_min, float(np.linalg.eigvalsh(K_SS)[0]))
+    if _within(theta_min, bound, scale):
         return theta_min
     message = (
         f"the {name} is not positive semidefinite: it has an eigenvalue <= {theta_min:.3g} "

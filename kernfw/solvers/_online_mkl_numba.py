@@ -37,6 +37,9 @@ __all__ = [
     "combined_nodes",
     "shared_inner",
     "forward_backward",
+    "table_scores",
+    "table_inner",
+    "table_weighted_scores",
 ]
 
 #: kinds of the kernels of a *program* (kernels of the same inner products)
@@ -340,3 +343,147 @@ def forward_backward(theta, G, mu, pairs):
                     alpha[t, a] + G[a, b] + theta[t + 1, b] + beta[t + 1, b] - log_z
                 )
     return log_z
+
+
+# -- kernels of small-integer features: tables (math.md §4.4) ------------------------------
+@njit(cache=True)
+def _pair_index(ip, sq_rows, sq_cols, t, j, half):
+    """``(ip + S, d)``: the table rows of a pair (``d = ‖a_t‖² + ‖b_j‖² − 2 ip``)."""
+    v = int(ip[t, j])
+    return v + half, sq_rows[t] + sq_cols[j] - 2 * v
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, B, out):
+    """``out[t] = Σ_j κ(t, j) B[j]`` with ``κ = ip_table[ip + S] + dist_table[d]``.
+
+    Parameters
+    ----------
+    ip : ndarray (T, n_S)
+        Inner products ``⟨x_t, x_j⟩`` (integers, possibly stored as floats).
+    sq_rows, sq_cols : ndarray of int
+        ``‖x_t‖²`` and ``‖x_j‖²``.
+    ip_table : ndarray (2S + 1,)
+        The combined kernel's part that reads the inner product, at ``−S..S``.
+    dist_table : ndarray (4S + 1,)
+        Its part that reads the squared distance, at ``0..4S``.
+    B : ndarray (≥ n_S, q)
+    out : ndarray (T, q)
+    """
+    T, ns = ip.shape
+    half = (ip_table.shape[0] - 1) // 2
+    acc = np.zeros(out.shape)  # not aliased with B: the row updates vectorize
+    for j in range(ns):
+        b = B[j]
+        for t in range(T):
+            v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+            kappa = ip_table[v] + dist_table[d]
+            a = acc[t]
+            for c in range(b.shape[0]):
+                a[c] += kappa * b[c]
+    out[:] = acc
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _kernel_vector(ip_tables, dist_tables, v, d, kv):
+    """``kv[k] = k_k`` of a pair: ``ip_tables[v] + dist_tables[d]`` (rows of ``Mk`` values,
+    zero where the kernel reads the other argument)."""
+    for k in range(kv.shape[0]):
+        kv[k] = ip_tables[v, k] + dist_tables[d, k]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights, D, out):
+    """``out[0, k] = ⟨δ, K_k B⟩ = Σ_{t,j} k_k(t, j) ⟨δ_t, B_j⟩`` and
+    ``out[1, k] = Σ_{t,j} k_k(t, j) weights[j, k] ⟨δ_t, D_j⟩`` over the rows ``D_j ≠ 0``
+    (``weights`` with no rows: that sum is skipped).
+
+    Parameters
+    ----------
+    ip, sq_rows, sq_cols
+        As :func:`table_scores`.
+    ip_tables : ndarray (2S + 1, Mk)
+        ``ip_tables[v + S, k]``: kernel ``k`` at inner product ``v`` (0 for an RBF).
+    dist_tables : ndarray (4S + 1, Mk)
+        ``dist_tables[d, k]``: an RBF ``k`` at squared distance ``d`` (0 for the others).
+    delta : ndarray (T, q)
+    B, D : ndarray (≥ n_S, q)
+    weights : ndarray (≥ n_S, Mk) or (0, Mk)
+    out : ndarray (2, Mk)
+    """
+    T, ns = ip.shape
+    Mk = ip_tables.shape[1]
+    half = (ip_tables.shape[0] - 1) // 2
+    weighted = weights.shape[0] > 0
+    rows = np.zeros(T, dtype=np.bool_)
+    for t in range(T):
+        for c in range(delta.shape[1]):
+            if delta[t, c] != 0.0:
+                rows[t] = True
+    # ⟨δ_t, B_j⟩ summed by table entry (one histogram per position: no chained updates)
+    ip_hist = np.zeros((T, ip_tables.shape[0]))
+    dist_hist = np.zeros((T, dist_tables.shape[0]))
+    kv = np.empty(Mk)
+    acc = np.zeros(Mk)  # not aliased with the inputs: the updates vectorize
+    for j in range(ns):
+        b, e = B[j], D[j]
+        visited = False
+        if weighted:
+            for c in range(e.shape[0]):
+                if e[c] != 0.0:
+                    visited = True
+                    break
+        for t in range(T):
+            if not rows[t]:
+                continue
+            dt = delta[t]
+            v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+            m = 0.0
+            for c in range(dt.shape[0]):
+                m += dt[c] * b[c]
+            ip_hist[t, v] += m
+            dist_hist[t, d] += m
+            if visited:
+                _kernel_vector(ip_tables, dist_tables, v, d, kv)
+                m = 0.0
+                for c in range(dt.shape[0]):
+                    m += dt[c] * e[c]
+                w = weights[j]
+                for k in range(Mk):
+                    acc[k] += kv[k] * w[k] * m
+    out[1] = acc
+    out[0] = 0.0
+    for t in range(T):
+        for v in range(ip_tables.shape[0]):
+            for k in range(Mk):
+                out[0, k] += ip_hist[t, v] * ip_tables[v, k]
+        for d in range(dist_tables.shape[0]):
+            for k in range(Mk):
+                out[0, k] += dist_hist[t, d] * dist_tables[d, k]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def table_weighted_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, weights, D, out):
+    """``out[t] = Σ_j (Σ_k k_k(t, j) weights[j, k]) D[j]`` over the rows ``D_j ≠ 0``
+    (tables as :func:`table_inner`)."""
+    T, ns = ip.shape
+    Mk, q = ip_tables.shape[1], D.shape[1]
+    half = (ip_tables.shape[0] - 1) // 2
+    kv = np.empty(Mk)
+    out[:] = 0.0
+    for j in range(ns):
+        empty = True
+        for c in range(q):
+            if D[j, c] != 0.0:
+                empty = False
+                break
+        if empty:
+            continue
+        for t in range(T):
+            v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+            _kernel_vector(ip_tables, dist_tables, v, d, kv)
+            kappa = 0.0
+            for k in range(Mk):
+                kappa += kv[k] * weights[j, k]
+            for c in range(q):
+                out[t, c] += kappa * D[j, c]

@@ -63,6 +63,8 @@ def _uses_operator(estimator, X, param):
         return False  # only kernfw estimators accept kernel=<KernelOperator>
     if param in KERNEL_PARAMS:
         return False  # every value has its own kernel
+    if estimator.get_params(deep=False).get("approx") is not None:
+        return False  # every fit fits its own approximation (kernel_approx_), O(n·m) memory
     kernel = estimator.get_params(deep=False)["kernel"]
     if isinstance(kernel, KernelOperator):
         return True

@@ -67,6 +67,8 @@ LINE_SEARCHES = ("armijo", "exact")
 _INNER_TOL_FLOOR = 1e-12
 #: Armijo trials per outer iteration after the first (τ down to 2⁻²⁰ τ_max)
 _MAX_BACKTRACKS = 20
+#: range of the first trial ``τ`` on the projection arc (the spectral step, clipped)
+_ARC_TRIAL_MIN, _ARC_TRIAL_MAX = 1e-3, 1e6
 
 
 # -- directions (math.md §5.3) -----------------------------------------------------------
@@ -169,6 +171,7 @@ class CSKLIterate(KernelWeightIterate):
         self.line_search = line_search
         super().__init__(objective, gamma0, tol)
         self.last_step = None
+        self.last_move = None
         self.stalled = False
 
     def support(self, d):
@@ -183,8 +186,9 @@ class CSKLIterate(KernelWeightIterate):
         ``γ(τ) = Π_{Γ_t}(γ − τη∇J)`` (``η = 1/max|∇J|``; at ``τ = 1`` this is
         the step ``γ + D`` of math.md §5.3, and backtracking stays on the faces
         the projection selects, so weights that should vanish become exactly
-        0).  The reduced-gradient and FW directions search the segment
-        ``γ + τD``, ``τ ∈ [0, τ_max]``.
+        0); the arc is defined for every ``τ > 0`` (``τ_max = ∞``; it ends at the
+        top-``t`` vertex of ``−∇J``).  The reduced-gradient and FW directions
+        search the segment ``γ + τD``, ``τ ∈ [0, τ_max]``.
         """
         gamma = self.current.gamma
         if self.solver == "projected_gradient":
@@ -192,10 +196,14 @@ class CSKLIterate(KernelWeightIterate):
             if scale == 0:
                 return None
 
-            def arc(tau):
-                return project_capped_simplex(gamma - (tau / scale) * grad, self.t)
+            points = {}  # the Armijo test and the trial solve read the same point
 
-            return arc, 1.0, lambda tau: float(grad @ (arc(tau) - gamma))
+            def arc(tau):
+                if tau not in points:
+                    points[tau] = project_capped_simplex(gamma - (tau / scale) * grad, self.t)
+                return points[tau]
+
+            return arc, math.inf, lambda tau: float(grad @ (arc(tau) - gamma))
         if self.solver == "reduced_gradient":
             D, tau_max = reduced_gradient_direction(gamma, grad)
         else:
@@ -210,8 +218,9 @@ class CSKLIterate(KernelWeightIterate):
             return 0.0
         self.follow_gap()
         ev = self.current
-        found = self.path(-self.c * ev.d)
-        if found is None or not found[2](found[1]) < 0:
+        grad = -self.c * ev.d
+        found = self.path(grad)
+        if found is None or not found[2](min(found[1], 1.0)) < 0:
             self._tighten_inner()  # no descent measurable at this accuracy
             return 0.0
         point, tau_max, first_order = found
@@ -226,10 +235,12 @@ class CSKLIterate(KernelWeightIterate):
                 phi,
                 ev.value,
                 first_order,
-                self._first_trial(tau_max),
+                self._first_trial(tau_max, grad),
                 max_backtracks=_MAX_BACKTRACKS,
             )
         else:
+            if not math.isfinite(tau_max):  # the arc: up to the spectral step (at least 1)
+                tau_max = max(1.0, self._first_trial(tau_max, grad))
             minimize_scalar(
                 phi,
                 bounds=(0.0, tau_max),
@@ -240,26 +251,41 @@ class CSKLIterate(KernelWeightIterate):
             if trials[tau].value >= ev.value:
                 tau = 0.0
         if tau > 0:
-            self.current = trials[tau]
+            new = trials[tau]
+            self.last_move = (new.gamma - ev.gamma, -self.c * new.d - grad)
+            self.current = new
             self.last_step = tau
             self.settle()
         else:
             self._tighten_inner()
         return float(tau)
 
-    def _first_trial(self, tau_max):
-        """First Armijo trial: ``τ_max``, or twice the last step on a segment.
+    def _first_trial(self, tau_max, grad):
+        """First Armijo trial: the spectral step on the arc, or twice the last step on a segment.
 
         On the segments of the reduced-gradient and FW directions the
         accepted step is usually far below ``τ_max`` (a box limit, resp. 1 for
         FW, whose steps shrink like ``O(1/k)``), so backtracking from ``τ_max``
         every time costs many SVM solves; starting at ``2τ_{k−1}`` still lets
-        steps grow.  The projection arc is normalized (``τ = 1`` is the full
-        projected-gradient step) and always starts at 1.
+        steps grow.  On the projection arc (normalized: ``τ = 1`` is the step
+        ``η = 1/max|∇J|`` of math.md §5.3) the first trial is the spectral
+        (Barzilai–Borwein) step ``sᵀs / sᵀu`` of the last move ``s = γ_k − γ_{k−1}``,
+        ``u = ∇J_k − ∇J_{k−1}`` (the inverse of the curvature of ``J`` measured
+        along ``s``), in units of ``η``, clipped to ``[10⁻³, 10⁶]``; 1 on the
+        first step, twice the last step when ``sᵀu ≤ 0`` (no curvature measured).
         """
-        if self.solver != "projected_gradient" and self.last_step is not None:
-            return min(tau_max, 2.0 * self.last_step)
-        return tau_max
+        if self.solver != "projected_gradient":
+            if self.last_step is not None:
+                return min(tau_max, 2.0 * self.last_step)
+            return tau_max
+        if self.last_move is None:
+            return 1.0
+        s, u = self.last_move
+        curvature = float(s @ u)
+        if not curvature > 0:
+            return min(2.0 * self.last_step, _ARC_TRIAL_MAX)
+        spectral = float(s @ s) / curvature * float(np.max(np.abs(grad)))
+        return min(max(spectral, _ARC_TRIAL_MIN), _ARC_TRIAL_MAX)
 
     def _tighten_inner(self):
         """No decrease found: solve the SVM 100× tighter, or give up at the floor.
@@ -344,12 +370,16 @@ def solve_cskl(
         others to 0, and retrain (math.md §5.4).  The certificate then refers
         to ``Γ_{⌈t⌉}``.
     tol : float
-        Relative tolerance on the certified gap: stop when ``G ≤ tol·|J(γ)|``.
+        Relative tolerance on the certified gap: stop when ``G + ε ≤ tol·|J(γ)|``
+        (``ε`` the inner solve's certified gap).
     max_iter : int
         Outer iterations (what ``n_iter`` counts).
     inner_tol : float or None
-        Inner SVM tolerance (None: ``min(1e-6, tol/100)``; it is tightened
-        automatically when a line search finds no decrease).
+        Inner SVM tolerance ``ε₀``: the floor of the inner tolerance, which follows
+        the outer gap (:class:`~kernfw.solvers.mkl.weights.KernelWeightIterate`) and is
+        tightened automatically when a line search finds no decrease.  Given, the
+        final solve is at ``ε₀``; None (``ε₀ = min(1e-6, tol/100)``): the final solve
+        is as loose as the stopping rule on ``G + ε`` allows.
     gamma0 : array-like or None
         Start in ``Γ_t`` (default ``(t/p) 1``).
     callback : callable or None

@@ -23,9 +23,9 @@ libsvm's own multi-class solver).  ``J`` and ``d`` are then sums over the
 binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
-with ``kernel="precomputed"``); the L2-SVM runs kernfw's away-step
-Frank-Wolfe (:func:`kernfw.solvers.simplex_qp.solve_l2svm`), warm started from the
-previous ``α``.
+with ``kernel="precomputed"``); the L2-SVM runs kernfw's
+:func:`kernfw.solvers.simplex_qp.solve_l2svm` (away-step Frank-Wolfe, or the
+vertex-coordinate passes on feature blocks), warm started from the previous ``α``.
 """
 
 import warnings
@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
+
+from ..._compiled import compiled_module
 
 __all__ = [
     "SVMSolution",
@@ -302,37 +304,113 @@ class LibsvmNu(InnerSVM):
 
 
 class L2SVM(InnerSVM):
-    """L2-SVM (math.md §2.1) by away-step Frank-Wolfe, warm started, one versus the rest.
+    """L2-SVM (math.md §2.1), warm started, one versus the rest: ``solver="auto"`` runs the
+    vertex-coordinate passes when the combined kernel is explicit features (feature blocks
+    of approximated kernels, math.md §2.13) and away-step Frank-Wolfe otherwise.
 
     ``J = max_{α∈Δ} −αᵀK̃α = −[Σ_j γ_j d_j + (1ᵀ(y∘α))² + ‖α‖²/C]``, so
     ``a(α) = −(1ᵀv)² − ‖α‖²/C`` and ``c = 1``.  The intercept is
     ``b = Σ_i α_i y_i`` (``h(x) = Σ_i α_i y_i (k(x_i, x) + 1)``).
+
+    On a dense, exactly symmetric ``K_γ`` (the :class:`~kernfw.operators.KernelStack`
+    buffer) all binary problems are solved in one compiled call
+    (:mod:`kernfw.solvers.mkl._inner_l2svm_numba`, the same method and stopping rule
+    as :func:`~kernfw.solvers.simplex_qp.solve_l2svm`); otherwise each problem by
+    :func:`~kernfw.solvers.simplex_qp.solve_l2svm` on the operator.
     """
 
     curvature = 1.0
 
-    def __init__(self, codes, C, tol, solver="mfw"):
+    def __init__(self, codes, C, tol, solver="auto"):
         super().__init__(codes, tol)
         self.C = float(C)
         self.solver = solver
 
     def solve(self, op, warm=None):
+        # a stored Gram: "auto" is MFW there (choose_l2svm_solver), compiled for all problems
+        K = _stored_symmetric_gram(op) if self.solver in ("mfw", "auto") else None
+        lib = None if K is None else compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
+        if lib is not None:
+            alphas, gaps = self._solve_dense(lib, K, warm)
+        else:
+            alphas, gaps = self._solve_each(op, warm)
+        coef = self.codes * alphas
+        intercept = coef.sum(axis=1)
+        offset = -float(intercept @ intercept) - float(np.sum(alphas * alphas)) / self.C
+        return SVMSolution(coef, intercept, offset, float(np.sum(gaps)), state=list(alphas))
+
+    def _solve_each(self, op, warm):
         from ..simplex_qp import solve_l2svm
 
-        coef, intercept, alphas, offset, gap = [], [], [], 0.0, 0.0
+        alphas, gaps = [], []
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
             res = solve_l2svm(
                 op, y, self.C, solver=self.solver, tol=self.tol, alpha0=alpha0, stop="relative"
             )
-            alpha = np.asarray(res.solution["alpha"], dtype=float)
-            v = y * alpha
-            coef.append(v)
-            intercept.append(float(v.sum()))
-            alphas.append(alpha)
-            offset -= float(v.sum()) ** 2 + float(alpha @ alpha) / self.C
-            gap += float(res.gap)
-        return SVMSolution(np.array(coef), np.array(intercept), offset, gap, state=alphas)
+            alphas.append(np.asarray(res.solution["alpha"], dtype=float))
+            gaps.append(float(res.gap))
+        return np.array(alphas), np.array(gaps)
+
+    def _solve_dense(self, lib, K, warm):
+        """All problems by the compiled MFW on the dense ``K``: ``(α (r, n), gaps (r,))``."""
+        r, n = self.codes.shape
+        if warm is None:
+            A = self._cvm_starts(K)
+        else:
+            A = np.array(warm, dtype=np.float64)
+        out = np.zeros((r, 5))
+        lib.solve_problems(K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n), out)
+        status = out[:, 3].astype(int)
+        if np.any(status == lib.STATUS_NOT_PSD):
+            from ..simplex_qp.certificate import raise_not_psd
+
+            k = int(np.flatnonzero(status == lib.STATUS_NOT_PSD)[0])
+            raise_not_psd(float("nan"), int(out[k, 4]))
+        if np.any(status == lib.STATUS_MAX_ITER):
+            warnings.warn(
+                f"the inner L2-SVM stopped at max_iter={_max_iter(n)} with relative gap "
+                f"{np.max(out[:, 0] / np.abs(out[:, 1])):.3g} > tol={self.tol:.3g}; its gap "
+                "is part of the reported certificate",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return A, np.maximum(out[:, 0], 0.0)
+
+    def _cvm_starts(self, K):
+        """The cold start of every problem: ``α₀ = ½(e_a + e_b)``, ``a = 0`` and ``b`` the
+        point farthest from ``a`` in the feature space of ``K̃`` (math.md §2.6), ``e_a``
+        when every point coincides with ``a``."""
+        r, n = self.codes.shape
+        diag = np.diagonal(K) + 1.0 + 1.0 / self.C
+        A = np.zeros((r, n))
+        for row, y in zip(A, self.codes):
+            col_a = y * y[0] * (K[0] + 1.0)
+            col_a[0] += 1.0 / self.C
+            dist2 = diag - 2.0 * col_a + diag[0]
+            b = int(np.argmax(dist2))
+            row[0] += 0.5 if dist2[b] > 0 else 1.0
+            if dist2[b] > 0:
+                row[b] += 0.5
+        return A
+
+
+def _max_iter(n):
+    """The iteration budget of :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`."""
+    return max(100_000, 20 * n)
+
+
+def _stored_symmetric_gram(op):
+    """The matrix of ``op`` when its compiled view is a stored float64 Gram, C-ordered and
+    symmetric bit for bit (as :meth:`KernelWeightObjective.weighted` makes ``K_γ``), else
+    None."""
+    view = op.compiled_view()
+    if view is None or view.kind != "gram" or not (view.params or {}).get("symmetric"):
+        return None
+    K = view.matrix
+    if type(K) is not np.ndarray or K.dtype != np.float64 or not K.flags.c_contiguous:
+        return None
+    return K
 
 
 def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=None):
@@ -415,6 +493,8 @@ class KernelWeightObjective:
         self.svm = svm
         self.curvature = svm.curvature
         self.n_solves = 0
+        #: whether the caller chose the inner tolerance (then the final solve is at it)
+        self.final_tol_given = False
         small = kernels.n <= DENSE_MAX_N and KernelStack.megabytes(kernels) <= STACK_MAX_MB
         self.stack = KernelStack(kernels) if small else None
 

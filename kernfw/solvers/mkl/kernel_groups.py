@@ -55,9 +55,14 @@ class _Columns:
 
 
 def _products(A, B):
-    """``A Bᵀ`` in float64, on one BLAS thread when small (:func:`kernfw._threads.thread_limit`)."""
+    """``A Bᵀ`` (dtype of the factors), on one BLAS thread when small
+    (:func:`kernfw._threads.thread_limit`)."""
     with thread_limit(A.shape[0] * B.shape[0] * A.shape[1]):
-        return (A @ B.T).astype(float, copy=False)
+        return A @ B.T
+
+
+#: largest ``S = max ‖x‖²`` of small-integer features whose kernels are read off tables
+TABLE_MAX = 4096
 
 
 class _Features:
@@ -67,7 +72,9 @@ class _Features:
     the prefetched positions (the next rounds') with the support; slots that enter the
     support later get their columns of ``ip`` when they enter.  Features that are small
     integers (``d · max|x|² < 2²⁴``, e.g. binary images) have exact float32 products,
-    computed in float32.
+    computed and kept in float32; when moreover ``S = max ‖x‖² ≤ TABLE_MAX``, inner
+    products lie in ``−S..S`` and squared distances in ``0..4S``, so every kernel of
+    inner products is a table of ``4S + 1`` values (:meth:`compile_tables`).
     """
 
     def __init__(self, X):
@@ -89,10 +96,16 @@ class _Features:
         self.ip_cols = 0
         self.program = None
         self.gamma0 = None
+        top = float(self.sq.max()) if X.size else 0.0
+        self.half = int(top) if exact32 and top <= TABLE_MAX else None  # S of the tables
+        self.sq_int = self.sq.astype(np.intp)
+        self.sq_s_int = np.empty(X.shape[0], dtype=np.intp)
+        self.ip_tables = self.dist_tables = None
 
     def add(self, slots, P):
         self.Xs[slots] = self.Xp[P]
         self.sq_s[slots] = self.sq[P]
+        self.sq_s_int[slots] = self.sq_int[P]
         if self.Q.size and slots[-1] < self.ip.shape[1]:  # the new columns of ip
             self.ip[:, slots] = _products(self.Xp[self.Q], self.Xs[slots])
             self.ip_cols = slots[-1] + 1
@@ -103,13 +116,14 @@ class _Features:
         self.row[self.Q] = -1
         self.Q = Q
         self.row[Q] = np.arange(Q.size)
-        self.ip = np.empty((Q.size, min(ns + Q.size, self.X.shape[0])))
+        self.ip = np.empty((Q.size, min(ns + Q.size, self.X.shape[0])), dtype=self.dtype)
         if ns:
             self.ip[:, :ns] = _products(self.Xp[Q], self.Xs[:ns])
         self.ip_cols = ns
 
     def products(self, P, ns, cols):
-        """``X_P X_colsᵀ`` (cols None: the support's first ``ns`` slots)."""
+        """``X_P X_colsᵀ`` (cols None: the support's first ``ns`` slots), in the dtype of
+        the factors (float64 for :meth:`float_products`)."""
         if cols is not None:
             return _products(self.Xp[P], self.Xp[cols])
         rows = self.row[P]
@@ -118,6 +132,27 @@ class _Features:
         if np.all(np.diff(rows) == 1):  # consecutive rows: a view
             return self.ip[rows[0] : rows[-1] + 1, :ns]
         return self.ip[rows, :ns]
+
+    def float_products(self, P, ns, cols):
+        """:meth:`products` in float64."""
+        return self.products(P, ns, cols).astype(float, copy=False)
+
+    def compile_tables(self, Mk):
+        """Every kernel of these features as a table: ``ip_tables[v + S, k]`` is kernel
+        ``k`` at the inner product ``v = −S..S``, ``dist_tables[d, k]`` an RBF ``k`` at
+        the squared distance ``d = 0..4S`` (each zero in the other table's columns).
+        None unless the features are small integers and carry all ``Mk`` groups."""
+        self.ip_tables = self.dist_tables = None
+        if self.half is None or len(self.groups) != Mk:
+            return
+        S, d = self.half, self.X.shape[1]
+        self.ip_tables, self.dist_tables = np.zeros((2 * S + 1, Mk)), np.zeros((4 * S + 1, Mk))
+        for k, kernel, scale in self.groups:
+            if isinstance(kernel, float):  # rbf: exp(−γ d)
+                self.dist_tables[:, k] = scale * np.exp(-kernel * np.arange(4 * S + 1))
+            else:
+                values = np.arange(-S, S + 1, dtype=float)[None, :]
+                self.ip_tables[:, k] = scale * kernel.from_products(values, d)[0]
 
     def numpy_fill(self, out, ip, sq_rows, sq_cols):
         """Every group of these features into ``out[k]`` (Mk, T, n_cols), in numpy."""
@@ -189,7 +224,94 @@ class _Features:
 _LADDER = 64
 
 
-class _Program:
+class _LazyBlocks:
+    """Kernel blocks ``K_k[P, S]`` of a round kept in a form cheaper than ``(Mk, T, n_S)``
+    values; the scores of :class:`KernelGroups` ask it for their sums."""
+
+    def inner_pair(self, delta, B, weights, D):
+        return self.shared_inner(delta, B), _dense_weighted_inner(self.dense(), delta, weights, D)
+
+    def weighted_combined(self, weights, D):
+        return _dense_weighted_combined(self.dense(), weights, D)
+
+
+def _dense_weighted_inner(K, delta, weights, D):
+    """``Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩`` for every group."""
+    ns = K.shape[2]
+    return np.einsum("ktj,jk,tj->k", K, weights[:ns], delta @ D[:ns].T)
+
+
+def _dense_weighted_combined(K, weights, D):
+    """``Σ_k K_k A_k`` for ``A_k[j] = weights[j, k] D[j]``, (T, q)."""
+    ns = K.shape[2]
+    return np.einsum("ktj,jk,jc->tc", K, weights[:ns], D[:ns])
+
+
+class _Tables(_LazyBlocks):
+    """The blocks of one round on small-integer features: the products ``ip`` and the
+    squared norms; every kernel value is a table entry (:meth:`_Features.compile_tables`),
+    and the scores are sums of table entries times coefficient rows (compiled)."""
+
+    def __init__(self, backend, features, ip, sq_rows, sq_cols, Mk):
+        self.backend, self.features, self.ip = backend, features, ip
+        self.sq_rows, self.sq_cols = sq_rows, sq_cols
+        self.Mk = Mk
+        self.shape = (Mk,) + ip.shape
+
+    def dense(self):
+        f = self.features
+        v = self.ip.astype(np.intp) + f.half
+        d = self.sq_rows[:, None] + self.sq_cols[None, :] - 2 * (v - f.half)
+        return np.moveaxis(f.ip_tables[v] + f.dist_tables[d], 2, 0)
+
+    def combined(self, scales, B):
+        f = self.features
+        out = np.empty((self.ip.shape[0], B.shape[1]))
+        self.backend.table_scores(
+            self.ip,
+            self.sq_rows,
+            self.sq_cols,
+            f.ip_tables @ scales,
+            f.dist_tables @ scales,
+            B,
+            out,
+        )
+        return out
+
+    def _inner(self, delta, B, weights, D):
+        f = self.features
+        out = np.empty((2, self.Mk))
+        self.backend.table_inner(
+            self.ip,
+            self.sq_rows,
+            self.sq_cols,
+            f.ip_tables,
+            f.dist_tables,
+            delta,
+            B,
+            weights,
+            D,
+            out,
+        )
+        return out
+
+    def shared_inner(self, delta, B):
+        return self._inner(delta, B, np.empty((0, self.Mk)), B)[0]
+
+    def inner_pair(self, delta, B, weights, D):
+        out = self._inner(delta, B, weights, D)
+        return out[0], out[1]
+
+    def weighted_combined(self, weights, D):
+        f = self.features
+        out = np.empty((self.ip.shape[0], D.shape[1]))
+        self.backend.table_weighted_scores(
+            self.ip, self.sq_rows, self.sq_cols, f.ip_tables, f.dist_tables, weights, D, out
+        )
+        return out
+
+
+class _Program(_LazyBlocks):
     """The blocks of one round when every group is a kernel of one feature matrix's inner
     products: kept as the products ``ip`` and ``E = exp(−γ_0 D)``; the compiled program
     evaluates the kernels while it sums (math.md §4.4)."""
@@ -261,6 +383,8 @@ class KernelGroups:
         self._sources, self._features = self._make_sources()
         for f in self._features:
             f.compile_program(self._backend)
+            if self._backend is not None:
+                f.compile_tables(self.Mk)
 
     def _make_sources(self):
         sources, features = [None] * self.Mk, []
@@ -332,7 +456,10 @@ class KernelGroups:
         if f is None or self.n_support == 0:
             return self.block(P)
         ns = self.n_support
-        ip = f.products(P, ns, None)
+        if f.ip_tables is not None:
+            ip = f.products(P, ns, None)
+            return _Tables(self._backend, f, ip, f.sq_int[P], f.sq_s_int[:ns], self.Mk)
+        ip = f.float_products(P, ns, None)
         E = f.exponents(self._backend, ip, f.sq[P], f.sq_s[:ns])
         return _Program(self._backend, f, ip, E, self.Mk)
 
@@ -345,7 +472,7 @@ class KernelGroups:
             return out
         idx = self.support if cols is None else np.asarray(cols, dtype=np.intp)
         for f in self._features:
-            ip = f.products(P, ns, None if cols is None else idx)
+            ip = f.float_products(P, ns, None if cols is None else idx)
             sq_cols = f.sq_s[:ns] if cols is None else f.sq[idx]
             if self._backend is not None and f.program is not None:
                 E = f.exponents(self._backend, ip, f.sq[P], sq_cols)
@@ -361,7 +488,7 @@ class KernelGroups:
     def nodes(self, K, A):
         """``K_k[P, S] A_k`` for every group, (Mk, T, q); ``A`` (Mk, ≥ n_S, q) by slot;
         ``K`` from :meth:`at` or :meth:`block`."""
-        K = K.dense() if isinstance(K, _Program) else K
+        K = K.dense() if isinstance(K, _LazyBlocks) else K
         ns = K.shape[2]
         out = np.zeros((self.Mk, K.shape[1], A.shape[2]))
         if ns == 0:
@@ -374,7 +501,7 @@ class KernelGroups:
     def combined(self, K, scales, B):
         """``Σ_k scales[k] K_k[P, S] B``, (T, q); ``B`` (≥ n_S, q) by slot."""
         scales = np.ascontiguousarray(scales, dtype=float)
-        if isinstance(K, _Program):
+        if isinstance(K, _LazyBlocks):
             return K.combined(scales, B)
         ns = K.shape[2]
         out = np.zeros((K.shape[1], B.shape[1]))
@@ -388,7 +515,7 @@ class KernelGroups:
     def shared_inner(self, K, delta, B):
         """``⟨δ, K_k[P, S] B⟩`` for every group, (Mk,)."""
         delta = np.ascontiguousarray(delta, dtype=float)
-        if isinstance(K, _Program):
+        if isinstance(K, _LazyBlocks):
             return K.shared_inner(delta, B)
         ns = K.shape[2]
         out = np.zeros(self.Mk)
@@ -398,3 +525,22 @@ class KernelGroups:
             self._backend.shared_inner(K, delta, B, out)
             return out
         return np.einsum("ktj,tj->k", K, delta @ B[:ns].T)
+
+    def inner_pair(self, K, delta, B, weights, D):
+        """``(⟨δ, K_k[P, S] B⟩, Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩)`` for every group:
+        the inner products of :meth:`shared_inner` and those of coefficients
+        ``A_k[j] = weights[j, k] D[j]`` (one pass over the support on tables)."""
+        delta = np.ascontiguousarray(delta, dtype=float)
+        if isinstance(K, _LazyBlocks):
+            return K.inner_pair(delta, B, weights, D)
+        if K.shape[2] == 0:
+            return np.zeros(self.Mk), np.zeros(self.Mk)
+        return self.shared_inner(K, delta, B), _dense_weighted_inner(K, delta, weights, D)
+
+    def weighted_combined(self, K, weights, D):
+        """``Σ_k K_k[P, S] A_k`` for ``A_k[j] = weights[j, k] D[j]``, (T, q)."""
+        if isinstance(K, _LazyBlocks):
+            return K.weighted_combined(weights, D)
+        if K.shape[2] == 0:
+            return np.zeros((K.shape[1], D.shape[1]))
+        return _dense_weighted_combined(K, weights, D)

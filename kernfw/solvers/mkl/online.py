@@ -403,6 +403,99 @@ class SharedCoefficients(NamedTuple):
         return self.scales[:, None, None] * self.B[None]
 
 
+class AveragedCoefficients(NamedTuple):
+    """Kernel coefficients ``A_k[j] = scales[k] B[j] + weights[j, k] D[j]`` (the epoch
+    average of dual averaging, :class:`_EpochAverage`)."""
+
+    scales: np.ndarray
+    B: np.ndarray
+    weights: np.ndarray
+    D: np.ndarray
+
+    def expand(self):
+        """``A`` as an array (Mk, n_S, q)."""
+        return self.scales[:, None, None] * self.B[None] + self.weights.T[:, :, None] * self.D[None]
+
+
+class _EpochAverage:
+    r"""The uniform average of the iterates of the current epoch under dual averaging,
+    with its group norms (math.md §4.8).
+
+    The iterates are ``θ_k(t) = s_k(t) B(t)`` (shared coefficients).  A position is
+    updated at most once per epoch (its example is visited once), by ``Δ_j`` at round
+    ``r_j``, so the sum of the epoch's ``m`` iterates has coefficients
+
+    .. math::  U_k = Γ_k B − g_k ∘ Δ,\qquad Γ_k = Σ_{t≤m} s_k(t),\quad g_k(j) = Γ_k(r_j − 1),
+
+    and ``θ̄_k = U_k / m``.  Its norm is kept without a quadratic form over the
+    support: a round that adds ``D`` to ``B`` and then sets the factor to ``s`` does
+
+    .. math::  ⟨U, B⟩ \mathrel{+}= ⟨U, D⟩ = Γ⟨B, D⟩ − ⟨g ∘ Δ, D⟩,\qquad
+               ‖U‖² \mathrel{+}= 2s⟨U, B⟩ + s²‖B‖²,\qquad ⟨U, B⟩ \mathrel{+}= s‖B‖²
+
+    per group (``‖B‖²_k`` is the iterate's ``‖G_k‖²``, an array updated in place).
+    """
+
+    def __init__(self, params, B_norms2):
+        self.params, self.B_norms2 = params, B_norms2
+        Mk, N, q = params.Mk, params.C.shape[1], params.q
+        self.w = np.zeros_like(params.w)
+        self.Delta = np.zeros((N, q))
+        self.g = np.zeros((N, Mk))
+        self.visited = []  # slots updated in this epoch
+        self.gamma = np.zeros(Mk)
+        self.UB = np.zeros(Mk)  # ⟨U_k, B⟩
+        self.UU = np.zeros(Mk)  # ‖U_k‖²
+        self.count = 0
+
+    def restart(self):
+        if self.visited:
+            rows = np.concatenate(self.visited)
+            self.Delta[rows] = 0.0
+            self.g[rows] = 0.0
+        self.visited = []
+        self.gamma[:] = 0.0
+        self.UB[:] = 0.0
+        self.UU[:] = 0.0
+        self.count = 0
+
+    def inner(self, K, delta):
+        """Before ``B`` gets ``D`` (``δ`` at the round's positions, blocks ``K``): returns
+        ``⟨B, D⟩_k`` and adds ``⟨U, D⟩ = Γ⟨B, D⟩ − ⟨g ∘ Δ, D⟩`` to ``⟨U, B⟩``."""
+        p = self.params
+        BD, ED = p.groups.inner_pair(K, delta, p.C[0], self.g, self.Delta)
+        self.UB += self.gamma * BD - ED
+        return BD
+
+    def add(self, slots, increments):
+        """A round adds ``increments[0]`` (T', q) to ``B`` at ``slots`` (visited once)."""
+        self.Delta[slots] = increments[0]
+        self.g[slots] = self.gamma
+        self.visited.append(slots)
+
+    def update(self):
+        """Add the current iterate ``θ_t = s B`` (after the round's prox)."""
+        self.count += 1
+        p = self.params
+        self.w += (p.w - self.w) / self.count
+        s = p.scales
+        self.UU += 2.0 * s * self.UB + s**2 * self.B_norms2
+        self.UB += s * self.B_norms2
+        self.gamma += s
+
+    def coefficients(self):
+        """``Ā_k = (Γ_k B − g_k ∘ Δ)/m`` of the support, as :class:`AveragedCoefficients`."""
+        p = self.params
+        ns, m = p.n_support, max(self.count, 1)
+        return AveragedCoefficients(
+            self.gamma / m, p.C[0, :ns].copy(), -self.g[:ns] / m, self.Delta[:ns].copy()
+        )
+
+    def kernel_norms(self):
+        """``‖θ̄_k‖ = ‖U_k‖ / m``."""
+        return np.sqrt(np.maximum(self.UU, 0.0)) / max(self.count, 1)
+
+
 class _Average:
     r"""Weighted average ``θ̄ = Σ_t ω_t θ_t / Σ_t ω_t`` of the iterates, kept lazily.
 
@@ -513,11 +606,14 @@ class OnlineMKLIterate(FWIterate):
         self.oracle, self.params, self.offsets = oracle, params, offsets
         self.reg, self.eta0, self.radius = regularizer, eta0, radius
         self.max_iter, self.rng = max_iter, rng
-        self.avg = None if averaging == "none" else _Average(params, averaging)
+        self.avg = None if averaging == "none" else self._make_average(averaging)
         params.average = self.avg
         self.sample = objective_sample
         self.rounds = self.epochs = self.mistakes = 0
         self.norm_path = []
+
+    def _make_average(self, averaging):
+        return _Average(self.params, averaging)
 
     def _positions(self, i):
         return np.arange(self.offsets[i], self.offsets[i + 1])
@@ -580,7 +676,11 @@ class OnlineMKLIterate(FWIterate):
             return p.w.copy(), (p.coefficients() if p.Mk else None), p.norms()
         A = self.avg.coefficients() if p.Mk else None
         explicit = [float(np.linalg.norm(self.avg.w[g])) for g in p.idx]
-        return self.avg.w.copy(), A, np.concatenate([explicit, self._kernel_norms(A)])
+        if isinstance(self.avg, _EpochAverage):
+            knorms = self.avg.kernel_norms()
+        else:
+            knorms = self._kernel_norms(A)
+        return self.avg.w.copy(), A, np.concatenate([explicit, knorms])
 
     def _kernel_norms(self, A):
         """``‖θ_k‖ = sqrt(tr(A_kᵀ K_k[S, S] A_k))`` by blocks of the support."""
@@ -604,6 +704,9 @@ class OnlineMKLIterate(FWIterate):
             K = p.groups.at(positions[rows])
             if isinstance(A, SharedCoefficients):
                 out[rows] = p.groups.combined(K, A.scales, A.B)
+            elif isinstance(A, AveragedCoefficients):
+                out[rows] = p.groups.combined(K, A.scales, A.B)
+                out[rows] += p.groups.weighted_combined(K, A.weights, A.D)
             else:
                 out[rows] = p.groups.nodes(K, A).sum(axis=0)
         return out
@@ -650,7 +753,7 @@ class OnlineMKLIterate(FWIterate):
         w, A, norms = self.predictor()
         p = self.params
         if p.Mk:
-            A = A.expand() if isinstance(A, SharedCoefficients) else A
+            A = A.expand() if isinstance(A, (SharedCoefficients, AveragedCoefficients)) else A
             used = np.flatnonzero(np.any(A != 0, axis=(0, 2)))
             support, A = p.groups.support[used], A[:, used]
             order = np.argsort(support, kind="stable")
@@ -688,11 +791,15 @@ class DualAveragingIterate(OnlineMKLIterate):
     identity of math.md §4.4.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        p = self.params
-        self.G = np.zeros_like(p.w)
-        self.G_norms2 = np.zeros(p.Mk)
+    def __init__(self, oracle, params, *args, **kwargs):
+        self.G = np.zeros_like(params.w)
+        self.G_norms2 = np.zeros(params.Mk)
+        super().__init__(oracle, params, *args, **kwargs)
+
+    def _make_average(self, averaging):
+        if averaging == "epoch" and self.params.Mk:
+            return _EpochAverage(self.params, self.G_norms2)
+        return super()._make_average(averaging)
 
     def round(self, i):
         self.rounds += 1
@@ -707,7 +814,10 @@ class DualAveragingIterate(OnlineMKLIterate):
         if direction is not None and p.Me:
             self.G[p.covered] += direction[p.covered]
         if delta is not None and p.Mk and np.any(delta != 0):
-            inner = p.groups.shared_inner(K, delta, p.C[0])
+            if isinstance(self.avg, _EpochAverage):
+                inner = self.avg.inner(K, delta)
+            else:
+                inner = p.groups.shared_inner(K, delta, p.C[0])
             self.G_norms2 += p.norm_increment(1.0, delta, inner, p.groups.block(P, P))
             rows = np.any(delta != 0, axis=1)
             slots = p.groups.add(P[rows])

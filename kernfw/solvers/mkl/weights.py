@@ -29,6 +29,8 @@ __all__ = [
 INNER_TOL_START = 1e-3
 #: the inner tolerance follows the outer gap as this share of the relative gap ``G/|J|``
 INNER_TOL_SHARE = 1e-2
+#: share of the slack ``tol − G/|J|`` of the stopping rule given to the final inner gap
+FINAL_SHARE = 0.5
 
 
 class KernelWeightIterate(FWIterate):
@@ -43,11 +45,13 @@ class KernelWeightIterate(FWIterate):
     solution (``J(γ) − J* ≤ G + ε``), so far from the optimum the SVM need not be
     solved to the inner tolerance ``ε₀`` the objective was built with.  Given the
     outer ``tol``, the inner tolerance follows the gap: it starts at
-    :data:`INNER_TOL_START`, is lowered before each step to
-    ``max(ε₀, INNER_TOL_SHARE · G/|J|)`` (never raised), and once ``G`` meets the
-    stopping rule (``G ≤ tol·|J|``) at a looser inner tolerance than ``ε₀`` the SVM
-    is solved again at ``ε₀`` (warm started) at the same weights, so the final
-    certificate is always at ``ε₀``.  Without ``tol`` every solve is at ``ε₀``.
+    :data:`INNER_TOL_START` and is lowered before each step to
+    ``max(ε₀, INNER_TOL_SHARE · G/|J|)`` (never raised); once ``G`` meets the
+    stopping rule (``G ≤ tol·|J|``) but ``G + ε`` does not, the SVM is solved again
+    (warm started) at the same weights, tighter, until it does or the inner tolerance
+    is ``ε₀`` (:meth:`settle`; at ``ε₀`` directly when the caller chose ``ε₀``).  The
+    stopping rule always counts the inner gap, so a converged certificate holds whatever
+    the tolerance of its last solve.  Without ``tol`` every solve is at ``ε₀``.
     """
 
     def __init__(self, objective, gamma0, tol=None):
@@ -70,13 +74,25 @@ class KernelWeightIterate(FWIterate):
         svm.tol = min(svm.tol, max(self.inner_tol, target))
 
     def settle(self):
-        """Solve the SVM again at ``ε₀`` (same weights, warm started) when the current gap
-        meets the stopping rule but the current solve was looser than ``ε₀``."""
-        svm, ev = self.objective.svm, self.current
-        if self.tol is None or svm.tol <= self.inner_tol:
-            return
-        if self.gap() <= self.tol * abs(ev.value):
-            svm.tol = self.inner_tol
+        """Solve the SVM again (same weights, warm started) once ``G`` meets the stopping
+        rule.  With an inner tolerance ``ε₀`` chosen by the caller
+        (``objective.final_tol_given``), at ``ε₀``.  Otherwise only while ``G + ε`` does
+        not meet it: at ``max(ε₀, min(ε/10, FINAL_SHARE · (tol − G/|J|)))`` (the slack
+        the rule leaves for the inner gap, relative like the inner tolerance), again
+        while the rule still fails, down to ``ε₀``; a certificate that holds is kept."""
+        svm, at_floor = self.objective.svm, self.objective.final_tol_given
+        while self.tol is not None and svm.tol > self.inner_tol:
+            ev = self.current
+            value, G = abs(ev.value), self.gap()
+            if G > self.tol * value:
+                return
+            if at_floor:
+                svm.tol = self.inner_tol
+            else:
+                if self.is_converged(self.certificate(), self.tol):
+                    return
+                slack = FINAL_SHARE * (self.tol - G / value) if value > 0 else 0.0
+                svm.tol = max(self.inner_tol, min(svm.tol / 10, slack))
             self.current = self.objective.evaluate(ev.gamma, warm=ev.solution.state)
 
     def support(self, d):
@@ -162,13 +178,18 @@ def encode_labels(y, n):
 def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, problems=None):
     """``J(γ)`` on the kernels ``mk`` by inner SVM solves, and the classes of ``y``.
 
-    The inner tolerance defaults to ``min(1e-6, tol/100)``: the outer gradient
-    ``−c d`` is only as accurate as the inner ``α``.
+    The inner tolerance ``ε₀`` defaults to ``min(1e-6, tol/100)``: the outer gradient
+    ``−c d`` is only as accurate as the inner ``α``.  Given by the caller, it is also
+    the tolerance of the final solve (``final_tol_given``); by default the final solve
+    is as loose as the certificate allows (:meth:`KernelWeightIterate.settle`).
     """
     C = check_positive("C", C)
-    inner_tol = (
-        min(1e-6, tol / 100) if inner_tol is None else check_positive("inner_tol", inner_tol)
-    )
+    if inner_tol is not None:
+        inner_tol = check_positive("inner_tol", inner_tol)
     classes, y_idx = encode_labels(y, mk.n)
+    given = inner_tol is not None
+    inner_tol = min(1e-6, tol / 100) if inner_tol is None else inner_tol
     inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol, problems=problems)
-    return KernelWeightObjective(mk, inner), classes
+    objective = KernelWeightObjective(mk, inner)
+    objective.final_tol_given = given
+    return objective, classes

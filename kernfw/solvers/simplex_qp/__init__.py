@@ -22,6 +22,8 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
 - :mod:`~kernfw.solvers.simplex_qp.solve` — :func:`solve_simplex_qp`;
 - :mod:`~kernfw.solvers.simplex_qp.soft_ball` — the ν-soft ball on the capped simplex
   (:func:`solve_soft_ball`);
+- :mod:`~kernfw.solvers.simplex_qp.coordinate` — the L2-SVM on explicit features by
+  passes of vertex-coordinate steps (``_coordinate_numba``: the same passes compiled);
 - :mod:`~kernfw.solvers.simplex_qp.l2svm` — the modified kernel :class:`L2SVMKernel` and
   :func:`solve_l2svm`;
 - :mod:`~kernfw.solvers.simplex_qp.distributed` — the iterate with its rows sharded over
@@ -30,10 +32,18 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
 
 from .certificate import STOPS
 from .compiled import CompiledSimplexQPIterate
+from .coordinate import CoordinateIterate
 from .cvm import CoreVectorIterate
 from .dense import simplex_fw_gap, solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
-from .l2svm import L2SVMKernel, check_binary_labels, l2svm_recover, solve_l2svm
+from .l2svm import (
+    L2SVM_SOLVERS,
+    L2SVMKernel,
+    check_binary_labels,
+    choose_l2svm_solver,
+    l2svm_recover,
+    solve_l2svm,
+)
 from .soft_ball import solve_soft_ball
 from .solve import SOLVERS, solve_simplex_qp
 
@@ -49,6 +59,9 @@ __all__ = [
     "SimplexQPIterate",
     "CompiledSimplexQPIterate",
     "CoreVectorIterate",
+    "CoordinateIterate",
+    "L2SVM_SOLVERS",
+    "choose_l2svm_solver",
     "SOLVERS",
     "STOPS",
 ]

@@ -13,10 +13,30 @@ import numbers
 
 import numpy as np
 
+from ..._validation import check_positive
+from ...fw import run
 from ...operators.base import CompiledView, KernelOperator, as_index, check_block
-from .solve import solve_simplex_qp
+from .coordinate import CoordinateIterate, coordinate_module
+from .solve import SOLVERS, solve_simplex_qp
+from .start import check_alpha0
 
-__all__ = ["L2SVMKernel", "check_binary_labels", "solve_l2svm", "l2svm_recover"]
+__all__ = [
+    "L2SVMKernel",
+    "L2SVM_SOLVERS",
+    "check_binary_labels",
+    "choose_l2svm_solver",
+    "solve_l2svm",
+    "l2svm_recover",
+]
+
+#: the L2-SVM's algorithms: those of the simplex QP, the vertex-coordinate passes on
+#: explicit features (``"dcd"``, math.md §2.13) and ``"auto"`` (:func:`choose_l2svm_solver`)
+L2SVM_SOLVERS = ("auto", *SOLVERS, "dcd")
+
+#: passes over the data of ``solver="dcd"`` when ``max_iter`` is None
+DCD_MAX_PASSES = 1000
+#: passes in a run of ``solver="dcd"`` between two certificates, at most
+DCD_CHECK_EVERY = 10
 
 
 def check_binary_labels(y, n):
@@ -116,6 +136,66 @@ class L2SVMKernel(KernelOperator):
         return L2SVMKernel(self.base.subset(idx), self.y[idx], self.C)
 
 
+def _explicit_features(op):
+    """The features ``X`` of ``K = XXᵀ`` (dense C-contiguous or canonical CSR), or None."""
+    view = op.compiled_view()
+    return view.matrix if view is not None and view.kind == "features" else None
+
+
+def choose_l2svm_solver(op):
+    """The algorithm of ``solver="auto"`` for the kernel operator ``op`` (math.md §2.13).
+
+    ``"dcd"`` when ``K = XXᵀ`` comes with its features ``X`` (the linear kernel
+    on explicit, dense or sparse features; low-rank features of another kernel)
+    and the compiled passes are available: a vertex step then costs O(d), and a
+    pass of ``n`` of them as much as one MFW iteration, while MFW takes about one
+    iteration per support vector.  ``"mfw"`` otherwise: on a Gram matrix or a
+    kernel evaluated column by column a coordinate step costs a kernel row, and
+    MFW's columns serve many steps through the cache.
+    """
+    if _explicit_features(op) is not None and coordinate_module() is not None:
+        return "dcd"
+    return "mfw"
+
+
+def _solve_coordinate(
+    op, y, C, tol, max_iter, alpha0, random_state, callback, stop, max_time, check_every
+):
+    """:func:`solve_l2svm` with ``solver="dcd"``: vertex-coordinate passes (math.md §2.13)."""
+    X = _explicit_features(op)
+    if X is None:
+        raise ValueError(
+            "solver='dcd' needs explicit features (the linear kernel on X, or low-rank "
+            f"features); got a {type(op).__name__} without them: use solver='mfw'"
+        )
+    if stop not in ("gap", "relative"):
+        raise ValueError(f"solver='dcd' stops on 'gap' or 'relative', got stop={stop!r}")
+    y = check_binary_labels(y, op.n)
+    tol = check_positive("tol", tol)
+    if max_iter is None:
+        max_iter = DCD_MAX_PASSES
+    elif isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
+        raise ValueError(f"max_iter must be a nonnegative integer or None, got {max_iter!r}")
+    if max_time is not None:
+        max_time = check_positive("max_time", max_time)
+    alpha0 = None if alpha0 is None else check_alpha0(alpha0, op.n)
+    rng = np.random.default_rng(0 if random_state is None else random_state)
+    start = 0 if random_state is None else int(rng.integers(op.n))
+    iterate = CoordinateIterate(X, y, C, alpha0, stop, rng, start, coordinate_module())
+    check_every = DCD_CHECK_EVERY if check_every is None else check_every
+    iterate.configure_runs(tol, check_every, int(max_iter))
+    return run(
+        iterate,
+        tol=tol,
+        max_iter=int(max_iter),
+        check_every=1,
+        max_time=max_time,
+        callback=callback,
+        remedy="increase max_iter or tol",
+        name="DCD (L2-SVM vertex-coordinate passes)",
+    )
+
+
 def solve_l2svm(
     op,
     y,
@@ -147,10 +227,18 @@ def solve_l2svm(
         Labels in {−1, +1}.
     C : float > 0
         Penalty ``C`` of ``C Σ ξ_i²``.
-    solver, tol, max_iter, random_state, callback, stop, max_time, check_every
+    solver : {"auto", "mfw", "lsfw", "cvm", "dcd"}
+        The algorithms of :func:`solve_simplex_qp`, or ``"dcd"``: passes of
+        vertex-coordinate steps on explicit features (math.md §2.13;
+        ``max_iter`` then counts passes, None is 1000, and ``check_every`` bounds
+        the passes between certificates, None is 10).  ``"auto"``:
+        :func:`choose_l2svm_solver`.
+    tol, max_iter, random_state, callback, stop, max_time, check_every
         As in :func:`solve_simplex_qp` (``stop="gap"``: FW gap ≤ ``tol``, which
         bounds the primal–dual gap of the L2-SVM; ``stop="relative"``:
         ``gap ≤ tol·ρ``; ``stop="radius"`` needs a constant ``diag(K)``).
+        ``random_state`` also orders the points of ``"dcd"``'s passes (None: a
+        fixed order, ``numpy.random.default_rng(0)``).
     alpha0 : array-like of shape (n,) or None
         Warm start on the simplex, e.g. the previous ``alpha`` when only the
         kernel (weights) changed.
@@ -166,6 +254,24 @@ def solve_l2svm(
         margin ``ρ' = min_i v_i``.
     """
     K_tilde = L2SVMKernel(op, y, C)
+    if solver == "auto":
+        solver = choose_l2svm_solver(op)
+    if solver == "dcd":
+        result = _solve_coordinate(
+            op,
+            K_tilde.y,
+            C,
+            tol,
+            max_iter,
+            alpha0,
+            random_state,
+            callback,
+            stop,
+            max_time,
+            check_every,
+        )
+        result.solution.update(l2svm_recover(result.solution, K_tilde.y))
+        return result
     result = solve_simplex_qp(
         K_tilde,
         None,

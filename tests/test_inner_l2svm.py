@@ -1,0 +1,96 @@
+"""The compiled away-step FW of the MKL inner L2-SVM (``_inner_l2svm_numba``): the optimum
+against cvxpy, the same iterates as the operator path (``solve_l2svm``), its certificate,
+warm starts, and its refusals (an indefinite kernel, the iteration budget)."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from kernfw.kernels import make_operator
+from kernfw.operators import Gram, KernelStack, MultiKernel
+from kernfw.operators.psd import NotPSDError
+from kernfw.solvers.mkl import inner_svm
+from kernfw.solvers.mkl.inner_svm import L2SVM, coding_matrix, one_vs_rest
+
+pytest.importorskip("numba")
+
+
+def _problem(n=40, seed=0, C=2.0, tol=1e-10):
+    """``(K_γ, L2SVM)``: a stacked weighted kernel and three one-vs-rest problems."""
+    X = np.random.default_rng(seed).normal(size=(n, 3))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5).astype(int)
+    specs = [("rbf", {"gamma": 0.5}), "linear", ("poly", {"degree": 2})]
+    mk = MultiKernel([make_operator(X, s, normalization="trace") for s in specs])
+    K = KernelStack(mk).weighted([0.5, 0.3, 0.2]).copy()
+    return K, L2SVM(coding_matrix(one_vs_rest(y, 3), n), C=C, tol=tol)
+
+
+def _values(K, svm, alphas):
+    """``f_r = −α_rᵀQ_rα_r`` with ``Q_r = y yᵀ∘(K + 11ᵀ) + I/C`` per problem."""
+    out = []
+    for y, a in zip(svm.codes, alphas):
+        Q = np.outer(y, y) * (K + 1.0) + np.eye(y.size) / svm.C
+        out.append(-float(a @ Q @ a))
+    return np.array(out)
+
+
+def _op(K):
+    return Gram(K, check=False, symmetric=True)
+
+
+def test_reaches_the_cvxpy_optimum_with_a_certified_gap():
+    from kernfw.reference.meb import l2svm_reference
+
+    pytest.importorskip("cvxpy")
+    K, svm = _problem()
+    sol = svm.solve(_op(K))
+    f = _values(K, svm, sol.state)
+    best = np.array([l2svm_reference(K, y, svm.C)["objective"] for y in svm.codes])
+    np.testing.assert_allclose(f, best, rtol=1e-6)
+    assert np.sum(best - f) <= sol.inner_gap + 1e-7 * np.abs(best).sum()  # a true bound
+    assert 0.0 <= sol.inner_gap <= 1e-10 * np.abs(f).sum() + 1e-14
+    for a in sol.state:
+        assert np.all(a >= 0) and a.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_same_iterates_as_the_operator_path(monkeypatch, warm):
+    K, svm = _problem(n=60, seed=1, tol=1e-6)
+    start = None
+    if warm:  # the solution on another kernel, as CSKL's next weight vector starts
+        start = svm.solve(_op(np.ascontiguousarray(0.7 * K + 0.3 * np.eye(60)))).state
+    compiled = svm.solve(_op(K), start)
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    numpy = svm.solve(_op(K), start)
+    np.testing.assert_allclose(np.array(compiled.state), np.array(numpy.state), atol=1e-10)
+    assert compiled.inner_gap == pytest.approx(numpy.inner_gap, rel=1e-6, abs=1e-14)
+    assert compiled.offset == pytest.approx(numpy.offset, rel=1e-10)
+
+
+def test_a_warm_start_at_the_optimum_takes_no_step():
+    K, svm = _problem(tol=1e-8)
+    first = svm.solve(_op(K))
+    lib = pytest.importorskip("kernfw.solvers.mkl._inner_l2svm_numba")
+    A = np.array(first.state)
+    out = np.zeros((A.shape[0], 5))
+    lib.solve_problems(K, svm.codes, 1.0 / svm.C, A, 1e-8, 1000, out)
+    assert np.all(out[:, 2] == 0) and np.all(out[:, 3] == lib.STATUS_CONVERGED)
+    np.testing.assert_array_equal(A, np.array(first.state))
+
+
+def test_negative_curvature_is_refused():
+    K, svm = _problem(C=10.0)
+    with pytest.raises(NotPSDError, match="not positive semidefinite"):
+        svm.solve(_op(np.ascontiguousarray(-2.0 * K)))
+
+
+def test_the_iteration_budget_warns_and_reports_its_gap(monkeypatch):
+    K, svm = _problem(tol=1e-12)
+    monkeypatch.setattr(inner_svm, "_max_iter", lambda n: 3)
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        sol = svm.solve(_op(K))
+    f = _values(K, svm, sol.state)
+    exact = L2SVM(svm.codes, svm.C, 1e-12)
+    monkeypatch.undo()
+    best = _values(K, exact, exact.solve(_op(K)).state)
+    assert np.sum(best - f) <= sol.inner_gap and sol.inner_gap > 1e-6

@@ -1,0 +1,248 @@
+"""Vertex-coordinate passes of the L2-SVM on explicit features (math.md §2.13): ``solver="dcd"``."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize_scalar
+from sklearn.exceptions import ConvergenceWarning
+
+from kernfw.estimators.l2svc import L2SVC
+from kernfw.operators import Features, Gram
+from kernfw.solvers.simplex_qp import choose_l2svm_solver, coordinate, solve_l2svm
+from kernfw.solvers.simplex_qp.coordinate import CoordinateIterate, vertex_step
+
+
+def _binary(n=60, d=4, seed=0, noise=0.8):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] - 0.7 * X[:, 1] + noise * rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def _modified_gram(X, y, C):
+    X = X.astype(np.float64)
+    K = X @ X.T if not sp.issparse(X) else (X @ X.T).toarray()
+    return np.outer(y, y) * (K + 1) + np.eye(len(y)) / C
+
+
+def _sparse(n=80, d=30, seed=1):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.2, format="csr", random_state=seed)
+    y = np.where(X @ rng.normal(size=d) + 0.1 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+# -- the optimum against cvxpy --------------------------------------------------------------
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("layout", ["dense", "float32", "sparse"])
+def test_dcd_reaches_the_cvxpy_optimum(C, layout):
+    from kernfw.reference import l2svm_reference
+
+    X, y = _sparse() if layout == "sparse" else _binary(50, seed=2)
+    if layout == "float32":
+        X = X.astype(np.float32)
+    K = (X @ X.T).toarray() if sp.issparse(X) else X.astype(np.float64) @ X.astype(np.float64).T
+    ref = l2svm_reference(K, y, C)
+    # coordinate passes converge linearly, slowly at large C on few features
+    res = solve_l2svm(Features(X), y, C, solver="dcd", tol=1e-11, max_iter=20000)
+    P = ref["objective"]
+    assert res.converged
+    assert res.gap >= 0.0
+    assert abs(res.dual - P) <= 1e-6 * abs(P)
+    assert res.dual <= P + 1e-8  # a dual value never exceeds the optimum
+    assert abs(res.primal - P) <= max(res.gap, 1e-7) + 1e-6 * abs(P)
+    sol = res.solution
+    assert sol["rho"] == pytest.approx(ref["rho"], rel=1e-6)
+    assert sol["b"] == pytest.approx(ref["b"], abs=1e-6 * max(1.0, abs(ref["b"])))
+    np.testing.assert_allclose(sol["alpha"] / C, ref["xi"], atol=1e-5 * np.abs(ref["xi"]).max())
+    # the certificate's K̃α is the modified kernel's, computed from α alone
+    np.testing.assert_allclose(sol["v"], _modified_gram(X, y, C) @ sol["alpha"], atol=1e-10)
+
+
+def test_dcd_and_mfw_agree_on_the_relative_gap_certificate():
+    X, y = _binary(120, seed=3)
+    dcd = solve_l2svm(Features(X), y, 2.0, solver="dcd", tol=1e-9, stop="relative")
+    mfw = solve_l2svm(Features(X), y, 2.0, solver="mfw", tol=1e-9, stop="relative")
+    assert dcd.converged and mfw.converged
+    assert dcd.gap <= 1e-9 * abs(dcd.dual) and dcd.gap >= 0.0
+    assert dcd.dual == pytest.approx(mfw.dual, rel=2e-9)
+    assert dcd.solution["b"] == pytest.approx(mfw.solution["b"], rel=1e-4, abs=1e-8)
+
+
+# -- the direction: the certificate's vertex is the LP over the simplex ------------------------
+@pytest.mark.cvxpy
+def test_the_certificate_is_the_fw_gap_of_an_lp_over_the_simplex():
+    import cvxpy as cp
+
+    X, y = _binary(40, seed=4)
+    C = 1.5
+    Kt = _modified_gram(X, y, C)
+    rng = np.random.default_rng(5)
+    alpha = rng.dirichlet(np.ones(40) * 0.3)
+    it = CoordinateIterate(X, y, C, alpha, "gap", rng)
+    cert = it.certificate()
+    g = -2.0 * Kt @ alpha  # gradient of D(α) = −αᵀK̃α
+    s = cp.Variable(40)
+    lp = cp.Problem(cp.Maximize(g @ (s - alpha)), [s >= 0, cp.sum(s) == 1])
+    lp.solve()
+    assert cert.dual == pytest.approx(-alpha @ Kt @ alpha, rel=1e-12)
+    assert cert.gap == pytest.approx(lp.value, rel=1e-7)
+    assert cert.primal == pytest.approx(cert.dual + lp.value, rel=1e-7)
+
+
+# -- the line search: a 1-D maximization along e_i − α ---------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+def test_vertex_step_is_the_one_dimensional_maximum(seed):
+    X, y = _binary(15, seed=seed)
+    Kt = _modified_gram(X, y, 0.7)
+    rng = np.random.default_rng(seed)
+    alpha = rng.dirichlet(np.ones(15) * 0.5)
+    alpha[rng.integers(15)] = 0.0
+    alpha /= alpha.sum()
+    v = Kt @ alpha
+    rho = alpha @ v
+    for i in range(15):
+        d = -alpha.copy()
+        d[i] += 1.0
+        low = -alpha[i] / (1.0 - alpha[i])  # the away bound: α_i = 0 after the step
+
+        def minus_dual(gamma, d=d):
+            a = alpha + gamma * d
+            return a @ Kt @ a
+
+        best = minimize_scalar(
+            minus_dual, bounds=(low, 1.0), method="bounded", options={"xatol": 1e-12}
+        )
+        gamma = vertex_step(rho, v[i], Kt[i, i], alpha[i])
+        assert low - 1e-15 <= gamma <= 1.0
+        assert minus_dual(gamma) <= best.fun + 1e-12
+        assert gamma == pytest.approx(best.x, abs=1e-6)
+
+
+def test_steps_keep_alpha_on_the_simplex_and_drop_exactly():
+    X, y = _binary(200, seed=6, noise=2.0)
+    it = CoordinateIterate(X, y, 1.0, None, "relative", np.random.default_rng(0))
+    it.configure_runs(1e-12, 1, 100)
+    for t in range(5):
+        it.step(t)
+        sol = it.solution()
+        assert np.all(sol["alpha"] >= 0.0)
+        assert sol["alpha"].sum() == pytest.approx(1.0, abs=1e-12)
+    assert it.state[0]["drop_steps"] > 0  # some points left the support exactly
+    assert np.count_nonzero(it.beta) < 200
+
+
+def test_a_step_to_a_vertex_and_the_rescaling_keep_the_optimum(monkeypatch):
+    """Point 0 far out: the first step jumps to another vertex (γ = 1); a tiny rescaling
+    threshold rescales β at almost every step: the optimum is the one of MFW."""
+    X, y = _binary(40, seed=7)
+    X[0] *= 50.0
+    ref = solve_l2svm(Features(X), y, 1.0, solver="mfw", tol=1e-12)
+    monkeypatch.setattr(coordinate, "RESCALE", 1.0 + 1e-3)
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")  # the Python passes read RESCALE
+    res = solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=1e-10, max_iter=20000)
+    assert res.converged
+    assert res.dual == pytest.approx(ref.dual, rel=1e-8)
+
+
+# -- the compiled passes are the Python passes -----------------------------------------------
+@pytest.mark.parametrize("layout", ["dense", "float32", "sparse"])
+def test_compiled_passes_take_the_python_iterates(layout, monkeypatch):
+    pytest.importorskip("numba")
+    X, y = _sparse(120, 40) if layout == "sparse" else _binary(150, seed=8)
+    if layout == "float32":
+        X = X.astype(np.float32)
+    if layout == "sparse":
+        X.sort_indices()
+    module = coordinate.coordinate_module()
+    assert module is not None
+    runs = {}
+    for name, mod in (("python", None), ("compiled", module)):
+        it = CoordinateIterate(X, y, 3.0, None, "relative", np.random.default_rng(4), 0, mod)
+        it.configure_runs(1e-12, 2, 100)
+        for t in range(3):
+            it.step(t)
+        runs[name] = (it.solution(), it.certificate())
+    (sa, ca), (sb, cb) = runs["python"], runs["compiled"]
+    np.testing.assert_allclose(sa["alpha"], sb["alpha"], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(sa["v"], sb["v"], rtol=1e-12, atol=1e-15)
+    assert ca.gap == pytest.approx(cb.gap, rel=1e-9, abs=1e-15)
+
+
+# -- budgets and errors --------------------------------------------------------------------------
+def test_tiny_budget_warns_and_returns_a_certified_iterate():
+    X, y = _binary(300, seed=9, noise=2.0)
+    with pytest.warns(ConvergenceWarning):
+        res = solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=1e-14, max_iter=1)
+    assert not res.converged and res.n_iter <= 1
+    assert res.gap >= 0.0
+    assert res.solution["alpha"].sum() == pytest.approx(1.0)
+
+
+def test_dcd_bad_inputs():
+    X, y = _binary(30)
+    with pytest.raises(ValueError, match="explicit features"):
+        solve_l2svm(Gram(X @ X.T), y, 1.0, solver="dcd")
+    with pytest.raises(ValueError, match="stops on"):
+        solve_l2svm(Features(X), y, 1.0, solver="dcd", stop="radius")
+    with pytest.raises(ValueError, match="max_iter"):
+        solve_l2svm(Features(X), y, 1.0, solver="dcd", max_iter=-1)
+    with pytest.raises(ValueError, match="tol"):
+        solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=0.0)
+    with pytest.raises(ValueError, match="binary labels"):
+        solve_l2svm(Features(X), np.where(y > 0, 2.0, -1.0), 1.0, solver="dcd")
+    with pytest.raises(ValueError, match="runs locally only"):
+        L2SVC(kernel="linear", solver="dcd", backend="dask").fit(X, y)
+
+
+# -- the automatic choice ------------------------------------------------------------------------
+def test_auto_picks_dcd_on_features_and_mfw_on_kernels(monkeypatch):
+    X, y = _binary(80, seed=10)
+    assert choose_l2svm_solver(Features(X)) == "dcd"
+    assert choose_l2svm_solver(Gram(X @ X.T)) == "mfw"
+    assert L2SVC(kernel="linear").fit(X, y).solver_ == "dcd"
+    assert L2SVC().fit(X, y).solver_ == "mfw"  # RBF: a Gram or on-the-fly columns
+    assert L2SVC(kernel="linear", solver="mfw").fit(X, y).solver_ == "mfw"
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")  # no compiled passes: MFW
+    assert choose_l2svm_solver(Features(X)) == "mfw"
+
+
+def test_estimator_dcd_matches_mfw_binary_and_multiclass():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(240, 5))
+    y3 = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(240, 3)), axis=1)
+    for y in (y3 > 0, y3):
+        a = L2SVC(kernel="linear", solver="dcd", tol=1e-8).fit(X, y)
+        b = L2SVC(kernel="linear", solver="mfw", tol=1e-10).fit(X, y)
+        assert np.all(a.converged_)
+        np.testing.assert_allclose(a.dual_objective_, b.dual_objective_, rtol=1e-7)
+        np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-4, atol=1e-8)
+        da, db = a.decision_function(X), b.decision_function(X)
+        np.testing.assert_allclose(da, db, atol=1e-4 * np.abs(db).max())
+        assert np.all(np.asarray(a.n_iter_) >= 1)
+
+
+# -- combinations of feature blocks (approximated kernels in MKL) -----------------------------
+def test_a_combination_of_feature_blocks_is_explicit_features():
+    import pickle
+
+    from kernfw.operators import MultiKernel
+
+    rng = np.random.default_rng(12)
+    X1, X2 = rng.normal(size=(50, 3)), rng.normal(size=(50, 4)).astype(np.float32)
+    y = np.where(X1[:, 0] + X2[:, 1] > 0, 1.0, -1.0)
+    mk = MultiKernel(
+        [Features(X1), Features(X2), Features(rng.normal(size=(50, 2)))], [0.3, 2.0, 0.0]
+    )
+    view = mk.compiled_view()
+    assert view.kind == "features" and view.matrix.shape == (50, 7)  # zero weight: no block
+    np.testing.assert_allclose(view.matrix @ view.matrix.T, mk.dense(), rtol=1e-5, atol=1e-5)
+    assert mk.compiled_view() is view  # built once per operator
+    assert "_features_view" not in pickle.loads(pickle.dumps(mk)).__dict__
+    assert MultiKernel([Features(X1), Gram(X1 @ X1.T)]).compiled_view() is None
+    assert choose_l2svm_solver(mk) == "dcd"
+    dcd = solve_l2svm(mk, y, 1.0, solver="auto", tol=1e-9, stop="relative")
+    mfw = solve_l2svm(mk, y, 1.0, solver="mfw", tol=1e-9, stop="relative")
+    assert dcd.converged and mfw.converged
+    assert dcd.dual == pytest.approx(mfw.dual, rel=1e-6)  # float32 block: rounded products
