@@ -17,7 +17,8 @@ The child process reports, wall clock and CPU time (``time.process_time``) apart
   CPU target before the first fit (timed apart), so that its first fit pays only
   what kernfw itself loads (its compiled modules and specializations);
 - the compiled specializations the process holds after its fits (dispatchers of
-  ``kernfw`` modules, summed over their signatures) and whether :mod:`numba` was imported
+  ``kernfw`` modules, and those in their tables such as the passes of each block-step
+  family, summed over their signatures) and whether :mod:`numba` was imported
   by ``import kernfw``.
 
 Each estimator gets a new temporary ``NUMBA_CACHE_DIR``: its first process finds it empty,
@@ -109,10 +110,13 @@ def specializations():
     for name, module in list(sys.modules.items()):
         if not name.startswith("kernfw") or module is None:
             continue
-        for value in vars(module).values():
-            if isinstance(value, CPUDispatcher) and id(value) not in seen:
-                seen.add(id(value))
-                count += len(value.signatures)
+        for value in vars(module).values():  # dispatchers, and those held in tables
+            inner = value.values() if isinstance(value, dict) else [value]
+            for item in inner:
+                for d in item if isinstance(item, tuple) else [item]:
+                    if isinstance(d, CPUDispatcher) and id(d) not in seen:
+                        seen.add(id(d))
+                        count += len(d.signatures)
     return count
 
 print(json.dumps({{
