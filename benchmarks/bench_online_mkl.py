@@ -98,6 +98,11 @@ def run_svm(args, data):
     return rows
 
 
+def _eta0(args, loss):
+    """``η₀`` of a loss: ``--crf-eta0`` for the CRF when given, else ``--eta0``."""
+    return args.crf_eta0 if loss == "crf" and args.crf_eta0 is not None else args.eta0
+
+
 def run_mkl(args, data):
     Xtr, Ytr, Xte, Yte = data
     rows = []
@@ -108,7 +113,7 @@ def run_mkl(args, data):
                 GROUPS,
                 loss=loss,
                 lam=lam,
-                eta0=args.eta0,
+                eta0=_eta0(args, loss),
                 max_iter=args.epochs,
                 averaging=args.averaging,
                 objective_sample=args.objective_sample,
@@ -120,7 +125,7 @@ def run_mkl(args, data):
             active = [NAMES[k] for k in est.active_groups_]
             F = " → ".join(f"{v:.3f}" for v in est.history_["primal"])
             rows.append(
-                f"| OnlineMKLStructured | {loss} | {lam:g} | {err:.4f} | "
+                f"| OnlineMKLStructured (η₀ = {_eta0(args, loss):g}) | {loss} | {lam:g} | {err:.4f} | "
                 f"{est.n_active_groups_}/{len(GROUPS)} | {c.wall:.1f} | {c.cpu:.1f} | "
                 f"F {F}; active: {', '.join(active)} |"
             )
@@ -170,6 +175,7 @@ def main(argv=None):
     parser.add_argument("--n-test", type=int, default=None, help="default: all 626 words")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--eta0", type=float, default=1.0)
+    parser.add_argument("--crf-eta0", type=float, default=None, help="η₀ of the CRF rows")
     parser.add_argument("--lams", type=float, nargs="+", default=[0.003, 0.01, 0.03])
     parser.add_argument("--losses", nargs="+", default=["hinge", "crf"])
     parser.add_argument("--objective-sample", type=int, default=300)

@@ -419,7 +419,7 @@ class AveragedCoefficients(NamedTuple):
 
 class _EpochAverage:
     r"""The uniform average of the iterates of the current epoch under dual averaging,
-    with its group norms (math.md §4.7).
+    with its group norms (math.md §4.8).
 
     The iterates are ``θ_k(t) = s_k(t) B(t)`` (shared coefficients).  A position is
     updated at most once per epoch (its example is visited once), by ``Δ_j`` at round
