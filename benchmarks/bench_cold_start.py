@@ -17,7 +17,8 @@ The child process reports, wall clock and CPU time (``time.process_time``) apart
   CPU target before the first fit (timed apart), so that its first fit pays only
   what kernfw itself loads (its compiled modules and specializations);
 - the compiled specializations the process holds after its fits (dispatchers of
-  ``kernfw`` modules, summed over their signatures) and whether :mod:`numba` was imported
+  ``kernfw`` modules, and those in their tables such as the passes of each block-step
+  family, summed over their signatures) and whether :mod:`numba` was imported
   by ``import kernfw``.
 
 Each estimator gets a new temporary ``NUMBA_CACHE_DIR``: its first process finds it empty,
@@ -36,6 +37,11 @@ Run from the repository root::
     python benchmarks/bench_cold_start.py                         # every estimator, 3 repeats
     python benchmarks/bench_cold_start.py --estimators l2svc,meb --repeats 5
     python benchmarks/bench_cold_start.py --numba --cli
+    python benchmarks/bench_cold_start.py --compile-profile --estimators multiclass
+
+``--compile-profile`` replaces the table by what each estimator's first fit compiles with an
+empty cache: its CPU time and, function by function, the CPU time of each compilation
+(numba's ``numba:compile`` events, nested compilations excluded).
 """
 
 import argparse
@@ -109,10 +115,13 @@ def specializations():
     for name, module in list(sys.modules.items()):
         if not name.startswith("kernfw") or module is None:
             continue
-        for value in vars(module).values():
-            if isinstance(value, CPUDispatcher) and id(value) not in seen:
-                seen.add(id(value))
-                count += len(value.signatures)
+        for value in vars(module).values():  # dispatchers, and those held in tables
+            inner = value.values() if isinstance(value, dict) else [value]
+            for item in inner:
+                for d in item if isinstance(item, tuple) else [item]:
+                    if isinstance(d, CPUDispatcher) and id(d) not in seen:
+                        seen.add(id(d))
+                        count += len(d.signatures)
     return count
 
 print(json.dumps({{
@@ -122,6 +131,46 @@ print(json.dumps({{
     "warm_wall": statistics.median(walls[1:]), "warm_cpu": statistics.median(cpus[1:]),
     "specializations": specializations(),
 }}))
+"""
+
+PROFILE_CHILD = """
+import collections, json, time, warnings
+from numba.core import event
+import kernfw
+from kernfw import CSKLClassifier, L2SVC, MinimumEnclosingBall, MultiClassSVM, StructuredSVM
+from kernfw.structured import MultiClass
+from sklearn.datasets import load_digits, make_classification
+
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X / 16.0, y
+
+def synthetic():
+    return make_classification(n_samples=5000, n_features=20, n_informative=10,
+                               n_redundant=5, flip_y=0.01, random_state=0)
+
+class Compiles(event.Listener):
+    def __init__(self):
+        self.stack, self.own = [], collections.Counter()
+    def on_start(self, ev):
+        f = ev.data["dispatcher"].py_func
+        self.stack.append([f.__module__ + "." + f.__qualname__, time.process_time(), 0.0])
+    def on_end(self, ev):
+        name, start, nested = self.stack.pop()
+        spent = time.process_time() - start
+        self.own[name] += spent - nested
+        if self.stack:
+            self.stack[-1][2] += spent
+
+X, y = {data}
+est = {estimator}
+listener = Compiles()
+with warnings.catch_warnings(), event.install_listener("numba:compile", listener):
+    warnings.simplefilter("ignore")
+    cpu = time.process_time()
+    est.{fit}
+    first = time.process_time() - cpu
+print(json.dumps({{"first_cpu": first, "own": listener.own.most_common(12)}}))
 """
 
 NUMBA_CHILD = """
@@ -198,6 +247,18 @@ def numba_startup(repeats):
     )
 
 
+def compile_profile(key):
+    """The first fit of ``key`` with an empty cache: its CPU time (numba's start-up included)
+    and the CPU time each compiled function took, nested compilations excluded."""
+    title, data, estimator, fit = ESTIMATORS[key]
+    code = PROFILE_CHILD.format(data=data, estimator=estimator, fit=fit)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        r = child(code, cache_dir)
+    print(f"{title}: first fit, empty cache, {r['first_cpu']:.2f} s CPU; compiled (own CPU s):")
+    for name, spent in r["own"]:
+        print(f"    {spent:6.2f}  {name}")
+
+
 def cli_first_run():
     """``kernfw fit --data digits --baseline`` in a fresh process with an empty cache."""
     with tempfile.TemporaryDirectory() as cache_dir:
@@ -225,6 +286,11 @@ def main(argv=None):
     )
     parser.add_argument("--numba", action="store_true", help="numba's own start-up cost")
     parser.add_argument("--cli", action="store_true", help="the README's first command")
+    parser.add_argument(
+        "--compile-profile",
+        action="store_true",
+        help="instead of the table: each estimator's empty-cache compile, function by function",
+    )
     args = parser.parse_args(argv)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
@@ -234,6 +300,10 @@ def main(argv=None):
     if args.numba:
         numba_startup(args.repeats)
     keys = args.estimators.split(",") if args.estimators else list(ESTIMATORS)
+    if args.compile_profile:
+        for key in keys:
+            compile_profile(key)
+        return
     print(HEADER, flush=True)
     for key in keys:
         title, empty, warm, started = measure(key, args.repeats, args.fits)

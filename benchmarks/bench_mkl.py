@@ -1,5 +1,5 @@
-"""Multiple kernel learning on digits: kernfw's CSKL, l1-/lp-MKL, uniform, best single
-kernel (SVC) and MKLpy's EasyMKL, on the same 16 kernels, in one run.
+"""Multiple kernel learning on digits (or breast cancer): kernfw's CSKL, l1-/lp-MKL, uniform,
+best single kernel (SVC) and MKLpy's EasyMKL, on the same precomputed kernels, in one run.
 
 Data: scikit-learn digits (1797 images of 8 × 8 pixels, 10 classes, pixels / 16), a
 stratified split with ``--n-train`` training images and the rest held out.  The task is
@@ -15,14 +15,20 @@ as precomputed Gram matrices):
 - RBF (γ = 0.1) on blocks of the image: top rows 0–3, bottom rows 4–7, left columns 0–3,
   right columns 4–7, and the four 4 × 4 quadrants.
 
+``--data cancer``: scikit-learn breast cancer (569 points, 30 standardized features, two
+classes), 426 training points (75 %, stratified) and 10 kernels (:func:`cancer_specs`).
+
 Every method is fitted ``--repeats`` times; within a repeat the methods run one after the
 other in a shuffled order (interleaved), and the table shows the median fit time.  Kernel
 computation is not timed (it is shared).  Run it from the repository root in a venv that
 has kernfw and MKLpy (``pip install MKLpy==0.6 -e .``; MKLpy pulls torch); without MKLpy
-the EasyMKL row is skipped::
+the EasyMKL row is skipped.  The table has wall-clock and CPU times (of the process, all
+threads) and their ratios to EasyMKL; ``--torch-threads 1`` runs EasyMKL on one thread
+(kernfw's MKL solvers run on one thread: their products are small)::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python \\
         benchmarks/bench_mkl.py --repeats 3 --markdown docs/benchmarks/mkl_table.md
+    python benchmarks/bench_mkl.py --data cancer --repeats 5 --only "C-SVM"
 
 ``--t-sweep`` instead prints the t-sweep table of [CSKL] (C-CSKL and ν-CSKL, relaxed and
 ``exact=True``, on 24 kernels; no peer needed)::
@@ -185,6 +191,14 @@ def easymkl_method():
     return run
 
 
+def _torch_threads():
+    try:
+        import torch
+    except ImportError:
+        return "—"
+    return torch.get_num_threads()
+
+
 def methods(p):
     l2 = dict(svm="l2")
     c = dict(svm="c", multi_class="ovo")
@@ -288,6 +302,13 @@ def main(argv=None):
         help="comma-separated substrings: run only the matching methods (and EasyMKL, the "
         "reference of the time ratios)",
     )
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=None,
+        help="torch's intra-op threads for EasyMKL (default: torch's own, one per core; on a "
+        "loaded machine its threads wait for each other, 1 shows the work it does)",
+    )
     parser.add_argument("--markdown", default=None, help="also write the tables here")
     parser.add_argument(
         "--t-sweep",
@@ -297,6 +318,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.n_train is None:
         args.n_train = 426 if args.data == "cancer" else 900
+    if args.torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     if args.t_sweep:
         text = t_sweep(args)
         print(text)
@@ -333,7 +358,7 @@ def main(argv=None):
         f"{args.data}, {np.unique(ytr).size} classes, n_train = {len(ytr)}, "
         f"n_test = {len(yte)}, {len(grams)} kernels, {args.repeats} interleaved repeats "
         f"(median fit time; CPU: of the process, all threads); load average at the start: "
-        f"{load_avg}",
+        f"{load_avg}; torch threads: {_torch_threads()}",
         "",
         "| method | test accuracy | kernels used | outer iterations | fit time (s) "
         "| time ÷ EasyMKL | CPU (s) | CPU ÷ EasyMKL |",

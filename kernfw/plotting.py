@@ -12,7 +12,9 @@ Save with ``fig.savefig("out.png")``.
 - :func:`plot_sweep`: score and certified gap against the swept parameter;
 - :func:`plot_kernel_weights`: bar chart of MKL kernel weights (math.md §5);
 - :func:`plot_topk_errors`: top-k test errors ± std of :func:`kernfw.evaluate`;
-- :func:`plot_group_norms`: online-MKL group norms over epochs (math.md §4).
+- :func:`plot_group_norms`: online-MKL group norms over epochs (math.md §4);
+- :func:`plot_approx_tradeoff`: validation score and fit time against
+  ``n_components`` of a kernel approximation, with the exact kernel's (math.md §8).
 """
 
 import numpy as np
@@ -23,6 +25,7 @@ __all__ = [
     "plot_kernel_weights",
     "plot_topk_errors",
     "plot_group_norms",
+    "plot_approx_tradeoff",
     "as_history",
 ]
 
@@ -144,17 +147,18 @@ def plot_convergence(
     return fig
 
 
+#: the columns of a sweep table that the sweep plots read
+_SWEEP_COLUMNS = ("value", "train_score", "val_score", "gap", "objective", "fit_time")
+
+
 def _table_columns(results):
     """(param, dict of columns) for a SweepResults or a pandas DataFrame."""
     if hasattr(results, "rows"):
         param = results.param
-        cols = {k: results[k] for k in ("value", "train_score", "val_score", "gap", "objective")}
+        cols = {k: results[k] for k in _SWEEP_COLUMNS}
     elif hasattr(results, "columns"):  # pandas DataFrame
         param = results.attrs.get("param", "value")
-        cols = {
-            k: results[k].to_numpy(dtype=float)
-            for k in ("value", "train_score", "val_score", "gap", "objective")
-        }
+        cols = {k: results[k].to_numpy(dtype=float) for k in _SWEEP_COLUMNS if k in results.columns}
     else:
         raise TypeError(
             f"expected a SweepResults table or a DataFrame, got {type(results).__name__}"
@@ -338,4 +342,49 @@ def plot_group_norms(path, *, names=None, ax=None, title="group norms over epoch
     ax.set_ylabel(r"$\|\theta_k\|$")
     ax.set_title(f"{title} ({int(np.count_nonzero(path[-1]))} of {M} active)")
     ax.legend(fontsize=6, ncol=2)
+    return fig
+
+
+def plot_approx_tradeoff(results, *, exact=None, axes=None, title=None):
+    """Validation score and fit time against ``n_components`` of an approximated kernel.
+
+    Parameters
+    ----------
+    results : SweepResults or pandas.DataFrame
+        A :func:`kernfw.sweep` over ``param="n_components"`` of an estimator with
+        ``approx`` set (folds are averaged, failed rows ignored).
+    exact : dict or None
+        The exact kernel's ``{"val_score": …, "fit_time": …}`` (e.g. a row of a sweep of
+        the same estimator with ``approx=None``), drawn as horizontal lines.
+    axes : sequence of two matplotlib Axes or None
+        Where to draw the scores and the times.
+    title : str or None
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    param, cols = _table_columns(results)
+    if axes is None:
+        fig, grid = _figure(1, 2)
+        axes = grid[0]
+    fig = axes[0].figure
+    ax_score, ax_time = axes
+    for ax, key, label in (
+        (ax_score, "val_score", "validation score"),
+        (ax_time, "fit_time", "fit time (s)"),
+    ):
+        x, y = _mean_by_value(cols["value"], cols[key])
+        ax.plot(x, y, marker="o", label=f"approximated ({param})")
+        if exact is not None and np.isfinite(exact.get(key, np.nan)):
+            ax.axhline(exact[key], color="C3", linestyle="--", label="exact kernel")
+        ax.set_xscale("log")
+        ax.set_xlabel(param)
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    ax_time.set_yscale("log")
+    if title:
+        fig.suptitle(title)
     return fig

@@ -17,7 +17,15 @@ ROOT = Path(__file__).resolve().parents[1] / "kernfw"
 
 #: leaf backends a solver must not test for (MultiKernel, the MKL solvers' own input
 #: type, and the KernelOperator base class are allowed)
-BACKENDS = {"Gram", "Features", "KernelFunction", "PairwiseKernel", "Normalized", "L2SVMKernel"}
+BACKENDS = {
+    "Gram",
+    "Features",
+    "LowRankFeatures",
+    "KernelFunction",
+    "PairwiseKernel",
+    "Normalized",
+    "L2SVMKernel",
+}
 
 #: the import layers, bottom up (docs/architecture.md): a module imports only modules of
 #: its own package or of a lower layer, at module level and inside functions alike

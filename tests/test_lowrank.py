@@ -362,3 +362,54 @@ def test_cli_sweep_over_n_components(capsys):
         line.split() for line in out.splitlines() if line.strip().split()[:1] in (["4"], ["16"])
     ]
     assert [r[0] for r in rows] == ["4", "16"] and "failed" not in out
+
+
+def test_tradeoff_plot_of_a_sweep_over_n_components(data):
+    pytest.importorskip("matplotlib")
+    from kernfw.plotting import plot_approx_tradeoff
+
+    X, y, _ = data
+    table = sweep(
+        MultiClassSVM(approx="nystroem", random_state=0), X, y, "n_components", [4, 16], cv=2
+    )
+    fig = plot_approx_tradeoff(table, exact={"val_score": 0.9, "fit_time": 0.5}, title="t")
+    ax_score, ax_time = fig.get_axes()
+    line, exact = ax_score.get_lines()
+    np.testing.assert_allclose(line.get_xdata(), [4, 16])
+    assert np.all((line.get_ydata() >= 0) & (line.get_ydata() <= 1))
+    assert exact.get_ydata()[0] == 0.9 and ax_time.get_yscale() == "log"
+
+
+def test_a_multikernel_of_feature_blocks_is_explicit_features(data):
+    """Σ_j w_j Φ_j Φ_jᵀ is the linear kernel of [√w_1 Φ_1, …]: the compiled solvers (the
+    L2-SVM's coordinate passes inside CSKL) read it as features; zero weights are left out."""
+    X, _, _ = data
+    mk = make_operator(X, ["rbf", "poly", "rbf"], approx="nystroem", n_components=6)
+    weighted = mk.with_weights([0.25, 0.0, 4.0])
+    view = weighted.compiled_view()
+    assert view.kind == "features" and view.matrix.shape == (N, 12)
+    np.testing.assert_allclose(view.matrix @ view.matrix.T, weighted.dense(), atol=1e-10)
+    exact = make_operator(X, ["rbf", "linear"])
+    assert exact.compiled_view() is None  # a Gram among the kernels: no features
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize(
+    "est",
+    [
+        MultiClassSVM(approx="nystroem", n_components=8, random_state=0),
+        L2SVC(approx="rff", n_components=12, random_state=0),
+        MinimumEnclosingBall(approx="nystroem", n_components=8, random_state=0),
+        CSKLClassifier(["rbf", "linear"], approx="nystroem", n_components=6, random_state=0),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_the_approximated_problem_is_verified_against_cvxpy(data, est):
+    """The certificate holds for the approximated problem: cvxpy on Φ Φᵀ (the fitted map)
+    finds the optimum within the certified gap, m far below n."""
+    from kernfw.reference import compare
+
+    X, y, _ = data
+    y = None if isinstance(est, MinimumEnclosingBall) else y
+    result = compare(est, X, y)
+    assert result.verified, result.reason

@@ -408,6 +408,7 @@ class KernelInputMixin:
             if y is not None:
                 y = np.asarray(y)
                 check_consistent_length(np.empty(op.n), y)
+            self.kernel_approx_, self._approx_op = None, None
             return X, y, op
         kwargs = {"dtype": (np.float64, np.float32)}
         if not self._kernel_is_precomputed():

@@ -18,6 +18,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import COLUMN_GRAM_MAX_MB
+from ..operators import Features
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import L2SVM_SOLVERS, choose_l2svm_solver, solve_l2svm
 from ._base import (
@@ -80,10 +81,15 @@ class SupportKernelMixin(KernelInputMixin):
         return None if self.backend == "dask" else super()._gram_dtype()
 
     def _features_dtype(self):
-        """Approximated features ``Φ`` in float64: the simplex-QP steps test the curvature
-        ``dᵀQd`` to 1e-8 of its scale, below the float32 rounding of products of float32
-        features (two equal points would look like negative curvature)."""
-        return np.float64
+        """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
+        coordinate passes ("dcd", also as "auto" resolves on features), in float64 for the
+        Frank-Wolfe solvers: their steps test the curvature ``dᵀQd`` to 1e-8 of its scale,
+        below the float32 rounding of products of float32 features (two equal points
+        would look like negative curvature)."""
+        solver = self.solver
+        if solver == "auto" and self.backend == "local":
+            solver = choose_l2svm_solver(Features(np.zeros((1, 1))))
+        return super()._gram_dtype() if solver == "dcd" else np.float64
 
 
 def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):

@@ -373,7 +373,6 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self._support_coef = A[:, self.support_].T / scale  # (|support|, m)
         if isinstance(op, LowRankFeatures):  # W = Φᵀ Aᵀ / (λn): scores Φ(x) W
             self._feature_coef = op.primal(A.T) / scale
-            self._predict_op = op.subset(self.support_[:0])
         elif isinstance(self.kernel, str) and self.kernel == "linear" and self.approx is None:
             self.coef_ = np.asarray(safe_sparse_dot(A, X, dense_output=True)) / scale
         else:
@@ -405,7 +404,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
             )
             return _rowwise_product(X, self.coef_.T)
         if hasattr(self, "_feature_coef"):
-            features = self._predict_op.transform(self._new_input(X))
+            features = self._approx_op.transform(self._new_input(X))
             return _rowwise_product(features, self._feature_coef)
         return _rowwise_product(self._support_kernel(self._new_input(X)), self._support_coef)
 

@@ -105,6 +105,20 @@ def _check_columns(groups, d):
     return out
 
 
+def _append_feature_blocks(X, columns, kernels):
+    """``[X, Φ_1, …, Φ_p]`` (float64, a new array) for the approximated kernels' features
+    ``Φ_j``; the column indices of each block are appended to ``columns`` (explicit groups)."""
+    widths = [op.X.shape[1] for op in kernels.operators]
+    out = np.empty((X.shape[0], X.shape[1] + sum(widths)))
+    out[:, : X.shape[1]] = X
+    start = X.shape[1]
+    for op, width in zip(kernels.operators, widths):
+        out[:, start : start + width] = op.X
+        columns.append(np.arange(start, start + width))
+        start += width
+    return out
+
+
 def _unary_indices(model, columns, d):
     """Indices of ``φ`` of the unary weights of ``columns`` for every state (MultiClass, Chain)."""
     q = model.n_classes if isinstance(model, MultiClass) else model.n_states
@@ -354,14 +368,15 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
             Xf = np.asarray(Xv, dtype=float)
             columns = _check_columns(self.groups or [], Xf.shape[1])
             if self.approx is not None and mk is not None:  # kernels → explicit feature groups
-                blocks = [np.asarray(op.X, dtype=float) for op in mk.operators]
-                starts = Xf.shape[1] + np.cumsum([0] + [b.shape[1] for b in blocks])
-                columns += [np.arange(a, b) for a, b in zip(starts[:-1], starts[1:])]
-                Xf = np.hstack([Xf] + blocks)
+                Xf = _append_feature_blocks(Xf, columns, mk)
                 self._approx_ops = [op.subset(np.arange(0)) for op in mk.operators]
-                mk = None
+                mk = None  # the blocks now live in Xf only
         self.feature_scale_ = _feature_scale(Xf, columns)
-        Xs = Xf * self.feature_scale_
+        if self._approx_ops:  # Xf is this fit's own copy: scaled in place
+            Xf *= self.feature_scale_
+            Xs = Xf
+        else:
+            Xs = Xf * self.feature_scale_
         model = MultiClass(m, cost=self.cost)
         d = Xs.shape[1]
         groups = [ExplicitGroup(_unary_indices(model, g, d)) for g in columns] + (

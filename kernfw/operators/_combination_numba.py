@@ -1,6 +1,6 @@
 """Compiled (numba) weighted sum of stacked kernels, the backend of
-:meth:`kernfw.operators.combination.KernelStack.weighted`, and the in-place
-symmetrization of a stacked kernel.
+:meth:`kernfw.operators.combination.KernelStack.weighted`, and the symmetrization of a
+stacked kernel (in place, or copied into the stack in the same pass).
 
 ``out = Σ_j w_j K_j`` in one pass over the stack: the entries are taken in blocks
 small enough for the block of ``out`` to stay in L1 while every kernel adds to it.
@@ -11,7 +11,7 @@ equal entries of ``out``: symmetric kernels give a symmetric sum, bit for bit.
 
 from numba import njit
 
-__all__ = ["weighted_sum", "symmetrize"]
+__all__ = ["weighted_sum", "symmetrize", "symmetrize_into"]
 
 #: entries per block (32 kB of float64)
 _BLOCK = 4096
@@ -57,3 +57,19 @@ def symmetrize(K):
                     v = (K[i, j] + K[j, i]) * 0.5
                     K[i, j] = v
                     K[j, i] = v
+
+
+@njit(cache=True)
+def symmetrize_into(K, out):
+    """``out ← ½(K + Kᵀ)`` (square float64, ``out`` not ``K``), tile by tile: ``out_ij`` and
+    ``out_ji`` both become ``(K_ij + K_ji) · 0.5``, the values of :func:`symmetrize`."""
+    n = K.shape[0]
+    for I in range(0, n, _TILE):
+        i1 = min(I + _TILE, n)
+        for J in range(0, I + 1, _TILE):
+            j1 = min(J + _TILE, n)
+            for i in range(I, i1):
+                for j in range(J, min(j1, i + 1)):
+                    v = (K[i, j] + K[j, i]) * 0.5
+                    out[i, j] = v
+                    out[j, i] = v

@@ -239,11 +239,11 @@ class KernelStack:
         lib = compiled_module("kernfw.operators._combination_numba")
         with thread_limit(self.K.size):
             for Kj, op in zip(self.K, kernels.operators):
-                Kj[...] = op.dense()
-                if lib is not None:
-                    lib.symmetrize(Kj)
+                D = np.asarray(op.dense(), dtype=np.float64)
+                if lib is not None:  # copy and symmetrize in one pass
+                    lib.symmetrize_into(D, Kj)
                 else:  # the compiled loop's values: (K_ij + K_ji) · 0.5
-                    np.add(Kj, Kj.T.copy(), out=Kj)
+                    np.add(D, D.T, out=Kj)
                     Kj *= 0.5
         self._out = np.empty((self.n, self.n))
 

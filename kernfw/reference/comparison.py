@@ -69,11 +69,28 @@ def _reference(name):
     return register
 
 
+def _approximated_features(estimator, X):
+    """The features ``Φ_j`` (float64) of the approximated kernels of an estimator fitted with
+    ``approx=`` (the problem it certified, math.md §8.2), or None for exact kernels."""
+    from ..operators import MultiKernel
+
+    lowrank = getattr(estimator, "_approx_op", None)
+    if lowrank is None:
+        return None
+    ops = lowrank.operators if isinstance(lowrank, MultiKernel) else [lowrank]
+    return [np.asarray(op.transform(X), dtype=np.float64) for op in ops]
+
+
 def _gram(estimator, X):
-    """The training Gram matrix ``K`` the estimator's kernel defines on ``X``."""
+    """The training Gram matrix ``K`` the estimator's kernel defines on ``X`` (``Φ Φᵀ`` of
+    its fitted approximation when it was fitted with ``approx=``)."""
     from ..kernels import make_operator
     from ..operators import KernelOperator
 
+    approximated = _approximated_features(estimator, X)
+    if approximated is not None:
+        (Phi,) = approximated
+        return Phi @ Phi.T
     params = estimator.get_params(deep=False)
     kernel = params.get("kernel", "linear")
     if isinstance(kernel, KernelOperator):
@@ -87,6 +104,9 @@ def _features(estimator, X):
     """Features ``F`` with ``F Fᵀ = K`` (X itself for a dense linear kernel with d < n)."""
     from .common import factor_gram
 
+    approximated = _approximated_features(estimator, X)
+    if approximated is not None:
+        return approximated[0]
     kernel = estimator.get_params(deep=False).get("kernel", "linear")
     if isinstance(kernel, str) and kernel == "linear" and not hasattr(X, "tocsr"):
         X = np.asarray(X, dtype=np.float64)
@@ -155,8 +175,12 @@ def _mkl_problem(est, X, y):
     from ..estimators._multiclass_decomposition import binary_problems
     from ..solvers.mkl.inner_svm import coding_matrix
 
-    kernels, _ = est._training_kernels(X, y)
-    grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]
+    approximated = _approximated_features(est, X)
+    if approximated is not None:
+        grams = [Phi @ Phi.T for Phi in approximated]
+    else:
+        kernels, _ = est._training_kernels(X, y)
+        grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]
     y_idx = _class_indices(est, y)
     scheme = getattr(est, "multi_class", "ovr")
     problems = [

@@ -3,7 +3,7 @@
 :class:`CompiledPasses` is the backend that
 :class:`kernfw.solvers.multiclass.BlockFW` uses when numba is available (the
 other backend is its numpy block steps): it runs the passes of the iterate in
-compiled ``*_pass`` calls, a chunk of blocks per call.  For every block ``i``
+compiled pass calls, a chunk of blocks per call.  For every block ``i``
 of the order a pass forms the block gradient ``g_i = c_i + s̃_i``
 (``s̃_i = s_i + σ α_i``), takes the block step of ``BlockFW`` (closed-form LMO
 of math.md §1.3 then the exact block line search of §3.9 or the
@@ -16,14 +16,14 @@ the same order, so both paths give the same iterates, bit for bit in practice
 (``tests/test_multiclass.py`` checks it).  The score storage depends on the
 operator:
 
-- explicit features, CSR (``sparse_pass``; dense features with few nonzeros
-  are converted, :func:`pass_features`) or dense (``dense_pass``): the primal
+- explicit features, CSR (:func:`_sparse_pass`; dense features with few nonzeros
+  are converted, :func:`pass_features`) or dense (:func:`_dense_pass`): the primal
   weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) are stored, ``s_i = Wᵀ x_i`` and
   ``W += x_i δᵀ/(λn)`` (only the columns of the classes that moved):
   ``O(nnz(x_i)·m)`` per block.  ``dense_scores`` / ``sparse_scores`` give
-  the full ``S = X W`` for the certificate (``certify``: the LMO of every
+  the full ``S = X W`` for the certificate (:func:`_certify`: the LMO of every
   block, block gaps and the sums of the duality gap in one loop);
-- a dense Gram matrix (``gram_pass``): the scores ``S = K Aᵀ/(λn)`` are stored
+- a dense Gram matrix (:func:`_gram_pass`): the scores ``S = K Aᵀ/(λn)`` are stored
   (as ``Sᵀ``, m × n, during a pass) and ``S += K_{:,i} δᵀ/(λn)``: one kernel
   column, ``O(n)`` per class that moved.
 
@@ -31,8 +31,12 @@ Losses are described to the compiled code by :func:`loss_code`: an integer
 kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
 (ties go to the smallest class index), like the numpy ``lmo_row`` methods.
 
-All functions are compiled with ``cache=True``: the JIT cost is paid once per
-machine and Python version (see ``docs/benchmarks/multiclass.md``).  Importing this
+The passes and the certificate are compiled once per *block-step family*: the block
+step (``FW``, ``PAIRWISE``, ``EXACT``) and whether the loss is the hinge are constants of
+their compiled code (:func:`_family`, :func:`family_passes`), so that numba drops the
+other families' steps and LMOs before typing and a fit compiles only what it runs.  All
+functions are compiled with ``cache=True``: the JIT cost is paid once per machine and
+Python version (see ``docs/benchmarks/cold_start.md``).  Importing this
 module needs :mod:`numba`;
 :func:`kernfw.solvers.multiclass.compiled_backend` returns None without it.
 """
@@ -451,7 +455,7 @@ def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
     return step, kept
 
 
-@_visit_jit
+@njit(inline="always")
 def _apply_delta(i, cl, nc, At, spec, delta, upd):
     """``α_i += δ`` on the classes ``cl[:nc]`` and ``upd = δ/(λn)``; returns whether
     ``δ`` has a nonzero entry."""
@@ -463,7 +467,7 @@ def _apply_delta(i, cl, nc, At, spec, delta, upd):
     return moved
 
 
-@_visit_jit
+@njit(inline="always")
 def _moved(cl, nc, upd, nz, un):
     """The classes ``nz[:cnt]`` whose update ``un[:cnt]`` (from ``upd``) is nonzero; returns
     ``cnt``."""
@@ -476,7 +480,7 @@ def _moved(cl, nc, upd, nz, un):
     return cnt
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _gamma_std(spec, k):
     """The fixed step ``2n/(k + 2n)`` at block step ``k`` (unused by line searches)."""
     return block_standard_step(k, spec.n) if spec.standard else 0.0
@@ -561,13 +565,17 @@ def sparse_scores(indptr, indices, data, W):
     return S
 
 
-@njit(cache=True)
-def _buffers(m):
+@njit(inline="always")
+def _buffers(mode, hinge, m):
     """Work arrays: the (6, m) block buffer (rows ``G``, ``ALPHA``, ``A``, ``BETA``,
-    ``THETA``, ``DELTA``), the scores ``s``, ``δ/(λn)`` and the work arrays of the exact
-    block step of the losses other than the hinge
-    (:func:`~kernfw.solvers._block_qp.block_qp_buffers`)."""
-    return np.zeros((6, m)), np.zeros(m), np.zeros(m), block_qp_buffers(m)
+    ``THETA``, ``DELTA``), the scores ``s``, ``δ/(λn)`` and, for the exact block step of
+    the losses other than the hinge, its work arrays
+    (:func:`~kernfw.solvers._block_qp.block_qp_buffers`; None for the other steps)."""
+    if mode == EXACT and not hinge:
+        work = block_qp_buffers(m)
+    else:
+        work = None
+    return np.zeros((6, m)), np.zeros(m), np.zeros(m), work
 
 
 # -- the certificate ----------------------------------------------------------------------------
@@ -588,7 +596,7 @@ def _certify(hinge, S, At, spec):
     """
     n, m = S.shape
     C, y, sigma = spec.C, spec.y, spec.sigma
-    buf = _buffers(m)[0]
+    buf = np.zeros((6, m))  # the rows G, A, BETA of the block buffer
     g, a, beta = buf[G], buf[A], buf[BETA]
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     phi, gaps = np.empty(n), np.empty(n)
@@ -653,7 +661,7 @@ def _dense_pass(mode, hinge, order, X, W, At, spec, classes, n_classes, k0, step
         The block gap ``Φ(s̃_i; y_i) + ⟨g_i, α_i⟩`` at each visit, before the step.
     """
     d, m = X.shape[1], W.shape[1]
-    buf, s, upd, work = _buffers(m)
+    buf, s, upd, work = _buffers(mode, hinge, m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     for t in range(order.shape[0]):
         i = order[t]
@@ -688,7 +696,7 @@ def _dense_pass(mode, hinge, order, X, W, At, spec, classes, n_classes, k0, step
 def _sparse_pass(
     mode, hinge, order, indptr, indices, data, W, At, spec, classes, n_classes, k0, steps, gaps
 ):
-    """:func:`dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``.
+    """:func:`_dense_pass` with CSR features ``(indptr, indices, data)``: ``O(nnz(x_i)·m)``.
 
     The scores ``s_i = Wᵀ x_i`` of the active classes (:func:`_sparse_row_scores`),
     the block step, then ``W += x_i δᵀ/(λn)`` on the classes that moved; meanwhile
@@ -699,7 +707,7 @@ def _sparse_pass(
     prefetch are written out here.
     """
     m = W.shape[1]
-    buf, s, upd, work = _buffers(m)
+    buf, s, upd, work = _buffers(mode, hinge, m)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     T = order.shape[0]
@@ -740,7 +748,7 @@ def _sparse_pass(
 
 @njit(inline="always")
 def _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
-    """:func:`dense_pass` on a dense Gram matrix, keeping ``Sᵀ = A K/(λn)`` (m × n).
+    """:func:`_dense_pass` on a dense Gram matrix, keeping ``Sᵀ = A K/(λn)`` (m × n).
 
     ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
     block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
@@ -748,7 +756,7 @@ def _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, 
     sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
     """
     m, n = St.shape
-    buf, s, upd, work = _buffers(m)
+    buf, s, upd, work = _buffers(mode, hinge, m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
     for t in range(order.shape[0]):

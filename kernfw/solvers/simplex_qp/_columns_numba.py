@@ -12,7 +12,8 @@ own order and uses its own ``exp``, within about 1 ulp).
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from .._block_kernels import exactly_symmetric
 
@@ -172,6 +173,23 @@ def _l2svm_column(y, inv_c, j, out):
     out[j] += inv_c
 
 
+def _rbf_column_of(XT, sq, gamma, j, out, scratch):
+    """The RBF column at the precision of the features ``XT``: :func:`_rbf_column_f32`
+    (``SOURCE_RBF32``) for float32 features, else :func:`_rbf_column` (``SOURCE_RBF``).
+    Chosen when numba types the call, so a column view compiles only its own column."""
+    if XT.dtype == np.float32:
+        _rbf_column_f32(XT, gamma, j, out, scratch)
+    else:
+        _rbf_column(XT, sq, gamma, j, out, scratch)
+
+
+@overload(_rbf_column_of)
+def _rbf_column_typed(XT, sq, gamma, j, out, scratch):
+    if XT.dtype == types.float32:
+        return lambda XT, sq, gamma, j, out, scratch: _rbf_column_f32(XT, gamma, j, out, scratch)
+    return lambda XT, sq, gamma, j, out, scratch: _rbf_column(XT, sq, gamma, j, out, scratch)
+
+
 @njit(cache=True)
 def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
     """Column ``Q_{:,j}`` of the column view into ``out``: the RBF kernel from the features
@@ -180,11 +198,9 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
     (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm``.  ``st``
     is the state record of :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ,
     ``inv_c`` 1/C)."""
-    if st.source == SOURCE_RBF:
-        _rbf_column(src, sq_norms, st.rbf_gamma, j, out, scratch)
-    elif st.source == SOURCE_RBF32:
-        _rbf_column_f32(src, st.rbf_gamma, j, out, scratch)
-    else:
+    if st.source == SOURCE_GRAM:
         _gram_column(src, j, out)
+    else:
+        _rbf_column_of(src, sq_norms, st.rbf_gamma, j, out, scratch)
     if st.l2svm:
         _l2svm_column(labels, st.inv_c, j, out)

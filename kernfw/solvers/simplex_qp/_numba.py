@@ -290,7 +290,8 @@ def _update_and_vertex(u, col, keep, step, scores, con, st):
     hq = con[HALF_Q]
     n = u.shape[0]
     if keep == 0.0:
-        u[:] = col
+        for k in range(n):  # (a slice assignment would compile its shape check)
+            u[k] = col[k]
     else:
         for k in range(n):
             u[k] += step * col[k]
