@@ -420,11 +420,8 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
         for c in range(delta.shape[1]):
             if delta[t, c] != 0.0:
                 rows[t] = True
-    # ⟨δ_t, B_j⟩ summed by table entry (one histogram per position: no chained updates)
-    ip_hist = np.zeros((T, ip_tables.shape[0]))
-    dist_hist = np.zeros((T, dist_tables.shape[0]))
     kv = np.empty(Mk)
-    acc = np.zeros(Mk)  # not aliased with the inputs: the updates vectorize
+    acc = np.zeros((2, Mk))  # not aliased with the inputs
     for j in range(ns):
         b, e = B[j], D[j]
         visited = False
@@ -438,28 +435,20 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
                 continue
             dt = delta[t]
             v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+            _kernel_vector(ip_tables, dist_tables, v, d, kv)
             m = 0.0
             for c in range(dt.shape[0]):
                 m += dt[c] * b[c]
-            ip_hist[t, v] += m
-            dist_hist[t, d] += m
+            for k in range(Mk):
+                acc[0, k] += kv[k] * m
             if visited:
-                _kernel_vector(ip_tables, dist_tables, v, d, kv)
                 m = 0.0
                 for c in range(dt.shape[0]):
                     m += dt[c] * e[c]
                 w = weights[j]
                 for k in range(Mk):
-                    acc[k] += kv[k] * w[k] * m
-    out[1] = acc
-    out[0] = 0.0
-    for t in range(T):
-        for v in range(ip_tables.shape[0]):
-            for k in range(Mk):
-                out[0, k] += ip_hist[t, v] * ip_tables[v, k]
-        for d in range(dist_tables.shape[0]):
-            for k in range(Mk):
-                out[0, k] += dist_hist[t, d] * dist_tables[d, k]
+                    acc[1, k] += kv[k] * w[k] * m
+    out[:] = acc
 
 
 @njit(cache=True, fastmath=_FLAGS)
@@ -470,11 +459,12 @@ def table_weighted_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, weights,
     Mk, q = ip_tables.shape[1], D.shape[1]
     half = (ip_tables.shape[0] - 1) // 2
     kv = np.empty(Mk)
-    out[:] = 0.0
+    acc = np.zeros(out.shape)  # not aliased with D: the row updates vectorize
     for j in range(ns):
+        e, w = D[j], weights[j]
         empty = True
         for c in range(q):
-            if D[j, c] != 0.0:
+            if e[c] != 0.0:
                 empty = False
                 break
         if empty:
@@ -484,6 +474,8 @@ def table_weighted_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, weights,
             _kernel_vector(ip_tables, dist_tables, v, d, kv)
             kappa = 0.0
             for k in range(Mk):
-                kappa += kv[k] * weights[j, k]
+                kappa += kv[k] * w[k]
+            a = acc[t]
             for c in range(q):
-                out[t, c] += kappa * D[j, c]
+                a[c] += kappa * e[c]
+    out[:] = acc
