@@ -928,3 +928,22 @@ def test_soft_ball_needs_the_pairwise_solver():
     # nu * n <= 1 is the hard ball: every training point inside
     ball = MinimumEnclosingBall(nu=1 / 40).fit(X)
     assert np.all(ball.predict(X) == 1) and not np.isnan(ball.radius_lower_)
+
+
+def test_float32_features_with_repeated_points_are_not_called_indefinite():
+    """Repeated float32 points give dᵀQd ≈ −ε·scale by round-off alone: a PSD kernel, so
+    the ball and the L2-SVM fit (and agree with the float64 fit) instead of NotPSDError."""
+    from sklearn.datasets import make_classification
+
+    from kernfw import L2SVC
+
+    X, y = make_classification(n_samples=400, n_features=20, random_state=0)
+    X, y = np.vstack([X, X[:50]]), np.concatenate([y, y[:50]])
+    for make in (
+        lambda: MinimumEnclosingBall(kernel="linear", tol=1e-5),
+        lambda: L2SVC(kernel="linear", solver="mfw", tol=1e-5),
+    ):
+        single = make().fit(X.astype(np.float32), y)
+        double = make().fit(X, y)
+        assert single.converged_
+        np.testing.assert_allclose(single.dual_objective_, double.dual_objective_, rtol=1e-4)

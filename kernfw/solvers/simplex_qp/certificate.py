@@ -19,6 +19,7 @@ from ...operators.psd import NotPSDError
 __all__ = [
     "STOPS",
     "NEGATIVE_CURVATURE",
+    "negative_curvature_tol",
     "raise_not_psd",
     "ball_shift",
     "simplex_certificate",
@@ -33,6 +34,29 @@ STOPS = ("gap", "relative", "radius")
 
 #: a curvature ``dᵀQd`` below −this × the scale ``max(|Q_ii|, |2v_i|, |αᵀQα|)`` is not round-off: Q is not PSD
 NEGATIVE_CURVATURE = 1e-8
+
+#: the same for kernel values kept in float32 (ε ≈ 1.2e-7): a sum of ``m`` float32 products
+#: is off by up to ``m·ε`` of its scale, so round-off alone reaches 1e-8 at any ``m``
+NEGATIVE_CURVATURE_FLOAT32 = 1e-4
+
+
+def negative_curvature_tol(Q):
+    """The relative threshold below which a curvature ``dᵀQd < 0`` means ``Q`` is not PSD.
+
+    Parameters
+    ----------
+    Q : KernelOperator
+        The operator of ``Q`` (an L2-SVM kernel is judged by the operator it wraps).
+
+    Returns
+    -------
+    float
+        :data:`NEGATIVE_CURVATURE`, or :data:`NEGATIVE_CURVATURE_FLOAT32` when the kernel
+        values are float32 (their round-off is larger than 1e-8).
+    """
+    values = getattr(Q, "base", Q)
+    single = np.dtype(getattr(values, "dtype", np.float64)) == np.float32
+    return NEGATIVE_CURVATURE_FLOAT32 if single else NEGATIVE_CURVATURE
 
 
 def raise_not_psd(curvature, i):

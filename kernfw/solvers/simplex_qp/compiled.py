@@ -10,7 +10,7 @@ refresh) and runs its steps in the compiled functions of
 import numpy as np
 
 from .active_set import ActiveSet
-from .certificate import NEGATIVE_CURVATURE, raise_not_psd
+from .certificate import negative_curvature_tol, raise_not_psd
 from .iterate import REFRESH_EVERY, SimplexQPIterate
 
 __all__ = ["CompiledSimplexQPIterate"]
@@ -107,7 +107,7 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
         # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u), as s > 0
         self._argmin_u = not has_q or bool(np.all(self.half_q == self.half_q[0]))
         st["has_q"], st["away"], st["fill_scores"] = has_q, self.away, not self._argmin_u
-        st["negative_tol"] = NEGATIVE_CURVATURE
+        st["negative_tol"] = negative_curvature_tol(Q)
         self._source = self._column_source(Q.column_view())
 
     def _column_source(self, view):

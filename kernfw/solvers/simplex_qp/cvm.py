@@ -34,6 +34,7 @@ from ...fw import FWIterate
 from ...operators.gram import Gram
 from .certificate import (
     ball_shift,
+    negative_curvature_tol,
     simplex_certificate,
     simplex_converged,
     simplex_rounding,
@@ -91,7 +92,7 @@ class CoreVectorIterate(FWIterate):
         if alpha0 is None:
             a = cvm_first_point(self.n, rng)
             col_a = self._fetch([a])
-            b = cvm_second_point(self.diag, col_a[:, 0], a)
+            b = cvm_second_point(self.diag, col_a[:, 0], a, negative_curvature_tol(Q))
             self._add_columns([a], col_a)
             if b is not None:
                 self._add_columns([b], self._fetch([b]))

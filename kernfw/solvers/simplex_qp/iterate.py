@@ -30,8 +30,8 @@ from scipy.linalg.blas import daxpy
 from ...fw import FWIterate, away_step_max, quadratic_step
 from .active_set import ActiveSet
 from .certificate import (
-    NEGATIVE_CURVATURE,
     ball_shift,
+    negative_curvature_tol,
     raise_not_psd,
     simplex_certificate,
     simplex_converged,
@@ -91,6 +91,7 @@ class SimplexQPIterate(FWIterate):
         self.away = solver == "mfw"
         self.stop = stop
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
+        self.negative_tol = negative_curvature_tol(Q)
         self.q = q
         self.half_q = None if q is None else 0.5 * q
         self.ball_shift = self._ball_shift() if stop == "radius" else 0.0
@@ -126,7 +127,7 @@ class SimplexQPIterate(FWIterate):
         """α₀ = ½(e_a + e_b), b the point farthest from a (math.md §2.6)."""
         a = cvm_first_point(self.n, rng)
         col_a = self._column(a)
-        b = cvm_second_point(self.diag, col_a, a)
+        b = cvm_second_point(self.diag, col_a, a, self.negative_tol)
         if b is None:
             self.beta[a] = 1.0
             self.u[:] = col_a
@@ -234,7 +235,7 @@ class SimplexQPIterate(FWIterate):
         """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``; raises if ``Q`` is not PSD."""
         vi = self._v(i)
         curvature = self.diag[i] - 2.0 * vi + self.ava
-        if curvature < -NEGATIVE_CURVATURE * max(
+        if curvature < -self.negative_tol * max(
             abs(self.diag[i]), 2.0 * abs(vi), abs(self.ava), 1e-300
         ):
             raise_not_psd(curvature, i)

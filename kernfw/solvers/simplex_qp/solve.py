@@ -204,6 +204,7 @@ def solve_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol (or use solver='mfw')",
+            remedy="increase max_iter or tol"
+            + ("" if solver == "mfw" else " (or use solver='mfw')"),
             name=f"{solver.upper()} (simplex QP)",
         )

@@ -12,14 +12,18 @@ def cvm_first_point(n, rng):
     return 0 if rng is None else int(rng.integers(n))
 
 
-def cvm_second_point(diag, col_a, a):
-    """``b = argmax_i ‖z_i − z_a‖² = argmax_i (Q_ii − 2Q_ia)``, or None if every point is ``z_a``."""
+def cvm_second_point(diag, col_a, a, negative_tol=NEGATIVE_CURVATURE):
+    """``b = argmax_i ‖z_i − z_a‖² = argmax_i (Q_ii − 2Q_ia)``, or None if every point is ``z_a``.
+
+    ``negative_tol`` is the relative threshold of
+    :func:`~kernfw.solvers.simplex_qp.certificate.negative_curvature_tol`.
+    """
     b = int(np.argmax(diag - 2.0 * col_a))
     dist2 = diag[b] - 2.0 * col_a[b] + diag[a]
     # every ‖z_i − z_a‖² = Q_ii − 2Q_ia + Q_aa ≥ 0 for a PSD Q: the 2 × 2 principal minors
     nearest = int(np.argmin(diag - 2.0 * col_a))
     d2_min = diag[nearest] - 2.0 * col_a[nearest] + diag[a]
-    if d2_min < -NEGATIVE_CURVATURE * max(
+    if d2_min < -negative_tol * max(
         abs(diag[nearest]), abs(2.0 * col_a[nearest]), abs(diag[a]), 1e-300
     ):
         raise_not_psd(d2_min, nearest)
