@@ -30,6 +30,7 @@ from scipy.linalg.blas import daxpy
 from ...fw import FWIterate, away_step_max, quadratic_step
 from .active_set import ActiveSet
 from .certificate import (
+    NEGATIVE_CURVATURE,
     ball_shift,
     negative_curvature_tol,
     raise_not_psd,
@@ -84,6 +85,10 @@ class SimplexQPIterate(FWIterate):
 
     #: renormalize α = s·β and v = s·u when s leaves [1/_SCALE_LIMIT, _SCALE_LIMIT]
     _SCALE_LIMIT = 1e100
+
+    #: relative threshold of a not-PSD curvature (float64 kernel values unless
+    #: ``__init__`` finds float32 ones: :func:`.certificate.negative_curvature_tol`)
+    negative_tol = NEGATIVE_CURVATURE
 
     def __init__(self, Q, q, solver, alpha0, stop, rng):
         self.Q = Q
