@@ -255,7 +255,8 @@ def test_check_psd_finds_an_indefinite_pair_in_a_low_rank_gram():
     assert exact < -0.1
     with pytest.warns(NotPSDWarning):
         theta = check_psd(Gram(K), action="warn")
-    assert exact <= theta <= 0.99 * exact  # the sample is all of K here: its λ_min
+    # the sample is all of K here: θ is its λ_min, up to the rounding of two eigensolvers
+    assert exact * (1 + 1e-9) <= theta <= 0.99 * exact
 
 
 def test_check_psd_factorizes_and_computes_no_eigenvalues_of_a_psd_sample(monkeypatch):
