@@ -22,9 +22,8 @@ Prints, measured in one run (interleaved, repeated, medians):
     §1.13–§1.14) against FW block steps; ``--parts k``;
 plus the table of top-1/3/5 test error of the six losses on digits (RBF), the
 numba compile time of the compiled BCFW passes (j), the time of one BCFW pass
-compiled vs with numpy block steps (s), of one block visit of the compiled CSR
-pass on MNIST-5000 (v) and of the default run on the text corpora with and without
-the features renumbered by frequency (r; v and r not in the default parts).  JIT compilation is excluded from every
+compiled vs with numpy block steps (s) and of one block visit of the compiled CSR
+pass on MNIST-5000 (v, not in the default parts).  JIT compilation is excluded from every
 ratio: each timed kernfw run follows a warm-up call on its operator.
 
 Timings on the shared 2-core machine are noisy: every ratio is a median over
@@ -284,75 +283,6 @@ def part_visit(repeats, C=1.0, rounds=6, passes=3):
             f"classes on average: {1e6 * median(times):.3f} us per visit (best "
             f"{1e6 * min(times):.3f})"
         )
-    return rows
-
-
-# -- renumbered features (issue 24) -----------------------------------------------------------------
-def part_renumber(repeats, rounds=12):
-    """The default BCFW with and without the features renumbered by frequency, interleaved.
-
-    On the two TF-IDF corpora at C = 0.1 and 1: two iterates (exact steps, adaptive
-    rounds, example and class shrinking, perm sampling, ``random_state=0``), one with
-    the compiled CSR passes' ``feature_order`` and one without
-    (``_bcfw_numba.RENUMBER_BYTES``), take ``rounds`` certificates and rounds in turn;
-    the certificates must agree to the last bit.  Thread CPU time of the rounds and of
-    the certificates, summed over the run; ``repeats`` runs, medians.
-    """
-    from kernfw.solvers import _bcfw_numba
-
-    print(
-        f"\n(renumber) the default BCFW, {rounds} rounds, features renumbered by frequency "
-        "(feature_order) or not; thread CPU, medians of "
-        f"{repeats} interleaved runs"
-    )
-    saved, rows = _bcfw_numba.RENUMBER_BYTES, []
-    for name, load in (
-        ("BBC TF-IDF", bbc_tfidf),
-        ("Rotten Tomatoes TF-IDF", rotten_tomatoes_tfidf),
-    ):
-        data = load()
-        if data is None:
-            print(f"  {name}: not installed, skipped")
-            continue
-        X, y = data
-        for C in (0.1, 1.0):
-            problem = MulticlassDual(Features(X), y, "max_hinge", lam=1.0 / (C * len(y)))
-            times = {False: [], True: []}
-            for _ in range(repeats + 1):  # the first run loads the compiled code
-                its, spent = {}, {}
-                for renumber in (False, True):
-                    _bcfw_numba.RENUMBER_BYTES = saved if renumber else 1 << 62
-                    its[renumber] = BlockFW(
-                        problem,
-                        *problem.start(),
-                        random_state=0,
-                        sample="perm",
-                        shrinking=True,
-                        shrink_classes=True,
-                        adaptive=True,
-                        rtol=1e-4,
-                    )
-                    spent[renumber] = np.zeros(2)
-                _bcfw_numba.RENUMBER_BYTES = saved
-                for t in range(rounds):
-                    certs = []
-                    for renumber, it in its.items():
-                        t0 = time.thread_time()
-                        certs.append(it.certificate())
-                        t1 = time.thread_time()
-                        it.step(t)
-                        spent[renumber] += (t1 - t0, time.thread_time() - t1)
-                    assert certs[0].gap == certs[1].gap and certs[0].primal == certs[1].primal
-                for renumber in its:
-                    times[renumber].append(spent[renumber])
-            plain = np.median(times[False][1:], axis=0)
-            renum = np.median(times[True][1:], axis=0)
-            rows.append((name, C, its[True].passes, plain, renum))
-            print(
-                f"  {name:24s} C={C:g}  {its[True].passes} passes: rounds {1e3 * plain[1]:.1f} -> "
-                f"{1e3 * renum[1]:.1f} ms ({renum[1] / plain[1]:.2f}), certificates "
-                f"{1e3 * plain[0]:.1f} -> {1e3 * renum[0]:.1f} ms (same certificates, bit for bit)"
-            )
     return rows
 
 
@@ -933,10 +863,9 @@ def main():
     parser.add_argument(
         "--parts",
         default="jswabcdekt",
-        help="subset of 'jswvrabcdekt' (j = JIT time, s = pass speed-up, "
+        help="subset of 'jswvabcdekt' (j = JIT time, s = pass speed-up, "
         "w = block visits with/without shrinking, v = time of one "
-        "block visit on MNIST, r = CSR features renumbered by frequency or not, "
-        "d = exact block steps vs LinearSVC, "
+        "block visit on MNIST, d = exact block steps vs LinearSVC, "
         "e = MultiClassSVM options, k = the six losses to a tight tol, t = table)",
     )
     parser.add_argument("--repeats", type=int, default=None)
@@ -957,8 +886,6 @@ def main():
         part_work()
     if "v" in args.parts:
         part_visit(5 if args.quick else 25)
-    if "r" in args.parts:
-        part_renumber(1 if args.quick else 3)
     if "a" in args.parts:
         part_a(5 if args.quick else 15)
     if "b" in args.parts:

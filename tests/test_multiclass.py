@@ -829,16 +829,11 @@ def test_class_shrinking_compiled_equals_numpy(kind):
     _assert_same_run(fast, slow)
 
 
-@pytest.mark.parametrize("renumber", [False, True])
-def test_compiled_csr_pass_equals_numpy_on_long_rows(renumber, monkeypatch):
+def test_compiled_csr_pass_equals_numpy_on_long_rows():
     """The CSR pass sums the scores four entries at a time and updates ``W`` two moved
     classes per sweep: rows of 0 to 25 nonzeros (every remainder mod 4), 7 classes, class
-    shrinking (gathered classes) and adaptive rounds — the same run as the numpy steps,
-    also with the features renumbered by frequency (``feature_order``)."""
+    shrinking (gathered classes) and adaptive rounds — the same run as the numpy steps."""
     needs_compiled()
-    from kernfw.solvers import _bcfw_numba
-
-    monkeypatch.setattr(_bcfw_numba, "RENUMBER_BYTES", 0 if renumber else 1 << 62)
     rng = np.random.default_rng(7)
     n, m, d = 40, 7, 30
     X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < rng.uniform(0.0, 0.9, (n, 1)))
@@ -902,37 +897,6 @@ def test_sparse_row_scores_of_every_class_sum_in_entry_order(rng):
         np.testing.assert_array_equal(s, expected)
         indptr = np.array([0, nnz], dtype=np.int32)
         np.testing.assert_array_equal(lib.sparse_scores(indptr, idx, x, W)[0], expected)
-
-
-def test_renumbered_features_keep_w_and_scores(monkeypatch):
-    """Features renumbered by decreasing frequency: ``feature_order`` sorts the columns by
-    their nonzeros (stable), ``BlockFW.W`` is ``Xᵀ Aᵀ/(λn)`` in the original order, and the
-    scores of the certificate are ``X W``."""
-    needs_compiled()
-    from kernfw.solvers import _bcfw_numba
-
-    rng = np.random.default_rng(3)
-    n, m, d = 60, 4, 9
-    X = sp.csr_matrix(
-        rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < np.linspace(0.1, 0.9, d))
-    )
-    counts = np.diff(X.tocsc().indptr)
-    order = _bcfw_numba.feature_order(X, 10**6)  # W of 8·d·10⁶ bytes: renumbered
-    assert np.all(np.diff(counts[order]) <= 0)
-    assert _bcfw_numba.feature_order(X, 1) is None  # 72 bytes: left alone
-    y = np.arange(n) % m
-    monkeypatch.setattr(_bcfw_numba, "RENUMBER_BYTES", 0)
-    problem = MulticlassDual(Features(X), y, "max_hinge", 0.05)
-    it = BlockFW(problem, *problem.start(), random_state=0, sample="perm", compiled=True)
-    assert it.backend.feature_order is not None
-    for t in range(3):
-        cert = it.certificate()
-        it.step(t)
-    np.testing.assert_allclose(it.W, X.T @ it.At / problem.scale, rtol=0, atol=1e-12)
-    assert not np.array_equal(it.W, it.state)  # stored renumbered
-    cert = it.certificate()
-    np.testing.assert_allclose(it.solution()["S"], X @ it.W, rtol=0, atol=1e-12)
-    assert cert.gap == pytest.approx(problem.objectives(it.At.copy()).gap, rel=1e-9, abs=1e-14)
 
 
 def test_visit_helpers_without_reference_counting(monkeypatch):

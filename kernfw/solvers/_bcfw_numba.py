@@ -73,7 +73,6 @@ __all__ = [
     "block_spec",
     "loss_code",
     "pass_features",
-    "feature_order",
     "gram_columns",
     "Passes",
     "family_passes",
@@ -179,10 +178,6 @@ def block_spec(iterate):
 #: dense features with at most this fraction of nonzeros are passed to the CSR kernel
 CSR_DENSITY = 0.75
 
-#: CSR features are renumbered (:func:`feature_order`) when their weights ``W``
-#: (d × m, float64) take more than this many bytes
-RENUMBER_BYTES = 1 << 17
-
 
 def pass_features(X):
     """The features as the passes read them: CSR unless ``X`` is dense and mostly nonzero.
@@ -201,29 +196,6 @@ def pass_features(X):
         index = np.int32 if indptr[-1] < np.iinfo(np.int32).max else np.int64  # as scipy's
         return sp.csr_matrix((data, indices.astype(index), indptr.astype(index)), shape=X.shape)
     return X
-
-
-def feature_order(X, m):
-    """The features of CSR ``X`` by decreasing number of nonzeros, or None (``W`` small).
-
-    A block visit reads the rows ``W[f]`` of the features ``f`` of its example,
-    scattered over ``W``.  Renumbered in this order (stable: ties keep their
-    order), the features that occur most (in text, a few hundred words hold
-    most entries) have their rows of ``W`` side by side, in few cache lines
-    that stay in cache.  None when ``W`` (d × m float64) takes at most
-    ``RENUMBER_BYTES``: it stays in cache anyway, and the passes keep reading
-    it in increasing feature order.
-
-    Returns
-    -------
-    order : int array (d,) or None
-        ``order[r]`` is the feature numbered ``r``.
-    """
-    d = X.shape[1]
-    if d * m * 8 <= RENUMBER_BYTES:
-        return None
-    counts = np.bincount(X.indices, minlength=d)
-    return np.argsort(-counts, kind="stable")
 
 
 @njit(cache=True)
@@ -899,9 +871,7 @@ class CompiledPasses:
 
     The same three methods as the numpy backend: :meth:`run` (a pass over
     ``order``, in chunks of :data:`CHUNK` blocks), :meth:`scores` (``S = X W``)
-    and :meth:`certify`.  With CSR features whose ``W`` is large the features are
-    renumbered by frequency (:func:`feature_order`) and the iterate's ``W`` is
-    stored in that order (``feature_order``; ``BlockFW.W`` undoes it).
+    and :meth:`certify`.
 
     Parameters
     ----------
@@ -918,28 +888,13 @@ class CompiledPasses:
         self.passes = family_passes(spec)
         self.At, self.state = iterate.At, iterate.state
         self.classes, self.n_classes = iterate.classes, iterate.n_classes
-        self.kind, self.csr, self.feature_order = view.kind, None, None
+        self.kind, self.csr = view.kind, None
         if view.kind == "features":
             self.X = pass_features(view.matrix)
             if sp.issparse(self.X):
-                self.csr = self._renumbered(self.X, iterate.state)
+                self.csr = (self.X.indptr, self.X.indices, self.X.data)
         else:
             self.Kcols = gram_columns(view.matrix, bool((view.params or {}).get("symmetric")))
-
-    def _renumbered(self, X, W):
-        """The CSR arrays of the passes, features renumbered by :func:`feature_order`.
-
-        With a renumbering, ``W`` is permuted in place (row ``r`` holds the weights
-        of feature ``order[r]``) and each row's entries keep their order: every
-        score is the same sum, term for term, as without it.
-        """
-        self.feature_order = order = feature_order(X, W.shape[1])
-        if order is None:
-            return X.indptr, X.indices, X.data
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
-        W[...] = W[order]
-        return X.indptr, rank[X.indices].astype(X.indices.dtype), X.data
 
     def run(self, order, k0, steps, gaps):
         """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into

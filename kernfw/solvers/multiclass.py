@@ -317,9 +317,6 @@ class _NumpyPasses:
     has the same three methods and the same arithmetic.
     """
 
-    #: the features are not renumbered (see ``CompiledPasses``)
-    feature_order = None
-
     def __init__(self, iterate):
         self.it = iterate
 
@@ -509,19 +506,8 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
 
     @property
     def W(self):
-        """The primal weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) with features, else None.
-
-        A copy in the order of the features when the compiled passes store ``W``
-        renumbered (``backend.feature_order``), else the stored array.
-        """
-        if not self.features:
-            return None
-        order = self.backend.feature_order
-        if order is None:
-            return self.state
-        W = np.empty_like(self.state)
-        W[order] = self.state
-        return W
+        """The primal weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) with features, else None."""
+        return self.state if self.features else None
 
     @property
     def S(self):
