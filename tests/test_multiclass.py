@@ -878,27 +878,6 @@ def test_sparse_row_scores_sum_in_entry_order(rng):
             np.testing.assert_array_equal(s[:nc], expected)
 
 
-def test_sparse_row_scores_of_every_class_sum_in_entry_order(rng):
-    """``_sparse_row_scores_all`` = ``_sparse_row_scores`` with the identity classes, bit for
-    bit, and ``sparse_scores`` = those rows."""
-    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
-    W = rng.normal(size=(20, 5))
-    every = np.arange(5)
-    for nnz in range(12):
-        idx = rng.choice(20, nnz, replace=False).astype(np.int32)  # any entry order
-        x = rng.normal(size=nnz)
-        s, t = np.full(5, np.nan), np.full(5, np.nan)
-        lib._sparse_row_scores_all(0, nnz, idx, x, W, s)
-        lib._sparse_row_scores(0, nnz, idx, x, W, every, 5, t)
-        np.testing.assert_array_equal(s, t)
-        expected = np.zeros(5)
-        for p in range(nnz):
-            expected += x[p] * W[idx[p]]
-        np.testing.assert_array_equal(s, expected)
-        indptr = np.array([0, nnz], dtype=np.int32)
-        np.testing.assert_array_equal(lib.sparse_scores(indptr, idx, x, W)[0], expected)
-
-
 def test_visit_helpers_without_reference_counting(monkeypatch):
     """The per-visit helpers compile without numba's reference counting when numba has
     the switch, and with the default options when it does not."""

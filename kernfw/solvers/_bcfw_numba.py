@@ -523,30 +523,6 @@ def _sparse_row_scores(lo, hi, indices, data, W, cl, nc, s):
         p += 1
 
 
-@_visit_jit
-def _sparse_row_scores_all(lo, hi, indices, data, W, s):
-    """:func:`_sparse_row_scores` on every class (``cl`` the identity, ``nc = m``).
-
-    The same sums in the same order, without the gather through ``cl``: a pass
-    takes it while no class of the block is shrunk, the certificate for every row.
-    """
-    m = W.shape[1]
-    for c in range(m):
-        s[c] = 0.0
-    p = lo
-    while p + 4 <= hi:
-        x0, x1, x2, x3 = data[p], data[p + 1], data[p + 2], data[p + 3]
-        w0, w1, w2, w3 = W[indices[p]], W[indices[p + 1]], W[indices[p + 2]], W[indices[p + 3]]
-        for c in range(m):
-            s[c] = s[c] + x0 * w0[c] + x1 * w1[c] + x2 * w2[c] + x3 * w3[c]
-        p += 4
-    while p < hi:
-        x0, w0 = data[p], W[indices[p]]
-        for c in range(m):
-            s[c] += x0 * w0[c]
-        p += 1
-
-
 @intrinsic
 def _prefetch(typingctx, arr, index):
     """Hint the cache to load ``arr[index]`` (1-d ``arr``; LLVM's ``llvm.prefetch``)."""
@@ -583,11 +559,9 @@ def sparse_scores(indptr, indices, data, W):
     """:func:`dense_scores` for CSR features."""
     n, m = indptr.shape[0] - 1, W.shape[1]
     S = np.empty((n, m))
-    s = np.empty(m)
+    every = np.arange(m)
     for i in range(n):
-        _sparse_row_scores_all(indptr[i], indptr[i + 1], indices, data, W, s)
-        for j in range(m):
-            S[i, j] = s[j]
+        _sparse_row_scores(indptr[i], indptr[i + 1], indices, data, W, every, m, S[i])
     return S
 
 
@@ -752,10 +726,7 @@ def _sparse_pass(
         i = order[t]
         lo, hi = indptr[i], indptr[i + 1]
         cl = classes[i]
-        if n_classes[i] == m:  # every class active: cl is the identity
-            _sparse_row_scores_all(lo, hi, indices, data, W, s)
-        else:
-            _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
+        _sparse_row_scores(lo, hi, indices, data, W, cl, n_classes[i], s)
         gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
         step, nc = _block(mode, hinge, i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx, work)
         n_classes[i] = nc
