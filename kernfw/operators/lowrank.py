@@ -24,6 +24,7 @@ from .._validation import check_features
 from .base import as_index, check_block
 from .features import Features
 from .normalized import NORMALIZATIONS
+from .nystroem_features import nystroem_features, nystroem_kernel_params
 from .pairwise import _sq_norms
 
 __all__ = [
@@ -154,7 +155,7 @@ class LowRankFeatures(Features):
         X_new = check_features(X_new, name="X_new")
         if self.feature_columns is not None:
             X_new = X_new[:, self.feature_columns]
-        return np.asarray(self.transformer.transform(X_new), dtype=self.dtype)
+        return _raw_features(self.transformer, X_new, self.dtype)
 
     def exact_kernel(self, A, B=None):
         """The kernel ``k(A, B)`` that ``T`` approximates (before the normalization).
@@ -177,11 +178,9 @@ class LowRankFeatures(Features):
             return rbf_kernel(A, B, gamma=T.gamma)
         if isinstance(T, PolynomialCountSketch):
             return polynomial_kernel(A, B, degree=T.degree, gamma=T.gamma, coef0=T.coef0)
-        if callable(T.kernel):
-            return pairwise_kernels(A, B, metric=T.kernel, **(T.kernel_params or {}))
-        params = {"gamma": T.gamma, "degree": T.degree, "coef0": T.coef0}
-        params = {k: v for k, v in params.items() if v is not None}
-        return pairwise_kernels(A, B, metric=T.kernel, filter_params=True, **params)
+        return pairwise_kernels(
+            A, B, metric=T.kernel, filter_params=True, **nystroem_kernel_params(T)
+        )
 
     def transform(self, X_new):
         """``Φ(X_new)``: the new points' features, normalized with the training statistics.
@@ -222,6 +221,15 @@ class LowRankFeatures(Features):
             f"LowRankFeatures({type(self.transformer).__name__}, n={self.n}, "
             f"n_components={self.n_components}, dtype={np.dtype(self.dtype).name})"
         )
+
+
+def _raw_features(transformer, X, dtype):
+    """``T(X)`` in ``dtype``: Nyström's map computed in float32 where ``dtype`` is float32
+    (:func:`~kernfw.operators.nystroem_features.nystroem_features`), the others'
+    ``transform`` cast to ``dtype``."""
+    if isinstance(transformer, Nystroem):
+        return nystroem_features(transformer, X, dtype)
+    return np.asarray(transformer.transform(X), dtype=dtype)
 
 
 def _fit_stats(raw, normalization):
@@ -305,7 +313,7 @@ def fit_lowrank(
     Xk = X if columns is None else X[:, columns]
     transformer = _transformer(approx, kernel, params, n_components, X.shape[0], random_state)
     dtype = np.dtype(X.dtype if dtype is None else dtype)
-    raw = np.asarray(transformer.fit_transform(Xk), dtype=dtype)
+    raw = _raw_features(transformer.fit(Xk), Xk, dtype)
     stats = _fit_stats(raw, normalization)
     Phi = np.ascontiguousarray(_postprocess(raw, normalization, stats))
     return LowRankFeatures(transformer, Phi, columns, normalization, stats)
