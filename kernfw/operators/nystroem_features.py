@@ -14,16 +14,59 @@ after centring both sides on the landmarks' mean (distances do not change), whic
 the float32 rounding relative to the spread of the data, not its offset, as in
 :func:`~kernfw.operators.rbf_gram.rbf_gram`.  Other kernels (and sparse input) go
 through :func:`sklearn.metrics.pairwise.pairwise_kernels` on float32 input.
+
+The float32 rounding of the kernel block is amplified by ``‖N‖ = (λ_min(K_CC))^{-1/2}``:
+harmless for a well-conditioned ``K_CC`` (RBF landmarks), ruinous for a rank-deficient
+one (a polynomial kernel of low degree with more landmarks than its feature space has
+dimensions, where scikit-learn clips the zero eigenvalues to 1e-12).
+:func:`float32_map_is_accurate` decides by measuring: the float32 map of a few landmarks
+against scikit-learn's float64 map.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
-__all__ = ["nystroem_features", "nystroem_kernel_params", "ROW_BLOCK"]
+__all__ = [
+    "nystroem_features",
+    "float32_map_is_accurate",
+    "nystroem_kernel_params",
+    "ROW_BLOCK",
+    "FLOAT32_TOL",
+    "N_CHECK",
+]
 
 #: rows per block of the float32 transform: the kernel block held at once is ROW_BLOCK × m
 ROW_BLOCK = 4096
+
+#: the float32 map is used when its features of the check points are within this
+#: fraction of their largest entry of scikit-learn's float64 features
+FLOAT32_TOL = 1e-3
+
+#: the number of landmarks on which :func:`float32_map_is_accurate` compares the maps
+N_CHECK = 256
+
+
+def float32_map_is_accurate(transformer, tol=FLOAT32_TOL, n_check=N_CHECK):
+    """Whether the float32 map of ``transformer`` is within ``tol`` of scikit-learn's.
+
+    Compares both maps on the first ``n_check`` landmarks ``C`` (a random sample of the
+    training points, chosen by ``Nystroem.fit``): ``max |Φ₃₂ − Φ₆₄| ≤ tol · max |Φ₆₄|``.
+
+    Parameters
+    ----------
+    transformer : fitted sklearn.kernel_approximation.Nystroem
+    tol : float, default=FLOAT32_TOL
+    n_check : int, default=N_CHECK
+
+    Returns
+    -------
+    bool
+    """
+    C = transformer.components_[:n_check]
+    reference = np.asarray(transformer.transform(C))
+    error = np.abs(nystroem_features(transformer, C, np.float32) - reference).max()
+    return bool(error <= tol * np.abs(reference).max())
 
 
 def nystroem_kernel_params(transformer):
