@@ -7,6 +7,8 @@ kernel) or :class:`~sklearn.kernel_approximation.PolynomialCountSketch` (the pol
 kernel) — and returns a :class:`LowRankFeatures` operator: the linear kernel on the
 features ``Φ = T(X)`` (n × m), so every solver runs on ``K̃ = Φ Φᵀ`` without forming it,
 in O(n·m) memory.  New points go through the same fitted map ``T`` (:meth:`LowRankFeatures.transform`).
+Nyström features stored in float32 are computed in float32 where that is accurate
+(:mod:`~kernfw.operators.nystroem_features`), for training and new points alike.
 
 A kernel normalization is applied to the features themselves, with the training
 statistics, so that the operator stays explicit features: ``"trace"`` scales ``Φ`` by
@@ -25,6 +27,11 @@ from .._validation import check_features
 from .base import as_index, check_block
 from .features import Features
 from .normalized import NORMALIZATIONS
+from .nystroem_features import (
+    float32_map_is_accurate,
+    nystroem_features,
+    nystroem_kernel_params,
+)
 from .pairwise import _sq_norms
 
 __all__ = [
@@ -131,6 +138,10 @@ class LowRankFeatures(Features):
         The normalization folded into the features (module docstring).
     stats : dict
         Its training statistics: ``scale`` (trace) or ``mean`` (center).
+    map_dtype : numpy dtype or None
+        The type in which a ``Nystroem`` map is evaluated (float32: the row-block float32
+        map of :mod:`~kernfw.operators.nystroem_features`; None: the dtype of ``Phi``);
+        the other transformers run their own ``transform``.
 
     Attributes
     ----------
@@ -142,8 +153,11 @@ class LowRankFeatures(Features):
         ``m``, the number of features.
     """
 
-    def __init__(self, transformer, Phi, columns=None, normalization=None, stats=None):
+    def __init__(
+        self, transformer, Phi, columns=None, normalization=None, stats=None, map_dtype=None
+    ):
         super().__init__(Phi, check=False)
+        self.map_dtype = np.dtype(Phi.dtype if map_dtype is None else map_dtype)
         self.transformer = transformer
         self.feature_columns = columns
         self.normalization = normalization
@@ -155,7 +169,8 @@ class LowRankFeatures(Features):
         X_new = check_features(X_new, name="X_new")
         if self.feature_columns is not None:
             X_new = X_new[:, self.feature_columns]
-        return np.asarray(self.transformer.transform(X_new), dtype=self.dtype)
+        raw = _raw_features(self.transformer, X_new, self.map_dtype)
+        return np.asarray(raw, dtype=self.dtype)
 
     def exact_kernel(self, A, B=None):
         """The kernel ``k(A, B)`` that ``T`` approximates (before the normalization).
@@ -178,11 +193,9 @@ class LowRankFeatures(Features):
             return rbf_kernel(A, B, gamma=T.gamma)
         if isinstance(T, PolynomialCountSketch):
             return polynomial_kernel(A, B, degree=T.degree, gamma=T.gamma, coef0=T.coef0)
-        if callable(T.kernel):
-            return pairwise_kernels(A, B, metric=T.kernel, **(T.kernel_params or {}))
-        params = {"gamma": T.gamma, "degree": T.degree, "coef0": T.coef0}
-        params = {k: v for k, v in params.items() if v is not None}
-        return pairwise_kernels(A, B, metric=T.kernel, filter_params=True, **params)
+        return pairwise_kernels(
+            A, B, metric=T.kernel, filter_params=True, **nystroem_kernel_params(T)
+        )
 
     def transform(self, X_new):
         """``Φ(X_new)``: the new points' features, normalized with the training statistics.
@@ -216,6 +229,7 @@ class LowRankFeatures(Features):
             self.feature_columns,
             self.normalization,
             self.stats,
+            self.map_dtype,
         )
 
     def __repr__(self):
@@ -223,6 +237,25 @@ class LowRankFeatures(Features):
             f"LowRankFeatures({type(self.transformer).__name__}, n={self.n}, "
             f"n_components={self.n_components}, dtype={np.dtype(self.dtype).name})"
         )
+
+
+def _raw_features(transformer, X, map_dtype):
+    """``T(X)``: Nyström's map evaluated in ``map_dtype``
+    (:func:`~kernfw.operators.nystroem_features.nystroem_features`: float32 by row blocks,
+    else scikit-learn's float64 ``transform``), the other transformers' ``transform``."""
+    if isinstance(transformer, Nystroem):
+        return nystroem_features(transformer, X, map_dtype)
+    return transformer.transform(X)
+
+
+def _map_dtype(transformer, dtype):
+    """float32 where the features are stored in float32 and the fitted ``Nystroem``'s
+    float32 map is accurate (:func:`~kernfw.operators.nystroem_features.float32_map_is_accurate`),
+    float64 otherwise."""
+    if dtype == np.float32 and isinstance(transformer, Nystroem):
+        if float32_map_is_accurate(transformer):
+            return np.dtype(np.float32)
+    return np.dtype(np.float64)
 
 
 def _fit_stats(raw, normalization):
@@ -310,7 +343,8 @@ def fit_lowrank(
     # BLAS thread, which on a busy machine avoids waiting for the others
     with thread_limit(transformer.n_components**3):
         transformer.fit(Xk)
-    raw = np.asarray(transformer.transform(Xk), dtype=dtype)
+    map_dtype = _map_dtype(transformer, dtype)
+    raw = np.asarray(_raw_features(transformer, Xk, map_dtype), dtype=dtype)
     stats = _fit_stats(raw, normalization)
     Phi = np.ascontiguousarray(_postprocess(raw, normalization, stats))
-    return LowRankFeatures(transformer, Phi, columns, normalization, stats)
+    return LowRankFeatures(transformer, Phi, columns, normalization, stats, map_dtype)
