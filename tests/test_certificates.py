@@ -209,7 +209,7 @@ _PROFILE = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.cvxpy
-@settings(max_examples=30, **_PROFILE)
+@settings(max_examples=15, **_PROFILE)
 @given(case=multiclass_problems())
 def test_multiclass_certificates_hold_at_every_scale(case):
     _multiclass_property(case)

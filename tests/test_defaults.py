@@ -105,7 +105,7 @@ def test_default_solver_and_numpy_fallback_reach_the_same_optimum(
     digits_split, monkeypatch, kernel
 ):
     X_train, _, y_train, _ = digits_split
-    X, y = X_train[:600], y_train[:600]
+    X, y = X_train[:300], y_train[:300]
     params = dict(kernel=kernel, tol=1e-3, random_state=0)
     compiled = MultiClassSVM(**params).fit(X, y)
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")

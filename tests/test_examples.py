@@ -22,6 +22,9 @@ def test_there_are_examples():
     assert EXAMPLES, f"no example scripts found in {EXAMPLES_DIR}"
 
 
+# slow: each script is a fresh process (imports, the compiled cores' cache); CI's
+# documentation build runs every example in fast mode through sphinx-gallery anyway
+@pytest.mark.slow
 @pytest.mark.parametrize("script", EXAMPLES or [None], ids=lambda p: p.name if p else "none")
 def test_example_runs_in_fast_mode(script, tmp_path):
     assert script is not None, f"no example scripts found in {EXAMPLES_DIR}"

@@ -1,5 +1,6 @@
 """The shared Frank-Wolfe machinery: the loop, step rules, block sampling, averaging."""
 
+import dataclasses
 import math
 import time
 import warnings
@@ -159,6 +160,35 @@ def test_max_iter_warns_and_returns_the_best_iterate():
     np.testing.assert_array_equal(res.history["gap"], [5, 1, 3, 4, 2])
     np.testing.assert_array_equal(res.history["calls"], [1, 2, 3, 4, 5])
     assert it.stepped == [0, 1, 2, 3]
+
+
+class Rounded(Scripted):
+    """A scripted iterate whose certificates carry the rounding bound ``ρ = 0.1``."""
+
+    def certificate(self):
+        return dataclasses.replace(super().certificate(), rounding=0.1)
+
+
+def test_a_gap_within_its_rounding_that_breaks_the_rule_stops_the_run():
+    # the rule gap + 0.1 <= 0.05 cannot hold; at t = 2 the gap 0.08 is within ρ = 0.1
+    it = Rounded([5.0, 1.0, 0.08, 0.01])
+    with pytest.warns(ConvergenceWarning) as record:
+        res = run(it, tol=0.05, max_iter=100, name="Toy")
+    message = str(record[0].message)
+    assert "Toy stopped with duality gap 0.08 within its rounding bound 0.1" in message
+    assert "cannot hold at this floating-point precision" in message
+    assert res.status == "rounding" and not res.converged
+    assert res.n_iter == 2 and res.gap == 0.08 and it.stepped == [0, 1]
+
+
+def test_the_rounding_floor_needs_the_gap_within_rounding_and_tol_above_zero():
+    # ρ alone meets the rule: the run converges at the gap 0.01
+    res = run(Rounded([5.0, 1.0, 0.01]), tol=0.2, max_iter=100)
+    assert res.status == "converged" and res.n_iter == 2
+    # tol = 0 asks for max_iter iterations, whatever the rounding
+    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=5"):
+        res = run(Rounded([5.0, 0.0]), tol=0.0, max_iter=5)
+    assert res.status == "max_iter" and res.n_iter == 5
 
 
 def test_keep_best_false_returns_the_last_iterate():

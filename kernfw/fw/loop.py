@@ -8,6 +8,7 @@ rest: stopping on ``tol``/``max_iter``/``max_time``, the history, the
 callback, keeping the best iterate and the ``ConvergenceWarning``.
 """
 
+import dataclasses
 import math
 import time
 import warnings
@@ -76,6 +77,19 @@ class RelativeGapRule:
 
 def _should_certify(t, check_every):
     return t % check_every == 0
+
+
+def _at_rounding_floor(iterate, cert, tol):
+    """Whether more iterations cannot certify ``tol`` at this precision.
+
+    True when the gap is already within its rounding bound ``ρ`` (``|gap| ≤ ρ``: the
+    iterate is optimal up to rounding) and ``ρ`` alone breaks the stopping rule (the
+    rule fails at ``gap = 0``).  ``tol = 0`` asks for ``max_iter`` iterations and is
+    never at the floor.
+    """
+    if not (tol > 0 and cert.rounding > 0 and abs(cert.gap) <= cert.rounding):
+        return False
+    return not iterate.is_converged(dataclasses.replace(cert, gap=0.0), tol)
 
 
 def run(
@@ -157,6 +171,9 @@ def run(
             if iterate.is_converged(cert, tol):
                 status = "converged"
                 break
+            if _at_rounding_floor(iterate, cert, tol):
+                status = "rounding"
+                break
             if callback is not None and callback(row):
                 status = "callback"
                 break
@@ -174,7 +191,16 @@ def run(
     solution, final, n_iter = iterate.solution(), cert, iterate.work_done(t)
     if not converged and keep_best and best is not None and best[1].gap < cert.gap:
         solution, final = best[0], best[1]
-    if not converged and status != "callback":
+    if status == "rounding":
+        warnings.warn(
+            f"{name} stopped with duality gap {final.gap:.3g} within its rounding bound "
+            f"{final.rounding:.3g}: its stopping rule ({iterate.stopping_rule(tol)}) cannot "
+            "hold at this floating-point precision; the iterate is optimal up to rounding "
+            "and is returned. To converge, increase tol.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    elif not converged and status != "callback":
         limit = f"max_iter={max_iter}" if status == "max_iter" else f"max_time={max_time}s"
         returned = "best" if keep_best else "last"
         warnings.warn(

@@ -71,7 +71,9 @@ class FWResult:
     converged : bool
         Whether the stopping rule (``gap + rounding <= tol`` or the solver's own) held.
     status : str
-        "converged", "max_iter", "max_time" or "callback".
+        "converged", "max_iter", "max_time", "callback" or "rounding" (the gap is
+        within its rounding bound, which alone breaks the stopping rule: more
+        iterations cannot certify ``tol`` at this precision).
     history : dict of numpy arrays
         Equal-length arrays ``iteration``, ``time``, ``primal``, ``dual``,
         ``gap``, ``step`` plus solver-specific columns.
