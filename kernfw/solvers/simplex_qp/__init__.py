@@ -43,6 +43,7 @@ from .l2svm import (
     choose_l2svm_solver,
     l2svm_recover,
     solve_l2svm,
+    solve_l2svm_blocks,
 )
 from .soft_ball import solve_soft_ball
 from .solve import SOLVERS, solve_simplex_qp
@@ -53,6 +54,7 @@ __all__ = [
     "simplex_fw_gap",
     "solve_soft_ball",
     "solve_l2svm",
+    "solve_l2svm_blocks",
     "l2svm_recover",
     "L2SVMKernel",
     "check_binary_labels",

@@ -19,6 +19,9 @@ __all__ = [
     "sparse_margins",
     "dense_primal",
     "sparse_primal",
+    "blocks_pass",
+    "blocks_margins",
+    "blocks_primal",
 ]
 
 for _helper in (
@@ -37,3 +40,6 @@ dense_margins = njit(cache=True)(coordinate.dense_margins)
 sparse_margins = njit(cache=True)(coordinate.sparse_margins)
 dense_primal = njit(cache=True)(coordinate.dense_primal)
 sparse_primal = njit(cache=True)(coordinate.sparse_primal)
+blocks_pass = njit(cache=True)(coordinate.blocks_pass)
+blocks_margins = njit(cache=True)(coordinate.blocks_margins)
+blocks_primal = njit(cache=True)(coordinate.blocks_primal)

@@ -23,6 +23,7 @@ functions.  The scalars live in one record of dtype :data:`STATE`.
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,6 +42,10 @@ __all__ = [
     "sparse_margins",
     "dense_primal",
     "sparse_primal",
+    "blocks_pass",
+    "blocks_margins",
+    "blocks_primal",
+    "FeatureBlockWeights",
     "CoordinateIterate",
 ]
 
@@ -201,6 +206,41 @@ def sparse_pass(indptr, indices, data, y, inv_C, diag, order, beta, w, state):
             _rescale(beta, w, state)
 
 
+def blocks_pass(X, starts, ends, weights, y, inv_C, diag, order, beta, w, state):
+    """:func:`dense_pass` on weighted column blocks of ``X`` (math.md §2.13, feature blocks).
+
+    The features are ``x_i = (√c_1 X_{i,B_1}, …, √c_q X_{i,B_q})`` for the column ranges
+    ``B_r = [starts[r], ends[r])`` and weights ``c_r = weights[r] > 0``; ``X`` itself is
+    never scaled.  ``w`` holds ``c∘û`` (``û = Σ_i β_i y_i X_i`` on the blocks), so
+    ``x_iᵀu = X_iᵀw`` and the step adds ``δ y_i c∘X_i`` to ``w``; columns outside the
+    blocks are never read.
+    """
+    for t in range(order.shape[0]):
+        i = order[t]
+        yi = y[i]
+        row = X[i]
+        product = state[0]["bias"]
+        for r in range(starts.shape[0]):
+            x_r, w_r = row[starts[r] : ends[r]], w[starts[r] : ends[r]]
+            for k in range(x_r.shape[0]):  # indices from 0: no wraparound test in the loop
+                product += x_r[k] * w_r[k]
+        delta = _coordinate_update(i, product, yi, inv_C, diag[i], beta, w, state)
+        if delta != delta:
+            _jump(i, yi, diag[i], beta, w, state)
+            delta = beta[i]
+        elif delta == 0.0:
+            continue
+        scale = delta * yi
+        for r in range(starts.shape[0]):
+            block_scale = scale * weights[r]
+            x_r, w_r = row[starts[r] : ends[r]], w[starts[r] : ends[r]]
+            for k in range(x_r.shape[0]):
+                w_r[k] += block_scale * x_r[k]
+        mass = state[0]["mass"]
+        if mass > RESCALE or mass < 1.0 / RESCALE:
+            _rescale(beta, w, state)
+
+
 def dense_primal(X, y, beta, w, w_abs):
     """``w = Σ_i β_i y_i x_i`` over the points with ``β_i > 0`` (dense features), and
     ``w_abs = Σ_i β_i |x_i|`` (the magnitude of its terms, for the rounding bound)."""
@@ -227,6 +267,28 @@ def sparse_primal(indptr, indices, data, y, beta, w, w_abs):
             for p in range(indptr[i], indptr[i + 1]):
                 w[indices[p]] += scale * data[p]
                 w_abs[indices[p]] += beta[i] * abs(data[p])
+
+
+def blocks_primal(X, starts, ends, weights, y, beta, w, w_abs):
+    """:func:`dense_primal` on weighted column blocks (:func:`blocks_pass`): ``w = c∘û``
+    with ``û = Σ_i β_i y_i X_i`` and ``w_abs = c∘Σ_i β_i |X_i|`` on the blocks' columns."""
+    for k in range(w.shape[0]):
+        w[k] = 0.0
+        w_abs[k] = 0.0
+    for i in range(X.shape[0]):
+        if beta[i] != 0.0:
+            scale = beta[i] * y[i]
+            row = X[i]
+            for r in range(starts.shape[0]):
+                x_r, w_r = row[starts[r] : ends[r]], w[starts[r] : ends[r]]
+                a_r = w_abs[starts[r] : ends[r]]
+                for k in range(x_r.shape[0]):
+                    w_r[k] += scale * x_r[k]
+                    a_r[k] += beta[i] * abs(x_r[k])
+    for r in range(starts.shape[0]):
+        for k in range(starts[r], ends[r]):
+            w[k] *= weights[r]
+            w_abs[k] *= weights[r]
 
 
 def _record_magnitude(i, magnitude, beta, state):
@@ -273,6 +335,26 @@ def sparse_margins(indptr, indices, data, y, inv_C, beta, w, w_abs, state, out):
         _record_magnitude(i, (spread + beta[i] * inv_C) / s["mass"], beta, state)
 
 
+def blocks_margins(X, starts, ends, weights, y, inv_C, beta, w, w_abs, state, out):
+    """:func:`dense_margins` on weighted column blocks (:func:`blocks_pass`, ``w = c∘û``,
+    ``w_abs`` from :func:`blocks_primal`)."""
+    s = state[0]
+    s["max_magnitude"] = 0.0
+    s["mean_magnitude"] = 0.0
+    for i in range(X.shape[0]):
+        product = s["bias"]
+        spread = s["mass"]
+        row = X[i]
+        for r in range(starts.shape[0]):
+            x_r, w_r = row[starts[r] : ends[r]], w[starts[r] : ends[r]]
+            a_r = w_abs[starts[r] : ends[r]]
+            for k in range(x_r.shape[0]):
+                product += x_r[k] * w_r[k]
+                spread += abs(x_r[k]) * a_r[k]
+        out[i] = (y[i] * product + beta[i] * inv_C) / s["mass"]
+        _record_magnitude(i, (spread + beta[i] * inv_C) / s["mass"], beta, state)
+
+
 def _row_sq_norms(X, sparse):
     if sparse:
         return np.bincount(
@@ -309,11 +391,17 @@ class CoordinateIterate(FWIterate):
     module : module or None
         The compiled passes (:mod:`~kernfw.solvers.simplex_qp._coordinate_numba`), or
         None for the plain-Python ones of this module.
+    blocks : FeatureBlockWeights or None
+        Weighted column blocks of a dense ``X``: the features are then
+        ``x_i = (√c_1 X_{i,B_1}, …)`` (:func:`blocks_pass`), read without scaling ``X``.
     """
 
-    def __init__(self, X, y, C, alpha0, stop, rng, start=0, module=None):
+    def __init__(self, X, y, C, alpha0, stop, rng, start=0, module=None, blocks=None):
         self.sparse = not isinstance(X, np.ndarray)
+        if blocks is not None and self.sparse:
+            raise ValueError("weighted column blocks need dense features")
         self.X = X
+        self.blocks = blocks
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.n, self.d = X.shape
         self.inv_C = 1.0 / float(C)
@@ -324,10 +412,16 @@ class CoordinateIterate(FWIterate):
         self.max_passes = math.inf
         self.tol = 0.0
         funcs = module if module is not None else _PYTHON
-        self._pass = funcs.sparse_pass if self.sparse else funcs.dense_pass
-        self._margins = funcs.sparse_margins if self.sparse else funcs.dense_margins
-        self._primal = funcs.sparse_primal if self.sparse else funcs.dense_primal
-        self.diag = _row_sq_norms(X, self.sparse) + 1.0 + self.inv_C  # K̃_ii
+        if blocks is not None:
+            self._pass, self._margins = funcs.blocks_pass, funcs.blocks_margins
+            self._primal = funcs.blocks_primal
+            sq_norms = blocks.sq_norms
+        else:
+            self._pass = funcs.sparse_pass if self.sparse else funcs.dense_pass
+            self._margins = funcs.sparse_margins if self.sparse else funcs.dense_margins
+            self._primal = funcs.sparse_primal if self.sparse else funcs.dense_primal
+            sq_norms = _row_sq_norms(X, self.sparse)
+        self.diag = sq_norms + 1.0 + self.inv_C  # K̃_ii
         self.state = np.zeros(1, dtype=STATE)
         self.beta = np.zeros(self.n)
         if alpha0 is None:
@@ -343,7 +437,19 @@ class CoordinateIterate(FWIterate):
     def _args(self):
         if self.sparse:
             return (self.X.indptr, self.X.indices, self.X.data)
+        if self.blocks is not None:
+            return (self.X, self.blocks.starts, self.blocks.ends, self.blocks.weights)
         return (self.X,)
+
+    def _primal_sq_norm(self):
+        """``‖u_w‖²`` of the primal part of ``u`` from ``w``: ``wᵀw``, or ``Σ_r ‖w_{B_r}‖²/c_r``
+        on weighted blocks (``w = c∘û``, ``u = √c∘û``)."""
+        if self.blocks is None:
+            return float(self.w @ self.w)
+        b = self.blocks
+        return sum(
+            float(self.w[s:e] @ self.w[s:e]) / c for s, e, c in zip(b.starts, b.ends, b.weights)
+        )
 
     def _refresh(self):
         """``u = Σ β_i z_i``, ``S`` and ``βᵀK̃β = ‖u‖² + ‖β‖²/C`` recomputed from ``β``
@@ -352,7 +458,7 @@ class CoordinateIterate(FWIterate):
         self._primal(*self._args(), self.y, self.beta, self.w, self.w_abs)
         s["bias"] = self.beta @ self.y
         s["mass"] = self.beta.sum()
-        s["quad"] = self.w @ self.w + s["bias"] ** 2 + self.inv_C * (self.beta @ self.beta)
+        s["quad"] = self._primal_sq_norm() + s["bias"] ** 2 + self.inv_C * (self.beta @ self.beta)
 
     def configure_runs(self, tol, check_every, max_passes):
         """Runs of at most ``check_every`` passes, ended early by the estimate of ``tol``,
@@ -423,6 +529,25 @@ class CoordinateIterate(FWIterate):
         return {"alpha": alpha, "v": v.copy(), "support": np.flatnonzero(alpha > 0.0)}
 
 
+class FeatureBlockWeights(NamedTuple):
+    """Weighted column blocks of a dense feature matrix ``X`` (:func:`blocks_pass`).
+
+    Attributes
+    ----------
+    starts, ends : ndarray of int64, shape (q,)
+        The column ranges ``B_r = [starts[r], ends[r])`` read (disjoint, increasing).
+    weights : ndarray of float64, shape (q,)
+        Their weights ``c_r > 0``: the features are ``√c_r X_{i,B_r}``.
+    sq_norms : ndarray of float64, shape (n,)
+        ``‖x_i‖² = Σ_r c_r ‖X_{i,B_r}‖²``.
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+    weights: np.ndarray
+    sq_norms: np.ndarray
+
+
 class _PythonPasses:
     """The passes of this module, uncompiled (the path without numba)."""
 
@@ -432,6 +557,9 @@ class _PythonPasses:
     sparse_margins = staticmethod(sparse_margins)
     dense_primal = staticmethod(dense_primal)
     sparse_primal = staticmethod(sparse_primal)
+    blocks_pass = staticmethod(blocks_pass)
+    blocks_margins = staticmethod(blocks_margins)
+    blocks_primal = staticmethod(blocks_primal)
 
 
 _PYTHON = _PythonPasses
