@@ -27,6 +27,7 @@ __all__ = [
 for _helper in (
     coordinate.vertex_step,
     coordinate._rescale,
+    coordinate._rescale_if_far,
     coordinate._coordinate_update,
     coordinate._jump,
     coordinate._record_magnitude,

@@ -111,12 +111,19 @@ def _rescale(beta, w, state):
     s["mass"] = 1.0
 
 
+def _rescale_if_far(beta, w, state):
+    """:func:`_rescale` once the mass ``S`` leaves ``[1/RESCALE, RESCALE]``."""
+    mass = state[0]["mass"]
+    if mass > RESCALE or mass < 1.0 / RESCALE:
+        _rescale(beta, w, state)
+
+
 def _coordinate_update(i, product, yi, inv_C, diag_i, beta, w, state):
     """The vertex step at point ``i`` given ``product = x_iᵀw + bias``.
 
-    Returns ``δ``, the change of ``β_i`` (``nan`` for a jump to the vertex ``e_i``,
-    which the caller applies), and updates every scalar of ``state``; the caller
-    adds ``δ y_i x_i`` to ``w``.
+    Returns ``δ``, the change of ``β_i``, and updates every scalar of ``state``; the
+    caller adds ``δ y_i x_i`` to ``w``.  A step that reaches the vertex ``e_i`` first
+    clears ``β`` and ``w`` (:func:`_jump`) and returns ``δ = β_i = S``.
     """
     s = state[0]
     mass = s["mass"]
@@ -129,7 +136,8 @@ def _coordinate_update(i, product, yi, inv_C, diag_i, beta, w, state):
     if gamma == 0.0:
         return 0.0
     if gamma >= 1.0:
-        return math.nan
+        _jump(i, yi, diag_i, beta, w, state)
+        return beta[i]
     if gamma < 0.0:
         s["away_steps"] += 1
     if gamma < 0.0 and -gamma >= away_step_max(weight):  # drop step: β_i = 0 exactly
@@ -171,17 +179,12 @@ def dense_pass(X, y, inv_C, diag, order, beta, w, state):
         for k in range(d):
             product += X[i, k] * w[k]
         delta = _coordinate_update(i, product, yi, inv_C, diag[i], beta, w, state)
-        if delta != delta:  # nan: the step reached the vertex e_i
-            _jump(i, yi, diag[i], beta, w, state)
-            delta = beta[i]
-        elif delta == 0.0:
+        if delta == 0.0:
             continue
         scale = delta * yi
         for k in range(d):
             w[k] += scale * X[i, k]
-        mass = state[0]["mass"]
-        if mass > RESCALE or mass < 1.0 / RESCALE:
-            _rescale(beta, w, state)
+        _rescale_if_far(beta, w, state)
 
 
 def sparse_pass(indptr, indices, data, y, inv_C, diag, order, beta, w, state):
@@ -193,17 +196,12 @@ def sparse_pass(indptr, indices, data, y, inv_C, diag, order, beta, w, state):
         for p in range(indptr[i], indptr[i + 1]):
             product += data[p] * w[indices[p]]
         delta = _coordinate_update(i, product, yi, inv_C, diag[i], beta, w, state)
-        if delta != delta:
-            _jump(i, yi, diag[i], beta, w, state)
-            delta = beta[i]
-        elif delta == 0.0:
+        if delta == 0.0:
             continue
         scale = delta * yi
         for p in range(indptr[i], indptr[i + 1]):
             w[indices[p]] += scale * data[p]
-        mass = state[0]["mass"]
-        if mass > RESCALE or mass < 1.0 / RESCALE:
-            _rescale(beta, w, state)
+        _rescale_if_far(beta, w, state)
 
 
 def blocks_pass(X, starts, ends, weights, y, inv_C, diag, order, beta, w, state):
@@ -225,10 +223,7 @@ def blocks_pass(X, starts, ends, weights, y, inv_C, diag, order, beta, w, state)
             for k in range(x_r.shape[0]):  # indices from 0: no wraparound test in the loop
                 product += x_r[k] * w_r[k]
         delta = _coordinate_update(i, product, yi, inv_C, diag[i], beta, w, state)
-        if delta != delta:
-            _jump(i, yi, diag[i], beta, w, state)
-            delta = beta[i]
-        elif delta == 0.0:
+        if delta == 0.0:
             continue
         scale = delta * yi
         for r in range(starts.shape[0]):
@@ -236,9 +231,7 @@ def blocks_pass(X, starts, ends, weights, y, inv_C, diag, order, beta, w, state)
             x_r, w_r = row[starts[r] : ends[r]], w[starts[r] : ends[r]]
             for k in range(x_r.shape[0]):
                 w_r[k] += block_scale * x_r[k]
-        mass = state[0]["mass"]
-        if mass > RESCALE or mass < 1.0 / RESCALE:
-            _rescale(beta, w, state)
+        _rescale_if_far(beta, w, state)
 
 
 def dense_primal(X, y, beta, w, w_abs):
