@@ -171,6 +171,21 @@ def test_compiled_passes_take_the_python_iterates(layout, monkeypatch):
 
 
 # -- budgets and errors --------------------------------------------------------------------------
+def test_shrinking_visits_the_support_and_the_low_margins_only(monkeypatch):
+    """After a certificate the passes visit the support and the points with
+    ``v_i < ρ + G/2`` (math.md §2.13); without shrinking the same optimum."""
+    X, y = _binary(400, d=5, seed=4, noise=0.3)
+    res = solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=1e-10, max_iter=5000)
+    active, coreset = res.history["active"], res.history["coreset"]
+    assert res.converged and active[0] == 400
+    assert np.all(active[1:] >= coreset[:-1])  # the support at the last certificate is kept
+    assert active[-1] < 0.8 * 400  # most points are far off the support
+    monkeypatch.setattr(CoordinateIterate, "_shrink", lambda self: None)
+    full = solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=1e-10, max_iter=5000)
+    assert np.all(full.history["active"] == 400)
+    assert abs(res.dual - full.dual) <= res.gap + full.gap + 1e-12 * abs(full.dual)
+
+
 def test_tiny_budget_warns_and_returns_a_certified_iterate():
     X, y = _binary(300, seed=9, noise=2.0)
     with pytest.warns(ConvergenceWarning):

@@ -361,9 +361,10 @@ def _row_sq_norms(X, sparse):
 class CoordinateIterate(FWIterate):
     """Vertex-coordinate steps on the L2-SVM dual over explicit features (math.md §2.13).
 
-    A :meth:`step` is a run of passes (each ``n`` vertex steps in a random
-    order) that ends when the passes' estimate of the stopping rule holds or
-    after ``check_every`` passes; :meth:`work_done` counts passes.
+    A :meth:`step` is a run of passes (vertex steps over the active points in a
+    random order, :meth:`_shrink`) that ends when the passes' estimate of the
+    stopping rule holds or after ``check_every`` passes; :meth:`work_done` counts
+    passes.
 
     Parameters
     ----------
@@ -426,6 +427,7 @@ class CoordinateIterate(FWIterate):
         self._refresh()
         self.v = np.empty(self.n)
         self._v_current = False
+        self.active = np.arange(self.n)  # the points a pass visits (:meth:`_shrink`)
 
     def _args(self):
         if self.sparse:
@@ -467,10 +469,27 @@ class CoordinateIterate(FWIterate):
         estimate = 2.0 * (rho - s["min_margin"])
         return estimate <= (self.tol * rho if self.stop == "relative" else self.tol)
 
+    def _shrink(self):
+        """The points the next passes visit (shrinking, math.md §2.13).
+
+        With the margins ``v`` of a certificate at hand: the support (``β_i > 0``) and
+        the points with ``v_i < ρ + (ρ − min_j v_j)``.  A point off the support with
+        ``v_i ≥ ρ`` takes no step (``γ ≤ 0`` and no mass to move away); the slack,
+        half the gap, keeps those whose margin may fall below ``ρ`` before the next
+        certificate, which reads every point and decides.
+        """
+        if not self._v_current:
+            return
+        v = self.v
+        rho = float(self.beta @ v) / self.state[0]["mass"]
+        threshold = 2.0 * rho - float(v.min())
+        self.active = np.flatnonzero((self.beta > 0.0) | (v < threshold))
+
     def step(self, t):
+        self._shrink()
         for _ in range(min(self.run_length, self.max_passes - self.passes)):
             self.state[0]["min_margin"] = math.inf
-            order = self.rng.permutation(self.n)
+            order = self.rng.permutation(self.active)
             self._pass(
                 *self._args(), self.y, self.inv_C, self.diag, order, self.beta, self.w, self.state
             )
@@ -505,6 +524,7 @@ class CoordinateIterate(FWIterate):
         rounding = rounding_bound(2 * self.n + self.d, magnitude)
         extra = {
             "coreset": int(np.count_nonzero(self.beta)),
+            "active": int(self.active.shape[0]),
             "away_steps": int(s["away_steps"]),
             "drop_steps": int(s["drop_steps"]),
         }
