@@ -702,6 +702,7 @@ class OnlineMKLIterate(FWIterate):
         out = np.zeros((positions.size, p.q))
         for lo in range(0, positions.size, self.PREFETCH_POSITIONS):
             rows = slice(lo, lo + self.PREFETCH_POSITIONS)
+            p.groups.prefetch(positions[rows])  # their products in the kept buffer
             K = p.groups.at(positions[rows])
             if isinstance(A, SharedCoefficients):
                 out[rows] = p.groups.combined(K, A.scales, A.B)
