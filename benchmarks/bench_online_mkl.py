@@ -15,7 +15,8 @@ Parts (``--parts``):
   linear features) at every λ of ``--svm-lams``;
 - ``mkl``: ``OnlineMKLStructured`` at its defaults (dual averaging, squared ℓ2,1;
   ``--averaging``, default the epoch average) for every loss of ``--losses`` and λ of ``--lams``, ``--epochs`` epochs;
-  per-letter test error, active groups, the objective ``F`` by epoch (its loss term on
+  per-letter test error, active groups (of the returned predictor, and of the last
+  iterate), the objective ``F`` by epoch (its loss term on
   ``--objective-sample`` training words), fit wall and CPU time;
 - ``timing``: one epoch over the training words, and 4 epochs over 200 of them, at the
   defaults (wall and CPU time);
@@ -91,7 +92,7 @@ def run_svm(args, data):
             ).fit(Xtr, Ytr)
         err = letter_error(Yte, svm.predict(Xte))
         rows.append(
-            f"| StructuredSVM (BCFW, linear) | hinge | {lam:g} | {err:.4f} | 1 kernel | "
+            f"| StructuredSVM (BCFW, linear) | hinge | {lam:g} | {err:.4f} | 1 kernel | — | "
             f"{c.wall:.1f} | {c.cpu:.1f} | gap {svm.duality_gap_:.2g} after {svm.n_iter_} passes |"
         )
         print(rows[-1], f"({_load()})", flush=True)
@@ -99,8 +100,13 @@ def run_svm(args, data):
 
 
 def _eta0(args, loss):
-    """``η₀`` of a loss: ``--crf-eta0`` for the CRF when given, else ``--eta0``."""
+    """``η₀`` of a loss: ``--crf-eta0`` for the CRF when given, else ``--eta0`` (a number or
+    "auto", the estimator's default)."""
     return args.crf_eta0 if loss == "crf" and args.crf_eta0 is not None else args.eta0
+
+
+def _number_or_auto(text):
+    return text if text == "auto" else float(text)
 
 
 def run_mkl(args, data):
@@ -125,9 +131,10 @@ def run_mkl(args, data):
             active = [NAMES[k] for k in est.active_groups_]
             F = " → ".join(f"{v:.3f}" for v in est.history_["primal"])
             rows.append(
-                f"| OnlineMKLStructured (η₀ = {_eta0(args, loss):g}) | {loss} | {lam:g} | {err:.4f} | "
-                f"{est.n_active_groups_}/{len(GROUPS)} | {c.wall:.1f} | {c.cpu:.1f} | "
-                f"F {F}; active: {', '.join(active)} |"
+                f"| OnlineMKLStructured (η₀ = {est.eta0_:.3g}) | {loss} | {lam:g} | {err:.4f} | "
+                f"{est.n_active_groups_}/{len(GROUPS)} | "
+                f"{int(est.history_['iterate_active_groups'][-1])}/{len(GROUPS)} | "
+                f"{c.wall:.1f} | {c.cpu:.1f} | F {F}; active: {', '.join(active)} |"
             )
             print(rows[-1], f"({_load()})", flush=True)
     return rows
@@ -174,8 +181,8 @@ def main(argv=None):
     parser.add_argument("--n-train", type=int, default=None, help="default: all 6,251 words")
     parser.add_argument("--n-test", type=int, default=None, help="default: all 626 words")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--eta0", type=float, default=1.0)
-    parser.add_argument("--crf-eta0", type=float, default=None, help="η₀ of the CRF rows")
+    parser.add_argument("--eta0", type=_number_or_auto, default="auto")
+    parser.add_argument("--crf-eta0", type=_number_or_auto, default=None, help="η₀ of the CRF rows")
     parser.add_argument("--lams", type=float, nargs="+", default=[0.003, 0.01, 0.03])
     parser.add_argument("--losses", nargs="+", default=["hinge", "crf"])
     parser.add_argument("--objective-sample", type=int, default=300)
@@ -196,8 +203,11 @@ def main(argv=None):
         flush=True,
     )
     if "svm" in args.parts or "mkl" in args.parts:
-        print("| model | loss | λ | per-letter test error | active groups | wall (s) | CPU (s) | |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(
+            "| model | loss | λ | per-letter test error | active groups | last iterate's "
+            "groups | wall (s) | CPU (s) | |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
     if "svm" in args.parts:
         run_svm(args, data)
     if "mkl" in args.parts:

@@ -330,21 +330,29 @@ def test_integer_feature_tables_equal_numpy_scores():
     np.testing.assert_allclose(K.dense(), dense[:, P][:, :, groups.support], rtol=1e-12)
     q, Mk = 5, len(ops)
     B, s = rng.normal(size=(60, q)), rng.random(Mk)
-    delta = rng.normal(size=(4, q))
-    delta[1] = 0.0
     weights, D = rng.normal(size=(60, Mk)), rng.normal(size=(60, q))
     D[:10] = 0.0  # rows outside the visited set
+    rows = groups.slot[support[10:25]]
+    D[rows] = B[rows]  # rows that entered the support in this epoch: D_j = B_j
     np.testing.assert_allclose(
         groups.combined(K, s, B), numpy_groups.combined(Kn, s, B), rtol=1e-11
     )
-    for a, b in zip(
-        groups.inner_pair(K, delta, B, weights, D),
-        numpy_groups.inner_pair(Kn, delta, B, weights, D),
-    ):
-        np.testing.assert_allclose(a, b, rtol=1e-11)
+    dense = rng.normal(size=(4, q))  # a CRF round: every state
+    dense[1] = 0.0
+    sparse = np.zeros((4, q))  # a hinge round: +1 at the truth, −1 at the decoding
+    sparse[[0, 2], [1, 3]], sparse[[0, 2], [4, 0]] = 1.0, -1.0
+    for delta in (dense, sparse):
+        for a, b in zip(
+            groups.inner_pair(K, delta, B, weights, D),
+            numpy_groups.inner_pair(Kn, delta, B, weights, D),
+        ):
+            np.testing.assert_allclose(a, b, rtol=1e-11)
+        np.testing.assert_allclose(
+            groups.shared_inner(K, delta, B), numpy_groups.shared_inner(Kn, delta, B), rtol=1e-11
+        )
     np.testing.assert_allclose(
-        groups.weighted_combined(K, weights, D),
-        numpy_groups.weighted_combined(Kn, weights, D),
+        groups.averaged_combined(K, s, B, weights, D),
+        numpy_groups.averaged_combined(Kn, s, B, weights, D),
         rtol=1e-11,
     )
 

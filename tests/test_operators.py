@@ -891,3 +891,26 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
         view = op.column_view()
         assert view.kind == "rbf" and view.matrix.dtype == np.float32
         np.testing.assert_array_equal(view.matrix, X.astype(np.float32))
+
+
+# -- float32 features against float64 blocks: no float64 copy of the features ---------------------
+@pytest.mark.parametrize("shape", [(1000,), (1000, 3)])
+def test_float32_products_are_float64_without_a_whole_copy(shape, monkeypatch):
+    from kernfw.operators import products
+
+    monkeypatch.setattr(products, "BLOCK_ENTRIES", 4096)
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(1000, 40)).astype(np.float32)
+    V = rng.normal(size=shape)
+    B = rng.normal(size=(40,) + shape[1:])
+    A64 = A.astype(np.float64)
+    tracemalloc.start()
+    AtV, AB = products.tmatmul(A, V), products.matmul(A, B)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert AtV.dtype == AB.dtype == np.float64
+    np.testing.assert_allclose(AtV, A64.T @ V, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(AB, A64 @ B, rtol=1e-10, atol=1e-10)
+    assert peak < A64.nbytes / 2  # a float64 copy of A would be A64.nbytes
+    op = Features(A)
+    np.testing.assert_allclose(op.matmat(V), A64 @ (A64.T @ V), rtol=1e-9, atol=1e-9)

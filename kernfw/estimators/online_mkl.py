@@ -46,7 +46,7 @@ _ONLINE_CONSTRAINTS = {
     "lam2": [None, Interval(Real, 0, None, closed="left")],
     "loss": [StrOptions(set(LOSSES))],
     "regularizer": [StrOptions(set(REGULARIZERS))],
-    "eta0": [Interval(Real, 0, None, closed="neither")],
+    "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "radius": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     "averaging": [StrOptions(set(AVERAGING))],
@@ -168,6 +168,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
         sol = result.solution
         self._store_result(result)
         self.lam_ = lam
+        self.eta0_ = float(sol["eta0"])
         self.objective_ = float(result.primal)
         self.group_norms_ = sol["norms"]
         self.kernel_weights_ = sol["beta"]
@@ -216,9 +217,12 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     cost : array-like of shape (m, m) or None, default=None
         Cost ``Δ[y_true, y]`` of the hinge (classes in sorted order, zero
         diagonal); None is the 0/1 cost.
-    eta0 : float, default=1.0
+    eta0 : float or "auto", default="auto"
         Learning rate: ``η_t = η_0/√t`` (proximal) or the prox of ``η_0√t R``
         applied to ``η_0/√t`` times the gradient sum (dual averaging; math.md §4.2).
+        "auto" depends on the loss (math.md §4.7): 1 for the hinge, ``1 + log(q − 1)``
+        for the CRF over ``q`` classes or states (4.2 for the 26 letters of OCR), whose
+        scores must be larger than the hinge's margin for confident marginals.
     max_iter : int, default=10
         Budget in passes over the training set (epochs, each in a new random
         order; one pass = ``n`` online rounds), which ``n_iter_`` counts.  An
@@ -278,8 +282,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         ``F`` of the returned predictor.
     lam_ : float
         The ``λ`` used.
+    eta0_ : float
+        The ``η₀`` used (``eta0`` resolved).
     history_ : dict of arrays
-        Per epoch: ``primal`` (F), ``mistakes``, ``active_groups``.
+        Per epoch: ``primal`` (F), ``mistakes``, ``active_groups`` (of the returned
+        predictor) and ``iterate_active_groups`` (of the last iterate).
     coef_ : ndarray of shape (m·d,)
         Explicit weights over ``φ = e_y ⊗ x̃`` (scaled feature groups).
     support_ : ndarray of int
@@ -321,7 +328,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         regularizer="squared_l21",
         lam2=None,
         cost=None,
-        eta0=1.0,
+        eta0="auto",
         max_iter=10,
         radius=None,
         averaging="epoch",
@@ -459,7 +466,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         The initialized model.
     group_names_ : list of str
         One name per group (explicit groups first, then kernel groups).
-    group_norms_, kernel_weights_, active_groups_, group_norm_path_, objective_, lam_,
+    group_norms_, kernel_weights_, active_groups_, group_norm_path_, objective_, lam_, eta0_,
     history_, coef_, support_, dual_coef_, n_iter_, fit_time_
         As :class:`OnlineMKLClassifier` (``support_`` holds training positions).
 
@@ -488,7 +495,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         loss="hinge",
         regularizer="squared_l21",
         lam2=None,
-        eta0=1.0,
+        eta0="auto",
         max_iter=10,
         radius=None,
         averaging="epoch",

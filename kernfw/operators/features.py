@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from .._validation import check_features, check_new_features
 from .base import CompiledView, KernelOperator, as_index, check_block
 from .pairwise import _sq_norms
+from .products import matmul, tmatmul
 
 __all__ = ["Features"]
 
@@ -65,10 +66,10 @@ class Features(KernelOperator):
 
     def primal(self, V):
         """``Xᵀ V`` of shape (d,) or (d, r): the primal weights of dual ``V``."""
-        return _dense(self._XT @ check_block(V, self.n))
+        return _dense(tmatmul(self._Xmul, check_block(V, self.n)))
 
     def matmat(self, V):
-        return _dense(self._Xmul @ self.primal(V))
+        return _dense(matmul(self._Xmul, self.primal(V)))
 
     def diag(self):
         return _sq_norms(self.X).astype(self.dtype, copy=False)
@@ -84,7 +85,7 @@ class Features(KernelOperator):
     def cross_matmat(self, X_new, V):
         """``X_new (Xᵀ V)``: no ``n_new × n`` block is formed."""
         X_new = check_new_features(X_new, self.d)
-        return _dense(X_new @ self.primal(V))
+        return _dense(matmul(X_new, self.primal(V)))
 
     def new_diag(self, X_new):
         X_new = check_new_features(X_new, self.d)

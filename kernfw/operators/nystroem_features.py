@@ -27,6 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
+from .rbf_gram import rbf_block
+
 __all__ = [
     "nystroem_features",
     "float32_map_is_accurate",
@@ -126,26 +128,16 @@ def _kernel_block_function(transformer, dense):
         centre = np.asarray(C.mean(axis=0), dtype=np.float64)
         C_centred = np.asarray(C - centre, dtype=np.float32)
         C_sq = np.einsum("ij,ij->i", C_centred, C_centred)
-        return lambda X_B: _rbf_block(
-            np.asarray(X_B - centre, dtype=np.float32), C_centred, C_sq, gamma
-        )
+
+        def block(X_B):
+            X_centred = np.asarray(X_B - centre, dtype=np.float32)
+            X_sq = np.einsum("ij,ij->i", X_centred, X_centred)
+            return rbf_block(X_centred, C_centred, X_sq, C_sq, gamma)
+
+        return block
     C32 = C.astype(np.float32)
     metric = transformer.kernel
     return lambda X_B: np.asarray(
         pairwise_kernels(X_B.astype(np.float32), C32, metric=metric, filter_params=True, **params),
         dtype=np.float32,
     )
-
-
-def _rbf_block(X_centred, C_centred, C_sq, gamma):
-    """``exp(−γ (‖x‖² + ‖c‖² − 2 xᵀc))`` for the rows of ``X_centred`` against the landmarks
-    ``C_centred`` (both float32, centred alike; ``C_sq`` = ``‖c‖²``)."""
-    X_sq = np.einsum("ij,ij->i", X_centred, X_centred)
-    D = X_centred @ C_centred.T
-    D *= np.float32(-2.0)
-    D += X_sq[:, None]
-    D += C_sq[None, :]
-    np.maximum(D, np.float32(0.0), out=D)
-    D *= np.float32(-gamma)
-    np.exp(D, out=D)
-    return D

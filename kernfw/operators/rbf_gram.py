@@ -18,7 +18,7 @@ from scipy.linalg.blas import ssyrk
 from .._compiled import compiled_module
 from .._threads import thread_limit
 
-__all__ = ["rbf_gram", "DIRECT_MAX_FEATURES"]
+__all__ = ["rbf_gram", "rbf_block", "DIRECT_MAX_FEATURES"]
 
 #: up to this many features the squared distances are summed from the features
 #: themselves (no product matrix); above, they come from one BLAS product ``X Xᵀ``
@@ -67,17 +67,40 @@ def _lower_products(X):
 
 
 def _rbf_gram_numpy(centred, gamma):
-    """The numpy path of :func:`rbf_gram`: the product formula on the whole matrix, then
-    its strict lower triangle mirrored."""
+    """The numpy path of :func:`rbf_gram`: :func:`rbf_block` on the whole matrix, then its
+    strict lower triangle mirrored."""
     sq = np.einsum("ij,ij->i", centred, centred)
-    K = centred @ centred.T
-    K *= np.float32(-2.0)
-    K += sq[:, None]
-    K += sq[None, :]
-    np.maximum(K, np.float32(0.0), out=K)
-    K *= np.float32(-gamma)
-    np.exp(K, out=K)
+    K = rbf_block(centred, centred, sq, sq, gamma)
     upper = np.triu_indices(K.shape[0], 1)
     K[upper] = K.T[upper]
     np.fill_diagonal(K, np.float32(1.0))
     return K
+
+
+def rbf_block(X, C, X_sq, C_sq, gamma):
+    """``exp(−γ (‖x‖² + ‖c‖² − 2 xᵀc))`` for every row ``x`` of ``X`` against every row ``c``
+    of ``C``, by the product formula in float32.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+        Points, centred like ``C`` (the rounding of the formula is relative to their spread).
+    C : ndarray of shape (m, d), float32
+        Second points (landmarks, or ``X`` itself).
+    X_sq, C_sq : ndarray of shape (n,) and (m,)
+        ``‖x‖²`` and ``‖c‖²``.
+    gamma : float
+        The RBF coefficient ``γ``.
+
+    Returns
+    -------
+    ndarray of shape (n, m), float32
+    """
+    D = X @ C.T
+    D *= np.float32(-2.0)
+    D += X_sq[:, None]
+    D += C_sq[None, :]
+    np.maximum(D, np.float32(0.0), out=D)
+    D *= np.float32(-gamma)
+    np.exp(D, out=D)
+    return D

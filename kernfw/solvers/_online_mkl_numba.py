@@ -39,7 +39,7 @@ __all__ = [
     "forward_backward",
     "table_scores",
     "table_inner",
-    "table_weighted_scores",
+    "table_average_scores",
 ]
 
 #: kinds of the kernels of a *program* (kernels of the same inner products)
@@ -353,9 +353,28 @@ def _pair_index(ip, sq_rows, sq_cols, t, j, half):
     return v + half, sq_rows[t] + sq_cols[j] - 2 * v
 
 
+#: support rows per block of the table passes: their kernel values (T × JB) and
+#: transposed coefficients (q × JB) stay in the first-level cache
+_BLOCK = 256
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _block_kernel(ip, sq_rows, sq_cols, j0, nb, half, ip_table, dist_table, kappa):
+    """``kappa[t, jj] = ip_table[v] + dist_table[d]`` of the pairs ``(t, j0 + jj)``."""
+    for t in range(ip.shape[0]):
+        st = sq_rows[t]
+        for jj in range(nb):
+            j = j0 + jj
+            v = int(ip[t, j])
+            kappa[t, jj] = ip_table[v + half] + dist_table[st + sq_cols[j] - 2 * v]
+
+
 @njit(cache=True, fastmath=_FLAGS)
 def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, B, out):
     """``out[t] = Σ_j κ(t, j) B[j]`` with ``κ = ip_table[ip + S] + dist_table[d]``.
+
+    By blocks of support rows: the block's kernel values first, then each row ``t``
+    sums its block into a ``q``-vector.
 
     Parameters
     ----------
@@ -371,25 +390,66 @@ def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, B, out):
     out : ndarray (T, q)
     """
     T, ns = ip.shape
+    q = out.shape[1]
     half = (ip_table.shape[0] - 1) // 2
-    acc = np.zeros(out.shape)  # not aliased with B: the row updates vectorize
-    for j in range(ns):
-        b = B[j]
+    kappa = np.empty((T, _BLOCK))
+    acc = np.zeros((T, q))  # not aliased with B: the row updates vectorize
+    row = np.empty(q)
+    for j0 in range(0, ns, _BLOCK):
+        nb = min(ns - j0, _BLOCK)
+        _block_kernel(ip, sq_rows, sq_cols, j0, nb, half, ip_table, dist_table, kappa)
         for t in range(T):
-            v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
-            kappa = ip_table[v] + dist_table[d]
-            a = acc[t]
-            for c in range(b.shape[0]):
-                a[c] += kappa * b[c]
+            row[:] = 0.0
+            for jj in range(nb):
+                k = kappa[t, jj]
+                for c in range(q):
+                    row[c] += k * B[j0 + jj, c]
+            for c in range(q):
+                acc[t, c] += row[c]
     out[:] = acc
 
 
+@njit(cache=True)
+def _nonzero_states(delta, states, counts):
+    """``states[t, :counts[t]]``: the states ``c`` with ``δ_t(c) ≠ 0`` (two for a hinge
+    row, all ``q`` for a CRF row, none for a letter the hinge got right)."""
+    T, q = delta.shape
+    for t in range(T):
+        nz = 0
+        for c in range(q):
+            if delta[t, c] != 0.0:
+                states[t, nz] = c
+                nz += 1
+        counts[t] = nz
+
+
 @njit(cache=True, fastmath=_FLAGS)
-def _kernel_vector(ip_tables, dist_tables, v, d, kv):
-    """``kv[k] = k_k`` of a pair: ``ip_tables[v] + dist_tables[d]`` (rows of ``Mk`` values,
-    zero where the kernel reads the other argument)."""
-    for k in range(kv.shape[0]):
-        kv[k] = ip_tables[v, k] + dist_tables[d, k]
+def _block_inner(delta, t, states, nz, BT, nb, m):
+    """``m[jj] = ⟨δ_t, B_{j0+jj}⟩`` over the nonzero states of ``δ_t`` (``BT`` the block's
+    rows transposed, so the sum runs along the block)."""
+    for jj in range(nb):
+        m[jj] = 0.0
+    for u in range(nz):
+        c = states[t, u]
+        x = delta[t, c]
+        for jj in range(nb):
+            m[jj] += x * BT[c, jj]
+
+
+@njit(cache=True)
+def _is_zero(row):
+    for c in range(row.shape[0]):
+        if row[c] != 0.0:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _equal(a, b):
+    for c in range(a.shape[0]):
+        if a[c] != b[c]:
+            return False
+    return True
 
 
 @njit(cache=True, fastmath=_FLAGS)
@@ -397,6 +457,16 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
     """``out[0, k] = ⟨δ, K_k B⟩ = Σ_{t,j} k_k(t, j) ⟨δ_t, B_j⟩`` and
     ``out[1, k] = Σ_{t,j} k_k(t, j) weights[j, k] ⟨δ_t, D_j⟩`` over the rows ``D_j ≠ 0``
     (``weights`` with no rows: that sum is skipped).
+
+    A kernel value is ``ip_tables[v, k] + dist_tables[d, k]`` (``v`` the inner product's
+    row, ``d`` the squared distance), so the first sum collects ``⟨δ_t, B_j⟩`` by table
+    row, ``h^ip[v] = Σ_{v_{tj} = v} ⟨δ_t, B_j⟩`` and ``h^d[d]`` likewise, and weights the
+    collected sums by each kernel's table at the end (math.md §4.4): two additions per
+    pair for any number of kernels.  The second has a weight per group and row: per row
+    ``j`` it sums ``k_k(t, j) ⟨δ_t, D_j⟩`` over ``t`` (``Mk`` values per pair), then
+    weights by ``weights[j]``.  Only the rows ``t`` with ``δ_t ≠ 0`` are visited, sparse
+    rows of ``δ`` (the hinge's) by their nonzero states, and a row with ``D_j = B_j`` (one
+    that entered the support in this epoch) reuses ``⟨δ_t, B_j⟩``.
 
     Parameters
     ----------
@@ -412,70 +482,119 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
     out : ndarray (2, Mk)
     """
     T, ns = ip.shape
+    q = delta.shape[1]
     Mk = ip_tables.shape[1]
     half = (ip_tables.shape[0] - 1) // 2
     weighted = weights.shape[0] > 0
-    rows = np.zeros(T, dtype=np.bool_)
-    for t in range(T):
-        for c in range(delta.shape[1]):
-            if delta[t, c] != 0.0:
-                rows[t] = True
-    kv = np.empty(Mk)
-    acc = np.zeros((2, Mk))  # not aliased with the inputs
-    for j in range(ns):
-        b, e = B[j], D[j]
-        visited = False
-        if weighted:
-            for c in range(e.shape[0]):
-                if e[c] != 0.0:
-                    visited = True
-                    break
+    states = np.empty((T, q), dtype=np.intp)
+    counts = np.empty(T, dtype=np.intp)
+    _nonzero_states(delta, states, counts)
+    h_ip = np.zeros(ip_tables.shape[0])
+    h_dist = np.zeros(dist_tables.shape[0])
+    BT = np.empty((q, _BLOCK))  # the block's rows of B, transposed
+    DT = np.empty((q, _BLOCK))  # and of D where D_j ∉ {0, B_j}
+    m = np.empty(_BLOCK)  # ⟨δ_t, B_j⟩ over the block
+    m_visit = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩
+    kind = np.empty(_BLOCK, dtype=np.intp)  # D_j = 0 (0), D_j = B_j (1), other (2)
+    row_sums = np.zeros((_BLOCK, Mk))  # Σ_t k_k(t, j) ⟨δ_t, D_j⟩
+    weighted_sum = np.zeros(Mk)
+    for j0 in range(0, ns, _BLOCK):
+        nb = min(ns - j0, _BLOCK)
+        visits = others = False
+        for jj in range(nb):
+            j = j0 + jj
+            for c in range(q):
+                BT[c, jj] = B[j, c]
+            kind[jj] = 0
+            if weighted and not _is_zero(D[j]):
+                visits = True
+                kind[jj] = 1
+                if not _equal(D[j], B[j]):
+                    kind[jj] = 2
+                    others = True
+                    for c in range(q):
+                        DT[c, jj] = D[j, c]
+        if visits:
+            row_sums[:nb] = 0.0
         for t in range(T):
-            if not rows[t]:
+            nz = counts[t]
+            if nz == 0:
                 continue
-            dt = delta[t]
-            v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
-            _kernel_vector(ip_tables, dist_tables, v, d, kv)
-            m = 0.0
-            for c in range(dt.shape[0]):
-                m += dt[c] * b[c]
-            for k in range(Mk):
-                acc[0, k] += kv[k] * m
-            if visited:
-                m = 0.0
-                for c in range(dt.shape[0]):
-                    m += dt[c] * e[c]
-                w = weights[j]
-                for k in range(Mk):
-                    acc[1, k] += kv[k] * w[k] * m
-    out[:] = acc
+            _block_inner(delta, t, states, nz, BT, nb, m)
+            if others:
+                _block_inner(delta, t, states, nz, DT, nb, m_visit)
+            st = sq_rows[t]
+            for jj in range(nb):
+                j = j0 + jj
+                vv = int(ip[t, j])
+                v, d = vv + half, st + sq_cols[j] - 2 * vv
+                h_ip[v] += m[jj]
+                h_dist[d] += m[jj]
+                if kind[jj] != 0:
+                    x = m[jj] if kind[jj] == 1 else m_visit[jj]
+                    for k in range(Mk):
+                        row_sums[jj, k] += (ip_tables[v, k] + dist_tables[d, k]) * x
+        if visits:
+            for jj in range(nb):
+                if kind[jj] != 0:
+                    for k in range(Mk):
+                        weighted_sum[k] += weights[j0 + jj, k] * row_sums[jj, k]
+    for k in range(Mk):
+        acc = 0.0
+        for v in range(ip_tables.shape[0]):
+            acc += ip_tables[v, k] * h_ip[v]
+        for d in range(dist_tables.shape[0]):
+            acc += dist_tables[d, k] * h_dist[d]
+        out[0, k] = acc
+        out[1, k] = weighted_sum[k]
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def table_weighted_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, weights, D, out):
-    """``out[t] = Σ_j (Σ_k k_k(t, j) weights[j, k]) D[j]`` over the rows ``D_j ≠ 0``
-    (tables as :func:`table_inner`)."""
+def table_average_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, scales, B, weights, D, out):
+    """``out[t] = Σ_j Σ_k k_k(t, j) (scales[k] B[j] + weights[j, k] D[j])``: the scores of
+    the epoch average (math.md §4.8; tables as :func:`table_inner`).
+
+    Per row ``j`` the coefficients are ``B_j`` times the combined kernel of ``scales``
+    (two lookups per pair) when ``D_j = 0``; ``B_j`` times the kernel of
+    ``scales + weights[j]`` when ``D_j = B_j`` (a row that entered the support in this
+    epoch); otherwise both terms.
+    """
     T, ns = ip.shape
-    Mk, q = ip_tables.shape[1], D.shape[1]
+    q = out.shape[1]
+    Mk = ip_tables.shape[1]
     half = (ip_tables.shape[0] - 1) // 2
-    kv = np.empty(Mk)
-    acc = np.zeros(out.shape)  # not aliased with D: the row updates vectorize
+    ip_combined = ip_tables @ scales
+    dist_combined = dist_tables @ scales
+    acc = np.zeros(out.shape)  # not aliased with B, D: the row updates vectorize
+    coef = np.empty(Mk)
     for j in range(ns):
-        e, w = D[j], weights[j]
-        empty = True
-        for c in range(q):
-            if e[c] != 0.0:
-                empty = False
-                break
-        if empty:
-            continue
-        for t in range(T):
-            v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
-            _kernel_vector(ip_tables, dist_tables, v, d, kv)
-            kappa = 0.0
+        b, e, w = B[j], D[j], weights[j]
+        if _is_zero(e):
+            for t in range(T):
+                v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+                kappa = ip_combined[v] + dist_combined[d]
+                a = acc[t]
+                for c in range(q):
+                    a[c] += kappa * b[c]
+        elif _equal(e, b):
             for k in range(Mk):
-                kappa += kv[k] * w[k]
-            a = acc[t]
-            for c in range(q):
-                a[c] += kappa * e[c]
+                coef[k] = scales[k] + w[k]
+            for t in range(T):
+                v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+                kappa = 0.0
+                for k in range(Mk):
+                    kappa += coef[k] * (ip_tables[v, k] + dist_tables[d, k])
+                a = acc[t]
+                for c in range(q):
+                    a[c] += kappa * b[c]
+        else:
+            for t in range(T):
+                v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
+                kappa = ip_combined[v] + dist_combined[d]
+                own = 0.0
+                for k in range(Mk):
+                    own += w[k] * (ip_tables[v, k] + dist_tables[d, k])
+                a = acc[t]
+                for c in range(q):
+                    a[c] += kappa * b[c] + own * e[c]
     out[:] = acc

@@ -40,6 +40,7 @@ from ..fw import (
     standard_step,
 )
 from ..losses import MaxHinge
+from ..operators.products import matmul, tmatmul
 from ._block_kernels import loss_code, pairwise_steps
 from ._block_qp import block_qp_buffers, block_qp_step
 from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
@@ -333,7 +334,7 @@ class _NumpyPasses:
 
     def scores(self, W):
         """``S = X W`` for features (the scores of the primal weights ``W``)."""
-        return np.asarray(self.it.X @ W, dtype=np.float64)
+        return np.asarray(matmul(self.it.X, W), dtype=np.float64)
 
     def certify(self, S, At):
         """``(Φ, block gaps, Certificate)`` at ``(Aᵀ, S)``."""
@@ -480,7 +481,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
             self.X = view.matrix
             self.sparse = sp.issparse(self.X)
             if At.any():  # W = Xᵀ Aᵀ / (λn)
-                W = np.asarray(self.X.T @ At, dtype=np.float64) / problem.scale
+                W = np.asarray(tmatmul(self.X, At), dtype=np.float64) / problem.scale
                 self.state = np.ascontiguousarray(W)
             else:
                 self.state = np.zeros((self.X.shape[1], problem.m))

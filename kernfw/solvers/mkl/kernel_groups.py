@@ -54,11 +54,20 @@ class _Columns:
         out[:] = self.op.columns(P)[cols].T
 
 
-def _products(A, B):
-    """``A Bᵀ`` (dtype of the factors), on one BLAS thread when small
-    (:func:`kernfw._threads.thread_limit`)."""
-    with thread_limit(A.shape[0] * B.shape[0] * A.shape[1]):
-        return A @ B.T
+#: multiply-adds of a product that BLAS runs on one thread anyway (OpenBLAS's threshold):
+#: such products skip :func:`kernfw._threads.thread_limit`, whose thread-pool switch costs
+#: more than the product (a round's own kernel block, the columns of a new support slot)
+SERIAL_PRODUCT = 65536 * 4
+
+
+def _products(A, B, out=None):
+    """``A Bᵀ`` (dtype of the factors; into ``out`` if given), on one BLAS thread when
+    small (:func:`kernfw._threads.thread_limit`)."""
+    work = A.shape[0] * B.shape[0] * A.shape[1]
+    if work <= SERIAL_PRODUCT:
+        return np.matmul(A, B.T, out=out)
+    with thread_limit(work):
+        return np.matmul(A, B.T, out=out)
 
 
 #: largest ``S = max ‖x‖²`` of small-integer features whose kernels are read off tables
@@ -93,6 +102,7 @@ class _Features:
         self.row = np.full(X.shape[0], -1, dtype=np.intp)  # prefetched row of a position
         self.Q = np.zeros(0, dtype=np.intp)
         self.ip = np.empty((0, 0))
+        self._buffer = np.empty(0, dtype=self.dtype)  # the storage of ip
         self.ip_cols = 0
         self.program = None
         self.gamma0 = None
@@ -116,9 +126,12 @@ class _Features:
         self.row[self.Q] = -1
         self.Q = Q
         self.row[Q] = np.arange(Q.size)
-        self.ip = np.empty((Q.size, min(ns + Q.size, self.X.shape[0])), dtype=self.dtype)
+        cols = min(ns + Q.size, self.X.shape[0])
+        if self._buffer.size < Q.size * cols:  # kept between prefetches (no fresh pages)
+            self._buffer = np.empty(max(Q.size * cols, 2 * self._buffer.size), self.dtype)
+        self.ip = self._buffer[: Q.size * cols].reshape(Q.size, cols)
         if ns:
-            self.ip[:, :ns] = _products(self.Xp[Q], self.Xs[:ns])
+            _products(self.Xp[Q], self.Xs[:ns], out=self.ip[:, :ns])
         self.ip_cols = ns
 
     def products(self, P, ns, cols):
@@ -231,8 +244,8 @@ class _LazyBlocks:
     def inner_pair(self, delta, B, weights, D):
         return self.shared_inner(delta, B), _dense_weighted_inner(self.dense(), delta, weights, D)
 
-    def weighted_combined(self, weights, D):
-        return _dense_weighted_combined(self.dense(), weights, D)
+    def averaged_combined(self, scales, B, weights, D):
+        return self.combined(scales, B) + _dense_weighted_combined(self.dense(), weights, D)
 
 
 def _dense_weighted_inner(K, delta, weights, D):
@@ -302,11 +315,20 @@ class _Tables(_LazyBlocks):
         out = self._inner(delta, B, weights, D)
         return out[0], out[1]
 
-    def weighted_combined(self, weights, D):
+    def averaged_combined(self, scales, B, weights, D):
         f = self.features
-        out = np.empty((self.ip.shape[0], D.shape[1]))
-        self.backend.table_weighted_scores(
-            self.ip, self.sq_rows, self.sq_cols, f.ip_tables, f.dist_tables, weights, D, out
+        out = np.empty((self.ip.shape[0], B.shape[1]))
+        self.backend.table_average_scores(
+            self.ip,
+            self.sq_rows,
+            self.sq_cols,
+            f.ip_tables,
+            f.dist_tables,
+            np.ascontiguousarray(scales, dtype=float),
+            B,
+            weights,
+            D,
+            out,
         )
         return out
 
@@ -537,10 +559,11 @@ class KernelGroups:
             return np.zeros(self.Mk), np.zeros(self.Mk)
         return self.shared_inner(K, delta, B), _dense_weighted_inner(K, delta, weights, D)
 
-    def weighted_combined(self, K, weights, D):
-        """``Σ_k K_k[P, S] A_k`` for ``A_k[j] = weights[j, k] D[j]``, (T, q)."""
+    def averaged_combined(self, K, scales, B, weights, D):
+        """``Σ_k K_k[P, S] A_k`` for ``A_k[j] = scales[k] B[j] + weights[j, k] D[j]`` (the
+        epoch average of math.md §4.8), (T, q)."""
         if isinstance(K, _LazyBlocks):
-            return K.weighted_combined(weights, D)
+            return K.averaged_combined(scales, B, weights, D)
         if K.shape[2] == 0:
             return np.zeros((K.shape[1], D.shape[1]))
-        return _dense_weighted_combined(K, weights, D)
+        return self.combined(K, scales, B) + _dense_weighted_combined(K, weights, D)

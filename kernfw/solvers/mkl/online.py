@@ -74,6 +74,7 @@ __all__ = [
     "AVERAGING",
     "SOLVERS",
     "factored_positions",
+    "default_eta0",
 ]
 
 LOSSES = ("hinge", "crf")
@@ -705,8 +706,7 @@ class OnlineMKLIterate(FWIterate):
             if isinstance(A, SharedCoefficients):
                 out[rows] = p.groups.combined(K, A.scales, A.B)
             elif isinstance(A, AveragedCoefficients):
-                out[rows] = p.groups.combined(K, A.scales, A.B)
-                out[rows] += p.groups.weighted_combined(K, A.weights, A.D)
+                out[rows] = p.groups.averaged_combined(K, A.scales, A.B, A.weights, A.D)
             else:
                 out[rows] = p.groups.nodes(K, A).sum(axis=0)
         return out
@@ -742,6 +742,7 @@ class OnlineMKLIterate(FWIterate):
                 "epoch": self.epochs,
                 "mistakes": self.mistakes,
                 "active_groups": int(np.count_nonzero(pred[2])),
+                "iterate_active_groups": int(np.count_nonzero(self.params.norms())),
             },
         )
 
@@ -848,7 +849,7 @@ def solve_online_mkl(
     regularizer="squared_l21",
     lam=1e-2,
     lam2=None,
-    eta0=1.0,
+    eta0="auto",
     max_iter=10,
     radius=None,
     averaging="epoch",
@@ -880,8 +881,10 @@ def solve_online_mkl(
         ``λ``.
     lam2 : float >= 0 or None
         ``λ₂`` of ``"elastic"`` / ``"sparse_group_lasso"`` (None: ``λ``).
-    eta0 : float > 0
-        ``η_t = η_0/√t`` (t counts rounds over all epochs).
+    eta0 : float > 0 or "auto"
+        ``η_t = η_0/√t`` (t counts rounds over all epochs); "auto" is
+        :func:`default_eta0` of the loss (1 for the hinge, ``1 + log(q − 1)`` for the CRF
+        over ``q`` states; math.md §4.7).
     max_iter : int >= 1
         Epochs (random order per epoch).
     radius : None, "auto" or float > 0
@@ -911,8 +914,9 @@ def solve_online_mkl(
         ``solution`` holds ``w`` (explicit parameters over ``φ``), ``coef``
         (Mk, n_support, q) and ``support`` (training positions) of the kernel
         groups, ``norms``, ``beta`` (``‖θ_k‖/Σ‖θ_l‖``) and ``norm_path``
-        (epochs + 1, M).  The history has ``primal`` (F), ``mistakes`` and
-        ``active_groups`` per epoch (row 0: ``θ = 0``).
+        (epochs + 1, M), ``radius`` and ``eta0`` (the ``η₀`` used).  The history has
+        ``primal`` (F), ``mistakes``, ``active_groups`` (of the returned predictor) and
+        ``iterate_active_groups`` (of the last iterate) per epoch (row 0: ``θ = 0``).
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
@@ -921,12 +925,16 @@ def solve_online_mkl(
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     lam = check_positive("lam", lam)
-    eta0 = check_positive("eta0", eta0)
     if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer (epochs), got {max_iter!r}")
     reg = make_regularizer(regularizer, lam, lam2)
     model.initialize(X, Y)
     oracle = _make_oracle(model, X, Y, loss)
+    if isinstance(eta0, str):
+        if eta0 != "auto":
+            raise ValueError(f"eta0 must be a positive number or 'auto', got {eta0!r}")
+        eta0 = default_eta0(loss, oracle.q if oracle.factored else 2)
+    eta0 = check_positive("eta0", eta0)
     groups = list(groups)
     explicit = [g.indices for g in groups if isinstance(g, ExplicitGroup)]
     kernels = [g for g in groups if isinstance(g, KernelOperator)]
@@ -982,7 +990,28 @@ def solve_online_mkl(
     if result.status == "converged":
         result.status = "max_iter"
     result.solution["radius"] = radius
+    result.solution["eta0"] = eta0
     return result
+
+
+def default_eta0(loss, n_states):
+    """``η₀`` of ``eta0="auto"`` (math.md §4.7): 1 for the hinge; ``1 + log(q − 1)`` for the
+    CRF over ``q`` states (classes, or a chain's letters), the per-letter score at which the
+    CRF is as sure of a state as the logistic loss at the hinge's margin 1.
+
+    Parameters
+    ----------
+    loss : {"hinge", "crf"}
+    n_states : int
+        ``q``.
+
+    Returns
+    -------
+    float
+    """
+    if loss == "hinge":
+        return 1.0
+    return 1.0 + math.log(max(int(n_states), 2) - 1)
 
 
 def _objective_sample(size, n, rng):
