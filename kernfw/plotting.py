@@ -38,6 +38,13 @@ def _figure(nrows, ncols, width=4.2, height=3.2):
     return fig, axes
 
 
+def _two_axes(axes):
+    """``(figure, axes)`` of the two Axes given, or of a new one-row, two-column figure."""
+    if axes is None:
+        axes = _figure(1, 2)[1][0]
+    return axes[0].figure, axes
+
+
 def as_history(run):
     """The history dict of a run: a fitted estimator (``history_``), an
     :class:`~kernfw.fw.FWResult` (``history``) or a dict of arrays."""
@@ -197,12 +204,8 @@ def plot_sweep(results, *, axes=None, logx=True, title=None):
     matplotlib.figure.Figure
     """
     param, cols = _table_columns(results)
-    if axes is None:
-        fig, grid = _figure(1, 2)
-        axes = grid[0]
-    fig = axes[0].figure
+    fig, (ax_score, ax_gap) = _two_axes(axes)
     values = cols["value"]
-    ax_score, ax_gap = axes
     for key, label in (("train_score", "train"), ("val_score", "validation")):
         x, y = _mean_by_value(values, cols[key])
         if np.isfinite(y).any():
@@ -215,7 +218,7 @@ def plot_sweep(results, *, axes=None, logx=True, title=None):
             ax_gap.plot(x, _positive(y), marker="o", label=label)
     ax_gap.set_yscale("log")
     ax_gap.legend(fontsize="small")
-    for ax in axes:
+    for ax in (ax_score, ax_gap):
         ax.set_xlabel(param)
         if logx:
             ax.set_xscale("log")
@@ -366,11 +369,7 @@ def plot_approx_tradeoff(results, *, exact=None, axes=None, title=None):
     matplotlib.figure.Figure
     """
     param, cols = _table_columns(results)
-    if axes is None:
-        fig, grid = _figure(1, 2)
-        axes = grid[0]
-    fig = axes[0].figure
-    ax_score, ax_time = axes
+    fig, (ax_score, ax_time) = _two_axes(axes)
     for ax, key, label in (
         (ax_score, "val_score", "validation score"),
         (ax_time, "fit_time", "fit time (s)"),

@@ -96,9 +96,9 @@ def test_inner_tolerance_follows_the_outer_gap(kernels, monkeypatch):
     tols = []
     original = inner_svm.L2SVM.solve
 
-    def record(self, op, warm=None):
+    def record(self, op, warm=None, cutoff=None):
         tols.append(self.tol)
-        return original(self, op, warm)
+        return original(self, op, warm, cutoff)
 
     monkeypatch.setattr(inner_svm.L2SVM, "solve", record)
     result = solve_cskl(kernels, y, t=1.0, tol=1e-3, inner_tol=1e-7)

@@ -458,3 +458,43 @@ def test_cskl_on_feature_blocks_is_verified_against_cvxpy(data, monkeypatch):
     blocks = clone(est).fit(X, y)
     np.testing.assert_allclose(blocks.kernel_weights_, stacked.kernel_weights_, atol=1e-3)
     assert blocks.objective_ == pytest.approx(stacked.objective_, rel=1e-4)
+
+
+def test_cskl_trials_stop_once_rejected_and_take_the_same_steps(monkeypatch):
+    """An Armijo trial's L2-SVM solve stops once its dual value exceeds J(γ) (the passes never
+    lower it, so the trial is rejected whatever the rest of the solve, math.md §5.3): fewer
+    passes, the same weights, objective and iterations as solving every trial to its
+    tolerance."""
+    from kernfw.solvers import simplex_qp
+    from kernfw.solvers.mkl import inner_svm
+
+    X, y = make_classification(n_samples=600, n_features=6, flip_y=0.05, random_state=2)
+    kernels = [("rbf", {"gamma": g}) for g in (0.01, 0.1, 1.0, 10.0)]
+    est = CSKLClassifier(kernels, approx="nystroem", n_components=20, random_state=0, tol=1e-4)
+    monkeypatch.setattr(inner_svm, "STACK_MAX_MB", 0.0)  # the feature blocks, as at large n
+    solve, stopped, passes = simplex_qp.solve_l2svm_blocks, [], []
+
+    def record(*args, **kwargs):
+        res = solve(*args, **kwargs)
+        passes.append(res.n_iter)
+        if res.status == "callback":
+            stopped.append((res.dual, res.gap))
+        return res
+
+    monkeypatch.setattr(simplex_qp, "solve_l2svm_blocks", record)
+    cut = clone(est).fit(X, y)
+    cut_passes, cut_stopped = sum(passes), list(stopped)
+    passes.clear()
+    stopped.clear()
+    evaluate = inner_svm.KernelWeightObjective.evaluate
+    monkeypatch.setattr(
+        inner_svm.KernelWeightObjective,
+        "evaluate",
+        lambda self, gamma, warm=None, cutoff=None: evaluate(self, gamma, warm),
+    )
+    full = clone(est).fit(X, y)
+    assert cut_stopped and not stopped and cut_passes < sum(passes)
+    assert cut.converged_ and full.converged_ and cut.n_iter_ == full.n_iter_
+    np.testing.assert_allclose(cut.kernel_weights_, full.kernel_weights_, atol=1e-9)
+    assert cut.objective_ == pytest.approx(full.objective_, rel=1e-9)
+    assert all(gap >= 0 for _, gap in cut_stopped)

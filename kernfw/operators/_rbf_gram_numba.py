@@ -22,37 +22,12 @@ numba's threads (``parallel=True``) for large matrices.
 import numpy as np
 from numba import njit, prange
 
+from ._exp32_numba import exp_in_place
+
 __all__ = ["direct_tiles", "product_tiles", "direct_tiles_parallel", "product_tiles_parallel"]
 
 #: rows and columns of a tile (a 64 × 64 float32 tile is 16 kB: it stays in L1)
 TILE = 64
-
-_LOG2E = np.float32(1.4426950408889634)
-_LN2_HI = np.float32(0.693145751953125)  # ln 2 = hi + lo, hi with 12 zero low bits
-_LN2_LO = np.float32(1.428606765330187e-06)
-_EXP_MIN = np.float32(-87.0)  # below: e^x < 1.7e-38, returned as 0
-
-
-@njit(cache=True, fastmath={"contract"}, inline="always")
-def _exp_in_place(x, bits):
-    """``x ← e^x`` for ``x ≤ 0`` (float32); ``bits`` (int32, same length) is scratch."""
-    for k in range(x.shape[0]):
-        v = x[k]
-        xc = max(v, _EXP_MIN)
-        m = np.floor(xc * _LOG2E + np.float32(0.5))
-        r = (xc - m * _LN2_HI) - m * _LN2_LO
-        p = np.float32(1.0 / 720.0)
-        p = p * r + np.float32(1.0 / 120.0)
-        p = p * r + np.float32(1.0 / 24.0)
-        p = p * r + np.float32(1.0 / 6.0)
-        p = p * r + np.float32(0.5)
-        p = p * r + np.float32(1.0)
-        p = p * r + np.float32(1.0)
-        x[k] = p if v >= _EXP_MIN else np.float32(0.0)
-        bits[k] = (np.int32(m) + np.int32(127)) << np.int32(23)
-    powers = bits.view(np.float32)
-    for k in range(x.shape[0]):
-        x[k] *= powers[k]
 
 
 @njit(cache=True, inline="always")
@@ -112,7 +87,7 @@ def _direct_tiles(XT, gamma, K):
                     t[k] += u * u
             for k in range(w):
                 t[k] *= g
-            _exp_in_place(t, bits[:w])
+            exp_in_place(t, bits[:w])
         _store(K, tile, I, i1, J, j1)
 
 
@@ -136,7 +111,7 @@ def _product_tiles(G, sq, gamma):
             si = sq[i]
             for k in range(w):
                 t[k] = g * max((si + sq[J + k]) - two * row[k], zero)
-            _exp_in_place(t, bits[:w])
+            exp_in_place(t, bits[:w])
         _store(G, tile, I, i1, J, j1)
 
 

@@ -225,9 +225,13 @@ class CSKLIterate(KernelWeightIterate):
             return 0.0
         point, tau_max, first_order = found
         trials = {}
+        # Armijo rejects a trial whose J exceeds J(γ): its solve may stop once that is known
+        cutoff = ev.value if self.line_search == "armijo" else None
 
         def phi(tau):
-            trials[tau] = self.objective.evaluate(snap_to_box(point(tau)), warm=ev.solution.state)
+            trials[tau] = self.objective.evaluate(
+                snap_to_box(point(tau)), warm=ev.solution.state, cutoff=cutoff
+            )
             return trials[tau].value
 
         if self.line_search == "armijo":

@@ -135,8 +135,14 @@ class InnerSVM:
     def n(self):
         return self.codes.shape[1]
 
-    def solve(self, op, warm=None):
-        """Solve on the kernel operator ``op`` (= ``K_γ``); return an :class:`SVMSolution`."""
+    def solve(self, op, warm=None, cutoff=None):
+        """Solve on the kernel operator ``op`` (= ``K_γ``); return an :class:`SVMSolution`.
+
+        ``cutoff``: a value of ``J`` above which the caller rejects the solution (an Armijo
+        trial, math.md §5.3).  A solver whose dual value only increases may stop once it
+        exceeds ``cutoff`` (then ``J(γ) ≥`` the returned value ``> cutoff``); the others
+        ignore it.
+        """
         raise NotImplementedError
 
 
@@ -219,7 +225,7 @@ class LibsvmC(InnerSVM):
             max_iter=_libsvm_max_iter(self.n),
         )
 
-    def solve(self, op, warm=None):
+    def solve(self, op, warm=None, cutoff=None):
         K = op.dense()
         if self.ovo:
             return self._solve_ovo(K)
@@ -285,7 +291,7 @@ class LibsvmNu(InnerSVM):
                     f"2 min(n_+, n_-) / n = {feasible:.4g} for every binary problem"
                 )
 
-    def solve(self, op, warm=None):
+    def solve(self, op, warm=None, cutoff=None):
         K = op.dense()
         coef, intercept, gap = [], [], 0.0
         for y in self.codes:
@@ -329,9 +335,9 @@ class L2SVM(InnerSVM):
         self.C = float(C)
         self.solver = solver
 
-    def solve(self, op, warm=None):
+    def solve(self, op, warm=None, cutoff=None):
         if isinstance(op, WeightedFeatureBlocks):
-            alphas, gaps = self._solve_blocks(op, warm)
+            alphas, gaps = self._solve_blocks(op, warm, cutoff)
             return self._solution(alphas, gaps)
         # a stored Gram: "auto" is MFW there (choose_l2svm_solver), compiled for all problems
         K = _stored_symmetric_gram(op) if self.solver in ("mfw", "auto") else None
@@ -349,11 +355,17 @@ class L2SVM(InnerSVM):
         offset = -float(intercept @ intercept) - float(np.sum(alphas * alphas)) / self.C
         return SVMSolution(coef, intercept, offset, float(np.sum(gaps)), state=list(alphas))
 
-    def _solve_blocks(self, op, warm):
+    def _solve_blocks(self, op, warm, cutoff=None):
         """Every problem by the vertex-coordinate passes on the weighted feature blocks
-        ``op`` (:class:`~kernfw.solvers.mkl.feature_blocks.WeightedFeatureBlocks`)."""
+        ``op`` (:class:`~kernfw.solvers.mkl.feature_blocks.WeightedFeatureBlocks`).
+
+        With one binary problem and a ``cutoff``, the passes stop at the first certificate
+        whose dual value ``−αᵀK̃α`` exceeds it: the passes' exact line searches never lower
+        that value, so ``J(γ)`` exceeds the cutoff too (:func:`_stop_above`).
+        """
         from ..simplex_qp import solve_l2svm_blocks
 
+        stop = _stop_above(cutoff) if cutoff is not None and len(self.codes) == 1 else None
         alphas, gaps = [], []
         for r, y in enumerate(self.codes):
             res = solve_l2svm_blocks(
@@ -364,6 +376,7 @@ class L2SVM(InnerSVM):
                 tol=self.tol,
                 alpha0=None if warm is None else warm[r],
                 stop="relative",
+                callback=stop,
             )
             alphas.append(np.asarray(res.solution["alpha"], dtype=float))
             gaps.append(float(res.gap))
@@ -425,6 +438,16 @@ class L2SVM(InnerSVM):
         return A
 
 
+def _stop_above(cutoff):
+    """The inner solver's callback that stops the run once its dual value exceeds ``cutoff``
+    (the history row's ``dual`` is ``−αᵀK̃α``, the L2-SVM's ``J`` at the current ``α``)."""
+
+    def stop(row):
+        return row["dual"] > cutoff
+
+    return stop
+
+
 def _max_iter(n):
     """The iteration budget of :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`."""
     return max(100_000, 20 * n)
@@ -472,6 +495,11 @@ def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=N
 DENSE_MAX_N = 4000
 #: memory (MB) up to which the base kernels are formed once as a dense stack
 STACK_MAX_MB = 1024.0
+#: on feature blocks (math.md §5.7) a run whose inner tolerance follows the outer gap ``G``
+#: starts at this relative inner gap ...
+BLOCKS_TOL_START = 1e-2
+#: ... and keeps the inner gap ``ε ≤ BLOCKS_TOL_SHARE · G`` (math.md §5.3)
+BLOCKS_TOL_SHARE = 0.3
 
 
 @dataclass
@@ -529,6 +557,9 @@ class KernelWeightObjective:
         self.stack = KernelStack(kernels) if small else None
         blocks_ok = self.stack is None and isinstance(svm, L2SVM) and svm.solver in ("auto", "dcd")
         self.blocks = FeatureBlocks.of(kernels) if blocks_ok else None
+        #: ``(ε_start, s)`` of an inner tolerance that follows the outer gap, None for the
+        #: defaults of :class:`~kernfw.solvers.mkl.weights.KernelWeightIterate`
+        self.follow = None if self.blocks is None else (BLOCKS_TOL_START, BLOCKS_TOL_SHARE)
 
     def weighted(self, gamma):
         """``K_γ``: a dense :class:`~kernfw.operators.Gram` for small n (with the stack its
@@ -566,10 +597,15 @@ class KernelWeightObjective:
             kernels, V = kernels.subset(support), V[support]
         return np.asarray(kernels.per_kernel_quad(V)).reshape(kernels.p, -1).sum(axis=1)
 
-    def evaluate(self, gamma, warm=None):
-        """Solve the inner SVM at ``γ`` (warm start ``warm``); return an :class:`Evaluation`."""
+    def evaluate(self, gamma, warm=None, cutoff=None):
+        """Solve the inner SVM at ``γ`` (warm start ``warm``); return an :class:`Evaluation`.
+
+        ``cutoff``: the solve may stop once ``J(γ)`` is known to exceed it (an Armijo trial
+        that is rejected whatever the rest of the solve, :meth:`InnerSVM.solve`); the
+        returned value then exceeds it too.
+        """
         gamma = np.asarray(gamma, dtype=float)
-        solution = self.svm.solve(self.weighted(gamma), warm)
+        solution = self.svm.solve(self.weighted(gamma), warm, cutoff=cutoff)
         self.n_solves += 1
         d = self.quad_forms(solution.coef)
         return Evaluation(gamma, solution, d, solution.offset - self.curvature * float(gamma @ d))

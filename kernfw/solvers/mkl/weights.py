@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 
-#: first inner tolerance of a run whose inner tolerance follows the outer gap
+#: first inner tolerance of a run whose inner tolerance follows the outer gap (unless the
+#: objective sets its own, ``objective.follow``)
 INNER_TOL_START = 1e-3
 #: the inner tolerance follows the outer gap as this share of the relative gap ``G/|J|``
 INNER_TOL_SHARE = 1e-2
@@ -44,9 +45,11 @@ class KernelWeightIterate(FWIterate):
     ``G`` bounds ``J(γ) − J*`` together with the inner gap ``ε`` for any inner
     solution (``J(γ) − J* ≤ G + ε``), so far from the optimum the SVM need not be
     solved to the inner tolerance ``ε₀`` the objective was built with.  Given the
-    outer ``tol``, the inner tolerance follows the gap: it starts at
-    :data:`INNER_TOL_START` and is lowered before each step to
-    ``max(ε₀, INNER_TOL_SHARE · G/|J|)`` (never raised); once ``G`` meets the
+    outer ``tol``, the inner tolerance follows the gap: it starts at ``ε_start`` and is
+    lowered before each step to ``max(ε₀, s · G/|J|)`` (never raised), with
+    ``(ε_start, s) = objective.follow`` when set (the L2-SVM on feature blocks, whose
+    tolerance is its certified relative gap ``ε/|J|``: ``s < 1`` keeps ``ε ≤ s·G``,
+    math.md §5.3), else :data:`INNER_TOL_START` and :data:`INNER_TOL_SHARE`; once ``G`` meets the
     stopping rule (``G ≤ tol·|J|``) but ``G + ε`` does not, the SVM is solved again
     (warm started) at the same weights, tighter, until it does or the inner tolerance
     is ``ε₀`` (:meth:`settle`; at ``ε₀`` directly when the caller chose ``ε₀``).  The
@@ -59,17 +62,19 @@ class KernelWeightIterate(FWIterate):
         self.c = objective.curvature
         self.tol = tol
         self.inner_tol = objective.svm.tol  # ε₀, the accuracy of the final solves
+        follow = getattr(objective, "follow", None)
+        start, self.tol_share = follow or (INNER_TOL_START, INNER_TOL_SHARE)
         if tol is not None:
-            objective.svm.tol = max(self.inner_tol, INNER_TOL_START)
+            objective.svm.tol = max(self.inner_tol, start)
         self.current = objective.evaluate(gamma0)
         self.settle()
 
     def follow_gap(self):
-        """Lower the inner tolerance to ``max(ε₀, INNER_TOL_SHARE · G/|J|)`` (before a step)."""
+        """Lower the inner tolerance to ``max(ε₀, s · G/|J|)`` (before a step)."""
         if self.tol is None:
             return
         value = abs(self.current.value)
-        target = INNER_TOL_SHARE * self.gap() / value if value > 0 else 0.0
+        target = self.tol_share * self.gap() / value if value > 0 else 0.0
         svm = self.objective.svm
         svm.tol = min(svm.tol, max(self.inner_tol, target))
 

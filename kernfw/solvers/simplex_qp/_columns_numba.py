@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from ...operators._exp32_numba import exp_in_place
 from .._block_kernels import exactly_symmetric
 
 __all__ = ["evaluate_column", "is_symmetric", "SOURCE_RBF", "SOURCE_GRAM", "SOURCE_RBF32"]
@@ -93,10 +94,6 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
 #: points per block of the float32 RBF column (16 kB of values: still in L1, and fewer
 #: passes over the block's feature rows than 1024 points; see docs/benchmarks/l2svm.md)
 _RBF32_BLOCK = 4096
-_F32_LOG2E = np.float32(_LOG2E)
-_F32_LN2_HI = np.float32(0.693145751953125)  # ln 2 = hi + lo, hi with 12 zero low bits
-_F32_LN2_LO = np.float32(1.428606765330187e-06)
-_F32_EXP_MIN = np.float32(-87.0)  # below: e^x < 1.7e-38, returned as 0
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -106,8 +103,8 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
 
     The squared distance is summed from differences (no cancellation of
     ``‖x_k‖² + ‖x_j‖² − 2x_kᵀx_j``), so the only errors are float32 roundings:
-    about 1e-7 relative on ``d²`` and on the value.  ``e^x = 2^m p(r)`` with the
-    degree-6 Taylor polynomial on ``|r| ≤ ln2/2`` (float32 precision), branch-free;
+    about 1e-7 relative on ``d²`` and on the value (``e^x`` by
+    :func:`~kernfw.operators._exp32_numba.exp_in_place`, float32 precision);
     ``scratch`` (any array of at least ``4n`` bytes) receives the powers ``2^m``.
     Half the memory traffic of the float64 column: the compiled step uses it when the
     operator keeps its kernel values in float32."""
@@ -115,7 +112,6 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
     xj = XT[:, j].copy()
     g = np.float32(-gamma)
     bits = scratch.view(np.int32)
-    powers = bits.view(np.float32)
     for start in range(0, n, _RBF32_BLOCK):
         stop = min(start + _RBF32_BLOCK, n)
         o = out[start:stop]
@@ -131,24 +127,9 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
             for k in range(size):
                 t = row[k] - c
                 o[k] += t * t
-        b2 = bits[start:stop]
-        p2 = powers[start:stop]
         for k in range(size):
-            x = o[k] * g
-            xc = max(x, _F32_EXP_MIN)
-            m = np.floor(xc * _F32_LOG2E + np.float32(0.5))
-            r = (xc - m * _F32_LN2_HI) - m * _F32_LN2_LO
-            p = np.float32(1.0 / 720.0)
-            p = p * r + np.float32(1.0 / 120.0)
-            p = p * r + np.float32(1.0 / 24.0)
-            p = p * r + np.float32(1.0 / 6.0)
-            p = p * r + np.float32(0.5)
-            p = p * r + np.float32(1.0)
-            p = p * r + np.float32(1.0)
-            o[k] = p if x >= _F32_EXP_MIN else np.float32(0.0)
-            b2[k] = (np.int32(m) + np.int32(127)) << np.int32(23)
-        for k in range(size):
-            o[k] *= p2[k]
+            o[k] *= g
+        exp_in_place(o, bits[start:stop])
 
 
 #: ``exactly_symmetric(K)`` compiled: a C-ordered Gram that passes is read by rows

@@ -318,6 +318,7 @@ def solve_l2svm_blocks(
     random_state=None,
     stop="gap",
     check_every=None,
+    callback=None,
 ):
     """The binary L2-SVM on weighted column blocks of ``X`` by vertex-coordinate passes.
 
@@ -333,7 +334,7 @@ def solve_l2svm_blocks(
         Dense features (float32 or float64, C-contiguous).
     blocks : FeatureBlockWeights
         The column ranges ``B_r``, their weights ``c_r > 0`` and ``‖x_i‖²``.
-    y, C, tol, max_iter, alpha0, random_state, stop, check_every
+    y, C, tol, max_iter, alpha0, random_state, stop, check_every, callback
         As :func:`solve_l2svm` with ``solver="dcd"``.
 
     Returns
@@ -347,7 +348,7 @@ def solve_l2svm_blocks(
     if np.any(np.asarray(blocks.weights) <= 0):
         raise ValueError("block weights must be positive (leave zero-weight blocks out)")
     result = _run_coordinate(
-        X, blocks, y, C, tol, max_iter, alpha0, random_state, None, stop, None, check_every
+        X, blocks, y, C, tol, max_iter, alpha0, random_state, callback, stop, None, check_every
     )
     result.solution.update(l2svm_recover(result.solution, check_binary_labels(y, X.shape[0])))
     return result

@@ -63,6 +63,11 @@ def drive(iterate, tol, max_iter, check_every=None, **options):
     return run(iterate, tol=tol, max_iter=max_iter, check_every=check_every, **options)
 
 
+def remedy(solver):
+    """What the ``ConvergenceWarning`` of a run of ``solver`` that stopped early suggests."""
+    return "increase max_iter or tol" + ("" if solver == "mfw" else " (or use solver='mfw')")
+
+
 def make_iterate(Q, q, solver, alpha0, stop, rng, tol=None):
     """The iterate of ``solver``: CVM core-set iterations, or FW / MFW — compiled when
     :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
@@ -204,7 +209,6 @@ def solve_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol"
-            + ("" if solver == "mfw" else " (or use solver='mfw')"),
+            remedy=remedy(solver),
             name=f"{solver.upper()} (simplex QP)",
         )

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from ....fw import away_step_max, quadratic_step
 from ..certificate import STOPS
 from ..iterate import SimplexQPIterate
-from ..solve import SOLVERS, drive
+from ..solve import SOLVERS, drive, remedy
 
 __all__ = ["ShardedSimplexQPIterate", "solve_sharded_simplex_qp"]
 
@@ -341,8 +341,7 @@ def solve_sharded_simplex_qp(
             check_every,
             max_time=max_time,
             callback=callback,
-            remedy="increase max_iter or tol"
-            + ("" if solver == "mfw" else " (or use solver='mfw')"),
+            remedy=remedy(solver),
             name=f"distributed {solver.upper()} (simplex QP)",
         )
         sol = result.solution
