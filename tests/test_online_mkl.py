@@ -17,7 +17,12 @@ from kernfw.estimators.online_mkl import OnlineMKLStructured
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram
 from kernfw.solvers.mkl.crf import chain_marginals, softmax_marginals
-from kernfw.solvers.mkl.online import ExplicitGroup, GroupParameters, solve_online_mkl
+from kernfw.solvers.mkl.online import (
+    ExplicitGroup,
+    GroupParameters,
+    default_eta0,
+    solve_online_mkl,
+)
 from kernfw.solvers.mkl.prox import make_regularizer, prox_squared_l1, prox_squared_l21
 from kernfw.structured import Chain, Matching, MultiClass
 
@@ -778,3 +783,21 @@ def test_structured_matching_is_hinge_only():
         OnlineMKLStructured(Matching(), loss="crf", lam=0.01).fit(X, Y)
     with pytest.raises(ValueError, match="kernel groups need"):
         OnlineMKLStructured(Matching(), ["rbf"], lam=0.01).fit(X, Y)
+
+
+def test_default_eta0_depends_on_the_loss():
+    """``eta0="auto"``: 1 for the hinge, ``1 + log(q − 1)`` for the CRF (math.md §4.7); the
+    string round-trips through get_params / clone and ``eta0_`` holds the value used."""
+    from kernfw.datasets import make_chains
+
+    assert default_eta0("hinge", 26) == 1.0
+    assert default_eta0("crf", 26) == pytest.approx(1.0 + np.log(25.0))
+    assert default_eta0("crf", 2) == 1.0  # two classes: the logistic loss, the hinge's scale
+    est = OnlineMKLStructured(Chain(3), loss="crf", max_iter=2, random_state=0)
+    assert est.get_params()["eta0"] == "auto" and clone(est).get_params()["eta0"] == "auto"
+    X, Y = make_chains(30, random_state=0)
+    assert est.fit(X, Y).eta0_ == pytest.approx(1.0 + np.log(2.0))
+    assert est.set_params(loss="hinge").fit(X, Y).eta0_ == 1.0
+    assert est.set_params(eta0=0.5).fit(X, Y).eta0_ == 0.5
+    with pytest.raises(ValueError, match="eta0"):
+        est.set_params(eta0="fast").fit(X, Y)
