@@ -11,7 +11,7 @@ Run::
 
     python examples/topk_protocol.py --out topk.png                 # 20 trials
     python examples/topk_protocol.py --data mnist --trials 5 --out topk_mnist.png
-    python examples/topk_protocol.py --fast --out /tmp/x.png        # 5 trials, subsample
+    python examples/topk_protocol.py --fast --out topk.png          # 5 trials, subsample
 """
 
 import argparse
