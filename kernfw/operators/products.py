@@ -8,7 +8,6 @@ float64 block of ``A``.
 """
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["matmul", "tmatmul"]
 
@@ -19,8 +18,7 @@ BLOCK_ENTRIES = 1 << 23
 def _blocked(A, B):
     """Whether ``A`` (dense) would be upcast whole by a product with ``B``."""
     return (
-        not sp.issparse(A)
-        and isinstance(A, np.ndarray)
+        isinstance(A, np.ndarray)
         and np.result_type(A.dtype, B.dtype) != A.dtype
         and A.size > BLOCK_ENTRIES
     )

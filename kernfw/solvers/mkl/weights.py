@@ -62,8 +62,7 @@ class KernelWeightIterate(FWIterate):
         self.c = objective.curvature
         self.tol = tol
         self.inner_tol = objective.svm.tol  # ε₀, the accuracy of the final solves
-        follow = getattr(objective, "follow", None)
-        start, self.tol_share = follow or (INNER_TOL_START, INNER_TOL_SHARE)
+        start, self.tol_share = objective.follow or (INNER_TOL_START, INNER_TOL_SHARE)
         if tol is not None:
             objective.svm.tol = max(self.inner_tol, start)
         self.current = objective.evaluate(gamma0)
