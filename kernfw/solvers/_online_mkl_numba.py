@@ -346,35 +346,43 @@ def forward_backward(theta, G, mu, pairs):
 
 
 # -- kernels of small-integer features: tables (math.md §4.4) ------------------------------
-@njit(cache=True)
-def _pair_index(ip, sq_rows, sq_cols, t, j, half):
-    """``(ip + S, d)``: the table rows of a pair (``d = ‖a_t‖² + ‖b_j‖² − 2 ip``)."""
-    v = int(ip[t, j])
-    return v + half, sq_rows[t] + sq_cols[j] - 2 * v
+#
+# The passes below read the coefficient rows by state: ``BT[c, j] = B[j, c]`` (q × n, a
+# C-ordered array), so that every sum over the support runs along contiguous memory and
+# vectorizes (a dot product of a block's kernel values with one state's coefficients).
 
-
-#: support rows per block of the table passes: their kernel values (T × JB) and
-#: transposed coefficients (q × JB) stay in the first-level cache
-_BLOCK = 256
+#: support rows per block of the table passes: the block's kernel values and its
+#: coefficients (q × _BLOCK) stay in the first-level cache
+_BLOCK = 128
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _block_kernel(ip, sq_rows, sq_cols, j0, nb, half, ip_table, dist_table, kappa):
-    """``kappa[t, jj] = ip_table[v] + dist_table[d]`` of the pairs ``(t, j0 + jj)``."""
-    for t in range(ip.shape[0]):
-        st = sq_rows[t]
+def _block_kernel(ip, t, st, sq_cols, j0, nb, half, ip_table, dist_table, kappa):
+    """``kappa[jj] = ip_table[v + S] + dist_table[d]`` of the pairs ``(t, j0 + jj)`` (``v``
+    the inner product, ``d = ‖x_t‖² + ‖x_j‖² − 2v`` the squared distance)."""
+    ipt, sqc = ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]  # slices: the loop vectorizes
+    for jj in range(nb):
+        v = int(ipt[jj])
+        kappa[jj] = ip_table[v + half] + dist_table[st + sqc[jj] - 2 * v]
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _block_dots(kappa, BT, j0, nb, out):
+    """``out[c] += Σ_jj kappa[jj] BT[c, j0 + jj]`` for every state ``c``."""
+    for c in range(BT.shape[0]):
+        row = BT[c, j0 : j0 + nb]
+        acc = 0.0
         for jj in range(nb):
-            j = j0 + jj
-            v = int(ip[t, j])
-            kappa[t, jj] = ip_table[v + half] + dist_table[st + sq_cols[j] - 2 * v]
+            acc += kappa[jj] * row[jj]
+        out[c] += acc
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, B, out):
+def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, BT, out):
     """``out[t] = Σ_j κ(t, j) B[j]`` with ``κ = ip_table[ip + S] + dist_table[d]``.
 
-    By blocks of support rows: the block's kernel values first, then each row ``t``
-    sums its block into a ``q``-vector.
+    By blocks of support rows: per row ``t``, the block's kernel values, then their dot
+    product with each state's coefficients.
 
     Parameters
     ----------
@@ -386,26 +394,19 @@ def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, B, out):
         The combined kernel's part that reads the inner product, at ``−S..S``.
     dist_table : ndarray (4S + 1,)
         Its part that reads the squared distance, at ``0..4S``.
-    B : ndarray (≥ n_S, q)
+    BT : ndarray (q, ≥ n_S)
+        ``Bᵀ``: the coefficients by state.
     out : ndarray (T, q)
     """
     T, ns = ip.shape
-    q = out.shape[1]
     half = (ip_table.shape[0] - 1) // 2
-    kappa = np.empty((T, _BLOCK))
-    acc = np.zeros((T, q))  # not aliased with B: the row updates vectorize
-    row = np.empty(q)
+    kappa = np.empty(_BLOCK)
+    acc = np.zeros(out.shape)
     for j0 in range(0, ns, _BLOCK):
         nb = min(ns - j0, _BLOCK)
-        _block_kernel(ip, sq_rows, sq_cols, j0, nb, half, ip_table, dist_table, kappa)
         for t in range(T):
-            row[:] = 0.0
-            for jj in range(nb):
-                k = kappa[t, jj]
-                for c in range(q):
-                    row[c] += k * B[j0 + jj, c]
-            for c in range(q):
-                acc[t, c] += row[c]
+            _block_kernel(ip, t, sq_rows[t], sq_cols, j0, nb, half, ip_table, dist_table, kappa)
+            _block_dots(kappa, BT, j0, nb, acc[t])
     out[:] = acc
 
 
@@ -424,36 +425,66 @@ def _nonzero_states(delta, states, counts):
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _block_inner(delta, t, states, nz, BT, nb, m):
-    """``m[jj] = ⟨δ_t, B_{j0+jj}⟩`` over the nonzero states of ``δ_t`` (``BT`` the block's
-    rows transposed, so the sum runs along the block)."""
+def _block_inner(delta, t, states, nz, BT, j0, nb, m):
+    """``m[jj] = ⟨δ_t, B_{j0+jj}⟩`` over the nonzero states of ``δ_t``, four states per
+    sweep of the block."""
     for jj in range(nb):
         m[jj] = 0.0
-    for u in range(nz):
-        c = states[t, u]
-        x = delta[t, c]
+    u = 0
+    while u + 4 <= nz:
+        c0, c1, c2, c3 = states[t, u], states[t, u + 1], states[t, u + 2], states[t, u + 3]
+        x0, x1, x2, x3 = delta[t, c0], delta[t, c1], delta[t, c2], delta[t, c3]
+        cols = slice(j0, j0 + nb)
+        b0, b1, b2, b3 = BT[c0, cols], BT[c1, cols], BT[c2, cols], BT[c3, cols]
         for jj in range(nb):
-            m[jj] += x * BT[c, jj]
-
-
-@njit(cache=True)
-def _is_zero(row):
-    for c in range(row.shape[0]):
-        if row[c] != 0.0:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _equal(a, b):
-    for c in range(a.shape[0]):
-        if a[c] != b[c]:
-            return False
-    return True
+            m[jj] += x0 * b0[jj] + x1 * b1[jj] + x2 * b2[jj] + x3 * b3[jj]
+        u += 4
+    while u < nz:
+        c = states[t, u]
+        x, b = delta[t, c], BT[c, j0 : j0 + nb]
+        for jj in range(nb):
+            m[jj] += x * b[jj]
+        u += 1
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights, D, out):
+def _block_kinds(BT, DT, j0, nb, size, change, kind):
+    """``kind[jj]``: 0 where ``D_j = 0``, 1 where ``D_j = B_j ≠ 0``, 2 otherwise (rows
+    ``j = j0 + jj``; ``Σ_c |D_jc|`` and ``Σ_c |D_jc − B_jc|`` in ``size``, ``change``);
+    returns the largest kind of the block."""
+    for jj in range(nb):
+        size[jj] = 0.0
+        change[jj] = 0.0
+    for c in range(DT.shape[0]):
+        d, b = DT[c, j0 : j0 + nb], BT[c, j0 : j0 + nb]
+        for jj in range(nb):
+            size[jj] += abs(d[jj])
+            change[jj] += abs(d[jj] - b[jj])
+    top = 0
+    for jj in range(nb):
+        kind[jj] = 0 if size[jj] == 0.0 else 2 if change[jj] != 0.0 else 1
+        top = max(top, kind[jj])
+    return top
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _table_reads(ip_tables, dist_tables):
+    """``reads[k] = (reads the inner-product table, reads the distance table)`` of kernel
+    ``k``: a column of zeros is skipped."""
+    Mk = ip_tables.shape[1]
+    reads = np.zeros((Mk, 2), dtype=np.bool_)
+    for k in range(Mk):
+        for v in range(ip_tables.shape[0]):
+            if ip_tables[v, k] != 0.0:
+                reads[k, 0] = True
+        for d in range(dist_tables.shape[0]):
+            if dist_tables[d, k] != 0.0:
+                reads[k, 1] = True
+    return reads
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, BT, weights, DT, kinds, out):
     """``out[0, k] = ⟨δ, K_k B⟩ = Σ_{t,j} k_k(t, j) ⟨δ_t, B_j⟩`` and
     ``out[1, k] = Σ_{t,j} k_k(t, j) weights[j, k] ⟨δ_t, D_j⟩`` over the rows ``D_j ≠ 0``
     (``weights`` with no rows: that sum is skipped).
@@ -463,10 +494,11 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
     row, ``h^ip[v] = Σ_{v_{tj} = v} ⟨δ_t, B_j⟩`` and ``h^d[d]`` likewise, and weights the
     collected sums by each kernel's table at the end (math.md §4.4): two additions per
     pair for any number of kernels.  The second has a weight per group and row: per row
-    ``j`` it sums ``k_k(t, j) ⟨δ_t, D_j⟩`` over ``t`` (``Mk`` values per pair), then
-    weights by ``weights[j]``.  Only the rows ``t`` with ``δ_t ≠ 0`` are visited, sparse
-    rows of ``δ`` (the hinge's) by their nonzero states, and a row with ``D_j = B_j`` (one
-    that entered the support in this epoch) reuses ``⟨δ_t, B_j⟩``.
+    ``j`` it sums ``k_k(t, j) ⟨δ_t, D_j⟩`` over ``t`` (one table read per kernel and pair,
+    along the block), then weights by ``weights[j]``.  Only the rows ``t`` with
+    ``δ_t ≠ 0`` are visited, sparse rows of ``δ`` (the hinge's) by their nonzero states,
+    and a row with ``D_j = B_j`` (one that entered the support in this epoch) reuses
+    ``⟨δ_t, B_j⟩``.
 
     Parameters
     ----------
@@ -477,8 +509,12 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
     dist_tables : ndarray (4S + 1, Mk)
         ``dist_tables[d, k]``: an RBF ``k`` at squared distance ``d`` (0 for the others).
     delta : ndarray (T, q)
-    B, D : ndarray (≥ n_S, q)
+    BT, DT : ndarray (q, ≥ n_S)
+        ``Bᵀ`` and ``Dᵀ`` (by state).
     weights : ndarray (≥ n_S, Mk) or (0, Mk)
+    kinds : ndarray of int8 (≥ n_S,) or (0,)
+        The kind of every row, 0 (``D_j = 0``), 1 (``D_j = B_j``) or 2 (other), when the
+        caller keeps them (else they are read off ``D`` and ``B``).
     out : ndarray (2, Mk)
     """
     T, ns = ip.shape
@@ -489,56 +525,63 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
     states = np.empty((T, q), dtype=np.intp)
     counts = np.empty(T, dtype=np.intp)
     _nonzero_states(delta, states, counts)
+    reads = _table_reads(ip_tables, dist_tables)
+    ip_cols = np.ascontiguousarray(ip_tables.T)  # kernel k's tables, contiguous
+    dist_cols = np.ascontiguousarray(dist_tables.T)
     h_ip = np.zeros(ip_tables.shape[0])
     h_dist = np.zeros(dist_tables.shape[0])
-    BT = np.empty((q, _BLOCK))  # the block's rows of B, transposed
-    DT = np.empty((q, _BLOCK))  # and of D where D_j ∉ {0, B_j}
     m = np.empty(_BLOCK)  # ⟨δ_t, B_j⟩ over the block
     m_visit = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩
-    kind = np.empty(_BLOCK, dtype=np.intp)  # D_j = 0 (0), D_j = B_j (1), other (2)
-    row_sums = np.zeros((_BLOCK, Mk))  # Σ_t k_k(t, j) ⟨δ_t, D_j⟩
+    x = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩ (0 where D_j = 0)
+    v_at = np.empty(_BLOCK, dtype=np.intp)  # table rows of the block's pairs
+    d_at = np.empty(_BLOCK, dtype=np.intp)
+    kind = np.zeros(_BLOCK, dtype=np.intp)  # D_j = 0 (0), D_j = B_j (1), other (2)
+    size, change = np.empty(_BLOCK), np.empty(_BLOCK)
+    w_block = np.zeros((Mk, _BLOCK))  # weights[j, k] of the block's rows D_j ≠ 0, by group
     weighted_sum = np.zeros(Mk)
     for j0 in range(0, ns, _BLOCK):
         nb = min(ns - j0, _BLOCK)
-        visits = others = False
-        for jj in range(nb):
-            j = j0 + jj
-            for c in range(q):
-                BT[c, jj] = B[j, c]
-            kind[jj] = 0
-            if weighted and not _is_zero(D[j]):
-                visits = True
-                kind[jj] = 1
-                if not _equal(D[j], B[j]):
-                    kind[jj] = 2
-                    others = True
-                    for c in range(q):
-                        DT[c, jj] = D[j, c]
-        if visits:
-            row_sums[:nb] = 0.0
+        top = 0
+        if weighted and kinds.shape[0] > 0:
+            for jj in range(nb):
+                kind[jj] = kinds[j0 + jj]
+                top = max(top, kind[jj])
+        elif weighted:
+            top = _block_kinds(BT, DT, j0, nb, size, change, kind)
+        if top > 0:
+            for k in range(Mk):
+                for jj in range(nb):
+                    w_block[k, jj] = weights[j0 + jj, k] if kind[jj] != 0 else 0.0
         for t in range(T):
             nz = counts[t]
             if nz == 0:
                 continue
-            _block_inner(delta, t, states, nz, BT, nb, m)
-            if others:
-                _block_inner(delta, t, states, nz, DT, nb, m_visit)
-            st = sq_rows[t]
+            _block_inner(delta, t, states, nz, BT, j0, nb, m)
+            if top == 2:
+                _block_inner(delta, t, states, nz, DT, j0, nb, m_visit)
+            st, ipt, sqc = sq_rows[t], ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]
             for jj in range(nb):
-                j = j0 + jj
-                vv = int(ip[t, j])
-                v, d = vv + half, st + sq_cols[j] - 2 * vv
+                vv = int(ipt[jj])
+                v, d = vv + half, st + sqc[jj] - 2 * vv
+                v_at[jj], d_at[jj] = v, d
                 h_ip[v] += m[jj]
                 h_dist[d] += m[jj]
-                if kind[jj] != 0:
-                    x = m[jj] if kind[jj] == 1 else m_visit[jj]
-                    for k in range(Mk):
-                        row_sums[jj, k] += (ip_tables[v, k] + dist_tables[d, k]) * x
-        if visits:
+            if top == 0:
+                continue
             for jj in range(nb):
-                if kind[jj] != 0:
-                    for k in range(Mk):
-                        weighted_sum[k] += weights[j0 + jj, k] * row_sums[jj, k]
+                x[jj] = m_visit[jj] if kind[jj] == 2 else m[jj]
+            for k in range(Mk):
+                acc = 0.0
+                wk = w_block[k, :nb]
+                if reads[k, 0]:
+                    table = ip_cols[k]
+                    for jj in range(nb):
+                        acc += table[v_at[jj]] * (wk[jj] * x[jj])
+                if reads[k, 1]:
+                    table = dist_cols[k]
+                    for jj in range(nb):
+                        acc += table[d_at[jj]] * (wk[jj] * x[jj])
+                weighted_sum[k] += acc
     for k in range(Mk):
         acc = 0.0
         for v in range(ip_tables.shape[0]):
@@ -550,51 +593,58 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, B, weights,
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def table_average_scores(ip, sq_rows, sq_cols, ip_tables, dist_tables, scales, B, weights, D, out):
+def table_average_scores(
+    ip, sq_rows, sq_cols, ip_tables, dist_tables, scales, BT, weights, DT, out
+):
     """``out[t] = Σ_j Σ_k k_k(t, j) (scales[k] B[j] + weights[j, k] D[j])``: the scores of
-    the epoch average (math.md §4.8; tables as :func:`table_inner`).
+    the epoch average (math.md §4.8; tables as :func:`table_inner`, ``BT``, ``DT`` by
+    state).
 
     Per row ``j`` the coefficients are ``B_j`` times the combined kernel of ``scales``
     (two lookups per pair) when ``D_j = 0``; ``B_j`` times the kernel of
     ``scales + weights[j]`` when ``D_j = B_j`` (a row that entered the support in this
-    epoch); otherwise both terms.
+    epoch); otherwise both terms.  By blocks of support rows as :func:`table_scores`.
     """
     T, ns = ip.shape
-    q = out.shape[1]
     Mk = ip_tables.shape[1]
     half = (ip_tables.shape[0] - 1) // 2
     ip_combined = ip_tables @ scales
     dist_combined = dist_tables @ scales
-    acc = np.zeros(out.shape)  # not aliased with B, D: the row updates vectorize
-    coef = np.empty(Mk)
-    for j in range(ns):
-        b, e, w = B[j], D[j], weights[j]
-        if _is_zero(e):
-            for t in range(T):
-                v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
-                kappa = ip_combined[v] + dist_combined[d]
-                a = acc[t]
-                for c in range(q):
-                    a[c] += kappa * b[c]
-        elif _equal(e, b):
+    acc = np.zeros(out.shape)
+    kind = np.empty(_BLOCK, dtype=np.intp)
+    size, change = np.empty(_BLOCK), np.empty(_BLOCK)
+    coef = np.empty((_BLOCK, Mk))  # scales + weights[j] (rows D_j = B_j), weights[j] (others)
+    kappa = np.empty(_BLOCK)  # the kernel of B_j's coefficients
+    own = np.empty(_BLOCK)  # the kernel of weights[j] (rows D_j ∉ {0, B_j})
+    for j0 in range(0, ns, _BLOCK):
+        nb = min(ns - j0, _BLOCK)
+        top = _block_kinds(BT, DT, j0, nb, size, change, kind)
+        for jj in range(nb):
             for k in range(Mk):
-                coef[k] = scales[k] + w[k]
-            for t in range(T):
-                v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
-                kappa = 0.0
-                for k in range(Mk):
-                    kappa += coef[k] * (ip_tables[v, k] + dist_tables[d, k])
-                a = acc[t]
-                for c in range(q):
-                    a[c] += kappa * b[c]
-        else:
-            for t in range(T):
-                v, d = _pair_index(ip, sq_rows, sq_cols, t, j, half)
-                kappa = ip_combined[v] + dist_combined[d]
-                own = 0.0
-                for k in range(Mk):
-                    own += w[k] * (ip_tables[v, k] + dist_tables[d, k])
-                a = acc[t]
-                for c in range(q):
-                    a[c] += kappa * b[c] + own * e[c]
+                coef[jj, k] = weights[j0 + jj, k] + (scales[k] if kind[jj] == 1 else 0.0)
+        for t in range(T):
+            st = sq_rows[t]
+            if top == 0:
+                _block_kernel(ip, t, st, sq_cols, j0, nb, half, ip_combined, dist_combined, kappa)
+            else:
+                ipt, sqc = ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]
+                for jj in range(nb):
+                    vv = int(ipt[jj])
+                    v, d = vv + half, st + sqc[jj] - 2 * vv
+                    if kind[jj] == 0:
+                        kappa[jj] = ip_combined[v] + dist_combined[d]
+                        own[jj] = 0.0
+                        continue
+                    x = 0.0
+                    for k in range(Mk):
+                        x += coef[jj, k] * (ip_tables[v, k] + dist_tables[d, k])
+                    if kind[jj] == 1:
+                        kappa[jj] = x
+                        own[jj] = 0.0
+                    else:
+                        kappa[jj] = ip_combined[v] + dist_combined[d]
+                        own[jj] = x
+            _block_dots(kappa, BT, j0, nb, acc[t])
+            if top == 2:
+                _block_dots(own, DT, j0, nb, acc[t])
     out[:] = acc

@@ -241,7 +241,7 @@ class _LazyBlocks:
     """Kernel blocks ``K_k[P, S]`` of a round kept in a form cheaper than ``(Mk, T, n_S)``
     values; the scores of :class:`KernelGroups` ask it for their sums."""
 
-    def inner_pair(self, delta, B, weights, D):
+    def inner_pair(self, delta, B, weights, D, kinds=None):
         return self.shared_inner(delta, B), _dense_weighted_inner(self.dense(), delta, weights, D)
 
     def averaged_combined(self, scales, B, weights, D):
@@ -260,10 +260,20 @@ def _dense_weighted_combined(K, weights, D):
     return np.einsum("ktj,jk,jc->tc", K, weights[:ns], D[:ns])
 
 
+def _by_state(B, ns):
+    """``Bᵀ`` of the first ``ns`` rows of ``B`` as a C-ordered array (q, ≥ ns): a view when
+    ``B`` is stored by state (:meth:`KernelGroups.zeros`), else a copy."""
+    BT = B.T
+    if BT.flags.c_contiguous:
+        return BT
+    return np.ascontiguousarray(B[:ns].T)
+
+
 class _Tables(_LazyBlocks):
     """The blocks of one round on small-integer features: the products ``ip`` and the
     squared norms; every kernel value is a table entry (:meth:`_Features.compile_tables`),
-    and the scores are sums of table entries times coefficient rows (compiled)."""
+    and the scores are sums of table entries times coefficient rows (compiled, reading the
+    coefficients by state: :func:`_by_state`)."""
 
     def __init__(self, backend, features, ip, sq_rows, sq_cols, Mk):
         self.backend, self.features, self.ip = backend, features, ip
@@ -286,13 +296,14 @@ class _Tables(_LazyBlocks):
             self.sq_cols,
             f.ip_tables @ scales,
             f.dist_tables @ scales,
-            B,
+            _by_state(B, self.ip.shape[1]),
             out,
         )
         return out
 
-    def _inner(self, delta, B, weights, D):
+    def _inner(self, delta, B, weights, D, kinds=None):
         f = self.features
+        ns = self.ip.shape[1]
         out = np.empty((2, self.Mk))
         self.backend.table_inner(
             self.ip,
@@ -301,9 +312,10 @@ class _Tables(_LazyBlocks):
             f.ip_tables,
             f.dist_tables,
             delta,
-            B,
+            _by_state(B, ns),
             weights,
-            D,
+            _by_state(D, ns),
+            np.zeros(0, dtype=np.int8) if kinds is None else kinds,
             out,
         )
         return out
@@ -311,12 +323,13 @@ class _Tables(_LazyBlocks):
     def shared_inner(self, delta, B):
         return self._inner(delta, B, np.empty((0, self.Mk)), B)[0]
 
-    def inner_pair(self, delta, B, weights, D):
-        out = self._inner(delta, B, weights, D)
+    def inner_pair(self, delta, B, weights, D, kinds=None):
+        out = self._inner(delta, B, weights, D, kinds)
         return out[0], out[1]
 
     def averaged_combined(self, scales, B, weights, D):
         f = self.features
+        ns = self.ip.shape[1]
         out = np.empty((self.ip.shape[0], B.shape[1]))
         self.backend.table_average_scores(
             self.ip,
@@ -325,9 +338,9 @@ class _Tables(_LazyBlocks):
             f.ip_tables,
             f.dist_tables,
             np.ascontiguousarray(scales, dtype=float),
-            B,
+            _by_state(B, ns),
             weights,
-            D,
+            _by_state(D, ns),
             out,
         )
         return out
@@ -437,6 +450,21 @@ class KernelGroups:
             else:
                 sources[k] = _Columns(op)
         return sources, features
+
+    @property
+    def by_state(self):
+        """Whether the compiled table passes read coefficients: they want them stored by
+        state (:meth:`zeros`)."""
+        f = self._program()
+        return f is not None and f.ip_tables is not None
+
+    def zeros(self, q):
+        """A coefficient array (N, q) of zeros by slot, stored by state (the transpose of a
+        C-ordered (q, N) array) when the table passes read it (:attr:`by_state`): their
+        sums over the support then run along contiguous memory."""
+        if self.by_state:
+            return np.zeros((q, self.N)).T
+        return np.zeros((self.N, q))
 
     # -- the support ---------------------------------------------------------------------
     @property
@@ -548,13 +576,15 @@ class KernelGroups:
             return out
         return np.einsum("ktj,tj->k", K, delta @ B[:ns].T)
 
-    def inner_pair(self, K, delta, B, weights, D):
+    def inner_pair(self, K, delta, B, weights, D, kinds=None):
         """``(⟨δ, K_k[P, S] B⟩, Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩)`` for every group:
         the inner products of :meth:`shared_inner` and those of coefficients
-        ``A_k[j] = weights[j, k] D[j]`` (one pass over the support on tables)."""
+        ``A_k[j] = weights[j, k] D[j]`` (one pass over the support on tables).  ``kinds``
+        (int8 by slot, optional): 0 where ``D_j = 0``, 1 where ``D_j = B_j``, 2 elsewhere,
+        kept by the caller so that the tables' pass need not read ``D`` to find them."""
         delta = np.ascontiguousarray(delta, dtype=float)
         if isinstance(K, _LazyBlocks):
-            return K.inner_pair(delta, B, weights, D)
+            return K.inner_pair(delta, B, weights, D, kinds)
         if K.shape[2] == 0:
             return np.zeros(self.Mk), np.zeros(self.Mk)
         return self.shared_inner(K, delta, B), _dense_weighted_inner(K, delta, weights, D)

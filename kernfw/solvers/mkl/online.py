@@ -291,7 +291,10 @@ class GroupParameters:
             raise ValueError("empty group list: online MKL needs at least one group")
         N = self.groups.N if self.Mk else 0
         self.q, self.shared = q, shared
-        self.C = np.zeros((1 if shared else self.Mk, N, q))
+        if shared and self.Mk:  # by state when the compiled table passes read it
+            self.C = self.groups.zeros(q)[None]
+        else:
+            self.C = np.zeros((1 if shared else self.Mk, N, q))
         self.scales = np.ones(self.Mk)
         self.knorms2 = np.zeros(self.Mk)
         self.touched = [[] for _ in range(self.C.shape[0])]  # slots written since a reset
@@ -389,7 +392,7 @@ class GroupParameters:
         :class:`SharedCoefficients` with shared storage."""
         ns = self.n_support
         if self.shared:
-            return SharedCoefficients(self.scales.copy(), self.C[0, :ns].copy())
+            return SharedCoefficients(self.scales.copy(), self.C[0, :ns].copy(order="K"))
         return self.scales[:, None, None] * self.C[:, :ns]
 
 
@@ -441,8 +444,10 @@ class _EpochAverage:
         self.params, self.B_norms2 = params, B_norms2
         Mk, N, q = params.Mk, params.C.shape[1], params.q
         self.w = np.zeros_like(params.w)
-        self.Delta = np.zeros((N, q))
+        self.Delta = params.groups.zeros(q)
         self.g = np.zeros((N, Mk))
+        self.kinds = np.zeros(N, dtype=np.int8)  # 0: Δ_j = 0, 1: Δ_j = B_j, 2: other
+        self.start = 0  # support size at the start of the epoch
         self.visited = []  # slots updated in this epoch
         self.gamma = np.zeros(Mk)
         self.UB = np.zeros(Mk)  # ⟨U_k, B⟩
@@ -454,7 +459,9 @@ class _EpochAverage:
             rows = np.concatenate(self.visited)
             self.Delta[rows] = 0.0
             self.g[rows] = 0.0
+            self.kinds[rows] = 0
         self.visited = []
+        self.start = self.params.n_support
         self.gamma[:] = 0.0
         self.UB[:] = 0.0
         self.UU[:] = 0.0
@@ -464,7 +471,7 @@ class _EpochAverage:
         """Before ``B`` gets ``D`` (``δ`` at the round's positions, blocks ``K``): returns
         ``⟨B, D⟩_k`` and adds ``⟨U, D⟩ = Γ⟨B, D⟩ − ⟨g ∘ Δ, D⟩`` to ``⟨U, B⟩``."""
         p = self.params
-        BD, ED = p.groups.inner_pair(K, delta, p.C[0], self.g, self.Delta)
+        BD, ED = p.groups.inner_pair(K, delta, p.C[0], self.g, self.Delta, self.kinds)
         self.UB += self.gamma * BD - ED
         return BD
 
@@ -472,6 +479,8 @@ class _EpochAverage:
         """A round adds ``increments[0]`` (T', q) to ``B`` at ``slots`` (visited once)."""
         self.Delta[slots] = increments[0]
         self.g[slots] = self.gamma
+        # a slot new in this epoch had B_j = 0 before: now B_j = Δ_j exactly
+        self.kinds[slots] = np.where(slots >= self.start, 1, 2)
         self.visited.append(slots)
 
     def update(self):
@@ -489,7 +498,10 @@ class _EpochAverage:
         p = self.params
         ns, m = p.n_support, max(self.count, 1)
         return AveragedCoefficients(
-            self.gamma / m, p.C[0, :ns].copy(), -self.g[:ns] / m, self.Delta[:ns].copy()
+            self.gamma / m,
+            p.C[0, :ns].copy(order="K"),
+            -self.g[:ns] / m,
+            self.Delta[:ns].copy(order="K"),
         )
 
     def kernel_norms(self):
