@@ -40,6 +40,7 @@ __all__ = [
     "table_scores",
     "table_inner",
     "table_average_scores",
+    "bit_products",
 ]
 
 #: kinds of the kernels of a *program* (kernels of the same inner products)
@@ -343,6 +344,38 @@ def forward_backward(theta, G, mu, pairs):
                     alpha[t, a] + G[a, b] + theta[t + 1, b] + beta[t + 1, b] - log_z
                 )
     return log_z
+
+
+# -- binary features: products as bit counts ----------------------------------------------
+@njit(cache=True)
+def _popcount(x):
+    """Number of set bits of a 64-bit word (the SWAR sum; compiled to one instruction)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@njit(cache=True)
+def bit_products(A, B, out):
+    """``out[t, j] = Σ_w popcount(A[t, w] ∧ B[j, w])``: the inner products of binary rows
+    packed in 64-bit words (``out`` may have more columns than ``B`` has rows).
+
+    Parameters
+    ----------
+    A : ndarray of uint64 (T, W)
+    B : ndarray of uint64 (n, W)
+    out : ndarray (T, ≥ n)
+    """
+    T, W = A.shape
+    for t in range(T):
+        a, o = A[t], out[t]
+        for j in range(B.shape[0]):
+            b = B[j]
+            c = np.uint64(0)
+            for w in range(W):
+                c += _popcount(a[w] & b[w])
+            o[j] = c
 
 
 # -- kernels of small-integer features: tables (math.md §4.4) ------------------------------

@@ -111,8 +111,27 @@ class _Features:
         self.sq_int = self.sq.astype(np.intp)
         self.sq_s_int = np.empty(X.shape[0], dtype=np.intp)
         self.ip_tables = self.dist_tables = None
+        self.bits = self.bits_s = None  # binary features packed in words (:meth:`pack_bits`)
+        self._bit_products = None
+
+    def pack_bits(self, backend):
+        """Binary features (0/1, e.g. letter images): every row packed into 64-bit words
+        (``bits``, and ``bits_s`` in slot order), so that the prefetched products are bit
+        counts, ``⟨x, x'⟩ = Σ_w popcount(a_w ∧ b_w)`` (exact, as the float products)."""
+        self.bits = self.bits_s = self._bit_products = None
+        if backend is None or self.dtype != np.float32 or not np.all((self.X == 0) | (self.X == 1)):
+            return
+        n, d = self.X.shape
+        words = (d + 63) // 64
+        packed = np.zeros((n, 8 * words), dtype=np.uint8)
+        packed[:, : (d + 7) // 8] = np.packbits(self.X.astype(np.uint8), axis=1)
+        self.bits = packed.view(np.uint64)
+        self.bits_s = np.empty_like(self.bits)
+        self._bit_products = backend.bit_products
 
     def add(self, slots, P):
+        if self.bits is not None:
+            self.bits_s[slots] = self.bits[P]
         self.Xs[slots] = self.Xp[P]
         self.sq_s[slots] = self.sq[P]
         self.sq_s_int[slots] = self.sq_int[P]
@@ -130,7 +149,9 @@ class _Features:
         if self._buffer.size < Q.size * cols:  # kept between prefetches (no fresh pages)
             self._buffer = np.empty(max(Q.size * cols, 2 * self._buffer.size), self.dtype)
         self.ip = self._buffer[: Q.size * cols].reshape(Q.size, cols)
-        if ns:
+        if ns and self.bits is not None:
+            self._bit_products(self.bits[Q], self.bits_s[:ns], self.ip)
+        elif ns:
             _products(self.Xp[Q], self.Xs[:ns], out=self.ip[:, :ns])
         self.ip_cols = ns
 
@@ -420,6 +441,7 @@ class KernelGroups:
             f.compile_program(self._backend)
             if self._backend is not None:
                 f.compile_tables(self.Mk)
+                f.pack_bits(self._backend)
 
     def _make_sources(self):
         sources, features = [None] * self.Mk, []
