@@ -501,23 +501,79 @@ def _block_kinds(BT, DT, j0, nb, size, change, kind):
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _table_reads(ip_tables, dist_tables):
-    """``reads[k] = (reads the inner-product table, reads the distance table)`` of kernel
-    ``k``: a column of zeros is skipped."""
-    Mk = ip_tables.shape[1]
-    reads = np.zeros((Mk, 2), dtype=np.bool_)
-    for k in range(Mk):
-        for v in range(ip_tables.shape[0]):
-            if ip_tables[v, k] != 0.0:
-                reads[k, 0] = True
-        for d in range(dist_tables.shape[0]):
-            if dist_tables[d, k] != 0.0:
-                reads[k, 1] = True
-    return reads
+def _block_weighted(values, e, w, x, kinds, gammas, coef0s, powers, scales, groups, ladder, out):
+    """``out[groups[r]] += scales[r] Σ_jj k_r(values[jj]) w[groups[r], jj] x[jj]`` for every
+    kernel ``r`` of a program, its values computed along the block (``values`` the inner
+    products, ``e = exp(−γ_0 D)``; the RBF ladder squares ``ladder`` in the same sweep as
+    the sum, as :func:`_kernel_values` does in passes)."""
+    n = values.shape[0]
+    lad = ladder[:n]
+    have = 0  # the power of e held in lad (0: none yet)
+    for r in range(kinds.shape[0]):
+        kind, g, c, m = kinds[r], gammas[r], coef0s[r], powers[r]
+        wk = w[groups[r], :n]
+        acc = 0.0
+        if kind == LINEAR:
+            for jj in range(n):
+                acc += values[jj] * (wk[jj] * x[jj])
+        elif kind == POLY and m == 2:
+            for jj in range(n):
+                z = g * values[jj] + c
+                acc += z * z * (wk[jj] * x[jj])
+        elif kind == POLY and m == 3:
+            for jj in range(n):
+                z = g * values[jj] + c
+                acc += z * z * z * (wk[jj] * x[jj])
+        elif kind == POLY:
+            for jj in range(n):
+                acc += _int_power(g * values[jj] + c, m) * (wk[jj] * x[jj])
+        elif kind == SIGMOID:
+            for jj in range(n):
+                acc += math.tanh(g * values[jj] + c) * (wk[jj] * x[jj])
+        elif m == 0:
+            ratio = g / gammas[0]
+            for jj in range(n):
+                acc += e[jj] ** ratio * (wk[jj] * x[jj])
+        elif have > 0 and m == 2 * have:
+            for jj in range(n):
+                z = lad[jj] * lad[jj]
+                lad[jj] = z
+                acc += z * (wk[jj] * x[jj])
+            have = m
+        else:
+            step = m // have if have > 0 and m % have == 0 else m
+            if step == m:
+                for jj in range(n):
+                    lad[jj] = e[jj]
+            for jj in range(n):
+                z = _int_power(lad[jj], step)
+                lad[jj] = z
+                acc += z * (wk[jj] * x[jj])
+            have = m
+        out[groups[r]] += scales[r] * acc
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, BT, weights, DT, kinds, out):
+def table_inner(
+    ip,
+    sq_rows,
+    sq_cols,
+    ip_tables,
+    dist_tables,
+    exp_table,
+    program_groups,
+    program_kinds,
+    gammas,
+    coef0s,
+    powers,
+    program_scales,
+    delta,
+    BT,
+    weights,
+    DT,
+    kinds,
+    out,
+):
     """``out[0, k] = ⟨δ, K_k B⟩ = Σ_{t,j} k_k(t, j) ⟨δ_t, B_j⟩`` and
     ``out[1, k] = Σ_{t,j} k_k(t, j) weights[j, k] ⟨δ_t, D_j⟩`` over the rows ``D_j ≠ 0``
     (``weights`` with no rows: that sum is skipped).
@@ -558,16 +614,13 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, BT, weights
     states = np.empty((T, q), dtype=np.intp)
     counts = np.empty(T, dtype=np.intp)
     _nonzero_states(delta, states, counts)
-    reads = _table_reads(ip_tables, dist_tables)
-    ip_cols = np.ascontiguousarray(ip_tables.T)  # kernel k's tables, contiguous
-    dist_cols = np.ascontiguousarray(dist_tables.T)
     h_ip = np.zeros(ip_tables.shape[0])
     h_dist = np.zeros(dist_tables.shape[0])
     m = np.empty(_BLOCK)  # ⟨δ_t, B_j⟩ over the block
     m_visit = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩
-    x = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩ (0 where D_j = 0)
-    v_at = np.empty(_BLOCK, dtype=np.intp)  # table rows of the block's pairs
-    d_at = np.empty(_BLOCK, dtype=np.intp)
+    x = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩ where D_j ≠ B_j, else ⟨δ_t, B_j⟩
+    values, e, ladder = np.empty(_BLOCK), np.empty(_BLOCK), np.empty(_BLOCK)
+    d_at = np.empty(_BLOCK, dtype=np.intp)  # squared distances of the block's pairs
     kind = np.zeros(_BLOCK, dtype=np.intp)  # D_j = 0 (0), D_j = B_j (1), other (2)
     size, change = np.empty(_BLOCK), np.empty(_BLOCK)
     w_block = np.zeros((Mk, _BLOCK))  # weights[j, k] of the block's rows D_j ≠ 0, by group
@@ -596,25 +649,29 @@ def table_inner(ip, sq_rows, sq_cols, ip_tables, dist_tables, delta, BT, weights
             for jj in range(nb):
                 vv = int(ipt[jj])
                 v, d = vv + half, st + sqc[jj] - 2 * vv
-                v_at[jj], d_at[jj] = v, d
+                d_at[jj] = d
                 h_ip[v] += m[jj]
                 h_dist[d] += m[jj]
             if top == 0:
                 continue
             for jj in range(nb):
                 x[jj] = m_visit[jj] if kind[jj] == 2 else m[jj]
-            for k in range(Mk):
-                acc = 0.0
-                wk = w_block[k, :nb]
-                if reads[k, 0]:
-                    table = ip_cols[k]
-                    for jj in range(nb):
-                        acc += table[v_at[jj]] * (wk[jj] * x[jj])
-                if reads[k, 1]:
-                    table = dist_cols[k]
-                    for jj in range(nb):
-                        acc += table[d_at[jj]] * (wk[jj] * x[jj])
-                weighted_sum[k] += acc
+                values[jj] = ipt[jj]
+                e[jj] = exp_table[d_at[jj]]
+            _block_weighted(
+                values[:nb],
+                e[:nb],
+                w_block,
+                x,
+                program_kinds,
+                gammas,
+                coef0s,
+                powers,
+                program_scales,
+                program_groups,
+                ladder,
+                weighted_sum,
+            )
     for k in range(Mk):
         acc = 0.0
         for v in range(ip_tables.shape[0]):

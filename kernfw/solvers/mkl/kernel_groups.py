@@ -110,7 +110,7 @@ class _Features:
         self.half = int(top) if exact32 and top <= TABLE_MAX else None  # S of the tables
         self.sq_int = self.sq.astype(np.intp)
         self.sq_s_int = np.empty(X.shape[0], dtype=np.intp)
-        self.ip_tables = self.dist_tables = None
+        self.ip_tables = self.dist_tables = self.exp_table = None
         self.bits = self.bits_s = None  # binary features packed in words (:meth:`pack_bits`)
         self._bit_products = None
 
@@ -176,7 +176,7 @@ class _Features:
         ``k`` at the inner product ``v = −S..S``, ``dist_tables[d, k]`` an RBF ``k`` at
         the squared distance ``d = 0..4S`` (each zero in the other table's columns).
         None unless the features are small integers and carry all ``Mk`` groups."""
-        self.ip_tables = self.dist_tables = None
+        self.ip_tables = self.dist_tables = self.exp_table = None
         if self.half is None or len(self.groups) != Mk:
             return
         S, d = self.half, self.X.shape[1]
@@ -187,6 +187,8 @@ class _Features:
             else:
                 values = np.arange(-S, S + 1, dtype=float)[None, :]
                 self.ip_tables[:, k] = scale * kernel.from_products(values, d)[0]
+        gamma0 = 0.0 if self.gamma0 is None else self.gamma0
+        self.exp_table = np.exp(-gamma0 * np.arange(4 * S + 1))  # E of the program
 
     def numpy_fill(self, out, ip, sq_rows, sq_cols):
         """Every group of these features into ``out[k]`` (Mk, T, n_cols), in numpy."""
@@ -332,6 +334,8 @@ class _Tables(_LazyBlocks):
             self.sq_cols,
             f.ip_tables,
             f.dist_tables,
+            f.exp_table,
+            *f.program,
             delta,
             _by_state(B, ns),
             weights,
