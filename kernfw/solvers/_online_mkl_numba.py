@@ -411,6 +411,19 @@ def _block_dots(kappa, BT, j0, nb, out):
 
 
 @njit(cache=True, fastmath=_FLAGS)
+def _block_dots_pair(kappa, kappa2, BT, j0, nb, out, out2):
+    """:func:`_block_dots` of two positions in one sweep of the coefficients."""
+    for c in range(BT.shape[0]):
+        row = BT[c, j0 : j0 + nb]
+        acc = acc2 = 0.0
+        for jj in range(nb):
+            acc += kappa[jj] * row[jj]
+            acc2 += kappa2[jj] * row[jj]
+        out[c] += acc
+        out2[c] += acc2
+
+
+@njit(cache=True, fastmath=_FLAGS)
 def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, BT, out):
     """``out[t] = Σ_j κ(t, j) B[j]`` with ``κ = ip_table[ip + S] + dist_table[d]``.
 
@@ -433,11 +446,18 @@ def table_scores(ip, sq_rows, sq_cols, ip_table, dist_table, BT, out):
     """
     T, ns = ip.shape
     half = (ip_table.shape[0] - 1) // 2
-    kappa = np.empty(_BLOCK)
+    kappa, kappa2 = np.empty(_BLOCK), np.empty(_BLOCK)
     acc = np.zeros(out.shape)
     for j0 in range(0, ns, _BLOCK):
         nb = min(ns - j0, _BLOCK)
-        for t in range(T):
+        for t in range(0, T - 1, 2):  # two positions per sweep of the coefficients
+            _block_kernel(ip, t, sq_rows[t], sq_cols, j0, nb, half, ip_table, dist_table, kappa)
+            _block_kernel(
+                ip, t + 1, sq_rows[t + 1], sq_cols, j0, nb, half, ip_table, dist_table, kappa2
+            )
+            _block_dots_pair(kappa, kappa2, BT, j0, nb, acc[t], acc[t + 1])
+        if T % 2:
+            t = T - 1
             _block_kernel(ip, t, sq_rows[t], sq_cols, j0, nb, half, ip_table, dist_table, kappa)
             _block_dots(kappa, BT, j0, nb, acc[t])
     out[:] = acc
@@ -478,6 +498,54 @@ def _block_inner(delta, t, states, nz, BT, j0, nb, m):
         for jj in range(nb):
             m[jj] += x * b[jj]
         u += 1
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _block_inner_pair(delta, t, BT, j0, nb, m, m2):
+    """:func:`_block_inner` of the dense rows ``δ_t``, ``δ_{t+1}`` in one sweep of the
+    block (every state, four per sweep)."""
+    q = BT.shape[0]
+    for jj in range(nb):
+        m[jj] = 0.0
+        m2[jj] = 0.0
+    c = 0
+    while c + 4 <= q:
+        x0, x1, x2, x3 = delta[t, c], delta[t, c + 1], delta[t, c + 2], delta[t, c + 3]
+        y0, y1, y2, y3 = (
+            delta[t + 1, c],
+            delta[t + 1, c + 1],
+            delta[t + 1, c + 2],
+            delta[t + 1, c + 3],
+        )
+        cols = slice(j0, j0 + nb)
+        b0, b1, b2, b3 = BT[c, cols], BT[c + 1, cols], BT[c + 2, cols], BT[c + 3, cols]
+        for jj in range(nb):
+            p0, p1, p2, p3 = b0[jj], b1[jj], b2[jj], b3[jj]
+            m[jj] += x0 * p0 + x1 * p1 + x2 * p2 + x3 * p3
+            m2[jj] += y0 * p0 + y1 * p1 + y2 * p2 + y3 * p3
+        c += 4
+    while c < q:
+        x, y, b = delta[t, c], delta[t + 1, c], BT[c, j0 : j0 + nb]
+        for jj in range(nb):
+            m[jj] += x * b[jj]
+            m2[jj] += y * b[jj]
+        c += 1
+
+
+@njit(cache=True, fastmath=_FLAGS)
+def _block_products(delta, states, counts, BT, j0, nb, M):
+    """``M[t, jj] = ⟨δ_t, B_{j0+jj}⟩`` for every row ``δ_t ≠ 0``: two dense rows per sweep,
+    sparse ones by their nonzero states."""
+    T, q = delta.shape
+    t = 0
+    while t < T:
+        if counts[t] == q and t + 1 < T and counts[t + 1] == q:
+            _block_inner_pair(delta, t, BT, j0, nb, M[t], M[t + 1])
+            t += 2
+            continue
+        if counts[t] > 0:
+            _block_inner(delta, t, states, counts[t], BT, j0, nb, M[t])
+        t += 1
 
 
 @njit(cache=True, fastmath=_FLAGS)
@@ -616,8 +684,8 @@ def table_inner(
     _nonzero_states(delta, states, counts)
     h_ip = np.zeros(ip_tables.shape[0])
     h_dist = np.zeros(dist_tables.shape[0])
-    m = np.empty(_BLOCK)  # ⟨δ_t, B_j⟩ over the block
-    m_visit = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩
+    M = np.empty((T, _BLOCK))  # ⟨δ_t, B_j⟩ over the block
+    M_visit = np.empty((T, _BLOCK))  # ⟨δ_t, D_j⟩
     x = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩ where D_j ≠ B_j, else ⟨δ_t, B_j⟩
     values, e, ladder = np.empty(_BLOCK), np.empty(_BLOCK), np.empty(_BLOCK)
     d_at = np.empty(_BLOCK, dtype=np.intp)  # squared distances of the block's pairs
@@ -638,13 +706,14 @@ def table_inner(
             for k in range(Mk):
                 for jj in range(nb):
                     w_block[k, jj] = weights[j0 + jj, k] if kind[jj] != 0 else 0.0
+        _block_products(delta, states, counts, BT, j0, nb, M)
+        if top == 2:
+            _block_products(delta, states, counts, DT, j0, nb, M_visit)
         for t in range(T):
-            nz = counts[t]
-            if nz == 0:
+            if counts[t] == 0:
                 continue
-            _block_inner(delta, t, states, nz, BT, j0, nb, m)
-            if top == 2:
-                _block_inner(delta, t, states, nz, DT, j0, nb, m_visit)
+            m = M[t]
+            m_visit = M_visit[t]
             st, ipt, sqc = sq_rows[t], ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]
             for jj in range(nb):
                 vv = int(ipt[jj])
