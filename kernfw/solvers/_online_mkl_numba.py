@@ -569,56 +569,76 @@ def _block_kinds(BT, DT, j0, nb, size, change, kind):
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _block_weighted(values, e, w, x, kinds, gammas, coef0s, powers, scales, groups, ladder, out):
-    """``out[groups[r]] += scales[r] Σ_jj k_r(values[jj]) w[groups[r], jj] x[jj]`` for every
-    kernel ``r`` of a program, its values computed along the block (``values`` the inner
-    products, ``e = exp(−γ_0 D)``; the RBF ladder squares ``ladder`` in the same sweep as
-    the sum, as :func:`_kernel_values` does in passes)."""
+def _block_sums(values, e, m, w, x, kinds, gammas, coef0s, powers, scales, groups, ladder, out):
+    """For every kernel ``r`` of a program (group ``k = groups[r]``) along the block:
+    ``out[0, k] += scales[r] Σ_jj k_r(jj) m[jj]`` and
+    ``out[1, k] += scales[r] Σ_jj k_r(jj) w[k, jj] x[jj]``.
+
+    The kernel values come from the program's arithmetic (``values`` the inner products,
+    ``e = exp(−γ_0 D)``; the RBF ladder is squared in ``ladder`` in the same sweep as the
+    sums, as :func:`_kernel_row` does in passes), which vectorizes where a table read per
+    kernel and pair would not.
+    """
     n = values.shape[0]
     lad = ladder[:n]
     have = 0  # the power of e held in lad (0: none yet)
     for r in range(kinds.shape[0]):
-        kind, g, c, m = kinds[r], gammas[r], coef0s[r], powers[r]
+        kind, g, c, p = kinds[r], gammas[r], coef0s[r], powers[r]
         wk = w[groups[r], :n]
-        acc = 0.0
+        a = b = 0.0
         if kind == LINEAR:
             for jj in range(n):
-                acc += values[jj] * (wk[jj] * x[jj])
-        elif kind == POLY and m == 2:
+                z = values[jj]
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
+        elif kind == POLY and p == 2:
             for jj in range(n):
-                z = g * values[jj] + c
-                acc += z * z * (wk[jj] * x[jj])
-        elif kind == POLY and m == 3:
+                y = g * values[jj] + c
+                z = y * y
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
+        elif kind == POLY and p == 3:
             for jj in range(n):
-                z = g * values[jj] + c
-                acc += z * z * z * (wk[jj] * x[jj])
+                y = g * values[jj] + c
+                z = y * y * y
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
         elif kind == POLY:
             for jj in range(n):
-                acc += _int_power(g * values[jj] + c, m) * (wk[jj] * x[jj])
+                z = _int_power(g * values[jj] + c, p)
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
         elif kind == SIGMOID:
             for jj in range(n):
-                acc += math.tanh(g * values[jj] + c) * (wk[jj] * x[jj])
-        elif m == 0:
+                z = math.tanh(g * values[jj] + c)
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
+        elif p == 0:  # an RBF off the ladder: e^(γ/γ_0)
             ratio = g / gammas[0]
             for jj in range(n):
-                acc += e[jj] ** ratio * (wk[jj] * x[jj])
-        elif have > 0 and m == 2 * have:
+                z = e[jj] ** ratio
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
+        elif have > 0 and p == 2 * have:  # the next rung: square the ladder
             for jj in range(n):
                 z = lad[jj] * lad[jj]
                 lad[jj] = z
-                acc += z * (wk[jj] * x[jj])
-            have = m
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
+            have = p
         else:
-            step = m // have if have > 0 and m % have == 0 else m
-            if step == m:
+            step = p // have if have > 0 and p % have == 0 else p
+            if step == p:
                 for jj in range(n):
                     lad[jj] = e[jj]
             for jj in range(n):
                 z = _int_power(lad[jj], step)
                 lad[jj] = z
-                acc += z * (wk[jj] * x[jj])
-            have = m
-        out[groups[r]] += scales[r] * acc
+                a += z * m[jj]
+                b += z * (wk[jj] * x[jj])
+            have = p
+        out[0, groups[r]] += scales[r] * a
+        out[1, groups[r]] += scales[r] * b
 
 
 @njit(cache=True, fastmath=_FLAGS)
@@ -688,11 +708,10 @@ def table_inner(
     M_visit = np.empty((T, _BLOCK))  # ⟨δ_t, D_j⟩
     x = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩ where D_j ≠ B_j, else ⟨δ_t, B_j⟩
     values, e, ladder = np.empty(_BLOCK), np.empty(_BLOCK), np.empty(_BLOCK)
-    d_at = np.empty(_BLOCK, dtype=np.intp)  # squared distances of the block's pairs
     kind = np.zeros(_BLOCK, dtype=np.intp)  # D_j = 0 (0), D_j = B_j (1), other (2)
     size, change = np.empty(_BLOCK), np.empty(_BLOCK)
     w_block = np.zeros((Mk, _BLOCK))  # weights[j, k] of the block's rows D_j ≠ 0, by group
-    weighted_sum = np.zeros(Mk)
+    sums = np.zeros((2, Mk))  # both sums over the blocks with rows D_j ≠ 0
     for j0 in range(0, ns, _BLOCK):
         nb = min(ns - j0, _BLOCK)
         top = 0
@@ -715,21 +734,21 @@ def table_inner(
             m = M[t]
             m_visit = M_visit[t]
             st, ipt, sqc = sq_rows[t], ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]
-            for jj in range(nb):
-                vv = int(ipt[jj])
-                v, d = vv + half, st + sqc[jj] - 2 * vv
-                d_at[jj] = d
-                h_ip[v] += m[jj]
-                h_dist[d] += m[jj]
-            if top == 0:
+            if top == 0:  # by table row
+                for jj in range(nb):
+                    vv = int(ipt[jj])
+                    h_ip[vv + half] += m[jj]
+                    h_dist[st + sqc[jj] - 2 * vv] += m[jj]
                 continue
-            for jj in range(nb):
-                x[jj] = m_visit[jj] if kind[jj] == 2 else m[jj]
+            for jj in range(nb):  # along the block, with the weighted sum
+                vv = int(ipt[jj])
                 values[jj] = ipt[jj]
-                e[jj] = exp_table[d_at[jj]]
-            _block_weighted(
+                e[jj] = exp_table[st + sqc[jj] - 2 * vv]
+                x[jj] = m_visit[jj] if kind[jj] == 2 else m[jj]
+            _block_sums(
                 values[:nb],
                 e[:nb],
+                m,
                 w_block,
                 x,
                 program_kinds,
@@ -739,16 +758,16 @@ def table_inner(
                 program_scales,
                 program_groups,
                 ladder,
-                weighted_sum,
+                sums,
             )
     for k in range(Mk):
-        acc = 0.0
+        acc = sums[0, k]
         for v in range(ip_tables.shape[0]):
             acc += ip_tables[v, k] * h_ip[v]
         for d in range(dist_tables.shape[0]):
             acc += dist_tables[d, k] * h_dist[d]
         out[0, k] = acc
-        out[1, k] = weighted_sum[k]
+        out[1, k] = sums[1, k]
 
 
 @njit(cache=True, fastmath=_FLAGS)
