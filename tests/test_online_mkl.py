@@ -312,33 +312,39 @@ def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
 
 def test_integer_feature_tables_equal_numpy_scores():
     """Small-integer features: every kernel is a table over inner products / squared
-    distances; the compiled table passes equal the numpy scores and blocks."""
+    distances; the compiled table passes (over several blocks of the support, with the
+    coefficients stored by state or by slot, the rows' kinds kept by the caller or read
+    off the coefficients) equal the numpy scores and blocks."""
     from kernfw._compiled import compiled_module
     from kernfw.solvers.mkl.kernel_groups import KernelGroups
 
     if compiled_module("kernfw.solvers._online_mkl_numba") is None:
         pytest.skip("numba unavailable or disabled")
     rng = np.random.default_rng(3)
-    X = rng.integers(0, 3, size=(60, 7)).astype(float)  # values 0, 1, 2
-    specs = ["linear", ("poly", {"degree": 3, "gamma": 0.1, "coef0": 1.0})] + [
-        ("rbf", {"gamma": g}) for g in (0.05, 0.2, 0.3)
-    ]
+    X = rng.integers(0, 3, size=(300, 7)).astype(float)  # values 0, 1, 2
+    specs = ["linear"] + [("poly", {"degree": p, "gamma": 0.1, "coef0": 1.0}) for p in (2, 3)]
+    specs += [("rbf", {"gamma": g}) for g in (0.05, 0.1, 0.2, 0.3)]  # γ_0 · (1, 2, 4, 6)
     ops = list(make_operator(X, specs, normalization="trace", backend="function").operators)
     groups, numpy_groups = KernelGroups(ops), KernelGroups(ops, compiled=False)
-    support = rng.permutation(60)[:40]
+    support = rng.permutation(300)[:280]  # three blocks of the compiled passes
     for g in (groups, numpy_groups):
         g.add(support)
-    P = np.array([3, 50, 51, 7])
+    P = np.array([3, 250, 251, 7])
     K, Kn = groups.at(P), numpy_groups.at(P)
     assert type(K).__name__ == "_Tables"
     dense = np.array([op.dense() for op in ops])
     np.testing.assert_allclose(K.dense(), dense[:, P][:, :, groups.support], rtol=1e-12)
     q, Mk = 5, len(ops)
-    B, s = rng.normal(size=(60, q)), rng.random(Mk)
-    weights, D = rng.normal(size=(60, Mk)), rng.normal(size=(60, q))
+    B, s = rng.normal(size=(300, q)), rng.random(Mk)
+    weights, D = rng.normal(size=(300, Mk)), rng.normal(size=(300, q))
     D[:10] = 0.0  # rows outside the visited set
-    rows = groups.slot[support[10:25]]
+    D[200:210] = 0.0
+    rows = groups.slot[support[10:150]]
     D[rows] = B[rows]  # rows that entered the support in this epoch: D_j = B_j
+    kinds = np.where(np.any(D != 0, axis=1), np.where(np.all(D == B, axis=1), 1, 2), 0)
+    kinds = kinds.astype(np.int8)
+    by_state = np.zeros((q, 300)).T  # the storage of KernelGroups.zeros with tables
+    by_state[:] = B
     np.testing.assert_allclose(
         groups.combined(K, s, B), numpy_groups.combined(Kn, s, B), rtol=1e-11
     )
@@ -347,11 +353,13 @@ def test_integer_feature_tables_equal_numpy_scores():
     sparse = np.zeros((4, q))  # a hinge round: +1 at the truth, −1 at the decoding
     sparse[[0, 2], [1, 3]], sparse[[0, 2], [4, 0]] = 1.0, -1.0
     for delta in (dense, sparse):
-        for a, b in zip(
+        expected = numpy_groups.inner_pair(Kn, delta, B, weights, D)
+        for got in (
             groups.inner_pair(K, delta, B, weights, D),
-            numpy_groups.inner_pair(Kn, delta, B, weights, D),
+            groups.inner_pair(K, delta, by_state, weights, D, kinds),
         ):
-            np.testing.assert_allclose(a, b, rtol=1e-11)
+            for a, b in zip(got, expected):
+                np.testing.assert_allclose(a, b, rtol=1e-11)
         np.testing.assert_allclose(
             groups.shared_inner(K, delta, B), numpy_groups.shared_inner(Kn, delta, B), rtol=1e-11
         )

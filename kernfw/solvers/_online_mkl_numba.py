@@ -666,16 +666,17 @@ def table_inner(
     ``out[1, k] = Σ_{t,j} k_k(t, j) weights[j, k] ⟨δ_t, D_j⟩`` over the rows ``D_j ≠ 0``
     (``weights`` with no rows: that sum is skipped).
 
-    A kernel value is ``ip_tables[v, k] + dist_tables[d, k]`` (``v`` the inner product's
-    row, ``d`` the squared distance), so the first sum collects ``⟨δ_t, B_j⟩`` by table
-    row, ``h^ip[v] = Σ_{v_{tj} = v} ⟨δ_t, B_j⟩`` and ``h^d[d]`` likewise, and weights the
-    collected sums by each kernel's table at the end (math.md §4.4): two additions per
-    pair for any number of kernels.  The second has a weight per group and row: per row
-    ``j`` it sums ``k_k(t, j) ⟨δ_t, D_j⟩`` over ``t`` (one table read per kernel and pair,
-    along the block), then weights by ``weights[j]``.  Only the rows ``t`` with
-    ``δ_t ≠ 0`` are visited, sparse rows of ``δ`` (the hinge's) by their nonzero states,
-    and a row with ``D_j = B_j`` (one that entered the support in this epoch) reuses
-    ``⟨δ_t, B_j⟩``.
+    By blocks of support rows; per block, the products ``m_{tj} = ⟨δ_t, B_j⟩`` along the
+    block (two dense rows of ``δ`` per sweep of the coefficients, sparse rows of ``δ``
+    — the hinge's — by their nonzero states, rows ``δ_t = 0`` skipped).  In a block
+    without rows ``D_j ≠ 0`` a kernel value is ``ip_tables[v, k] + dist_tables[d, k]``
+    (``v`` the inner product's row, ``d`` the squared distance), so the first sum
+    collects ``m_{tj}`` by table row, ``h^ip[v] = Σ_{v_{tj} = v} m_{tj}`` and ``h^d[d]``
+    likewise, and weights the collected sums by each kernel's table at the end (math.md
+    §4.4): two additions per pair for any number of kernels.  In a block with such rows
+    the second sum needs a value per kernel and pair anyway: both sums then run along the
+    block with each kernel's values from its program (:func:`_block_sums`), and a row with
+    ``D_j = B_j`` (one that entered the support in this epoch) reuses ``m_{tj}``.
 
     Parameters
     ----------
@@ -685,6 +686,10 @@ def table_inner(
         ``ip_tables[v + S, k]``: kernel ``k`` at inner product ``v`` (0 for an RBF).
     dist_tables : ndarray (4S + 1, Mk)
         ``dist_tables[d, k]``: an RBF ``k`` at squared distance ``d`` (0 for the others).
+    exp_table : ndarray (4S + 1,)
+        ``exp(−γ_0 d)``, ``γ_0`` the program's narrowest RBF (any values without one).
+    program_groups, program_kinds, gammas, coef0s, powers, program_scales : ndarray
+        The same kernels as a program (one entry per kernel; :func:`_kernel_row`).
     delta : ndarray (T, q)
     BT, DT : ndarray (q, ≥ n_S)
         ``Bᵀ`` and ``Dᵀ`` (by state).
