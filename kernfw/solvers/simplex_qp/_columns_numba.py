@@ -6,7 +6,8 @@ modified kernel), the compiled step (:func:`kernfw.solvers.simplex_qp._numba.ste
 evaluates the column it needs itself, with :func:`evaluate_column`: fused distances,
 ``exp`` and L2-SVM transform, in float32 for a float32 view.  The values are the
 operator's up to rounding (the compiled RBF column sums its inner products in its
-own order and uses its own ``exp``, within about 1 ulp).
+own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM's
+diagonal term ``1/C`` is left to the step, which adds it in float64.
 """
 
 import math
