@@ -348,6 +348,27 @@ def test_simplex_qp_certificates_hold_at_every_scale(case):
     _simplex_property(case)
 
 
+@pytest.mark.parametrize("solver", ["lsfw", "mfw"])
+def test_l2svm_certificate_on_float32_columns_keeps_the_1_over_C_term(solver):
+    """A float32 Gram with a large C: the compiled column cache holds float32 values, where
+    ``K_jj + 1 + 1/C`` would round ``1/C`` away (the dual then exceeded the optimum by 1e-8
+    against a rounding bound of 1e-14); the step adds ``1/C`` in float64 instead."""
+    from kernfw.solvers.simplex_qp import solve_l2svm
+
+    X = np.array([[-7, 1, 8, 7], [1, -5, -7, -2], [-8, 2, 4, -4], [7, -5, 1, -6]]) / 4.0
+    y, C = np.array([1.0, 1.0, -1.0, -1.0]), 120790.07474252844
+    Q = np.outer(y, y) * (X @ X.T + 1.0) + np.eye(4) / C
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = solve_l2svm(
+            _operator(X, "gram", np.float32), y, C, solver=solver, tol=1e-8, max_iter=40
+        )
+    alpha = np.asarray(res.solution["alpha"], dtype=np.float64)
+    # the recorded dual is f(α) = −αᵀQα of the returned α, to the rounding bound
+    assert abs(res.history["dual"][-1] + alpha @ Q @ alpha) <= 1e-13
+    assert res.history["rounding"][-1] < 1e-13
+
+
 @pytest.mark.slow
 @pytest.mark.cvxpy
 @settings(max_examples=250, **_PROFILE)

@@ -72,9 +72,8 @@ def test_a_warm_start_at_the_optimum_takes_no_step():
     first = svm.solve(_op(K))
     lib = pytest.importorskip("kernfw.solvers.mkl._inner_l2svm_numba")
     A = np.array(first.state)
-    out = np.zeros((A.shape[0], 5))
-    lib.solve_problems(K, svm.codes, 1.0 / svm.C, A, 1e-8, 1000, out)
-    assert np.all(out[:, 2] == 0) and np.all(out[:, 3] == lib.STATUS_CONVERGED)
+    _, _, n_iter, status, _ = lib.solve_problems(K, svm.codes, 1.0 / svm.C, A, 1e-8, 1000)
+    assert np.all(n_iter == 0) and np.all(status == lib.STATUS_CONVERGED)
     np.testing.assert_array_equal(A, np.array(first.state))
 
 

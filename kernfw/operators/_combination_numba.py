@@ -1,6 +1,7 @@
-"""Compiled (numba) weighted sum of stacked kernels, the backend of
-:meth:`kernfw.operators.combination.KernelStack.weighted`, and the symmetrization of a
-stacked kernel (in place, or copied into the stack in the same pass).
+"""Compiled (numba) cores of :class:`kernfw.operators.combination.KernelStack`: the
+weighted sum of the stacked kernels (:meth:`~kernfw.operators.combination.KernelStack.weighted`),
+a kernel scaled, symmetrized and copied into the stack in one pass, and the quadratic
+forms of :meth:`~kernfw.operators.combination.KernelStack.per_kernel_quad` on a few rows.
 
 ``out = Σ_j w_j K_j`` in one pass over the stack: the entries are taken in blocks
 small enough for the block of ``out`` to stay in L1 while every kernel adds to it.
@@ -9,9 +10,10 @@ multiply-add), in the order of the kernels, so equal entries of the kernels give
 equal entries of ``out``: symmetric kernels give a symmetric sum, bit for bit.
 """
 
+import numpy as np
 from numba import njit
 
-__all__ = ["weighted_sum", "symmetrize", "symmetrize_into"]
+__all__ = ["weighted_sum", "symmetrize_into", "quad_on_rows"]
 
 #: entries per block (32 kB of float64)
 _BLOCK = 4096
@@ -39,30 +41,16 @@ def weighted_sum(K, w, out):
                     out[e] += wj * row[e]
 
 
-#: rows and columns of a tile of :func:`symmetrize`
+#: rows and columns of a tile of :func:`symmetrize_into`
 _TILE = 64
 
 
 @njit(cache=True)
-def symmetrize(K):
-    """``K ← ½(K + Kᵀ)`` in place (square float64), tile by tile: ``K_ij`` and ``K_ji``
-    both become ``(K_ij + K_ji) · 0.5``, equal bit for bit."""
-    n = K.shape[0]
-    for I in range(0, n, _TILE):
-        i1 = min(I + _TILE, n)
-        for J in range(0, I + 1, _TILE):
-            j1 = min(J + _TILE, n)
-            for i in range(I, i1):
-                for j in range(J, min(j1, i)):
-                    v = (K[i, j] + K[j, i]) * 0.5
-                    K[i, j] = v
-                    K[j, i] = v
-
-
-@njit(cache=True)
-def symmetrize_into(K, out):
-    """``out ← ½(K + Kᵀ)`` (square float64, ``out`` not ``K``), tile by tile: ``out_ij`` and
-    ``out_ji`` both become ``(K_ij + K_ji) · 0.5``, the values of :func:`symmetrize`."""
+def symmetrize_into(K, scale, out):
+    """``out ← ½ s (K + Kᵀ)`` (square, ``out`` float64 and not ``K``; ``s`` = ``scale``), tile
+    by tile: ``out_ij`` and ``out_ji`` both become ``(K_ij + K_ji) · (0.5 s)``, equal bit
+    for bit (``K`` float32 or float64, summed in float64)."""
+    half = 0.5 * scale
     n = K.shape[0]
     for I in range(0, n, _TILE):
         i1 = min(I + _TILE, n)
@@ -70,6 +58,28 @@ def symmetrize_into(K, out):
             j1 = min(J + _TILE, n)
             for i in range(I, i1):
                 for j in range(J, min(j1, i + 1)):
-                    v = (K[i, j] + K[j, i]) * 0.5
+                    v = (np.float64(K[i, j]) + np.float64(K[j, i])) * half
                     out[i, j] = v
                     out[j, i] = v
+
+
+@njit(cache=True)
+def quad_on_rows(K, V, rows, out):
+    """``out[j] = Σ_r Σ_{a,b ∈ rows} V[a, r] K[j, a, b] V[b, r]`` (``K``: p × n × n,
+    ``V``: n × r, float64; ``rows``: the indices where some column of ``V`` may be
+    nonzero): the stack's quadratic forms reading only those rows and columns."""
+    p, m, r = K.shape[0], rows.shape[0], V.shape[1]
+    Vs = np.empty((m, r))
+    for a in range(m):
+        for c in range(r):
+            Vs[a, c] = V[rows[a], c]
+    for j in range(p):
+        total = 0.0
+        for a in range(m):
+            row = K[j, rows[a]]
+            for c in range(r):
+                inner = 0.0
+                for b in range(m):
+                    inner += row[rows[b]] * Vs[b, c]
+                total += Vs[a, c] * inner
+        out[j] = total

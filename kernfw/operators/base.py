@@ -225,5 +225,10 @@ class KernelOperator(ABC):
         """The full ``n × n`` matrix ``K`` (for small problems and tests only)."""
         return self.columns(np.arange(self.n))
 
+    def dense_factors(self):
+        """``(D, s)`` with ``K = s·D``: a matrix and a factor for who copies ``K`` anyway
+        and can scale it in the same pass (here ``(dense(), 1.0)``)."""
+        return self.dense(), 1.0
+
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n}, dtype={np.dtype(self.dtype).name})"

@@ -225,7 +225,8 @@ class KernelStack:
 
     Each ``K_j`` is stored symmetrized, ``½(K_j + K_jᵀ)`` (a rounding-level change
     for a symmetric kernel), so that it is symmetric bit for bit, and so is every
-    weighted sum (:meth:`weighted`).
+    weighted sum (:meth:`weighted`); a trace normalization's factor is applied in the
+    same copy (:meth:`~kernfw.operators.base.KernelOperator.dense_factors`).
 
     Parameters
     ----------
@@ -239,12 +240,12 @@ class KernelStack:
         lib = compiled_module("kernfw.operators._combination_numba")
         with thread_limit(self.K.size):
             for Kj, op in zip(self.K, kernels.operators):
-                D = np.asarray(op.dense(), dtype=np.float64)
-                if lib is not None:  # copy and symmetrize in one pass
-                    lib.symmetrize_into(D, Kj)
-                else:  # the compiled loop's values: (K_ij + K_ji) · 0.5
-                    np.add(D, D.T, out=Kj)
-                    Kj *= 0.5
+                D, scale = op.dense_factors()
+                if lib is not None:  # copy, scale and symmetrize in one pass
+                    lib.symmetrize_into(np.asarray(D), float(scale), Kj)
+                else:  # the compiled loop's values: (D_ij + D_ji) · (0.5 s)
+                    np.add(D, D.T, out=Kj, dtype=np.float64)
+                    Kj *= 0.5 * scale
         self._out = np.empty((self.n, self.n))
 
     @staticmethod
@@ -285,5 +286,10 @@ class KernelStack:
         if rows is None or 2 * len(rows) > self.n:
             return self.K.reshape(self.p, -1) @ (V @ V.T).reshape(-1)
         rows = as_index(rows, self.n)
+        lib = compiled_module("kernfw.operators._combination_numba")
+        if lib is not None:
+            out = np.empty(self.p)
+            lib.quad_on_rows(self.K, np.ascontiguousarray(V), np.asarray(rows, np.int64), out)
+            return out
         Vs, block = V[rows], np.ix_(rows, rows)
         return np.array([np.sum((Kj[block] @ Vs) * Vs) for Kj in self.K])

@@ -130,6 +130,13 @@ class Normalized(KernelOperator):
             return self._stats["scale"] * self.base.dense()
         return super().dense()
 
+    def dense_factors(self):
+        """Trace: ``(D, s)`` = the base's own ``dense`` and ``s = n / tr K`` (no scaled
+        copy); otherwise ``(dense(), 1.0)``."""
+        if self.kind == "trace":
+            return self.base.dense(), self._stats["scale"]
+        return self.dense(), 1.0
+
     def cross(self, X_new, idx=None):
         st = self._stats
         cols = slice(None) if idx is None else as_index(idx, self.n)

@@ -290,11 +290,18 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
 _pairwise_block = njit(cache=True)(pairwise_steps)
 
 
+#: rows of the block work buffer (:func:`_buffers`): the gradient ``g``, ``α_i``, the
+#: LMO's ``a`` and ``β``, the exact step's ``θ`` (``θ[MULTIPLIER]`` the multiplier,
+#: ``θ[BLOCK_GAP]`` the block gap before the step) and the step ``δ``
+G, ALPHA, A, BETA, THETA, DELTA = range(6)
+MULTIPLIER, BLOCK_GAP = 0, 1
+
+
 @_visit_jit
 def _exact_block(g, alpha, yi, q, b, D, delta, out):
     """:func:`~kernfw.solvers.multiclass.exact_block_step` (the Crammer–Singer
-    sub-problem): writes ``δ``, ``θ`` (into ``out[0]``) and the block gap before the
-    step (into ``out[1]``), returns ``½‖δ‖₁``."""
+    sub-problem): writes ``δ``, the multiplier ``θ`` (into ``out[MULTIPLIER]``) and the
+    block gap before the step (into ``out[BLOCK_GAP]``), returns ``½‖δ‖₁``."""
     m = g.shape[0]
     phi = 0.0
     ga = 0.0
@@ -307,7 +314,7 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
             top = j
     for j in range(m):
         ga += g[j] * alpha[j]
-    out[1] = phi + ga  # the block gap (= _hinge_block_gap)
+    out[BLOCK_GAP] = phi + ga  # (= _hinge_block_gap)
     if phi + ga <= _OPTIMAL_RTOL * (1.0 + phi):
         for j in range(m):
             delta[j] = 0.0
@@ -337,7 +344,7 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
         theta += D[r]
         r += 1
     theta /= r
-    out[0] = theta
+    out[MULTIPLIER] = theta
     total = 0.0
     for j in range(m):
         D[j] = 0.0 if j == yi else min((theta - b[j]) / q, 0.0)  # α'
@@ -386,13 +393,6 @@ def _hinge_block_gap(g, al, yi):
             phi = v
         ga += g[j] * al[j]
     return phi + ga
-
-
-#: rows of the block work buffer (:func:`_buffers`): the gradient ``g``, ``α_i``, the
-#: LMO's ``a`` and ``β``, the exact step's ``θ`` (``θ[BLOCK_GAP]`` the block gap before
-#: the step) and the step ``δ``
-G, ALPHA, A, BETA, THETA, DELTA = range(6)
-BLOCK_GAP = 1
 
 
 @njit(inline="always")

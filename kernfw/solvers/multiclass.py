@@ -678,7 +678,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         """The certified gap of the batch solver; with shrinking it also picks the
         blocks of the next passes: those whose block gap ``⟨−g_i, u_i − α_i⟩`` is > 0."""
         At, state = self._point()
-        S = self.backend.scores(state) if self.features else state
+        S = self._scores(state) if self.features else state
         phi, block_gaps, cert = self.backend.certify(S, At)
         self._certified = (At, S)
         if self.shrinking:
@@ -691,10 +691,17 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         cert.extra.update(oracle_calls=self.k, **{"pass": self.k / self.n_blocks})
         return cert
 
+    def _scores(self, W):
+        """All scores ``S = X W`` (n × m); zeros without a product at ``W = 0`` (the start
+        ``α_i = e_{y_i}``, whose certificate opens every run)."""
+        if not W.any():
+            return np.zeros((self.n_blocks, W.shape[1]))
+        return self.backend.scores(W)
+
     def solution(self):
         if self._certified is None:
             At, state = self._point()
-            self._certified = (At, self.backend.scores(state) if self.features else state)
+            self._certified = (At, self._scores(state) if self.features else state)
         At, S = self._certified
         return {"A": At.T.copy(), "S": S.copy()}
 

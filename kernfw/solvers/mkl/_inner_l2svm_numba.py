@@ -95,9 +95,9 @@ def _gap_met(v, ava, i_fw, n_terms, tol):
 
 
 @njit(cache=True)
-def _solve_one(K, y, inv_c, alpha, v, tol, max_iter, out):
-    """MFW on one problem from ``α`` (on the simplex) with ``v = Qα``; fills
-    ``out = (gap, αᵀQα, iterations, status, index)``."""
+def _solve_one(K, y, inv_c, alpha, v, tol, max_iter):
+    """MFW on one problem from ``α`` (on the simplex, updated in place) with ``v = Qα``;
+    returns ``(gap, αᵀQα, iterations, status, index)``."""
     n = y.shape[0]
     ava = _fresh(K, y, inv_c, alpha, v)
     it = 0
@@ -147,11 +147,11 @@ def _solve_one(K, y, inv_c, alpha, v, tol, max_iter, out):
             alpha[k] = 0.0  # a drop step
         if it % _REFRESH == 0:
             ava = _fresh(K, y, inv_c, alpha, v)
-    out[0], out[1], out[2], out[3], out[4] = gap, ava, it, status, index
+    return gap, ava, it, status, index
 
 
 @njit(cache=True)
-def solve_problems(K, Y, inv_c, A, tol, max_iter, out):
+def solve_problems(K, Y, inv_c, A, tol, max_iter):
     """Solve every binary problem ``r`` (labels ``Y[r]``) from ``α = A[r]`` in place.
 
     Parameters
@@ -168,10 +168,23 @@ def solve_problems(K, Y, inv_c, A, tol, max_iter, out):
         Relative tolerance of the stopping rule.
     max_iter : int
         Iterations allowed per problem.
-    out : float64 array (r, 5)
-        Per problem: FW gap, ``αᵀQα``, iterations, status (``STATUS_*``) and the
-        index where negative curvature was met (−1 otherwise).
+
+    Returns
+    -------
+    gaps, quads : float64 arrays (r,)
+        Each problem's FW gap and ``αᵀQα``.
+    n_iter, status, index : int64 arrays (r,)
+        Its iterations, how it ended (``STATUS_*``) and the index where negative
+        curvature was met (−1 otherwise).
     """
+    r = Y.shape[0]
+    gaps, quads = np.empty(r), np.empty(r)
+    n_iter = np.empty(r, dtype=np.int64)
+    status = np.empty(r, dtype=np.int64)
+    index = np.empty(r, dtype=np.int64)
     v = np.empty(K.shape[0])
-    for r in range(Y.shape[0]):
-        _solve_one(K, Y[r], inv_c, A[r], v, tol, max_iter, out[r])
+    for p in range(r):
+        gaps[p], quads[p], n_iter[p], status[p], index[p] = _solve_one(
+            K, Y[p], inv_c, A[p], v, tol, max_iter
+        )
+    return gaps, quads, n_iter, status, index

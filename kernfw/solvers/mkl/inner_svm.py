@@ -402,23 +402,23 @@ class L2SVM(InnerSVM):
             A = self._cvm_starts(K)
         else:
             A = np.array(warm, dtype=np.float64)
-        out = np.zeros((r, 5))
-        lib.solve_problems(K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n), out)
-        status = out[:, 3].astype(int)
+        gaps, quads, _, status, index = lib.solve_problems(
+            K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n)
+        )
         if np.any(status == lib.STATUS_NOT_PSD):
             from ..simplex_qp.certificate import raise_not_psd
 
             k = int(np.flatnonzero(status == lib.STATUS_NOT_PSD)[0])
-            raise_not_psd(float("nan"), int(out[k, 4]))
+            raise_not_psd(float("nan"), int(index[k]))
         if np.any(status == lib.STATUS_MAX_ITER):
             warnings.warn(
                 f"the inner L2-SVM stopped at max_iter={_max_iter(n)} with relative gap "
-                f"{np.max(out[:, 0] / np.abs(out[:, 1])):.3g} > tol={self.tol:.3g}; its gap "
+                f"{np.max(gaps / np.abs(quads)):.3g} > tol={self.tol:.3g}; its gap "
                 "is part of the reported certificate",
                 ConvergenceWarning,
                 stacklevel=4,
             )
-        return A, np.maximum(out[:, 0], 0.0)
+        return A, np.maximum(gaps, 0.0)
 
     def _cvm_starts(self, K):
         """The cold start of every problem: ``α₀ = ½(e_a + e_b)``, ``a = 0`` and ``b`` the

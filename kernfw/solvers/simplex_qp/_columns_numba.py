@@ -6,7 +6,8 @@ modified kernel), the compiled step (:func:`kernfw.solvers.simplex_qp._numba.ste
 evaluates the column it needs itself, with :func:`evaluate_column`: fused distances,
 ``exp`` and L2-SVM transform, in float32 for a float32 view.  The values are the
 operator's up to rounding (the compiled RBF column sums its inner products in its
-own order and uses its own ``exp``, within about 1 ulp).
+own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM's
+diagonal term ``1/C`` is left to the step, which adds it in float64.
 """
 
 import math
@@ -145,13 +146,13 @@ def _gram_column(K, j, out):
 
 
 @njit(cache=True)
-def _l2svm_column(y, inv_c, j, out):
-    """``out ← y_j y ⊙ (out + 1) + e_j / C`` (the modified kernel of math.md §2.1), in the
-    numpy path's order."""
+def _l2svm_column(y, j, out):
+    """``out ← y_j y ⊙ (out + 1)``: the modified kernel of math.md §2.1 without its
+    diagonal term ``e_j / C``, which the step adds to ``u_j`` in float64 (``out`` may be a
+    float32 cache row, where ``K_jj + 1 + 1/C`` would round ``1/C`` away)."""
     yj = y[j]
     for k in range(out.shape[0]):
         out[k] = (out[k] + 1.0) * (yj * y[k])
-    out[j] += inv_c
 
 
 def _rbf_column_of(XT, sq, gamma, j, out, scratch):
@@ -176,12 +177,12 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
     """Column ``Q_{:,j}`` of the column view into ``out``: the RBF kernel from the features
     ``src`` (transposed, d × n; ``st.source = SOURCE_RBF`` with the squared norms
     ``sq_norms``, or ``SOURCE_RBF32`` for float32 features and ``out``) or the Gram ``src``
-    (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm``.  ``st``
-    is the state record of :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ,
-    ``inv_c`` 1/C)."""
+    (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm`` (all but
+    its diagonal term ``1/C``: :func:`_l2svm_column`).  ``st`` is the state record of
+    :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ)."""
     if st.source == SOURCE_GRAM:
         _gram_column(src, j, out)
     else:
         _rbf_column_of(src, sq_norms, st.rbf_gamma, j, out, scratch)
     if st.l2svm:
-        _l2svm_column(labels, st.inv_c, j, out)
+        _l2svm_column(labels, j, out)

@@ -208,8 +208,9 @@ def _remove(items, where, st, i):
 
 
 @njit(cache=True)
-def apply(col, vec, ind, con, state):
-    """Take the planned step with its column ``col = Q_{:,index}``, then refresh the scores
+def apply(col, shift, vec, ind, con, state):
+    """Take the planned step with its column ``Q_{:,index} = col + shift·e_index`` (``shift``:
+    a diagonal term the column leaves out, else 0), then refresh the scores
     (unless ``fill_scores`` is off: a constant ``q``, then ``argmin u`` is the vertex) and
     cache the next FW vertex and its gap (:func:`_update_and_vertex`)."""
     st = state[0]
@@ -232,7 +233,7 @@ def apply(col, vec, ind, con, state):
             beta[idx] = 1.0
             _add(items, where, st, idx)
             st.scale = 1.0
-            _update_and_vertex(u, col, 0.0, 1.0, scores, con, st)
+            _update_and_vertex(u, col, shift, 0.0, 1.0, scores, con, st)
             return 1.0
         scale *= 1.0 - gamma
         step = gamma / scale
@@ -251,7 +252,7 @@ def apply(col, vec, ind, con, state):
             _remove(items, where, st, idx)
             st.n_drop += 1
     st.scale = scale
-    _update_and_vertex(u, col, 1.0, step, scores, con, st)
+    _update_and_vertex(u, col, shift, 1.0, step, scores, con, st)
     return gamma
 
 
@@ -280,8 +281,9 @@ def _argmin(x):
 
 
 @njit(cache=True)
-def _update_and_vertex(u, col, keep, step, scores, con, st):
-    """``u ← keep·u + step·col`` (keep ∈ {0, 1}), the scores ``s·u − q/2`` (when ``q`` is
+def _update_and_vertex(u, col, shift, keep, step, scores, con, st):
+    """``u ← keep·u + step·(col + shift·e_j)`` (keep ∈ {0, 1}, ``j`` the step's ``index``:
+    ``shift`` is a diagonal term the column leaves out), the scores ``s·u − q/2`` (when ``q`` is
     not constant: ``fill_scores``) and the next FW vertex ``i* = argmin`` of the scores (of
     ``u`` when ``q`` is constant): the first index of the minimum, as ``np.argmin``
     (:func:`_argmin`).  Caches ``i*`` in ``vertex`` (``vertex_valid``) and its gap
@@ -295,6 +297,8 @@ def _update_and_vertex(u, col, keep, step, scores, con, st):
     else:
         for k in range(n):
             u[k] += step * col[k]
+    if shift != 0.0:
+        u[st.index] += step * shift
     if fill_scores:
         for k in range(n):
             scores[k] = u[k] * scale - hq[k]
@@ -312,7 +316,8 @@ def step_cached(vertex, vec, ind, con, state, src, slab, slot_of, slots):
     least-recently-used cache ``slab`` (m × n; ``slot_of[j]`` its row or −1, ``slots[0]``
     the column in each row, ``slots[1]`` its last use) or computed by
     :func:`~kernfw.solvers.simplex_qp._columns_numba.evaluate_column` into the least
-    recently used row, then :func:`apply` reading that row in place.  The state's
+    recently used row, then :func:`apply` reading that row in place (the L2-SVM's diagonal
+    term ``1/C`` as its ``shift``).  The state's
     ``clock``, ``rows_used``, ``hits`` and ``misses`` count the cache's use; ``vec[SCRATCH]``
     is scratch.  Returns the step size (0 when no step is taken, see ``kind``)."""
     st = state[0]
@@ -346,7 +351,7 @@ def step_cached(vertex, vec, ind, con, state, src, slab, slot_of, slots):
         slots[0, s] = j
         slot_of[j] = s
     slots[1, s] = st.clock
-    return apply(slab[s], vec, ind, con, state)
+    return apply(slab[s], st.inv_c if st.l2svm else 0.0, vec, ind, con, state)
 
 
 @njit(cache=True)

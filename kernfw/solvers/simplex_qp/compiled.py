@@ -244,4 +244,4 @@ class CompiledSimplexQPIterate(SimplexQPIterate):
             col = np.ascontiguousarray(col, dtype=np.float64)
         self.columns_fetched += 1
         self._scores_fresh = True
-        return mod.apply(col, self._vec, self.active.ind, self._con, self._state)
+        return mod.apply(col, 0.0, self._vec, self.active.ind, self._con, self._state)
