@@ -136,7 +136,12 @@ class _Features:
         self.sq_s[slots] = self.sq[P]
         self.sq_s_int[slots] = self.sq_int[P]
         if self.Q.size and slots[-1] < self.ip.shape[1]:  # the new columns of ip
-            self.ip[:, slots] = _products(self.Xp[self.Q], self.Xs[slots])
+            if self.bits is not None:
+                new = np.empty((self.Q.size, slots.size), dtype=self.dtype)
+                self._bit_products(self.bits[self.Q], self.bits_s[slots], new)
+                self.ip[:, slots] = new
+            else:
+                self.ip[:, slots] = _products(self.Xp[self.Q], self.Xs[slots])
             self.ip_cols = slots[-1] + 1
 
     def prefetch(self, Q, ns):
