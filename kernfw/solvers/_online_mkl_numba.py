@@ -776,6 +776,33 @@ def table_inner(
 
 
 @njit(cache=True, fastmath=_FLAGS)
+def _average_kernels(ip, t, st, sq_cols, j0, nb, half, tables, combined, coef, kind, kappa, own):
+    """The kernels of the epoch average's coefficients at the pairs ``(t, j0 + jj)``:
+    ``kappa`` that of ``B_j`` (the combined kernel, or that of ``coef[jj]`` where
+    ``D_j = B_j``), ``own`` that of ``D_j`` (``coef[jj]`` where ``D_j ∉ {0, B_j}``, else 0);
+    ``tables = (ip_tables, dist_tables)``, ``combined`` their combinations by ``scales``."""
+    ip_tables, dist_tables = tables
+    ip_combined, dist_combined = combined
+    ipt, sqc = ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]
+    for jj in range(nb):
+        vv = int(ipt[jj])
+        v, d = vv + half, st + sqc[jj] - 2 * vv
+        if kind[jj] == 0:
+            kappa[jj] = ip_combined[v] + dist_combined[d]
+            own[jj] = 0.0
+            continue
+        x = 0.0
+        for k in range(ip_tables.shape[1]):
+            x += coef[jj, k] * (ip_tables[v, k] + dist_tables[d, k])
+        if kind[jj] == 1:
+            kappa[jj] = x
+            own[jj] = 0.0
+        else:
+            kappa[jj] = ip_combined[v] + dist_combined[d]
+            own[jj] = x
+
+
+@njit(cache=True, fastmath=_FLAGS)
 def table_average_scores(
     ip, sq_rows, sq_cols, ip_tables, dist_tables, scales, BT, weights, DT, out
 ):
@@ -797,37 +824,45 @@ def table_average_scores(
     kind = np.empty(_BLOCK, dtype=np.intp)
     size, change = np.empty(_BLOCK), np.empty(_BLOCK)
     coef = np.empty((_BLOCK, Mk))  # scales + weights[j] (rows D_j = B_j), weights[j] (others)
-    kappa = np.empty(_BLOCK)  # the kernel of B_j's coefficients
-    own = np.empty(_BLOCK)  # the kernel of weights[j] (rows D_j ∉ {0, B_j})
+    kappa = np.empty((2, _BLOCK))  # the kernel of B_j's coefficients (two positions)
+    own = np.empty((2, _BLOCK))  # the kernel of weights[j] (rows D_j ∉ {0, B_j})
+    tables, combined = (ip_tables, dist_tables), (ip_combined, dist_combined)
     for j0 in range(0, ns, _BLOCK):
         nb = min(ns - j0, _BLOCK)
         top = _block_kinds(BT, DT, j0, nb, size, change, kind)
         for jj in range(nb):
             for k in range(Mk):
                 coef[jj, k] = weights[j0 + jj, k] + (scales[k] if kind[jj] == 1 else 0.0)
-        for t in range(T):
-            st = sq_rows[t]
-            if top == 0:
-                _block_kernel(ip, t, st, sq_cols, j0, nb, half, ip_combined, dist_combined, kappa)
+        for t in range(0, T, 2):  # two positions per sweep of the coefficients
+            two = t + 1 < T
+            for u in range(2 if two else 1):
+                st = sq_rows[t + u]
+                if top == 0:
+                    _block_kernel(
+                        ip, t + u, st, sq_cols, j0, nb, half, ip_combined, dist_combined, kappa[u]
+                    )
+                else:
+                    _average_kernels(
+                        ip,
+                        t + u,
+                        st,
+                        sq_cols,
+                        j0,
+                        nb,
+                        half,
+                        tables,
+                        combined,
+                        coef,
+                        kind,
+                        kappa[u],
+                        own[u],
+                    )
+            if two:
+                _block_dots_pair(kappa[0], kappa[1], BT, j0, nb, acc[t], acc[t + 1])
+                if top == 2:
+                    _block_dots_pair(own[0], own[1], DT, j0, nb, acc[t], acc[t + 1])
             else:
-                ipt, sqc = ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]
-                for jj in range(nb):
-                    vv = int(ipt[jj])
-                    v, d = vv + half, st + sqc[jj] - 2 * vv
-                    if kind[jj] == 0:
-                        kappa[jj] = ip_combined[v] + dist_combined[d]
-                        own[jj] = 0.0
-                        continue
-                    x = 0.0
-                    for k in range(Mk):
-                        x += coef[jj, k] * (ip_tables[v, k] + dist_tables[d, k])
-                    if kind[jj] == 1:
-                        kappa[jj] = x
-                        own[jj] = 0.0
-                    else:
-                        kappa[jj] = ip_combined[v] + dist_combined[d]
-                        own[jj] = x
-            _block_dots(kappa, BT, j0, nb, acc[t])
-            if top == 2:
-                _block_dots(own, DT, j0, nb, acc[t])
+                _block_dots(kappa[0], BT, j0, nb, acc[t])
+                if top == 2:
+                    _block_dots(own[0], DT, j0, nb, acc[t])
     out[:] = acc
