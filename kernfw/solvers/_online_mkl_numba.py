@@ -310,39 +310,93 @@ def _logsumexp(v):
     return top + math.log(acc)
 
 
+#: sums of shifted exponentials below this are recomputed in log space (their logarithm
+#: would lose digits); exponents above the large one would overflow
+_TINY, _LARGE_EXPONENT = 1e-280, 700.0
+
+
+@njit(cache=True)
+def _shifted_exp(v, out):
+    """``out = exp(v − max v)``; returns ``max v``."""
+    top = v[0]
+    for x in v[1:]:
+        if x > top:
+            top = x
+    for i in range(v.shape[0]):
+        out[i] = math.exp(v[i] - top)
+    return top
+
+
 @njit(cache=True)
 def forward_backward(theta, G, mu, pairs):
     """Node marginals ``mu`` (T, q), transition counts ``pairs`` (q, q); returns ``log Z``.
 
     ``α_1 = θ_1``, ``α_t(b) = θ_t(b) + logsumexp_a(α_{t−1}(a) + G_ab)``; ``β_T = 0``,
-    ``β_t(a) = logsumexp_b(G_ab + θ_{t+1}(b) + β_{t+1}(b))`` (math.md §4.6).
+    ``β_t(a) = logsumexp_b(G_ab + θ_{t+1}(b) + β_{t+1}(b))`` (math.md §4.6).  Each
+    ``logsumexp`` is a product with the shifted exponentials ``exp(G − max G)`` (computed
+    once) and ``exp(α_{t−1} − max α_{t−1})``: ``O(q)`` exponentials per position instead of
+    ``O(q²)``; a sum that underflows is recomputed in log space, and so are the pair
+    marginals of a position whose shifted products cannot hold them.
     """
     T, q = theta.shape
     alpha = np.empty((T, q))
     beta = np.zeros((T, q))
-    tmp = np.empty(q)
+    tmp, ea, eb = np.empty(q), np.empty(q), np.empty(q)
+    g_top = G[0, 0]
+    for a in range(q):
+        for b in range(q):
+            g_top = max(g_top, G[a, b])
+    EG = np.empty((q, q))
+    for a in range(q):
+        for b in range(q):
+            EG[a, b] = math.exp(G[a, b] - g_top)
     alpha[0] = theta[0]
     for t in range(1, T):
+        top = _shifted_exp(alpha[t - 1], ea)
         for b in range(q):
+            acc = 0.0
             for a in range(q):
-                tmp[a] = alpha[t - 1, a] + G[a, b]
-            alpha[t, b] = theta[t, b] + _logsumexp(tmp)
+                acc += ea[a] * EG[a, b]
+            if acc > _TINY:
+                alpha[t, b] = theta[t, b] + top + g_top + math.log(acc)
+            else:
+                for a in range(q):
+                    tmp[a] = alpha[t - 1, a] + G[a, b]
+                alpha[t, b] = theta[t, b] + _logsumexp(tmp)
     for t in range(T - 2, -1, -1):
+        for b in range(q):
+            tmp[b] = theta[t + 1, b] + beta[t + 1, b]
+        top = _shifted_exp(tmp, eb)
         for a in range(q):
+            acc = 0.0
             for b in range(q):
-                tmp[b] = G[a, b] + theta[t + 1, b] + beta[t + 1, b]
-            beta[t, a] = _logsumexp(tmp)
+                acc += EG[a, b] * eb[b]
+            if acc > _TINY:
+                beta[t, a] = top + g_top + math.log(acc)
+            else:
+                for b in range(q):
+                    ea[b] = G[a, b] + tmp[b]
+                beta[t, a] = _logsumexp(ea)
     log_z = _logsumexp(alpha[T - 1])
     for t in range(T):
         for c in range(q):
             mu[t, c] = math.exp(alpha[t, c] + beta[t, c] - log_z)
     pairs[:] = 0.0
     for t in range(T - 1):
-        for a in range(q):
-            for b in range(q):
-                pairs[a, b] += math.exp(
-                    alpha[t, a] + G[a, b] + theta[t + 1, b] + beta[t + 1, b] - log_z
-                )
+        for b in range(q):
+            tmp[b] = theta[t + 1, b] + beta[t + 1, b]
+        top_b = _shifted_exp(tmp, eb)
+        top_a = _shifted_exp(alpha[t], ea)
+        scale = top_a + g_top + top_b - log_z
+        if scale < _LARGE_EXPONENT:
+            factor = math.exp(scale)
+            for a in range(q):
+                for b in range(q):
+                    pairs[a, b] += factor * ea[a] * EG[a, b] * eb[b]
+        else:  # the shifted products could not hold the marginals: in log space
+            for a in range(q):
+                for b in range(q):
+                    pairs[a, b] += math.exp(alpha[t, a] + G[a, b] + tmp[b] - log_z)
     return log_z
 
 
