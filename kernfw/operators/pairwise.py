@@ -40,7 +40,14 @@ _DIAG_BLOCK = 256
 
 
 def _sq_norms(A):
-    """Squared row norms ``‖a_i‖²`` (dtype of ``A``)."""
+    """Squared row norms ``‖a_i‖²`` (dtype of ``A``); a canonical CSR matrix's (no
+    duplicate entries) from its stored values, row by row (no product matrix ``A ⊙ A``)."""
+    if sp.issparse(A) and A.format == "csr" and A.has_canonical_format:
+        out = np.zeros(A.shape[0], dtype=A.dtype)
+        filled = np.flatnonzero(np.diff(A.indptr))
+        if filled.size:
+            out[filled] = np.add.reduceat(A.data * A.data, A.indptr[filled])
+        return out
     if sp.issparse(A):
         return np.asarray(A.multiply(A).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", A, A)
