@@ -206,10 +206,13 @@ def _multiclass_property(case):
 
 
 _PROFILE = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: the default runs draw the same examples every time (a red run is a bug, not a draw);
+#: the ``slow`` runs with many more examples search anew each time
+_FIXED = dict(_PROFILE, derandomize=True)
 
 
 @pytest.mark.cvxpy
-@settings(max_examples=15, **_PROFILE)
+@settings(max_examples=15, **_FIXED)
 @given(case=multiclass_problems())
 def test_multiclass_certificates_hold_at_every_scale(case):
     _multiclass_property(case)
@@ -278,7 +281,7 @@ def _structured_property(case):
 
 
 @pytest.mark.cvxpy
-@settings(max_examples=20, **_PROFILE)
+@settings(max_examples=20, **_FIXED)
 @given(case=structured_problems())
 def test_structured_certificates_hold_at_every_scale(case):
     _structured_property(case)
@@ -342,7 +345,7 @@ def _simplex_property(case):
 
 
 @pytest.mark.cvxpy
-@settings(max_examples=25, **_PROFILE)
+@settings(max_examples=25, **_FIXED)
 @given(case=simplex_problems())
 def test_simplex_qp_certificates_hold_at_every_scale(case):
     _simplex_property(case)

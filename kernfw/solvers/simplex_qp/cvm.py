@@ -68,9 +68,10 @@ class CoreVectorIterate(FWIterate):
         The outer tolerance; each core QP is solved to an absolute FW gap of
         ``INNER_FRACTION`` × the gap the outer rule accepts at the current value.
     inner_solve : callable
-        ``inner_solve(Q_SS, q_S, alpha0, tol) -> FWResult``: the simplex-QP
-        solver for the core QP (:func:`kernfw.solvers.simplex_qp.solve_simplex_qp`
-        with MFW and the relative-gap stop, passed in by it).
+        ``inner_solve(Q_SS, q_S, alpha0, tol) -> (α_S, iterations)``: the solver of the
+        core QP to the absolute FW gap ``tol`` (passed in by
+        :func:`kernfw.solvers.simplex_qp.solve_simplex_qp`: the active-set method on
+        small cores, MFW on large ones).
     alpha0 : ndarray of shape (n,) or None
         Warm start: its support is the first core set.
     """
@@ -143,9 +144,10 @@ class CoreVectorIterate(FWIterate):
         q_core = None if self.q is None else self.q[self.core]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = self._inner_solve(sub, q_core, weights / weights.sum(), self._inner_tol())
-        self.inner_iterations += res.n_iter
-        alpha = res.solution["alpha"]
+            alpha, n_iter = self._inner_solve(
+                sub, q_core, weights / weights.sum(), self._inner_tol()
+            )
+        self.inner_iterations += n_iter
         self.alpha_core = alpha / alpha.sum()  # on the simplex to rounding (the dual needs it)
         self.v = self._cols[:, :k] @ self.alpha_core
         self.qa = 0.0 if self.q is None else float(self.q[self.core] @ self.alpha_core)

@@ -19,6 +19,7 @@ from ...operators.base import KernelOperator
 from .certificate import STOPS
 from .compiled import CompiledSimplexQPIterate
 from .cvm import CoreVectorIterate
+from .dense import solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
 from .start import check_alpha0
 
@@ -42,13 +43,27 @@ def _check_operator(Q):
     return Q
 
 
-def _core_qp(Q_core, q_core, alpha0, tol):
-    """The core QP of a CVM iteration: MFW to the absolute FW gap ``tol``, warm-started.
+#: core QPs of up to this many points are solved by the exact active-set method
+DENSE_CORE_MAX = 200
 
-    Runs inside the outer :func:`solve_simplex_qp` (single-threaded BLAS already; the
-    inputs are the solver's own), so it skips the validation and the thread limit."""
+
+def _core_qp(Q_core, q_core, alpha0, tol):
+    """The core QP of a CVM iteration to the absolute FW gap ``tol``, warm-started from
+    ``alpha0``; returns ``(α, iterations)``.
+
+    Up to :data:`DENSE_CORE_MAX` points it is the active-set method of
+    :func:`~kernfw.solvers.simplex_qp.dense.solve_dense_simplex_qp` (exact steps on the
+    stored ``Q_SS``: an ill-conditioned core, e.g. an L2-SVM at a large ``C``, costs it
+    nothing, where MFW zig-zags through its whole budget), beyond that MFW.  Runs inside
+    the outer :func:`solve_simplex_qp` (single-threaded BLAS already; the inputs are the
+    solver's own), so it skips the validation and the thread limit."""
+    if Q_core.n <= DENSE_CORE_MAX:
+        q = np.zeros(Q_core.n) if q_core is None else q_core
+        alpha, _, n_iter = solve_dense_simplex_qp(Q_core.dense(), q, beta0=alpha0, tol=tol)
+        return alpha, n_iter
     iterate = make_iterate(Q_core, q_core, "mfw", alpha0, "gap", None)
-    return drive(iterate, tol, _default_max_iter(Q_core.n), name="MFW (CVM core QP)")
+    res = drive(iterate, tol, _default_max_iter(Q_core.n), name="MFW (CVM core QP)")
+    return res.solution["alpha"], res.n_iter
 
 
 def drive(iterate, tol, max_iter, check_every=None, **options):
