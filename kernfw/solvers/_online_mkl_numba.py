@@ -13,9 +13,12 @@ support in slot order) once and needs
   ``q`` columns) and the inner products ``⟨δ, K_k[P, S] B⟩`` of the norm identity
   (:func:`shared_inner`).
 
-The numpy path computes the same sums with ``matmul`` / ``einsum`` (in another order:
-the two agree to rounding, ``tests/test_online_mkl.py``).  :func:`forward_backward` is
-the log-space recursion of :func:`kernfw.solvers.mkl.crf.chain_marginals`.
+Kernels of small-integer features are tables (:func:`table_scores`, :func:`table_inner`,
+:func:`table_average_scores`, which read the coefficients by state), and the products of
+binary features are bit counts (:func:`bit_products`).  The numpy path computes the same
+sums with ``matmul`` / ``einsum`` (in another order: the two agree to rounding,
+``tests/test_online_mkl.py``).  :func:`forward_backward` is the recursion of
+:func:`kernfw.solvers.mkl.crf.chain_marginals` with shifted exponentials.
 
 All functions are compiled with ``cache=True``; importing this module needs
 :mod:`numba` (``kernfw._compiled.compiled_module`` returns None without it).
