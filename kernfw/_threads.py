@@ -9,16 +9,21 @@ counts.  It changes thread pools for the duration of the block only (through
 """
 
 import contextlib
+import contextvars
 import functools
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["thread_limit", "SMALL_WORK"]
+__all__ = ["thread_limit", "available_threads", "SMALL_WORK"]
 
 #: multiply-adds below which work runs on one thread (up to about half a second on one
 #: core: the Gram of 10,000 points in 20 dimensions; a second thread saves at most half
 #: of that, and on a busy machine it loses time waiting for the other thread)
 SMALL_WORK = 1e9
+
+
+#: the thread count :func:`available_threads` reports inside a :func:`thread_limit` block
+_outer = contextvars.ContextVar("kernfw_outer_threads", default=None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,5 +52,22 @@ def thread_limit(work):
     if work >= SMALL_WORK:
         yield True
         return
-    with _controller().limit(limits=1, user_api="blas"):
-        yield False
+    token = _outer.set(available_threads())  # what the block's own threads may use
+    try:
+        with _controller().limit(limits=1, user_api="blas"):
+            yield False
+    finally:
+        _outer.reset(token)
+
+
+def available_threads():
+    """Threads a computation of kernfw's own may use now: the BLAS pools' thread count,
+    which follows the environment (``OMP_NUM_THREADS``, …) and a joblib worker's limits,
+    taken before the innermost :func:`thread_limit` (that limit keeps small BLAS
+    products on one thread, not independent compiled work); 1 when no BLAS pool is
+    found."""
+    outer = _outer.get()
+    if outer is not None:
+        return outer
+    counts = [lib.num_threads for lib in _controller().lib_controllers if lib.user_api == "blas"]
+    return max(counts, default=1)

@@ -67,6 +67,21 @@ def test_same_iterates_as_the_operator_path(monkeypatch, warm):
     assert compiled.offset == pytest.approx(numpy.offset, rel=1e-10)
 
 
+def test_problems_split_over_threads_give_the_same_numbers(monkeypatch):
+    """Slices of the problems in three threads: each problem is solved as alone, so the
+    solutions and certificates are the single thread's, bit for bit."""
+    K, svm = _problem(n=60, seed=2, tol=1e-8)
+    monkeypatch.setattr(inner_svm, "THREADED_MIN_POINTS", 10**9)
+    alone = svm.solve(_op(K))
+    calls = []
+    monkeypatch.setattr(inner_svm, "THREADED_MIN_POINTS", 1)
+    monkeypatch.setattr(inner_svm, "available_threads", lambda: calls.append(1) or 3)
+    threaded = svm.solve(_op(K))
+    assert calls  # the threaded path ran
+    np.testing.assert_array_equal(np.array(threaded.state), np.array(alone.state))
+    assert threaded.inner_gap == alone.inner_gap and threaded.offset == alone.offset
+
+
 def test_a_warm_start_at_the_optimum_takes_no_step():
     K, svm = _problem(tol=1e-8)
     first = svm.solve(_op(K))

@@ -150,9 +150,10 @@ def _solve_one(K, y, inv_c, alpha, v, tol, max_iter):
     return gap, ava, it, status, index
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def solve_problems(K, Y, inv_c, A, tol, max_iter):
-    """Solve every binary problem ``r`` (labels ``Y[r]``) from ``α = A[r]`` in place.
+    """Solve every binary problem ``r`` (labels ``Y[r]``) from ``α = A[r]`` in place
+    (without the GIL: threads may solve disjoint slices of the problems at once).
 
     Parameters
     ----------

@@ -31,6 +31,7 @@ the previous ``α``.
 """
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
 from ..._compiled import compiled_module
+from ..._threads import available_threads
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -402,8 +404,8 @@ class L2SVM(InnerSVM):
             A = self._cvm_starts(K)
         else:
             A = np.array(warm, dtype=np.float64)
-        gaps, quads, _, status, index = lib.solve_problems(
-            K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n)
+        gaps, quads, status, index = _solve_in_threads(
+            lib.solve_problems, K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n)
         )
         if np.any(status == lib.STATUS_NOT_PSD):
             from ..simplex_qp.certificate import raise_not_psd
@@ -446,6 +448,34 @@ def _stop_above(cutoff):
         return row["dual"] > cutoff
 
     return stop
+
+
+#: points from which the binary problems of one solve are split over threads
+THREADED_MIN_POINTS = 500
+
+
+def _solve_in_threads(solve_problems, K, Y, inv_c, A, tol, max_iter):
+    """``solve_problems`` on contiguous slices of the problems (rows of ``Y`` and ``A``,
+    ``A`` updated in place) in up to :func:`~kernfw._threads.available_threads` threads
+    (the compiled solver holds no GIL), on one thread below
+    :data:`THREADED_MIN_POINTS` points; returns ``(gaps, quads, status, index)`` in
+    the problems' order.  Each problem is solved as alone: the threads change no number."""
+    r, n = Y.shape
+    threads = min(r, available_threads()) if n >= THREADED_MIN_POINTS else 1
+    if threads <= 1:
+        gaps, quads, _, status, index = solve_problems(K, Y, inv_c, A, tol, max_iter)
+        return gaps, quads, status, index
+    bounds = np.linspace(0, r, threads + 1).astype(int)
+    with ThreadPoolExecutor(threads) as pool:
+        parts = list(
+            pool.map(
+                lambda lo, hi: solve_problems(K, Y[lo:hi], inv_c, A[lo:hi], tol, max_iter),
+                bounds[:-1],
+                bounds[1:],
+            )
+        )
+    gaps, quads, _, status, index = (np.concatenate(arrays) for arrays in zip(*parts))
+    return gaps, quads, status, index
 
 
 def _max_iter(n):
