@@ -29,6 +29,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .mkl.kernel_groups import ROW_CHANGED, ROW_NEW, ROW_UNVISITED
+
 __all__ = [
     "rbf_exponents",
     "program_combined",
@@ -607,7 +609,8 @@ def _block_products(delta, states, counts, BT, j0, nb, M):
 
 @njit(cache=True, fastmath=_FLAGS)
 def _block_kinds(BT, DT, j0, nb, size, change, kind):
-    """``kind[jj]``: 0 where ``D_j = 0``, 1 where ``D_j = B_j ≠ 0``, 2 otherwise (rows
+    """``kind[jj]``: ``ROW_UNVISITED`` where ``D_j = 0``, ``ROW_NEW`` where ``D_j = B_j ≠ 0``,
+    ``ROW_CHANGED`` otherwise (rows
     ``j = j0 + jj``; ``Σ_c |D_jc|`` and ``Σ_c |D_jc − B_jc|`` in ``size``, ``change``);
     returns the largest kind of the block."""
     for jj in range(nb):
@@ -618,9 +621,12 @@ def _block_kinds(BT, DT, j0, nb, size, change, kind):
         for jj in range(nb):
             size[jj] += abs(d[jj])
             change[jj] += abs(d[jj] - b[jj])
-    top = 0
+    top = ROW_UNVISITED
     for jj in range(nb):
-        kind[jj] = 0 if size[jj] == 0.0 else 2 if change[jj] != 0.0 else 1
+        if size[jj] == 0.0:
+            kind[jj] = ROW_UNVISITED
+        else:
+            kind[jj] = ROW_CHANGED if change[jj] != 0.0 else ROW_NEW
         top = max(top, kind[jj])
     return top
 
@@ -770,25 +776,25 @@ def table_inner(
     M_visit = np.empty((T, _BLOCK))  # ⟨δ_t, D_j⟩
     x = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩ where D_j ≠ B_j, else ⟨δ_t, B_j⟩
     values, e, ladder = np.empty(_BLOCK), np.empty(_BLOCK), np.empty(_BLOCK)
-    kind = np.zeros(_BLOCK, dtype=np.intp)  # D_j = 0 (0), D_j = B_j (1), other (2)
+    kind = np.zeros(_BLOCK, dtype=np.intp)  # ROW_UNVISITED, ROW_NEW or ROW_CHANGED
     size, change = np.empty(_BLOCK), np.empty(_BLOCK)
     w_block = np.zeros((Mk, _BLOCK))  # weights[j, k] of the block's rows D_j ≠ 0, by group
     sums = np.zeros((2, Mk))  # both sums over the blocks with rows D_j ≠ 0
     for j0 in range(0, ns, _BLOCK):
         nb = min(ns - j0, _BLOCK)
-        top = 0
+        top = ROW_UNVISITED
         if weighted and kinds.shape[0] > 0:
             for jj in range(nb):
                 kind[jj] = kinds[j0 + jj]
                 top = max(top, kind[jj])
         elif weighted:
             top = _block_kinds(BT, DT, j0, nb, size, change, kind)
-        if top > 0:
+        if top > ROW_UNVISITED:
             for k in range(Mk):
                 for jj in range(nb):
-                    w_block[k, jj] = weights[j0 + jj, k] if kind[jj] != 0 else 0.0
+                    w_block[k, jj] = weights[j0 + jj, k] if kind[jj] != ROW_UNVISITED else 0.0
         _block_products(delta, states, counts, BT, j0, nb, M)
-        if top == 2:
+        if top == ROW_CHANGED:
             _block_products(delta, states, counts, DT, j0, nb, M_visit)
         for t in range(T):
             if counts[t] == 0:
@@ -796,7 +802,7 @@ def table_inner(
             m = M[t]
             m_visit = M_visit[t]
             st, ipt, sqc = sq_rows[t], ip[t, j0 : j0 + nb], sq_cols[j0 : j0 + nb]
-            if top == 0:  # by table row
+            if top == ROW_UNVISITED:  # by table row
                 for jj in range(nb):
                     vv = int(ipt[jj])
                     h_ip[vv + half] += m[jj]
@@ -806,7 +812,7 @@ def table_inner(
                 vv = int(ipt[jj])
                 values[jj] = ipt[jj]
                 e[jj] = exp_table[st + sqc[jj] - 2 * vv]
-                x[jj] = m_visit[jj] if kind[jj] == 2 else m[jj]
+                x[jj] = m_visit[jj] if kind[jj] == ROW_CHANGED else m[jj]
             _block_sums(
                 values[:nb],
                 e[:nb],
@@ -844,14 +850,14 @@ def _average_kernels(ip, t, st, sq_cols, j0, nb, half, tables, combined, coef, k
     for jj in range(nb):
         vv = int(ipt[jj])
         v, d = vv + half, st + sqc[jj] - 2 * vv
-        if kind[jj] == 0:
+        if kind[jj] == ROW_UNVISITED:
             kappa[jj] = ip_combined[v] + dist_combined[d]
             own[jj] = 0.0
             continue
         x = 0.0
         for k in range(ip_tables.shape[1]):
             x += coef[jj, k] * (ip_tables[v, k] + dist_tables[d, k])
-        if kind[jj] == 1:
+        if kind[jj] == ROW_NEW:
             kappa[jj] = x
             own[jj] = 0.0
         else:
@@ -889,12 +895,12 @@ def table_average_scores(
         top = _block_kinds(BT, DT, j0, nb, size, change, kind)
         for jj in range(nb):
             for k in range(Mk):
-                coef[jj, k] = weights[j0 + jj, k] + (scales[k] if kind[jj] == 1 else 0.0)
+                coef[jj, k] = weights[j0 + jj, k] + (scales[k] if kind[jj] == ROW_NEW else 0.0)
         for t in range(0, T, 2):  # two positions per sweep of the coefficients
             two = t + 1 < T
             for u in range(2 if two else 1):
                 st = sq_rows[t + u]
-                if top == 0:
+                if top == ROW_UNVISITED:
                     _block_kernel(
                         ip, t + u, st, sq_cols, j0, nb, half, ip_combined, dist_combined, kappa[u]
                     )
@@ -916,10 +922,10 @@ def table_average_scores(
                     )
             if two:
                 _block_dots_pair(kappa[0], kappa[1], BT, j0, nb, acc[t], acc[t + 1])
-                if top == 2:
+                if top == ROW_CHANGED:
                     _block_dots_pair(own[0], own[1], DT, j0, nb, acc[t], acc[t + 1])
             else:
                 _block_dots(kappa[0], BT, j0, nb, acc[t])
-                if top == 2:
+                if top == ROW_CHANGED:
                     _block_dots(own[0], DT, j0, nb, acc[t])
     out[:] = acc

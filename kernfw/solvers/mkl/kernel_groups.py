@@ -31,7 +31,12 @@ import numpy as np
 from ..._compiled import compiled_module
 from ..._threads import thread_limit
 
-__all__ = ["KernelGroups"]
+__all__ = ["KernelGroups", "ROW_UNVISITED", "ROW_NEW", "ROW_CHANGED"]
+
+#: kinds of a support row ``j`` in an epoch of the epoch average (math.md §4.8), in this
+#: order (a block's largest decides its sums): not visited (``Δ_j = 0``), new in the epoch
+#: (``Δ_j = B_j``), or changed otherwise
+ROW_UNVISITED, ROW_NEW, ROW_CHANGED = 0, 1, 2
 
 
 class _Gram:

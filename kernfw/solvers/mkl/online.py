@@ -61,7 +61,7 @@ from ...operators import KernelOperator
 from ...structured import Chain, MultiClass
 from ...structured.chain import viterbi_one
 from .crf import chain_marginals, softmax_marginals
-from .kernel_groups import KernelGroups
+from .kernel_groups import ROW_CHANGED, ROW_NEW, ROW_UNVISITED, KernelGroups
 from .prox import make_regularizer
 
 __all__ = [
@@ -446,7 +446,7 @@ class _EpochAverage:
         self.w = np.zeros_like(params.w)
         self.Delta = params.groups.zeros(q)
         self.g = np.zeros((N, Mk))
-        self.kinds = np.zeros(N, dtype=np.int8)  # 0: Δ_j = 0, 1: Δ_j = B_j, 2: other
+        self.kinds = np.full(N, ROW_UNVISITED, dtype=np.int8)  # Δ_j = 0, = B_j, other
         self.start = 0  # support size at the start of the epoch
         self.visited = []  # slots updated in this epoch
         self.gamma = np.zeros(Mk)
@@ -459,7 +459,7 @@ class _EpochAverage:
             rows = np.concatenate(self.visited)
             self.Delta[rows] = 0.0
             self.g[rows] = 0.0
-            self.kinds[rows] = 0
+            self.kinds[rows] = ROW_UNVISITED
         self.visited = []
         self.start = self.params.n_support
         self.gamma[:] = 0.0
@@ -480,7 +480,7 @@ class _EpochAverage:
         self.Delta[slots] = increments[0]
         self.g[slots] = self.gamma
         # a slot new in this epoch had B_j = 0 before: now B_j = Δ_j exactly
-        self.kinds[slots] = np.where(slots >= self.start, 1, 2)
+        self.kinds[slots] = np.where(slots >= self.start, ROW_NEW, ROW_CHANGED)
         self.visited.append(slots)
 
     def update(self):
