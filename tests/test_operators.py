@@ -914,3 +914,23 @@ def test_float32_products_are_float64_without_a_whole_copy(shape, monkeypatch):
     assert peak < A64.nbytes / 2  # a float64 copy of A would be A64.nbytes
     op = Features(A)
     np.testing.assert_allclose(op.matmat(V), A64 @ (A64.T @ V), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "metric, params",
+    [
+        ("linear", {}),
+        ("rbf", {"gamma": 0.3}),
+        ("poly", {"gamma": 0.2, "degree": 2, "coef0": 1.0}),
+        ("sigmoid", {"gamma": 0.05, "coef0": 0.5}),
+        ("laplacian", {"gamma": 0.1}),
+    ],
+)
+def test_gram_from_kernel_matches_sklearn(metric, params):
+    """``Gram.from_kernel`` on dense float64 points (one product ``X Xᵀ``, no second
+    validation) gives scikit-learn's kernel values, to rounding."""
+    X = np.random.default_rng(3).normal(size=(40, 6))
+    op = Gram.from_kernel(PairwiseKernel(metric, params), X, np.float64)
+    assert op.dtype == np.float64
+    expected = pairwise_kernels(X, X, metric=metric, **params)
+    np.testing.assert_allclose(op.dense(), expected, rtol=1e-12, atol=1e-12)

@@ -52,7 +52,9 @@ class Gram(KernelOperator):
 
         The RBF kernel on dense points with float32 values is computed in float32,
         exactly symmetric (:func:`~kernfw.operators.rbf_gram.rbf_gram`); every other
-        kernel is evaluated in the precision of ``X`` and stored in ``dtype``.
+        kernel is evaluated in the precision of ``X`` (the inner-product kernels on dense
+        float64 points from one product ``X Xᵀ``, without revalidating ``X``:
+        :meth:`PairwiseKernel.block`) and stored in ``dtype``.
 
         Parameters
         ----------
@@ -67,7 +69,7 @@ class Gram(KernelOperator):
         if _float32_rbf(kernel, X, dtype):
             return cls(rbf_gram(kernel.select(X), kernel.params["gamma"]), kernel, X, False, True)
         with thread_limit(X.shape[0] ** 2 * max(X.shape[1], 1) / 2.0):
-            K = kernel(X, X).astype(dtype, copy=False)
+            K = kernel.block(X, X).astype(dtype, copy=False)
         return cls(K, kernel=kernel, X=X, check=False)
 
     def diag(self):
