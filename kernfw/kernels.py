@@ -38,10 +38,10 @@ from .operators import (
 )
 from .operators.lowrank import DEFAULT_N_COMPONENTS, check_approximation
 from .operators.normalized import NORMALIZATIONS
-from .operators.pairwise import resolve_gamma
+from .operators.pairwise import InnerProducts, resolve_gamma
 from .operators.psd import check_psd
 
-__all__ = ["make_operator", "resolve_gamma", "KernelSpec", "parse_spec"]
+__all__ = ["make_operator", "make_operators", "resolve_gamma", "KernelSpec", "parse_spec"]
 
 #: default memory budget (MB) under which a kernel is materialized as a Gram
 GRAM_MAX_MB = 1024.0
@@ -105,7 +105,9 @@ def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
     return KernelSpec(spec, params, columns, normalization)
 
 
-def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None, approx=None):
+def _single_operator(
+    X, spec, backend, cache_size, gram_max_mb, gram_dtype=None, approx=None, products=None
+):
     if approx is not None:
         return _lowrank_operator(X, spec, approx, gram_dtype)
     if isinstance(spec.name, KernelOperator):
@@ -132,7 +134,7 @@ def _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype=None,
     dtype = np.dtype(X.dtype if gram_dtype is None else gram_dtype)
     gram_mb = n * n * dtype.itemsize / 2**20
     if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
-        op = Gram.from_kernel(kernel, X, dtype)
+        op = Gram.from_kernel(kernel, X, dtype, products if X is Xk else None)
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False, dtype=dtype)
     return normalize(op, spec.normalization)
@@ -281,8 +283,21 @@ def make_operator(
         if all(isinstance(k, str) and k == "precomputed" for k in kernel) and approx is None:
             grams = _gram_list(X, len(kernel))
             ops = [make_operator(K, "precomputed", normalization=normalization) for K in grams]
+        elif approx is None:
+            ops = make_operators(
+                X,
+                kernel,
+                [{"backend": backend}] * len(kernel),
+                gamma=gamma,
+                degree=degree,
+                coef0=coef0,
+                normalization=normalization,
+                cache_size=cache_size,
+                gram_max_mb=gram_max_mb,
+                gram_dtype=gram_dtype,
+            )
         else:
-            rng = None if approx is None else check_random_state(random_state)
+            rng = check_random_state(random_state)
             ops = [
                 make_operator(
                     X,
@@ -297,7 +312,7 @@ def make_operator(
                     gram_dtype,
                     approx,
                     n_components,
-                    None if rng is None else int(rng.randint(np.iinfo(np.int32).max)),
+                    int(rng.randint(np.iinfo(np.int32).max)),
                 )
                 for k in kernel
             ]
@@ -307,6 +322,52 @@ def make_operator(
     spec = parse_spec(kernel, gamma, degree, coef0, normalization)
     lowrank = None if approx is None else (approx, n_components, random_state)
     return _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype, lowrank)
+
+
+def make_operators(X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0, **common):
+    """The exact kernel operators of several kernel ``specs`` on the same features ``X``.
+
+    As ``[make_operator(X, spec, **common, **options[j]) for j, spec in …]``, but the
+    inner-product kernels (linear, rbf, poly, sigmoid on all columns) stored as
+    float64 Grams of dense float64 points share one product ``X Xᵀ`` and the squared
+    row norms (:class:`~kernfw.operators.pairwise.InnerProducts`) instead of one
+    product each.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+        Training features (not Gram matrices: see :func:`make_operator`).
+    specs : list of kernel specs
+    options : list of dict or None
+        Per spec, ``backend`` and ``cache_size`` of :func:`make_operator` (empty: its
+        defaults).
+    gamma, degree, coef0 : SVC-style kernel parameters
+        Defaults for the specs that do not set them.
+    **common
+        ``normalization``, ``cache_size``, ``gram_max_mb`` and ``gram_dtype`` of
+        :func:`make_operator`, for every spec.
+
+    Returns
+    -------
+    list of KernelOperator
+    """
+    options = [{}] * len(specs) if options is None else list(options)
+    if len(options) != len(specs):
+        raise ValueError(f"{len(specs)} kernel specs but {len(options)} option sets")
+    if not all(isinstance(k, KernelOperator) for k in specs):
+        X = check_features(X)
+    products = InnerProducts(X) if InnerProducts.applies(X) else None
+    normalization = common.pop("normalization", None)
+    ops = []
+    for spec, own in zip(specs, options):
+        args = {"cache_size": 200.0, "gram_max_mb": GRAM_MAX_MB, **common, **own}
+        backend = args.pop("backend", "auto")
+        _check_backend(backend)
+        parsed = parse_spec(spec, gamma, degree, coef0, normalization)
+        if isinstance(parsed.name, str) and parsed.name == "precomputed":
+            raise ValueError("make_operators takes features; pass Gram matrices to make_operator")
+        ops.append(_single_operator(X, parsed, backend, products=products, **args))
+    return ops
 
 
 def _is_gram_stack(X):

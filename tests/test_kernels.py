@@ -3,10 +3,17 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.metrics.pairwise import pairwise_kernels, rbf_kernel
 from sklearn.svm import SVC
 
-from kernfw.kernels import BACKEND_CHOICES, KernelSpec, make_operator, parse_spec, resolve_gamma
+from kernfw.kernels import (
+    BACKEND_CHOICES,
+    KernelSpec,
+    make_operator,
+    make_operators,
+    parse_spec,
+    resolve_gamma,
+)
 from kernfw.operators import Features, Gram, KernelFunction, KernelOperator, MultiKernel, Normalized
 
 TOL = dict(rtol=1e-10, atol=1e-10)
@@ -251,3 +258,41 @@ def test_float32_through_make_operator(backend, Xy):
     assert op.matmat(np.ones(X.shape[0], np.float32)).dtype == np.float32
     assert op.cross(X32[:3]).dtype == np.float32
     assert isinstance(op, KernelOperator)
+
+
+def test_make_operators_share_one_inner_product(monkeypatch):
+    """The Gram kernels of a list on dense float64 features share one ``X Xᵀ``; their
+    values are those of one ``make_operator`` call per spec."""
+    import kernfw.kernels as kernels
+    from kernfw.operators.pairwise import InnerProducts
+
+    computed = []
+
+    class Counted(InnerProducts):
+        def get(self):
+            if self._products is None:
+                computed.append(1)
+            return super().get()
+
+    monkeypatch.setattr(kernels, "InnerProducts", Counted)
+    X = np.random.default_rng(0).normal(size=(30, 40))  # d > n: linear as a Gram too
+    specs = [("rbf", {"gamma": 0.1}), ("rbf", {"gamma": 1.0}), "linear", ("poly", {"degree": 2})]
+    ops = kernels.make_operators(X, specs, normalization="trace")
+    assert computed == [1]
+    for op, spec in zip(ops, specs):
+        alone = kernels.make_operator(X, spec, normalization="trace")
+        np.testing.assert_allclose(op.dense(), alone.dense(), rtol=1e-12, atol=1e-14)
+    # a kernel on some of the columns computes its own products
+    ops = kernels.make_operators(X, [("rbf", {"gamma": 0.1, "columns": slice(0, 5)})])
+    expected = rbf_kernel(X[:, :5], gamma=0.1)
+    np.testing.assert_allclose(ops[0].dense(), expected, rtol=1e-12, atol=1e-14)
+
+
+def test_make_operators_rejects_bad_options():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="2 kernel specs but 1 option sets"):
+        make_operators(X, ["rbf", "linear"], [{}])
+    with pytest.raises(ValueError, match="takes features"):
+        make_operators(X, ["precomputed"])
+    with pytest.raises(ValueError, match="backend must be one of"):
+        make_operators(X, ["rbf"], [{"backend": "magic"}])

@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._validation import check_gram
 from ..fw.capped_simplex import check_t
-from ..kernels import make_operator
+from ..kernels import make_operator, make_operators
 from ..operators import Gram, MultiKernel, normalize
 from ..operators.lowrank import APPROXIMATIONS
 from ..operators.pairwise import resolve_gamma
@@ -216,12 +216,8 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
             )
         if self._exact_grams:
             _check_gram_memory(X.shape[0], len(specs), self)
-        return MultiKernel(
-            [
-                make_operator(X, spec, normalization=NORMALIZATION, **self._backend(spec))
-                for spec in specs
-            ]
-        )
+        options = [self._backend(spec) for spec in specs]
+        return MultiKernel(make_operators(X, specs, options, normalization=NORMALIZATION))
 
     def _test_kernels(self, X):
         """The input of ``cross`` on the support: test Grams restricted to ``support_``."""

@@ -47,14 +47,14 @@ class Gram(KernelOperator):
         self.symmetric = bool(symmetric)
 
     @classmethod
-    def from_kernel(cls, kernel, X, dtype):
+    def from_kernel(cls, kernel, X, dtype, products=None):
         """The Gram ``K = k(X, X)`` of a kernel on (validated) training points ``X``.
 
         The RBF kernel on dense points with float32 values is computed in float32,
         exactly symmetric (:func:`~kernfw.operators.rbf_gram.rbf_gram`); every other
         kernel is evaluated in the precision of ``X`` (the inner-product kernels on dense
-        float64 points from one product ``X Xᵀ``, without revalidating ``X``:
-        :meth:`PairwiseKernel.block`) and stored in ``dtype``.
+        float64 points from one product ``X Xᵀ``, without revalidating ``X``, shared by
+        the kernels of a list: :meth:`PairwiseKernel.gram`) and stored in ``dtype``.
 
         Parameters
         ----------
@@ -64,12 +64,15 @@ class Gram(KernelOperator):
             Training points.
         dtype : numpy dtype
             Storage type of ``K``.
+        products : InnerProducts or None
+            ``X Xᵀ`` and ``‖x_i‖²`` shared with the other kernels of a kernel list
+            (:func:`kernfw.kernels.make_operators`).
         """
         dtype = np.dtype(dtype)
         if _float32_rbf(kernel, X, dtype):
             return cls(rbf_gram(kernel.select(X), kernel.params["gamma"]), kernel, X, False, True)
         with thread_limit(X.shape[0] ** 2 * max(X.shape[1], 1) / 2.0):
-            K = kernel.block(X, X).astype(dtype, copy=False)
+            K = kernel.gram(X, products).astype(dtype, copy=False)
         return cls(K, kernel=kernel, X=X, check=False)
 
     def diag(self):

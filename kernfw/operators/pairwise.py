@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 
-__all__ = ["PairwiseKernel", "KERNEL_NAMES", "resolve_gamma"]
+__all__ = ["PairwiseKernel", "InnerProducts", "KERNEL_NAMES", "resolve_gamma"]
 
 #: kernel names accepted (everything ``sklearn.metrics.pairwise`` knows).
 KERNEL_NAMES = tuple(sorted(PAIRWISE_KERNEL_FUNCTIONS))
@@ -95,6 +95,34 @@ def _check_params(metric, params):
         raise ValueError(f"degree must be a nonnegative integer, got {degree}")
 
 
+class InnerProducts:
+    """``X Xᵀ`` and the squared row norms ``‖x_i‖²`` of dense float64 points, computed at
+    the first request and shared by every inner-product kernel (linear, rbf, poly,
+    sigmoid) of a kernel list on all of ``X``'s columns: one product instead of one
+    per kernel (:meth:`PairwiseKernel.gram`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float64
+        Validated training points.
+    """
+
+    def __init__(self, X):
+        self.X = X
+        self._products = None
+
+    @staticmethod
+    def applies(X):
+        """Whether ``X`` is dense float64 points (what the shared products take)."""
+        return isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float64
+
+    def get(self):
+        """``(X Xᵀ, ‖x_i‖²)``, computed once (read-only: copy before writing)."""
+        if self._products is None:
+            self._products = (self.X @ self.X.T, _sq_norms(self.X))
+        return self._products
+
+
 class PairwiseKernel:
     """The kernel ``k`` as a function of two blocks of points.
 
@@ -171,6 +199,15 @@ class PairwiseKernel:
             A_sq = _sq_norms(A) if A_sq is None else A_sq
             B_sq = _sq_norms(B) if B_sq is None else B_sq
         return self.from_products(out, A.shape[1], A_sq, B_sq)
+
+    def gram(self, X, products=None):
+        """``k(X, X)`` of training points ``X`` (:meth:`block`), from the shared
+        ``products`` (:class:`InnerProducts` of ``X``) when the kernel is an
+        inner-product kernel on all of ``X``'s columns."""
+        if products is None or not self.is_product or self.feature_columns is not None:
+            return self.block(X, X)
+        inner, sq = products.get()
+        return self.from_products(inner.copy(), X.shape[1], sq, sq)
 
     @property
     def is_product(self):
