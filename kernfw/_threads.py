@@ -11,10 +11,13 @@ counts.  It changes thread pools for the duration of the block only (through
 import contextlib
 import contextvars
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["thread_limit", "available_threads", "SMALL_WORK"]
+__all__ = ["thread_limit", "available_threads", "in_ranges", "SMALL_WORK"]
 
 #: multiply-adds below which work runs on one thread (up to about half a second on one
 #: core: the Gram of 10,000 points in 20 dimensions; a second thread saves at most half
@@ -71,3 +74,38 @@ def available_threads():
         return outer
     counts = [lib.num_threads for lib in _controller().lib_controllers if lib.user_api == "blas"]
     return max(counts, default=1)
+
+
+@functools.lru_cache(maxsize=4)
+def _pool(threads, pid):
+    """A pool of ``threads`` worker threads kept for the process ``pid`` (a forked child,
+    which inherits the pool object but not its threads, gets its own)."""
+    return ThreadPoolExecutor(threads, thread_name_prefix="kernfw")
+
+
+def in_ranges(func, n, threads):
+    """``[func(lo, hi), …]`` over contiguous ranges that cover ``0 … n − 1``, in order.
+
+    The ranges run in ``threads`` threads of a pool kept for the process: ``func`` must
+    release the GIL (compiled with ``nogil=True``) for them to run side by side, and
+    the ranges must be independent (rows of an output each range writes alone).  One
+    thread (``threads <= 1``, or ``n < 2``) calls ``func(0, n)`` in the caller's thread.
+
+    Parameters
+    ----------
+    func : callable ``(lo, hi) -> object``
+    n : int
+        Items (rows, problems) to split.
+    threads : int
+        Ranges, hence threads.
+
+    Returns
+    -------
+    list
+        ``func``'s results, range by range.
+    """
+    threads = max(1, min(int(threads), n))
+    if threads == 1:
+        return [func(0, n)]
+    bounds = np.linspace(0, n, threads + 1).astype(int)
+    return list(_pool(threads, os.getpid()).map(func, bounds[:-1], bounds[1:]))

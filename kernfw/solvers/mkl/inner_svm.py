@@ -31,7 +31,6 @@ the previous ``α``.
 """
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,7 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
 from ..._compiled import compiled_module
-from ..._threads import available_threads
+from ..._threads import available_threads, in_ranges
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -461,19 +460,10 @@ def _solve_in_threads(solve_problems, K, Y, inv_c, A, tol, max_iter):
     :data:`THREADED_MIN_POINTS` points; returns ``(gaps, quads, status, index)`` in
     the problems' order.  Each problem is solved as alone: the threads change no number."""
     r, n = Y.shape
-    threads = min(r, available_threads()) if n >= THREADED_MIN_POINTS else 1
-    if threads <= 1:
-        gaps, quads, _, status, index = solve_problems(K, Y, inv_c, A, tol, max_iter)
-        return gaps, quads, status, index
-    bounds = np.linspace(0, r, threads + 1).astype(int)
-    with ThreadPoolExecutor(threads) as pool:
-        parts = list(
-            pool.map(
-                lambda lo, hi: solve_problems(K, Y[lo:hi], inv_c, A[lo:hi], tol, max_iter),
-                bounds[:-1],
-                bounds[1:],
-            )
-        )
+    threads = available_threads() if n >= THREADED_MIN_POINTS else 1
+    parts = in_ranges(
+        lambda lo, hi: solve_problems(K, Y[lo:hi], inv_c, A[lo:hi], tol, max_iter), r, threads
+    )
     gaps, quads, _, status, index = (np.concatenate(arrays) for arrays in zip(*parts))
     return gaps, quads, status, index
 
