@@ -490,9 +490,8 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         self.average = WeightedAverage() if averaging else None
         self.shrinking, self.active = bool(shrinking), None
         self.shrink_classes = self.shrinking and bool(shrink_classes)
-        self.classes = np.empty((problem.n, problem.m), dtype=np.int64)
-        self.n_classes = np.empty(problem.n, dtype=np.int64)
-        self._all_classes()
+        self.classes = np.tile(np.arange(problem.m, dtype=np.int64), (problem.n, 1))
+        self.n_classes = np.full(problem.n, problem.m, dtype=np.int64)
         self._certified = None
         self.adaptive, self.tol = bool(adaptive), float(tol)
         self.max_passes = None if max_passes is None else int(max_passes)
@@ -501,9 +500,12 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
         self.compiled = not isinstance(self.backend, _NumpyPasses)
 
     def _all_classes(self):
-        """Every class of every block is active (after each certificate)."""
-        self.classes[:] = np.arange(self.problem.m)
-        self.n_classes[:] = self.problem.m
+        """Every class of every block is active again (after each certificate): the
+        blocks whose classes were shrunk get them back."""
+        m = self.problem.m
+        shrunk = np.flatnonzero(self.n_classes < m)
+        self.classes[shrunk] = np.arange(m)
+        self.n_classes[shrunk] = m
 
     @property
     def W(self):
