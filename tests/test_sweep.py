@@ -277,11 +277,19 @@ def test_sweep_matches_the_serial_loop_within_the_gaps(small, serial_loop, n_job
 
 
 def test_warm_start_saves_iterations(small):
+    """Summed over three fixed block orders: a single path's pass count varies with the
+    order (with ``random_state=None`` a warm path could draw the slower orders)."""
     X, y = small
-    cold = sweep(_svm(), X, y, param="lam", values=LAMS, warm_start=False)
-    warm = sweep(_svm(), X, y, param="lam", values=LAMS, warm_start=True)
-    assert warm["n_iter"].sum() < cold["n_iter"].sum()
-    _assert_within_gaps(warm, cold["objective"], cold["gap"])
+    total = {False: 0.0, True: 0.0}
+    for seed in range(3):
+        paths = {
+            warm: sweep(_svm(random_state=seed), X, y, param="lam", values=LAMS, warm_start=warm)
+            for warm in (False, True)
+        }
+        total[False] += paths[False]["n_iter"].sum()
+        total[True] += paths[True]["n_iter"].sum()
+        _assert_within_gaps(paths[True], paths[False]["objective"], paths[False]["gap"])
+    assert total[True] < 0.95 * total[False]
 
 
 def test_a_raising_lambda_keeps_the_other_rows(small, serial_loop):
