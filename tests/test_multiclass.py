@@ -493,6 +493,27 @@ def test_compiled_bcfw_equals_numpy_block_steps(name, kind, sigma):
     assert fast.gap < 0.1 * fast.history["gap"][0]  # it did move
 
 
+@pytest.mark.parametrize("sigma", [0.0, 0.1])
+@pytest.mark.parametrize("name", ["max_hinge", "structured_hinge"])
+def test_hinge_certificate_equals_the_lmo_loop(rng, name, sigma):
+    """The hinges' one-sweep certificate = the general loop of every loss (LMO vertex,
+    then the sums) at random scores with ties: Φ, block gaps and sums bit for bit, the
+    magnitude ``Σ M_i`` (two terms added in another order) to 1e-15."""
+    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    problem = MulticlassDual(operator("dense"), Y0, LOSSES[name], lam=LAM, smoothing=sigma)
+    it = BlockFW(problem, *problem.start(), compiled=True)
+    spec = lib.block_spec(it)
+    At = rng.dirichlet(np.ones(problem.m), size=problem.n) - np.eye(problem.m)[Y0]
+    S = np.round(rng.normal(size=At.shape), 1)  # ties among the margins
+    S[:5] = 0.0  # blocks whose every margin is the cost
+    hinge = lib._FAMILIES[lib.EXACT, True].certify(S, At, spec)
+    general = lib._FAMILIES[lib.EXACT, False].certify(S, At, spec)
+    np.testing.assert_array_equal(hinge[0], general[0])
+    np.testing.assert_array_equal(hinge[1], general[1])
+    assert hinge[2][:5] == general[2][:5]
+    np.testing.assert_allclose(hinge[2][5], general[2][5], rtol=1e-15)
+
+
 @pytest.mark.parametrize("kind", ["dense", "sparse", "rbf"])
 def test_compiled_bcfw_equals_numpy_float32_perm_and_standard_rule(kind):
     """float32 inputs, "perm" sampling, and the 2n/(k + 2n) rule (no pairwise steps)."""
@@ -830,8 +851,8 @@ def test_class_shrinking_compiled_equals_numpy(kind):
 
 
 def test_compiled_csr_pass_equals_numpy_on_long_rows():
-    """The CSR pass sums the scores four entries at a time and updates ``W`` two moved
-    classes per sweep: rows of 0 to 25 nonzeros (every remainder mod 4), 7 classes, class
+    """The CSR pass sums the scores of four classes per sweep over the row and updates
+    ``W`` two moved classes per sweep: rows of 0 to 25 nonzeros (every remainder mod 4), 7 classes, class
     shrinking (gathered classes) and adaptive rounds — the same run as the numpy steps."""
     needs_compiled()
     rng = np.random.default_rng(7)
@@ -869,13 +890,29 @@ def test_sparse_row_scores_sum_in_entry_order(rng):
     for nnz in range(12):
         idx = np.sort(rng.choice(20, nnz, replace=False)).astype(np.int32)
         x = rng.normal(size=nnz)
-        for nc in (1, 3, 6):
+        for nc in range(1, 7):  # groups of four classes and every remainder
             s = np.full(6, np.nan)
             lib._sparse_row_scores(0, nnz, idx, x, W, cl, nc, s)
             expected = np.zeros(nc)
             for p in range(nnz):
                 expected += x[p] * W[idx[p], cl[:nc]]
             np.testing.assert_array_equal(s[:nc], expected)
+
+
+def test_sparse_scores_sum_in_entry_order(rng):
+    """The certificate's ``S = X W`` on CSR features = the left-to-right sums of each
+    row, bit for bit, for 1 to 9 classes (groups of four and every remainder)."""
+    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    X = sp.random(30, 20, density=0.3, random_state=3, format="csr")
+    X.indices = X.indices.astype(np.int32)
+    for m in range(1, 10):
+        W = rng.normal(size=(20, m))
+        S = lib.sparse_scores(X.indptr, X.indices, X.data, W)
+        for i in range(30):
+            expected = np.zeros(m)
+            for p in range(X.indptr[i], X.indptr[i + 1]):
+                expected += X.data[p] * W[X.indices[p]]
+            np.testing.assert_array_equal(S[i], expected)
 
 
 def test_visit_helpers_without_reference_counting(monkeypatch):

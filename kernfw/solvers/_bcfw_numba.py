@@ -497,30 +497,77 @@ def _dense_row_scores(X, i, W, s):
                 s[j] += xf * W[f, j]
 
 
+@njit(inline="always")
+def _sums4(lo, hi, indices, data, W, j0, j1, j2, j3):
+    """``Σ_p x_p W[f_p, j]`` for the four classes ``j0 … j3`` over the CSR entries
+    ``lo ≤ p < hi``, each sum in a register (the groups of :func:`_sparse_row_scores`)."""
+    s0 = s1 = s2 = s3 = 0.0
+    for p in range(lo, hi):
+        x, f = data[p], np.uint64(indices[p])  # unsigned: no negative-index check
+        s0 += x * W[f, j0]
+        s1 += x * W[f, j1]
+        s2 += x * W[f, j2]
+        s3 += x * W[f, j3]
+    return s0, s1, s2, s3
+
+
+@njit(inline="always")
+def _sums3(lo, hi, indices, data, W, j0, j1, j2):
+    """:func:`_sums4` for three classes."""
+    s0 = s1 = s2 = 0.0
+    for p in range(lo, hi):
+        x, f = data[p], np.uint64(indices[p])
+        s0 += x * W[f, j0]
+        s1 += x * W[f, j1]
+        s2 += x * W[f, j2]
+    return s0, s1, s2
+
+
+@njit(inline="always")
+def _sums2(lo, hi, indices, data, W, j0, j1):
+    """:func:`_sums4` for two classes."""
+    s0 = s1 = 0.0
+    for p in range(lo, hi):
+        x, f = data[p], np.uint64(indices[p])
+        s0 += x * W[f, j0]
+        s1 += x * W[f, j1]
+    return s0, s1
+
+
+@njit(inline="always")
+def _sums1(lo, hi, indices, data, W, j0):
+    """:func:`_sums4` for one class."""
+    s0 = 0.0
+    for p in range(lo, hi):
+        s0 += data[p] * W[np.uint64(indices[p]), j0]
+    return s0
+
+
 @_visit_jit
 def _sparse_row_scores(lo, hi, indices, data, W, cl, nc, s):
     """``s[c] = Σ_p x_p W[f_p, cl[c]]`` (``c < nc``) over the CSR entries ``lo ≤ p < hi``.
 
     Each sum runs over ``p`` in increasing order, one add at a time (the order of
-    :func:`_dense_row_scores`, bit for bit), but four entries are added per load
-    and store of ``s[c]``: the sums of the classes are independent chains whose
-    only latency is the adds, not a store and reload of ``s[c]`` per entry.
+    :func:`_dense_row_scores`, bit for bit).  The classes go in groups of four (the
+    last group of one to three), each group in one sweep over the row with its
+    sums in registers: no store and reload of ``s[c]`` per entry.
     """
-    for c in range(nc):
-        s[c] = 0.0
-    p = lo
-    while p + 4 <= hi:
-        x0, x1, x2, x3 = data[p], data[p + 1], data[p + 2], data[p + 3]
-        w0, w1, w2, w3 = W[indices[p]], W[indices[p + 1]], W[indices[p + 2]], W[indices[p + 3]]
-        for c in range(nc):
-            j = cl[c]
-            s[c] = s[c] + x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j]
-        p += 4
-    while p < hi:
-        x0, w0 = data[p], W[indices[p]]
-        for c in range(nc):
-            s[c] += x0 * w0[cl[c]]
-        p += 1
+    u = np.uint64
+    c = 0
+    while c + 4 <= nc:
+        s[c], s[c + 1], s[c + 2], s[c + 3] = _sums4(
+            lo, hi, indices, data, W, u(cl[c]), u(cl[c + 1]), u(cl[c + 2]), u(cl[c + 3])
+        )
+        c += 4
+    left = nc - c
+    if left == 3:
+        s[c], s[c + 1], s[c + 2] = _sums3(
+            lo, hi, indices, data, W, u(cl[c]), u(cl[c + 1]), u(cl[c + 2])
+        )
+    elif left == 2:
+        s[c], s[c + 1] = _sums2(lo, hi, indices, data, W, u(cl[c]), u(cl[c + 1]))
+    elif left == 1:
+        s[c] = _sums1(lo, hi, indices, data, W, u(cl[c]))
 
 
 @intrinsic
@@ -556,12 +603,27 @@ def dense_scores(X, W):
 
 @njit(cache=True)
 def sparse_scores(indptr, indices, data, W):
-    """:func:`dense_scores` for CSR features."""
+    """:func:`dense_scores` for CSR features (the sums of :func:`_sparse_row_scores`)."""
     n, m = indptr.shape[0] - 1, W.shape[1]
     S = np.empty((n, m))
-    every = np.arange(m)
+    u = np.uint64
     for i in range(n):
-        _sparse_row_scores(indptr[i], indptr[i + 1], indices, data, W, every, m, S[i])
+        lo, hi = indptr[i], indptr[i + 1]
+        c = 0
+        while c + 4 <= m:
+            S[i, c], S[i, c + 1], S[i, c + 2], S[i, c + 3] = _sums4(
+                lo, hi, indices, data, W, u(c), u(c + 1), u(c + 2), u(c + 3)
+            )
+            c += 4
+        left = m - c
+        if left == 3:
+            S[i, c], S[i, c + 1], S[i, c + 2] = _sums3(
+                lo, hi, indices, data, W, u(c), u(c + 1), u(c + 2)
+            )
+        elif left == 2:
+            S[i, c], S[i, c + 1] = _sums2(lo, hi, indices, data, W, u(c), u(c + 1))
+        elif left == 1:
+            S[i, c] = _sums1(lo, hi, indices, data, W, u(c))
     return S
 
 
@@ -594,6 +656,8 @@ def _certify(hinge, S, At, spec):
         :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`
         (``M_i`` the block's magnitude), each summed block by block.
     """
+    if hinge:
+        return _hinge_certify(S, At, spec)
     n, m = S.shape
     C, y, sigma = spec.C, spec.y, spec.sigma
     buf = np.zeros((6, m))  # the rows G, A, BETA of the block buffer
@@ -607,10 +671,7 @@ def _certify(hinge, S, At, spec):
             g[j] = C[i, j] + S[i, j] + sigma * At[i, j]
         for j in range(m):
             a[j] = g[j] - g[yi]
-        if hinge:
-            hinge_vertex(a, beta)
-        else:
-            _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+        _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
         ph = ga = as_ = ca = aa = bsum = mag = 0.0
         gy = abs(g[yi])
         for j in range(m):
@@ -624,6 +685,52 @@ def _certify(hinge, S, At, spec):
             u = bsum if j == yi else beta[j]  # |u_ij|
             scale = abs(C[i, j]) + abs(S[i, j]) + sigma * abs(At[i, j]) + gy
             mag += (abs(At[i, j]) + u) * scale
+        phi[i], gaps[i] = ph, ph + ga
+        AS += as_
+        CA += ca
+        AA += aa
+        phi_sum += ph
+        gap_sum += ph + ga
+        size += abs(ph) + mag
+    return phi, gaps, (AS, CA, AA, phi_sum, gap_sum, size)
+
+
+@njit(inline="always")
+def _hinge_certify(S, At, spec):
+    """:func:`_certify` for the max / structured hinge, one sweep per block in registers.
+
+    The hinge's LMO is ``e_top`` for the first ``top ∈ argmax_j a_ij`` when
+    ``a_i,top > 0``, else 0 (:func:`hinge_vertex`): so ``Φ_i = max(a_i,top, 0)``,
+    ``|u_ij|`` is 1 at ``top`` and at ``y_i`` when ``Φ_i > 0`` (0 elsewhere), and
+    every sum of :func:`_certify` is taken in the same sweep over the classes,
+    without the block buffer.  Same sums in the same order, but ``M_i``'s two
+    ``|u_ij|`` terms, added last.
+    """
+    n, m = S.shape
+    C, y, sigma = spec.C, spec.y, spec.sigma
+    phi, gaps = np.empty(n), np.empty(n)
+    AS = CA = AA = phi_sum = gap_sum = size = 0.0
+    for i in range(n):
+        yi = y[i]
+        gy = C[i, yi] + S[i, yi] + sigma * At[i, yi]  # g_{i,y_i}
+        a_top, scale_top = -np.inf, 0.0  # the first largest margin and its scale
+        ga = as_ = ca = aa = mag = 0.0
+        for j in range(m):
+            c, s, al = C[i, j], S[i, j], At[i, j]
+            a = (c + s + sigma * al) - gy  # a_ij = g_ij − g_{i,y_i}
+            scale = abs(c) + abs(s) + sigma * abs(al) + abs(gy)
+            if a > a_top:
+                a_top, scale_top = a, scale
+            ga += a * al
+            as_ += al * s
+            ca += c * al
+            aa += al * al
+            mag += abs(al) * scale
+        ph = 0.0
+        if a_top > 0:  # u_i = e_top − e_{y_i}: |u| is 1 at top and at y_i
+            ph = a_top
+            scale_y = abs(C[i, yi]) + abs(S[i, yi]) + sigma * abs(At[i, yi]) + abs(gy)
+            mag += scale_top + scale_y
         phi[i], gaps[i] = ph, ph + ga
         AS += as_
         CA += ca
@@ -733,15 +840,16 @@ def _sparse_pass(
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
             cnt = _moved(cl, nc, upd, nz, un)  # the classes that moved, two per sweep over
             for q in range(0, cnt - 1, 2):  # the row (each W[f, j] once)
-                j0, u0, j1, u1 = nz[q], un[q], nz[q + 1], un[q + 1]
+                j0, u0 = np.uint64(nz[q]), un[q]  # unsigned: no negative-index check
+                j1, u1 = np.uint64(nz[q + 1]), un[q + 1]
                 for p in range(lo, hi):
-                    w, xf = W[indices[p]], data[p]
-                    w[j0] += xf * u0
-                    w[j1] += xf * u1
+                    f, xf = np.uint64(indices[p]), data[p]
+                    W[f, j0] += xf * u0
+                    W[f, j1] += xf * u1
             if cnt % 2:
-                j0, u0 = nz[cnt - 1], un[cnt - 1]
+                j0, u0 = np.uint64(nz[cnt - 1]), un[cnt - 1]
                 for p in range(lo, hi):
-                    W[indices[p], j0] += data[p] * u0
+                    W[np.uint64(indices[p]), j0] += data[p] * u0
         steps[t] = step
         gaps[t] = buf[THETA, BLOCK_GAP]
 
