@@ -50,10 +50,15 @@ def thread_limit(work):
     bool
         Whether the block may use several threads: False for small work (then
         BLAS is limited to one thread and compiled code should take its serial
-        variant), True otherwise (thread counts untouched).
+        variant), True otherwise (thread counts untouched).  A small block inside
+        another small block leaves the limit as it is (setting and restoring the
+        pools costs tens of microseconds).
     """
     if work >= SMALL_WORK:
         yield True
+        return
+    if _outer.get() is not None:  # inside a one-thread block: BLAS is limited already
+        yield False
         return
     token = _outer.set(available_threads())  # what the block's own threads may use
     try:

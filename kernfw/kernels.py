@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ._threads import thread_limit
 from ._validation import check_features, check_gram
 from .operators import (
     Features,
@@ -358,15 +359,19 @@ def make_operators(X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0
         X = check_features(X)
     products = InnerProducts(X) if InnerProducts.applies(X) else None
     normalization = common.pop("normalization", None)
+    n, d = (np.shape(X) + (1, 1))[:2]  # (features given: (n, d); else unused)
     ops = []
-    for spec, own in zip(specs, options):
-        args = {"cache_size": 200.0, "gram_max_mb": GRAM_MAX_MB, **common, **own}
-        backend = args.pop("backend", "auto")
-        _check_backend(backend)
-        parsed = parse_spec(spec, gamma, degree, coef0, normalization)
-        if isinstance(parsed.name, str) and parsed.name == "precomputed":
-            raise ValueError("make_operators takes features; pass Gram matrices to make_operator")
-        ops.append(_single_operator(X, parsed, backend, products=products, **args))
+    with thread_limit(len(specs) * n * n * max(d, 1) / 2.0):  # every kernel's Gram
+        for spec, own in zip(specs, options):
+            args = {"cache_size": 200.0, "gram_max_mb": GRAM_MAX_MB, **common, **own}
+            backend = args.pop("backend", "auto")
+            _check_backend(backend)
+            parsed = parse_spec(spec, gamma, degree, coef0, normalization)
+            if isinstance(parsed.name, str) and parsed.name == "precomputed":
+                raise ValueError(
+                    "make_operators takes features; pass Gram matrices to make_operator"
+                )
+            ops.append(_single_operator(X, parsed, backend, products=products, **args))
     return ops
 
 

@@ -108,3 +108,30 @@ def test_the_iteration_budget_warns_and_reports_its_gap(monkeypatch):
     monkeypatch.undo()
     best = _values(K, exact, exact.solve(_op(K)).state)
     assert np.sum(best - f) <= sol.inner_gap and sol.inner_gap > 1e-6
+
+
+def test_small_blocks_inside_a_small_block_keep_its_limit(monkeypatch):
+    """A small :func:`thread_limit` block inside another sets no limit of its own (one
+    ``threadpoolctl`` limit for the outer block), and reports the threads as they were
+    outside the outer block."""
+    from kernfw import _threads
+
+    controller = _threads._controller()
+    limits = []
+    real = controller.limit
+
+    def counted(*args, **kwargs):
+        limits.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(controller, "limit", counted)
+    outside = _threads.available_threads()
+    with _threads.thread_limit(10.0) as parallel:
+        assert parallel is False
+        with _threads.thread_limit(10.0) as inner:
+            assert inner is False
+            assert _threads.available_threads() == outside
+        with _threads.thread_limit(2 * _threads.SMALL_WORK) as large:
+            assert large is True
+    assert limits == [{"limits": 1, "user_api": "blas"}]
+    assert _threads.available_threads() == outside
