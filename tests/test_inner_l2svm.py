@@ -1,6 +1,7 @@
-"""The compiled away-step FW of the MKL inner L2-SVM (``_inner_l2svm_numba``): the optimum
-against cvxpy, the same iterates as the operator path (``solve_l2svm``), its certificate,
-warm starts, and its refusals (an indefinite kernel, the iteration budget)."""
+"""The compiled pairwise FW of the MKL inner L2-SVM (``_inner_l2svm_numba``): the optimum
+against cvxpy, its vertices (LPs) and line search (a 1-D maximization), the optimum of the
+operator path (``solve_l2svm``, away-step FW), its certificate, warm starts, and its
+refusals (an indefinite kernel, the iteration budget)."""
 
 import numpy as np
 import pytest
@@ -54,17 +55,82 @@ def test_reaches_the_cvxpy_optimum_with_a_certified_gap():
 
 
 @pytest.mark.parametrize("warm", [False, True])
-def test_same_iterates_as_the_operator_path(monkeypatch, warm):
-    K, svm = _problem(n=60, seed=1, tol=1e-6)
+def test_the_optimum_of_the_operator_path(monkeypatch, warm):
+    """The compiled pairwise FW and the operator path (away-step FW, ``solve_l2svm``) reach
+    the same optimum: values within the sum of their certified gaps, from a cold and a
+    warm start."""
+    K, svm = _problem(n=60, seed=1, tol=1e-9)
     start = None
     if warm:  # the solution on another kernel, as CSKL's next weight vector starts
         start = svm.solve(_op(np.ascontiguousarray(0.7 * K + 0.3 * np.eye(60)))).state
     compiled = svm.solve(_op(K), start)
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
     numpy = svm.solve(_op(K), start)
-    np.testing.assert_allclose(np.array(compiled.state), np.array(numpy.state), atol=1e-10)
-    assert compiled.inner_gap == pytest.approx(numpy.inner_gap, rel=1e-6, abs=1e-14)
-    assert compiled.offset == pytest.approx(numpy.offset, rel=1e-10)
+    f_compiled = _values(K, svm, compiled.state)
+    f_numpy = _values(K, svm, numpy.state)
+    assert np.sum(np.abs(f_compiled - f_numpy)) <= compiled.inner_gap + numpy.inner_gap
+    assert compiled.inner_gap <= 1e-9 * np.abs(f_compiled).sum()
+    np.testing.assert_allclose(np.array(compiled.state), np.array(numpy.state), atol=1e-4)
+
+
+def _q(K, y, C):
+    return np.outer(y, y) * (K + 1.0) + np.eye(y.size) / C
+
+
+def test_pairwise_vertices_are_the_lp_solutions():
+    """The FW vertex maximizes ``⟨∇f, s⟩`` over the simplex, the away vertex minimizes it
+    over the face of the support: both LPs solved by cvxpy."""
+    cp = pytest.importorskip("cvxpy")
+    lib = pytest.importorskip("kernfw.solvers.mkl._inner_l2svm_numba")
+    K, svm = _problem(n=30, seed=4)
+    rng = np.random.default_rng(4)
+    y = svm.codes[0]
+    alpha = rng.dirichlet(np.ones(30)) * (rng.uniform(size=30) < 0.5)
+    alpha /= alpha.sum()
+    v = _q(K, y, svm.C) @ alpha
+    grad = -2.0 * v
+    i, j = lib._vertices(alpha, v)
+    s = cp.Variable(30)
+    best = cp.Problem(cp.Maximize(grad @ s), [s >= 0, cp.sum(s) == 1]).solve()
+    support = alpha > 0
+    worst = cp.Problem(
+        cp.Minimize(grad @ s), [s >= 0, cp.sum(s) == 1, s[np.flatnonzero(~support)] == 0]
+    ).solve()
+    assert grad[i] == pytest.approx(best, rel=1e-7)
+    assert support[j] and grad[j] == pytest.approx(worst, rel=1e-7)
+
+
+def test_pairwise_step_is_the_exact_line_search():
+    """The closed-form pairwise step maximizes ``f(α + γ(e_i − e_j))`` over ``[0, α_j]``
+    (a bounded 1-D maximization), and updates ``v = Qα`` and ``αᵀQα``."""
+    from scipy.optimize import minimize_scalar
+
+    lib = pytest.importorskip("kernfw.solvers.mkl._inner_l2svm_numba")
+    K, svm = _problem(n=30, seed=5)
+    rng = np.random.default_rng(5)
+    for trial in range(6):
+        y = svm.codes[trial % 3]
+        Q = _q(K, y, svm.C)
+        alpha = rng.dirichlet(np.ones(30))
+        v = Q @ alpha
+        i, j = lib._vertices(alpha, v)
+        d = np.zeros(30)
+        d[i], d[j] = 1.0, -1.0
+        line = minimize_scalar(
+            lambda g: (alpha + g * d) @ Q @ (alpha + g * d),
+            bounds=(0.0, alpha[j]),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
+        a, w = alpha.copy(), v.copy()
+        gamma, ava, not_psd = lib._pairwise_step(K, y, 1.0 / svm.C, a, w, alpha @ v, i, j)
+        assert not not_psd
+        assert gamma == pytest.approx(line.x, abs=1e-8)
+        np.testing.assert_allclose(a, alpha + gamma * d, atol=1e-15)
+        np.testing.assert_allclose(w, Q @ a, rtol=1e-12, atol=1e-14)
+        assert ava == pytest.approx(a @ Q @ a, rel=1e-12)
+        if gamma == alpha[j]:  # a drop step leaves α_j exactly 0
+            assert a[j] == 0.0
 
 
 def test_problems_split_over_threads_give_the_same_numbers(monkeypatch):

@@ -341,7 +341,7 @@ class CSKLClassifier(_WeightedSVMClassifier):
     nu : float in (0, 1], default=0.5
         ν of the ν-SVM (``svm="nu"``).
     svm : {"l2", "c", "nu"}, default="l2"
-        Inner SVM: kernfw's L2-SVM (away-step FW, warm started across outer
+        Inner SVM: kernfw's L2-SVM (pairwise FW, warm started across outer
         iterations), libsvm's C-SVM or ν-SVM (``SVC``/``NuSVC``, precomputed).
     solver : {"projected_gradient", "reduced_gradient", "frank_wolfe"}, \
 default="projected_gradient"

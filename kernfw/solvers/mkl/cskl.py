@@ -355,7 +355,7 @@ def solve_cskl(
         Budget: ``1ᵀγ = t``, ``0 ≤ γ ≤ 1``.  ``t = 1`` is l1-MKL (SimpleMKL),
         ``t = p`` the uniform sum.  At least ``⌈t⌉`` kernels get weight.
     svm : {"l2", "c", "nu"}
-        Inner SVM: kernfw's L2-SVM (MFW, warm started), libsvm's C-SVM or ν-SVM.
+        Inner SVM: kernfw's L2-SVM (Frank-Wolfe, warm started), libsvm's C-SVM or ν-SVM.
     C, nu : float
         Their parameters.
     problems : list of (classes, index, y) or None

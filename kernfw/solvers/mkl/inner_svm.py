@@ -23,7 +23,8 @@ libsvm's own multi-class solver).  ``J`` and ``d`` are then sums over the
 binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
-with ``kernel="precomputed"``); the L2-SVM runs kernfw's
+with ``kernel="precomputed"``); the L2-SVM runs kernfw's pairwise Frank-Wolfe on a
+stored dense ``K_γ`` (:mod:`kernfw.solvers.mkl._inner_l2svm_numba`), else
 :func:`kernfw.solvers.simplex_qp.solve_l2svm` (away-step Frank-Wolfe), or, when every
 kernel is dense features, :func:`~kernfw.solvers.simplex_qp.solve_l2svm_blocks` (the
 vertex-coordinate passes on the weighted feature blocks, math.md §5.7), warm started from
@@ -316,17 +317,18 @@ class LibsvmNu(InnerSVM):
 class L2SVM(InnerSVM):
     """L2-SVM (math.md §2.1), warm started, one versus the rest: ``solver="auto"`` runs the
     vertex-coordinate passes when the combined kernel is explicit features (feature blocks
-    of approximated kernels, math.md §2.13) and away-step Frank-Wolfe otherwise.
+    of approximated kernels, math.md §2.13), pairwise Frank-Wolfe (compiled) on a stored
+    dense ``K_γ`` and away-step Frank-Wolfe otherwise.
 
     ``J = max_{α∈Δ} −αᵀK̃α = −[Σ_j γ_j d_j + (1ᵀ(y∘α))² + ‖α‖²/C]``, so
     ``a(α) = −(1ᵀv)² − ‖α‖²/C`` and ``c = 1``.  The intercept is
     ``b = Σ_i α_i y_i`` (``h(x) = Σ_i α_i y_i (k(x_i, x) + 1)``).
 
     On a dense, exactly symmetric ``K_γ`` (the :class:`~kernfw.operators.KernelStack`
-    buffer) all binary problems are solved in one compiled call
-    (:mod:`kernfw.solvers.mkl._inner_l2svm_numba`, the same method and stopping rule
-    as :func:`~kernfw.solvers.simplex_qp.solve_l2svm`); otherwise each problem by
-    :func:`~kernfw.solvers.simplex_qp.solve_l2svm` on the operator.
+    buffer) all binary problems are solved in one compiled call by pairwise FW steps
+    (:mod:`kernfw.solvers.mkl._inner_l2svm_numba`, math.md §2.3, with the stopping rule of
+    :func:`~kernfw.solvers.simplex_qp.solve_l2svm`); otherwise each problem by
+    :func:`~kernfw.solvers.simplex_qp.solve_l2svm` (away-step FW) on the operator.
     """
 
     curvature = 1.0
@@ -340,8 +342,8 @@ class L2SVM(InnerSVM):
         if isinstance(op, WeightedFeatureBlocks):
             alphas, gaps = self._solve_blocks(op, warm, cutoff)
             return self._solution(alphas, gaps)
-        # a stored Gram: "auto" is MFW there (choose_l2svm_solver), compiled for all problems
-        K = _stored_symmetric_gram(op) if self.solver in ("mfw", "auto") else None
+        # a stored Gram: "auto" is compiled pairwise FW there, all problems in one call
+        K = _stored_symmetric_gram(op) if self.solver == "auto" else None
         lib = None if K is None else compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
         if lib is not None:
             alphas, gaps = self._solve_dense(lib, K, warm)
@@ -397,7 +399,8 @@ class L2SVM(InnerSVM):
         return np.array(alphas), np.array(gaps)
 
     def _solve_dense(self, lib, K, warm):
-        """All problems by the compiled MFW on the dense ``K``: ``(α (r, n), gaps (r,))``."""
+        """All problems by the compiled pairwise FW on the dense ``K``: ``(α (r, n), gaps
+        (r,))``."""
         r, n = self.codes.shape
         if warm is None:
             A = self._cvm_starts(K)
