@@ -452,6 +452,22 @@ def test_multikernel_is_the_weighted_sum(data):
         MultiKernel(ops, [0.0, 0.0, 0.0])
 
 
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        ([1.0, np.nan, 0.5], "must be finite"),
+        ([1.0, np.inf, 0.5], "must be finite"),
+        ([1.0, -0.1, 0.5], "must be nonnegative"),
+        ([0.0, 0.0, 0.0], "all zero"),
+        ([1.0, 1.0], "expected 3 kernel weights"),
+    ],
+)
+def test_kernel_weights_are_refused(data, weights, message):
+    X, _ = data
+    with pytest.raises(ValueError, match=message):
+        MultiKernel(_three_kernels(X), weights)
+
+
 def test_per_kernel_quad(data):
     X, _ = data
     ops = _three_kernels(X)

@@ -75,9 +75,13 @@ def top_t_vertex(d, t):
 
 
 def sum_top_t(d, t):
-    """``g_t(d) = max_{γ∈Γ_t} γᵀd = Σ_{j≤⌊t⌋} d_[j] + (t − ⌊t⌋) d_[⌊t⌋+1]``."""
+    """``g_t(d) = max_{γ∈Γ_t} γᵀd = Σ_{j≤⌊t⌋} d_[j] + (t − ⌊t⌋) d_[⌊t⌋+1]`` (the
+    value of :func:`top_t_vertex`, from the sorted ``d``)."""
     d = np.asarray(d, dtype=float)
-    return float(top_t_vertex(d, t) @ d)
+    whole, frac = _split_t(t, d.size)
+    top = np.sort(d)[::-1]
+    total = float(top[:whole].sum())
+    return total + frac * float(top[whole]) if frac > 0 else total
 
 
 def project_capped_simplex(v, t):
@@ -102,7 +106,7 @@ def project_capped_simplex(v, t):
     m = v.size
     if not 0 < t <= m:
         raise ValueError(f"t must lie in (0, {m}], got {t}")
-    breaks = np.unique(np.concatenate([v, v - 1.0]))  # increasing θ
+    breaks = np.sort(np.concatenate([v, v - 1.0]))  # increasing θ (ties: equal φ)
     phi = np.clip(v[None, :] - breaks[:, None], 0.0, 1.0).sum(axis=1)  # nonincreasing
     k = int(np.searchsorted(-phi, -t, side="right")) - 1  # last breakpoint with φ ≥ t
     if k >= breaks.size - 1:
