@@ -644,6 +644,15 @@ def _buffers(mode, hinge, m):
 
 
 @njit(inline="always")
+def _add_block(sums, as_, ca, aa, ph, ga, mag):
+    """The certificate's six sums ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ Φ_i, Σ gaps_i, Σ M_i)``
+    after block ``i``: its terms ``⟨α_i, s_i⟩``, ``⟨c_i, α_i⟩``, ``‖α_i‖²``, ``Φ_i``,
+    ``⟨ã_i, α_i⟩`` (the gap is ``Φ_i`` plus it) and ``M_i − |Φ_i|``."""
+    AS, CA, AA, phi_sum, gap_sum, size = sums
+    return AS + as_, CA + ca, AA + aa, phi_sum + ph, gap_sum + (ph + ga), size + (abs(ph) + mag)
+
+
+@njit(inline="always")
 def _certify(hinge, S, At, spec):
     """The LMO of every block at ``s̃_i = s_i + σ α_i`` and the sums of the certificate.
 
@@ -664,7 +673,7 @@ def _certify(hinge, S, At, spec):
     g, a, beta = buf[G], buf[A], buf[BETA]
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     phi, gaps = np.empty(n), np.empty(n)
-    AS = CA = AA = phi_sum = gap_sum = size = 0.0
+    sums = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the six sums of the certificate
     for i in range(n):
         yi = y[i]
         for j in range(m):
@@ -686,13 +695,8 @@ def _certify(hinge, S, At, spec):
             scale = abs(C[i, j]) + abs(S[i, j]) + sigma * abs(At[i, j]) + gy
             mag += (abs(At[i, j]) + u) * scale
         phi[i], gaps[i] = ph, ph + ga
-        AS += as_
-        CA += ca
-        AA += aa
-        phi_sum += ph
-        gap_sum += ph + ga
-        size += abs(ph) + mag
-    return phi, gaps, (AS, CA, AA, phi_sum, gap_sum, size)
+        sums = _add_block(sums, as_, ca, aa, ph, ga, mag)
+    return phi, gaps, sums
 
 
 @njit(inline="always")
@@ -709,7 +713,7 @@ def _hinge_certify(S, At, spec):
     n, m = S.shape
     C, y, sigma = spec.C, spec.y, spec.sigma
     phi, gaps = np.empty(n), np.empty(n)
-    AS = CA = AA = phi_sum = gap_sum = size = 0.0
+    sums = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the six sums of the certificate
     for i in range(n):
         yi = y[i]
         gy = C[i, yi] + S[i, yi] + sigma * At[i, yi]  # g_{i,y_i}
@@ -732,13 +736,8 @@ def _hinge_certify(S, At, spec):
             scale_y = abs(C[i, yi]) + abs(S[i, yi]) + sigma * abs(At[i, yi]) + abs(gy)
             mag += scale_top + scale_y
         phi[i], gaps[i] = ph, ph + ga
-        AS += as_
-        CA += ca
-        AA += aa
-        phi_sum += ph
-        gap_sum += ph + ga
-        size += abs(ph) + mag
-    return phi, gaps, (AS, CA, AA, phi_sum, gap_sum, size)
+        sums = _add_block(sums, as_, ca, aa, ph, ga, mag)
+    return phi, gaps, sums
 
 
 # -- passes -------------------------------------------------------------------------------------
