@@ -359,7 +359,7 @@ def make_operators(X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0
         X = check_features(X)
     products = InnerProducts(X) if InnerProducts.applies(X) else None
     normalization = common.pop("normalization", None)
-    n, d = (np.shape(X) + (1, 1))[:2]  # (features given: (n, d); else unused)
+    n, d = np.shape(X) if np.ndim(X) == 2 else (0, 0)  # (no features: operators only)
     ops = []
     with thread_limit(len(specs) * n * n * max(d, 1) / 2.0):  # every kernel's Gram
         for spec, own in zip(specs, options):
