@@ -156,6 +156,11 @@ def test_backends_agree_with_the_reference_gram(backend, kernel, data, wide_data
     np.testing.assert_allclose(sub.matmat(v[:4]), K[np.ix_(idx[:4], idx[:4])] @ v[:4], **TOL)
     np.testing.assert_allclose(sub.cross(X_new), K_new[:, idx[:4]], **TOL)
     np.testing.assert_allclose(sub.diag(), np.diag(K)[idx[:4]], **TOL)
+    # what a fitted model keeps: the same predictions, no Gram block of the points
+    pred = op.predictor(idx[:4])
+    assert pred.n == 4 and not isinstance(pred, Gram)
+    np.testing.assert_allclose(pred.cross(X_new), K_new[:, idx[:4]], **TOL)
+    np.testing.assert_allclose(pred.cross_matmat(X_new, V[:4]), K_new[:, idx[:4]] @ V[:4], **TOL)
 
 
 def test_boolean_and_negative_indices(data):
@@ -387,6 +392,10 @@ def test_normalizations(kind, backend, data):
     np.testing.assert_allclose(sub.diag(), np.diag(Kt)[idx], **tol)
     np.testing.assert_allclose(sub.cross(X_new), Kt[N:, idx], **tol)
     np.testing.assert_allclose(sub.new_diag(X_new), np.diag(Kt)[N:], **tol)
+    pred = op.predictor(idx)
+    np.testing.assert_allclose(pred.cross(X_new), Kt[N:, idx], **tol)
+    np.testing.assert_allclose(pred.cross_matmat(X_new, V[idx]), Kt[N:, idx] @ V[idx], **tol)
+    np.testing.assert_allclose(pred.new_diag(X_new), np.diag(Kt)[N:], **tol)
 
 
 @pytest.mark.parametrize("kind", ["trace", "center"])

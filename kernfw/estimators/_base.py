@@ -453,7 +453,7 @@ class KernelInputMixin:
                     self.support_vectors_, kernel, cache_size=0, check=False
                 )
             else:
-                self._predict_op = op.subset(self.support_)
+                self._predict_op = op.predictor(self.support_)
 
     def _new_input(self, X):
         """Validate prediction input: features, a test Gram (n_new, n_train), or as is

@@ -277,7 +277,7 @@ class _WeightedSVMClassifier(_MKLClassifier):
         # prediction reads the selected kernels on the support only
         selected = [mk.operators[j] for j in self.selected_kernels_]
         weights = self.kernel_weights_[self.selected_kernels_]
-        self._predict_op = MultiKernel(selected, weights).subset(self.support_)
+        self._predict_op = MultiKernel(selected, weights).predictor(self.support_)
 
     def decision_function(self, X):
         """Decision values of the SVM on ``K_γ``.

@@ -395,7 +395,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self.n_train_ = y_idx.size
         self.selected_kernels_ = self.active_groups_
         self._predict_op = (
-            None if mk is None or self.support_.size == 0 else mk.subset(self.support_)
+            None if mk is None or self.support_.size == 0 else mk.predictor(self.support_)
         )
         return self
 

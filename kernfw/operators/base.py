@@ -136,6 +136,16 @@ class KernelOperator(ABC):
     def subset(self, idx):
         """The operator on the training points ``idx`` (``K[idx][:, idx]``)."""
 
+    def predictor(self, idx):
+        """The operator on the training points ``idx`` for prediction only.
+
+        Its :meth:`cross`, :meth:`cross_matmat` and :meth:`new_diag` are those of
+        :meth:`subset` ``(idx)``; backends that can evaluate the kernel on new points
+        without the block ``K[idx][:, idx]`` do not form it (what a fitted model keeps
+        of its support points).  The default is :meth:`subset`.
+        """
+        return self.subset(idx)
+
     def cross_matmat(self, X_new, V):
         """``k(X_new, X) V``: the cross kernel times coefficients ``V`` of shape (n,) or (n, r).
 

@@ -211,6 +211,9 @@ class MultiKernel(KernelOperator):
     def subset(self, idx):
         return MultiKernel([op.subset(idx) for op in self.operators], self.weights)
 
+    def predictor(self, idx):
+        return MultiKernel([op.predictor(idx) for op in self.operators], self.weights)
+
     def __repr__(self):
         return f"MultiKernel(p={self.p}, n={self.n}, weights={np.round(self.weights, 4).tolist()})"
 

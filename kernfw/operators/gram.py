@@ -110,6 +110,17 @@ class Gram(KernelOperator):
         K = self.K[np.ix_(idx, idx)]  # a principal submatrix: as symmetric as K
         return Gram(K, kernel=self.kernel, X=X, check=False, symmetric=self.symmetric)
 
+    def predictor(self, idx):
+        """The kernel on the points ``X[idx]`` (a :class:`KernelFunction` with no cache):
+        prediction evaluates ``k(x_new, x_j)``, never the block ``K[idx][:, idx]``; a
+        precomputed Gram (no kernel) gives :meth:`subset`."""
+        if self.kernel is None:
+            return self.subset(idx)
+        from .function import KernelFunction  # (function.py builds on this module)
+
+        X = self.X[as_index(idx, self.n)]
+        return KernelFunction(X, self.kernel, cache_size=0, check=False, dtype=self.dtype)
+
     def dense(self):
         return self.K
 

@@ -162,8 +162,16 @@ class Normalized(KernelOperator):
 
     def subset(self, idx):
         idx = as_index(idx, self.n)
-        stats = {k: (v[idx] if isinstance(v, np.ndarray) else v) for k, v in self._stats.items()}
-        return Normalized(self.base.subset(idx), self.kind, _stats=stats)
+        return Normalized(self.base.subset(idx), self.kind, _stats=self._stats_on(idx))
+
+    def predictor(self, idx):
+        idx = as_index(idx, self.n)
+        return Normalized(self.base.predictor(idx), self.kind, _stats=self._stats_on(idx))
+
+    def _stats_on(self, idx):
+        """The statistics restricted to the points ``idx`` (scalars and the training
+        operator are kept)."""
+        return {k: (v[idx] if isinstance(v, np.ndarray) else v) for k, v in self._stats.items()}
 
 
 def normalize(op, kind):
