@@ -107,7 +107,15 @@ def parse_spec(spec, gamma="scale", degree=3, coef0=0.0, normalization=None):
 
 
 def _single_operator(
-    X, spec, backend, cache_size, gram_max_mb, gram_dtype=None, approx=None, products=None
+    X,
+    spec,
+    backend,
+    cache_size,
+    gram_max_mb,
+    gram_dtype=None,
+    approx=None,
+    products=None,
+    out=None,
 ):
     if approx is not None:
         return _lowrank_operator(X, spec, approx, gram_dtype)
@@ -135,7 +143,7 @@ def _single_operator(
     dtype = np.dtype(X.dtype if gram_dtype is None else gram_dtype)
     gram_mb = n * n * dtype.itemsize / 2**20
     if backend == "gram" or (backend == "auto" and gram_mb <= gram_max_mb):
-        op = Gram.from_kernel(kernel, X, dtype, products if X is Xk else None)
+        op = Gram.from_kernel(kernel, X, dtype, products if X is Xk else None, out)
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False, dtype=dtype)
     return normalize(op, spec.normalization)
@@ -325,7 +333,9 @@ def make_operator(
     return _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype, lowrank)
 
 
-def make_operators(X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0, **common):
+def make_operators(
+    X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0, out=None, **common
+):
     """The exact kernel operators of several kernel ``specs`` on the same features ``X``.
 
     As ``[make_operator(X, spec, **common, **options[j]) for j, spec in …]``, but the
@@ -344,6 +354,11 @@ def make_operators(X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0
         defaults).
     gamma, degree, coef0 : SVC-style kernel parameters
         Defaults for the specs that do not set them.
+    out : ndarray of shape (p, n, n), float64, or None
+        The array of a :class:`~kernfw.operators.KernelStack` to be formed from these
+        kernels: a kernel stored as a float64 Gram is computed into ``out[j]``, exactly
+        symmetric (the stack then adopts it instead of copying it); the slots of other
+        backends are left as they are.
     **common
         ``normalization``, ``cache_size``, ``gram_max_mb`` and ``gram_dtype`` of
         :func:`make_operator`, for every spec.
@@ -360,9 +375,11 @@ def make_operators(X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0
     products = InnerProducts(X) if InnerProducts.applies(X) else None
     normalization = common.pop("normalization", None)
     n, d = np.shape(X) if np.ndim(X) == 2 else (0, 0)  # (no features: operators only)
+    if out is not None and out.shape != (len(specs), n, n):
+        raise ValueError(f"out must have shape {(len(specs), n, n)}, got {out.shape}")
     ops = []
     with thread_limit(len(specs) * n * n * max(d, 1) / 2.0):  # every kernel's Gram
-        for spec, own in zip(specs, options):
+        for j, (spec, own) in enumerate(zip(specs, options)):
             args = {"cache_size": 200.0, "gram_max_mb": GRAM_MAX_MB, **common, **own}
             backend = args.pop("backend", "auto")
             _check_backend(backend)
@@ -371,7 +388,8 @@ def make_operators(X, specs, options=None, *, gamma="scale", degree=3, coef0=0.0
                 raise ValueError(
                     "make_operators takes features; pass Gram matrices to make_operator"
                 )
-            ops.append(_single_operator(X, parsed, backend, products=products, **args))
+            slot = None if out is None else out[j]
+            ops.append(_single_operator(X, parsed, backend, products=products, out=slot, **args))
     return ops
 
 

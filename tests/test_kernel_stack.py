@@ -118,3 +118,73 @@ def test_inner_tolerance_follows_the_outer_gap(kernels, monkeypatch):
     tight = solve_cskl(kernels, y, t=1.0, tol=1e-7, inner_tol=1e-10)
     assert result.primal - tight.primal <= 1e-3 * abs(tight.primal) + 1e-7
     np.testing.assert_allclose(result["gamma"], tight["gamma"], atol=0.05)
+
+
+def test_grams_computed_into_the_stack_are_adopted_not_copied():
+    """make_operators(out=) computes each Gram into its slot, exactly symmetric; the stack
+    adopts those slots (one copy of every kernel) and copies in the others."""
+    from kernfw.kernels import make_operators
+
+    X = np.random.default_rng(2).normal(size=(90, 6))
+    specs = [("rbf", {"gamma": 0.2}), "linear", ("poly", {"degree": 2}), ("rbf", {"gamma": 1.0})]
+    out = np.empty((4, 90, 90))
+    ops = make_operators(X, specs, normalization="trace", out=out)
+    mk = MultiKernel(ops)
+    stack = KernelStack(mk, out)
+    assert stack.K is out
+    for j in (0, 2, 3):  # Grams: their matrices are the slots themselves
+        assert ops[j].base.K is not None and np.shares_memory(ops[j].base.K, out[j])
+        assert ops[j].base.symmetric and np.array_equal(out[j], out[j].T)
+    assert not np.shares_memory(ops[1].base.dense(), out)  # the linear kernel: features
+    weights = np.array([0.4, 0.3, 0.2, 0.1])
+    reference = MultiKernel(make_operators(X, specs, normalization="trace"), weights).dense()
+    K = stack.weighted(weights)
+    np.testing.assert_allclose(K, reference, **TOL)
+    assert np.array_equal(K, K.T)
+    V = np.random.default_rng(3).normal(size=(90, 2))
+    np.testing.assert_allclose(stack.per_kernel_quad(V), mk.per_kernel_quad(V).sum(axis=1), **TOL)
+    # a matrix in another kernel's slot would be overwritten: refused
+    with pytest.raises(ValueError, match="another slot"):
+        KernelStack(MultiKernel([ops[2], ops[0], ops[1], ops[3]]), out)
+
+
+def test_the_mkl_estimators_form_one_copy_of_each_kernel(monkeypatch):
+    """CSKL's objective uses the stack its kernels were computed into (no second copy)."""
+    from kernfw import CSKLClassifier
+    from kernfw.solvers.mkl import weights as weights_module
+
+    X = np.random.default_rng(4).normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    seen = []
+    original = weights_module.KernelWeightObjective
+
+    def spy(kernels, svm):
+        objective = original(kernels, svm)
+        seen.append((kernels.stack, objective.stack))
+        return objective
+
+    monkeypatch.setattr(weights_module, "KernelWeightObjective", spy)
+    CSKLClassifier().fit(X, y)
+    assert seen and all(own is not None and used is own for own, used in seen)
+
+
+def test_mirror_lower_makes_the_matrix_exactly_symmetric(monkeypatch):
+    from kernfw.operators.gram import mirror_lower
+
+    A = np.random.default_rng(5).normal(size=(300, 300))  # more than one tile either way
+    compiled = mirror_lower(A.copy())
+    assert np.array_equal(compiled, compiled.T)
+    assert np.array_equal(np.tril(compiled), np.tril(A))  # the lower triangle kept
+    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
+    assert np.array_equal(mirror_lower(A.copy()), compiled)
+
+
+def test_pickled_multikernel_drops_its_stack():
+    import pickle
+
+    X = np.random.default_rng(6).normal(size=(30, 3))
+    mk = MultiKernel([make_operator(X, s, normalization="trace") for s in ["rbf", "poly"]])
+    mk.stack = KernelStack(mk)
+    assert mk.with_weights([1.0, 2.0]).stack is mk.stack
+    assert mk.subset([0, 1]).stack is None
+    assert pickle.loads(pickle.dumps(mk)).stack is None

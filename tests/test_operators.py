@@ -824,7 +824,14 @@ def test_compiled_view_of_each_backend():
 def test_detach_attach_and_materialize_operator_trees():
     """A sweep's round trip: on-the-fly kernels become Grams in given memory, the Grams
     leave the (pickled) tree once each and come back; the kernel is unchanged."""
-    from kernfw.operators import ArraySlot, KernelFunction, MultiKernel, Normalized, normalize
+    from kernfw.operators import (
+        ArraySlot,
+        KernelFunction,
+        MultiKernel,
+        Normalized,
+        materialize,
+        normalize,
+    )
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(30, 3))
@@ -842,9 +849,9 @@ def test_detach_attach_and_materialize_operator_trees():
         allocated.append(np.empty(shape, dtype))
         return allocated[-1]
 
-    big = op.materialize(allocate, max_mb=1e-3)  # no Gram fits: unchanged kernels
+    big = materialize(op, allocate, max_mb=1e-3)  # no Gram fits: unchanged kernels
     assert not allocated and isinstance(big.operators[2], KernelFunction)
-    dense = op.materialize(allocate, max_mb=100)
+    dense = materialize(op, allocate, max_mb=100)
     assert len(allocated) == 2 and isinstance(dense.operators[2], Gram)
     centered = dense.operators[0]
     assert isinstance(centered, Normalized) and centered._stats["train"] is centered.base

@@ -8,7 +8,7 @@ from sklearn.linear_model import Ridge, RidgeClassifier
 
 from kernfw import sweep
 from kernfw.kernels import GRAM_MAX_MB, make_operator
-from kernfw.operators import Gram, MultiKernel, Normalized
+from kernfw.operators import Gram, MultiKernel, Normalized, materialize
 from kernfw.sweeps import COLUMNS, SweepResults
 from kernfw.sweeps.plan import chunks as _chunks
 from kernfw.sweeps.plan import relative_costs as _relative_costs
@@ -17,7 +17,7 @@ from kernfw.sweeps.shared import allocate_in_memory as _allocate_in_memory
 
 
 def _materialize(op, allocate):
-    return op.materialize(allocate, GRAM_MAX_MB)
+    return materialize(op, allocate, GRAM_MAX_MB)
 
 
 @pytest.fixture(scope="module")

@@ -41,12 +41,12 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .._validation import check_gram
 from ..fw.capped_simplex import check_t
 from ..kernels import make_operator, make_operators
-from ..operators import Gram, MultiKernel, normalize
+from ..operators import Gram, KernelStack, MultiKernel, normalize
 from ..operators.lowrank import APPROXIMATIONS
 from ..operators.pairwise import resolve_gamma
 from ..solvers.mkl.baselines import solve_lp_mkl
 from ..solvers.mkl.cskl import SOLVERS, solve_cskl
-from ..solvers.mkl.inner_svm import SVM_KINDS, support_of
+from ..solvers.mkl.inner_svm import SVM_KINDS, stack_fits, support_of
 from ._base import (
     APPROX_PARAMETER_CONSTRAINTS,
     FLOAT32_GRAM_TOL,
@@ -214,10 +214,17 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 n_components=self.n_components,
                 random_state=approx_seed(self.random_state),
             )
-        if self._exact_grams:
-            _check_gram_memory(X.shape[0], len(specs), self)
         options = [self._backend(spec) for spec in specs]
-        return MultiKernel(make_operators(X, specs, options, normalization=NORMALIZATION))
+        p, n = len(specs), X.shape[0]
+        if self._exact_grams:
+            _check_gram_memory(n, p, self)
+        if not (self._exact_grams and stack_fits(p, n)):
+            return MultiKernel(make_operators(X, specs, options, normalization=NORMALIZATION))
+        # the solver's stack of the base kernels, with the Grams computed into it (one copy)
+        out = np.empty((p, n, n))
+        mk = MultiKernel(make_operators(X, specs, options, normalization=NORMALIZATION, out=out))
+        mk.stack = KernelStack(mk, out)
+        return mk
 
     def _test_kernels(self, X):
         """The input of ``cross`` on the support: test Grams restricted to ``support_``."""

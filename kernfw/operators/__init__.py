@@ -4,7 +4,7 @@ from .base import ArraySlot, CompiledView, KernelOperator
 from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
-from .gram import Gram
+from .gram import Gram, materialize
 from .lowrank import LowRankFeatures, fit_lowrank
 from .normalized import Normalized, normalize
 from .pairwise import PairwiseKernel
@@ -23,6 +23,7 @@ __all__ = [
     "Normalized",
     "PairwiseKernel",
     "normalize",
+    "materialize",
 ]
 
 #: the backends, as the ``kernfw`` command lists them

@@ -1,6 +1,6 @@
 """Compiled (numba) cores of :class:`kernfw.operators.combination.KernelStack`: the
 weighted sum of the stacked kernels (:meth:`~kernfw.operators.combination.KernelStack.weighted`),
-a kernel scaled, symmetrized and copied into the stack in one pass, and the quadratic
+a kernel symmetrized and copied into the stack in one pass, and the quadratic
 forms of :meth:`~kernfw.operators.combination.KernelStack.per_kernel_quad` on a few rows.
 
 ``out = Σ_j w_j K_j`` in one pass over the stack: the entries are taken in blocks
@@ -46,11 +46,10 @@ _TILE = 64
 
 
 @njit(cache=True)
-def symmetrize_into(K, scale, out):
-    """``out ← ½ s (K + Kᵀ)`` (square, ``out`` float64 and not ``K``; ``s`` = ``scale``), tile
-    by tile: ``out_ij`` and ``out_ji`` both become ``(K_ij + K_ji) · (0.5 s)``, equal bit
-    for bit (``K`` float32 or float64, summed in float64)."""
-    half = 0.5 * scale
+def symmetrize_into(K, out):
+    """``out ← ½ (K + Kᵀ)`` (square, ``out`` float64 and not ``K``), tile by tile: ``out_ij``
+    and ``out_ji`` both become ``(K_ij + K_ji) · 0.5``, equal bit for bit (``K`` float32 or
+    float64, summed in float64)."""
     n = K.shape[0]
     for I in range(0, n, _TILE):
         i1 = min(I + _TILE, n)
@@ -58,7 +57,7 @@ def symmetrize_into(K, scale, out):
             j1 = min(J + _TILE, n)
             for i in range(I, i1):
                 for j in range(J, min(j1, i + 1)):
-                    v = (np.float64(K[i, j]) + np.float64(K[j, i])) * half
+                    v = (np.float64(K[i, j]) + np.float64(K[j, i])) * 0.5
                     out[i, j] = v
                     out[j, i] = v
 

@@ -215,16 +215,6 @@ class KernelOperator(ABC):
         replaced by ``store[slot.index]`` (e.g. the memory-mapped matrices)."""
         return self.map_operators(lambda op: op.attach_arrays(store))
 
-    def materialize(self, allocate, max_mb):
-        """A copy where every on-the-fly kernel whose Gram fits ``max_mb`` MB becomes a
-        :class:`~kernfw.operators.Gram` written into ``allocate((n, n), dtype)``.
-
-        ``allocate`` returns the memory (``numpy.empty`` or a memory map of a
-        sweep); the matrix is written block by block, never held twice.
-        Other operators are returned unchanged (composites are recursed into).
-        """
-        return self.map_operators(lambda op: op.materialize(allocate, max_mb))
-
     def quad(self, v):
         """Quadratic form ``vᵀ K v`` (one value per column when ``v`` is 2-D)."""
         v = check_block(v, self.n)

@@ -39,12 +39,22 @@ class MultiKernel(KernelOperator):
     weights : array-like of shape (p,) or None
         Nonnegative weights ``w_j``, at least one positive (default: all ones).
 
+    Attributes
+    ----------
+    stack : KernelStack or None
+        The base kernels formed as one dense array, when whoever built the operators
+        formed it (the MKL estimators: their Grams are computed into it); solvers that
+        re-weight the kernels use it instead of forming their own.  Kept by
+        :meth:`with_weights`, dropped by every method that changes the kernels.
+
     Notes
     -----
     Kernels with zero weight are skipped in every product, so a sparse weight
     vector costs only its support.  :meth:`with_weights` shares the base
     operators (and their caches): no kernel is recomputed.
     """
+
+    stack = None
 
     def __init__(self, operators, weights=None):
         operators = list(operators)
@@ -115,17 +125,21 @@ class MultiKernel(KernelOperator):
     def map_operators(self, fn):
         out = copy.copy(self)
         out.__dict__.pop("_features_view", None)  # the copy's view comes from its children
+        out.__dict__.pop("stack", None)  # (so does its stack)
         out.operators = [fn(op) for op in self.operators]
         return out
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_features_view", None)  # a cache, rebuilt on demand
+        state.pop("stack", None)  # the operators' arrays, pickled with them
         return state
 
     def with_weights(self, weights):
-        """The same kernels with new weights (nothing is recomputed)."""
-        return MultiKernel(self.operators, weights)
+        """The same kernels with new weights (nothing is recomputed; the stack is kept)."""
+        out = MultiKernel(self.operators, weights)
+        out.stack = self.stack
+        return out
 
     def per_kernel_quad(self, v):
         """All quadratic forms ``d_j = vᵀ K_j v``, shape (p,) (or (p, r) for 2-D v)."""
@@ -227,29 +241,46 @@ class KernelStack:
     a weighted sum ``K_w = Σ_j w_j K_j`` is one pass over the stack into a buffer
     that is reused, and all quadratic forms ``v_rᵀ K_j v_r`` are one matrix product.
 
-    Each ``K_j`` is stored symmetrized, ``½(K_j + K_jᵀ)`` (a rounding-level change
-    for a symmetric kernel), so that it is symmetric bit for bit, and so is every
-    weighted sum (:meth:`weighted`); a trace normalization's factor is applied in the
-    same copy (:meth:`~kernfw.operators.base.KernelOperator.dense_factors`).
+    The stack holds ``K_j = s_j D_j`` as the matrix ``D_j`` of the operator and its
+    factor ``s_j`` (a trace normalization's ``n / tr K``,
+    :meth:`~kernfw.operators.base.KernelOperator.dense_factors`), applied to the weights.
+    Each ``D_j`` is exactly symmetric, and so is every weighted sum (:meth:`weighted`):
+    a Gram that :func:`kernfw.kernels.make_operators` computed into the stack's own
+    array (``out``) is adopted as it is (symmetric by construction, no second copy);
+    any other kernel is copied in symmetrized, ``½(D_j + D_jᵀ)`` (a rounding-level
+    change for a symmetric kernel).
 
     Parameters
     ----------
     kernels : MultiKernel
         The base kernels ``K_1 … K_p`` (their weights are ignored).
+    out : ndarray of shape (p, n, n), float64, C-contiguous, or None
+        The array to hold the stack, as given to ``make_operators(..., out=out)``:
+        a kernel whose matrix is ``out[j]`` (its own slot) is adopted; the other slots
+        are written.  None allocates one.
     """
 
-    def __init__(self, kernels):
+    def __init__(self, kernels, out=None):
         self.p, self.n = kernels.p, kernels.n
-        self.K = np.empty((self.p, self.n, self.n))
+        shape = (self.p, self.n, self.n)
+        if out is None:
+            out = np.empty(shape)
+        elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
+        self.K, self.scale = out, np.empty(self.p)
         lib = compiled_module("kernfw.operators._combination_numba")
         with thread_limit(self.K.size):
-            for Kj, op in zip(self.K, kernels.operators):
-                D, scale = op.dense_factors()
-                if lib is not None:  # copy, scale and symmetrize in one pass
-                    lib.symmetrize_into(np.asarray(D), float(scale), Kj)
-                else:  # the compiled loop's values: (D_ij + D_ji) · (0.5 s)
-                    np.add(D, D.T, out=Kj, dtype=np.float64)
-                    Kj *= 0.5 * scale
+            for j, op in enumerate(kernels.operators):
+                D, self.scale[j] = op.dense_factors()
+                if _in_slot(D, self.K, j):
+                    continue  # computed into the stack, exactly symmetric
+                if isinstance(D, np.ndarray) and np.may_share_memory(D, self.K):
+                    raise ValueError(f"kernel {j}'s matrix lies in another slot of out")
+                if lib is not None:  # copy and symmetrize in one pass
+                    lib.symmetrize_into(np.asarray(D), self.K[j])
+                else:  # the compiled loop's values: (D_ij + D_ji) · 0.5
+                    np.add(D, D.T, out=self.K[j], dtype=np.float64)
+                    self.K[j] *= 0.5
         self._out = np.empty((self.n, self.n))
 
     @staticmethod
@@ -262,7 +293,7 @@ class KernelStack:
 
         Returns the stack's buffer: it is overwritten by the next call.
         """
-        w = _check_weights(weights, self.p)
+        w = _check_weights(weights, self.p) * self.scale  # K_w = Σ_j (w_j s_j) D_j
         lib = compiled_module("kernfw.operators._combination_numba")
         if lib is not None:
             lib.weighted_sum(self.K.reshape(self.p, -1), w, self._out.reshape(-1))
@@ -288,12 +319,24 @@ class KernelStack:
         """
         V = np.asarray(V, dtype=np.float64).reshape(self.n, -1)
         if rows is None or 2 * len(rows) > self.n:
-            return self.K.reshape(self.p, -1) @ (V @ V.T).reshape(-1)
+            return self.scale * (self.K.reshape(self.p, -1) @ (V @ V.T).reshape(-1))
         rows = as_index(rows, self.n)
         lib = compiled_module("kernfw.operators._combination_numba")
         if lib is not None:
             out = np.empty(self.p)
             lib.quad_on_rows(self.K, np.ascontiguousarray(V), np.asarray(rows, np.int64), out)
-            return out
+            return self.scale * out
         Vs, block = V[rows], np.ix_(rows, rows)
-        return np.array([np.sum((Kj[block] @ Vs) * Vs) for Kj in self.K])
+        return self.scale * np.array([np.sum((Dj[block] @ Vs) * Vs) for Dj in self.K])
+
+
+def _in_slot(D, K, j):
+    """Whether the array ``D`` is the slot ``K[j]`` of the stack's array itself."""
+    slot = K[j]
+    return (
+        isinstance(D, np.ndarray)
+        and D.shape == slot.shape
+        and D.strides == slot.strides
+        and D.dtype == slot.dtype
+        and D.__array_interface__["data"][0] == slot.__array_interface__["data"][0]
+    )

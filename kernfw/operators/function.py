@@ -7,7 +7,6 @@ import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
 from .base import CompiledView, KernelOperator, as_index, check_block
-from .gram import Gram
 from .pairwise import PairwiseKernel, resolve_gamma
 
 __all__ = ["KernelFunction"]
@@ -246,14 +245,6 @@ class KernelFunction(KernelOperator):
             out[start:, start:stop] = B.T
         np.fill_diagonal(out, self.kernel.diag(self.X))
         return out
-
-    def materialize(self, allocate, max_mb):
-        """A :class:`~kernfw.operators.Gram` in ``allocate((n, n), dtype)`` when
-        ``n² · itemsize`` is at most ``max_mb`` MB, else ``self``."""
-        if self.n * self.n * np.dtype(self.dtype).itemsize / 2**20 > max_mb:
-            return self
-        K = self.fill_gram(allocate((self.n, self.n), self.dtype))
-        return Gram(K, kernel=self.kernel, X=self.X, check=False)
 
     def subset(self, idx):
         return KernelFunction(

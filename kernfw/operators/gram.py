@@ -4,13 +4,15 @@ import copy
 
 import numpy as np
 
+from .._compiled import compiled_module
 from .._threads import thread_limit
 from .._validation import check_gram, check_new_features
 from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
+from .function import KernelFunction
 from .pairwise import PairwiseKernel
 from .rbf_gram import rbf_gram
 
-__all__ = ["Gram"]
+__all__ = ["Gram", "materialize", "mirror_lower"]
 
 
 class Gram(KernelOperator):
@@ -47,7 +49,7 @@ class Gram(KernelOperator):
         self.symmetric = bool(symmetric)
 
     @classmethod
-    def from_kernel(cls, kernel, X, dtype, products=None):
+    def from_kernel(cls, kernel, X, dtype, products=None, out=None):
         """The Gram ``K = k(X, X)`` of a kernel on (validated) training points ``X``.
 
         The RBF kernel on dense points with float32 values is computed in float32,
@@ -67,11 +69,18 @@ class Gram(KernelOperator):
         products : InnerProducts or None
             ``X Xᵀ`` and ``‖x_i‖²`` shared with the other kernels of a kernel list
             (:func:`kernfw.kernels.make_operators`).
+        out : ndarray of shape (n, n), float64, C-contiguous, or None
+            Memory for ``K`` when ``dtype`` is float64 (a slot of a
+            :class:`~kernfw.operators.KernelStack`'s array): ``K`` is computed into it
+            and made exactly symmetric (:func:`mirror_lower`).
         """
         dtype = np.dtype(dtype)
         if _float32_rbf(kernel, X, dtype):
             return cls(rbf_gram(kernel.select(X), kernel.params["gamma"]), kernel, X, False, True)
         with thread_limit(X.shape[0] ** 2 * max(X.shape[1], 1) / 2.0):
+            if out is not None and dtype == np.float64:
+                mirror_lower(kernel.gram(X, products, out=out))
+                return cls(out, kernel=kernel, X=X, check=False, symmetric=True)
             K = kernel.gram(X, products).astype(dtype, copy=False)
         return cls(K, kernel=kernel, X=X, check=False)
 
@@ -116,8 +125,6 @@ class Gram(KernelOperator):
         precomputed Gram (no kernel) gives :meth:`subset`."""
         if self.kernel is None:
             return self.subset(idx)
-        from .function import KernelFunction  # (function.py builds on this module)
-
         X = self.X[as_index(idx, self.n)]
         return KernelFunction(X, self.kernel, cache_size=0, check=False, dtype=self.dtype)
 
@@ -159,3 +166,43 @@ def _float32_rbf(kernel, X, dtype):
         and "gamma" in kernel.params
         and isinstance(X, np.ndarray)
     )
+
+
+#: rows and columns of a tile of :func:`mirror_lower`'s numpy path
+_MIRROR_TILE = 256
+
+
+def mirror_lower(K):
+    """Copy the lower triangle of the square float64 array ``K`` onto its upper triangle,
+    in place (``K_ij ← K_ji`` for ``i < j``), so that ``K`` is symmetric bit for bit; returns
+    ``K``.  A kernel computed by BLAS products is symmetric only up to rounding."""
+    lib = compiled_module("kernfw.operators._gram_numba")
+    if lib is not None:
+        lib.mirror_lower(K)
+        return K
+    n = K.shape[0]
+    for start in range(0, n, _MIRROR_TILE):
+        rows = slice(start, start + _MIRROR_TILE)
+        block = K[rows, rows]
+        upper = np.triu_indices(block.shape[0], 1)
+        block[upper] = block.T[upper]
+        K[rows, start + _MIRROR_TILE :] = K[start + _MIRROR_TILE :, rows].T
+    return K
+
+
+def materialize(op, allocate, max_mb):
+    """A copy of the operator tree ``op`` where every on-the-fly kernel
+    (:class:`~kernfw.operators.KernelFunction`) whose Gram fits ``max_mb`` MB becomes a
+    :class:`Gram` written into ``allocate((n, n), dtype)``.
+
+    ``allocate`` returns the memory (``numpy.empty`` or a memory map of a sweep); the
+    matrix is written block by block, never held twice, exactly symmetric
+    (:meth:`~kernfw.operators.KernelFunction.fill_gram`).  Other operators are returned
+    unchanged (composites are recursed into, :meth:`KernelOperator.map_operators`).
+    """
+    if not isinstance(op, KernelFunction):
+        return op.map_operators(lambda child: materialize(child, allocate, max_mb))
+    if op.n * op.n * np.dtype(op.dtype).itemsize / 2**20 > max_mb:
+        return op
+    K = op.fill_gram(allocate((op.n, op.n), op.dtype))
+    return Gram(K, kernel=op.kernel, X=op.X, check=False, symmetric=True)

@@ -200,14 +200,22 @@ class PairwiseKernel:
             B_sq = _sq_norms(B) if B_sq is None else B_sq
         return self.from_products(out, A.shape[1], A_sq, B_sq)
 
-    def gram(self, X, products=None):
+    def gram(self, X, products=None, out=None):
         """``k(X, X)`` of training points ``X`` (:meth:`block`), from the shared
         ``products`` (:class:`InnerProducts` of ``X``) when the kernel is an
-        inner-product kernel on all of ``X``'s columns."""
+        inner-product kernel on all of ``X``'s columns; written into ``out`` (n × n)
+        when given."""
         if products is None or not self.is_product or self.feature_columns is not None:
-            return self.block(X, X)
+            if out is None:
+                return self.block(X, X)
+            out[...] = self.block(X, X)
+            return out
         inner, sq = products.get()
-        return self.from_products(inner.copy(), X.shape[1], sq, sq)
+        if out is None:
+            out = inner.copy()
+        else:
+            np.copyto(out, inner)
+        return self.from_products(out, X.shape[1], sq, sq)
 
     @property
     def is_product(self):

@@ -2,7 +2,7 @@
 
 The operator of the estimator's kernel is built once, its Gram matrices
 written block by block into memory (memory-mapped files for a parallel sweep:
-:meth:`KernelOperator.materialize <kernfw.operators.KernelOperator.materialize>`),
+:func:`~kernfw.operators.materialize`),
 and sent to the workers as a "shell" (the operator with its matrices taken out,
 :meth:`~kernfw.operators.KernelOperator.detach_arrays`) plus the matrices, one
 argument each: joblib's process backend sends a memmap by file name, Dask
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..estimators._base import accepts_kernel_operator
 from ..kernels import GRAM_MAX_MB, make_operator
-from ..operators import KernelOperator
+from ..operators import KernelOperator, materialize
 
 __all__ = ["shared_operator", "MemmapFolder", "allocate_in_memory", "KERNEL_PARAMS"]
 
@@ -85,7 +85,7 @@ def _build_operator(estimator, X, allocate):
     if isinstance(kernel, KernelOperator):
         return kernel
     op = make_operator(X, kernel, gram_max_mb=0, **_kernel_params(estimator))
-    return op.materialize(allocate, GRAM_MAX_MB)
+    return materialize(op, allocate, GRAM_MAX_MB)
 
 
 def _without_kernel(estimator):

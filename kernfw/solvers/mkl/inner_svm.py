@@ -547,13 +547,21 @@ class Evaluation:
     value: float
 
 
+def stack_fits(p, n):
+    """Whether ``p`` kernels on ``n`` points are formed as a
+    :class:`~kernfw.operators.KernelStack`: ``n ≤`` :data:`DENSE_MAX_N` and the stack with
+    its buffer, ``(p + 1) n²`` float64, within :data:`STACK_MAX_MB`."""
+    return n <= DENSE_MAX_N and (p + 1) * n * n * 8 / 2**20 <= STACK_MAX_MB
+
+
 class KernelWeightObjective:
     """``J(γ)``: the optimal inner-SVM dual value for the kernel ``K_γ = Σ_j γ_j K_j``.
 
     Each :meth:`evaluate` is one inner SVM solve on ``K_γ`` and one computation of
     all ``d_j``.  Up to :data:`DENSE_MAX_N` points, when the ``p`` base kernels fit
-    in :data:`STACK_MAX_MB`, they are formed once as a
-    :class:`~kernfw.operators.KernelStack` (normalized once): ``K_γ`` is then one
+    in :data:`STACK_MAX_MB` (:func:`stack_fits`), they are formed once as a
+    :class:`~kernfw.operators.KernelStack` (normalized once; the kernels' own
+    ``stack`` when they have one): ``K_γ`` is then one
     pass over the stack into a reused buffer, and ``d`` one matrix product.
     Otherwise ``K_γ`` is ``MultiKernel.with_weights(γ)`` (no base kernel is
     recomputed; formed as a dense array up to :data:`DENSE_MAX_N` points) and ``d``
@@ -576,8 +584,10 @@ class KernelWeightObjective:
         self.n_solves = 0
         #: whether the caller chose the inner tolerance (then the final solve is at it)
         self.final_tol_given = False
-        small = kernels.n <= DENSE_MAX_N and KernelStack.megabytes(kernels) <= STACK_MAX_MB
-        self.stack = KernelStack(kernels) if small else None
+        if not stack_fits(kernels.p, kernels.n):
+            self.stack = None
+        else:
+            self.stack = kernels.stack if kernels.stack is not None else KernelStack(kernels)
         blocks_ok = self.stack is None and isinstance(svm, L2SVM) and svm.solver in ("auto", "dcd")
         self.blocks = FeatureBlocks.of(kernels) if blocks_ok else None
         #: ``(ε_start, s)`` of an inner tolerance that follows the outer gap, None for the
