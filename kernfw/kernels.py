@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._threads import thread_limit
-from ._validation import check_features, check_gram
+from ._validation import check_features
 from .operators import (
     Features,
     Gram,
@@ -37,6 +37,7 @@ from .operators import (
     fit_lowrank,
     normalize,
 )
+from .operators.gram_check import check_gram
 from .operators.lowrank import DEFAULT_N_COMPONENTS, check_approximation
 from .operators.normalized import NORMALIZATIONS
 from .operators.pairwise import InnerProducts, resolve_gamma

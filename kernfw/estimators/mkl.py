@@ -38,10 +38,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._validation import check_gram
 from ..fw.capped_simplex import check_t
 from ..kernels import make_operator, make_operators
 from ..operators import Gram, KernelStack, MultiKernel, normalize
+from ..operators.gram_check import check_gram
 from ..operators.lowrank import APPROXIMATIONS
 from ..operators.pairwise import resolve_gamma
 from ..solvers.mkl.baselines import solve_lp_mkl

@@ -6,9 +6,10 @@ import numpy as np
 
 from .._compiled import compiled_module
 from .._threads import thread_limit
-from .._validation import check_gram, check_new_features
+from .._validation import check_new_features
 from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
 from .function import KernelFunction
+from .gram_check import check_gram
 from .pairwise import PairwiseKernel
 from .rbf_gram import rbf_gram
 
