@@ -37,7 +37,6 @@ from .operators import (
     fit_lowrank,
     normalize,
 )
-from .operators.gram_check import check_gram
 from .operators.lowrank import DEFAULT_N_COMPONENTS, check_approximation
 from .operators.normalized import NORMALIZATIONS
 from .operators.pairwise import InnerProducts, resolve_gamma
@@ -123,7 +122,7 @@ def _single_operator(
     if isinstance(spec.name, KernelOperator):
         return normalize(spec.name, spec.normalization)
     if isinstance(spec.name, str) and spec.name == "precomputed":
-        gram = Gram(check_gram(X), check=False)
+        gram = Gram(X)  # validated: finite, square, symmetric (bit for bit: then flagged)
         check_psd(gram)  # a few Lanczos products K v: an indefinite K has no certified dual
         return normalize(gram, spec.normalization)
     X = check_features(X)

@@ -9,7 +9,7 @@ from .._threads import thread_limit
 from .._validation import check_new_features
 from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
 from .function import KernelFunction
-from .gram_check import check_gram
+from .gram_check import check_gram_symmetry
 from .pairwise import PairwiseKernel
 from .rbf_gram import rbf_gram
 
@@ -30,17 +30,21 @@ class Gram(KernelOperator):
     X : array-like of shape (n, d) or None
         Training inputs matching ``kernel``.
     check : bool
-        Validate ``K`` (finite, square, symmetric).  Internal callers that
-        already validated pass False.
+        Validate ``K`` (finite, square, symmetric); the validation also finds whether
+        ``K`` is symmetric bit for bit (then ``symmetric`` is set).  Internal callers
+        that already validated pass False.
     symmetric : bool
-        ``K`` is symmetric bit for bit by construction (``K[i, j] == K[j, i]``
-        exactly, as :func:`~kernfw.operators.rbf_gram.rbf_gram` builds it): the
-        compiled view says so, and solvers read its rows as columns without
-        testing it.  False means "not known" (a solver may test it).
+        ``K`` is symmetric bit for bit (``K[i, j] == K[j, i]`` exactly), by
+        construction (as :func:`~kernfw.operators.rbf_gram.rbf_gram` builds it) or as
+        validated: the compiled view says so, and solvers read its rows as columns
+        without testing it.  False means "not known" (a solver may test it).
     """
 
     def __init__(self, K, kernel=None, X=None, check=True, symmetric=False):
-        self.K = check_gram(K) if check else K
+        if check:
+            K, exact = check_gram_symmetry(K)
+            symmetric = symmetric or exact
+        self.K = K
         self.n = self.K.shape[0]
         self.dtype = self.K.dtype
         if (kernel is None) != (X is None):

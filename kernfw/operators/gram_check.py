@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_array
 from .._compiled import compiled_module
 from .._validation import FLOAT_DTYPES
 
-__all__ = ["check_gram"]
+__all__ = ["check_gram", "check_gram_symmetry"]
 
 #: rows and columns of a tile of the numpy symmetry check
 _SYMMETRY_BLOCK = 128
@@ -34,6 +34,24 @@ def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
         Relative symmetry tolerance.
     name : str
         How error messages call ``K``.
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        ``K`` as a float array.
+    """
+    return check_gram_symmetry(K, symmetric, rtol, name)[0]
+
+
+def check_gram_symmetry(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
+    """:func:`check_gram`, and whether ``K`` is symmetric bit for bit.
+
+    Returns
+    -------
+    K : ndarray of shape (n, n)
+        ``K`` as a float array.
+    exact : bool
+        ``K_ij == K_ji`` for all ``i, j`` (False when ``symmetric`` is False: not tested).
     """
     _check_not_text(K, name)
     lib = compiled_module("kernfw.operators._gram_check_numba") if symmetric else None
@@ -42,7 +60,7 @@ def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be square, got shape {K.shape}")
     if not symmetric:
-        return K
+        return K, False
     if lib is not None:
         finite, scale, asym = lib.gram_summary(K)
         if not finite:
@@ -53,7 +71,7 @@ def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
     tol = max(rtol, 1e-5 if K.dtype == np.float32 else rtol) * max(scale, 1.0)
     if asym > tol:
         raise ValueError(f"{name} is not symmetric: max |K - K.T| = {asym:.3g} > {tol:.3g}")
-    return K
+    return K, asym == 0.0
 
 
 def _max_asymmetry(K):
