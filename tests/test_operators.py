@@ -708,6 +708,24 @@ def test_compiled_gram_check_agrees_with_the_numpy_path(dtype, order, monkeypatc
         Gram(Kb)
 
 
+def test_a_gram_symmetric_up_to_rounding_is_held_transposed(data):
+    """K within the symmetry tolerance but not bit for bit: the operator holds the view Kᵀ
+    (no copy), whose columns are K's contiguous rows; an exactly symmetric K is kept and
+    flagged."""
+    X, _ = data
+    K = np.ascontiguousarray(X @ X.T)
+    K = (K + K.T) / 2
+    exact = Gram(K)
+    assert exact.symmetric and exact.K is K
+    skewed = K.copy()
+    skewed[3, 7] = np.nextafter(skewed[3, 7], np.inf)
+    op = Gram(skewed)
+    assert not op.symmetric and op.K.base is skewed and op.K.flags.f_contiguous
+    np.testing.assert_array_equal(op.columns([7]), skewed[[7], :].T)  # the row, as a column
+    np.testing.assert_array_equal(op.matmat(np.eye(N)[:, 3]), skewed[3])
+    np.testing.assert_array_equal(op.diag(), np.diag(skewed))
+
+
 def test_gram_shape_and_symmetry_are_checked(data):
     X, _ = data
     K = X @ X.T

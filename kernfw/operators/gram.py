@@ -31,8 +31,10 @@ class Gram(KernelOperator):
         Training inputs matching ``kernel``.
     check : bool
         Validate ``K`` (finite, square, symmetric); the validation also finds whether
-        ``K`` is symmetric bit for bit (then ``symmetric`` is set).  Internal callers
-        that already validated pass False.
+        ``K`` is symmetric bit for bit (then ``symmetric`` is set).  A C-ordered ``K``
+        symmetric only within the tolerance is held as the view ``Kᵀ`` (its columns
+        are ``K``'s contiguous rows; the two differ by at most the tolerance).
+        Internal callers that already validated pass False.
     symmetric : bool
         ``K`` is symmetric bit for bit (``K[i, j] == K[j, i]`` exactly), by
         construction (as :func:`~kernfw.operators.rbf_gram.rbf_gram` builds it) or as
@@ -44,6 +46,8 @@ class Gram(KernelOperator):
         if check:
             K, exact = check_gram_symmetry(K)
             symmetric = symmetric or exact
+            if not exact and K.flags.c_contiguous:
+                K = K.T  # symmetric within the tolerance: hold Kᵀ, whose columns are contiguous
         self.K = K
         self.n = self.K.shape[0]
         self.dtype = self.K.dtype
