@@ -16,8 +16,9 @@ steps is evidence, not proof (a tiny negative eigenvalue can hide).
 The random principal submatrix ``K[S, S]`` that backs the Lanczos estimate is
 tested by a Cholesky factorization of ``K[S, S] + δI`` (``δ`` the tolerance of
 the test; a third of the cost of its eigenvalues), and its eigenvalues are
-computed only when that factorization fails (to report them).  The whole test
-runs on one BLAS thread: its products are small and sequential.
+computed only when that factorization fails (to report them).  The factorization
+runs on one BLAS thread (it is small); the products ``K v`` of a large ``K`` may use
+BLAS's threads (each reads all of ``K`` from memory).
 """
 
 import warnings
@@ -72,16 +73,31 @@ def smallest_eigenvalue(op, n_steps=N_STEPS, n_sample=N_SAMPLE, random_state=0):
     theta_max : float
         Largest Ritz value ``θ_max``, a lower bound on ``λ_max(K)``.
     """
-    with thread_limit(_work(op.n, n_steps, n_sample)):
+    with thread_limit(_lanczos_work(op.n, n_steps)):
         theta_min, theta_max = _lanczos(op, n_steps, random_state)
+    with thread_limit(_sample_work(op.n, n_sample)):
         K_SS = _principal_sample(op, n_sample, random_state)
         sub_min = float(np.linalg.eigvalsh(K_SS)[0])
     return min(theta_min, sub_min), theta_max
 
 
-def _work(n, n_steps, n_sample):
-    """Multiply-adds of the test: ``m`` products ``K v`` and a ``|S| × |S|`` factorization."""
-    return min(n_steps, n) * float(n) ** 2 + float(min(n_sample, n)) ** 3
+#: multiply-adds of a blocked matrix product that take as long as one entry of a product
+#: ``K v``, which reads every entry of ``K`` from memory once (measured in
+#: docs/benchmarks/precomputed.md): how :func:`_lanczos_work` counts for
+#: :func:`~kernfw._threads.thread_limit`
+MATVEC_COST = 6.0
+
+
+def _lanczos_work(n, n_steps):
+    """Work of ``m`` products ``K v`` in multiply-adds of a matrix product (large ``K``:
+    BLAS may use its threads, which read memory side by side)."""
+    return min(n_steps, n) * MATVEC_COST * float(n) ** 2
+
+
+def _sample_work(n, n_sample):
+    """Multiply-adds of the ``|S| × |S|`` factorization (small: one thread; a small
+    factorization on several threads is many times slower)."""
+    return float(min(n_sample, n)) ** 3
 
 
 def _lanczos(op, n_steps, random_state):
@@ -181,12 +197,13 @@ def check_psd(
     if rtol is None:
         rtol = float(np.sqrt(np.finfo(dtype if dtype.kind == "f" else np.float64).eps))
     diag = np.asarray(op.diag(), dtype=np.float64)
-    with thread_limit(_work(op.n, n_steps, n_sample)):
+    with thread_limit(_lanczos_work(op.n, n_steps)):
         theta_min, theta_max = _lanczos(op, n_steps, 0)
-        theta_min = min(theta_min, float(diag.min()) if diag.size else 0.0)
-        scale = max(theta_max, float(diag.max()) if diag.size else 0.0, 0.0)
+    theta_min = min(theta_min, float(diag.min()) if diag.size else 0.0)
+    scale = max(theta_max, float(diag.max()) if diag.size else 0.0, 0.0)
+    bound = -rtol * scale
+    with thread_limit(_sample_work(op.n, n_sample)):
         K_SS = _principal_sample(op, n_sample, 0)
-        bound = -rtol * scale
         if _within(theta_min, bound, scale) and scale > 0.0 and _at_least(K_SS, bound):
             return theta_min
         theta_min = min(theta_min, float(np.linalg.eigvalsh(K_SS)[0]))
