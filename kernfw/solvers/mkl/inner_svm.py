@@ -35,6 +35,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn import config_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
@@ -183,8 +184,16 @@ def _nu_gap(K, v, b, y, nu):
 
 
 def _quiet_fit(model, K, y):
-    """Fit a libsvm model; an early stop at the iteration cap shows in the inner gap."""
-    with warnings.catch_warnings():
+    """Fit a libsvm model; an early stop at the iteration cap shows in the inner gap.
+
+    ``K`` is a combination of validated kernels and the model's parameters are kernfw's
+    own: scikit-learn's finiteness test and parameter validation are skipped (through
+    its public ``config_context``).
+    """
+    with (
+        warnings.catch_warnings(),
+        config_context(assume_finite=True, skip_parameter_validation=True),
+    ):
         warnings.simplefilter("ignore", ConvergenceWarning)
         return model.fit(K, y)
 
