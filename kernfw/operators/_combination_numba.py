@@ -22,23 +22,28 @@ _BLOCK = 4096
 @njit(cache=True)
 def weighted_sum(K, w, out):
     """``out[e] = Σ_j w_j K[j, e]`` over the kernels with ``w_j ≠ 0`` (``K``: p × N,
-    ``out``: N, float64; some ``w_j > 0``)."""
+    ``out``: N, float64; some ``w_j > 0``).
+
+    Each block is taken as slices (``out[start:stop]``, ``K[j, start:stop]``): on those
+    views the compiler vectorizes the loops (2.8× faster than indexing the whole arrays,
+    the same sums; docs/benchmarks/mkl.md)."""
     p, size = K.shape
     for start in range(0, size, _BLOCK):
         stop = min(start + _BLOCK, size)
+        block = out[start:stop]
         first = True
         for j in range(p):
             wj = w[j]
             if wj == 0.0:
                 continue
-            row = K[j]
+            row = K[j, start:stop]
             if first:
-                for e in range(start, stop):
-                    out[e] = wj * row[e]
+                for e in range(stop - start):
+                    block[e] = wj * row[e]
                 first = False
             else:
-                for e in range(start, stop):
-                    out[e] += wj * row[e]
+                for e in range(stop - start):
+                    block[e] = block[e] + wj * row[e]
 
 
 #: rows and columns of a tile of :func:`symmetrize_into`
