@@ -131,7 +131,7 @@ def test_grams_computed_into_the_stack_are_adopted_not_copied():
     ops = make_operators(X, specs, normalization="trace", out=out)
     mk = MultiKernel(ops)
     stack = KernelStack(mk, out)
-    assert stack.K is out
+    assert stack.D is out
     for j in (0, 2, 3):  # Grams: their matrices are the slots themselves
         assert ops[j].base.K is not None and np.shares_memory(ops[j].base.K, out[j])
         assert ops[j].base.symmetric and np.array_equal(out[j], out[j].T)

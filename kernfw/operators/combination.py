@@ -267,20 +267,20 @@ class KernelStack:
             out = np.empty(shape)
         elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
-        self.K, self.scale = out, np.empty(self.p)
+        self.D, self.scale = out, np.empty(self.p)
         lib = compiled_module("kernfw.operators._combination_numba")
-        with thread_limit(self.K.size):
+        with thread_limit(self.D.size):
             for j, op in enumerate(kernels.operators):
                 D, self.scale[j] = op.dense_factors()
-                if _in_slot(D, self.K, j):
+                if _in_slot(D, self.D, j):
                     continue  # computed into the stack, exactly symmetric
-                if isinstance(D, np.ndarray) and np.may_share_memory(D, self.K):
+                if isinstance(D, np.ndarray) and np.may_share_memory(D, self.D):
                     raise ValueError(f"kernel {j}'s matrix lies in another slot of out")
                 if lib is not None:  # copy and symmetrize in one pass
-                    lib.symmetrize_into(np.asarray(D), self.K[j])
+                    lib.symmetrize_into(np.asarray(D), self.D[j])
                 else:  # the compiled loop's values: (D_ij + D_ji) · 0.5
-                    np.add(D, D.T, out=self.K[j], dtype=np.float64)
-                    self.K[j] *= 0.5
+                    np.add(D, D.T, out=self.D[j], dtype=np.float64)
+                    self.D[j] *= 0.5
         self._out = np.empty((self.n, self.n))
 
     @staticmethod
@@ -296,17 +296,17 @@ class KernelStack:
         w = _check_weights(weights, self.p) * self.scale  # K_w = Σ_j (w_j s_j) D_j
         lib = compiled_module("kernfw.operators._combination_numba")
         if lib is not None:
-            lib.weighted_sum(self.K.reshape(self.p, -1), w, self._out.reshape(-1))
+            lib.weighted_sum(self.D.reshape(self.p, -1), w, self._out.reshape(-1))
             return self._out
         out, first = self._out, True
-        for wj, Kj in zip(w, self.K):  # the compiled loop's sums, kernel by kernel
+        for wj, Dj in zip(w, self.D):  # the compiled loop's sums, kernel by kernel
             if wj == 0:
                 continue
             if first:
-                np.multiply(Kj, wj, out=out)
+                np.multiply(Dj, wj, out=out)
                 first = False
             else:
-                out += wj * Kj
+                out += wj * Dj
         return out
 
     def per_kernel_quad(self, V, rows=None):
@@ -319,15 +319,15 @@ class KernelStack:
         """
         V = np.asarray(V, dtype=np.float64).reshape(self.n, -1)
         if rows is None or 2 * len(rows) > self.n:
-            return self.scale * (self.K.reshape(self.p, -1) @ (V @ V.T).reshape(-1))
+            return self.scale * (self.D.reshape(self.p, -1) @ (V @ V.T).reshape(-1))
         rows = as_index(rows, self.n)
         lib = compiled_module("kernfw.operators._combination_numba")
         if lib is not None:
             out = np.empty(self.p)
-            lib.quad_on_rows(self.K, np.ascontiguousarray(V), np.asarray(rows, np.int64), out)
+            lib.quad_on_rows(self.D, np.ascontiguousarray(V), np.asarray(rows, np.int64), out)
             return self.scale * out
         Vs, block = V[rows], np.ix_(rows, rows)
-        return self.scale * np.array([np.sum((Dj[block] @ Vs) * Vs) for Dj in self.K])
+        return self.scale * np.array([np.sum((Dj[block] @ Vs) * Vs) for Dj in self.D])
 
 
 def _in_slot(D, K, j):
