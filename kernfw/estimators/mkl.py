@@ -41,7 +41,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ..fw.capped_simplex import check_t
 from ..kernels import make_operator, make_operators
 from ..operators import Gram, KernelStack, MultiKernel, normalize
-from ..operators.gram_check import check_gram_symmetry
+from ..operators.gram_check import check_gram
 from ..operators.lowrank import APPROXIMATIONS
 from ..operators.pairwise import resolve_gamma
 from ..solvers.mkl.baselines import solve_lp_mkl
@@ -173,9 +173,7 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                     "features; kernel='precomputed' gives no features to approximate "
                     "(pass approx=None)"
                 )
-            checked = (
-                check_gram_symmetry(G, name=f"Gram matrix {j}") for j, G in enumerate(_gram_list(X))
-            )
+            checked = (check_gram(G, name=f"Gram matrix {j}") for j, G in enumerate(_gram_list(X)))
             grams = [Gram(K, check=False, symmetric=exact) for K, exact in checked]
             check_base_kernels(grams, self)
             ops = [normalize(gram, NORMALIZATION) for gram in grams]

@@ -284,9 +284,10 @@ class KernelStack:
         self._out = np.empty((self.n, self.n))
 
     @staticmethod
-    def megabytes(kernels):
-        """Memory (MB) of the stack of ``kernels`` and its buffer: ``(p + 1) n²`` float64."""
-        return (kernels.p + 1) * kernels.n**2 * 8 / 2**20
+    def megabytes(p, n):
+        """Memory (MB) of the stack of ``p`` kernels on ``n`` points and its buffer:
+        ``(p + 1) n²`` float64."""
+        return (p + 1) * n**2 * 8 / 2**20
 
     def weighted(self, weights):
         """``K_w = Σ_j w_j K_j``, dense (n, n), symmetric bit for bit.

@@ -9,7 +9,7 @@ from .._threads import thread_limit
 from .._validation import check_new_features
 from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
 from .function import KernelFunction
-from .gram_check import check_gram_symmetry
+from .gram_check import check_gram
 from .pairwise import PairwiseKernel
 from .rbf_gram import rbf_gram
 
@@ -44,7 +44,7 @@ class Gram(KernelOperator):
 
     def __init__(self, K, kernel=None, X=None, check=True, symmetric=False):
         if check:
-            K, exact = check_gram_symmetry(K)
+            K, exact = check_gram(K)
             symmetric = symmetric or exact
             if not exact and K.flags.c_contiguous:
                 K = K.T  # symmetric within the tolerance: hold Kᵀ, whose columns are contiguous

@@ -13,54 +13,39 @@ from sklearn.utils.validation import check_array
 from .._compiled import compiled_module
 from .._validation import FLOAT_DTYPES
 
-__all__ = ["check_gram", "check_gram_symmetry"]
+__all__ = ["check_gram"]
 
 #: rows and columns of a tile of the numpy symmetry check
 _SYMMETRY_BLOCK = 128
 
 
-def check_gram(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
-    """Validate a precomputed Gram matrix.
+def check_gram(K, rtol=1e-8, name="Gram matrix"):
+    """Validate a precomputed Gram matrix, and tell whether it is symmetric bit for bit.
 
     Parameters
     ----------
     K : array-like of shape (n, n)
         The kernel matrix; float32 is kept as given (no copy when ``K`` is
         already a float array).
-    symmetric : bool
-        Require ``K == Kᵀ`` up to ``rtol · max(max|K|, 1)`` (``rtol`` is at least
-        1e-5 for float32).
     rtol : float
-        Relative symmetry tolerance.
+        Relative symmetry tolerance: ``K == Kᵀ`` is required up to
+        ``rtol · max(max|K|, 1)`` (``rtol`` is at least 1e-5 for float32).
     name : str
         How error messages call ``K``.
-
-    Returns
-    -------
-    ndarray of shape (n, n)
-        ``K`` as a float array.
-    """
-    return check_gram_symmetry(K, symmetric, rtol, name)[0]
-
-
-def check_gram_symmetry(K, symmetric=True, rtol=1e-8, name="Gram matrix"):
-    """:func:`check_gram`, and whether ``K`` is symmetric bit for bit.
 
     Returns
     -------
     K : ndarray of shape (n, n)
         ``K`` as a float array.
     exact : bool
-        ``K_ij == K_ji`` for all ``i, j`` (False when ``symmetric`` is False: not tested).
+        ``K_ij == K_ji`` for all ``i, j``.
     """
     _check_not_text(K, name)
-    lib = compiled_module("kernfw.operators._gram_check_numba") if symmetric else None
+    lib = compiled_module("kernfw.operators._gram_check_numba")
     # with the compiled pass, finiteness is tested there (sklearn's message if not finite)
     K = check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=lib is None, input_name=name)
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be square, got shape {K.shape}")
-    if not symmetric:
-        return K, False
     if lib is not None:
         finite, scale, asym = lib.gram_summary(K)
         if not finite:

@@ -559,8 +559,10 @@ class Evaluation:
 def stack_fits(p, n):
     """Whether ``p`` kernels on ``n`` points are formed as a
     :class:`~kernfw.operators.KernelStack`: ``n ≤`` :data:`DENSE_MAX_N` and the stack with
-    its buffer, ``(p + 1) n²`` float64, within :data:`STACK_MAX_MB`."""
-    return n <= DENSE_MAX_N and (p + 1) * n * n * 8 / 2**20 <= STACK_MAX_MB
+    its buffer (:meth:`~kernfw.operators.KernelStack.megabytes`) within :data:`STACK_MAX_MB`."""
+    from ...operators import KernelStack
+
+    return n <= DENSE_MAX_N and KernelStack.megabytes(p, n) <= STACK_MAX_MB
 
 
 class KernelWeightObjective:
