@@ -24,6 +24,11 @@ def numba_disabled():
     return os.environ.get("KERNFW_DISABLE_NUMBA", "") not in ("", "0")
 
 
+#: the modules :func:`compiled_module` has imported, by name (None: not importable);
+#: hot loops ask for their module at every call, a dictionary lookup after the first
+_loaded = {}
+
+
 def compiled_module(name):
     """The compiled-backend module ``name``, or None (numba missing or disabled).
 
@@ -35,6 +40,12 @@ def compiled_module(name):
     if numba_disabled():
         return None
     try:
-        return importlib.import_module(name)
+        return _loaded[name]
+    except KeyError:
+        pass
+    try:
+        module = importlib.import_module(name)
     except ImportError:
-        return None
+        module = None
+    _loaded[name] = module
+    return module

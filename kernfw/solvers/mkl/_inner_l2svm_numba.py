@@ -73,13 +73,16 @@ def _fresh(K, y, inv_c, alpha, v):
 @njit(cache=True)
 def _vertices(alpha, v):
     """``(i*, j*)``: the FW vertex ``argmin_i v_i`` and the away vertex
-    ``argmax_{α_j>0} v_j`` (the first of ties)."""
+    ``argmax_{α_j>0} v_j`` (the first of ties).  The scan keeps both extremes in
+    registers (``v_fw``, ``v_aw``) instead of reading ``v`` at the indices found so far."""
     i_fw, j_aw = 0, -1
+    v_fw, v_aw = v[0], 0.0
     for k in range(v.shape[0]):
-        if v[k] < v[i_fw]:
-            i_fw = k
-        if alpha[k] > 0.0 and (j_aw < 0 or v[k] > v[j_aw]):
-            j_aw = k
+        x = v[k]
+        if x < v_fw:
+            i_fw, v_fw = k, x
+        if alpha[k] > 0.0 and (j_aw < 0 or x > v_aw):
+            j_aw, v_aw = k, x
     return i_fw, j_aw
 
 

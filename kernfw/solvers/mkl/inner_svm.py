@@ -41,6 +41,7 @@ from sklearn.svm import SVC, NuSVC
 
 from ..._compiled import compiled_module
 from ..._threads import available_threads, in_ranges
+from ...operators import Gram, KernelStack
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -364,8 +365,8 @@ class L2SVM(InnerSVM):
         """The :class:`SVMSolution` of the solutions ``α`` (r, n) with certified ``gaps``."""
         coef = self.codes * alphas
         intercept = coef.sum(axis=1)
-        offset = -float(intercept @ intercept) - float(np.sum(alphas * alphas)) / self.C
-        return SVMSolution(coef, intercept, offset, float(np.sum(gaps)), state=list(alphas))
+        offset = -float(intercept @ intercept) - float(np.vdot(alphas, alphas)) / self.C
+        return SVMSolution(coef, intercept, offset, float(gaps.sum()), state=list(alphas))
 
     def _solve_blocks(self, op, warm, cutoff=None):
         """Every problem by the vertex-coordinate passes on the weighted feature blocks
@@ -418,12 +419,12 @@ class L2SVM(InnerSVM):
         gaps, quads, status, index = _solve_in_threads(
             lib.solve_problems, K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n)
         )
-        if np.any(status == lib.STATUS_NOT_PSD):
+        if (status == lib.STATUS_NOT_PSD).any():
             from ..simplex_qp.certificate import raise_not_psd
 
             k = int(np.flatnonzero(status == lib.STATUS_NOT_PSD)[0])
             raise_not_psd(float("nan"), int(index[k]))
-        if np.any(status == lib.STATUS_MAX_ITER):
+        if (status == lib.STATUS_MAX_ITER).any():
             warnings.warn(
                 f"the inner L2-SVM stopped at max_iter={_max_iter(n)} with relative gap "
                 f"{np.max(gaps / np.abs(quads)):.3g} > tol={self.tol:.3g}; its gap "
@@ -472,7 +473,10 @@ def _solve_in_threads(solve_problems, K, Y, inv_c, A, tol, max_iter):
     :data:`THREADED_MIN_POINTS` points; returns ``(gaps, quads, status, index)`` in
     the problems' order.  Each problem is solved as alone: the threads change no number."""
     r, n = Y.shape
-    threads = available_threads() if n >= THREADED_MIN_POINTS else 1
+    threads = min(available_threads(), r) if n >= THREADED_MIN_POINTS else 1
+    if threads <= 1:
+        gaps, quads, _, status, index = solve_problems(K, Y, inv_c, A, tol, max_iter)
+        return gaps, quads, status, index
     parts = in_ranges(
         lambda lo, hi: solve_problems(K, Y[lo:hi], inv_c, A[lo:hi], tol, max_iter), r, threads
     )
@@ -560,7 +564,6 @@ def stack_fits(p, n):
     """Whether ``p`` kernels on ``n`` points are formed as a
     :class:`~kernfw.operators.KernelStack`: ``n ≤`` :data:`DENSE_MAX_N` and the stack with
     its buffer (:meth:`~kernfw.operators.KernelStack.megabytes`) within :data:`STACK_MAX_MB`."""
-    from ...operators import KernelStack
 
     return n <= DENSE_MAX_N and KernelStack.megabytes(p, n) <= STACK_MAX_MB
 
@@ -587,8 +590,6 @@ class KernelWeightObjective:
     """
 
     def __init__(self, kernels, svm):
-        from ...operators import KernelStack
-
         self.kernels = kernels
         self.svm = svm
         self.curvature = svm.curvature
@@ -611,8 +612,6 @@ class KernelWeightObjective:
         :class:`~kernfw.solvers.mkl.feature_blocks.FeatureBlocks` when every kernel is
         dense features (an L2-SVM solved by coordinate passes, math.md §5.7), else an
         operator."""
-        from ...operators import Gram
-
         if self.stack is not None:
             return Gram(self.stack.weighted(gamma), check=False, symmetric=True)
         if self.blocks is not None:
@@ -657,4 +656,4 @@ class KernelWeightObjective:
 
 def support_of(coef):
     """Indices of the training points with a nonzero coefficient in some binary problem."""
-    return np.flatnonzero(np.any(np.asarray(coef) != 0, axis=0))
+    return np.flatnonzero((np.asarray(coef) != 0).any(axis=0))
