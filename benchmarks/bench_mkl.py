@@ -35,6 +35,12 @@ and the size of the pickled model (breast cancer and digits; no peer needed)::
 
     python benchmarks/bench_mkl.py --memory
 
+``--inner`` instead records the compiled inner L2-SVM solves of one default
+``CSKLClassifier()`` fit (wine, breast cancer, digits) and replays them (iterations, best
+time; no peer needed), to compare inner solvers across commits::
+
+    python benchmarks/bench_mkl.py --inner
+
 ``--t-sweep`` instead prints the t-sweep table of [CSKL] (C-CSKL and ν-CSKL, relaxed and
 ``exact=True``, on 24 kernels; no peer needed)::
 
@@ -317,6 +323,51 @@ def memory():
     return "\n".join(lines)
 
 
+def inner_solves(replays=30):
+    """The compiled inner L2-SVM solves of one ``CSKLClassifier().fit`` at its defaults on
+    wine, breast cancer (standardized) and digits (pixels / 16), recorded and replayed: per
+    data set the solves, the total iterations and the best time of ``replays`` replays of
+    all of them (each from its recorded start).  Run it on two commits to compare inner
+    solvers (the same problems: the fits before the change and after take the same path
+    while the solver returns the same iterates)."""
+    from sklearn.datasets import load_wine
+
+    from kernfw._compiled import compiled_module
+
+    lib = compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
+    solve = lib.solve_problems
+    lines = []
+    for name, (X, y), scale in [
+        ("wine", load_wine(return_X_y=True), True),
+        ("breast cancer", load_breast_cancer(return_X_y=True), True),
+        ("digits", load_digits(return_X_y=True), False),
+    ]:
+        X = StandardScaler().fit_transform(X) if scale else X / 16.0
+        Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+        recorded = []
+
+        def record(K, Y, inv_c, A, tol, max_iter):
+            recorded.append((K.copy(), Y.copy(), inv_c, A.copy(), tol, max_iter))
+            return solve(K, Y, inv_c, A, tol, max_iter)
+
+        lib.solve_problems = record
+        try:
+            CSKLClassifier().fit(Xtr, ytr)
+        finally:
+            lib.solve_problems = solve
+        best, iterations = np.inf, 0
+        for _ in range(replays if len(ytr) < 1000 else max(replays // 6, 1)):
+            start, iterations = time.perf_counter(), 0
+            for K, Y, inv_c, A, tol, max_iter in recorded:
+                iterations += int(solve(K, Y, inv_c, A.copy(), tol, max_iter)[2].sum())
+            best = min(best, time.perf_counter() - start)
+        lines.append(
+            f"- {name} (n = {len(ytr)}): {len(recorded)} solves, {iterations} iterations, "
+            f"best replay {best * 1e3:.3f} ms"
+        )
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -354,7 +405,16 @@ def main(argv=None):
         action="store_true",
         help="instead: peak memory and pickled size of CSKLClassifier() at its defaults",
     )
+    parser.add_argument(
+        "--inner",
+        action="store_true",
+        help="instead: the compiled inner L2-SVM solves of a default CSKLClassifier() fit "
+        "(wine, breast cancer, digits), recorded and replayed",
+    )
     args = parser.parse_args(argv)
+    if args.inner:
+        print(inner_solves())
+        return
     if args.memory:
         print(memory())
         return

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["thread_limit", "available_threads", "in_ranges", "SMALL_WORK"]
+__all__ = ["thread_limit", "one_blas_thread", "available_threads", "in_ranges", "SMALL_WORK"]
 
 #: multiply-adds below which work runs on one thread (up to about half a second on one
 #: core: the Gram of 10,000 points in 20 dimensions; a second thread saves at most half
@@ -30,10 +30,30 @@ _outer = contextvars.ContextVar("kernfw_outer_threads", default=None)
 
 
 @functools.lru_cache(maxsize=1)
-def _controller():
-    """The process's BLAS and OpenMP thread pools, found once (finding them reads the
-    process's memory map: milliseconds per call otherwise)."""
-    return ThreadpoolController()
+def _blas_pools():
+    """The process's BLAS thread pools (threadpoolctl's controllers of the BLAS libraries),
+    found once: finding them reads the process's memory map, milliseconds per call."""
+    return [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """Run the block with every BLAS pool on one thread, then restore their counts.
+
+    Sets the pools directly (threadpoolctl's ``LibController.set_num_threads``):
+    :meth:`threadpoolctl.ThreadpoolController.limit` first gathers every library's
+    description, several times the cost of the setting itself on a fit of a few
+    milliseconds.
+    """
+    pools = _blas_pools()
+    counts = [lib.num_threads for lib in pools]
+    try:
+        for lib in pools:
+            lib.set_num_threads(1)
+        yield
+    finally:
+        for lib, count in zip(pools, counts):
+            lib.set_num_threads(count)
 
 
 @contextlib.contextmanager
@@ -52,7 +72,7 @@ def thread_limit(work):
         BLAS is limited to one thread and compiled code should take its serial
         variant), True otherwise (thread counts untouched).  A small block inside
         another small block leaves the limit as it is (setting and restoring the
-        pools costs tens of microseconds).
+        pools costs microseconds).
     """
     if work >= SMALL_WORK:
         yield True
@@ -62,7 +82,7 @@ def thread_limit(work):
         return
     token = _outer.set(available_threads())  # what the block's own threads may use
     try:
-        with _controller().limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             yield False
     finally:
         _outer.reset(token)
@@ -77,7 +97,7 @@ def available_threads():
     outer = _outer.get()
     if outer is not None:
         return outer
-    counts = [lib.num_threads for lib in _controller().lib_controllers if lib.user_api == "blas"]
+    counts = [lib.num_threads for lib in _blas_pools()]
     return max(counts, default=1)
 
 

@@ -178,19 +178,18 @@ def test_the_iteration_budget_warns_and_reports_its_gap(monkeypatch):
 
 def test_small_blocks_inside_a_small_block_keep_its_limit(monkeypatch):
     """A small :func:`thread_limit` block inside another sets no limit of its own (one
-    ``threadpoolctl`` limit for the outer block), and reports the threads as they were
-    outside the outer block."""
+    BLAS limit for the outer block), and reports the threads as they were outside the
+    outer block."""
     from kernfw import _threads
 
-    controller = _threads._controller()
     limits = []
-    real = controller.limit
+    real = _threads.one_blas_thread
 
-    def counted(*args, **kwargs):
-        limits.append(kwargs)
-        return real(*args, **kwargs)
+    def counted():
+        limits.append(1)
+        return real()
 
-    monkeypatch.setattr(controller, "limit", counted)
+    monkeypatch.setattr(_threads, "one_blas_thread", counted)
     outside = _threads.available_threads()
     with _threads.thread_limit(10.0) as parallel:
         assert parallel is False
@@ -199,5 +198,26 @@ def test_small_blocks_inside_a_small_block_keep_its_limit(monkeypatch):
             assert _threads.available_threads() == outside
         with _threads.thread_limit(2 * _threads.SMALL_WORK) as large:
             assert large is True
-    assert limits == [{"limits": 1, "user_api": "blas"}]
+    assert limits == [1]
     assert _threads.available_threads() == outside
+
+
+def test_one_blas_thread_sets_every_blas_pool_to_one_and_restores_it():
+    """Inside the block threadpoolctl reports one thread for every BLAS library; after
+    it, the counts from before (also when the block raises)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from kernfw import _threads
+
+    def blas_counts():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    with threadpool_limits(2, user_api="blas"):
+        before = blas_counts()
+        assert 2 in before  # (a single-threaded BLAS build stays at 1)
+        with _threads.one_blas_thread():
+            assert blas_counts() == [1] * len(before)
+        assert blas_counts() == before
+        with pytest.raises(RuntimeError), _threads.one_blas_thread():
+            raise RuntimeError("inside")
+        assert blas_counts() == before

@@ -16,6 +16,7 @@ array([0. , 1. , 1. , 0.5])
 array([1.  , 0.35, 0.15])
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -41,7 +42,7 @@ def check_t(t, n_kernels):
 
 def _split_t(t, m):
     """``(⌊t⌋, t − ⌊t⌋)`` with the fractional part rounded away below 1e-12."""
-    whole = int(np.floor(t + SNAP))
+    whole = math.floor(t + SNAP)
     frac = t - whole
     if frac < SNAP or whole >= m:
         frac = 0.0
@@ -106,8 +107,9 @@ def project_capped_simplex(v, t):
     m = v.size
     if not 0 < t <= m:
         raise ValueError(f"t must lie in (0, {m}], got {t}")
-    breaks = np.sort(np.concatenate([v, v - 1.0]))  # increasing θ (ties: equal φ)
-    phi = np.clip(v[None, :] - breaks[:, None], 0.0, 1.0).sum(axis=1)  # nonincreasing
+    breaks = np.concatenate((v, v - 1.0))
+    breaks.sort()  # increasing θ (ties: equal φ)
+    phi = _clip_unit(v - breaks[:, None]).sum(axis=1)  # nonincreasing
     k = int(np.searchsorted(-phi, -t, side="right")) - 1  # last breakpoint with φ ≥ t
     if k >= breaks.size - 1:
         theta = breaks[-1]
@@ -115,7 +117,14 @@ def project_capped_simplex(v, t):
         lo, hi = phi[k], phi[k + 1]
         frac = 0.0 if lo == hi else (lo - t) / (lo - hi)
         theta = breaks[k] + frac * (breaks[k + 1] - breaks[k])
-    return np.clip(v - theta, 0.0, 1.0)
+    return _clip_unit(v - theta)
+
+
+def _clip_unit(x):
+    """``clip(x, 0, 1)`` in place on the new array ``x`` (two ufunc calls: on the few
+    weights of CSKL, ``np.clip``'s own dispatch would cost more than the clipping)."""
+    np.maximum(x, 0.0, out=x)
+    return np.minimum(x, 1.0, out=x)
 
 
 def snap_to_box(gamma, tol=SNAP):

@@ -6,13 +6,12 @@ numpy one; the core vector machine for ``solver="cvm"``) and drives it with
 :func:`kernfw.fw.run`.
 """
 
-import functools
 import numbers
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from ..._compiled import compiled_module
+from ..._threads import one_blas_thread
 from ..._validation import check_positive
 from ...fw import run
 from ...operators.base import KernelOperator
@@ -92,13 +91,6 @@ def make_iterate(Q, q, solver, alpha0, stop, rng, tol=None):
     if module is None:
         return SimplexQPIterate(Q, q, solver, alpha0, stop, rng)
     return CompiledSimplexQPIterate(module, Q, q, solver, alpha0, stop, rng)
-
-
-@functools.lru_cache(maxsize=1)
-def _blas_controller():
-    """The process's BLAS thread pools, found once: finding them reads the process's
-    memory map, which costs milliseconds per fit otherwise."""
-    return ThreadpoolController()
 
 
 def _default_max_iter(n):
@@ -215,7 +207,7 @@ def solve_simplex_qp(
     alpha0 = None if alpha0 is None else check_alpha0(alpha0, n)
     # one column per iteration is memory-bound O(n d) work: BLAS threads only
     # contend (and libsvm, the usual peer, is single-threaded as well)
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         iterate = make_iterate(Q, q, solver, alpha0, stop, rng, tol)
         return drive(
             iterate,
