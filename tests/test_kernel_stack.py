@@ -147,6 +147,32 @@ def test_grams_computed_into_the_stack_are_adopted_not_copied():
         KernelStack(MultiKernel([ops[2], ops[0], ops[1], ops[3]]), out)
 
 
+def test_grams_symmetric_bit_for_bit_are_copied_as_they_are(monkeypatch):
+    """A Gram validated as symmetric bit for bit is copied into the stack unchanged (no
+    symmetrizing pass: the compiled symmetrize is not called for it); one symmetric only
+    within rounding is symmetrized, ``½(K + Kᵀ)``."""
+    from kernfw.operators import Gram, normalize
+    from kernfw.operators import _combination_numba as lib
+
+    rng = np.random.default_rng(4)
+    F = rng.normal(size=(60, 5))
+    exact = F @ F.T
+    exact = np.tril(exact) + np.tril(exact, -1).T  # symmetric bit for bit
+    rounded = exact.copy()
+    rounded[3, 7] = np.nextafter(rounded[3, 7], np.inf)  # one entry one ulp off
+    grams = [Gram(exact), Gram(rounded)]
+    assert grams[0].symmetric and not grams[1].symmetric
+    calls = []
+    real = lib.symmetrize_into
+    monkeypatch.setattr(lib, "symmetrize_into", lambda K, out: calls.append(1) or real(K, out))
+    stack = KernelStack(MultiKernel([normalize(g, "trace") for g in grams]))
+    assert calls == [1]  # only the second kernel
+    assert np.array_equal(stack.D[0], exact) and not np.shares_memory(stack.D[0], exact)
+    assert np.array_equal(stack.D[1], stack.D[1].T)
+    assert stack.D[1][3, 7] == (rounded[3, 7] + rounded[7, 3]) * 0.5
+    np.testing.assert_allclose(stack.scale, [60 / np.trace(exact), 60 / np.trace(rounded)])
+
+
 def test_the_mkl_estimators_form_one_copy_of_each_kernel(monkeypatch):
     """CSKL's objective uses the stack its kernels were computed into (no second copy)."""
     from kernfw import CSKLClassifier

@@ -226,9 +226,11 @@ class KernelOperator(ABC):
         return self.columns(np.arange(self.n))
 
     def dense_factors(self):
-        """``(D, s)`` with ``K = s·D``: a matrix and a factor for who copies ``K`` anyway
-        and can scale it in the same pass (here ``(dense(), 1.0)``)."""
-        return self.dense(), 1.0
+        """``(D, s, symmetric)`` with ``K = s·D``: a matrix and a factor for who copies
+        ``K`` anyway and can scale it in the same pass, and whether ``D`` is symmetric bit
+        for bit (then a copy needs no symmetrizing; False: not known).  Here
+        ``(dense(), 1.0, False)``."""
+        return self.dense(), 1.0, False
 
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n}, dtype={np.dtype(self.dtype).name})"

@@ -247,8 +247,9 @@ class KernelStack:
     Each ``D_j`` is exactly symmetric, and so is every weighted sum (:meth:`weighted`):
     a Gram that :func:`kernfw.kernels.make_operators` computed into the stack's own
     array (``out``) is adopted as it is (symmetric by construction, no second copy);
-    any other kernel is copied in symmetrized, ``½(D_j + D_jᵀ)`` (a rounding-level
-    change for a symmetric kernel).
+    a matrix known to be symmetric bit for bit (a Gram validated so, the third value of
+    ``dense_factors``) is copied as it is; any other kernel is copied in symmetrized,
+    ``½(D_j + D_jᵀ)`` (a rounding-level change for a symmetric kernel).
 
     Parameters
     ----------
@@ -271,12 +272,14 @@ class KernelStack:
         lib = compiled_module("kernfw.operators._combination_numba")
         with thread_limit(self.D.size):
             for j, op in enumerate(kernels.operators):
-                D, self.scale[j] = op.dense_factors()
+                D, self.scale[j], symmetric = op.dense_factors()
                 if _in_slot(D, self.D, j):
                     continue  # computed into the stack, exactly symmetric
                 if isinstance(D, np.ndarray) and np.may_share_memory(D, self.D):
                     raise ValueError(f"kernel {j}'s matrix lies in another slot of out")
-                if lib is not None:  # copy and symmetrize in one pass
+                if symmetric:  # symmetric bit for bit: a plain copy (rows read in order)
+                    np.copyto(self.D[j], D)
+                elif lib is not None:  # copy and symmetrize in one pass
                     lib.symmetrize_into(np.asarray(D), self.D[j])
                 else:  # the compiled loop's values: (D_ij + D_ji) · 0.5
                     np.add(D, D.T, out=self.D[j], dtype=np.float64)

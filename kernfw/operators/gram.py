@@ -140,6 +140,10 @@ class Gram(KernelOperator):
     def dense(self):
         return self.K
 
+    def dense_factors(self):
+        """``(K, 1.0, symmetric)``: the matrix itself and whether it is symmetric bit for bit."""
+        return self.K, 1.0, self.symmetric
+
     def compiled_view(self):
         """``CompiledView("gram", K, {"symmetric": symmetric})`` (None while ``K`` is
         detached)."""

@@ -131,11 +131,12 @@ class Normalized(KernelOperator):
         return super().dense()
 
     def dense_factors(self):
-        """Trace: ``(D, s)`` = the base's own ``dense`` and ``s = n / tr K`` (no scaled
-        copy); otherwise ``(dense(), 1.0)``."""
+        """Trace: the base's own factors with ``s`` times ``n / tr K`` (no scaled copy);
+        otherwise ``(dense(), 1.0, False)``."""
         if self.kind == "trace":
-            return self.base.dense(), self._stats["scale"]
-        return self.dense(), 1.0
+            D, s, symmetric = self.base.dense_factors()
+            return D, s * self._stats["scale"], symmetric
+        return self.dense(), 1.0, False
 
     def cross(self, X_new, idx=None):
         st = self._stats
