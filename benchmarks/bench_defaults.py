@@ -27,10 +27,11 @@ the ratios kernfw / peer; the load average of the machine is printed first.  Row
 
 The compiled (numba) kernels of kernfw are cached on disk after their first
 compilation (``cache=True``), so a user pays the compilation once per
-installation: the fit times exclude it (every row starts with one untimed
-warm-up fit), and the "cold" column reports the first fit of the row in this
-process (loading the cached machine code; the compilation itself is measured
-by ``--compile``, in a fresh process with an empty cache).
+installation: the fit times exclude it (every row starts with untimed warm-up
+fits: two of kernfw's, one of the peer's, which also tell whether the row is short),
+and the "cold" column reports the first fit of the row in this process (loading the
+cached machine code; the compilation itself is measured by ``--compile``, in a fresh
+process with an empty cache).
 
 Run from the repository root::
 
