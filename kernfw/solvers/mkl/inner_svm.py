@@ -564,7 +564,6 @@ def stack_fits(p, n):
     """Whether ``p`` kernels on ``n`` points are formed as a
     :class:`~kernfw.operators.KernelStack`: ``n ≤`` :data:`DENSE_MAX_N` and the stack with
     its buffer (:meth:`~kernfw.operators.KernelStack.megabytes`) within :data:`STACK_MAX_MB`."""
-
     return n <= DENSE_MAX_N and KernelStack.megabytes(p, n) <= STACK_MAX_MB
 
 
