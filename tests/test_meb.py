@@ -446,7 +446,7 @@ def test_sklearn_compatible(estimator, check):
 def _both_backends(monkeypatch, solve):
     """``solve()`` on the numpy path and on the compiled path (numba), each to its
     ``max_iter`` budget: no stop at the rounding floor, whose timing is BLAS-dependent."""
-    monkeypatch.setattr("kernfw.fw.loop._at_rounding_floor", lambda *args: False)
+    monkeypatch.setattr("kernfw.fw.stopping.StoppingRule.at_floor", lambda *args: False)
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
     numpy_run = solve()
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")

@@ -61,6 +61,8 @@ class SoftBallIterate(FWIterate):
         ν, the largest fraction of training points left outside the ball.
     """
 
+    gap_scale = "primal"
+
     def __init__(self, Q, nu):
         self.Q = Q
         self.n = Q.n
@@ -88,12 +90,6 @@ class SoftBallIterate(FWIterate):
             extra={"center_norm2": aka},
             rounding=rounding_bound(2 * self.n, magnitude),
         )
-
-    def is_converged(self, cert, tol):
-        return cert.gap + cert.rounding <= tol * abs(cert.primal)
-
-    def stopping_rule(self, tol):
-        return f"(gap + rounding) / |primal| <= tol={tol:.3g}"
 
     def step(self, t):
         g = self._gradient()
