@@ -436,8 +436,7 @@ def summary_table(results):
     for r in results:
         delta = "—" if delta_points(r) is None else f"{delta_points(r):+.2f}"
         lines.append(
-            f"| {r['title']} | {r['peer']} | {delta} | {time_ratio(r):.2f} "
-            f"| {cpu_ratio(r):.2f} |"
+            f"| {r['title']} | {r['peer']} | {delta} | {time_ratio(r):.2f} | {cpu_ratio(r):.2f} |"
         )
     return "\n".join(lines)
 
