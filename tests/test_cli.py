@@ -171,6 +171,19 @@ def test_compare_says_what_it_verified(capsys, model):
 
 
 @pytest.mark.cvxpy
+def test_compare_of_a_soft_ball_solves_the_reference_with_its_nu(capsys):
+    """``--nu`` reaches the reference: the soft ball is verified (exit 0); against the hard
+    ball's optimum it was "not verified" and exited 1."""
+    status, out, err = run_main(
+        capsys, "compare", "--model", "meb", "--nu", "0.2", "--progress", "none"
+    )
+    difference, gap, rtol = _agreement(out)
+    assert status == 0, out + err
+    assert "MinimumEnclosingBall(nu=0.2" in out and "verdict      verified" in out
+    assert gap <= rtol and difference <= gap + 1e-6
+
+
+@pytest.mark.cvxpy
 def test_compare_with_a_loose_tol_is_not_verified(capsys):
     status, out, _ = run_main(
         capsys, "compare", "--model", "l2svc", "--tol", "0.3", "--progress", "none"

@@ -956,3 +956,50 @@ def test_float32_features_with_repeated_points_are_not_called_indefinite():
         double = make().fit(X, y)
         assert single.converged_
         np.testing.assert_allclose(single.dual_objective_, double.dual_objective_, rtol=1e-4)
+
+
+# -- approximated kernels: far points are outliers (math.md §8.4) ---------------------------------
+_FAR_BALLS = [
+    ({"approx": "nystroem", "n_components": 300}, "nystroem-all"),
+    ({"approx": "nystroem", "n_components": 30}, "nystroem-30"),
+    ({"approx": "rff", "n_components": 300}, "rff"),
+    ({"kernel": "poly", "degree": 2, "approx": "sketch", "n_components": 300}, "sketch"),
+]
+
+
+@pytest.mark.parametrize("nu", [0.0, 0.1])
+@pytest.mark.parametrize("params", [p for p, _ in _FAR_BALLS], ids=[i for _, i in _FAR_BALLS])
+def test_approximated_ball_puts_far_points_below_every_training_point(params, nu):
+    """A point 50 standard deviations out scores below every training point.  With Nyström's
+    ‖Φ(x)‖² as its self-similarity it scored +0.76 (an inlier) against a training minimum of
+    0: far from the landmarks ‖Φ(x)‖² → 0 while k(x, x) = 1."""
+    X = np.random.default_rng(0).normal(size=(300, 2))
+    far = X[:5] + 50.0
+    ball = MinimumEnclosingBall(nu=nu, random_state=0, **params).fit(X)
+    train, outside = ball.decision_function(X), ball.decision_function(far)
+    assert np.all(outside < train.min()), (outside, train.min())
+    assert np.all(ball.predict(far) == -1)
+    if nu == 0.0:  # the hard ball still contains every training point
+        assert np.all(ball.predict(X) == 1)
+    if params.get("n_components") == 300 and params["approx"] == "nystroem":
+        # every point a landmark: the exact ball, far decisions included
+        exact = MinimumEnclosingBall(nu=nu).fit(X)
+        np.testing.assert_allclose(outside, exact.decision_function(far), atol=1e-3)
+        assert outside.max() < -0.2
+
+
+@pytest.mark.parametrize("normalize", [None, "trace", "center", "unit_diagonal"])
+def test_exact_self_similarity_of_low_rank_features(normalize):
+    """``exact_new_diag`` is k(x, x) under the normalization: ‖Φ(x)‖² when T is exact (every
+    point a landmark), the kernel's own value where T misses it (far away)."""
+    X = _points(40, 3)
+    spec = ("rbf", {"gamma": 0.5} if normalize is None else {"gamma": 0.5, "normalize": normalize})
+    op = make_operator(X, spec, approx="nystroem", n_components=40, random_state=0)
+    np.testing.assert_allclose(op.exact_new_diag(X), op.new_diag(X), atol=1e-8)
+    far = X[:3] + 100.0
+    if normalize in (None, "trace"):  # the approximation's self-similarity vanishes there
+        assert np.all(op.new_diag(far) < 1e-8)
+    expected = {None: 1.0, "trace": op.stats.get("scale"), "unit_diagonal": 1.0}
+    if normalize == "center":  # ‖Φ(x)‖² + 1 − ‖T(x)‖², with T(x) = 0 far away: ‖μ‖² + 1
+        expected[normalize] = float(op.stats["mean"] @ op.stats["mean"]) + 1.0
+    np.testing.assert_allclose(op.exact_new_diag(far), expected[normalize], rtol=1e-6)

@@ -84,7 +84,10 @@ KernelOperator, default="rbf"
         points, and the solver runs on the explicit features (O(n·m) memory, no
         ``n × n`` matrix).  The certificate is that of the approximated problem;
         ``kernel_approx_`` holds the fitted transformer, and prediction maps new
-        points through it.  Not with "precomputed" kernels or ready operators.
+        points through it.  The centre lies in the span of the features, but distances
+        to it use the kernel's exact ``k(x, x)``, not ``‖Φ(x)‖²`` (math.md §8.4): Nyström's
+        ``‖Φ(x)‖²`` tends to 0 far from its landmarks, which would put far points inside.
+        Not with "precomputed" kernels or ready operators.
     n_components : int, default=1000
         ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
         ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
@@ -246,6 +249,8 @@ KernelOperator, default="rbf"
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
+        if self._approx_op is not None:  # k(x_i, x_i) exact, not ‖Φ_i‖² (math.md §8.4)
+            diag = self._approx_op.exact_new_diag(X, features=op.X)
         soft = self.nu * op.n > 1.0
         if soft and (self.solver != "mfw" or self.backend != "local"):
             raise ValueError(
@@ -256,7 +261,7 @@ KernelOperator, default="rbf"
         try:
             if soft:
                 result = solve_soft_ball(
-                    op, self.nu, tol=self.tol, max_iter=self.max_iter, callback=callback
+                    op, self.nu, q=diag, tol=self.tol, max_iter=self.max_iter, callback=callback
                 )
             elif self.backend == "dask":  # data-parallel MFW on the Dask cluster
                 from ..distributed import solve_meb
@@ -310,6 +315,8 @@ KernelOperator, default="rbf"
                     "constant here. Pass the kernel as a name or a callable instead."
                 )
             return np.full(X.shape[0], self._train_diag)
+        if self._approx_op is not None:  # the kernel's k(x, x), not ‖Φ(x)‖² (math.md §8.4)
+            return self._approx_op.exact_new_diag(X)
         return np.asarray(self._predict_op.new_diag(X), dtype=np.float64)
 
     def distance2(self, X):

@@ -32,7 +32,7 @@ from .nystroem_features import (
     nystroem_features,
     nystroem_kernel_params,
 )
-from .pairwise import _sq_norms
+from .pairwise import _PARAMS, PairwiseKernel, _sq_norms
 
 __all__ = [
     "LowRankFeatures",
@@ -222,6 +222,42 @@ class LowRankFeatures(Features):
     def new_diag(self, X_new):
         return _sq_norms(self.transform(X_new))
 
+    def exact_new_diag(self, X_new, features=None):
+        """The self-similarities of the exact kernel, ``k(x, x)``, under the normalization.
+
+        ``new_diag`` is ``‖Φ(x)‖²``, the approximation's: for Nyström it tends to 0 away
+        from the landmarks, while ``k(x, x)`` does not.  This returns ``‖Φ(x)‖²`` plus the
+        part of ``k(x, x)`` the map misses, ``k(x, x) − ‖T(x)‖²`` (scaled as the features
+        are by ``"trace"``; 0 under ``"unit_diagonal"``, whose self-similarity is 1), so
+        that ``exact_new_diag(x) − 2⟨Φ(x), c⟩ + ‖c‖²`` is the squared distance of the
+        exact feature ``φ(x)`` to a point ``c`` of the features' span (math.md §8.4).
+
+        Parameters
+        ----------
+        X_new : array-like or sparse matrix of shape (n_new, d)
+            Points, with the training points' features.
+        features : ndarray of shape (n_new, m) or None
+            ``transform(X_new)`` when already computed (read for ``"center"`` only).
+
+        Returns
+        -------
+        ndarray of shape (n_new,), float64
+        """
+        X_new = check_features(X_new, name="X_new")
+        if self.feature_columns is not None:
+            X_new = X_new[:, self.feature_columns]
+        exact = _exact_self_similarity(self.transformer, X_new)
+        if self.normalization == "unit_diagonal":
+            return (exact > 0).astype(np.float64)
+        if self.normalization == "trace":
+            return exact * float(self.stats["scale"])
+        if self.normalization == "center":  # ‖Φ(x)‖² + k(x, x) − ‖T(x)‖², T(x) = Φ(x) + μ
+            Phi = self.transform(X_new) if features is None else features
+            Phi = np.asarray(Phi, dtype=np.float64)
+            raw = Phi + np.asarray(self.stats["mean"], dtype=np.float64)
+            return _sq_norms(Phi) + exact - _sq_norms(raw)
+        return exact
+
     def subset(self, idx):
         return LowRankFeatures(
             self.transformer,
@@ -237,6 +273,24 @@ class LowRankFeatures(Features):
             f"LowRankFeatures({type(self.transformer).__name__}, n={self.n}, "
             f"n_components={self.n_components}, dtype={np.dtype(self.dtype).name})"
         )
+
+
+def _exact_self_similarity(transformer, X):
+    """``k(x, x)`` (float64) of the kernel a fitted ``transformer`` approximates, for the
+    rows of ``X`` (already restricted to the kernel's columns): 1 for random Fourier
+    features (RBF), ``(γ‖x‖² + c₀)^p`` for the tensor sketch, the kernel's own diagonal
+    for Nyström (closed form for the common kernels, else read off small blocks)."""
+    if isinstance(transformer, RBFSampler):
+        return np.ones(X.shape[0])
+    if isinstance(transformer, PolynomialCountSketch):
+        T = transformer
+        return (T.gamma * _sq_norms(X).astype(np.float64) + T.coef0) ** T.degree
+    metric, params = transformer.kernel, nystroem_kernel_params(transformer)
+    if isinstance(metric, str):
+        allowed = _PARAMS.get(metric, ())
+        params = {key: value for key, value in params.items() if key in allowed}
+    diag = PairwiseKernel(metric, params).diag(X)
+    return np.asarray(diag, dtype=np.float64)
 
 
 def _raw_features(transformer, X, map_dtype):

@@ -21,7 +21,9 @@ estimator                 reference
 MultiClassSVM             :func:`kernfw.reference.multiclass.multiclass_primal`
 L2SVC                     :func:`kernfw.reference.meb.l2svm_reference`, one per
                           binary problem (the objectives and gaps are summed)
-MinimumEnclosingBall      :func:`kernfw.reference.meb.meb_reference` (``r*²``)
+MinimumEnclosingBall      :func:`kernfw.reference.meb.meb_reference` (``r*²``), or
+                          :func:`kernfw.reference.meb.soft_ball_reference` with the
+                          estimator's ``nu`` when ``nu·n > 1``
 StructuredSVM             :func:`kernfw.reference.structural.structural_primal`
 CSKLClassifier            :func:`kernfw.reference.mkl.cskl_reference` (``J*``)
 LpMKLClassifier           :func:`kernfw.reference.mkl.lp_mkl_reference` (``J*``)
@@ -156,10 +158,17 @@ def _l2svc(est, X, y):
 
 @_reference("MinimumEnclosingBall")
 def _meb(est, X, y):
-    """math.md §2.2: the squared radius ``r*²`` of the minimum enclosing ball."""
-    from .meb import meb_reference
+    """math.md §2.2: the squared radius ``r*²`` of the minimum enclosing ball; with
+    ``nu n > 1`` the optimum of the ν-soft ball (§2.9) with the same ``nu``.  An approximated
+    kernel keeps its exact self-similarities (§8.4)."""
+    from .meb import meb_reference, soft_ball_reference
 
-    return meb_reference(_gram(est, X))["radius2"]
+    K = _gram(est, X)
+    lowrank = getattr(est, "_approx_op", None)
+    diag = None if lowrank is None else lowrank.exact_new_diag(X)
+    if est.nu * K.shape[0] > 1.0:
+        return soft_ball_reference(K, est.nu, diag)["objective"]
+    return meb_reference(K, diag)["radius2"]
 
 
 @_reference("StructuredSVM")

@@ -12,7 +12,18 @@ from .common import factor_gram, require_cvxpy, solve_problem
 __all__ = ["meb_reference", "soft_ball_reference", "l2svm_reference"]
 
 
-def meb_reference(K):
+def _offset(F, diag):
+    """``diag_i − ‖F_i‖²``: what the squared distances gain when the points' squared norms are
+    ``diag`` instead of ``diag(F Fᵀ)`` (math.md §8.4); 0 for ``diag=None``."""
+    if diag is None:
+        return 0.0
+    diag = np.asarray(diag, dtype=np.float64).ravel()
+    if diag.shape != (F.shape[0],):
+        raise ValueError(f"diag must have shape ({F.shape[0]},), got {diag.shape}")
+    return diag - np.einsum("ij,ij->i", F, F)
+
+
+def meb_reference(K, diag=None):
     """Minimum enclosing ball of the points with Gram matrix ``K`` (math.md §2.2).
 
     Solves ``min_{c, r²} r²`` s.t. ``‖F_i − c‖² ≤ r²`` for all ``i``.
@@ -21,6 +32,10 @@ def meb_reference(K):
     ----------
     K : array-like of shape (n, n)
         PSD Gram matrix of the points ``z_i``.
+    diag : array-like of shape (n,) or None
+        The points' squared norms when they are not ``diag(K)``: the distances are then
+        ``diag_i − 2⟨F_i, c⟩ + ‖c‖²`` (an approximated kernel with its exact
+        self-similarities, math.md §8.4).  None: ``diag(K)``.
 
     Returns
     -------
@@ -33,7 +48,8 @@ def meb_reference(K):
     n, r = F.shape
     c = cp.Variable(r)
     r2 = cp.Variable()
-    inside = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")), axis=1) <= r2
+    distance = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")), axis=1)
+    inside = distance + _offset(F, diag) <= r2
     value = solve_problem(cp.Problem(cp.Minimize(r2), [inside]))
     alpha = np.asarray(inside.dual_value, dtype=np.float64).ravel()
     alpha = np.maximum(alpha, 0.0)
@@ -41,7 +57,7 @@ def meb_reference(K):
     return {"radius2": value, "radius": float(np.sqrt(max(value, 0.0))), "alpha": alpha}
 
 
-def soft_ball_reference(K, nu):
+def soft_ball_reference(K, nu, diag=None):
     """The ν-soft ball of the points with Gram matrix ``K`` (math.md §2.9).
 
     Solves ``min R² + 1/(νn) Σ ξ_i`` s.t. ``‖F_i − c‖² ≤ R² + ξ_i``, ``ξ ≥ 0``.
@@ -52,6 +68,8 @@ def soft_ball_reference(K, nu):
         PSD Gram matrix of the points ``z_i``.
     nu : float in (0, 1]
         ν, the largest fraction of points outside.
+    diag : array-like of shape (n,) or None
+        The points' squared norms, as in :func:`meb_reference`.
 
     Returns
     -------
@@ -64,7 +82,7 @@ def soft_ball_reference(K, nu):
     n, r = F.shape
     c, r2, xi = cp.Variable(r), cp.Variable(), cp.Variable(n, nonneg=True)
     distance = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")), axis=1)
-    inside = distance <= r2 + xi
+    inside = distance + _offset(F, diag) <= r2 + xi
     objective = r2 + cp.sum(xi) / (nu * n)
     value = solve_problem(cp.Problem(cp.Minimize(objective), [inside]))
     alpha = np.maximum(np.asarray(inside.dual_value, dtype=np.float64).ravel(), 0.0)

@@ -59,17 +59,20 @@ class SoftBallIterate(FWIterate):
         The Gram operator ``K`` (n × n).
     nu : float in (0, 1]
         ν, the largest fraction of training points left outside the ball.
+    q : array-like of shape (n,) or None
+        The linear term (None: ``diag(K)``; math.md §8.4 for another).
     """
 
     gap_scale = "primal"
 
-    def __init__(self, Q, nu):
+    def __init__(self, Q, nu, q=None):
         self.Q = Q
         self.n = Q.n
         self.nu = float(nu)
         self.t = self.nu * self.n  # the LMO budget: Δ_u = u · {0 ≤ s ≤ 1, 1ᵀs = t}
         self.u = 1.0 / self.t
-        self.q = np.asarray(Q.diag(), dtype=np.float64)
+        self.kdiag = np.asarray(Q.diag(), dtype=np.float64)
+        self.q = self.kdiag if q is None else np.asarray(q, dtype=np.float64).ravel()
         self.alpha = np.full(self.n, 1.0 / self.n)
         self.v = np.asarray(Q.matmat(self.alpha), dtype=np.float64).ravel()
 
@@ -100,7 +103,7 @@ class SoftBallIterate(FWIterate):
         if i == j or g[i] <= g[j]:
             return 0.0
         cols = np.asarray(self.Q.columns(np.array([i, j])), dtype=np.float64)
-        curvature = 2.0 * (self.q[i] + self.q[j] - 2.0 * cols[j, 0])  # K_ij = K[j, i]
+        curvature = 2.0 * (self.kdiag[i] + self.kdiag[j] - 2.0 * cols[j, 0])  # K_ij = K[j, i]
         step_max = min(self.u - self.alpha[i], self.alpha[j])
         gamma = quadratic_step(g[i] - g[j], curvature, step_max)
         self.alpha[i] += gamma
@@ -120,7 +123,7 @@ class SoftBallIterate(FWIterate):
 
 
 def solve_soft_ball(
-    Q, nu, *, tol=1e-4, max_iter=None, check_every=10, callback=None, max_time=None
+    Q, nu, *, q=None, tol=1e-4, max_iter=None, check_every=10, callback=None, max_time=None
 ):
     """The ν-soft minimum enclosing ball by pairwise Frank-Wolfe (math.md §2.9).
 
@@ -131,6 +134,9 @@ def solve_soft_ball(
     nu : float in (0, 1]
         Largest fraction of points outside the ball (``ν n > 1``; at ``ν n ≤ 1`` the
         problem is the hard ball of :func:`kernfw.solvers.simplex_qp.solve_simplex_qp`).
+    q : array-like of shape (n,) or None
+        The linear term of the dual (None: ``diag(Q)``; an approximated kernel passes the
+        exact ``k(x_i, x_i)``, math.md §8.4).
     tol : float
         Stop when the certified relative gap ``(P − D)/|P| ≤ tol``.
     max_iter : int or None
@@ -152,7 +158,7 @@ def solve_soft_ball(
         raise ValueError(
             f"nu * n = {nu * Q.n:.3g} <= 1 leaves no point outside: solve the hard ball"
         )
-    iterate = SoftBallIterate(Q, nu)
+    iterate = SoftBallIterate(Q, nu, q)
     if max_iter is None:
         max_iter = max(100_000, 20 * Q.n)
     return run(
