@@ -33,18 +33,29 @@ and the "cold" column reports the first fit of the row in this process (loading 
 cached machine code; the compilation itself is measured by ``--compile``, in a fresh
 process with an empty cache).
 
+``--results FILE`` writes the measured rows to a JSON file, ``--figure PNG`` draws them
+(two panels per row: the time ratio kernfw / peer on a log scale, the accuracy difference in
+points), and ``--from-results FILE`` prints the tables and draws the figure from a results
+file instead of measuring (``benchmarks/results/defaults.json`` holds the rows of the run
+reported in ``docs/benchmarks.md``).
+
 Run from the repository root::
 
     python benchmarks/bench_defaults.py                    # every row, 3 repeats
     python benchmarks/bench_defaults.py --fast             # 1 repeat, no n = 50k row
     python benchmarks/bench_defaults.py --rows digits,mnist --repeats 5
-    python benchmarks/bench_defaults.py --rows digits,multiclass10k,cskl --repeats 5
+    python benchmarks/bench_defaults.py --rows cskl --repeats 5
+    python benchmarks/bench_defaults.py --results benchmarks/results/defaults.json \\
+        --figure docs/img/defaults.png                     # measure, record, draw
+    python benchmarks/bench_defaults.py --from-results benchmarks/results/defaults.json \\
+        --figure docs/img/defaults.png                     # draw the recorded rows
     python benchmarks/bench_defaults.py --plateau          # MultiClassSVM accuracy vs tol
     python benchmarks/bench_defaults.py --compile          # JIT compile time, empty cache
 """
 
 import argparse
 import importlib.util
+import json
 import os
 import statistics
 import subprocess
@@ -357,6 +368,7 @@ def run_row(row, repeats):
             if side == "kernfw":
                 warned |= w
     result = {
+        "key": key,
         "title": title,
         "peer": peer_name,
         "n": n,
@@ -367,27 +379,42 @@ def run_row(row, repeats):
         "cpu_kernfw": statistics.median(cpu["kernfw"]),
         "cpu_peer": statistics.median(cpu["peer"]),
     }
+    result["time_ratio"] = result["t_kernfw"] / result["t_peer"]
+    result["cpu_ratio"] = result["cpu_kernfw"] / result["cpu_peer"]
     if kind == "classify":
         for side, model in models.items():
             result[f"acc_{side}"] = float(np.mean(model.predict(X_test) == y_test))
+        result["delta_points"] = 100 * (result["acc_kernfw"] - result["acc_peer"])
     return result
 
 
+def time_ratio(r):
+    """kernfw ÷ peer median fit time (as recorded, else from the rounded times)."""
+    return r.get("time_ratio", r["t_kernfw"] / r["t_peer"])
+
+
+def cpu_ratio(r):
+    return r.get("cpu_ratio", r["cpu_kernfw"] / r["cpu_peer"])
+
+
+def delta_points(r):
+    """kernfw − peer test accuracy in points, or None for the outlier rows."""
+    if "acc_kernfw" not in r:
+        return None
+    return r.get("delta_points", 100 * (r["acc_kernfw"] - r["acc_peer"]))
+
+
 def fmt_row(r):
-    ratio = r["t_kernfw"] / r["t_peer"]
+    """One row of the full table (every column; ``docs/benchmarks/defaults.md``)."""
     if "acc_kernfw" in r:
-        acc = (
-            f"{r['acc_kernfw']:.4f} | {r['acc_peer']:.4f} | "
-            f"{100 * (r['acc_kernfw'] - r['acc_peer']):+.2f}"
-        )
+        acc = f"{r['acc_kernfw']:.4f} | {r['acc_peer']:.4f} | {delta_points(r):+.2f}"
     else:
         acc = "— | — | —"
     flag = " (ConvergenceWarning)" if r["warned"] else ""
-    cpu_ratio = r["cpu_kernfw"] / r["cpu_peer"]
     return (
         f"| {r['title']}{flag} | {r['peer']} | {r['n']} | {acc} | {r['t_kernfw']:.3f} | "
-        f"{r['cold']:.3f} | {r['t_peer']:.3f} | {ratio:.2f} | {r['cpu_kernfw']:.3f} | "
-        f"{r['cpu_peer']:.3f} | {cpu_ratio:.2f} |"
+        f"{r['cold']:.3f} | {r['t_peer']:.3f} | {time_ratio(r):.2f} | {r['cpu_kernfw']:.3f} | "
+        f"{r['cpu_peer']:.3f} | {cpu_ratio(r):.2f} |"
     )
 
 
@@ -397,6 +424,108 @@ HEADER = (
     "time ratio | kernfw CPU (s) | peer CPU (s) | CPU ratio |\n"
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
+
+
+def summary_table(results):
+    """The narrow table of ``docs/benchmarks.md``: ratios and accuracy difference only."""
+    lines = [
+        "| kernfw at defaults / data | peer at defaults | Δ acc (points) | time ratio "
+        "| CPU ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        delta = "—" if delta_points(r) is None else f"{delta_points(r):+.2f}"
+        lines.append(
+            f"| {r['title']} | {r['peer']} | {delta} | {time_ratio(r):.2f} | {cpu_ratio(r):.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def detail_tables(results):
+    """The full rows as two narrower tables (accuracy, then times) for defaults.md."""
+    acc = [
+        "| kernfw at defaults / data | peer | n train | kernfw acc | peer acc | Δ (points) |",
+        "|---|---|---|---|---|---|",
+    ]
+    times = [
+        "| kernfw at defaults / data | kernfw fit (s) | kernfw cold (s) | peer fit (s) "
+        "| kernfw CPU (s) | peer CPU (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        if "acc_kernfw" in r:
+            a = f"{r['acc_kernfw']:.4f} | {r['acc_peer']:.4f} | {delta_points(r):+.2f}"
+        else:
+            a = "— | — | —"
+        acc.append(f"| {r['title']} | {r['peer']} | {r['n']} | {a} |")
+        times.append(
+            f"| {r['title']} | {r['t_kernfw']:.3f} | {r['cold']:.3f} | {r['t_peer']:.3f} "
+            f"| {r['cpu_kernfw']:.3f} | {r['cpu_peer']:.3f} |"
+        )
+    return "\n".join(acc) + "\n\n" + "\n".join(times)
+
+
+# ---------------------------------------------------------------------------
+# the figure
+# ---------------------------------------------------------------------------
+def draw_figure(results, path):
+    """Two panels, one bar per row: time ratio kernfw / peer (log scale, line at 1; left of
+    it kernfw is faster) and test accuracy kernfw − peer in points (line at 0)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['title']}  vs  {r['peer']}" for r in results]
+    ratios = np.array([time_ratio(r) for r in results])
+    deltas = [delta_points(r) for r in results]
+    y = np.arange(len(results))[::-1]
+    fig, (ax_t, ax_a) = plt.subplots(
+        1,
+        2,
+        sharey=True,
+        figsize=(13, 0.34 * len(results) + 1.4),
+        gridspec_kw={"width_ratios": (1.2, 1)},
+    )
+    faster = ratios < 1
+    ax_t.barh(y, ratios, color=np.where(faster, "tab:blue", "tab:orange"), height=0.65)
+    ax_t.set_xscale("log")
+    ax_t.axvline(1, color="black", lw=1)
+    ax_t.set_xlim(min(0.5 * ratios.min(), 0.5), max(2 * ratios.max(), 2))
+    for yi, ratio in zip(y, ratios, strict=True):
+        ax_t.text(ratio * 1.08, yi, f"{ratio:.2f}×", va="center", fontsize=8)
+    ax_t.set_xlabel("kernfw ÷ peer, median fit time (log scale)", fontsize=9)
+    ax_t.set_yticks(y, labels, fontsize=8)
+    ax_t.set_title("time ratio (< 1: kernfw faster)", fontsize=10)
+    ax_t.grid(axis="x", which="both", alpha=0.3)
+
+    values = np.array([0.0 if d is None else d for d in deltas])
+    colors = ["tab:blue" if v >= 0 else "tab:orange" for v in values]
+    ax_a.barh(y, values, color=colors, height=0.65)
+    ax_a.axvline(0, color="black", lw=1)
+    span = max(1.0, np.abs(values).max()) * 1.6
+    ax_a.set_xlim(-span, span)
+    for yi, d in zip(y, deltas, strict=True):
+        if d is None:
+            ax_a.text(0.05 * span, yi, "— (outlier detection)", va="center", fontsize=8)
+        else:
+            ax_a.text(
+                d + (0.03 if d >= 0 else -0.03) * span,
+                yi,
+                f"{d:+.2f}",
+                va="center",
+                ha="left" if d >= 0 else "right",
+                fontsize=8,
+            )
+    ax_a.set_xlabel("kernfw − peer, test accuracy (points)", fontsize=9)
+    ax_a.set_title("accuracy difference (> 0: kernfw more accurate)", fontsize=10)
+    ax_a.grid(axis="x", alpha=0.3)
+    fig.suptitle("kernfw at its defaults against scikit-learn at its defaults (medians)")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"figure: {path}")
 
 
 # ---------------------------------------------------------------------------
@@ -479,7 +608,29 @@ def main(argv=None):
     parser.add_argument(
         "--compile", action="store_true", help="the JIT compilation time instead of the table"
     )
+    parser.add_argument("--results", metavar="JSON", help="write the measured rows to JSON")
+    parser.add_argument(
+        "--from-results",
+        metavar="JSON",
+        help="measure nothing: print the tables of a results file (and draw --figure)",
+    )
+    parser.add_argument(
+        "--figure",
+        metavar="PNG",
+        help="draw the time ratios and accuracy differences of the rows (matplotlib)",
+    )
     args = parser.parse_args(argv)
+    if args.from_results:
+        with open(args.from_results, encoding="utf-8") as f:
+            results = json.load(f)["rows"]
+        if args.rows:
+            keys = set(args.rows.split(","))
+            results = [r for r in results if r.get("key") in keys]
+        print(summary_table(results), end="\n\n")
+        print(detail_tables(results))
+        if args.figure:
+            draw_figure(results, args.figure)
+        return None
     if args.plateau:
         return plateau()
     if args.compile:
@@ -497,8 +648,17 @@ def main(argv=None):
         f"load average (1, 5, 15 min) at the start: {load}"
     )
     print(HEADER, flush=True)
+    results = []
     for row in selected:
-        print(fmt_row(run_row(row, repeats)), flush=True)
+        results.append(run_row(row, repeats))
+        print(fmt_row(results[-1]), flush=True)
+    if args.results:
+        record = {"repeats": repeats, "load_average": os.getloadavg(), "rows": results}
+        with open(args.results, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1, ensure_ascii=False)
+        print(f"results: {args.results}")
+    if args.figure:
+        draw_figure(results, args.figure)
 
 
 if __name__ == "__main__":

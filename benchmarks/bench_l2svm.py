@@ -24,7 +24,7 @@ first call.
 
 ``--meb`` times MinimumEnclosingBall (n = 50k, d = 20, RBF, its default tol)
 on the compiled and the numpy path (``--meb-repeats`` interleaved fits each: a
-fit takes about 0.1 s), and on the numpy path as issue 11 measured it
+fit takes about 0.1 s), and on the earlier numpy path
 ("numpy-before": float64 kernel values, a certificate every 10 iterations) and
 the compiled path with float64 values; the radii (to float32 rounding of the
 kernel) and each ratio to "numpy-before" are printed.
@@ -203,7 +203,7 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
     return row
 
 
-#: the MinimumEnclosingBall variants of ``--meb``: (numpy path?, as before issue 11's end?)
+#: the MinimumEnclosingBall variants of ``--meb``: (numpy path?, the earlier numpy path?)
 MEB_VARIANTS = {
     "compiled": (False, False),
     "numpy": (True, False),
@@ -231,8 +231,8 @@ def meb_as_before(active):
 
 def meb_compare(n, repeats, seed=0):
     """MinimumEnclosingBall at defaults (RBF), interleaved: compiled and numpy path as
-    they are now (float32 kernel values at the default tol), the numpy path as it was
-    when issue 11 was filed ("numpy-before": float64 values, a certificate every 10
+    they are now (float32 kernel values at the default tol), the earlier numpy path
+    ("numpy-before": float64 values, a certificate every 10
     iterations) and the compiled path with float64 values."""
     X, _ = make_classification(
         n_samples=n, n_features=20, n_informative=10, n_redundant=5, flip_y=0.01, random_state=seed

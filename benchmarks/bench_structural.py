@@ -8,7 +8,7 @@ Two problems, both with λ = 0.01 as in [LacosteJulien2013]:
 2. **digits** (scikit-learn, 8×8 images scaled to [0, 1]) as a multi-class
    structural SVM (``MultiClass(10)``, D = 640), a stratified 2/3 – 1/3 split.
 
-Part 1 (issue 11): **one BCFW pass over the OCR words, compiled vs numpy** —
+Part 1: **one BCFW pass over the OCR words, compiled vs numpy** —
 ``BCFW.step`` with the compiled chain pass (:mod:`kernfw.solvers._chain_numba`)
 and with the numpy block steps (``compiled=False``), interleaved and repeated,
 medians and ratios; the same for BCFW-wavg and for one duality-gap computation

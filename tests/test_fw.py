@@ -14,7 +14,10 @@ from kernfw.fw import (
     Certificate,
     FWIterate,
     FWResult,
+    RunBudget,
+    StoppingRule,
     WeightedAverage,
+    as_rule,
     away_step_max,
     block_order,
     quadratic_step,
@@ -286,13 +289,67 @@ def test_bad_budgets(tol, max_iter, match):
         run(Scripted([1.0]), tol=tol, max_iter=max_iter)
 
 
-def test_custom_stopping_rule():
-    class Relative(Scripted):
-        def is_converged(self, cert, tol):
-            return cert.gap <= tol * abs(cert.primal + 100.0)
+class OnDual(Scripted):
+    """``Scripted`` with ``D = 100``, ``P = 100 + gap`` and a rule relative to ``|D|``."""
 
-    res = run(Relative([50.0, 20.0, 5.0]), tol=0.1, max_iter=5)
+    gap_scale = "dual"
+
+    def certificate(self):
+        cert = super().certificate()
+        return dataclasses.replace(cert, primal=cert.gap + 100.0, dual=100.0)
+
+
+def test_stopping_rule_on_the_problems_scale():
+    res = run(OnDual([50.0, 20.0, 5.0]), tol=0.1, max_iter=5)  # gap <= 0.1 * 100
     assert res.converged and res.n_iter == 2
+    res = run(OnDual([50.0, 20.0, 5.0]), tol=StoppingRule(25.0, "absolute"), max_iter=5)
+    assert res.converged and res.n_iter == 1
+
+
+@pytest.mark.parametrize(
+    "scale,size", [("primal", 4.0), ("dual", 3.0), ("radius", 2.0), ("absolute", 1.0)]
+)
+def test_stopping_rule_scales(scale, size):
+    cert = Certificate(primal=-4.0, dual=-3.0, gap=1.0, extra={"radius2": 2.0}, rounding=0.5)
+    rule = StoppingRule(0.5, scale)
+    factor = 1.25 if scale == "radius" else 0.5  # (1 + 0.5)^2 - 1 for the radius rule
+    assert rule.size(cert) == size and rule.factor == factor
+    assert rule.holds(cert) == (1.5 <= factor * size)
+    a, b, absolute = rule.estimate(shift=2.0)
+    assert (a, b, absolute) == {
+        "primal": (0.5, 0.0, True),
+        "dual": (0.5, 0.0, True),
+        "radius": (1.25, 2.5, False),
+        "absolute": (0.0, 0.5, False),
+    }[scale]
+
+
+def test_stopping_rule_floor():
+    cert = Certificate(primal=1.0, dual=1.0, gap=1e-3, rounding=2e-3)
+    assert StoppingRule(1e-3, "primal").at_floor(cert)  # rounding alone breaks the rule
+    assert not StoppingRule(1e-2, "primal").at_floor(cert)  # the rule holds
+    assert not StoppingRule(0.0, "primal").at_floor(cert)  # tol = 0 runs the budget
+    far = dataclasses.replace(cert, gap=1.0)
+    assert not StoppingRule(1e-3, "primal").at_floor(far)  # not yet optimal
+
+
+@pytest.mark.parametrize("tol,match", [(-1.0, "tol"), (np.nan, "tol"), ("1", "tol")])
+def test_stopping_rule_rejects_bad_tol(tol, match):
+    with pytest.raises(ValueError, match=match):
+        as_rule(tol, "primal")
+    with pytest.raises(ValueError, match="scale"):
+        StoppingRule(1e-3, "relative")
+
+
+def test_run_budget_runs_its_budget_without_warning():
+    class Online(Scripted):
+        def stopping_rule(self, tol):
+            return RunBudget()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = run(Online([0.0, 0.0, 0.0]), tol=1.0, max_iter=2)
+    assert res.n_iter == 2 and not res.converged and res.status == "max_iter"
 
 
 def test_history_fills_missing_extra_columns_with_nan():

@@ -463,7 +463,7 @@ def test_check_estimator_passes_at_the_no_argument_construction():
 def _both_backends(monkeypatch, solve):
     """``solve()`` on the numpy path and on the compiled path (numba), each to its
     ``max_iter`` budget: no stop at the rounding floor, whose timing is BLAS-dependent."""
-    monkeypatch.setattr("kernfw.fw.loop._at_rounding_floor", lambda *args: False)
+    monkeypatch.setattr("kernfw.fw.stopping.StoppingRule.at_floor", lambda *args: False)
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
     numpy_run = solve()
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")

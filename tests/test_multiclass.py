@@ -1250,7 +1250,9 @@ def test_warm_start_refit_with_new_lambda():
 
 def test_estimator_warns_and_returns_best_iterate():
     clf = MultiClassSVM(lam=1e-3, tol=1e-8, max_iter=3)
-    rule = r"stopping rule \(gap \+ rounding <= rtol\*\|P\| with rtol=1e-08\).*To converge, .*smaller C"
+    rule = (
+        r"stopping rule \(gap \+ rounding <= tol\*\|P\| with tol=1e-08\).*To converge, .*smaller C"
+    )
     with pytest.warns(ConvergenceWarning, match=rule):
         clf.fit(X0, Y0)
     assert not clf.converged_ and clf.duality_gap_ > 1e-8 * clf.primal_objective_

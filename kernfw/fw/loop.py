@@ -8,7 +8,6 @@ rest: stopping on ``tol``/``max_iter``/``max_time``, the history, the
 callback, keeping the best iterate and the ``ConvergenceWarning``.
 """
 
-import dataclasses
 import math
 import time
 import warnings
@@ -17,8 +16,9 @@ from abc import ABC, abstractmethod
 from sklearn.exceptions import ConvergenceWarning
 
 from .result import FWResult, history_arrays
+from .stopping import as_rule
 
-__all__ = ["FWIterate", "RelativeGapRule", "run"]
+__all__ = ["FWIterate", "run"]
 
 
 class FWIterate(ABC):
@@ -40,14 +40,14 @@ class FWIterate(ABC):
     def solution(self):
         """The current iterate as a dict of arrays (copies: the run goes on)."""
 
-    def is_converged(self, cert, tol):
-        """The stopping rule; the default is ``gap + ρ <= tol``: the certified gap
-        holds whatever its rounding (``ρ = cert.rounding``)."""
-        return cert.gap + cert.rounding <= tol
+    #: the scale a number ``tol`` is relative to (:class:`~kernfw.fw.stopping.StoppingRule`);
+    #: a problem declares its own
+    gap_scale = "absolute"
 
     def stopping_rule(self, tol):
-        """The rule of :meth:`is_converged` in words, for the ``ConvergenceWarning``."""
-        return f"gap + rounding <= tol={tol:.3g}"
+        """The :class:`~kernfw.fw.stopping.StoppingRule` of ``tol`` (a number on
+        :attr:`gap_scale`, or a rule as it is)."""
+        return as_rule(tol, self.gap_scale)
 
     def work_done(self, t):
         """Work after ``t`` calls of :meth:`step`, in the unit of ``max_iter``.
@@ -59,37 +59,8 @@ class FWIterate(ABC):
         return t
 
 
-class RelativeGapRule:
-    """Mixin of an :class:`FWIterate` whose ``tol`` is the certified relative gap.
-
-    Stops when ``P − D + ρ ≤ tol·|P|`` (``ρ`` the certificate's rounding bound):
-    the primal value ``P`` is then certified within a fraction ``tol`` of the
-    optimum (``P − P* ≤ P − D + ρ``), whatever the scale of the data or of the
-    regularization.
-    """
-
-    def is_converged(self, cert, tol):
-        return cert.gap + cert.rounding <= tol * abs(cert.primal)
-
-    def stopping_rule(self, tol):
-        return f"gap + rounding <= tol*|P| with tol={tol:.3g}"
-
-
 def _should_certify(t, check_every):
     return t % check_every == 0
-
-
-def _at_rounding_floor(iterate, cert, tol):
-    """Whether more iterations cannot certify ``tol`` at this precision.
-
-    True when the gap is already within its rounding bound ``ρ`` (``|gap| ≤ ρ``: the
-    iterate is optimal up to rounding) and ``ρ`` alone breaks the stopping rule (the
-    rule fails at ``gap = 0``).  ``tol = 0`` asks for ``max_iter`` iterations and is
-    never at the floor.
-    """
-    if not (tol > 0 and cert.rounding > 0 and abs(cert.gap) <= cert.rounding):
-        return False
-    return not iterate.is_converged(dataclasses.replace(cert, gap=0.0), tol)
 
 
 def run(
@@ -110,8 +81,9 @@ def run(
     ----------
     iterate : FWIterate
         The solver state.
-    tol : float
-        Tolerance passed to ``iterate.is_converged`` (default rule: gap + ρ ≤ tol).
+    tol : float or StoppingRule
+        The stopping rule, or its tolerance on the iterate's own scale
+        (``iterate.stopping_rule(tol)``: ``gap + ρ ≤ tol·s``).
     max_iter : int
         Maximum number of iterations (``step`` calls).
     max_time : float or None
@@ -135,8 +107,7 @@ def run(
     -------
     FWResult
     """
-    if not tol >= 0:
-        raise ValueError(f"tol must be >= 0, got {tol}")
+    rule = iterate.stopping_rule(tol)
     if int(max_iter) < 0:
         raise ValueError(f"max_iter must be >= 0, got {max_iter}")
     check_every = max(int(check_every), 1)
@@ -168,10 +139,10 @@ def run(
         last = iterate.work_done(t) >= max_iter
         if _should_certify(t, check_every) or last:
             cert, row = certify(t)
-            if iterate.is_converged(cert, tol):
+            if rule.holds(cert):
                 status = "converged"
                 break
-            if _at_rounding_floor(iterate, cert, tol):
+            if rule.at_floor(cert):
                 status = "rounding"
                 break
             if callback is not None and callback(row):
@@ -194,18 +165,18 @@ def run(
     if status == "rounding":
         warnings.warn(
             f"{name} stopped with duality gap {final.gap:.3g} within its rounding bound "
-            f"{final.rounding:.3g}: its stopping rule ({iterate.stopping_rule(tol)}) cannot "
+            f"{final.rounding:.3g}: its stopping rule ({rule}) cannot "
             "hold at this floating-point precision; the iterate is optimal up to rounding "
             "and is returned. To converge, increase tol.",
             ConvergenceWarning,
             stacklevel=3,
         )
-    elif not converged and status != "callback":
+    elif not converged and status != "callback" and rule.certifies:
         limit = f"max_iter={max_iter}" if status == "max_iter" else f"max_time={max_time}s"
         returned = "best" if keep_best else "last"
         warnings.warn(
             f"{name} stopped at {limit} with duality gap {final.gap:.3g} before its "
-            f"stopping rule ({iterate.stopping_rule(tol)}) held; the {returned} iterate is "
+            f"stopping rule ({rule}) held; the {returned} iterate is "
             f"returned. To converge, {remedy}.",
             ConvergenceWarning,
             stacklevel=3,

@@ -37,7 +37,7 @@ set starts with the cut of the true outputs (``a = 0``, ``b = 0``: ``ξ ≥ 0``)
 
 import numpy as np
 
-from ..fw import FWIterate, RelativeGapRule, run
+from ..fw import FWIterate, run
 from .simplex_qp.dense import solve_dense_simplex_qp
 from .structural import StructuredProblem
 
@@ -47,7 +47,7 @@ __all__ = ["CuttingPlane", "solve_structural_cutting_plane", "MAX_IDLE"]
 MAX_IDLE = 50
 
 
-class CuttingPlane(RelativeGapRule, FWIterate):
+class CuttingPlane(FWIterate):
     """1-slack cutting-plane iterate: the working set of cuts, ``β`` and ``w = Aᵀβ/λ``.
 
     Parameters
@@ -75,6 +75,8 @@ class CuttingPlane(RelativeGapRule, FWIterate):
     w : ndarray (D,)
         ``Aᵀβ/λ``.
     """
+
+    gap_scale = "primal"
 
     def __init__(self, problem, qp_rtol=0.1, qp_tol_min=1e-13, max_idle=MAX_IDLE):
         self.problem = problem

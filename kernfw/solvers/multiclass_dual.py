@@ -10,7 +10,7 @@ this one; it imports neither.
 import numpy as np
 
 from .._compiled import compiled_module
-from ..fw import Certificate, FWIterate
+from ..fw import Certificate, FWIterate, StoppingRule, as_rule
 from ..fw.result import rounding_bound
 from ..losses import dual_vertices, make_loss
 from ..operators import KernelOperator
@@ -224,23 +224,18 @@ class MulticlassDual:
 
 
 class GapStopping:
-    """Stopping rule ``gap + ρ ≤ max(tol, rtol·|P|)`` shared by the multi-class iterates
-    (``ρ``: the certificate's rounding bound).
+    """Stopping rule of the multi-class iterates: ``gap + ρ ≤ rtol·|P|`` when ``rtol > 0``,
+    else ``gap + ρ ≤ tol`` (``ρ``: the certificate's rounding bound).
 
     Subclasses set ``rtol`` (the relative tolerance).
     """
 
     rtol = 0.0
 
-    def is_converged(self, cert, tol):
-        return cert.gap + cert.rounding <= max(tol, self.rtol * abs(cert.primal))
-
     def stopping_rule(self, tol):
-        if self.rtol > 0 and tol == 0:
-            return f"gap + rounding <= rtol*|P| with rtol={self.rtol:.3g}"
         if self.rtol > 0:
-            return f"gap + rounding <= max(tol, rtol*|P|) with tol={tol:.3g}, rtol={self.rtol:.3g}"
-        return f"gap + rounding <= tol={tol:.3g}"
+            return StoppingRule(self.rtol, "primal")
+        return as_rule(tol, "absolute")
 
 
 class FullBatchIterate(GapStopping, FWIterate):

@@ -39,7 +39,6 @@ from ..fw import (
     BlockCoordinateIterate,
     Certificate,
     FWIterate,
-    RelativeGapRule,
     WeightedAverage,
     block_order,
     run,
@@ -237,7 +236,7 @@ class StructuredProblem:
 # -- batch Frank-Wolfe (paper Algorithm 2, math.md §3.4) ---------------------------------------
 
 
-class BatchFW(RelativeGapRule, FWIterate):
+class BatchFW(FWIterate):
     """Batch Frank-Wolfe on the structural SVM dual: one oracle pass per iteration.
 
     ``w_s = Σ_i ψ_i(ŷ_i)/(λn)``, ``ℓ_s = Σ_i L_i(ŷ_i)/n``; the step is the exact
@@ -245,6 +244,8 @@ class BatchFW(RelativeGapRule, FWIterate):
     ``2/(t+2)``.  The oracle pass that certifies an iterate is the one its step
     uses, so the gap comes for free every iteration.
     """
+
+    gap_scale = "primal"
 
     def __init__(self, problem, step="line_search"):
         self.problem = problem
@@ -290,7 +291,7 @@ class BatchFW(RelativeGapRule, FWIterate):
 # -- block-coordinate Frank-Wolfe (paper Algorithm 4, math.md §3.5) ----------------------------
 
 
-class BCFW(RelativeGapRule, BlockCoordinateIterate):
+class BCFW(BlockCoordinateIterate):
     """Block-coordinate Frank-Wolfe on the structural SVM dual (one oracle call per block step).
 
     Block ``i`` stores ``s̄_i`` (the statistics of its mean labeling) and
@@ -323,6 +324,8 @@ class BCFW(RelativeGapRule, BlockCoordinateIterate):
     and formulas: the same iterates up to rounding.  :meth:`block_step` stays
     the numpy step.
     """
+
+    gap_scale = "primal"
 
     def __init__(
         self, problem, averaging=False, step="line_search", sample="uniform", random_state=None

@@ -11,12 +11,10 @@ The multi-class problem comes from :mod:`kernfw.solvers.multiclass_dual`
 """
 
 import math
-import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
-from ..fw import BlockCoordinateIterate, Certificate, WeightedAverage, run
+from ..fw import BlockCoordinateIterate, Certificate, RunBudget, WeightedAverage, run
 from .multiclass_dual import FullBatchIterate, inner
 from .structural import StructuredProblem, check_averaging
 
@@ -180,8 +178,9 @@ class StructuralSSG(BlockCoordinateIterate):
             {"oracle_calls": self.oracle_calls, "pass": self.oracle_calls / p.n},
         )
 
-    def is_converged(self, cert, tol):
-        return False  # no certificate: a baseline runs its whole budget
+    def stopping_rule(self, tol):
+        """A baseline certifies nothing of its own: it runs its whole budget."""
+        return RunBudget()
 
     def solution(self):
         return {"w": self._point().copy(), "w_last": self.w.copy()}
@@ -236,16 +235,13 @@ def solve_structural_ssg(
         sample=sample,
         random_state=random_state,
     )
-    with warnings.catch_warnings():
-        # the budget is the stopping rule of a baseline without a certificate
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return run(
-            iterate,
-            tol=0.0,
-            max_iter=max_iter,
-            max_time=max_time,
-            check_every=int(check_every),
-            callback=callback,
-            keep_best=False,
-            name="structural SVM SSG",
-        )
+    return run(
+        iterate,
+        tol=0.0,
+        max_iter=max_iter,
+        max_time=max_time,
+        check_every=int(check_every),
+        callback=callback,
+        keep_best=False,
+        name="structural SVM SSG",
+    )

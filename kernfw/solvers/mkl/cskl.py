@@ -483,7 +483,7 @@ def _retrain_exact(iterate, result, tol):
     G, value = cert.gap, cert.primal
     solution = iterate.solution()
     solution["gamma_relaxed"] = relaxed["gamma"]
-    converged = bool(result.converged and iterate.is_converged(cert, tol))
+    converged = bool(result.converged and iterate.stopping_rule(tol).holds(cert))
     status = result.status if converged or not result.converged else "exact_rounding"
     if result.converged and not converged:
         warnings.warn(

@@ -56,7 +56,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._validation import check_positive
-from ...fw import Certificate, FWIterate, run
+from ...fw import Certificate, FWIterate, RunBudget, run
 from ...operators import KernelOperator
 from ...structured import Chain, MultiClass
 from ...structured.chain import viterbi_one
@@ -759,9 +759,9 @@ class OnlineMKLIterate(FWIterate):
             },
         )
 
-    def is_converged(self, cert, tol):
-        """The stopping rule of an online method: the requested epochs are done."""
-        return self.epochs >= self.max_iter
+    def stopping_rule(self, tol):
+        """An online method certifies nothing: it runs its epochs."""
+        return RunBudget()
 
     def solution(self):
         w, A, norms = self.predictor()
@@ -999,9 +999,6 @@ def solve_online_mkl(
         keep_best=False,
         name="online MKL",
     )
-    result.converged = False  # the epochs are done; nothing is certified
-    if result.status == "converged":
-        result.status = "max_iter"
     result.solution["radius"] = radius
     result.solution["eta0"] = eta0
     return result

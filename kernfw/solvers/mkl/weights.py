@@ -57,6 +57,8 @@ class KernelWeightIterate(FWIterate):
     the tolerance of its last solve.  Without ``tol`` every solve is at ``ε₀``.
     """
 
+    gap_scale = "primal"
+
     def __init__(self, objective, gamma0, tol=None):
         self.objective = objective
         self.c = objective.curvature
@@ -93,7 +95,7 @@ class KernelWeightIterate(FWIterate):
             if at_floor:
                 svm.tol = self.inner_tol
             else:
-                if self.is_converged(self.certificate(), self.tol):
+                if self.stopping_rule(self.tol).holds(self.certificate()):
                     return
                 slack = FINAL_SHARE * (self.tol - G / value) if value > 0 else 0.0
                 svm.tol = max(self.inner_tol, min(svm.tol / 10, slack))
@@ -134,13 +136,6 @@ class KernelWeightIterate(FWIterate):
                 "svm_solves": self.objective.n_solves,
             },
         )
-
-    def is_converged(self, cert, tol):
-        """``G + ε + ρ ≤ tol·|J|`` (relative: ν- and L2-SVM values are ≪ 1)."""
-        return cert.gap + cert.rounding <= tol * abs(cert.primal) or cert.gap == 0.0
-
-    def stopping_rule(self, tol):
-        return f"gap + rounding <= tol*|J| with tol={tol:.3g}"
 
     def solution(self):
         ev = self.current

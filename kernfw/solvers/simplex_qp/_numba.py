@@ -373,7 +373,7 @@ def run_cached(steps, vec, ind, con, state, src, slab, slot_of, slots):
 def stop_estimate_met(st):
     """``max(gap, 0) ≤ a·f + b`` at the cached vertex, ``f = qᵀα − αᵀQα`` (its absolute
     value when ``estimate_absolute``), for the state record ``st``:
-    :func:`kernfw.solvers.simplex_qp.certificate.simplex_stop_estimate`."""
+    :meth:`kernfw.fw.stopping.StoppingRule.estimate`."""
     value = st.qa - st.ava
     if st.estimate_absolute:
         value = abs(value)

@@ -24,9 +24,7 @@ __all__ = [
     "ball_shift",
     "simplex_certificate",
     "simplex_rounding",
-    "simplex_converged",
-    "simplex_stop_estimate",
-    "simplex_stopping_rule",
+    "STOP_SCALES",
 ]
 
 #: stopping rules (math.md §2.5)
@@ -112,35 +110,7 @@ def simplex_certificate(f, gap, stop, shift, extra, rounding=0.0):
     return Certificate(primal=f + gap, dual=f, gap=gap, extra=extra, rounding=rounding)
 
 
-def simplex_converged(cert, tol, stop):
-    """The stopping rules of :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp` (``STOPS``) on a
-    certificate, each on ``gap + rounding`` (the gap whatever its rounding)."""
-    bound = cert.gap + cert.rounding
-    if stop == "gap":
-        return bound <= tol
-    if stop == "relative":
-        return bound <= tol * abs(cert.dual)
-    r2 = cert.extra["radius2"]
-    delta = bound / r2 if r2 > 0 else (0.0 if bound <= 0 else math.inf)
-    return delta <= (1.0 + tol) ** 2 - 1.0
-
-
-def simplex_stop_estimate(tol, stop, shift):
-    """Coefficients ``(a, b, absolute)`` of the O(1) form ``max(gap, 0) ≤ a·f + b`` (``|f|``
-    when ``absolute``) of :func:`simplex_converged`'s rule, ``f = f(α)``: what a solver
-    tests between certificates to end a run of steps early (the certificate decides)."""
-    if stop == "gap":
-        return 0.0, float(tol), False
-    if stop == "relative":
-        return float(tol), 0.0, True
-    eps = (1.0 + tol) ** 2 - 1.0
-    return eps, eps * shift, False
-
-
-def simplex_stopping_rule(tol, stop):
-    """:func:`simplex_converged`'s rule in words (for the ``ConvergenceWarning``)."""
-    if stop == "gap":
-        return f"gap + rounding <= tol={tol:.3g}"
-    if stop == "relative":
-        return f"gap + rounding <= tol*|D| with tol={tol:.3g}"
-    return f"radius within a factor 1 + tol={tol:.3g} of the optimum"
+#: the :class:`~kernfw.fw.stopping.StoppingRule` scale of each ``stop`` of
+#: :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp` (math.md §2.5): the absolute FW gap,
+#: the gap relative to ``|D|``, the (1+ε) radius rule
+STOP_SCALES = {"gap": "absolute", "relative": "dual", "radius": "radius"}

@@ -31,7 +31,7 @@ from ..._compiled import compiled_module
 from ...fw import FWIterate
 from ...fw.result import rounding_bound
 from ...fw.steps import away_step_max, quadratic_step
-from .certificate import simplex_certificate, simplex_converged, simplex_stopping_rule
+from .certificate import STOP_SCALES, simplex_certificate
 
 __all__ = [
     "STATE",
@@ -399,7 +399,7 @@ class CoordinateIterate(FWIterate):
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.n, self.d = X.shape
         self.inv_C = 1.0 / float(C)
-        self.stop = stop
+        self.stop, self.gap_scale = stop, STOP_SCALES[stop]
         self.rng = rng
         self.passes = 0
         self.run_length = 1
@@ -529,12 +529,6 @@ class CoordinateIterate(FWIterate):
             "drop_steps": int(s["drop_steps"]),
         }
         return simplex_certificate(-rho, gap, self.stop, 0.0, extra, rounding)
-
-    def is_converged(self, cert, tol):
-        return simplex_converged(cert, tol, self.stop)
-
-    def stopping_rule(self, tol):
-        return simplex_stopping_rule(tol, self.stop)
 
     def solution(self):
         v = self._current_margins()

@@ -33,12 +33,11 @@ from sklearn.exceptions import ConvergenceWarning
 from ...fw import FWIterate
 from ...operators.gram import Gram
 from .certificate import (
+    STOP_SCALES,
     ball_shift,
     negative_curvature_tol,
     simplex_certificate,
-    simplex_converged,
     simplex_rounding,
-    simplex_stopping_rule,
 )
 from .start import cvm_first_point, cvm_second_point
 
@@ -78,6 +77,7 @@ class CoreVectorIterate(FWIterate):
 
     def __init__(self, Q, q, stop, rng, tol, inner_solve, alpha0=None):
         self.Q, self.n, self.q, self.stop = Q, Q.n, q, stop
+        self.gap_scale = STOP_SCALES[stop]
         self._inner_solve = inner_solve
         self.tol = float(tol)
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
@@ -178,12 +178,6 @@ class CoreVectorIterate(FWIterate):
         return simplex_certificate(
             self.qa - self.ava, self._gap, self.stop, self.ball_shift, extra, rounding
         )
-
-    def is_converged(self, cert, tol):
-        return simplex_converged(cert, tol, self.stop)
-
-    def stopping_rule(self, tol):
-        return simplex_stopping_rule(tol, self.stop)
 
     def step(self, t):
         i = self._vertex

@@ -31,14 +31,12 @@ from ...fw import FWIterate, away_step_max, quadratic_step
 from .active_set import ActiveSet
 from .certificate import (
     NEGATIVE_CURVATURE,
+    STOP_SCALES,
     ball_shift,
     negative_curvature_tol,
     raise_not_psd,
     simplex_certificate,
-    simplex_converged,
     simplex_rounding,
-    simplex_stop_estimate,
-    simplex_stopping_rule,
 )
 from .start import cvm_first_point, cvm_second_point
 
@@ -94,7 +92,7 @@ class SimplexQPIterate(FWIterate):
         self.Q = Q
         n = self.n = Q.n
         self.away = solver == "mfw"
-        self.stop = stop
+        self.stop, self.gap_scale = stop, STOP_SCALES[stop]
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
         self.negative_tol = negative_curvature_tol(Q)
         self.q = q
@@ -261,12 +259,6 @@ class SimplexQPIterate(FWIterate):
             self.objective(), gap, self.stop, self.ball_shift, extra, rounding
         )
 
-    def is_converged(self, cert, tol):
-        return simplex_converged(cert, tol, self.stop)
-
-    def stopping_rule(self, tol):
-        return simplex_stopping_rule(tol, self.stop)
-
     def work_done(self, t):
         """Iterations taken (a :meth:`step` call takes a run of them)."""
         return self.steps
@@ -280,12 +272,12 @@ class SimplexQPIterate(FWIterate):
         """Let each :meth:`step` take a run of up to ``length`` iterations (at most
         ``max_steps`` in all), ending early at the first iteration whose O(1) estimate
         of the stopping rule with ``tol`` holds
-        (:func:`~kernfw.solvers.simplex_qp.certificate.simplex_stop_estimate`: the gap of
+        (:meth:`~kernfw.fw.stopping.StoppingRule.estimate`: the gap of
         the cached FW vertex): the driver certifies after each run, so a run replaces
         ``length`` single steps with ``check_every = length`` without stepping past the
         first point that may pass the test.  By default a step is one iteration."""
         self._run_length, self._max_steps = max(int(length), 1), int(max_steps)
-        self._estimate = simplex_stop_estimate(tol, self.stop, self.ball_shift)
+        self._estimate = self.stopping_rule(tol).estimate(self.ball_shift)
 
     def _next_run_length(self):
         """The run ends at ``max_steps`` and at the next refresh of the scalars."""
@@ -301,7 +293,7 @@ class SimplexQPIterate(FWIterate):
         )
 
     def _stop_estimate_met(self):
-        """The test of :func:`~kernfw.solvers.simplex_qp.certificate.simplex_stop_estimate`
+        """The test of :meth:`~kernfw.fw.stopping.StoppingRule.estimate`
         at the cached FW vertex."""
         a, b, absolute = self._estimate
         value = self.objective()

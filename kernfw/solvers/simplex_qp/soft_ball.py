@@ -63,6 +63,8 @@ class SoftBallIterate(FWIterate):
         The linear term (None: ``diag(K)``; math.md §8.4 for another).
     """
 
+    gap_scale = "primal"
+
     def __init__(self, Q, nu, q=None):
         self.Q = Q
         self.n = Q.n
@@ -91,12 +93,6 @@ class SoftBallIterate(FWIterate):
             extra={"center_norm2": aka},
             rounding=rounding_bound(2 * self.n, magnitude),
         )
-
-    def is_converged(self, cert, tol):
-        return cert.gap + cert.rounding <= tol * abs(cert.primal)
-
-    def stopping_rule(self, tol):
-        return f"(gap + rounding) / |primal| <= tol={tol:.3g}"
 
     def step(self, t):
         g = self._gradient()

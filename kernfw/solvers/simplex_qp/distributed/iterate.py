@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....fw import away_step_max, quadratic_step
-from ..certificate import STOPS
+from ..certificate import STOP_SCALES, STOPS
 from ..iterate import SimplexQPIterate
 from ..solve import SOLVERS, drive, remedy
 
@@ -91,7 +91,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         self.n = n
         self.has_q = has_q
         self.away = solver == "mfw"
-        self.stop = stop
+        self.stop, self.gap_scale = stop, STOP_SCALES[stop]
         self.ball_shift = ball_shift
         self.scale = 1.0
         self.qa = self.ava = 0.0

@@ -1,0 +1,134 @@
+"""Stopping rules: when a certified duality gap is small enough (math.md §0, §2.5).
+
+Every solver of kernfw stops on one rule, ``gap + ρ ≤ τ·s``: the certified gap plus its
+rounding bound ``ρ`` (the gap holds whatever its rounding) within a tolerance ``τ`` of a
+scale ``s`` that the problem declares.  :class:`StoppingRule` is that rule; the driver
+(:func:`kernfw.fw.run`) tests it on each certificate, and a compiled core tests its
+:meth:`StoppingRule.estimate` between certificates.
+"""
+
+import dataclasses
+import math
+import numbers
+
+__all__ = ["SCALES", "StoppingRule", "RunBudget", "as_rule"]
+
+#: what ``tol`` is relative to: the primal value ``|P|``, the dual value ``|D|``, the
+#: squared radius of a ball (``tol`` the radius factor ε of the (1+ε) rule) or nothing
+#: (``tol`` an absolute gap)
+SCALES = ("primal", "dual", "radius", "absolute")
+
+
+@dataclasses.dataclass(frozen=True)
+class StoppingRule:
+    """Stop when ``gap + ρ ≤ τ·s``: the certified gap within ``tol`` of a scale ``s``.
+
+    Parameters
+    ----------
+    tol : float
+        The tolerance ``tol ≥ 0``; 0 runs the whole budget (see :meth:`at_floor`).
+    scale : {"primal", "dual", "radius", "absolute"}
+        What ``s`` is: ``|P|`` or ``|D|`` of the certificate (a relative gap, whatever
+        the scale of the data or of the regularization); for ``"radius"`` the squared
+        radius ``r²`` of a ball (``cert.extra["radius2"]``) with ``τ = (1 + tol)² − 1``,
+        so that the radius is within a factor ``1 + tol`` of the optimum; for
+        ``"absolute"`` ``s = 1`` and ``τ = tol``.
+    """
+
+    tol: float
+    scale: str = "primal"
+
+    #: whether meeting the rule certifies the returned model
+    certifies = True
+
+    def __post_init__(self):
+        if not self.tol >= 0:
+            raise ValueError(f"tol must be >= 0, got {self.tol}")
+        if self.scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got {self.scale!r}")
+
+    @property
+    def factor(self):
+        """``τ``: ``tol``, or ``(1 + tol)² − 1`` for the radius rule."""
+        return (1.0 + self.tol) ** 2 - 1.0 if self.scale == "radius" else float(self.tol)
+
+    def size(self, cert):
+        """``s`` of the certificate ``cert``."""
+        if self.scale == "primal":
+            return abs(cert.primal)
+        if self.scale == "dual":
+            return abs(cert.dual)
+        if self.scale == "radius":
+            return max(cert.extra["radius2"], 0.0)
+        return 1.0
+
+    def holds(self, cert):
+        """Whether ``gap + ρ ≤ τ·s`` on the certificate ``cert``."""
+        return cert.gap + cert.rounding <= self.factor * self.size(cert)
+
+    def at_floor(self, cert):
+        """Whether more iterations cannot meet the rule at this precision.
+
+        True when the gap is within its rounding bound (``|gap| ≤ ρ``: optimal up to
+        rounding) and ``ρ`` alone breaks the rule.  ``tol = 0`` asks for the whole
+        budget and is never at the floor.
+        """
+        if not (self.tol > 0 and cert.rounding > 0 and abs(cert.gap) <= cert.rounding):
+            return False
+        return cert.rounding > self.factor * self.size(cert)
+
+    def estimate(self, shift=0.0):
+        """Coefficients ``(a, b, absolute)`` of the rule's O(1) form ``gap ≤ a·f + b``
+        (``a·|f| + b`` when ``absolute``) in the objective ``f`` a compiled core keeps.
+
+        A core ends a run of steps early when it holds; the certificate decides.  For a
+        relative rule ``f`` is the scale itself; for the radius rule ``r² = f + shift``
+        (``shift`` the problem's ``diag(Q) − q``, math.md §2.3).
+        """
+        if self.scale == "absolute":
+            return 0.0, float(self.tol), False
+        if self.scale == "radius":
+            return self.factor, self.factor * float(shift), False
+        return float(self.tol), 0.0, True
+
+    def __str__(self):
+        if self.scale == "absolute":
+            return f"gap + rounding <= tol={self.tol:.3g}"
+        if self.scale == "radius":
+            return f"radius within a factor 1 + tol={self.tol:.3g} of the optimum"
+        symbol = "|P|" if self.scale == "primal" else "|D|"
+        return f"gap + rounding <= tol*{symbol} with tol={self.tol:.3g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunBudget:
+    """The rule of a method that certifies nothing (an online method, a baseline): it
+    never holds, the run ends with its budget, and the driver does not warn."""
+
+    certifies = False
+
+    def holds(self, cert):
+        return False
+
+    def at_floor(self, cert):
+        return False
+
+    def __str__(self):
+        return "none: the method runs its whole budget"
+
+
+def as_rule(tol, scale):
+    """``tol`` as a :class:`StoppingRule`: a rule as it is, a number on ``scale``.
+
+    Parameters
+    ----------
+    tol : float or StoppingRule
+        A solver's ``tol`` argument.
+    scale : str
+        The problem's own scale (:data:`SCALES`), used when ``tol`` is a number.
+    """
+    if isinstance(tol, StoppingRule):
+        return tol
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or math.isnan(tol):
+        raise ValueError(f"tol must be a number >= 0 or a StoppingRule, got {tol!r}")
+    return StoppingRule(float(tol), scale)
