@@ -21,6 +21,7 @@ from ._base import (
     solver_seed,
     with_callbacks,
 )
+from ._docs import with_kernel_parameters
 from .l2svc import SupportKernelMixin
 
 __all__ = ["MinimumEnclosingBall"]
@@ -46,6 +47,11 @@ def boundary_tolerance(dtype, diag, center_norm2, radius2, n_iter):
     return float(64.0 * (eps + drift) * scale)
 
 
+@with_kernel_parameters(
+    "The centre lies in the span of the features, but distances to it use the kernel's "
+    "exact ``k(x, x)``, not ``‖Φ(x)‖²`` (math.md §8.4): Nyström's ``‖Φ(x)‖²`` tends to 0 "
+    "far from its landmarks, which would put far points inside."
+)
 class MinimumEnclosingBall(OutlierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """Minimum enclosing ball of the training points in the kernel's feature space.
 
@@ -73,28 +79,7 @@ KernelOperator, default="rbf"
         input of ``decision_function`` is the Gram ``K(X, X_train)`` (only its
         support columns are read) and ``k(x, x)`` is taken as the training
         diagonal, which must then be constant (as for RBF Grams).
-    gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient, as in ``SVC``.
-    degree : int, default=3
-        Degree of the polynomial kernel.
-    coef0 : float, default=0.0
-        Independent term of the polynomial and sigmoid kernels.
-    approx : {None, "nystroem", "rff", "sketch"}, default=None
-        Kernel approximation (math.md §8): None solves the problem of the exact
-        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
-        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
-        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
-        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
-        points, and the solver runs on the explicit features (O(n·m) memory, no
-        ``n × n`` matrix).  The certificate is that of the approximated problem;
-        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
-        points through it.  The centre lies in the span of the features, but distances
-        to it use the kernel's exact ``k(x, x)``, not ``‖Φ(x)‖²`` (math.md §8.4): Nyström's
-        ``‖Φ(x)‖²`` tends to 0 far from its landmarks, which would put far points inside.
-        Not with "precomputed" kernels or ready operators.
-    n_components : int, default=1000
-        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
-        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
+    {kernel_parameters}
     nu : float in [0, 1], default=0.5
         ν, the largest fraction of training points left outside the ball (and at most the
         fraction of support points), as ``OneClassSVM``'s ``nu`` (default 0.5).  ``nu=0``
