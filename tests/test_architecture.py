@@ -67,6 +67,7 @@ SIMPLEX_QP = [
     "compiled",
     "cvm",
     "solve",
+    "_soft_ball_numba",
     "soft_ball",
     "coordinate",
     "_coordinate_numba",
