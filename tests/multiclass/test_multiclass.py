@@ -676,8 +676,8 @@ def test_polytope_block_step_equals_the_block_qp_optimum(name, rng):
     """The exact block step of every loss (math.md §1.14) = cvxpy's minimizer of the
     block QP over ``A_i``, for curvatures from 1e-3 to 3 (small ``q``: long steps)."""
     from kernfw.reference import multiclass_block_qp
-    from kernfw.solvers.multiclass.iterate import polytope_block_step
     from kernfw.solvers.multiclass._lmo import loss_code
+    from kernfw.solvers.multiclass.iterate import polytope_block_step
 
     loss = LOSSES[name]
     moved = 0
@@ -703,8 +703,8 @@ def test_polytope_block_step_is_optimal_by_its_fw_gap_and_stays_put(name, rng):
     """At the step's point the block QP's FW gap (over the LMO vertex) is at rounding
     level, and a second step from there does not move (the step is exact, not a
     descent step)."""
-    from kernfw.solvers.multiclass.iterate import polytope_block_step
     from kernfw.solvers.multiclass._lmo import loss_code
+    from kernfw.solvers.multiclass.iterate import polytope_block_step
 
     loss = LOSSES[name]
     code = loss_code(loss, M)
@@ -767,8 +767,8 @@ def test_simplex_projections_equal_the_minimum_norm_point(m, rng):
     (top-k hinge, math.md §1.14) = Wolfe's minimum-norm point on the same polytope (the
     weighted loss with ρ = (1/k, …, 1/k, 0, …)), for every k, including k = m − 1, and
     the top-k polytope's constraints hold."""
-    from kernfw.solvers.multiclass.iterate import polytope_block_step
     from kernfw.solvers.multiclass._lmo import loss_code
+    from kernfw.solvers.multiclass.iterate import polytope_block_step
 
     for k in range(1, m):
         rho = np.r_[np.full(k, 1.0 / k), np.zeros(m - k)]
