@@ -96,7 +96,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         the n × n matrix fits), and in numpy otherwise or with
         ``KERNFW_DISABLE_NUMBA=1``.  "lsfw": FW with exact line search;
         "stdfw": FW with the standard step ``2/(t+2)``; "pg": the
-        projected-subgradient baseline (``smoothing=0``).
+        projected-subgradient baseline (``smoothing=0``), whose iterate stays dual
+        feasible: it certifies its gap and stops on ``tol`` (math.md §1.11).
     tol : float, default=3e-2
         Relative tolerance on the certified duality gap: stop when
         ``(P − D) / P ≤ tol``, i.e. the objective ``P(W)`` is certified within
@@ -108,7 +109,10 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         in float32 (as libsvm's kernel cache; the RBF Gram is computed in
         float32, within 5e-6 of the float64 kernel): the solver reads half the
         memory, and the rounding is far below the certified gap; smaller
-        ``tol`` keeps the precision of ``X``.
+        ``tol`` keeps the precision of ``X``.  ``tol=0`` runs the whole
+        ``max_iter`` budget; a positive ``tol`` below the certificate's rounding
+        bound stops where the gap reaches that bound (user guide, "Conventions and
+        what the defaults mean").
     max_iter : int, default=1000
         Budget in the unit ``n_iter_`` counts: passes over the data for
         "bcfw" (one pass = ``n`` block visits), iterations for the batch
