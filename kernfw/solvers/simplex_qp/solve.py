@@ -129,9 +129,8 @@ def solve_simplex_qp(
     solver : {"mfw", "lsfw", "cvm"}
         "mfw": Frank-Wolfe with away steps and drop steps (linear
         convergence); "lsfw": plain Frank-Wolfe toward ``i* = argmax g``.
-        Both use the exact line search and run compiled (numba) when
-        :func:`kernfw._compiled.compiled_module` allows it, with the same
-        iterates as the numpy path.  "cvm": the core vector machine baseline
+        Both use the exact line search and run compiled (numba).  "cvm": the core
+        vector machine baseline
         (:class:`~kernfw.solvers.simplex_qp.CoreVectorIterate`): each iteration adds
         the FW vertex to the core set and re-solves the QP on the core set by
         MFW; an iteration is then a core-set iteration.
