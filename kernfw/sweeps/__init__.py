@@ -41,7 +41,8 @@ different point and the objectives agree within the certified gaps
 (``|P_a − P_b| ≤ gap_a + gap_b``).
 """
 
-from .results import COLUMNS, SweepResults, write_table
+from .checkpoint import CheckpointMismatch
+from .results import COLUMNS, SweepResults, WorkerDied, write_table
 from .run import sweep
 
-__all__ = ["sweep", "SweepResults", "COLUMNS", "write_table"]
+__all__ = ["sweep", "SweepResults", "COLUMNS", "write_table", "WorkerDied", "CheckpointMismatch"]
