@@ -322,7 +322,7 @@ def test_bad_inputs():
 def test_ball_contains_the_training_points_and_predicts_novelty():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(150, 2))
-    ball = MinimumEnclosingBall(gamma=0.5, tol=1e-6).fit(X)
+    ball = MinimumEnclosingBall(nu=0, gamma=0.5, tol=1e-6).fit(X)
     assert ball.converged_
     assert ball.radius_lower_ <= ball.radius_ <= (1 + 1e-6) * ball.radius_lower_ * (1 + 1e-12)
     assert np.all(ball.decision_function(X) >= -1e-10)
@@ -348,7 +348,7 @@ def test_estimator_radius_matches_cvxpy(kernel, params):
 
     X = _points(40, seed=14)
     ref = meb_reference(_gram(X, kernel, params))
-    ball = MinimumEnclosingBall(kernel=kernel, tol=1e-9, **params).fit(X)
+    ball = MinimumEnclosingBall(nu=0, kernel=kernel, tol=1e-9, **params).fit(X)
     assert ball.radius_lower_**2 <= ref["radius2"] * (1 + 1e-8)
     assert ball.radius_**2 == pytest.approx(ref["radius2"], rel=1e-6)
 
@@ -357,8 +357,8 @@ def test_precomputed_reads_only_the_support_columns():
     X = _points(80, seed=15)
     Xt = _points(10, seed=16) * 1.5
     gamma = 0.4
-    ball = MinimumEnclosingBall(gamma=gamma, tol=1e-8).fit(X)
-    pre = MinimumEnclosingBall(kernel="precomputed", tol=1e-8).fit(rbf_kernel(X, gamma=gamma))
+    ball = MinimumEnclosingBall(nu=0, gamma=gamma, tol=1e-8).fit(X)
+    pre = MinimumEnclosingBall(nu=0, kernel="precomputed", tol=1e-8).fit(rbf_kernel(X, gamma=gamma))
     K_test = rbf_kernel(Xt, X, gamma=gamma)
     off = np.setdiff1d(np.arange(80), pre.support_)
     K_test[:, off] = 1e6  # never read
@@ -370,7 +370,7 @@ def test_precomputed_reads_only_the_support_columns():
 
 def test_precomputed_with_a_nonconstant_diagonal_cannot_score_new_points():
     X = _points(30, seed=17)
-    pre = MinimumEnclosingBall(kernel="precomputed").fit(X @ X.T)
+    pre = MinimumEnclosingBall(nu=0, kernel="precomputed").fit(X @ X.T)
     with pytest.raises(ValueError, match="self-similarities"):
         pre.decision_function(X[:3] @ X.T)
 
@@ -378,9 +378,9 @@ def test_precomputed_with_a_nonconstant_diagonal_cannot_score_new_points():
 def test_kernel_operator_and_float32_inputs():
     X = _points(60, seed=18)
     op = KernelFunction(X, "rbf", gamma=0.5)
-    a = MinimumEnclosingBall(kernel=op, tol=1e-8).fit(None)
-    b = MinimumEnclosingBall(gamma=0.5, tol=1e-8).fit(X)
-    c = MinimumEnclosingBall(gamma=0.5, tol=1e-5).fit(X.astype(np.float32))
+    a = MinimumEnclosingBall(nu=0, kernel=op, tol=1e-8).fit(None)
+    b = MinimumEnclosingBall(nu=0, gamma=0.5, tol=1e-8).fit(X)
+    c = MinimumEnclosingBall(nu=0, gamma=0.5, tol=1e-5).fit(X.astype(np.float32))
     assert a.radius_ == pytest.approx(b.radius_, rel=1e-10)
     np.testing.assert_allclose(a.decision_function(X[:5]), b.decision_function(X[:5]), atol=1e-10)
     assert c.radius_ == pytest.approx(b.radius_, rel=1e-4)
@@ -433,6 +433,7 @@ def _expected_failures(estimator):
 @parametrize_with_checks(
     [
         MinimumEnclosingBall(),
+        MinimumEnclosingBall(nu=0),
         MinimumEnclosingBall(nu=0.1),
         MinimumEnclosingBall(kernel="precomputed", nu=0.1),
     ],
@@ -440,6 +441,22 @@ def _expected_failures(estimator):
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_check_estimator_passes_at_the_no_argument_construction():
+    """As a user runs it: every check passes for ``MinimumEnclosingBall()`` (the ν-soft ball at
+    ``nu=0.5``, as ``OneClassSVM()``); the hard ball stays available as ``nu=0``."""
+    from sklearn.utils.estimator_checks import check_estimator
+
+    ball = MinimumEnclosingBall()
+    assert ball.nu == 0.5
+    results = check_estimator(ball, on_fail=None)
+    failed = [r["check_name"] for r in results if r["status"] == "failed"]
+    assert failed == [] and len(results) > 40
+    X = _points(200, 2)
+    outside = np.mean(ball.fit(X).predict(X) == -1)
+    assert 0.45 <= outside <= 0.5  # at most ν, and close to it
+    assert np.all(MinimumEnclosingBall(nu=0).fit(X).predict(X) == 1)  # the hard ball
 
 
 # -- compiled backend (numba) = numpy path ------------------------------------------------
@@ -535,10 +552,11 @@ def test_random_state_changes_the_start_point():
     assert len(set(starts.values())) == 3
     # the estimator passes its random_state on
     fits = [
-        MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=s).fit(X) for s in (3, 5)
+        MinimumEnclosingBall(nu=0, kernel="linear", max_iter=0, random_state=s).fit(X)
+        for s in (3, 5)
     ]
     assert tuple(fits[0].support_) == starts[3] and tuple(fits[1].support_) == starts[5]
-    again = MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=3).fit(X)
+    again = MinimumEnclosingBall(nu=0, kernel="linear", max_iter=0, random_state=3).fit(X)
     np.testing.assert_array_equal(again.support_, fits[0].support_)
 
 
@@ -548,7 +566,7 @@ def test_random_state_changes_the_start_point():
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel, tol):
     X = (3 * np.random.RandomState(0).uniform(size=(20, 3))).astype(dtype)
-    ball = MinimumEnclosingBall(kernel=kernel, tol=tol).fit(X)
+    ball = MinimumEnclosingBall(nu=0, kernel=kernel, tol=tol).fit(X)
     # kernel values are kept in float32 at tol >= 1e-4 (the default), else in X's type
     assert ball._gram_dtype() == (np.float32 if tol >= 1e-4 else None)
     values = ball._gram_dtype() or dtype
@@ -568,7 +586,7 @@ def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel, t
 
 def test_a_point_just_outside_the_sphere_is_an_outlier():
     X = 3 * np.random.RandomState(0).uniform(size=(20, 3))
-    ball = MinimumEnclosingBall(kernel="linear", tol=1e-10).fit(X)
+    ball = MinimumEnclosingBall(nu=0, kernel="linear", tol=1e-10).fit(X)
     centre = ball.dual_coef_[0] @ X[ball.support_]
     far = X[ball.support_[0]]
     outside = centre + 1.01 * (far - centre)
@@ -626,7 +644,7 @@ def test_cvm_radius_rule_and_estimator():
     assert np.sqrt(res.primal) <= (1 + eps) * np.sqrt(res.dual) * (1 + 1e-12)
     exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
     assert res.dual <= exact.dual * (1 + 1e-12) <= res.primal * (1 + 1e-12)
-    ball = MinimumEnclosingBall(solver="cvm", gamma=0.3, tol=eps).fit(X)
+    ball = MinimumEnclosingBall(nu=0, solver="cvm", gamma=0.3, tol=eps).fit(X)
     assert ball.converged_ and np.all(ball.predict(X) == 1)
     # the estimator's tol is the relative gap on r²: (R² − r²)/r² ≤ tol
     assert ball.duality_gap_ <= eps * ball.dual_objective_
@@ -637,7 +655,7 @@ def test_cvm_radius_rule_and_estimator():
 def test_default_tol_is_the_cvm_radius_rule_at_eps_1e_4():
     """tol = 2ε + ε² is the (1+ε) radius rule: the default certifies R ≤ (1 + 1e-4) r."""
     X = _points(300, d=5, seed=26)
-    ball = MinimumEnclosingBall(gamma=0.3).fit(X)
+    ball = MinimumEnclosingBall(nu=0, gamma=0.3).fit(X)
     assert ball.tol == 2e-4 and ball.converged_
     assert ball.radius_ <= (1 + 1e-4) * ball.radius_lower_
     assert ball.duality_gap_ <= ball.tol * ball.dual_objective_
@@ -807,7 +825,7 @@ def test_float32_values_reach_the_float64_optimum_within_the_tolerance(monkeypat
     assert res.dual <= r2_star + rounding and r2_star <= res.primal + rounding
     assert np.sqrt(res.primal) <= (1 + 1e-4) * np.sqrt(res.dual) * (1 + 1e-12)
     # the estimator at its defaults keeps float32 values and says so in its slack
-    ball = MinimumEnclosingBall(gamma=0.3).fit(X)
+    ball = MinimumEnclosingBall(nu=0, gamma=0.3).fit(X)
     assert ball._gram_dtype() == np.float32
     assert ball.radius_lower_**2 <= r2_star + rounding <= ball.radius_**2 + 2 * rounding
 
@@ -949,7 +967,7 @@ def test_float32_features_with_repeated_points_are_not_called_indefinite():
     X, y = make_classification(n_samples=400, n_features=20, random_state=0)
     X, y = np.vstack([X, X[:50]]), np.concatenate([y, y[:50]])
     for make in (
-        lambda: MinimumEnclosingBall(kernel="linear", tol=1e-5),
+        lambda: MinimumEnclosingBall(nu=0, kernel="linear", tol=1e-5),
         lambda: L2SVC(kernel="linear", solver="mfw", tol=1e-5),
     ):
         single = make().fit(X.astype(np.float32), y)

@@ -21,6 +21,7 @@ there).
 """
 
 import sys
+import traceback
 import warnings
 
 from .. import __version__
@@ -81,8 +82,8 @@ def main(argv=None):
             print(f"kernfw: {note}", file=sys.stderr)
         return 130
     except Exception as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, then the same one-line error and exit status
+            traceback.print_exc(file=sys.stderr)
         kind = "" if isinstance(exc, CLIError) else f"{type(exc).__name__}: "
         print(f"kernfw {args.command}: error: {kind}{one_line(exc)}", file=sys.stderr)
         return 2

@@ -70,7 +70,11 @@ def configure_evaluate(parser):
     )
     parser.add_argument("--plot", metavar="FILE.png", help="save the top-k error plot")
     add_checkpoint_options(parser, "evaluate")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the traceback of an error (the exit status stays 2)",
+    )
 
 
 def _progress(requested):

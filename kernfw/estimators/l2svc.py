@@ -28,6 +28,7 @@ from ._base import (
     solver_seed,
     with_callbacks,
 )
+from ._docs import with_kernel_parameters
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
 __all__ = ["L2SVC", "gram_budget"]
@@ -109,6 +110,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
     return sol["support"], sol["coef"], sol["b"], result
 
 
+@with_kernel_parameters()
 class L2SVC(ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """L2-SVM classifier (the core vector machine's formulation) trained by FW / MFW.
 
@@ -140,25 +142,7 @@ KernelOperator, default="rbf"
         As in :class:`sklearn.svm.SVC`; a ready
         :class:`~kernfw.operators.KernelOperator` on the training points is
         used as is (``X`` is then only checked for its length).
-    gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient, as in ``SVC``.
-    degree : int, default=3
-        Degree of the polynomial kernel.
-    coef0 : float, default=0.0
-        Independent term of the polynomial and sigmoid kernels.
-    approx : {None, "nystroem", "rff", "sketch"}, default=None
-        Kernel approximation (math.md §8): None solves the problem of the exact
-        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
-        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
-        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
-        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
-        points, and the solver runs on the explicit features (O(n·m) memory, no
-        ``n × n`` matrix).  The certificate is that of the approximated problem;
-        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
-        points through it.  Not with "precomputed" kernels or ready operators.
-    n_components : int, default=1000
-        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
-        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
+    {kernel_parameters}
     solver : {"auto", "mfw", "lsfw", "cvm", "dcd"}, default="auto"
         The algorithm.  "mfw": Frank-Wolfe with away and drop steps; "lsfw":
         plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
