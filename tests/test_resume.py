@@ -423,11 +423,17 @@ def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_pat
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    sent = time.time()
-    _, err = proc.communicate(timeout=60)
+    sent, lines = time.time(), []
+    while not lines or lines[-1] != "kernfw: interrupted\n":  # the fit stopped, the CLI says so
+        lines.append(proc.stderr.readline())
+        assert lines[-1], "".join(lines)
+    stopped = time.time() - sent
+    err = "".join(lines) + proc.stderr.read()  # not communicate(): readline has buffered
+    proc.wait(timeout=60)
+    proc.stdout.close()
     assert proc.returncode == 130, err
-    assert time.time() - sent < 5.0  # a second to stop, the rest is the interpreter's exit
-    assert "kernfw: interrupted" in err and "rerun the same kernfw command" in err
+    assert stopped < 3.0  # a second, and some slack for a machine busy with other tests
+    assert "rerun the same kernfw command" in err
     finished = len(row_files(folder))
     assert 1 <= finished < 5 and not out.exists()
 
