@@ -60,8 +60,9 @@ from ...fw import Certificate, FWIterate, RunBudget, run
 from ...operators import KernelOperator
 from ...structured import Chain, MultiClass
 from ...structured.chain import viterbi_one
+from ._online_numba import ROW_CHANGED, ROW_NEW, ROW_UNVISITED
 from .crf import chain_marginals, softmax_marginals
-from .kernel_groups import ROW_CHANGED, ROW_NEW, ROW_UNVISITED, KernelGroups
+from .kernel_groups import KernelGroups
 from .prox import make_regularizer
 
 __all__ = [
