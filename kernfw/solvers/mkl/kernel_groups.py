@@ -228,27 +228,54 @@ class _Features:
 _LADDER = 64
 
 
-class _LazyBlocks:
-    """Kernel blocks ``K_k[P, S]`` of a round kept in a form cheaper than ``(Mk, T, n_S)``
-    values; the scores of :class:`KernelGroups` ask it for their sums."""
+class Blocks:
+    """The kernel blocks ``K_k[P, S]`` of a round (``Mk × T × n_S``, ``S`` the support) and
+    the scores computed from them, compiled (:mod:`._online_numba`).  Coefficients are by
+    slot: ``A`` (Mk, ≥ n_S, q), ``B`` and ``D`` (≥ n_S, q), ``weights`` (≥ n_S, Mk);
+    ``δ`` is (T, q).  Subclasses keep the blocks in a cheaper form than their values."""
+
+    def __init__(self, K):
+        self.K, self.shape = K, K.shape
+
+    def dense(self):
+        """The blocks as an array (Mk, T, n_S)."""
+        return self.K
+
+    def nodes(self, A):
+        """``K_k[P, S] A_k`` for every group, (Mk, T, q)."""
+        K = self.dense()
+        out = np.empty((K.shape[0], K.shape[1], A.shape[2]))
+        backend.group_nodes(K, A, out)
+        return out
+
+    def combined(self, scales, B):
+        """``Σ_k scales[k] K_k[P, S] B``, (T, q)."""
+        out = np.empty((self.shape[1], B.shape[1]))
+        backend.combined_nodes(self.K, scales, B, out)
+        return out
+
+    def shared_inner(self, delta, B):
+        """``⟨δ, K_k[P, S] B⟩`` for every group, (Mk,)."""
+        out = np.empty(self.shape[0])
+        backend.shared_inner(self.K, delta, B, out)
+        return out
 
     def inner_pair(self, delta, B, weights, D, kinds=None):
-        return self.shared_inner(delta, B), _dense_weighted_inner(self.dense(), delta, weights, D)
+        """``(⟨δ, K_k[P, S] B⟩, Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩)`` for every group:
+        the inner products of :meth:`shared_inner` and those of coefficients
+        ``A_k[j] = weights[j, k] D[j]``.  ``kinds`` (int8 by slot, optional): the
+        ``ROW_*`` kind of every row, kept by the caller so that the tables' pass need not
+        read ``D`` to find them."""
+        K, ns = self.dense(), self.shape[2]
+        weighted = np.einsum("ktj,jk,tj->k", K, weights[:ns], delta @ D[:ns].T)
+        return self.shared_inner(delta, B), weighted
 
     def averaged_combined(self, scales, B, weights, D):
-        return self.combined(scales, B) + _dense_weighted_combined(self.dense(), weights, D)
-
-
-def _dense_weighted_inner(K, delta, weights, D):
-    """``Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩`` for every group."""
-    ns = K.shape[2]
-    return np.einsum("ktj,jk,tj->k", K, weights[:ns], delta @ D[:ns].T)
-
-
-def _dense_weighted_combined(K, weights, D):
-    """``Σ_k K_k A_k`` for ``A_k[j] = weights[j, k] D[j]``, (T, q)."""
-    ns = K.shape[2]
-    return np.einsum("ktj,jk,jc->tc", K, weights[:ns], D[:ns])
+        """``Σ_k K_k[P, S] A_k`` for ``A_k[j] = scales[k] B[j] + weights[j, k] D[j]`` (the
+        epoch average of math.md §4.8), (T, q)."""
+        K, ns = self.dense(), self.shape[2]
+        weighted = np.einsum("ktj,jk,jc->tc", K, weights[:ns], D[:ns])
+        return self.combined(scales, B) + weighted
 
 
 def _by_state(B, ns):
@@ -260,7 +287,7 @@ def _by_state(B, ns):
     return np.ascontiguousarray(B[:ns].T)
 
 
-class _Tables(_LazyBlocks):
+class _Tables(Blocks):
     """The blocks of one round on small-integer features: the products ``ip`` and the
     squared norms; every kernel value is a table entry (:meth:`_Features.compile_tables`),
     and the scores are sums of table entries times coefficient rows (compiled, reading the
@@ -339,7 +366,7 @@ class _Tables(_LazyBlocks):
         return out
 
 
-class _Program(_LazyBlocks):
+class _Program(Blocks):
     """The blocks of one round when every group is a kernel of one feature matrix's inner
     products: kept as the products ``ip`` and ``E = exp(−γ_0 D)``; the compiled program
     evaluates the kernels while it sums (math.md §4.4)."""
@@ -495,12 +522,12 @@ class KernelGroups:
         return f if len(f.groups) == self.Mk else None
 
     def at(self, P):
-        """The kernel blocks ``K_k[P, S]`` of a round (S the support): an array (Mk, T, n_S)
-        or, when a compiled program computes every group, the program's products."""
+        """The kernel blocks ``K_k[P, S]`` of a round (S the support) as :class:`Blocks`:
+        kept as the program's products when a compiled program computes every group."""
         P = np.asarray(P, dtype=np.intp)
         f = self._program()
         if f is None or self.n_support == 0:
-            return self.block(P)
+            return Blocks(self.block(P))
         ns = self.n_support
         if f.ip_tables is not None:
             ip = f.products(P, ns, None)
@@ -526,52 +553,3 @@ class KernelGroups:
             if not isinstance(src, _Features):
                 src.fill(out[k], P, idx)
         return out
-
-    # -- scores --------------------------------------------------------------------------
-    def nodes(self, K, A):
-        """``K_k[P, S] A_k`` for every group, (Mk, T, q); ``A`` (Mk, ≥ n_S, q) by slot;
-        ``K`` from :meth:`at` or :meth:`block`."""
-        K = K.dense() if isinstance(K, _LazyBlocks) else K
-        out = np.empty((self.Mk, K.shape[1], A.shape[2]))
-        backend.group_nodes(K, A, out)
-        return out
-
-    def combined(self, K, scales, B):
-        """``Σ_k scales[k] K_k[P, S] B``, (T, q); ``B`` (≥ n_S, q) by slot."""
-        scales = np.ascontiguousarray(scales, dtype=float)
-        if isinstance(K, _LazyBlocks):
-            return K.combined(scales, B)
-        out = np.empty((K.shape[1], B.shape[1]))
-        backend.combined_nodes(K, scales, B, out)
-        return out
-
-    def shared_inner(self, K, delta, B):
-        """``⟨δ, K_k[P, S] B⟩`` for every group, (Mk,)."""
-        delta = np.ascontiguousarray(delta, dtype=float)
-        if isinstance(K, _LazyBlocks):
-            return K.shared_inner(delta, B)
-        out = np.empty(self.Mk)
-        backend.shared_inner(K, delta, B, out)
-        return out
-
-    def inner_pair(self, K, delta, B, weights, D, kinds=None):
-        """``(⟨δ, K_k[P, S] B⟩, Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩)`` for every group:
-        the inner products of :meth:`shared_inner` and those of coefficients
-        ``A_k[j] = weights[j, k] D[j]`` (one pass over the support on tables).  ``kinds``
-        (int8 by slot, optional): 0 where ``D_j = 0``, 1 where ``D_j = B_j``, 2 elsewhere,
-        kept by the caller so that the tables' pass need not read ``D`` to find them."""
-        delta = np.ascontiguousarray(delta, dtype=float)
-        if isinstance(K, _LazyBlocks):
-            return K.inner_pair(delta, B, weights, D, kinds)
-        if K.shape[2] == 0:
-            return np.zeros(self.Mk), np.zeros(self.Mk)
-        return self.shared_inner(K, delta, B), _dense_weighted_inner(K, delta, weights, D)
-
-    def averaged_combined(self, K, scales, B, weights, D):
-        """``Σ_k K_k[P, S] A_k`` for ``A_k[j] = scales[k] B[j] + weights[j, k] D[j]`` (the
-        epoch average of math.md §4.8), (T, q)."""
-        if isinstance(K, _LazyBlocks):
-            return K.averaged_combined(scales, B, weights, D)
-        if K.shape[2] == 0:
-            return np.zeros((K.shape[1], D.shape[1]))
-        return self.combined(K, scales, B) + _dense_weighted_combined(K, weights, D)
