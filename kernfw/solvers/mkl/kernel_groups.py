@@ -230,7 +230,7 @@ _LADDER = 64
 
 class Blocks:
     """The kernel blocks ``K_k[P, S]`` of a round (``Mk × T × n_S``, ``S`` the support) and
-    the scores computed from them, compiled (:mod:`._online_numba`).  Coefficients are by
+    the scores computed from them, compiled (:mod:`kernfw.solvers.mkl._online_numba`).  Coefficients are by
     slot: ``A`` (Mk, ≥ n_S, q), ``B`` and ``D`` (≥ n_S, q), ``weights`` (≥ n_S, Mk);
     ``δ`` is (T, q).  Subclasses keep the blocks in a cheaper form than their values."""
 
