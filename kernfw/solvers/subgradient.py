@@ -1,13 +1,8 @@
-"""Subgradient baselines reporting the same objectives as the Frank-Wolfe solvers.
+"""The stochastic subgradient baseline of the structural SVM (SSG, SSG-wavg; math.md §3.6).
 
-- :func:`solve_multiclass_subgradient` — the full-batch projected subgradient method
-  ("PG" of [Tajima2021], Pegasos-style; math.md §1.11) for the multi-category SVM;
-- :func:`solve_structural_ssg` — stochastic subgradient (SSG, SSG-wavg; math.md §3.6)
-  for the structural SVM.
-
-The multi-class problem comes from :mod:`kernfw.solvers.multiclass_dual`
-(shared with :mod:`kernfw.solvers.multiclass`, which dispatches
-``solver="pg"`` here), the structural one from :mod:`kernfw.solvers.structural`.
+It reports the same objectives as the Frank-Wolfe solvers; the problem comes from
+:mod:`kernfw.solvers.structural`.  (The multi-category SVM's projected-subgradient
+baseline is :mod:`kernfw.solvers.multiclass.pg`.)
 """
 
 import math
@@ -15,94 +10,9 @@ import math
 import numpy as np
 
 from ..fw import BlockCoordinateIterate, Certificate, RunBudget, WeightedAverage, run
-from .multiclass_dual import FullBatchIterate, inner
 from .structural import StructuredProblem, check_averaging
 
-__all__ = ["solve_multiclass_subgradient", "StructuralSSG", "solve_structural_ssg"]
-
-
-# -- multi-category SVM: full-batch projected subgradient (math.md §1.11) ------------------
-
-
-class _MulticlassPG(FullBatchIterate):
-    """Projected subgradient on ``P(W)`` written on the dual iterate ``A``.
-
-    Step ``t = 0, 1, …`` with ``η = 1/(λ(t+1))``: the subgradient
-    ``λw + (1/n) Σ_i Ψ_i g_i`` (``g_i = −u_i``, the LMO vertex of §1.6) gives
-
-        A ← (1 − 1/(t+1)) A + U/(t+1),   then   A ← min(1, R/‖w(A)‖) A,
-
-    with ``R = sqrt(P(0)/λ)``.  One ``matmat`` per step (``ΔS = K ΔAᵀ/(λn)``).
-    ``A`` stays in the dual domain (a convex combination of vertices, scaled
-    towards 0 ∈ A_i), so ``P(w(A)) − D(A)`` is a valid (certified) gap; it is
-    reported as ``gap``, together with the projection ``scale``.
-    """
-
-    def __init__(self, problem, At, S, rtol=0.0):
-        super().__init__(problem, At, S, rtol)
-        self.radius_sq = problem.radius() ** 2
-
-    def step(self, t):
-        U, _, _ = self._direction()
-        self._oracle = None
-        p = self.problem
-        eta = 1.0 / (t + 1.0)
-        dA = U - self.At
-        self.At += eta * dA
-        self.S += eta * p.scores(dA)  # the one matmat
-        w_sq = inner(self.At, self.S) / p.scale
-        if w_sq > self.radius_sq:  # projection on ‖w‖ ≤ R
-            shrink = math.sqrt(self.radius_sq / w_sq)
-            self.At *= shrink
-            self.S *= shrink
-        return eta
-
-
-def solve_multiclass_subgradient(
-    problem,
-    *,
-    A_init=None,
-    tol=1e-3,
-    rtol=0.0,
-    max_iter=1000,
-    max_time=None,
-    check_every=1,
-    callback=None,
-):
-    """Full-batch projected subgradient ("PG", math.md §1.11) for the multi-category SVM.
-
-    Parameters
-    ----------
-    problem : kernfw.solvers.multiclass_dual.MulticlassDual
-        The problem (``smoothing`` must be 0: PG is defined on the plain primal).
-    A_init : ndarray (m, n) or None
-        Starting dual point (default 0, i.e. ``w = 0``).
-    tol, rtol, max_iter, max_time, check_every, callback
-        As in :func:`kernfw.solvers.multiclass.solve_multiclass`.
-
-    Returns
-    -------
-    FWResult
-        ``primal`` is ``P(w(A))`` (the same objective the FW solvers report);
-        ``gap`` is ``P(w(A)) − D(A)``, valid because ``A`` stays dual feasible.
-    """
-    if problem.smoothing:
-        raise ValueError(
-            "the projected-subgradient baseline (solver='pg') is defined for smoothing=0 only"
-        )
-    At, S = problem.start(A_init)
-    iterate = _MulticlassPG(problem, At, S, rtol=rtol)
-    return run(
-        iterate,
-        tol=tol,
-        max_iter=max_iter,
-        max_time=max_time,
-        check_every=check_every,
-        callback=callback,
-        keep_best=True,
-        remedy="increase max_iter (PG converges as O(1/t)) or use solver='lsfw'",
-        name="MultiClassSVM solver='pg'",
-    )
+__all__ = ["StructuralSSG", "solve_structural_ssg"]
 
 
 # -- structural SVM: stochastic subgradient, SSG and SSG-wavg (math.md §3.6) ------------------

@@ -17,7 +17,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from ...operators._exp32_numba import exp_in_place
-from .._block_kernels import exactly_symmetric
+from .._symmetric import exactly_symmetric
 
 __all__ = ["evaluate_column", "is_symmetric", "SOURCE_RBF", "SOURCE_GRAM", "SOURCE_RBF32"]
 
