@@ -80,6 +80,23 @@ SIMPLEX_QP = [
 #: the multi-category package, bottom up: a module imports only the modules before it
 MULTICLASS = ["_lmo", "_block_qp", "_gram_numba", "problem", "_numba", "iterate", "pg", "solve"]
 
+#: the MKL package, bottom up: the online method (compiled core, regularizers, marginals,
+#: kernel groups, iterates) and the alternating methods (feature blocks, inner SVMs, the
+#: weight iterate, CSKL, the baselines)
+MKL = [
+    "_online_numba",
+    "_inner_l2svm_numba",
+    "prox",
+    "crf",
+    "kernel_groups",
+    "online",
+    "feature_blocks",
+    "inner_svm",
+    "weights",
+    "cskl",
+    "baselines",
+]
+
 
 def _modules():
     mods = {}
@@ -215,7 +232,11 @@ def test_architecture_page_holds_no_issue_history():
 
 @pytest.mark.parametrize(
     "package, names",
-    [("kernfw.solvers.simplex_qp", SIMPLEX_QP), ("kernfw.solvers.multiclass", MULTICLASS)],
+    [
+        ("kernfw.solvers.simplex_qp", SIMPLEX_QP),
+        ("kernfw.solvers.multiclass", MULTICLASS),
+        ("kernfw.solvers.mkl", MKL),
+    ],
 )
 def test_family_package_imports_downwards(package, names):
     mods = _modules()
