@@ -33,6 +33,16 @@ from . import _online_numba as backend
 __all__ = ["KernelGroups"]
 
 
+class _Gram:
+    """A group read off a stored Gram matrix: ``scale · K[P, cols]``."""
+
+    def __init__(self, matrix, scale):
+        self.matrix, self.scale = matrix, scale
+
+    def fill(self, out, P, cols):
+        np.multiply(self.matrix[np.ix_(P, cols)], self.scale, out=out)
+
+
 class _Columns:
     """A group read through the operator protocol: ``op.columns(P)[cols]ᵀ``."""
 
@@ -397,15 +407,30 @@ class _Program(Blocks):
         return out
 
 
+def _unscaled(op):
+    """``(s, view)``: the column view of ``op`` without its scale factors ``s``."""
+    view, scale = op.column_view(), 1.0
+    while view is not None and view.kind == "scaled":
+        scale *= float(view.params["scale"])
+        view = view.matrix
+    return scale, view
+
+
+def _stored_gram(op):
+    """``s·K`` of a stored Gram matrix ``K`` as a :class:`_Gram` source (its blocks
+    ``K[P, cols]`` without the columns ``K[:, P]``), else None."""
+    scale, view = _unscaled(op)
+    if view is None or view.kind != "gram" or not isinstance(view.matrix, np.ndarray):
+        return None
+    return _Gram(view.matrix, scale)
+
+
 def _product_kernel(op):
     """``(X, (kind, γ, coef0, power, scale))`` when ``op`` is ``K = s·k(X Xᵀ)`` on dense
     float64 features ``X`` for a kernel of the compiled program (linear, polynomial,
     sigmoid, RBF; ``s`` a trace normalization), else None (the group is read through
     ``columns``).  The one place that reads the operator's column view."""
-    view, scale = op.column_view(), 1.0
-    while view is not None and view.kind == "scaled":
-        scale *= float(view.params["scale"])
-        view = view.matrix
+    scale, view = _unscaled(op)
     if view is None or view.kind not in ("rbf", "product"):
         return None
     X = view.matrix
@@ -462,7 +487,7 @@ class KernelGroups:
         for k, op in enumerate(self.ops):
             form = _product_kernel(op)
             if form is None:
-                sources[k] = _Columns(op)
+                sources[k] = _stored_gram(op) or _Columns(op)
                 continue
             X, row = form
             same = (f for f in features if f.X is X or np.array_equal(f.X, X))
