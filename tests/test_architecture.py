@@ -251,7 +251,7 @@ def test_every_public_estimator_runs_scikit_learns_checks():
     ]
     assert len(estimators) >= 8
     checked = set()
-    for path in (ROOT.parent / "tests").glob("test_*.py"):
+    for path in (ROOT.parent / "tests").rglob("test_*.py"):
         text = path.read_text(encoding="utf-8")
         for block in re.findall(r"@parametrize_with_checks\((.*?)\n\)", text, flags=re.S):
             checked |= {name for name in estimators if re.search(rf"\b{name}\(", block)}
