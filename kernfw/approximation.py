@@ -8,12 +8,16 @@ subsample — the exact kernel ``K_S`` and the fitted approximation's ``K̃_S = 
 certified optimal values, their kernels and their predictions.
 """
 
+import warnings
+
 import numpy as np
 from sklearn.base import clone, is_classifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_features
+from .estimators.meb import MinimumEnclosingBall
 from .estimators.mkl import _WeightedSVMClassifier
 from .operators import Gram, MultiKernel, normalize
 
@@ -49,6 +53,25 @@ def _fit_on(estimator, kernels, X_S, y_S):
     return est.set_params(kernel=op).fit(X_S, y_S)
 
 
+def _ball_on(estimator, K_approx, kappa):
+    """The certificate of the ball of ``estimator`` (its ``nu`` and ``tol``) on the
+    approximated Gram ``K_approx`` with the exact self-similarities ``kappa``: the problem an
+    approximated ball solves (math.md §8.4), which a ``kernel=`` operator cannot state."""
+    from types import SimpleNamespace
+
+    from .fw import StoppingRule
+    from .solvers.simplex_qp import solve_simplex_qp, solve_soft_ball
+
+    op, tol = Gram(K_approx, check=False), min(estimator.tol, CHECK_TOL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if estimator.nu * op.n > 1.0:
+            result = solve_soft_ball(op, estimator.nu, q=kappa, tol=tol)
+        else:
+            result = solve_simplex_qp(op, q=kappa, tol=StoppingRule(tol, "dual"))
+    return SimpleNamespace(primal_objective_=result.primal, duality_gap_=result.gap)
+
+
 def approx_error(estimator, X, y=None, n_check=500, random_state=None):
     """How far the approximated problem of ``estimator`` is from the exact one, on a subsample.
 
@@ -57,7 +80,9 @@ def approx_error(estimator, X, y=None, n_check=500, random_state=None):
     approximated kernel ``K̃_S = Φ_S Φ_Sᵀ`` of the fitted map ``Φ`` (``kernel_approx_``,
     with the normalization of the kernel spec, or trace normalization for the MKL
     estimators, applied on ``S`` to both).  Both are certified, so the difference of their
-    objectives is known to within the sum of their gaps (math.md §8.3).
+    objectives is known to within the sum of their gaps (math.md §8.3).  For
+    :class:`~kernfw.MinimumEnclosingBall` the approximated fit keeps the exact
+    self-similarities ``k(x, x)``, as the ball itself does (math.md §8.4).
 
     Parameters
     ----------
@@ -106,7 +131,11 @@ def approx_error(estimator, X, y=None, n_check=500, random_state=None):
         sum(np.linalg.norm(K - Kt) for Kt, K in pairs) / sum(np.linalg.norm(K) for _, K in pairs)
     )
     norm = [op.normalization for op in ops]
-    approx = _fit_on(estimator, [(Kt, z) for (Kt, _), z in zip(pairs, norm)], X_S, y_S)
+    if isinstance(estimator, MinimumEnclosingBall) and norm == [None]:
+        ((Kt, K),) = pairs  # the centre in the features' span, k(x, x) exact (§8.4)
+        approx = _ball_on(estimator, Kt, np.diag(K).copy())
+    else:
+        approx = _fit_on(estimator, [(Kt, z) for (Kt, _), z in zip(pairs, norm)], X_S, y_S)
     exact = _fit_on(estimator, [(K, z) for (_, K), z in zip(pairs, norm)], X_S, y_S)
     P_a, P_e = (
         float(np.sum(getattr(e, "objective_", e.primal_objective_))) for e in (approx, exact)

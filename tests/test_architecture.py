@@ -13,6 +13,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1] / "kernfw"
 
 #: leaf backends a solver must not test for (MultiKernel, the MKL solvers' own input
@@ -59,22 +61,28 @@ def _layer(name):
 SIMPLEX_QP = [
     "dense",
     "certificate",
-    "active_set",
     "start",
-    "iterate",
     "_columns_numba",
     "_numba",
-    "compiled",
+    "iterate",
     "cvm",
     "solve",
+    "_soft_ball_numba",
     "soft_ball",
-    "coordinate",
     "_coordinate_numba",
+    "coordinate",
     "l2svm",
     "distributed.shard",
     "distributed.rows",
     "distributed.iterate",
 ]
+
+
+#: the multi-category package, bottom up: a module imports only the modules before it
+MULTICLASS = ["_lmo", "_block_qp", "_gram_numba", "problem", "_numba", "iterate", "pg", "solve"]
+
+#: the structural package, bottom up
+STRUCTURAL = ["_numba", "problem", "iterate", "cutting_plane", "subgradient", "solve"]
 
 
 def _modules():
@@ -209,10 +217,17 @@ def test_architecture_page_holds_no_issue_history():
     assert not re.search(r"\bissue\s+#?\d+", page, flags=re.I)
 
 
-def test_simplex_qp_package_imports_downwards():
+@pytest.mark.parametrize(
+    "package, names",
+    [
+        ("kernfw.solvers.simplex_qp", SIMPLEX_QP),
+        ("kernfw.solvers.multiclass", MULTICLASS),
+        ("kernfw.solvers.structural", STRUCTURAL),
+    ],
+)
+def test_family_package_imports_downwards(package, names):
     mods = _modules()
-    package = "kernfw.solvers.simplex_qp"
-    order = [f"{package}.{name}" for name in SIMPLEX_QP]
+    order = [f"{package}.{name}" for name in names]
     assert sorted(order) == sorted(
         m for m in mods if m.startswith(package + ".") and m != f"{package}.distributed"
     )

@@ -382,9 +382,48 @@ def test_mkl_kernels_option(capsys):
     assert "kernel=[rbf, linear]" in out and "t=1.5" in out and "of 2 kernels" in out
 
 
+def test_kernel_help_names_what_works_for_each_model():
+    """The --kernel help gave only 'precomputed' for the MKL models (which the command cannot
+    feed: it reads features) and not the comma list of base kernels that works."""
+    help_text = " ".join(
+        cli.build_parser()._subparsers._group_actions[0].choices["fit"].format_help().split()
+    )
+    kernel_help = help_text.split("--kernel KERNEL", 1)[1].split(" --gamma ", 1)[0]
+    assert "precomputed" not in kernel_help, kernel_help
+    assert "cskl, lpmkl, online-mkl: comma-separated base kernels" in kernel_help
+    assert "rbf,poly,linear" in kernel_help and "default 'rbf'" in kernel_help
+
+
+def test_debug_shows_the_traceback_and_exits_2():
+    """``--debug`` re-raised the error: the command died with status 1, not the documented 2."""
+    proc = run("fit", "--data", "iris", "--lam", "-1", "--progress", "none", "--debug")
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback (most recent call last)" in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("kernfw fit: error: ") and "lam" in last, last
+
+
+@pytest.mark.parametrize("model", ["online-mkl", "structured"])
+def test_a_method_without_certificate_is_not_called_unconverged(capsys, model):
+    """Online MKL (no stopping rule) and SSG (a baseline) run their budget: the summary says
+    so instead of "NOT converged (best iterate returned)"."""
+    extra = ["--solver", "ssg", "--max-iter", "20"] if model == "structured" else []
+    status, out, err = run_main(
+        capsys, "fit", "--model", model, "--data", "iris", "--progress", "none", *extra
+    )
+    assert status == 0, err
+    fit = next(line for line in out.splitlines() if line.startswith("fit"))
+    assert "NOT converged" not in fit and "converged" not in fit, fit
+    if model == "online-mkl":
+        assert re.search(r"ran its 10 epochs in [\d.]+ s \(online method: no certificate\)", fit)
+    else:
+        assert "20 iterations" in fit and "its whole budget (this solver certifies nothing)" in fit
+
+
 @pytest.mark.parametrize(
     "args, needles",
     [
+        (["fit", "--model", "cskl", "--kernel", "precomputed"], ["--kernel", "rbf,poly,linear"]),
         (["fit", "--model", "svm"], ["invalid choice: 'svm'"]),
         (["fit", "--test-size", "2"], ["--test-size", "(0, 1)"]),
         (["fit", "--lam", "abc"], ["--lam", "expected a number or none, got 'abc'"]),

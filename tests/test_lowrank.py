@@ -377,6 +377,21 @@ def test_approx_error_is_zero_for_an_exact_approximation(data, est):
     assert err["agreement"] is None if y is None else err["agreement"] >= 0.95
 
 
+@pytest.mark.parametrize("nu", [0.0, 0.5])
+def test_approx_error_of_a_ball_solves_the_problem_the_ball_solved(nu):
+    """With every point in the subsample, the approximated subsample problem is the fitted
+    ball's own (centre in the features' span, exact k(x, x); math.md §8.4): the same optimum
+    within both gaps.  Restricting the centre only raises the optimum (P̃ ≥ P for Nyström)."""
+    X = np.random.default_rng(0).normal(size=(120, 2))
+    ball = MinimumEnclosingBall(
+        nu=nu, approx="nystroem", n_components=10, tol=1e-6, random_state=0
+    ).fit(X)
+    err = approx_error(ball, X, n_check=120, random_state=0)
+    slack = ball.duality_gap_ + err["certified_within"] * err["objective_exact"]
+    assert abs(err["objective_approx"] - ball.primal_objective_) <= slack
+    assert err["relative_objective_error"] > 10 * err["certified_within"] > 0
+
+
 def test_approx_error_grows_as_the_approximation_coarsens():
     X, y = make_classification(n_samples=200, n_features=6, random_state=0)
     errors = []

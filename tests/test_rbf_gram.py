@@ -99,7 +99,7 @@ def test_from_kernel_needs_a_numeric_gamma_for_the_float32_path():
 
 def test_block_fw_skips_the_symmetry_test_of_a_known_symmetric_gram(monkeypatch):
     """The compiled passes read the rows of a Gram built symmetric without testing it."""
-    from kernfw.solvers import _bcfw_numba
+    from kernfw.solvers.multiclass import _numba as _bcfw_numba
 
     def refuse(K):
         raise AssertionError("the symmetry of a Gram built symmetric was tested")

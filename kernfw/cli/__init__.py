@@ -21,6 +21,7 @@ there).
 """
 
 import sys
+import traceback
 import warnings
 
 from .. import __version__
@@ -75,12 +76,14 @@ def main(argv=None):
     warnings.formatwarning = _warning_line
     try:
         return args.func(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("kernfw: interrupted", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):  # e.g. how to resume from --checkpoint
+            print(f"kernfw: {note}", file=sys.stderr)
         return 130
     except Exception as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, then the same one-line error and exit status
+            traceback.print_exc(file=sys.stderr)
         kind = "" if isinstance(exc, CLIError) else f"{type(exc).__name__}: "
         print(f"kernfw {args.command}: error: {kind}{one_line(exc)}", file=sys.stderr)
         return 2

@@ -199,6 +199,15 @@ def _add_kinds(option, constraints):
             option.array = True
 
 
+#: the help of ``--kernel``: the command reads features, so a kernel is a name (Gram
+#: matrices, "precomputed", are for Python), and the MKL models take a comma list
+KERNEL_HELP = "The kernel, by name (linear, rbf, poly, sigmoid, laplacian, …)"
+KERNEL_MKL_HELP = (
+    "comma-separated base kernels, one kernel each, e.g. rbf,poly,linear; "
+    "default None: the default family of base kernels"
+)
+
+
 def model_options(models):
     """``{parameter: ModelOption}`` over the estimators of ``models`` (``--model`` name ->
     :class:`~kernfw.cli.models.Model`), in the order the parameters first appear."""
@@ -214,6 +223,13 @@ def model_options(models):
             constraints = cls._parameter_constraints.get(name, [])
             _add_kinds(option, constraints)
             option.models[model_name] = _describe(constraints, parameter.default)
+            if name == "kernel":
+                option.choices.discard("precomputed")  # no Gram matrices on the command line
+                option.description = KERNEL_HELP
+                if model.kind == "mkl":
+                    option.models[model_name] = KERNEL_MKL_HELP
+                else:
+                    option.models[model_name] = f"a name, default {parameter.default!r}"
             if not option.description and docs.get(name):
                 option.description = _first_sentence(docs[name])
     return options

@@ -13,6 +13,7 @@ __all__ = [
     "Parser",
     "hyperparameters",
     "add_common",
+    "add_checkpoint_options",
     "float_list",
     "fraction",
     "positive_int",
@@ -68,6 +69,12 @@ def _kernel(text):
     names = [k.strip() for k in text.split(",") if k.strip()]
     if not names:
         raise argparse.ArgumentTypeError("expected a kernel name")
+    if "precomputed" in names:
+        raise argparse.ArgumentTypeError(
+            "the command reads features, not Gram matrices: 'precomputed' is for Python; "
+            "give kernel names (a comma list of base kernels for the MKL models, e.g. "
+            "rbf,poly,linear)"
+        )
     return names[0] if len(names) == 1 else names
 
 
@@ -153,4 +160,24 @@ def add_common(parser):
         help="progress display: a rich bar (needs rich), lines, or none "
         "(default: a bar on a terminal with rich, else lines)",
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the traceback of an error (the exit status stays 2)",
+    )
+
+
+def add_checkpoint_options(parser, command):
+    """``--checkpoint DIR`` and ``--save-models`` of the long-running commands."""
+    parser.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help=f"write each finished fit to DIR as it completes; rerunning the same "
+        f"kernfw {command} command with the same DIR resumes (finished fits are not refitted; "
+        "other arguments are refused)",
+    )
+    parser.add_argument(
+        "--save-models",
+        action="store_true",
+        help="with --checkpoint: also save each fitted model in DIR/models",
+    )

@@ -163,17 +163,32 @@ def certificate_lines(est):
     n_iter, fit_time = getattr(est, "n_iter_", None), getattr(est, "fit_time_", None)
     converged = getattr(est, "converged_", None)
     parts = np.size(n_iter) if n_iter is not None else 1
+    gap = getattr(est, "duality_gap_", None)
+    certifies = gap is None or bool(np.all(np.isfinite(gap)))
     if n_iter is not None:
-        status = (
-            ""
-            if converged is None
-            else (", converged" if np.all(converged) else ", NOT converged (best iterate returned)")
-        )
         when = f" in {fit_time:.2f} s" if fit_time is not None else ""
         what = f" over {parts} binary problems" if parts > 1 else ""
-        lines.append(("fit", f"{int(_total(n_iter))} iterations{what}{when}{status}"))
+        count = int(_total(n_iter))
+        if not certifies and "tol" not in est.get_params(deep=False):
+            # an online method has no stopping rule: it runs its epochs, nothing to converge
+            text = f"ran its {count} epochs{when} (online method: no certificate)"
+        elif not certifies:
+            text = (
+                f"{count} iterations{what}{when}, its whole budget (this solver certifies nothing)"
+            )
+        else:
+            status = (
+                ""
+                if converged is None
+                else (
+                    ", converged"
+                    if np.all(converged)
+                    else ", NOT converged (best iterate returned)"
+                )
+            )
+            text = f"{count} iterations{what}{when}{status}"
+        lines.append(("fit", text))
     primal = getattr(est, "primal_objective_", None)
-    gap = getattr(est, "duality_gap_", None)
     if primal is not None:
         summed = " (sums)" if parts > 1 else ""
         text = f"primal {_total(primal):.6g}"
@@ -295,7 +310,9 @@ def print_sweep(table):
                 else np.nan
             )
 
-        flags = [r["converged"] for r in ok if r["converged"] is not None]
+        flags = [  # a method that certifies nothing has no stopping rule to meet: "-"
+            r["converged"] for r in ok if r["converged"] is not None and np.isfinite(r["gap"])
+        ]
         converged = (
             "-"
             if not flags

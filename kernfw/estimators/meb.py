@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..fw import StoppingRule
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp, solve_soft_ball
 from ._base import (
@@ -21,6 +22,7 @@ from ._base import (
     solver_seed,
     with_callbacks,
 )
+from ._docs import with_kernel_parameters
 from .l2svc import SupportKernelMixin
 
 __all__ = ["MinimumEnclosingBall"]
@@ -46,16 +48,25 @@ def boundary_tolerance(dtype, diag, center_norm2, radius2, n_iter):
     return float(64.0 * (eps + drift) * scale)
 
 
+@with_kernel_parameters(
+    "The centre lies in the span of the features, but distances to it use the kernel's "
+    "exact ``k(x, x)``, not ``‖Φ(x)‖²`` (math.md §8.4): Nyström's ``‖Φ(x)‖²`` tends to 0 "
+    "far from its landmarks, which would put far points inside."
+)
 class MinimumEnclosingBall(OutlierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """Minimum enclosing ball of the training points in the kernel's feature space.
 
-    Solves ``min_{c, r} r²`` s.t. ``‖φ(x_i) − c‖² ≤ r²`` through its dual
+    At its defaults (``nu=0.5``, as :class:`sklearn.svm.OneClassSVM`) it is the ν-soft ball,
+    which leaves about half of the training points outside; ``nu=0`` is the hard ball, which
+    contains every training point.
+
+    The hard ball solves ``min_{c, r} r²`` s.t. ``‖φ(x_i) − c‖² ≤ r²`` through its dual
     ``max_{α∈Δₙ} diag(K)ᵀα − αᵀKα`` (math.md §2.2) by Frank-Wolfe toward the
     farthest point, with away steps from the nearest support point for
     ``solver="mfw"``.  The centre is ``c = Σ α_i φ(x_i)``; only the support
     points (``α_i > 0``, the core set) are needed to predict.
 
-    With ``nu > 0`` it finds the ν-soft ball instead (math.md §2.9): the radius ``R`` and
+    With ``nu n > 1`` it finds the ν-soft ball instead (math.md §2.9): the radius ``R`` and
     centre ``c`` minimizing ``R² + 1/(νn) Σ_i max(0, ‖φ(x_i) − c‖² − R²)``, which leaves at
     most a fraction ν of the training points outside — the outlier-fraction control of
     :class:`sklearn.svm.OneClassSVM`'s ``nu``.  Its dual is the same quadratic on the capped
@@ -69,52 +80,35 @@ KernelOperator, default="rbf"
         input of ``decision_function`` is the Gram ``K(X, X_train)`` (only its
         support columns are read) and ``k(x, x)`` is taken as the training
         diagonal, which must then be constant (as for RBF Grams).
-    gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient, as in ``SVC``.
-    degree : int, default=3
-        Degree of the polynomial kernel.
-    coef0 : float, default=0.0
-        Independent term of the polynomial and sigmoid kernels.
-    approx : {None, "nystroem", "rff", "sketch"}, default=None
-        Kernel approximation (math.md §8): None solves the problem of the exact
-        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
-        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
-        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
-        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
-        points, and the solver runs on the explicit features (O(n·m) memory, no
-        ``n × n`` matrix).  The certificate is that of the approximated problem;
-        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
-        points through it.  The centre lies in the span of the features, but distances
-        to it use the kernel's exact ``k(x, x)``, not ``‖Φ(x)‖²`` (math.md §8.4): Nyström's
-        ``‖Φ(x)‖²`` tends to 0 far from its landmarks, which would put far points inside.
-        Not with "precomputed" kernels or ready operators.
-    n_components : int, default=1000
-        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
-        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
-    nu : float in [0, 1], default=0.0
+    {kernel_parameters}
+    nu : float in [0, 1], default=0.5
         ν, the largest fraction of training points left outside the ball (and at most the
-        fraction of support points).  0 (or ``ν n ≤ 1``) is the minimum enclosing ball,
-        which contains every training point.
+        fraction of support points), as ``OneClassSVM``'s ``nu`` (default 0.5).  ``nu=0``
+        (or any ``ν n ≤ 1``) is the hard ball: the minimum enclosing ball, which contains
+        every training point (no training outliers), solved by ``solver``.
     solver : {"mfw", "lsfw", "cvm"}, default="mfw"
-        The algorithm for the hard ball (``ν n ≤ 1``): away-step (MFW) or plain
+        The algorithm for the hard ball (``nu=0``): away-step (MFW) or plain
         Frank-Wolfe ("lsfw"), both with exact line search (compiled with numba when
         available), or "cvm": the core vector machine's core-set iterations (each solves
         the QP on the core set).  The soft ball (``ν n > 1``) is solved by pairwise
         Frank-Wolfe, MFW's away steps paired with its FW steps on the capped simplex;
-        it accepts the default "mfw" only.
+        it accepts the default "mfw" only (pass ``nu=0`` with "lsfw", "cvm" or
+        ``backend="dask"``).
     tol : float, default=2e-4
-        Relative tolerance on the certified duality gap of ``r²``: stop when
+        Relative tolerance on the certified duality gap.  For the soft ball (``ν n > 1``,
+        the default) the rule is the relative gap of its objective, ``(P − D)/P ≤ tol``.
+        For the hard ball (``nu=0``), the gap of ``r²``: stop when
         ``(R² − r²)/r² ≤ tol``, with ``R² = max_i ‖φ(x_i) − c‖²`` (the primal
         value ``P`` at the current centre) and ``r² = f(α)`` (the dual value
         ``D``; math.md §2.5), so that ``r ≤ r* ≤ R``.  This is the (1+ε)
         radius rule of the core vector machine, ``R ≤ (1+ε) r``, with
         ``tol = 2ε + ε²``: the default is ``ε ≈ 1e-4``, a radius certified to
         0.01 %; the inlier decisions of held-out points change only within
-        that band of the sphere.  For the soft ball (``ν n > 1``) the rule is
-        the relative gap of its objective, ``(P − D)/P ≤ tol``.
+        that band of the sphere.
     max_iter : int, default=None
         Budget in iterations (one kernel column each; core-set iterations for
-        ``solver="cvm"``), which ``n_iter_`` counts (None: ``max(100000, 20 n)``).
+        ``solver="cvm"``; pairwise steps of two columns for the soft ball), which
+        ``n_iter_`` counts (None: ``max(100000, 20 n)``).
     cache_size : float, default=200
         Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
         when the kernel is evaluated on the fly (the Gram is precomputed when
@@ -125,8 +119,8 @@ KernelOperator, default="rbf"
         Chooses the first point ``a`` of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6); None starts at point 0.
     backend : {"local", "dask"}, default="local"
-        Where the solver runs: "local" (this process) or "dask".  With "dask",
-        data-parallel MFW on the current Dask cluster, as in
+        Where the solver runs: "local" (this process) or "dask" (the hard ball,
+        ``nu=0``).  With "dask", data-parallel MFW on the current Dask cluster, as in
         :class:`~kernfw.L2SVC` (:mod:`kernfw.distributed`).
 
     Attributes
@@ -174,7 +168,7 @@ KernelOperator, default="rbf"
     >>> import numpy as np
     >>> from kernfw import MinimumEnclosingBall
     >>> X = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.5]])
-    >>> ball = MinimumEnclosingBall(kernel="linear", tol=1e-8).fit(X)
+    >>> ball = MinimumEnclosingBall(kernel="linear", nu=0, tol=1e-8).fit(X)  # the hard ball
     >>> round(ball.radius_, 6)
     1.0
     >>> ball.predict([[1.0, 0.2], [3.0, 0.0]])
@@ -201,7 +195,7 @@ KernelOperator, default="rbf"
         coef0=0.0,
         approx=None,
         n_components=1000,
-        nu=0.0,
+        nu=0.5,
         solver="mfw",
         tol=2e-4,
         max_iter=None,
@@ -270,7 +264,7 @@ KernelOperator, default="rbf"
                     X,
                     op,
                     self.solver,
-                    self.tol,
+                    StoppingRule(self.tol, "dual"),
                     self.max_iter,
                     callback,
                     self.cache_size,
@@ -281,9 +275,8 @@ KernelOperator, default="rbf"
                     op,
                     q=diag,
                     solver=self.solver,
-                    tol=self.tol,
+                    tol=StoppingRule(self.tol, "dual"),
                     max_iter=self.max_iter,
-                    stop="relative",
                     callback=callback,
                     random_state=solver_seed(self.random_state),
                 )

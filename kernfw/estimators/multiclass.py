@@ -20,6 +20,7 @@ from ._base import (
     solver_seed,
     with_callbacks,
 )
+from ._docs import with_kernel_parameters
 
 __all__ = ["MultiClassSVM"]
 
@@ -38,6 +39,7 @@ def _rowwise_product(A, B):
     return np.einsum("ij,jk->ik", A, B)
 
 
+@with_kernel_parameters()
 class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
     """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
 
@@ -83,25 +85,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         products): a detectably indefinite one raises ``NotPSDError`` (a
         ``ValueError``), since its dual is not concave and no gap would
         certify anything.
-    gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient, as in ``SVC``.
-    degree : int, default=3
-        Degree of the polynomial kernel.
-    coef0 : float, default=0.0
-        Independent term of the polynomial and sigmoid kernels.
-    approx : {None, "nystroem", "rff", "sketch"}, default=None
-        Kernel approximation (math.md §8): None solves the problem of the exact
-        kernel; otherwise the kernel is replaced by ``K̃ = Φ Φᵀ``, ``Φ`` the
-        ``n_components`` features of scikit-learn's ``Nystroem`` (any kernel),
-        ``RBFSampler`` (random Fourier features, ``kernel="rbf"``) or
-        ``PolynomialCountSketch`` (``kernel="poly"``) fitted on the training
-        points, and the solver runs on the explicit features (O(n·m) memory, no
-        ``n × n`` matrix).  The certificate is that of the approximated problem;
-        ``kernel_approx_`` holds the fitted transformer, and prediction maps new
-        points through it.  Not with "precomputed" kernels or ready operators.
-    n_components : int, default=1000
-        ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
-        ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
+    {kernel_parameters}
     solver : {"bcfw", "lsfw", "stdfw", "pg"}, default="bcfw"
         The algorithm (the same names mean the same algorithms in every kernfw
         estimator).  "bcfw" (the fastest to the default tolerance, measured in
@@ -112,7 +96,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         the n × n matrix fits), and in numpy otherwise or with
         ``KERNFW_DISABLE_NUMBA=1``.  "lsfw": FW with exact line search;
         "stdfw": FW with the standard step ``2/(t+2)``; "pg": the
-        projected-subgradient baseline (``smoothing=0``).
+        projected-subgradient baseline (``smoothing=0``), whose iterate stays dual
+        feasible: it certifies its gap and stops on ``tol`` (math.md §1.11).
     tol : float, default=3e-2
         Relative tolerance on the certified duality gap: stop when
         ``(P − D) / P ≤ tol``, i.e. the objective ``P(W)`` is certified within
@@ -124,7 +109,10 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         in float32 (as libsvm's kernel cache; the RBF Gram is computed in
         float32, within 5e-6 of the float64 kernel): the solver reads half the
         memory, and the rounding is far below the certified gap; smaller
-        ``tol`` keeps the precision of ``X``.
+        ``tol`` keeps the precision of ``X``.  ``tol=0`` runs the whole
+        ``max_iter`` budget; a positive ``tol`` below the certificate's rounding
+        bound stops where the gap reaches that bound (user guide, "Conventions and
+        what the defaults mean").
     max_iter : int, default=1000
         Budget in the unit ``n_iter_`` counts: passes over the data for
         "bcfw" (one pass = ``n`` block visits), iterations for the batch

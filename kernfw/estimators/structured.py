@@ -95,7 +95,8 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         Relative tolerance on the certified duality gap: stop when
         ``(P − D)/P ≤ tol``, i.e. ``P(coef_)`` is certified within a fraction
         ``tol`` of the optimum (``P(coef_) − P* ≤ P − D``), whatever the scale
-        of the features, of ``C`` or of the task loss.
+        of the features, of ``C`` or of the task loss.  ``tol=0`` runs the whole
+        ``max_iter`` budget.
     check_every : int, default=5
         Passes between two duality-gap computations of "bcfw", "stdbcfw",
         "pairwise" and "ssg" (each costs one oracle pass); "lsfw", "stdfw" and

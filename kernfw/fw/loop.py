@@ -59,8 +59,87 @@ class FWIterate(ABC):
         return t
 
 
-def _should_certify(t, check_every):
-    return t % check_every == 0
+#: a run whose best gap fell by no more than its rounding bound ρ over this many
+#: certificates, while within ``STALL_FACTOR·ρ`` of 0, is at its rounding floor
+STALL_CERTIFICATES = 10
+STALL_FACTOR = 1e3
+
+
+class _Record:
+    """The history rows of a run and its best certified iterate (smallest gap)."""
+
+    def __init__(self, iterate, keep_best):
+        self.iterate, self.keep_best = iterate, keep_best
+        self.start = time.perf_counter()
+        self.rows, self.best = [], None
+
+    def certify(self, t, step):
+        """Certify the iterate after ``t`` steps; return its certificate and history row."""
+        cert = self.iterate.certificate()
+        row = {
+            "iteration": self.iterate.work_done(t),
+            "time": time.perf_counter() - self.start,
+            "primal": cert.primal,
+            "dual": cert.dual,
+            "gap": cert.gap,
+            "rounding": cert.rounding,
+            "step": step,
+        }
+        row.update(cert.extra)
+        self.rows.append(row)
+        if self.keep_best and (self.best is None or cert.gap < self.best[1].gap):
+            self.best = (self.iterate.solution(), cert)
+        return cert, row
+
+    def stalled(self, cert):
+        """Whether the gap has stopped falling at its rounding floor: the best of the last
+        :data:`STALL_CERTIFICATES` gaps is no more than ``ρ`` below the best before them,
+        and the gap is within ``STALL_FACTOR·ρ`` (the bound ``ρ`` estimates the rounding
+        of the gap's terms; their sum may round a few hundred times worse)."""
+        gaps = [row["gap"] for row in self.rows]
+        if cert.rounding <= 0 or len(gaps) <= STALL_CERTIFICATES:
+            return False
+        if abs(cert.gap) > STALL_FACTOR * cert.rounding:
+            return False
+        recent, before = gaps[-STALL_CERTIFICATES:], gaps[:-STALL_CERTIFICATES]
+        return min(recent) >= min(before) - cert.rounding
+
+
+def _verdict(rule, cert, row, callback, record):
+    """The status that ends the run at this certificate, or None to go on."""
+    if rule.holds(cert):
+        return "converged"
+    if rule.certifies and rule.tol > 0 and (rule.at_floor(cert) or record.stalled(cert)):
+        return "rounding"
+    if callback is not None and callback(row):
+        return "callback"
+    return None
+
+
+def _warn(status, rule, final, *, name, remedy, max_iter, max_time, keep_best):
+    """The ``ConvergenceWarning`` of a run that ended on ``status`` before its rule held."""
+    if status == "rounding":
+        where = (
+            "within its rounding bound"
+            if abs(final.gap) <= final.rounding
+            else "no longer falling, within 1000 times its rounding bound"
+        )
+        message = (
+            f"{name} stopped with duality gap {final.gap:.3g} {where} "
+            f"{final.rounding:.3g}: its stopping rule ({rule}) cannot hold at this "
+            "floating-point precision; the iterate is optimal up to rounding and is "
+            "returned. To converge, increase tol."
+        )
+    elif status in ("max_iter", "max_time") and rule.certifies:
+        limit = f"max_iter={max_iter}" if status == "max_iter" else f"max_time={max_time}s"
+        message = (
+            f"{name} stopped at {limit} with duality gap {final.gap:.3g} before its "
+            f"stopping rule ({rule}) held; the {'best' if keep_best else 'last'} iterate is "
+            f"returned. To converge, {remedy}."
+        )
+    else:
+        return
+    warnings.warn(message, ConvergenceWarning, stacklevel=4)
 
 
 def run(
@@ -111,76 +190,43 @@ def run(
     if int(max_iter) < 0:
         raise ValueError(f"max_iter must be >= 0, got {max_iter}")
     check_every = max(int(check_every), 1)
-    start = time.perf_counter()
-    rows, best = [], None
-    status, step, t = "max_iter", math.nan, 0
-
-    def certify(t):
-        nonlocal best
-        cert = iterate.certificate()
-        row = {
-            "iteration": iterate.work_done(t),
-            "time": time.perf_counter() - start,
-            "primal": cert.primal,
-            "dual": cert.dual,
-            "gap": cert.gap,
-            "rounding": cert.rounding,
-            "step": step,
-        }
-        row.update(cert.extra)
-        rows.append(row)
-        if keep_best and (best is None or cert.gap < best[1].gap):
-            best = (iterate.solution(), cert, t)
-        return cert, row
-
-    cert = None
+    record = _Record(iterate, keep_best)
+    status, step, cert = None, math.nan, None
     for t in range(int(max_iter) + 1):
         cert = None
         last = iterate.work_done(t) >= max_iter
-        if _should_certify(t, check_every) or last:
-            cert, row = certify(t)
-            if rule.holds(cert):
-                status = "converged"
-                break
-            if rule.at_floor(cert):
-                status = "rounding"
-                break
-            if callback is not None and callback(row):
-                status = "callback"
+        if t % check_every == 0 or last:
+            cert, row = record.certify(t, step)
+            status = _verdict(rule, cert, row, callback, record)
+            if status is not None:
                 break
         if last:
+            status = "max_iter"
             break
-        if max_time is not None and time.perf_counter() - start > max_time:
+        if max_time is not None and time.perf_counter() - record.start > max_time:
             status = "max_time"
             break
         step = iterate.step(t)
+    status = status or "max_iter"
     if cert is None:
-        cert, _ = certify(t)
-    elapsed = time.perf_counter() - start
+        cert, _ = record.certify(t, step)
+    elapsed = time.perf_counter() - record.start
 
     converged = status == "converged"
     solution, final, n_iter = iterate.solution(), cert, iterate.work_done(t)
-    if not converged and keep_best and best is not None and best[1].gap < cert.gap:
-        solution, final = best[0], best[1]
-    if status == "rounding":
-        warnings.warn(
-            f"{name} stopped with duality gap {final.gap:.3g} within its rounding bound "
-            f"{final.rounding:.3g}: its stopping rule ({rule}) cannot "
-            "hold at this floating-point precision; the iterate is optimal up to rounding "
-            "and is returned. To converge, increase tol.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    elif not converged and status != "callback" and rule.certifies:
-        limit = f"max_iter={max_iter}" if status == "max_iter" else f"max_time={max_time}s"
-        returned = "best" if keep_best else "last"
-        warnings.warn(
-            f"{name} stopped at {limit} with duality gap {final.gap:.3g} before its "
-            f"stopping rule ({rule}) held; the {returned} iterate is "
-            f"returned. To converge, {remedy}.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+    best = record.best
+    if not converged and best is not None and best[1].gap < cert.gap:
+        solution, final = best
+    _warn(
+        status,
+        rule,
+        final,
+        name=name,
+        remedy=remedy,
+        max_iter=max_iter,
+        max_time=max_time,
+        keep_best=keep_best,
+    )
     return FWResult(
         solution=solution,
         primal=final.primal,
@@ -189,7 +235,7 @@ def run(
         n_iter=n_iter,
         converged=converged,
         status=status,
-        history=history_arrays(rows),
+        history=history_arrays(record.rows),
         time=elapsed,
         rounding=final.rounding,
     )

@@ -237,7 +237,7 @@ def test_lsfw_step_maximizes_the_dual_along_the_fw_direction(name, sigma, kind, 
 def test_block_step_maximizes_the_dual_along_its_block(name, sigma, kind, rng):
     """The block step BCFW takes (fw_block_step, §3.9 on §1's dual) is the exact
     line search of the full dual restricted to the block direction."""
-    from kernfw.solvers.multiclass import fw_block_step
+    from kernfw.solvers.multiclass.iterate import fw_block_step
 
     problem = MulticlassDual(operator(kind), Y0, LOSSES[name], lam=LAM, smoothing=sigma)
     At, S = _random_feasible_iterate(problem, rng)
@@ -444,7 +444,7 @@ def needs_compiled():
     by ``KERNFW_DISABLE_NUMBA``)."""
     from kernfw._compiled import compiled_module
 
-    if compiled_module("kernfw.solvers._bcfw_numba") is None:
+    if compiled_module("kernfw.solvers.multiclass._numba") is None:
         pytest.skip("compiled passes unavailable (numba missing or KERNFW_DISABLE_NUMBA set)")
 
 
@@ -499,7 +499,7 @@ def test_hinge_certificate_equals_the_lmo_loop(rng, name, sigma):
     """The hinges' one-sweep certificate = the general loop of every loss (LMO vertex,
     then the sums) at random scores with ties: Φ, block gaps and sums bit for bit, the
     magnitude ``Σ M_i`` (two terms added in another order) to 1e-15."""
-    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    lib = pytest.importorskip("kernfw.solvers.multiclass._numba")
     problem = MulticlassDual(operator("dense"), Y0, LOSSES[name], lam=LAM, smoothing=sigma)
     it = BlockFW(problem, *problem.start(), compiled=True)
     spec = lib.block_spec(it)
@@ -561,7 +561,7 @@ def test_shrinking_visits_fewer_blocks_and_reaches_the_same_optimum(compiled):
 
 def test_compiled_lmo_equals_lmo_row_with_ties(rng):
     """The compiled LMO (stable order, ties to the smaller index) = each loss's ``lmo_row``."""
-    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    lib = pytest.importorskip("kernfw.solvers.multiclass._numba")
     for name, loss in LOSSES.items():
         kind, k, rho, r = lib.loss_code(loss, M)
         idx, beta = np.empty(r, dtype=np.int64), np.empty(M)
@@ -576,7 +576,7 @@ def test_compiled_path_falls_back_to_numpy(monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")  # the reasons checked after numba's
     from kernfw.kernels import make_operator
-    from kernfw.solvers import multiclass as mc
+    from kernfw.solvers.multiclass import iterate as mc
 
     class MyHinge(MaxHinge):
         pass
@@ -623,7 +623,7 @@ def test_exact_block_step_equals_the_block_qp_optimum(rng):
     """The exact block solve = cvxpy's minimizer of the block QP over the hinge domain."""
     import cvxpy as cp
 
-    from kernfw.solvers.multiclass import exact_block_step
+    from kernfw.solvers.multiclass.iterate import exact_block_step
 
     checked = 0
     for _trial in range(12):
@@ -648,7 +648,7 @@ def test_exact_block_step_equals_the_block_qp_optimum(rng):
 
 
 def test_exact_block_step_leaves_an_optimal_block_alone(rng):
-    from kernfw.solvers.multiclass import exact_block_step
+    from kernfw.solvers.multiclass.iterate import exact_block_step
 
     g, alpha, yi = _random_hinge_block(rng)
     step, delta, _ = exact_block_step(g.copy(), alpha, yi, 0.7)
@@ -676,8 +676,8 @@ def test_polytope_block_step_equals_the_block_qp_optimum(name, rng):
     """The exact block step of every loss (math.md §1.14) = cvxpy's minimizer of the
     block QP over ``A_i``, for curvatures from 1e-3 to 3 (small ``q``: long steps)."""
     from kernfw.reference import multiclass_block_qp
-    from kernfw.solvers._block_kernels import loss_code
-    from kernfw.solvers.multiclass import polytope_block_step
+    from kernfw.solvers.multiclass._lmo import loss_code
+    from kernfw.solvers.multiclass.iterate import polytope_block_step
 
     loss = LOSSES[name]
     moved = 0
@@ -703,8 +703,8 @@ def test_polytope_block_step_is_optimal_by_its_fw_gap_and_stays_put(name, rng):
     """At the step's point the block QP's FW gap (over the LMO vertex) is at rounding
     level, and a second step from there does not move (the step is exact, not a
     descent step)."""
-    from kernfw.solvers._block_kernels import loss_code
-    from kernfw.solvers.multiclass import polytope_block_step
+    from kernfw.solvers.multiclass._lmo import loss_code
+    from kernfw.solvers.multiclass.iterate import polytope_block_step
 
     loss = LOSSES[name]
     code = loss_code(loss, M)
@@ -729,7 +729,7 @@ def test_biased_projections_equal_the_cvxpy_qp(k, rng):
     when the Usunier one leaves its polytope)."""
     import cvxpy as cp
 
-    from kernfw.solvers._block_qp import (
+    from kernfw.solvers.multiclass._block_qp import (
         capped_simplex_step,
         shifted_margins,
         topk_simplex_step,
@@ -767,8 +767,8 @@ def test_simplex_projections_equal_the_minimum_norm_point(m, rng):
     (top-k hinge, math.md §1.14) = Wolfe's minimum-norm point on the same polytope (the
     weighted loss with ρ = (1/k, …, 1/k, 0, …)), for every k, including k = m − 1, and
     the top-k polytope's constraints hold."""
-    from kernfw.solvers._block_kernels import loss_code
-    from kernfw.solvers.multiclass import polytope_block_step
+    from kernfw.solvers.multiclass._lmo import loss_code
+    from kernfw.solvers.multiclass.iterate import polytope_block_step
 
     for k in range(1, m):
         rho = np.r_[np.full(k, 1.0 / k), np.zeros(m - k)]
@@ -884,7 +884,7 @@ def test_compiled_csr_pass_equals_numpy_on_long_rows():
 
 def test_sparse_row_scores_sum_in_entry_order(rng):
     """``_sparse_row_scores`` on a subset of classes = the left-to-right sums, bit for bit."""
-    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    lib = pytest.importorskip("kernfw.solvers.multiclass._numba")
     W = rng.normal(size=(20, 6))
     cl = np.array([4, 1, 5, 0, 2, 3])
     for nnz in range(12):
@@ -902,7 +902,7 @@ def test_sparse_row_scores_sum_in_entry_order(rng):
 def test_sparse_scores_sum_in_entry_order(rng):
     """The certificate's ``S = X W`` on CSR features = the left-to-right sums of each
     row, bit for bit, for 1 to 9 classes (groups of four and every remainder)."""
-    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    lib = pytest.importorskip("kernfw.solvers.multiclass._numba")
     X = sp.random(30, 20, density=0.3, random_state=3, format="csr")
     X.indices = X.indices.astype(np.int32)
     for m in range(1, 10):
@@ -918,7 +918,7 @@ def test_sparse_scores_sum_in_entry_order(rng):
 def test_visit_helpers_without_reference_counting(monkeypatch):
     """The per-visit helpers compile without numba's reference counting when numba has
     the switch, and with the default options when it does not."""
-    lib = pytest.importorskip("kernfw.solvers._bcfw_numba")
+    lib = pytest.importorskip("kernfw.solvers.multiclass._numba")
     from numba.core import cpu
 
     assert lib._visit_options() == {"_nrt": False}
@@ -1094,9 +1094,9 @@ def test_solvers_use_the_operator_protocol_only():
 
     import kernfw.solvers as solvers
 
-    root = pathlib.Path(solvers.__file__).parent
+    root = pathlib.Path(solvers.__file__).parent / "multiclass"
     concrete = {"Gram", "Features", "KernelFunction", "MultiKernel", "Normalized"}
-    for name in ("multiclass", "multiclass_dual", "subgradient", "_bcfw_numba"):
+    for name in ("iterate", "problem", "pg", "solve", "_numba"):
         tree = ast.parse((root / f"{name}.py").read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and "operators" in (node.module or ""):
@@ -1104,8 +1104,8 @@ def test_solvers_use_the_operator_protocol_only():
             if isinstance(node, ast.Attribute):
                 assert node.attr not in ("is_sparse",), name
         imports = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        if name in ("multiclass_dual", "subgradient"):
-            assert "multiclass" not in imports, name
+        if name == "problem":
+            assert not {"iterate", "pg", "solve"} & imports, name
 
 
 # -- estimator ---------------------------------------------------------------------------------
@@ -1348,3 +1348,29 @@ def test_ctrl_c_in_compiled_passes_is_a_keyboard_interrupt(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode in (130, -signal.SIGINT), err  # a shell shows 130
     assert "KeyboardInterrupt" in err and "SystemError" not in err
+
+
+@pytest.mark.cvxpy
+def test_pg_certifies_its_gap_as_documented():
+    """``solver="pg"`` keeps its iterate dual feasible: its finite gap bounds P − P* (cvxpy
+    confirms it) and it stops on ``tol``; the docs said it certifies nothing (gap inf)."""
+    from pathlib import Path
+
+    from sklearn.datasets import load_iris
+
+    from kernfw import MultiClassSVM
+    from kernfw.reference import compare
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::3], y[::3]
+    report = compare(MultiClassSVM(solver="pg", max_iter=20000), X, y, rtol=1e-2)
+    est = report.estimator
+    assert est.converged_ and np.isfinite(est.duality_gap_)
+    assert 0 < est.duality_gap_ <= 1e-3 * est.primal_objective_  # tol = rtol / 10
+    assert report.verified, report.reason  # |P − P*| within the certified gap
+    root = Path(__file__).resolve().parents[1]
+    math_text = " ".join((root / "docs" / "math.md").read_text().split())
+    guide = " ".join((root / "docs" / "user_guide.md").read_text().split())
+    assert "PG reports the primal $P$ only: no certified gap" not in math_text
+    assert "projected-subgradient baseline; no certificate" not in guide
+    assert "certifies its gap" in guide and "certifies its gap" in MultiClassSVM.__doc__

@@ -16,50 +16,47 @@ Solvers (``solver=``):
   solution of the block's quadratic sub-problem (``block_step``; every built-in
   loss, math.md §1.13–§1.14);
 - ``"pg"`` — the projected-subgradient baseline of §1.11
-  (:func:`kernfw.solvers.subgradient.solve_multiclass_subgradient`).
+  (:func:`kernfw.solvers.multiclass.pg.solve_multiclass_subgradient`).
 
 With Moreau smoothing ``σ > 0`` the gradient is taken at ``s̃_i = s_i + σ α_i``
 and the reported primal is ``P̃`` of §1.10 (the gap ``P̃ − D_σ`` bounds
 ``P_σ(W(A)) − P_σ*``).
 
 The problem itself (:class:`MulticlassDual`) lives in
-:mod:`kernfw.solvers.multiclass_dual`, shared with the PG baseline.
+:mod:`kernfw.solvers.multiclass.problem`, shared with the PG baseline.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._compiled import compiled_module
-from ..fw import (
+from ..._compiled import compiled_module
+from ...fw import (
     BlockCoordinateIterate,
+    FWIterate,
+    StoppingRule,
     WeightedAverage,
+    as_rule,
     block_order,
     block_standard_step,
     quadratic_step,
-    run,
     standard_step,
 )
-from ..losses import MaxHinge
-from ..operators.products import matmul, tmatmul
-from ._block_kernels import loss_code, pairwise_steps
-from ._block_qp import block_qp_buffers, block_qp_step
-from .multiclass_dual import FullBatchIterate, GapStopping, MulticlassDual, inner
-from .subgradient import solve_multiclass_subgradient
+from ...losses import MaxHinge
+from ...operators.products import matmul, tmatmul
+from ._block_qp import block_qp_buffers, block_qp_step, pairwise_steps
+from ._lmo import loss_code
+from .problem import MulticlassDual, inner
 
 __all__ = [
     "MulticlassDual",
     "FullBatchFW",
     "BlockFW",
-    "solve_multiclass",
-    "SOLVERS",
     "BLOCK_STEPS",
     "inner",
     "compiled_backend",
     "exact_block_step",
     "polytope_block_step",
 ]
-
-SOLVERS = ("lsfw", "stdfw", "bcfw", "pg")
 
 #: block steps of ``"bcfw"`` (``"auto"`` picks one, see :class:`BlockFW`)
 BLOCK_STEPS = ("fw", "pairwise", "exact")
@@ -80,13 +77,13 @@ SHRINK_RTOL = 1e-12
 
 
 def compiled_backend():
-    """The module of compiled BCFW passes (:mod:`kernfw.solvers._bcfw_numba`), or None.
+    """The module of compiled BCFW passes (:mod:`kernfw.solvers.multiclass._numba`), or None.
 
     None when :mod:`numba` is not importable or ``KERNFW_DISABLE_NUMBA`` is
     set (:func:`kernfw._compiled.compiled_module`); the block-coordinate solver
     then takes its numpy block steps.
     """
-    return compiled_module("kernfw.solvers._bcfw_numba")
+    return compiled_module("kernfw.solvers.multiclass._numba")
 
 
 def _sequential_sum(a):
@@ -96,6 +93,46 @@ def _sequential_sum(a):
     numpy and the compiled passes round alike and break exact ties alike.
     """
     return float(np.cumsum(a)[-1])
+
+
+class GapStopping:
+    """Stopping rule of the multi-class iterates: ``gap + ρ ≤ rtol·|P|`` when ``rtol > 0``,
+    else ``gap + ρ ≤ tol`` (``ρ``: the certificate's rounding bound).
+
+    Subclasses set ``rtol`` (the relative tolerance).
+    """
+
+    rtol = 0.0
+
+    def stopping_rule(self, tol):
+        if self.rtol > 0:
+            return StoppingRule(self.rtol, "primal")
+        return as_rule(tol, "absolute")
+
+
+class FullBatchIterate(GapStopping, FWIterate):
+    """A full-batch iterate ``(Aᵀ, S)`` of the multi-class dual (FW and the PG baseline).
+
+    The LMO is computed once per iterate: the certificate (its value and gap)
+    and the following step share it.
+    """
+
+    def __init__(self, problem, At, S, rtol=0.0):
+        self.problem, self.At, self.S = problem, At, S
+        self.rtol = float(rtol)
+        self._oracle = None
+
+    def _direction(self):
+        if self._oracle is None:
+            self._oracle = self.problem.direction(self.At, self.S)
+        return self._oracle
+
+    def certificate(self):
+        U, phi, G = self._direction()
+        return self.problem.certificate(self.At, self.S, U, phi, G)
+
+    def solution(self):
+        return {"A": self.At.T.copy(), "S": self.S.copy()}
 
 
 class FullBatchFW(FullBatchIterate):
@@ -141,7 +178,7 @@ class FullBatchFW(FullBatchIterate):
         return gamma
 
 
-# -- the block steps (numpy; :mod:`kernfw.solvers._bcfw_numba` compiles the same arithmetic) --
+# -- the block steps (numpy; :mod:`kernfw.solvers.multiclass._numba` compiles the same arithmetic) --
 
 
 def fw_block_step(loss, g, alpha, yi, q, gamma_std=None):
@@ -184,7 +221,7 @@ def fw_block_step(loss, g, alpha, yi, q, gamma_std=None):
 def pairwise_block_step(g, alpha, yi, q, inner_steps):
     """Up to ``inner_steps`` pairwise steps on one block (max / structured hinge, math.md §3.9).
 
-    :func:`kernfw.solvers._block_kernels.pairwise_steps` (the code the compiled
+    :func:`kernfw.solvers.multiclass._lmo.pairwise_steps` (the code the compiled
     backend runs) with fresh buffers; ``g`` is a scratch copy, updated in place.
 
     Returns
@@ -271,16 +308,16 @@ def polytope_block_step(code, g, alpha, yi, q, buffers=None):
     The minimizer of ``⟨g, α' − α_i⟩ + (q/2)‖α' − α_i‖²`` over the block domain
     ``A_i``: a biased projection onto the capped simplex (Usunier) or the top-k simplex
     (top-k hinge), Wolfe's minimum-norm point for the weighted losses
-    (:func:`kernfw.solvers._block_qp.block_qp_step`, the code the compiled backend runs).
+    (:func:`kernfw.solvers.multiclass._block_qp.block_qp_step`, the code the compiled backend runs).
 
     Parameters
     ----------
     code : tuple
-        The loss, :func:`kernfw.solvers._block_kernels.loss_code`.
+        The loss, :func:`kernfw.solvers.multiclass._lmo.loss_code`.
     g, alpha, yi, q
         As in :func:`fw_block_step`.
     buffers : tuple or None
-        :func:`~kernfw.solvers._block_qp.block_qp_buffers` of ``m`` (None: new ones).
+        :func:`~kernfw.solvers.multiclass._block_qp.block_qp_buffers` of ``m`` (None: new ones).
 
     Returns
     -------
@@ -314,7 +351,7 @@ def block_gap(loss, g, alpha, yi):
 class _NumpyPasses:
     """The numpy backend of :class:`BlockFW`: block steps one by one in Python.
 
-    The compiled backend (:class:`kernfw.solvers._bcfw_numba.CompiledPasses`)
+    The compiled backend (:class:`kernfw.solvers.multiclass._numba.CompiledPasses`)
     has the same three methods and the same arithmetic.
     """
 
@@ -368,7 +405,7 @@ class BlockFW(GapStopping, BlockCoordinateIterate):
     on-the-fly kernels).  The certificate (full LMO, certified gap) is the one
     of the batch solver.
 
-    Passes run in a backend: compiled (:mod:`kernfw.solvers._bcfw_numba`) when
+    Passes run in a backend: compiled (:mod:`kernfw.solvers.multiclass._numba`) when
     numba is available, the loss is built in and the operator has a
     :meth:`~kernfw.operators.KernelOperator.compiled_view`, else numpy; both
     take the same steps in the same order (the same iterates up to rounding).
@@ -724,163 +761,3 @@ def _check_block_step(block_step, rule, loss, n_classes):
             "(use block_step='fw')"
         )
     return block_step
-
-
-def solve_multiclass(
-    op,
-    y,
-    *,
-    loss="max_hinge",
-    lam=1e-2,
-    smoothing=0.0,
-    solver="lsfw",
-    n_classes=None,
-    A_init=None,
-    tol=1e-3,
-    rtol=0.0,
-    max_iter=1000,
-    max_time=None,
-    check_every=1,
-    callback=None,
-    random_state=None,
-    sample="uniform",
-    keep_best=True,
-    compiled="auto",
-    shrinking=True,
-    block_step="auto",
-    inner_steps=5,
-    averaging=False,
-    shrink_classes=False,
-):
-    """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
-
-    Parameters
-    ----------
-    op : KernelOperator
-        Gram matrix ``K`` of the training points.
-    y : array-like of int, shape (n,)
-        Class indices.
-    loss : str or MulticlassLoss
-        See :mod:`kernfw.losses`.
-    lam : float
-        ``λ > 0``.
-    smoothing : float
-        Moreau smoothing ``σ ≥ 0``.
-    solver : {"lsfw", "stdfw", "bcfw", "pg"}
-        See the module docstring.
-    n_classes : int or None
-        Number of classes ``m`` (default ``max(y) + 1``).
-    A_init : ndarray of shape (m, n) or None
-        Warm start: a feasible dual point (e.g. a previous solution; the
-        feasible set does not depend on ``λ`` or ``σ``).
-    tol : float
-        Absolute tolerance on the certified gap (primal scale).
-    rtol : float
-        Relative tolerance: also stop when ``gap ≤ rtol·|P|``.
-    max_iter : int
-        Iterations (passes over the data for ``"bcfw"``, also with
-        ``check_every="auto"``, whose rounds of passes end when ``max_iter``
-        passes are spent; ``n_iter`` counts the passes).
-    max_time : float or None
-        Wall-clock budget (s).
-    check_every : int or "auto"
-        Certify every ``check_every`` iterations (passes for ``"bcfw"``).
-        "auto" (:class:`~kernfw.MultiClassSVM`'s default): every iteration
-        for the full-batch solvers; for
-        ``"bcfw"`` a certificate ends each round of passes, a round lasting
-        until the gap estimate of its last pass may pass the tolerance or has
-        fallen by ``ROUND_DECREASE`` since the last certificate (at most
-        ``ROUND_PASSES`` passes; :class:`BlockFW`, ``adaptive``).
-    callback : callable or None
-        ``callback(row) -> bool`` on every certificate (see :func:`kernfw.fw.run`).
-    random_state : int, Generator or None
-        Block order of ``"bcfw"``.
-    sample : {"uniform", "perm"}
-        Block sampling of ``"bcfw"``.
-    keep_best : bool
-        Return the iterate with the smallest gap if the run does not converge.
-    compiled : bool or "auto"
-        Compiled passes of ``"bcfw"`` (see :class:`BlockFW`): "auto" uses them
-        when numba is installed and the operator has a
-        :meth:`~kernfw.operators.KernelOperator.compiled_view` (``Features``,
-        dense ``Gram``); False forces the numpy block steps.
-    shrinking : bool
-        Active-set passes of ``"bcfw"``: between two certificates only blocks
-        that are not block-optimal are visited (see :class:`BlockFW`).
-    block_step : {"auto", "fw", "pairwise", "exact"}
-        The block step of ``"bcfw"`` (see :class:`BlockFW`): "auto" solves the
-        block sub-problem exactly for every built-in loss (math.md §1.13–§1.14)
-        and takes a FW step with exact line search for other losses.
-    inner_steps : int
-        Pairwise steps per block visit (``block_step="pairwise"``).
-    averaging : bool
-        ``"bcfw"`` only: certify and return the weighted average of the
-        iterates (BCFW-wavg; numpy block steps).
-    shrink_classes : bool
-        ``"bcfw"`` with ``shrinking`` and exact block steps of the max /
-        structured hinge: also leave the inactive classes of each block out
-        until the next certificate
-        (:class:`~kernfw.MultiClassSVM` turns it on with ``shrinking``: fastest
-        in ``docs/benchmarks/multiclass.md`` (d)).
-
-    Returns
-    -------
-    FWResult
-        ``solution["A"]`` is the dual ``A`` (m × n; ``dual_coef_``),
-        ``solution["S"]`` the training scores ``S = K Aᵀ/(λn)`` (n × m).
-    """
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    problem = MulticlassDual(op, y, loss, lam, smoothing, n_classes)
-    adaptive = check_every == "auto"
-    if adaptive:
-        check_every = 1
-    if solver == "pg":
-        return solve_multiclass_subgradient(
-            problem,
-            A_init=A_init,
-            tol=tol,
-            rtol=rtol,
-            max_iter=max_iter,
-            max_time=max_time,
-            check_every=check_every,
-            callback=callback,
-        )
-    At, S = problem.start(A_init)
-    rule = "standard" if solver == "stdfw" else "line_search"
-    if solver == "bcfw":
-        iterate = BlockFW(
-            problem,
-            At,
-            S,
-            rule="line_search",
-            rtol=rtol,
-            random_state=random_state,
-            sample=sample,
-            block_step=block_step,
-            inner_steps=inner_steps,
-            compiled=compiled,
-            shrinking=shrinking,
-            averaging=averaging,
-            shrink_classes=shrink_classes,
-            adaptive=adaptive,
-            tol=tol,
-            max_passes=max_iter if adaptive else None,
-        )
-    else:
-        iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
-    remedy = (
-        "increase max_iter (or max_time), loosen tol, use a smaller C (a larger "
-        "lam), or use smoothing > 0"
-    )
-    return run(
-        iterate,
-        tol=tol,
-        max_iter=max_iter,
-        max_time=max_time,
-        check_every=check_every,
-        callback=callback,
-        keep_best=keep_best,
-        remedy=remedy,
-        name=f"MultiClassSVM solver={solver!r}",
-    )

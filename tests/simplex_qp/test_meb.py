@@ -8,9 +8,11 @@ from sklearn.metrics.pairwise import pairwise_kernels, rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernfw.estimators.meb import MinimumEnclosingBall
+from kernfw.fw import StoppingRule
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, KernelFunction, KernelOperator
 from kernfw.solvers.simplex_qp import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
+from kernfw.solvers.simplex_qp import _numba as _core
 
 KERNELS = [
     ("linear", {}),
@@ -80,7 +82,7 @@ def test_meb_radius_matches_cvxpy(kernel, params, solver):
     op = Gram(K)
     r2 = ref["radius2"]
     if solver == "lsfw":  # sublinear: check the certified bracket dual ≤ r*² ≤ primal
-        res = solve_simplex_qp(op, q=op.diag(), solver="lsfw", tol=1e-4, stop="relative")
+        res = solve_simplex_qp(op, q=op.diag(), solver="lsfw", tol=StoppingRule(1e-4, "dual"))
         assert res.converged
         assert res.dual <= r2 * (1 + 1e-8) and r2 <= res.primal * (1 + 1e-8)
         return
@@ -106,7 +108,7 @@ def test_meb_of_three_points_is_known():
 
 # -- closed-form pieces --------------------------------------------------------------------
 def _iterate(K, q, solver="mfw", **kw):
-    return SimplexQPIterate(Gram(K), q, solver, None, "gap", None, **kw)
+    return SimplexQPIterate(Gram(K), q, solver, None, None, **kw)
 
 
 def test_cvm_initialization_is_the_two_point_ball():
@@ -236,7 +238,7 @@ def test_radius_stop_is_the_one_plus_epsilon_ball():
     X = _points(200, d=5, seed=9)
     op = Gram(rbf_kernel(X, gamma=0.3))
     eps = 1e-3
-    res = solve_simplex_qp(op, q=op.diag(), tol=eps, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), tol=eps)
     assert res.converged
     r2, R2 = res.dual, res.primal  # r_k² and max_i ‖z_i − c_k‖²
     assert np.sqrt(R2) <= (1 + eps) * np.sqrt(r2) * (1 + 1e-12)
@@ -248,7 +250,7 @@ def test_radius_stop_is_the_one_plus_epsilon_ball():
 def test_relative_stop():
     X = _points(80, seed=10)
     op = Gram(rbf_kernel(X, gamma=0.3))
-    res = solve_simplex_qp(op, q=op.diag(), tol=1e-4, stop="relative", check_every=1)
+    res = solve_simplex_qp(op, q=op.diag(), tol=StoppingRule(1e-4, "dual"), check_every=1)
     assert res.converged and res.gap <= 1e-4 * abs(res.dual)
     assert res.history["gap"][-2] > 1e-4 * abs(res.history["dual"][-2])
 
@@ -266,8 +268,8 @@ def test_warm_start_from_the_optimum_stops_at_once():
 
 def test_a_single_point_is_its_own_ball():
     op = Gram(np.full((1, 1), 2.0))
-    for stop in ("gap", "relative", "radius"):
-        res = solve_simplex_qp(op, q=op.diag(), stop=stop)
+    for stop in (StoppingRule(1e-6, "absolute"), StoppingRule(1e-6, "dual"), 1e-6):
+        res = solve_simplex_qp(op, q=op.diag(), tol=stop)
         assert res.converged and res.n_iter == 0 and res.dual == 0.0
 
 
@@ -284,7 +286,7 @@ def test_random_state_picks_the_first_point():
 def test_history_records_coreset_and_steps():
     X = _points(60, seed=13)
     op = Gram(rbf_kernel(X, gamma=0.5))
-    res = solve_simplex_qp(op, q=op.diag(), tol=1e-10, check_every=1, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-10, check_every=1)
     h = res.history
     assert h["iteration"].tolist() == list(range(res.n_iter + 1))
     assert h["coreset"][-1] == res["support"].size
@@ -301,8 +303,6 @@ def test_bad_inputs():
         solve_simplex_qp(op, tol=-1.0)
     with pytest.raises(ValueError, match="solver"):
         solve_simplex_qp(op, solver="pfw")
-    with pytest.raises(ValueError, match="stop"):
-        solve_simplex_qp(op, stop="duality")
     with pytest.raises(ValueError, match="q must"):
         solve_simplex_qp(op, q=np.ones(3))
     with pytest.raises(ValueError, match="simplex"):
@@ -315,14 +315,16 @@ def test_bad_inputs():
         solve_simplex_qp(np.eye(10))
     poly = Gram(pairwise_kernels(_points(10), metric="poly", degree=2))
     with pytest.raises(ValueError, match="constant"):
-        solve_simplex_qp(L2SVMKernel(poly, np.r_[np.ones(5), -np.ones(5)], 1.0), stop="radius")
+        solve_simplex_qp(
+            L2SVMKernel(poly, np.r_[np.ones(5), -np.ones(5)], 1.0), tol=StoppingRule(1e-6, "radius")
+        )
 
 
 # -- the estimator --------------------------------------------------------------------------
 def test_ball_contains_the_training_points_and_predicts_novelty():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(150, 2))
-    ball = MinimumEnclosingBall(gamma=0.5, tol=1e-6).fit(X)
+    ball = MinimumEnclosingBall(nu=0, gamma=0.5, tol=1e-6).fit(X)
     assert ball.converged_
     assert ball.radius_lower_ <= ball.radius_ <= (1 + 1e-6) * ball.radius_lower_ * (1 + 1e-12)
     assert np.all(ball.decision_function(X) >= -1e-10)
@@ -348,7 +350,7 @@ def test_estimator_radius_matches_cvxpy(kernel, params):
 
     X = _points(40, seed=14)
     ref = meb_reference(_gram(X, kernel, params))
-    ball = MinimumEnclosingBall(kernel=kernel, tol=1e-9, **params).fit(X)
+    ball = MinimumEnclosingBall(nu=0, kernel=kernel, tol=1e-9, **params).fit(X)
     assert ball.radius_lower_**2 <= ref["radius2"] * (1 + 1e-8)
     assert ball.radius_**2 == pytest.approx(ref["radius2"], rel=1e-6)
 
@@ -357,8 +359,8 @@ def test_precomputed_reads_only_the_support_columns():
     X = _points(80, seed=15)
     Xt = _points(10, seed=16) * 1.5
     gamma = 0.4
-    ball = MinimumEnclosingBall(gamma=gamma, tol=1e-8).fit(X)
-    pre = MinimumEnclosingBall(kernel="precomputed", tol=1e-8).fit(rbf_kernel(X, gamma=gamma))
+    ball = MinimumEnclosingBall(nu=0, gamma=gamma, tol=1e-8).fit(X)
+    pre = MinimumEnclosingBall(nu=0, kernel="precomputed", tol=1e-8).fit(rbf_kernel(X, gamma=gamma))
     K_test = rbf_kernel(Xt, X, gamma=gamma)
     off = np.setdiff1d(np.arange(80), pre.support_)
     K_test[:, off] = 1e6  # never read
@@ -370,7 +372,7 @@ def test_precomputed_reads_only_the_support_columns():
 
 def test_precomputed_with_a_nonconstant_diagonal_cannot_score_new_points():
     X = _points(30, seed=17)
-    pre = MinimumEnclosingBall(kernel="precomputed").fit(X @ X.T)
+    pre = MinimumEnclosingBall(nu=0, kernel="precomputed").fit(X @ X.T)
     with pytest.raises(ValueError, match="self-similarities"):
         pre.decision_function(X[:3] @ X.T)
 
@@ -378,9 +380,9 @@ def test_precomputed_with_a_nonconstant_diagonal_cannot_score_new_points():
 def test_kernel_operator_and_float32_inputs():
     X = _points(60, seed=18)
     op = KernelFunction(X, "rbf", gamma=0.5)
-    a = MinimumEnclosingBall(kernel=op, tol=1e-8).fit(None)
-    b = MinimumEnclosingBall(gamma=0.5, tol=1e-8).fit(X)
-    c = MinimumEnclosingBall(gamma=0.5, tol=1e-5).fit(X.astype(np.float32))
+    a = MinimumEnclosingBall(nu=0, kernel=op, tol=1e-8).fit(None)
+    b = MinimumEnclosingBall(nu=0, gamma=0.5, tol=1e-8).fit(X)
+    c = MinimumEnclosingBall(nu=0, gamma=0.5, tol=1e-5).fit(X.astype(np.float32))
     assert a.radius_ == pytest.approx(b.radius_, rel=1e-10)
     np.testing.assert_allclose(a.decision_function(X[:5]), b.decision_function(X[:5]), atol=1e-10)
     assert c.radius_ == pytest.approx(b.radius_, rel=1e-4)
@@ -433,6 +435,7 @@ def _expected_failures(estimator):
 @parametrize_with_checks(
     [
         MinimumEnclosingBall(),
+        MinimumEnclosingBall(nu=0),
         MinimumEnclosingBall(nu=0.1),
         MinimumEnclosingBall(kernel="precomputed", nu=0.1),
     ],
@@ -442,16 +445,32 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
+def test_check_estimator_passes_at_the_no_argument_construction():
+    """As a user runs it: every check passes for ``MinimumEnclosingBall()`` (the ν-soft ball at
+    ``nu=0.5``, as ``OneClassSVM()``); the hard ball stays available as ``nu=0``."""
+    from sklearn.utils.estimator_checks import check_estimator
+
+    ball = MinimumEnclosingBall()
+    assert ball.nu == 0.5
+    results = check_estimator(ball, on_fail=None)
+    failed = [r["check_name"] for r in results if r["status"] == "failed"]
+    assert failed == [] and len(results) > 40
+    X = _points(200, 2)
+    outside = np.mean(ball.fit(X).predict(X) == -1)
+    assert 0.45 <= outside <= 0.5  # at most ν, and close to it
+    assert np.all(MinimumEnclosingBall(nu=0).fit(X).predict(X) == 1)  # the hard ball
+
+
 # -- compiled backend (numba) = numpy path ------------------------------------------------
 def _both_backends(monkeypatch, solve):
-    """``solve()`` on the numpy path and on the compiled path (numba), each to its
-    ``max_iter`` budget: no stop at the rounding floor, whose timing is BLAS-dependent."""
+    """``solve()`` with the columns from the operator (``Q.columns``) and from its column
+    view (evaluated in the compiled step), each to its ``max_iter`` budget: no stop at the
+    rounding floor, whose timing is BLAS-dependent."""
     monkeypatch.setattr("kernfw.fw.stopping.StoppingRule.at_floor", lambda *args: False)
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
-    numpy_run = solve()
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    compiled_run = solve()
-    return numpy_run, compiled_run
+    with monkeypatch.context() as m:
+        m.setattr(SimplexQPIterate, "_column_source", lambda self, view: None)
+        operator_run = solve()
+    return operator_run, solve()
 
 
 def _assert_same_trajectory(a, b, solver):
@@ -467,21 +486,6 @@ def _assert_same_trajectory(a, b, solver):
     np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
     if solver == "mfw":
         assert a.history["drop_steps"][-1] > 0
-
-
-def test_compiled_backend_is_used_unless_disabled(monkeypatch):
-    pytest.importorskip("numba")
-    from kernfw.solvers.simplex_qp import CompiledSimplexQPIterate
-    from kernfw.solvers.simplex_qp.solve import make_iterate
-
-    op = Gram(rbf_kernel(_points(20), gamma=0.5))
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    assert isinstance(
-        make_iterate(op, op.diag(), "mfw", None, "gap", None), CompiledSimplexQPIterate
-    )
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
-    it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
-    assert type(it) is SimplexQPIterate
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -535,10 +539,11 @@ def test_random_state_changes_the_start_point():
     assert len(set(starts.values())) == 3
     # the estimator passes its random_state on
     fits = [
-        MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=s).fit(X) for s in (3, 5)
+        MinimumEnclosingBall(nu=0, kernel="linear", max_iter=0, random_state=s).fit(X)
+        for s in (3, 5)
     ]
     assert tuple(fits[0].support_) == starts[3] and tuple(fits[1].support_) == starts[5]
-    again = MinimumEnclosingBall(kernel="linear", max_iter=0, random_state=3).fit(X)
+    again = MinimumEnclosingBall(nu=0, kernel="linear", max_iter=0, random_state=3).fit(X)
     np.testing.assert_array_equal(again.support_, fits[0].support_)
 
 
@@ -548,7 +553,7 @@ def test_random_state_changes_the_start_point():
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel, tol):
     X = (3 * np.random.RandomState(0).uniform(size=(20, 3))).astype(dtype)
-    ball = MinimumEnclosingBall(kernel=kernel, tol=tol).fit(X)
+    ball = MinimumEnclosingBall(nu=0, kernel=kernel, tol=tol).fit(X)
     # kernel values are kept in float32 at tol >= 1e-4 (the default), else in X's type
     assert ball._gram_dtype() == (np.float32 if tol >= 1e-4 else None)
     values = ball._gram_dtype() or dtype
@@ -568,7 +573,7 @@ def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel, t
 
 def test_a_point_just_outside_the_sphere_is_an_outlier():
     X = 3 * np.random.RandomState(0).uniform(size=(20, 3))
-    ball = MinimumEnclosingBall(kernel="linear", tol=1e-10).fit(X)
+    ball = MinimumEnclosingBall(nu=0, kernel="linear", tol=1e-10).fit(X)
     centre = ball.dual_coef_[0] @ X[ball.support_]
     far = X[ball.support_[0]]
     outside = centre + 1.01 * (far - centre)
@@ -577,11 +582,9 @@ def test_a_point_just_outside_the_sphere_is_an_outlier():
 
 
 # -- indefinite Q: no certificate ----------------------------------------------------------
-@pytest.mark.parametrize("numba_off", ["0", "1"])
-def test_indefinite_matrix_raises_instead_of_certifying(monkeypatch, numba_off):
+def test_indefinite_matrix_raises_instead_of_certifying(monkeypatch):
     from kernfw.operators.psd import NotPSDError
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
     X = _points(40, seed=23)
     # K − 0.5·I with a wide RBF (K ≈ 1): the line search meets dᵀQd < 0 at once
     op = Gram(rbf_kernel(X, gamma=0.01) - 0.5 * np.eye(40), check=False)
@@ -606,8 +609,8 @@ def test_cvm_reaches_the_cvxpy_optimum_within_its_certified_gap(kernel, params):
     K = _gram(X, kernel, params)
     r2 = meb_reference(K)["radius2"]
     op = Gram(K)
-    cvm = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=1e-8, stop="gap")
-    mfw = solve_simplex_qp(op, q=op.diag(), solver="mfw", tol=1e-8, stop="gap")
+    cvm = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=StoppingRule(1e-8, "absolute"))
+    mfw = solve_simplex_qp(op, q=op.diag(), solver="mfw", tol=StoppingRule(1e-8, "absolute"))
     assert cvm.converged and cvm.gap <= 1e-8
     # the certified bracket dual ≤ r*² ≤ primal holds (to the reference's accuracy)
     assert cvm.dual <= r2 + 1e-7 * r2 and r2 <= cvm.primal + 1e-7 * r2
@@ -621,12 +624,12 @@ def test_cvm_radius_rule_and_estimator():
     X = _points(200, d=5, seed=25)
     op = Gram(rbf_kernel(X, gamma=0.3))
     eps = 1e-3
-    res = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=eps, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=eps)
     assert res.converged
     assert np.sqrt(res.primal) <= (1 + eps) * np.sqrt(res.dual) * (1 + 1e-12)
     exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
     assert res.dual <= exact.dual * (1 + 1e-12) <= res.primal * (1 + 1e-12)
-    ball = MinimumEnclosingBall(solver="cvm", gamma=0.3, tol=eps).fit(X)
+    ball = MinimumEnclosingBall(nu=0, solver="cvm", gamma=0.3, tol=eps).fit(X)
     assert ball.converged_ and np.all(ball.predict(X) == 1)
     # the estimator's tol is the relative gap on r²: (R² − r²)/r² ≤ tol
     assert ball.duality_gap_ <= eps * ball.dual_objective_
@@ -637,7 +640,7 @@ def test_cvm_radius_rule_and_estimator():
 def test_default_tol_is_the_cvm_radius_rule_at_eps_1e_4():
     """tol = 2ε + ε² is the (1+ε) radius rule: the default certifies R ≤ (1 + 1e-4) r."""
     X = _points(300, d=5, seed=26)
-    ball = MinimumEnclosingBall(gamma=0.3).fit(X)
+    ball = MinimumEnclosingBall(nu=0, gamma=0.3).fit(X)
     assert ball.tol == 2e-4 and ball.converged_
     assert ball.radius_ <= (1 + 1e-4) * ball.radius_lower_
     assert ball.duality_gap_ <= ball.tol * ball.dual_objective_
@@ -656,7 +659,8 @@ def _column_view_operator(source, problem, X, y):
 
 def _evaluate_column(it, src, j, out, scratch):
     """Column ``j`` of a compiled iterate's column source, evaluated by the compiled code."""
-    mod = it._mod
+    from kernfw.solvers.simplex_qp import _numba as mod
+
     mod.evaluate_column(src, it._con[mod.SQ_NORMS], it._con[mod.LABELS], it._st, j, out, scratch)
 
 
@@ -674,8 +678,7 @@ def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source,
     y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
     op = _column_view_operator(source, problem, X, y)
     q = op.diag() if problem == "meb" else None
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    it = make_iterate(op, q, solver, None, "gap", None)
+    it = make_iterate(op, q, solver, None, None)
     assert it._source is not None  # the compiled column step is used
 
     def solve():
@@ -693,14 +696,13 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
     y = np.where(X[:, 1] > 0, 1.0, -1.0)
     for problem in ("meb", "l2svm"):
         for cache_mb in (0.0, 1.0):
             K = KernelFunction(X, "rbf", gamma=0.05, cache_size=cache_mb)
             op = K if problem == "meb" else L2SVMKernel(K, y, 0.5)
-            it = make_iterate(op, None, "fw", None, "gap", None)
+            it = make_iterate(op, None, "fw", None, None)
             src, slab, slot_of, slots = it._source
             assert slab.shape[0] == (1 if cache_mb == 0 else 300)
             ref = op.dense()
@@ -721,10 +723,9 @@ def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = np.array([[0.0], [1.0], [30.0], [40.0], [1e3]])
     K = KernelFunction(X, "rbf", gamma=1.0)
-    it = make_iterate(K, K.diag(), "mfw", None, "gap", None)
+    it = make_iterate(K, K.diag(), "mfw", None, None)
     src = it._source[0]
     out, scratch = np.empty(5), np.empty(5)
     _evaluate_column(it, src, 0, out, scratch)
@@ -741,7 +742,6 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
 
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(40, d=3, seed=2)
     ops = [
         KernelFunction(X, "poly", gamma=0.5),
@@ -750,7 +750,7 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
         KernelFunction(X, lambda A, B: A @ B.T),
     ]
     for op in ops:
-        it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
+        it = make_iterate(op, op.diag(), "mfw", None, None)
         assert it._source is None
         res = solve_simplex_qp(op, q=op.diag(), tol=1e-8)
         assert res.converged
@@ -763,16 +763,15 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
     y = np.where(X[:, 1] > 0, 1.0, -1.0)
     for problem in ("meb", "l2svm"):
         K = KernelFunction(X, "rbf", gamma=0.05, cache_size=1.0, dtype=np.float32)
         op = K if problem == "meb" else L2SVMKernel(K, y, 0.5)
-        it = make_iterate(op, None, "fw", None, "gap", None)
+        it = make_iterate(op, None, "fw", None, None)
         src, slab, _, _ = it._source
         assert src.dtype == np.float32 and slab.dtype == np.float32
-        assert it._st["source"] == it._mod.SOURCE_RBF32
+        assert it._st["source"] == _core.SOURCE_RBF32
         exact = KernelFunction(X, "rbf", gamma=0.05)
         ref = exact.dense() if problem == "meb" else L2SVMKernel(exact, y, 0.5).dense()
         out = np.empty(300, dtype=np.float32)
@@ -786,28 +785,26 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     np.testing.assert_array_equal(K.columns([3]), exact.columns([3]).astype(np.float32))
     # far points underflow to 0 as in float64
     far = KernelFunction(np.array([[0.0], [1.0], [30.0]]), "rbf", gamma=1.0, dtype=np.float32)
-    it = make_iterate(far, far.diag(), "mfw", None, "gap", None)
+    it = make_iterate(far, far.diag(), "mfw", None, None)
     out = np.empty(3, dtype=np.float32)
     _evaluate_column(it, it._source[0], 0, out, np.empty(3))
     assert out[0] == 1.0 and out[2] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-6)
 
 
-@pytest.mark.parametrize("numba_off", ["0", "1"])
-def test_float32_values_reach_the_float64_optimum_within_the_tolerance(monkeypatch, numba_off):
+def test_float32_values_reach_the_float64_optimum_within_the_tolerance(monkeypatch):
     """MEB with float32 kernel values (the default at tol >= 1e-4): the certified radius
     brackets the exact (float64) optimum up to float32 rounding of the kernel."""
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
     X = _points(400, d=5, seed=31)
     exact = KernelFunction(X, "rbf", gamma=0.3)
-    r2_star = solve_simplex_qp(exact, q=exact.diag(), tol=1e-12, stop="gap").dual
+    r2_star = solve_simplex_qp(exact, q=exact.diag(), tol=StoppingRule(1e-12, "absolute")).dual
     single = KernelFunction(X, "rbf", gamma=0.3, dtype=np.float32)
-    res = solve_simplex_qp(single, q=single.diag(), tol=1e-4, stop="radius")
+    res = solve_simplex_qp(single, q=single.diag(), tol=1e-4)
     assert res.converged
     rounding = 1e-6  # |K32 − K| ≤ ~2e-7 on the simplex
     assert res.dual <= r2_star + rounding and r2_star <= res.primal + rounding
     assert np.sqrt(res.primal) <= (1 + 1e-4) * np.sqrt(res.dual) * (1 + 1e-12)
     # the estimator at its defaults keeps float32 values and says so in its slack
-    ball = MinimumEnclosingBall(gamma=0.3).fit(X)
+    ball = MinimumEnclosingBall(nu=0, gamma=0.3).fit(X)
     assert ball._gram_dtype() == np.float32
     assert ball.radius_lower_**2 <= r2_star + rounding <= ball.radius_**2 + 2 * rounding
 
@@ -826,19 +823,16 @@ def test_kernel_function_dtype():
 
 
 # -- runs of steps between certificates --------------------------------------------------------
-@pytest.mark.parametrize("numba_off", ["0", "1"])
 @pytest.mark.parametrize("stop", ["gap", "relative", "radius"])
-def test_runs_stop_at_the_first_iteration_that_passes(monkeypatch, numba_off, stop):
+def test_runs_stop_at_the_first_iteration_that_passes(monkeypatch, stop):
     """A run of ``check_every`` steps ends where the O(1) estimate of the stopping rule
     holds, so certifying every 100 steps stops at the same iteration, with the same
     iterate, as certifying every step (no overshoot), on both paths."""
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
     X = _points(300, d=4, seed=8)
     op = KernelFunction(X, "rbf", gamma=0.4)
-    tol = {"gap": 1e-6, "relative": 1e-6, "radius": 1e-5}[stop]
-    every, runs = (
-        solve_simplex_qp(op, q=op.diag(), tol=tol, stop=stop, check_every=c) for c in (1, 100)
-    )
+    scale = {"gap": "absolute", "relative": "dual", "radius": "radius"}[stop]
+    tol = StoppingRule({"gap": 1e-6, "relative": 1e-6, "radius": 1e-5}[stop], scale)
+    every, runs = (solve_simplex_qp(op, q=op.diag(), tol=tol, check_every=c) for c in (1, 100))
     assert every.converged and runs.converged
     assert runs.n_iter == every.n_iter > 100
     np.testing.assert_allclose(runs["alpha"], every["alpha"], rtol=0, atol=1e-12)
@@ -876,13 +870,12 @@ def test_weighted_mkl_gram_is_served_by_the_compiled_column_step(monkeypatch):
     from kernfw.operators import MultiKernel
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(60, d=3, seed=9)
     mk = MultiKernel([Gram(rbf_kernel(X, gamma=g)) for g in (0.1, 1.0)])
     K = Gram(mk.with_weights(np.array([0.3, 0.7])).dense(), check=False)
     assert K.K.flags.f_contiguous and not K.K.flags.c_contiguous
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    it = make_iterate(L2SVMKernel(K, y, 1.0), None, "mfw", None, "gap", None)
+    it = make_iterate(L2SVMKernel(K, y, 1.0), None, "mfw", None, None)
     assert it._source is not None
 
 
@@ -892,7 +885,6 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(80, d=3, seed=4)
     K = rbf_kernel(X, gamma=0.5)
     K = np.ascontiguousarray((K + K.T) / 2)
@@ -900,7 +892,7 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
     skewed[3, 7] = np.nextafter(skewed[3, 7], 2.0)
     for matrix, by_rows in ((K, True), (skewed, False)):
         op = Gram(matrix, check=False)
-        it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
+        it = make_iterate(op, op.diag(), "mfw", None, None)
         src = it._source[0]
         assert (src.base is matrix and src.flags.f_contiguous) == by_rows
         out = np.empty(80)
@@ -949,7 +941,7 @@ def test_float32_features_with_repeated_points_are_not_called_indefinite():
     X, y = make_classification(n_samples=400, n_features=20, random_state=0)
     X, y = np.vstack([X, X[:50]]), np.concatenate([y, y[:50]])
     for make in (
-        lambda: MinimumEnclosingBall(kernel="linear", tol=1e-5),
+        lambda: MinimumEnclosingBall(nu=0, kernel="linear", tol=1e-5),
         lambda: L2SVC(kernel="linear", solver="mfw", tol=1e-5),
     ):
         single = make().fit(X.astype(np.float32), y)

@@ -19,15 +19,16 @@ exactly.  In the coordinates ``b = (β_j)_{j ≠ y_i}`` it is the biased project
   (:func:`corral_step`).
 
 :func:`block_qp_step` dispatches on the loss code of
-:func:`kernfw.solvers._block_kernels.loss_code`.  Plain Python on preallocated arrays:
+:func:`kernfw.solvers.multiclass._lmo.loss_code`.  Plain Python on preallocated arrays:
 the numpy block steps call these functions as they are and
-:mod:`kernfw.solvers._bcfw_numba` compiles the very same functions, so both paths take
+:mod:`kernfw.solvers.multiclass._numba` compiles the very same functions, so both paths take
 the same steps.
 """
 
 import numpy as np
 
-from ._block_kernels import (
+from ...fw.steps import quadratic_step
+from ._lmo import (
     OPTIMAL_RTOL,
     TOPK,
     USUNIER,
@@ -35,6 +36,7 @@ from ._block_kernels import (
 )
 
 __all__ = [
+    "pairwise_steps",
     "KERNELS",
     "block_qp_step",
     "block_qp_buffers",
@@ -46,6 +48,75 @@ __all__ = [
     "affine_minimizer",
     "drop_atoms",
 ]
+
+
+def pairwise_steps(g, alpha, yi, q, inner_steps, a, beta, delta):
+    """Up to ``inner_steps`` pairwise steps on one block (max / structured hinge, math.md §3.9).
+
+    The block domain is a simplex with vertices ``v_j = e_{y_i} − e_j``
+    (``v_{y_i} = 0``) and barycentric weights ``β_j = −α_{ij}`` (``j ≠ y_i``),
+    ``β_{y_i} = 1 − Σ_{j≠y_i} β_j``.  Vertex ``j`` has value ``a_j = g_j − g_{y_i}``:
+    the FW vertex is the first ``argmax_j a_j``, the away vertex the first
+    ``argmin_{β_j > 0} a_j``; a step moves weight ``γ ≤ β_away`` between them
+    (``Δα = γ(e_away − e_fw)``, curvature ``2q``, exact line search) and updates
+    ``g`` locally.
+
+    Parameters
+    ----------
+    g : ndarray (m,)
+        Block gradient ``g_i`` (a scratch copy: updated in place).
+    alpha : ndarray (m,)
+        The block ``α_i`` (read only).
+    yi : int
+        ``y_i``.
+    q : float
+        Block curvature ``q_i = K_ii/(λn) + σ``.
+    inner_steps : int
+        Largest number of pairwise steps.
+    a, beta : ndarray (m,)
+        Scratch space for the vertex values ``a`` and the weights ``β``.
+    delta : ndarray (m,)
+        Output: ``Δα_i``.
+
+    Returns
+    -------
+    float
+        The sum of the steps (0: the block is optimal).
+    """
+    m = g.shape[0]
+    for j in range(m):
+        beta[j] = -alpha[j]
+        delta[j] = 0.0
+    beta[yi] = 1.0 - alpha[yi]
+    rate = 2.0 * q
+    total = 0.0
+    for _ in range(inner_steps):
+        for j in range(m):
+            a[j] = g[j] - g[yi]
+        f = 0
+        w = -1
+        for j in range(m):
+            if a[j] > a[f]:
+                f = j
+            if beta[j] > 0 and (w < 0 or a[j] < a[w]):
+                w = j
+        if w < 0:
+            break
+        slope = a[f] - a[w]
+        if f == w or slope <= 0:
+            break
+        cap = beta[w]
+        gamma = quadratic_step(slope, rate, cap)
+        if gamma <= 0:
+            break
+        beta[f] += gamma
+        beta[w] = 0.0 if gamma >= cap else beta[w] - gamma  # drop step: exact zero
+        delta[w] += gamma
+        delta[f] -= gamma
+        g[w] += gamma * q
+        g[f] -= gamma * q
+        total += gamma
+    return total
 
 
 def block_qp_buffers(m):
@@ -79,9 +150,9 @@ def block_qp_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, out, buffers):
     q : float
         Block curvature ``q_i = K_ii/(λn) + σ``.
     kind, k, rho, r
-        The loss (:func:`kernfw.solvers._block_kernels.loss_code`).
+        The loss (:func:`kernfw.solvers.multiclass._lmo.loss_code`).
     idx, a, beta : ndarray
-        Scratch space of :func:`~kernfw.solvers._block_kernels.loss_vertex` (``r`` ints;
+        Scratch space of :func:`~kernfw.solvers.multiclass._lmo.loss_vertex` (``r`` ints;
         ``m`` floats each).
     out : ndarray (m,)
         Output: ``Δα_i = α' − α_i``.
@@ -381,7 +452,7 @@ def corral_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, tol, out, buffer
     Minimizes ``⟨g, α' − α⟩ + (q/2)‖α' − α‖²`` over the block domain
     ``A_i = {(1ᵀβ) e_{y_i} − β : β ∈ B}`` by Wolfe's minimum-norm-point algorithm
     [Wolfe1976] on the atoms ``{α} ∪ {vertices}``: a major cycle adds the LMO vertex
-    ``u`` at the gradient ``g + q(x − α)`` (:func:`~kernfw.solvers._block_kernels.loss_vertex`); minor cycles move
+    ``u`` at the gradient ``g + q(x − α)`` (:func:`~kernfw.solvers.multiclass._lmo.loss_vertex`); minor cycles move
     ``x`` to the minimizer over the affine hull of the atoms (:func:`affine_minimizer`)
     or, when that leaves their convex hull, as far towards it as the hull allows and
     drop the atoms whose weight reaches 0.  The first major cycle is the FW block step

@@ -3,19 +3,19 @@
 :class:`MulticlassDual` is the problem (its LMO, certificate and line search);
 :class:`FullBatchIterate` the full-batch iterate that the Frank-Wolfe solvers
 (:mod:`kernfw.solvers.multiclass`) and the projected-subgradient baseline
-(:mod:`kernfw.solvers.subgradient`) both extend.  Both solver modules import
+(:mod:`kernfw.solvers.multiclass.pg`) both extend.  Both solver modules import
 this one; it imports neither.
 """
 
 import numpy as np
 
-from .._compiled import compiled_module
-from ..fw import Certificate, FWIterate, StoppingRule, as_rule
-from ..fw.result import rounding_bound
-from ..losses import dual_vertices, make_loss
-from ..operators import KernelOperator
+from ..._compiled import compiled_module
+from ...fw import Certificate
+from ...fw.result import rounding_bound
+from ...losses import dual_vertices, make_loss
+from ...operators import KernelOperator
 
-__all__ = ["MulticlassDual", "FullBatchIterate", "GapStopping", "inner", "GRAM_ROWS"]
+__all__ = ["MulticlassDual", "inner", "GRAM_ROWS"]
 
 #: rows of a float32 Gram matrix converted to float64 at a time by
 #: :meth:`MulticlassDual.kernel_times`
@@ -86,7 +86,7 @@ class MulticlassDual:
         The scores ``S`` are updated by these products, and the certificate
         holds for ``S = K Aᵀ/(λn)``: a product summed in float32 would leave
         ``S`` off by up to ``n·6e-8`` relative, above any rounding bound.  A
-        float32 Gram matrix is multiplied by :func:`kernfw.solvers._gram_numba.gram_times`
+        float32 Gram matrix is multiplied by :func:`kernfw.solvers.multiclass._gram_numba.gram_times`
         (each entry read once as float32) or, without numba, in blocks of
         ``GRAM_ROWS`` rows converted to float64; the other operators take the
         float64 ``V`` as it is.
@@ -96,7 +96,7 @@ class MulticlassDual:
         if view is None or view.kind != "gram" or V.ndim != 2:
             return np.asarray(self.op.matmat(V), dtype=np.float64)
         K, out = view.matrix, np.empty(V.shape)
-        lib = compiled_module("kernfw.solvers._gram_numba")
+        lib = compiled_module("kernfw.solvers.multiclass._gram_numba")
         if lib is not None and K.dtype == np.float32:
             lib.gram_times(K, np.ascontiguousarray(V), out)
             return out
@@ -221,43 +221,3 @@ class MulticlassDual:
         w_sq = inner(At, S) / self.scale
         quad = self.smoothing / (2 * self.n) * inner(At, At)
         return -0.5 * self.lam * w_sq - inner(self.C, At) / self.n - quad
-
-
-class GapStopping:
-    """Stopping rule of the multi-class iterates: ``gap + ρ ≤ rtol·|P|`` when ``rtol > 0``,
-    else ``gap + ρ ≤ tol`` (``ρ``: the certificate's rounding bound).
-
-    Subclasses set ``rtol`` (the relative tolerance).
-    """
-
-    rtol = 0.0
-
-    def stopping_rule(self, tol):
-        if self.rtol > 0:
-            return StoppingRule(self.rtol, "primal")
-        return as_rule(tol, "absolute")
-
-
-class FullBatchIterate(GapStopping, FWIterate):
-    """A full-batch iterate ``(Aᵀ, S)`` of the multi-class dual (FW and the PG baseline).
-
-    The LMO is computed once per iterate: the certificate (its value and gap)
-    and the following step share it.
-    """
-
-    def __init__(self, problem, At, S, rtol=0.0):
-        self.problem, self.At, self.S = problem, At, S
-        self.rtol = float(rtol)
-        self._oracle = None
-
-    def _direction(self):
-        if self._oracle is None:
-            self._oracle = self.problem.direction(self.At, self.S)
-        return self._oracle
-
-    def certificate(self):
-        U, phi, G = self._direction()
-        return self.problem.certificate(self.At, self.S, U, phi, G)
-
-    def solution(self):
-        return {"A": self.At.T.copy(), "S": self.S.copy()}

@@ -50,22 +50,21 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
-from ..fw._steps_numba import block_standard_step, quadratic_step
-from ._block_kernels import (
+from ...fw._steps_numba import block_standard_step, quadratic_step
+from .._symmetric import exactly_symmetric
+from ._block_qp import KERNELS, block_qp_buffers, block_qp_step, pairwise_steps
+from ._lmo import (
     MAX_HINGE,
     OPTIMAL_RTOL,
     TOPK,
     USUNIER,
     WEIGHTED_TOPK,
     WEIGHTED_USUNIER,
-    exactly_symmetric,
     hinge_vertex,
     loss_code,
     loss_vertex,
-    pairwise_steps,
     top_entries,
 )
-from ._block_qp import KERNELS, block_qp_buffers, block_qp_step
 
 __all__ = [
     "CompiledPasses",
@@ -241,9 +240,9 @@ for _kernel in (top_entries, hinge_vertex, loss_vertex) + KERNELS:
     register_jitable(_kernel)  # callable by the kernels compiled below, as they are
 del _kernel
 
-#: the closed-form LMO, :func:`~kernfw.solvers._block_kernels.loss_vertex`
+#: the closed-form LMO, :func:`~kernfw.solvers.multiclass._lmo.loss_vertex`
 _lmo = njit(cache=True)(loss_vertex)
-#: the exact block step of the other losses, :func:`~kernfw.solvers._block_qp.block_qp_step`
+#: the exact block step of the other losses, :func:`~kernfw.solvers.multiclass._block_qp.block_qp_step`
 _block_qp = njit(cache=True)(block_qp_step)
 
 
@@ -634,7 +633,7 @@ def _buffers(mode, hinge, m):
     """Work arrays: the (6, m) block buffer (rows ``G``, ``ALPHA``, ``A``, ``BETA``,
     ``THETA``, ``DELTA``), the scores ``s``, ``δ/(λn)`` and, for the exact block step of
     the losses other than the hinge, its work arrays
-    (:func:`~kernfw.solvers._block_qp.block_qp_buffers`; None for the other steps)."""
+    (:func:`~kernfw.solvers.multiclass._block_qp.block_qp_buffers`; None for the other steps)."""
     if mode == EXACT and not hinge:
         work = block_qp_buffers(m)
     else:

@@ -1,15 +1,15 @@
-"""The full-batch projected subgradient baseline of the multi-category SVM (math.md §1.11).
+"""The projected-subgradient baseline of the multi-category SVM ("PG", math.md §1.11).
 
-:func:`solve_multiclass_subgradient` ("PG" of [Tajima2021], Pegasos-style) reports the
-same objectives as the Frank-Wolfe solvers.  The problem comes from
-:mod:`kernfw.solvers.multiclass_dual` (shared with :mod:`kernfw.solvers.multiclass`,
-which dispatches ``solver="pg"`` here).
+It reports the same objectives as the Frank-Wolfe solvers of
+:mod:`kernfw.solvers.multiclass.iterate`, whose full-batch iterate it extends;
+:func:`kernfw.solvers.multiclass.solve_multiclass` dispatches ``solver="pg"`` here.
 """
 
 import math
 
-from ..fw import run
-from .multiclass_dual import FullBatchIterate, inner
+from ...fw import run
+from .iterate import FullBatchIterate
+from .problem import inner
 
 __all__ = ["solve_multiclass_subgradient"]
 
@@ -66,7 +66,7 @@ def solve_multiclass_subgradient(
 
     Parameters
     ----------
-    problem : kernfw.solvers.multiclass_dual.MulticlassDual
+    problem : kernfw.solvers.multiclass.problem.MulticlassDual
         The problem (``smoothing`` must be 0: PG is defined on the plain primal).
     A_init : ndarray (m, n) or None
         Starting dual point (default 0, i.e. ``w = 0``).
