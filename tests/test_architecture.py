@@ -67,6 +67,7 @@ SIMPLEX_QP = [
     "iterate",
     "cvm",
     "solve",
+    "_soft_ball_numba",
     "soft_ball",
     "_coordinate_numba",
     "coordinate",
