@@ -67,6 +67,7 @@ SIMPLEX_QP = [
     "iterate",
     "cvm",
     "solve",
+    "_soft_ball_numba",
     "soft_ball",
     "_coordinate_numba",
     "coordinate",
@@ -96,6 +97,9 @@ MKL = [
     "cskl",
     "baselines",
 ]
+
+#: the structural package, bottom up
+STRUCTURAL = ["_numba", "problem", "iterate", "cutting_plane", "subgradient", "solve"]
 
 
 def _modules():
@@ -236,6 +240,7 @@ def test_architecture_page_holds_no_issue_history():
         ("kernfw.solvers.simplex_qp", SIMPLEX_QP),
         ("kernfw.solvers.multiclass", MULTICLASS),
         ("kernfw.solvers.mkl", MKL),
+        ("kernfw.solvers.structural", STRUCTURAL),
     ],
 )
 def test_family_package_imports_downwards(package, names):
