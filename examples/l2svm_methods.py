@@ -3,8 +3,8 @@
 
 The binary L2-SVM of the core vector machine (math.md §2.1; RBF kernel, so the
 modified kernel has a constant diagonal and the dual is a minimum enclosing
-ball) is trained to the same (1+ε)-approximate ball (``stop="radius"``,
-math.md §2.5) by
+ball) is trained to the same (1+ε)-approximate ball (the radius rule,
+``tol=StoppingRule(ε, "radius")``, math.md §2.5) by
 
 - **MFW**: Frank-Wolfe with away and drop steps (one kernel column per iteration);
 - **LSFW**: plain Frank-Wolfe toward the farthest point (exact line search);
@@ -35,6 +35,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, make_classificatio
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
+from kernfw.fw import StoppingRule  # noqa: E402
 from kernfw.kernels import make_operator, resolve_gamma  # noqa: E402
 from kernfw.solvers.simplex_qp import solve_l2svm  # noqa: E402
 
@@ -63,7 +64,9 @@ def run(name, X, y, eps, C, max_iter):
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = solve_l2svm(op, ytr, C, solver=method, tol=eps, stop="radius", max_iter=max_iter)
+            res = solve_l2svm(
+                op, ytr, C, solver=method, tol=StoppingRule(eps, "radius"), max_iter=max_iter
+            )
         seconds = time.perf_counter() - start
         sol = res.solution
         S = sol["support"]

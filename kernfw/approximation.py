@@ -59,6 +59,7 @@ def _ball_on(estimator, K_approx, kappa):
     approximated ball solves (math.md §8.4), which a ``kernel=`` operator cannot state."""
     from types import SimpleNamespace
 
+    from .fw import StoppingRule
     from .solvers.simplex_qp import solve_simplex_qp, solve_soft_ball
 
     op, tol = Gram(K_approx, check=False), min(estimator.tol, CHECK_TOL)
@@ -67,7 +68,7 @@ def _ball_on(estimator, K_approx, kappa):
         if estimator.nu * op.n > 1.0:
             result = solve_soft_ball(op, estimator.nu, q=kappa, tol=tol)
         else:
-            result = solve_simplex_qp(op, q=kappa, tol=tol, stop="relative")
+            result = solve_simplex_qp(op, q=kappa, tol=StoppingRule(tol, "dual"))
     return SimpleNamespace(primal_objective_=result.primal, duality_gap_=result.gap)
 
 

@@ -18,9 +18,15 @@ Repeated splits, inner CV, top-k errors, paired t-tests.
 Every method sees the same splits, so the errors of two methods on one trial
 are paired: :meth:`EvaluationResults.ttest` runs the paired t-test
 (:func:`scipy.stats.ttest_rel`) of every pair of methods at one ``k``.
+
+With ``checkpoint=DIR`` every finished (trial, method) is written to ``DIR`` as
+it completes (and its inner-CV fits to ``DIR/inner/``), so an evaluation that
+crashed or was interrupted resumes where it stopped when called again with
+the same arguments (:mod:`kernfw.sweeps.checkpoint`).
 """
 
 import csv
+import os
 import time
 from numbers import Integral
 
@@ -31,6 +37,8 @@ from sklearn.metrics import top_k_accuracy_score
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_X_y
+
+from .sweeps.results import WorkerDied
 
 __all__ = [
     "evaluate",
@@ -321,11 +329,13 @@ def topk_errors(estimator, X, y, ks):
     return np.array([1.0 - top_k_accuracy_score(y, scores, k=int(k), labels=labels) for k in ks])
 
 
-def _select(estimator, X, y, param, values, cv, n_jobs):
+def _select(estimator, X, y, param, values, cv, n_jobs, checkpoint=None):
     """The grid value with the best mean validation score (ties: the first)."""
     from .sweeps import sweep
 
-    table = sweep(estimator, X, y, param=param, values=values, cv=cv, n_jobs=n_jobs)
+    table = sweep(
+        estimator, X, y, param=param, values=values, cv=cv, n_jobs=n_jobs, checkpoint=checkpoint
+    )
     val = table["val_score"]
     value = table["value"]
     means = [
@@ -336,6 +346,40 @@ def _select(estimator, X, y, param, values, cv, n_jobs):
         errors = "; ".join(sorted({row["error"] for row in table.errors}))
         raise RuntimeError(f"every inner-CV fit failed: {errors}")
     return values[int(np.argmax(means))]
+
+
+def _open_checkpoint(
+    path, names, ests, X, y, n_trials, test_size, grids, cv, ks, seeds, random_state, save_models
+):
+    """The opened :class:`~kernfw.sweeps.checkpoint.Checkpoint` of an evaluation, or None."""
+    if path is None:
+        if save_models:
+            raise ValueError("save_models=True needs a checkpoint directory to save the models in")
+        return None
+    from .sweeps.checkpoint import Checkpoint, digest
+
+    if not isinstance(random_state, Integral):
+        raise ValueError(
+            "checkpoint needs an integer random_state: a resumed evaluation must draw the "
+            f"same splits, got random_state={random_state!r}"
+        )
+    arguments = {
+        "methods": list(names),
+        "estimators": [
+            f"{type(e).__module__}.{type(e).__qualname__} {digest(e.get_params(deep=False))}"
+            for e in ests
+        ],
+        "X": digest(X),
+        "y": digest(y),
+        "n_trials": int(n_trials),
+        "test_size": float(test_size),
+        "grids": digest([(p, None if v is None else list(v)) for p, v in grids]),
+        "cv": cv if isinstance(cv, Integral) else digest(cv),
+        "ks": [int(k) for k in ks],
+        "seeds": [int(s) for s in seeds],
+        "save_models": bool(save_models),
+    }
+    return Checkpoint(path, "evaluate", arguments).open()
 
 
 def _check_grid(estimator, param, values):
@@ -362,6 +406,8 @@ def evaluate(
     random_state=0,
     n_jobs=None,
     verbose=0,
+    checkpoint=None,
+    save_models=False,
 ):
     """Compare classifiers by the top-k protocol of [Tajima2021].
 
@@ -394,10 +440,30 @@ def evaluate(
         Workers of the inner CV sweeps.
     verbose : int, default=0
         ≥ 1 prints one line per (trial, method).
+    checkpoint : str, path-like or None
+        A directory (created if absent) where each finished (trial, method)
+        is written as it completes, and the inner-CV fits in ``inner/`` (each
+        a :func:`kernfw.sweep` checkpoint).  Calling ``evaluate`` again with
+        the same arguments and directory computes only what is missing (after
+        a crash or Ctrl-C).  The directory records the method names, a digest
+        of each estimator's parameters, of ``X`` and ``y``, and ``n_trials``,
+        ``test_size``, the grids, ``cv``, ``ks`` and the split seeds: if any
+        differs, :class:`~kernfw.sweeps.checkpoint.CheckpointMismatch` is
+        raised (use a new directory).  Needs an integer ``random_state``
+        (the splits must be the same on resume).
+    save_models : bool, default=False
+        Also save the model refitted on each trial's training part in
+        ``checkpoint`` (``models/t<trial>-m<method>.joblib``, methods numbered
+        in the order given).
 
     Returns
     -------
     EvaluationResults
+
+    Raises
+    ------
+    CheckpointMismatch
+        ``checkpoint`` holds an evaluation with other arguments.
 
     Examples
     --------
@@ -434,29 +500,62 @@ def evaluate(
         grids.append((None, None) if explicit_none else _check_grid(est, p, v))
 
     seeds = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=n_trials)
+    store = _open_checkpoint(
+        checkpoint, names, ests, X, y, n_trials, test_size, grids, cv, ks, seeds, random_state,
+        save_models,
+    )  # fmt: skip
     shape = (len(ests), n_trials)
     errors = np.full(shape + (ks.size,), np.nan)
     selected = np.full(shape, np.nan)
     fit_times = np.zeros(shape)
-    for t, seed in enumerate(seeds):
-        X_tr, X_te, y_tr, y_te = train_test_split(
-            X, y, test_size=test_size, stratify=y, random_state=int(seed)
-        )
-        for a, (name, est) in enumerate(zip(names, ests)):
-            start = time.perf_counter()
-            model = clone(est)
-            p, grid = grids[a]
-            if p is not None:
-                best = _select(model, X_tr, y_tr, p, grid, cv, n_jobs)
-                model.set_params(**{p: best})
-                selected[a, t] = best
-            model.fit(X_tr, y_tr)
-            fit_times[a, t] = time.perf_counter() - start
-            errors[a, t] = topk_errors(model, X_te, y_te, ks)
-            if verbose:
-                chosen = "" if p is None else f"  {p}={selected[a, t]:g}"
-                print(
-                    f"[evaluate] trial {t + 1}/{n_trials}  {name}: top-1 error "
-                    f"{errors[a, t, 0]:.4f}{chosen}  ({fit_times[a, t]:.1f}s)"
-                )
+    try:
+        for t, seed in enumerate(seeds):
+            split = None
+            for a, (name, est) in enumerate(zip(names, ests)):
+                key = f"t{t:04d}-m{a:03d}"
+                stored = None if store is None else store.read_row(key)
+                if stored is not None:
+                    errors[a, t] = stored["errors"]
+                    selected[a, t] = np.nan if stored["selected"] is None else stored["selected"]
+                    fit_times[a, t] = stored["fit_time"]
+                    continue
+                if split is None:
+                    split = train_test_split(
+                        X, y, test_size=test_size, stratify=y, random_state=int(seed)
+                    )
+                X_tr, X_te, y_tr, y_te = split
+                if store is not None:
+                    store.start(key)
+                start = time.perf_counter()
+                model = clone(est)
+                p, grid = grids[a]
+                if p is not None:
+                    inner = None if store is None else os.path.join(store.path, "inner", key)
+                    best = _select(model, X_tr, y_tr, p, grid, cv, n_jobs, inner)
+                    model.set_params(**{p: best})
+                    selected[a, t] = best
+                model.fit(X_tr, y_tr)
+                fit_times[a, t] = time.perf_counter() - start
+                errors[a, t] = topk_errors(model, X_te, y_te, ks)
+                if store is not None:
+                    if save_models:
+                        store.write_model(key, model)
+                    chosen = None if p is None else float(selected[a, t])
+                    row = {"method": name, "trial": t, "errors": errors[a, t].tolist()}
+                    row.update(selected=chosen, fit_time=float(fit_times[a, t]))
+                    store.write_row(key, row)
+                if verbose:
+                    chosen = "" if p is None else f"  {p}={selected[a, t]:g}"
+                    print(
+                        f"[evaluate] trial {t + 1}/{n_trials}  {name}: top-1 error "
+                        f"{errors[a, t, 0]:.4f}{chosen}  ({fit_times[a, t]:.1f}s)"
+                    )
+    except (KeyboardInterrupt, WorkerDied) as exc:
+        if store is not None:
+            exc.add_note(
+                f"kernfw.evaluate: the finished (trial, method) results are saved in "
+                f"{store.path!r}: call evaluate again with the same arguments (or rerun the same "
+                "kernfw command) to resume"
+            )
+        raise
     return EvaluationResults(names, ks, errors, [g[0] for g in grids], selected, fit_times)

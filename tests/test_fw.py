@@ -24,6 +24,7 @@ from kernfw.fw import (
     run,
     standard_step,
 )
+from kernfw.fw.loop import STALL_CERTIFICATES
 
 # --- a real problem: Euclidean projection onto the simplex ----------------------------------
 
@@ -339,6 +340,30 @@ def test_stopping_rule_rejects_bad_tol(tol, match):
         as_rule(tol, "primal")
     with pytest.raises(ValueError, match="scale"):
         StoppingRule(1e-3, "relative")
+
+
+class Floored(Scripted):
+    """``Scripted`` whose gaps carry a rounding bound ``ρ = 1e-13``."""
+
+    def certificate(self):
+        return dataclasses.replace(super().certificate(), rounding=1e-13)
+
+
+def test_a_gap_stalled_at_its_rounding_floor_stops_the_run():
+    # the gap falls, then wanders between 2ρ and 3ρ: above ρ, so not optimal "up to
+    # rounding" by the bound, but no longer falling; tol = 1e-20 cannot hold
+    gaps = [1e-6, 1e-9, 1e-12] + [3e-13, 2e-13, 2.5e-13] * 10
+    with pytest.warns(ConvergenceWarning, match="no longer falling, within 1000 times its"):
+        res = run(Floored(gaps), tol=1e-20, max_iter=1000)
+    assert res.status == "rounding" and res.n_iter == 3 + STALL_CERTIFICATES
+    # far above the floor, a plateau is not a floor: the budget runs out
+    with pytest.warns(ConvergenceWarning, match="max_iter=40"):
+        res = run(Floored([1e-6] * 50), tol=1e-20, max_iter=40)
+    assert res.status == "max_iter"
+    # tol = 0 asks for the whole budget
+    with pytest.warns(ConvergenceWarning, match="max_iter=40"):
+        res = run(Floored(gaps), tol=0.0, max_iter=40)
+    assert res.status == "max_iter"
 
 
 def test_run_budget_runs_its_budget_without_warning():

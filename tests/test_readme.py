@@ -107,7 +107,7 @@ def _python_blocks(path):
 
 
 #: blocks that need a running Dask cluster (the LocalCluster one starts processes):
-#: recognised by these words, and checked by tests/test_distributed.py instead
+#: recognised by these words, and checked by tests/simplex_qp/test_distributed.py instead
 CLUSTER_WORDS = ("Client(",)
 
 

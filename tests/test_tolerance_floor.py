@@ -43,5 +43,13 @@ def test_tol_zero_runs_the_whole_budget_as_documented(digits300):
     guide = " ".join(GUIDE.read_text().split())
     assert "`tol=0` (which `MultiClassSVM` and `StructuredSVM` accept" in guide
     assert "it never stops at the floor" in guide
-    # the stall above the bound is stated, not the old promise that every such run stops
-    assert "a gap that stalls *above* its rounding bound is not recognized" in guide
+    assert "A gap that stalls *above* its bound stops too" in guide
+
+
+def test_a_gap_stalled_above_its_rounding_bound_stops_at_the_floor(digits300):
+    X, y = digits300
+    with pytest.warns(ConvergenceWarning, match="rounding bound"):
+        est = MultiClassSVM(tol=1e-15, max_iter=100_000).fit(X, y)
+    assert not est.converged_ and est.n_iter_ < 10_000
+    gap, rounding = est.duality_gap_, est.history_["rounding"][-1]
+    assert 0 <= gap <= 1e3 * rounding

@@ -76,8 +76,10 @@ def main(argv=None):
     warnings.formatwarning = _warning_line
     try:
         return args.func(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("kernfw: interrupted", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):  # e.g. how to resume from --checkpoint
+            print(f"kernfw: {note}", file=sys.stderr)
         return 130
     except Exception as exc:
         if debug:  # the traceback, then the same one-line error and exit status

@@ -24,6 +24,7 @@ from .errors import CLIError
 from .evaluate import configure_evaluate, run_evaluate
 from .models import MODELS, sweep_direction
 from .parser import (
+    add_checkpoint_options,
     add_common,
     float_list,
     hyperparameters,
@@ -267,6 +268,7 @@ def configure_sweep(parser):
         action="store_false",
         help="fit every value from scratch",
     )
+    add_checkpoint_options(parser, "sweep")
 
 
 def _default_values(est, param, X):
@@ -328,6 +330,8 @@ def run_sweep(args):
             warm_start=args.warm_start,
             verbose=int(progress != "none"),
             scoring=_SCORING[model.kind],
+            checkpoint=args.checkpoint,
+            save_models=args.save_models,
         )
     score = "fraction inside" if model.kind == "outlier" else "accuracy"
     print_block(

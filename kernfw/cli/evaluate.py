@@ -7,7 +7,7 @@ import numpy as np
 
 from .data import load_data, subsample
 from .errors import CLIError
-from .parser import float_list, jobs, positive_int
+from .parser import add_checkpoint_options, float_list, jobs, positive_int
 from .report import check_outputs, print_block, save_figure, save_table
 
 __all__ = ["configure_evaluate", "run_evaluate"]
@@ -69,6 +69,7 @@ def configure_evaluate(parser):
         "(default: lines on a terminal, else none)",
     )
     parser.add_argument("--plot", metavar="FILE.png", help="save the top-k error plot")
+    add_checkpoint_options(parser, "evaluate")
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -142,6 +143,8 @@ def run_evaluate(args):
             random_state=args.seed,
             n_jobs=args.jobs,
             verbose=int(_progress(args.progress) == "lines"),
+            checkpoint=args.checkpoint,
+            save_models=args.save_models,
         )
     print(res.table())
     print()

@@ -13,6 +13,7 @@ __all__ = [
     "Parser",
     "hyperparameters",
     "add_common",
+    "add_checkpoint_options",
     "float_list",
     "fraction",
     "positive_int",
@@ -163,4 +164,20 @@ def add_common(parser):
         "--debug",
         action="store_true",
         help="show the traceback of an error (the exit status stays 2)",
+    )
+
+
+def add_checkpoint_options(parser, command):
+    """``--checkpoint DIR`` and ``--save-models`` of the long-running commands."""
+    parser.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help=f"write each finished fit to DIR as it completes; rerunning the same "
+        f"kernfw {command} command with the same DIR resumes (finished fits are not refitted; "
+        "other arguments are refused)",
+    )
+    parser.add_argument(
+        "--save-models",
+        action="store_true",
+        help="with --checkpoint: also save each fitted model in DIR/models",
     )

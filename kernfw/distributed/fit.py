@@ -11,6 +11,7 @@ problem on them.
 import numpy as np
 
 from ..operators import Features, PairwiseKernel
+from ..solvers.simplex_qp import l2svm_recover
 from ..solvers.simplex_qp.distributed import ShardedRows, solve_sharded_simplex_qp
 
 __all__ = ["pairwise_kernel", "fit_l2svm_problems", "solve_meb"]
@@ -90,7 +91,7 @@ def fit_l2svm_problems(
         ``(i, j)``: rows of both classes, ``j`` positive; one-vs-rest ``(k,)``:
         every row, ``k`` positive).
     C, solver, tol, max_iter, callback, random_state
-        As :func:`kernfw.solvers.simplex_qp.solve_l2svm` with ``stop="relative"``.
+        As :func:`kernfw.solvers.simplex_qp.solve_l2svm`.
     cache_size : float
         Column-slice cache per shard (MB).
     client : distributed.Client, str or None
@@ -109,13 +110,11 @@ def fit_l2svm_problems(
         for classes, idx, _ in problems:
             members = None if len(classes) == 1 or idx.size == y_enc.size else list(classes)
             spec = {"members": members, "positive": classes[-1], "C": C, "ball": False}
-            result = solve_sharded_simplex_qp(shards, spec, stop="relative", **options)
+            result = solve_sharded_simplex_qp(shards, spec, **options)
             sol = result.solution
-            support, alpha = sol["support"], sol["alpha_support"]
+            support = sol["support"]
             y_S = np.where(y_enc[support] == classes[-1], 1.0, -1.0)
-            sol["rho"] = float(alpha @ sol["v_support"])
-            sol["b"] = float(alpha @ y_S)
-            sol["coef"] = alpha * y_S
+            sol.update(l2svm_recover(sol["alpha_support"], sol["v_support"], y_S))
             fits.append((np.searchsorted(idx, support), sol["coef"], sol["b"], result))
     return fits
 
@@ -132,7 +131,8 @@ def solve_meb(
     op : KernelOperator
         The estimator's training operator (only its kernel ``k`` is used).
     solver, tol, max_iter, callback, random_state
-        As :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` with ``stop="relative"``.
+        As :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` (``tol`` a number is the
+        radius factor ε; a :class:`~kernfw.fw.StoppingRule` for another scale).
     cache_size : float
         Column-slice cache per shard (MB).
     client : distributed.Client, str or None
@@ -147,7 +147,7 @@ def solve_meb(
     """
     options = _solver_options(solver, tol, max_iter, callback, random_state, cache_size)
     with ShardedRows(X, pairwise_kernel(op), client=client) as shards:
-        result = solve_sharded_simplex_qp(shards, {"ball": True}, stop="relative", **options)
+        result = solve_sharded_simplex_qp(shards, {"ball": True}, **options)
     sol = result.solution
     n = X.shape[0]
     sol["alpha"] = np.zeros(n)

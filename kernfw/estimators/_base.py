@@ -35,6 +35,7 @@ from ..operators import (
 )
 from ..operators.lowrank import APPROXIMATIONS
 from ..operators.psd import check_psd
+from ._interrupt import FIT_METHODS, restore_on_interrupt
 
 try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
     from sklearn.callback import CallbackSupportMixin, with_callbacks
@@ -165,7 +166,17 @@ class FWEstimatorMixin(CallbackSupportMixin):
         result = solve(..., callback=callback)
         self._store_result(result)
         self._end_callbacks()
+
+    A KeyboardInterrupt (Ctrl-C) during ``fit`` or ``partial_fit`` of a subclass
+    leaves the estimator as it was before the call
+    (:func:`~kernfw.estimators._interrupt.restore_on_interrupt`).
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in FIT_METHODS:
+            if name in vars(cls):
+                setattr(cls, name, restore_on_interrupt(vars(cls)[name]))
 
     def _fw_callback(self, max_iter, X=None, y=None, every=1):
         """The ``callback(row) -> bool`` for the FW loop (None if nothing listens)."""

@@ -11,14 +11,15 @@ problems are trained in parallel with joblib.
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
 from ..kernels import COLUMN_GRAM_MAX_MB
-from ..operators import Features
+from ..operators import KernelOperator
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import L2SVM_SOLVERS, choose_l2svm_solver, solve_l2svm
 from ._base import (
@@ -31,7 +32,7 @@ from ._base import (
 from ._docs import with_kernel_parameters
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 
-__all__ = ["L2SVC", "gram_budget"]
+__all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
 
 #: with at least this many features, a Gram up to ``max(WIDE_GRAM_MB, cache_size)`` MB is
 #: precomputed: one BLAS-3 product beats ~n memory-bound column products (k(X, x_i) reads X)
@@ -83,14 +84,57 @@ class SupportKernelMixin(KernelInputMixin):
 
     def _features_dtype(self):
         """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
-        coordinate passes ("dcd", also as "auto" resolves on features), in float64 for the
+        coordinate passes ("dcd", :func:`l2svm_fit_solver`), in float64 for the
         Frank-Wolfe solvers: their steps test the curvature ``dᵀQd`` to 1e-8 of its scale,
         below the float32 rounding of products of float32 features (two equal points
         would look like negative curvature)."""
-        solver = self.solver
-        if solver == "auto" and self.backend == "local":
-            solver = choose_l2svm_solver(Features(np.zeros((1, 1))))
-        return super()._gram_dtype() if solver == "dcd" else np.float64
+        return super()._gram_dtype() if getattr(self, "_solver", None) == "dcd" else np.float64
+
+
+def l2svm_fit_solver(solver, backend, kernel, approx, X):
+    """The L2-SVM algorithm of a fit, resolved before its operator is built (math.md §2.13).
+
+    ``"auto"`` is ``"dcd"`` when the kernel comes with explicit features ``K = XXᵀ``
+    (an approximation ``approx``; ``kernel="linear"`` on sparse ``X`` or on fewer features
+    than points, which :func:`kernfw.kernels.make_operator` keeps as features; a ready
+    operator with features, :func:`~kernfw.solvers.simplex_qp.choose_l2svm_solver`) and
+    ``"mfw"`` otherwise and on the Dask backend, whose shards evaluate the exact kernel
+    (so neither ``approx`` nor ``"dcd"`` runs there: ValueError).
+
+    Parameters
+    ----------
+    solver, backend, kernel, approx
+        The estimator's parameters.
+    X : array-like, sparse matrix or None
+        The training inputs (only whether they are sparse, and their shape, are read).
+
+    Returns
+    -------
+    str
+        One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"dcd"``.
+    """
+    if backend == "dask":
+        if approx is not None:
+            raise ValueError(
+                f"approx={approx!r} runs on the local backend only: the Dask shards "
+                "evaluate the exact kernel; use backend='local' or approx=None"
+            )
+        if solver == "dcd":
+            raise ValueError("solver='dcd' runs locally only; use backend='local' or solver='mfw'")
+        return "mfw" if solver == "auto" else solver
+    if solver != "auto":
+        return solver
+    if isinstance(kernel, KernelOperator):
+        return choose_l2svm_solver(kernel)
+    if approx is not None:
+        return "dcd"
+    if not (isinstance(kernel, str) and kernel == "linear"):
+        return "mfw"
+    try:
+        narrow = _num_features(X) < _num_samples(X)
+    except (TypeError, ValueError):  # no shape to read: validation will refuse X
+        narrow = False
+    return "dcd" if sp.issparse(X) or narrow else "mfw"
 
 
 def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
@@ -103,7 +147,6 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
         tol=tol,
         max_iter=max_iter,
         callback=callback,
-        stop="relative",
         random_state=random_state,
     )
     sol = result.solution
@@ -120,8 +163,7 @@ class L2SVC(ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator
     steps (MFW, linear convergence) or plain Frank-Wolfe, at the cost of one
     kernel column per iteration: no ``n × n`` matrix is formed for large
     ``n`` (the kernel is evaluated on the fly with a column cache).  The
-    iterations run compiled (numba) when available, with the numpy path as
-    fallback (``KERNFW_DISABLE_NUMBA=1``).
+    iterations run compiled (numba).
 
     Parameters
     ----------
@@ -325,11 +367,7 @@ KernelOperator, default="rbf"
         -------
         self
         """
-        if self.approx is not None and self.backend == "dask":
-            raise ValueError(
-                f"approx={self.approx!r} runs on the local backend only: the Dask shards "
-                "evaluate the exact kernel; use backend='local' or approx=None"
-            )
+        self._solver = l2svm_fit_solver(self.solver, self.backend, self.kernel, self.approx, X)
         X, y, op = self._validate_training_data(X, y)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
@@ -341,11 +379,7 @@ KernelOperator, default="rbf"
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
         seed = solver_seed(self.random_state)
-        solver = self.solver
-        if solver == "auto":
-            solver = "mfw" if self.backend == "dask" else choose_l2svm_solver(op)
-        elif solver == "dcd" and self.backend == "dask":
-            raise ValueError("solver='dcd' runs locally only; use backend='local' or solver='mfw'")
+        solver = self._solver
         try:
             jobs = (
                 delayed(_fit_binary)(

@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..fw import StoppingRule
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp, solve_soft_ball
 from ._base import (
@@ -263,7 +264,7 @@ KernelOperator, default="rbf"
                     X,
                     op,
                     self.solver,
-                    self.tol,
+                    StoppingRule(self.tol, "dual"),
                     self.max_iter,
                     callback,
                     self.cache_size,
@@ -274,9 +275,8 @@ KernelOperator, default="rbf"
                     op,
                     q=diag,
                     solver=self.solver,
-                    tol=self.tol,
+                    tol=StoppingRule(self.tol, "dual"),
                     max_iter=self.max_iter,
-                    stop="relative",
                     callback=callback,
                     random_state=solver_seed(self.random_state),
                 )

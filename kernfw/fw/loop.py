@@ -59,6 +59,12 @@ class FWIterate(ABC):
         return t
 
 
+#: a run whose best gap fell by no more than its rounding bound ρ over this many
+#: certificates, while within ``STALL_FACTOR·ρ`` of 0, is at its rounding floor
+STALL_CERTIFICATES = 10
+STALL_FACTOR = 1e3
+
+
 class _Record:
     """The history rows of a run and its best certified iterate (smallest gap)."""
 
@@ -85,12 +91,25 @@ class _Record:
             self.best = (self.iterate.solution(), cert)
         return cert, row
 
+    def stalled(self, cert):
+        """Whether the gap has stopped falling at its rounding floor: the best of the last
+        :data:`STALL_CERTIFICATES` gaps is no more than ``ρ`` below the best before them,
+        and the gap is within ``STALL_FACTOR·ρ`` (the bound ``ρ`` estimates the rounding
+        of the gap's terms; their sum may round a few hundred times worse)."""
+        gaps = [row["gap"] for row in self.rows]
+        if cert.rounding <= 0 or len(gaps) <= STALL_CERTIFICATES:
+            return False
+        if abs(cert.gap) > STALL_FACTOR * cert.rounding:
+            return False
+        recent, before = gaps[-STALL_CERTIFICATES:], gaps[:-STALL_CERTIFICATES]
+        return min(recent) >= min(before) - cert.rounding
 
-def _verdict(rule, cert, row, callback):
+
+def _verdict(rule, cert, row, callback, record):
     """The status that ends the run at this certificate, or None to go on."""
     if rule.holds(cert):
         return "converged"
-    if rule.at_floor(cert):
+    if rule.certifies and rule.tol > 0 and (rule.at_floor(cert) or record.stalled(cert)):
         return "rounding"
     if callback is not None and callback(row):
         return "callback"
@@ -100,8 +119,13 @@ def _verdict(rule, cert, row, callback):
 def _warn(status, rule, final, *, name, remedy, max_iter, max_time, keep_best):
     """The ``ConvergenceWarning`` of a run that ended on ``status`` before its rule held."""
     if status == "rounding":
+        where = (
+            "within its rounding bound"
+            if abs(final.gap) <= final.rounding
+            else "no longer falling, within 1000 times its rounding bound"
+        )
         message = (
-            f"{name} stopped with duality gap {final.gap:.3g} within its rounding bound "
+            f"{name} stopped with duality gap {final.gap:.3g} {where} "
             f"{final.rounding:.3g}: its stopping rule ({rule}) cannot hold at this "
             "floating-point precision; the iterate is optimal up to rounding and is "
             "returned. To converge, increase tol."
@@ -173,7 +197,7 @@ def run(
         last = iterate.work_done(t) >= max_iter
         if t % check_every == 0 or last:
             cert, row = record.certify(t, step)
-            status = _verdict(rule, cert, row, callback)
+            status = _verdict(rule, cert, row, callback, record)
             if status is not None:
                 break
         if last:

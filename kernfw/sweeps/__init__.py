@@ -35,13 +35,20 @@ parameter such as ``gamma="scale"`` is resolved on all rows, not per fold
 (give a number to make fold models identical to models fitted on the folds
 alone).
 
+With ``checkpoint=DIR`` (:mod:`kernfw.sweeps.checkpoint`) every fit's row is
+written to ``DIR`` as the fit finishes, by the worker that fitted it; a call
+with the same arguments fits only the missing rows, and a call with other
+arguments is refused.  A worker that dies raises :class:`WorkerDied`, which
+names the fits it left unfinished; the rows written stay.
+
 The rows do not depend on ``n_jobs``: same rows, same order.  Without warm
 starts the numbers are identical; with warm starts each fit starts from a
 different point and the objectives agree within the certified gaps
 (``|P_a − P_b| ≤ gap_a + gap_b``).
 """
 
-from .results import COLUMNS, SweepResults, write_table
+from .checkpoint import CheckpointMismatch
+from .results import COLUMNS, SweepResults, WorkerDied, write_table
 from .run import sweep
 
-__all__ = ["sweep", "SweepResults", "COLUMNS", "write_table"]
+__all__ = ["sweep", "SweepResults", "COLUMNS", "write_table", "WorkerDied", "CheckpointMismatch"]

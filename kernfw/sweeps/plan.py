@@ -89,7 +89,7 @@ def chunks(costs, n_chunks):
     return [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def plan(param, values, n_folds, warm, n_jobs):
+def plan(param, values, n_folds, warm, n_jobs, done=frozenset()):
     """The tasks ``(fold, chunk of value positions)``, whether they run in
     parallel, and the BLAS threads each worker may use.
 
@@ -97,6 +97,8 @@ def plan(param, values, n_folds, warm, n_jobs):
     chunks as there are workers per fold; without, every value is a task.
     Tasks are dispatched from the most to the least expensive (estimated),
     so the workers finish together; the rows are reordered afterwards.
+    The ``(position, fold)`` pairs in ``done`` (fits a checkpoint already
+    holds) are left out of their chunks, and empty chunks dropped.
     """
     n_workers = max(1, effective_n_jobs(n_jobs))
     n_chunks = len(values)
@@ -107,6 +109,8 @@ def plan(param, values, n_folds, warm, n_jobs):
     # dispatch the most expensive chunks first (longest-processing-time order)
     parts.sort(key=lambda chunk: -costs[chunk].sum())
     tasks = [(f, chunk) for chunk in parts for f in range(n_folds)]
+    tasks = [(f, [i for i in chunk if (i, f) not in done]) for f, chunk in tasks]
+    tasks = [(f, chunk) for f, chunk in tasks if chunk]
     parallel = n_workers > 1 and len(tasks) > 1
     blas_threads = max(1, cpu_count() // min(n_workers, len(tasks))) if parallel else None
     return tasks, parallel, blas_threads

@@ -2,11 +2,20 @@
 
 import csv
 import math
+import os
 import sys
 
 import numpy as np
 
-__all__ = ["COLUMNS", "SweepResults", "write_table", "to_number", "format_value", "report_row"]
+__all__ = [
+    "COLUMNS",
+    "SweepResults",
+    "WorkerDied",
+    "write_table",
+    "to_number",
+    "format_value",
+    "report_row",
+]
 
 #: the columns of a sweep table, in order
 COLUMNS = (
@@ -37,6 +46,26 @@ def write_table(path, header, rows):
     return path
 
 
+class WorkerDied(RuntimeError):
+    """A worker process died during a sweep (killed, out of memory, a crash in compiled code).
+
+    The message names the fits the worker left unfinished and says how to
+    resume.
+
+    Attributes
+    ----------
+    results : SweepResults
+        The rows finished before (also in the checkpoint directory, if any).
+    unfinished : list of (value, fold)
+        The fits without a row.
+    """
+
+    def __init__(self, message, results, unfinished):
+        super().__init__(message)
+        self.results = results
+        self.unfinished = list(unfinished)
+
+
 class SweepResults:
     """The table a sweep returns: one row per (value, fold).
 
@@ -56,11 +85,37 @@ class SweepResults:
         The swept parameter.
     rows : list of dict
         The rows, ordered by value (in the order given) then fold.
+    checkpoint : str or None
+        The checkpoint directory of the sweep (``sweep(checkpoint=...)``).
     """
 
-    def __init__(self, param, rows):
+    def __init__(self, param, rows, checkpoint=None, keys=None):
         self.param = param
         self.rows = list(rows)
+        self.checkpoint = checkpoint
+        self._keys = None if keys is None else list(keys)
+
+    def model(self, value, fold=0):
+        """The fitted model of ``value`` on ``fold``, saved by
+        ``sweep(..., checkpoint=DIR, save_models=True)``.
+
+        Raises
+        ------
+        LookupError
+            No such row, or no model saved for it.
+        """
+        for row, key in zip(self.rows, self._keys or [None] * len(self.rows)):
+            if row["value"] == value and row["fold"] == fold and key is not None:
+                path = os.path.join(self.checkpoint, "models", f"{key}.joblib")
+                if not os.path.exists(path):
+                    break
+                import joblib
+
+                return joblib.load(path)
+        raise LookupError(
+            f"no saved model for {self.param}={value!r} fold {fold}: models are saved by "
+            "sweep(..., checkpoint=DIR, save_models=True) for the fits that succeed"
+        )
 
     def __len__(self):
         return len(self.rows)

@@ -1,7 +1,10 @@
 """Running a sweep: one fit per value and fold, chunks of warm-started fits per worker."""
 
+import contextlib
 import math
+import re
 import time
+from concurrent.futures.process import BrokenProcessPool
 from numbers import Integral
 
 import numpy as np
@@ -11,11 +14,12 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples
 from threadpoolctl import threadpool_limits
 
+from .checkpoint import Checkpoint, digest
 from .plan import check_estimator, check_values, plan, splits
-from .results import COLUMNS, SweepResults, report_row, to_number
+from .results import COLUMNS, SweepResults, WorkerDied, format_value, report_row, to_number
 from .shared import shared_operator
 
-__all__ = ["sweep", "SCORE_BATCH"]
+__all__ = ["sweep", "SCORE_BATCH", "row_key"]
 
 #: rows per ``predict`` call when the sweep scores accuracy itself
 SCORE_BATCH = 1024
@@ -57,9 +61,48 @@ def _fold_data(X, y, split, precomputed):
     return X[train], y[train], X[val], y[val]
 
 
+def row_key(position, fold):
+    """The checkpoint key of the fit of the ``position``-th value on ``fold``."""
+    return f"v{position:04d}-f{fold}"
+
+
+def _parse_key(key):
+    """``(position, fold)`` of a :func:`row_key`, or None."""
+    try:
+        value, fold = key.split("-")
+        return int(value[1:]), int(fold[1:])
+    except ValueError:
+        return None
+
+
+def _stored_row(stored, value):
+    """A row read from a checkpoint, with the value as given (JSON turns tuples into lists)."""
+    row = dict.fromkeys(COLUMNS, math.nan)
+    row.update({k: stored[k] for k in COLUMNS if k in stored})
+    row["value"] = value
+    for key in COLUMNS:
+        if row[key] is None and key not in ("converged",):
+            row[key] = math.nan if key != "error" else ""
+    return row
+
+
+def _save_model(checkpoint, key, estimator, warm_start):
+    """Save the fitted ``estimator`` with the user's ``warm_start`` (the sweep sets it)."""
+    if warm_start is None:
+        checkpoint.write_model(key, estimator)
+        return
+    chained = estimator.get_params(deep=False)["warm_start"]
+    estimator.set_params(warm_start=warm_start)
+    try:
+        checkpoint.write_model(key, estimator)
+    finally:
+        estimator.set_params(warm_start=chained)
+
+
 def _fit_chunk(
     estimator,
     param,
+    positions,
     values,
     fold,
     X,
@@ -70,10 +113,18 @@ def _fit_chunk(
     scoring,
     blas_threads,
     verbose,
+    checkpoint,
+    save_models,
     shell,
     *grams,
 ):
-    """Fit one contiguous chunk of values on one fold (runs in a worker).
+    """Fit one contiguous chunk of values on one fold (runs in a worker); return
+    ``(position, fold, row)`` triples.
+
+    With a ``checkpoint`` (:class:`~kernfw.sweeps.checkpoint.Checkpoint`) each fit
+    is marked running, then its model (``save_models``) and its row are written as
+    it finishes; a fit whose row is already there (a task retried after its worker
+    died) is not refitted.
 
     ``shell`` is the kernel operator with its Gram matrices taken out and
     ``grams`` those matrices, one argument each (so joblib memory-maps them
@@ -100,10 +151,22 @@ def _fit_chunk(
             return est
 
         scorer = _scorer(estimator, scoring)
+        user_warm_start = estimator.get_params(deep=False).get("warm_start")
         est, rows = fresh(), []
-        for value in values:
+        for position, value in zip(positions, values):
+            key = row_key(position, fold)
+            if checkpoint is not None:
+                stored = checkpoint.read_row(key)
+                if stored is not None and not stored.get("error"):
+                    rows.append((position, fold, _stored_row(stored, value)))
+                    continue
+                checkpoint.start(key)
             row = _fit_one(est, param, value, fold, data, scorer)
-            rows.append(row)
+            if checkpoint is not None:
+                if save_models and not row["error"]:
+                    _save_model(checkpoint, key, est, user_warm_start if warm_start else None)
+                checkpoint.write_row(key, row)
+            rows.append((position, fold, row))
             if verbose:
                 report_row(param, row)
             if row["error"]:
@@ -154,8 +217,14 @@ def sweep(
     warm_start=True,
     verbose=0,
     scoring=None,
+    checkpoint=None,
+    save_models=False,
 ):
     """Fit ``estimator`` once per value of ``param`` (and per CV fold), in parallel.
+
+    With ``checkpoint``, every finished fit's row is written to that directory
+    as the fit completes, and a call with the same arguments resumes: it fits
+    only the rows that are missing (see :mod:`kernfw.sweeps.checkpoint`).
 
     Parameters
     ----------
@@ -190,11 +259,41 @@ def sweep(
     scoring : str, callable or None
         Score of the ``train_score``/``val_score`` columns (default: the
         estimator's ``score``, accuracy for classifiers).
+    checkpoint : str, path-like or None
+        A directory (created if absent) where each finished fit's row is
+        written as it completes.  Calling ``sweep`` again with the same
+        arguments and directory fits only the missing rows (after a crash, a
+        killed worker or Ctrl-C) and returns the whole table; rows of failed
+        fits (``error``) are fitted again.  The directory records a digest of
+        the estimator's parameters, ``X``, ``y``, ``param``, ``values``, the
+        folds, ``warm_start``, ``scoring`` and ``save_models``: if any differs,
+        :class:`~kernfw.sweeps.checkpoint.CheckpointMismatch` is raised (use a
+        new directory).  ``n_jobs`` and ``verbose`` may change between calls.
+        Every worker must be able to write it (a shared filesystem for a Dask
+        cluster).
+    save_models : bool, default=False
+        Also save each fitted model in ``checkpoint`` (``models/<key>.joblib``,
+        read them with :meth:`SweepResults.model`).  Each fit then builds its
+        own kernel (no operator shared between fits), so that a saved model
+        predicts on new inputs.
 
     Returns
     -------
     SweepResults
         One row per (value, fold), ordered by value then fold.
+
+    Raises
+    ------
+    WorkerDied
+        A worker process died (killed, out of memory, a crash in compiled
+        code).  The message names the fits it left unfinished and says how to
+        resume; the rows finished before are kept (in ``checkpoint``, and in
+        the exception's ``results``).  On a Dask cluster a dead worker's
+        tasks are rerun on another worker by the scheduler; only when they
+        fail there too (``distributed.scheduler.allowed-failures``) is this
+        raised.
+    CheckpointMismatch
+        ``checkpoint`` holds the rows of a sweep with other arguments.
 
     Examples
     --------
@@ -215,13 +314,40 @@ def sweep(
     warm = bool(warm_start) and "warm_start" in params
     kernel = params.get("kernel")
     precomputed = isinstance(kernel, str) and kernel == "precomputed"
-    tasks, parallel, blas_threads = plan(param, values, len(folds), warm, n_jobs)
+    store, done = None, {}
+    if checkpoint is not None:
+        arguments = {
+            "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__} "
+            + digest(params),
+            "param": param,
+            "values": [v if isinstance(v, (int, float, str, bool)) else repr(v) for v in values],
+            "folds": digest(folds),
+            "X": digest(X),
+            "y": digest(y),
+            "warm_start": warm,
+            "scoring": digest(scoring),
+            "save_models": bool(save_models),
+        }
+        store = Checkpoint(checkpoint, "sweep", arguments).open()
+        for key, stored in store.rows().items():
+            at = _parse_key(key)
+            if at is not None and at[0] < len(values) and at[1] < len(folds):
+                if not stored.get("error"):
+                    done[at] = _stored_row(stored, values[at[0]])
+    elif save_models:
+        raise ValueError("save_models=True needs a checkpoint directory to save the models in")
+    tasks, parallel, blas_threads = plan(param, values, len(folds), warm, n_jobs, done)
+    results = dict(done)
+    if not tasks:
+        return _table(param, results, store)
 
-    with shared_operator(estimator, X, param, parallel) as (template, shell, grams):
+    share = contextlib.nullcontext((estimator, None, [])) if save_models else None
+    with share or shared_operator(estimator, X, param, parallel) as (template, shell, grams):
         jobs = (
             delayed(_fit_chunk)(
                 template,
                 param,
+                chunk,
                 [values[i] for i in chunk],
                 f,
                 X,
@@ -232,14 +358,100 @@ def sweep(
                 scoring,
                 blas_threads,
                 verbose,
+                store,
+                bool(save_models),
                 shell,
                 *grams,
             )
             for f, chunk in tasks
         )
-        runner = Parallel(n_jobs=n_jobs if parallel else 1, return_as="generator")
-        ordered = []
-        for (f, chunk), chunk_rows in zip(tasks, runner(jobs)):
-            ordered.extend(((i, f), row) for i, row in zip(chunk, chunk_rows))
-    ordered.sort(key=lambda item: item[0])
-    return SweepResults(param, [row for _, row in ordered])
+        runner = Parallel(n_jobs=n_jobs if parallel else 1, return_as="generator_unordered")
+        total = len(values) * len(folds)
+        try:
+            for chunk_rows in runner(jobs):
+                for i, f, row in chunk_rows:
+                    results[(i, f)] = row
+                    if store is not None and not store.has_row(row_key(i, f)):
+                        store.write_row(row_key(i, f), row)  # a worker on another filesystem
+        except KeyboardInterrupt as exc:
+            _collect(store, values, folds, results)
+            exc.add_note(_resume_advice(store, results, total))
+            raise
+        except Exception as exc:
+            if not _worker_died(exc):
+                raise
+            _collect(store, values, folds, results)
+            missing = [(i, f) for i in range(len(values)) for f in range(len(folds))]
+            missing = [at for at in missing if at not in results]
+            running = [_parse_key(k) for k in store.running()] if store is not None else []
+            running = [at for at in running if at in missing]
+            raise WorkerDied(
+                f"sweep: a worker process died ({_death(exc)}) "
+                + (
+                    f"while fitting {_fits(param, values, running)}"
+                    if running
+                    else f"with {len(missing)} fits unfinished: {_fits(param, values, missing)}"
+                )
+                + f". {_resume_advice(store, results, total)}",
+                results=_table(param, results, store),
+                unfinished=[(values[i], f) for i, f in missing],
+            ) from exc
+    return _table(param, results, store)
+
+
+def _table(param, results, store):
+    """The :class:`SweepResults` of ``{(position, fold): row}``, by value then fold."""
+    order = sorted(results)
+    return SweepResults(
+        param,
+        [results[at] for at in order],
+        checkpoint=None if store is None else store.path,
+        keys=[row_key(*at) for at in order],
+    )
+
+
+def _collect(store, values, folds, results):
+    """Add to ``results`` the rows the workers wrote in ``store`` but did not return."""
+    if store is None:
+        return
+    for key, stored in store.rows().items():
+        at = _parse_key(key)
+        if at is not None and at not in results and at[0] < len(values) and at[1] < len(folds):
+            if not stored.get("error"):
+                results[at] = _stored_row(stored, values[at[0]])
+
+
+def _worker_died(exc):
+    """Whether ``exc`` says a worker process died (loky/multiprocessing, or Dask's
+    ``KilledWorker`` once the scheduler gave up rerunning a task)."""
+    return isinstance(exc, BrokenProcessPool) or type(exc).__name__ == "KilledWorker"
+
+
+def _death(exc):
+    """One line on a dead worker: the exception's name and the exit codes loky reports."""
+    text = " ".join(str(exc).split())
+    codes = re.search(r"exit codes of the workers are (\{[^}]*\})", text)
+    if codes:
+        return f"{type(exc).__name__}, exit codes {codes.group(1)}"
+    first = text.split(". ")[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _fits(param, values, positions, limit=6):
+    """``"C=1 fold 0, C=10 fold 0"`` for ``(position, fold)`` pairs (the first ``limit``)."""
+    text = ", ".join(f"{param}={format_value(values[i])} fold {f}" for i, f in positions[:limit])
+    more = len(positions) - limit
+    return text + (f" and {more} more" if more > 0 else "")
+
+
+def _resume_advice(store, results, total):
+    """How to get the missing rows: rerun with the checkpoint, or pass one."""
+    if store is None:
+        return (
+            f"{len(results)} of {total} fits finished (in this exception's results); pass "
+            "checkpoint=DIR (kernfw sweep --checkpoint DIR) to keep finished fits and resume"
+        )
+    return (
+        f"{len(results)} of {total} fits are saved in {store.path!r}: call sweep again with "
+        "the same arguments and checkpoint (or rerun the same kernfw command) to fit the others"
+    )

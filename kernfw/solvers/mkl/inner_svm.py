@@ -388,7 +388,6 @@ class L2SVM(InnerSVM):
                 self.C,
                 tol=self.tol,
                 alpha0=None if warm is None else warm[r],
-                stop="relative",
                 callback=stop,
             )
             alphas.append(np.asarray(res.solution["alpha"], dtype=float))
@@ -401,9 +400,7 @@ class L2SVM(InnerSVM):
         alphas, gaps = [], []
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
-            res = solve_l2svm(
-                op, y, self.C, solver=self.solver, tol=self.tol, alpha0=alpha0, stop="relative"
-            )
+            res = solve_l2svm(op, y, self.C, solver=self.solver, tol=self.tol, alpha0=alpha0)
             alphas.append(np.asarray(res.solution["alpha"], dtype=float))
             gaps.append(float(res.gap))
         return np.array(alphas), np.array(gaps)

@@ -7,31 +7,27 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
 
 - :mod:`~kernfw.solvers.simplex_qp.dense` — small dense simplex QPs solved exactly by an
   active-set method (the cutting-plane solver's restricted problem);
-- :mod:`~kernfw.solvers.simplex_qp.certificate` — the certificate, the stopping rules and
-  their O(1) estimate;
-- :mod:`~kernfw.solvers.simplex_qp.active_set` — the active set ``{i : α_i > 0}`` (the
-  coreset);
+- :mod:`~kernfw.solvers.simplex_qp.certificate` — the certificate and the scale of the
+  stopping rule;
 - :mod:`~kernfw.solvers.simplex_qp.start` — the CVM initialization and the warm start;
-- :mod:`~kernfw.solvers.simplex_qp.iterate` — the FW / MFW iterate (numpy), one kernel
-  column per iteration;
-- :mod:`~kernfw.solvers.simplex_qp.compiled` — the same iterate on the compiled backend
-  (``_numba``: the jitted steps; ``_columns_numba``: kernel columns evaluated in the
-  compiled step);
+- :mod:`~kernfw.solvers.simplex_qp._columns_numba` — kernel columns evaluated in the
+  compiled step; :mod:`~kernfw.solvers.simplex_qp._numba` — the compiled core of the FW /
+  MFW steps;
+- :mod:`~kernfw.solvers.simplex_qp.iterate` — the FW / MFW iterate, one kernel column per
+  iteration;
 - :mod:`~kernfw.solvers.simplex_qp.cvm` — the core vector machine baseline (core-set
   iterations);
 - :mod:`~kernfw.solvers.simplex_qp.solve` — :func:`solve_simplex_qp`;
 - :mod:`~kernfw.solvers.simplex_qp.soft_ball` — the ν-soft ball on the capped simplex
   (:func:`solve_soft_ball`);
 - :mod:`~kernfw.solvers.simplex_qp.coordinate` — the L2-SVM on explicit features by
-  passes of vertex-coordinate steps (``_coordinate_numba``: the same passes compiled);
+  passes of vertex-coordinate steps (``_coordinate_numba``: the compiled passes);
 - :mod:`~kernfw.solvers.simplex_qp.l2svm` — the modified kernel :class:`L2SVMKernel` and
   :func:`solve_l2svm`;
 - :mod:`~kernfw.solvers.simplex_qp.distributed` — the iterate with its rows sharded over
   Dask workers.
 """
 
-from .certificate import STOPS
-from .compiled import CompiledSimplexQPIterate
 from .coordinate import CoordinateIterate
 from .cvm import CoreVectorIterate
 from .dense import simplex_fw_gap, solve_dense_simplex_qp
@@ -59,11 +55,9 @@ __all__ = [
     "L2SVMKernel",
     "check_binary_labels",
     "SimplexQPIterate",
-    "CompiledSimplexQPIterate",
     "CoreVectorIterate",
     "CoordinateIterate",
     "L2SVM_SOLVERS",
     "choose_l2svm_solver",
     "SOLVERS",
-    "STOPS",
 ]

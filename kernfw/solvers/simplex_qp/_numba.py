@@ -1,30 +1,26 @@
-"""Compiled (numba) steps of the simplex-QP FW / MFW iterate (math.md §2.3).
+"""The compiled core of the simplex-QP FW / MFW iterate (math.md §2.3).
 
-The backend of :class:`kernfw.solvers.simplex_qp.compiled.CompiledSimplexQPIterate` when
-:func:`kernfw._compiled.compiled_module` returns this module.  An iteration is:
+The steps of :class:`kernfw.solvers.simplex_qp.iterate.SimplexQPIterate`.  An iteration is:
 
 - :func:`plan` — given the cached FW vertex ``i* = argmax_i g_i`` and its gap,
-  the away vertex ``j* = argmin_{α_j>0} g_j``, the MFW choice, the exact line
-  search (with the away bound ``γ_max``: the step rules of :mod:`kernfw.fw.steps`,
-  compiled as they are), a negative-curvature check, and the index whose column
-  the step needs;
-- the column: from the kernel operator (``Q.columns``, with its LRU cache; the
-  operator protocol stays the only way to kernel values), or, when the operator
-  has a column view, from a compiled LRU cache or evaluated in place
-  (:func:`kernfw.solvers.simplex_qp._columns_numba.evaluate_column`);
-- :func:`apply` — the update ``α = s·β``, ``v = Qα = s·u`` from that one
-  column, the O(1) updates of ``qᵀα`` and ``αᵀQα``, the active set (drop
-  steps included), the vertex scores ``s·u − q/2`` and the next FW vertex and
-  its gap (a blockwise vectorized minimum), so the certificate stays O(1).
+  the away vertex ``j* = argmin_{α_j>0} g_j``, then :func:`_choose`: the MFW choice, the
+  exact line search (with the away bound ``γ_max``: the step rules of
+  :mod:`kernfw.fw.steps`, compiled as they are), a negative-curvature check, and the index
+  whose column the step needs;
+- the column: evaluated in place from the operator's column view when it has one
+  (:func:`kernfw.solvers.simplex_qp._columns_numba.evaluate_column`, with a compiled LRU
+  cache), else fetched by the caller through ``Q.columns`` (the operator's own cache);
+- :func:`apply` — the scalars of the step (:func:`_move`: ``qᵀα``, ``αᵀQα``, ``s``), the
+  update ``α = s·β``, ``v = Qα = s·u`` from that one column, the active set (drop steps
+  included) and the next FW vertex and its gap (:func:`_cache_vertex`, a blockwise
+  vectorized minimum), so the certificate stays O(1).
 
 With a column view, :func:`run_cached` takes a whole run of iterations in one
 call (:func:`step_cached` each), ending early where the stopping rule's O(1)
 estimate holds (:func:`stop_estimate_met`); without one, the caller alternates
-:func:`plan`, ``Q.columns`` and :func:`apply`.
-
-Every formula is the numpy path's, in the same order, so the iterates agree to
-rounding (BLAS ``daxpy`` may fuse a multiply-add; the compiled RBF column sums its
-inner products in its own order and uses its own ``exp``, within about 1 ulp).
+:func:`plan`, ``Q.columns`` and :func:`apply`.  The sharded iterate
+(:mod:`kernfw.solvers.simplex_qp.distributed`) takes its steps' decisions and scalars
+from the same :func:`choose` and :func:`move` on its driver.
 
 State shared with the caller
 ----------------------------
@@ -41,7 +37,7 @@ State shared with the caller
     cached vertex, and so on (the fields are listed in :data:`STATE`).
 
 The row names and the record's fields are defined here only; the Python side
-(:mod:`kernfw.solvers.simplex_qp.compiled`) reads them from this module.  Few
+(:mod:`kernfw.solvers.simplex_qp.iterate`) reads them from this module.  Few
 arguments keep numba's dispatch cheap.
 """
 
@@ -51,11 +47,22 @@ import numpy as np
 from numba import njit
 
 from ...fw._steps_numba import away_step_max, quadratic_step
-from ._columns_numba import SOURCE_GRAM, SOURCE_RBF, SOURCE_RBF32, evaluate_column, is_symmetric
+from ._columns_numba import (
+    SOURCE_GRAM,
+    SOURCE_RBF,
+    SOURCE_RBF32,
+    cached_column,
+    evaluate_column,
+    is_symmetric,
+)
 
 __all__ = [
     "plan",
+    "choose",
+    "move",
     "apply",
+    "cache_vertex",
+    "estimate_met",
     "step_cached",
     "run_cached",
     "stop_estimate_met",
@@ -143,30 +150,43 @@ def _negative(curv, d_ii, v_i, ava, neg_tol):
 @njit(cache=True)
 def plan(vec, ind, con, state):
     """Choose the step of the next iteration (the FW vertex ``vertex`` and its ``gap`` must
-    be cached: see the module docstring); returns its kind (also in ``kind``)."""
+    be cached: see the module docstring): the away vertex ``j* = argmin_{α_j>0} g_j`` (the
+    largest score on the active set) when ``away``, then :func:`_choose`; returns the kind."""
     st = state[0]
-    beta, u, items = vec[BETA], vec[U], ind[ITEMS]
-    diag, q, hq = con[DIAG], con[Q], con[HALF_Q]
-    has_q, neg_tol = st.has_q, st.negative_tol
-    scale, ava = st.scale, st.ava
-    i = st.vertex
-    fw_slope = st.gap
+    u, items, diag, q, hq = vec[U], ind[ITEMS], con[DIAG], con[Q], con[HALF_Q]
+    i, j, scale = st.vertex, -1, st.scale
     if st.away and st.size > 1:
         j = items[0]
-        best = _score(u, scale, hq, has_q, j)
+        best = _score(u, scale, hq, st.has_q, j)
         for p in range(1, st.size):
             k = items[p]
-            s = _score(u, scale, hq, has_q, k)
+            s = _score(u, scale, hq, st.has_q, k)
             if s > best:
                 best = s
                 j = k
-        qj = q[j] if has_q else 0.0
-        vj = scale * u[j]
+    qj = q[j] if st.has_q and j >= 0 else 0.0
+    return _choose(st, scale * u[i], diag[i], j, scale * u[j], qj, diag[j], scale * vec[BETA, j])
+
+
+@njit(cache=True)
+def choose(state, vi, di, j, vj, qj, dj, alpha_j):
+    """:func:`_choose` for the state array ``state`` (the sharded iterate's driver)."""
+    return _choose(state[0], vi, di, j, vj, qj, dj, alpha_j)
+
+
+@njit(cache=True)
+def _choose(st, vi, di, j, vj, qj, dj, alpha_j):
+    """The step from the cached FW vertex ``i* = vertex`` (``v_i``, ``Q_ii``; its gap is the
+    FW slope) or, when its slope ``αᵀg − g_j`` is larger, the away step from ``j`` (−1: no
+    away candidate; ``v_j``, ``q_j``, ``Q_jj``, ``α_j``), both by the exact line search
+    (math.md §2.3).  Sets ``kind``, ``index``, ``gamma`` (``gamma_max``, ``curvature``)."""
+    ava = st.ava
+    if j >= 0:
         away_slope = (st.qa - 2.0 * ava) - (qj - 2.0 * vj)
-        if away_slope > fw_slope:
-            gamma_max = away_step_max(scale * beta[j])
-            curv = diag[j] - 2.0 * vj + ava
-            if _negative(curv, diag[j], vj, ava, neg_tol):
+        if away_slope > st.gap:
+            gamma_max = away_step_max(alpha_j)
+            curv = dj - 2.0 * vj + ava
+            if _negative(curv, dj, vj, ava, st.negative_tol):
                 st.kind, st.index, st.curvature = KIND_NEGATIVE, j, curv
                 return KIND_NEGATIVE
             gamma = quadratic_step(away_slope, 2.0 * curv, gamma_max)
@@ -175,17 +195,46 @@ def plan(vec, ind, con, state):
                 return KIND_NONE
             st.kind, st.index, st.gamma, st.gamma_max = KIND_AWAY, j, gamma, gamma_max
             return KIND_AWAY
-    vi = scale * u[i]
-    curv = diag[i] - 2.0 * vi + ava
-    if _negative(curv, diag[i], vi, ava, neg_tol):
+    i = st.vertex
+    curv = di - 2.0 * vi + ava
+    if _negative(curv, di, vi, ava, st.negative_tol):
         st.kind, st.index, st.curvature = KIND_NEGATIVE, i, curv
         return KIND_NEGATIVE
-    gamma = quadratic_step(fw_slope, 2.0 * curv, 1.0)
+    gamma = quadratic_step(st.gap, 2.0 * curv, 1.0)
     if gamma <= 0.0:
         st.kind, st.gamma = KIND_NONE, 0.0
         return KIND_NONE
     st.kind, st.index, st.gamma = KIND_FW, i, gamma
     return KIND_FW
+
+
+@njit(cache=True)
+def move(state, vi, di, qi):
+    """:func:`_move` for the state array ``state`` (the sharded iterate's driver)."""
+    return _move(state[0], vi, di, qi)
+
+
+@njit(cache=True)
+def _move(st, vi, di, qi):
+    """The scalars of the planned step along point ``index`` (``v_i``, ``Q_ii``, ``q_i``):
+    ``αᵀQα``, ``qᵀα``, ``s`` and the step counts.  Returns the change of ``β_i``
+    (``α = s·β``); a full FW step (``γ = 1``, then ``α = e_i``, ``s = 1``) returns 0."""
+    gamma, ava = st.gamma, st.ava
+    t = gamma if st.kind == KIND_FW else -gamma  # α ← (1 − t)α + t e_i
+    st.ava = (1 - t) ** 2 * ava + 2 * t * (1 - t) * vi + t**2 * di
+    if st.has_q:
+        st.qa = (1 - t) * st.qa + t * qi
+    if st.kind == KIND_FW:
+        st.n_fw += 1
+        if gamma >= 1.0:
+            st.scale = 1.0
+            return 0.0
+    else:
+        st.n_away += 1
+        if gamma >= st.gamma_max:
+            st.n_drop += 1
+    st.scale *= 1.0 - t
+    return t / st.scale
 
 
 @njit(cache=True, inline="always")
@@ -210,49 +259,31 @@ def _remove(items, where, st, i):
 @njit(cache=True)
 def apply(col, shift, vec, ind, con, state):
     """Take the planned step with its column ``Q_{:,index} = col + shift·e_index`` (``shift``:
-    a diagonal term the column leaves out, else 0), then refresh the scores
-    (unless ``fill_scores`` is off: a constant ``q``, then ``argmin u`` is the vertex) and
-    cache the next FW vertex and its gap (:func:`_update_and_vertex`)."""
+    a diagonal term the column leaves out, else 0): the scalars (:func:`_move`), ``β``, the
+    active set (drop steps included) and ``u`` (:func:`_update_and_vertex`, which also caches
+    the next FW vertex and its gap)."""
     st = state[0]
-    beta, u, scores, items, where = vec[BETA], vec[U], vec[SCORES], ind[ITEMS], ind[WHERE]
-    diag, q = con[DIAG], con[Q]
-    kind, idx, gamma = st.kind, st.index, st.gamma
-    scale, qa, ava = st.scale, st.qa, st.ava
-    vi = scale * u[idx]
-    if kind == KIND_FW:
-        st.ava = (1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi + gamma**2 * diag[idx]
-        if st.has_q:
-            st.qa = (1 - gamma) * qa + gamma * q[idx]
-        st.n_fw += 1
-        if gamma >= 1.0:
-            for p in range(st.size):
-                k = items[p]
-                beta[k] = 0.0
-                where[k] = -1
-            st.size = 0
-            beta[idx] = 1.0
-            _add(items, where, st, idx)
-            st.scale = 1.0
-            _update_and_vertex(u, col, shift, 0.0, 1.0, scores, con, st)
-            return 1.0
-        scale *= 1.0 - gamma
-        step = gamma / scale
-        beta[idx] += step
+    beta, u, items, where = vec[BETA], vec[U], ind[ITEMS], ind[WHERE]
+    idx, gamma = st.index, st.gamma
+    qi = con[Q, idx] if st.has_q else 0.0
+    step = _move(st, st.scale * u[idx], con[DIAG, idx], qi)
+    if st.kind == KIND_FW and gamma >= 1.0:  # α = e_idx
+        for p in range(st.size):
+            k = items[p]
+            beta[k] = 0.0
+            where[k] = -1
+        st.size = 0
+        beta[idx] = 1.0
         _add(items, where, st, idx)
-    else:
-        st.ava = (1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vi + gamma**2 * diag[idx]
-        if st.has_q:
-            st.qa = (1 + gamma) * qa - gamma * q[idx]
-        scale *= 1.0 + gamma
-        step = -(gamma / scale)
-        beta[idx] += step
-        st.n_away += 1
-        if gamma >= st.gamma_max:
-            beta[idx] = 0.0
-            _remove(items, where, st, idx)
-            st.n_drop += 1
-    st.scale = scale
-    _update_and_vertex(u, col, shift, 1.0, step, scores, con, st)
+        _update_and_vertex(u, col, shift, 0.0, 1.0, vec, con, st)
+        return 1.0
+    beta[idx] += step
+    if st.kind == KIND_FW:
+        _add(items, where, st, idx)
+    elif gamma >= st.gamma_max:  # a drop step: α_idx = 0 exactly
+        beta[idx] = 0.0
+        _remove(items, where, st, idx)
+    _update_and_vertex(u, col, shift, 1.0, step, vec, con, st)
     return gamma
 
 
@@ -281,15 +312,9 @@ def _argmin(x):
 
 
 @njit(cache=True)
-def _update_and_vertex(u, col, shift, keep, step, scores, con, st):
+def _update_and_vertex(u, col, shift, keep, step, vec, con, st):
     """``u ← keep·u + step·(col + shift·e_j)`` (keep ∈ {0, 1}, ``j`` the step's ``index``:
-    ``shift`` is a diagonal term the column leaves out), the scores ``s·u − q/2`` (when ``q`` is
-    not constant: ``fill_scores``) and the next FW vertex ``i* = argmin`` of the scores (of
-    ``u`` when ``q`` is constant): the first index of the minimum, as ``np.argmin``
-    (:func:`_argmin`).  Caches ``i*`` in ``vertex`` (``vertex_valid``) and its gap
-    ``g_{i*} − αᵀg`` in ``gap``, by the numpy path's formula."""
-    scale, fill_scores = st.scale, st.fill_scores
-    hq = con[HALF_Q]
+    ``shift`` is a diagonal term the column leaves out), then :func:`cache_vertex`."""
     n = u.shape[0]
     if keep == 0.0:
         for k in range(n):  # (a slice assignment would compile its shape check)
@@ -299,20 +324,36 @@ def _update_and_vertex(u, col, shift, keep, step, scores, con, st):
             u[k] += step * col[k]
     if shift != 0.0:
         u[st.index] += step * shift
-    if fill_scores:
-        for k in range(n):
+    _cache_vertex(vec, con, st)
+
+
+@njit(cache=True)
+def cache_vertex(vec, con, state):
+    """:func:`_cache_vertex` for the state array ``state``."""
+    _cache_vertex(vec, con, state[0])
+
+
+@njit(cache=True)
+def _cache_vertex(vec, con, st):
+    """The FW vertex ``i* = argmin`` of the scores ``s·u − q/2`` (of ``u`` when ``q`` is
+    constant: ``fill_scores`` off), the first index of the minimum as ``np.argmin``
+    (:func:`_argmin`), cached in ``vertex`` (``vertex_valid``) with its gap
+    ``g_{i*} − αᵀg`` in ``gap``."""
+    u, scores, hq = vec[U], vec[SCORES], con[HALF_Q]
+    scale = st.scale
+    if st.fill_scores:
+        for k in range(u.shape[0]):
             scores[k] = u[k] * scale - hq[k]
-    i = _argmin(scores if fill_scores else u)
+    i = _argmin(scores if st.fill_scores else u)
     qi = con[Q, i] if st.has_q else 0.0
     st.vertex, st.vertex_valid = i, True
     st.gap = (qi - 2.0 * (scale * u[i])) - (st.qa - 2.0 * st.ava)
 
 
 @njit(cache=True)
-def step_cached(vertex, vec, ind, con, state, src, slab, slot_of, slots):
-    """One whole iteration with the column evaluated here: the FW vertex ``vertex`` (the
-    caller's ``argmin`` of the scores, or −1 when the state's ``vertex`` is cached) and its
-    gap ``g_i − αᵀg`` (the numpy path's formula), :func:`plan`, then the column from the
+def step_cached(vec, ind, con, state, src, slab, slot_of, slots):
+    """One whole iteration with the column evaluated here (the FW vertex cached): :func:`plan`,
+    then the column from the
     least-recently-used cache ``slab`` (m × n; ``slot_of[j]`` its row or −1, ``slots[0]``
     the column in each row, ``slots[1]`` its last use) or computed by
     :func:`~kernfw.solvers.simplex_qp._columns_numba.evaluate_column` into the least
@@ -321,36 +362,11 @@ def step_cached(vertex, vec, ind, con, state, src, slab, slot_of, slots):
     ``clock``, ``rows_used``, ``hits`` and ``misses`` count the cache's use; ``vec[SCRATCH]``
     is scratch.  Returns the step size (0 when no step is taken, see ``kind``)."""
     st = state[0]
-    if vertex >= 0:
-        qi = con[Q, vertex] if st.has_q else 0.0
-        st.vertex, st.vertex_valid = vertex, True
-        st.gap = (qi - 2.0 * (st.scale * vec[U, vertex])) - (st.qa - 2.0 * st.ava)
     kind = plan(vec, ind, con, state)
     if kind == KIND_NONE or kind == KIND_NEGATIVE:
         return 0.0
     j = st.index
-    st.clock += 1
-    s = slot_of[j]
-    if s >= 0:
-        st.hits += 1
-    else:
-        st.misses += 1
-        m = slab.shape[0]
-        if st.rows_used < m:
-            s = st.rows_used
-            st.rows_used += 1
-        else:
-            s = 0
-            oldest = slots[1, 0]
-            for r in range(1, m):
-                if slots[1, r] < oldest:
-                    oldest = slots[1, r]
-                    s = r
-            slot_of[slots[0, s]] = -1
-        evaluate_column(src, con[SQ_NORMS], con[LABELS], st, j, slab[s], vec[SCRATCH])
-        slots[0, s] = j
-        slot_of[j] = s
-    slots[1, s] = st.clock
+    s = cached_column(src, con[SQ_NORMS], con[LABELS], st, j, slab, slot_of, slots, vec[SCRATCH])
     return apply(slab[s], st.inv_c if st.l2svm else 0.0, vec, ind, con, state)
 
 
@@ -363,10 +379,16 @@ def run_cached(steps, vec, ind, con, state, src, slab, slot_of, slots):
     then certifies.  Returns the number of iterations taken."""
     st = state[0]
     for t in range(steps):
-        step_cached(-1, vec, ind, con, state, src, slab, slot_of, slots)
+        step_cached(vec, ind, con, state, src, slab, slot_of, slots)
         if st.kind == KIND_NONE or st.kind == KIND_NEGATIVE or stop_estimate_met(st):
             return t + 1
     return steps
+
+
+@njit(cache=True)
+def estimate_met(state):
+    """:func:`stop_estimate_met` for the state array ``state``."""
+    return stop_estimate_met(state[0])
 
 
 @njit(cache=True)

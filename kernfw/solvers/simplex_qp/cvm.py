@@ -15,11 +15,11 @@ Each CVM iteration
    they are foreseeable, so the start fetches its two columns in one call);
 3. finds the FW vertex (for the MEB: the farthest point) ``i* = argmax_i g_i``,
    ``g = q − 2v``, whose FW gap ``g_{i*} − αᵀg`` certifies ``f* − f(α)``;
-4. stops by the (1+ε) rule ``‖z_{i*} − c‖ ≤ (1+ε) r`` (``stop="radius"``,
-   math.md §2.5) or the relative/absolute gap; otherwise adds ``i*`` to ``S``.
+4. stops by the problem's rule (math.md §2.5: for a ball the (1+ε) rule
+   ``‖z_{i*} − c‖ ≤ (1+ε) r``); otherwise adds ``i*`` to ``S``.
 
-The core QP is solved to ``inner_tol`` (relative gap): it only has to be good
-enough for the outer (1+ε) test; the outer certificate is exact for the
+The core QP is solved to a fraction of the gap the outer rule accepts: it only has to
+be good enough for the outer test; the outer certificate is exact for the
 returned ``α`` whatever the inner accuracy.  Memory: the ``n × |S|`` columns
 of the core set.
 """
@@ -33,11 +33,11 @@ from sklearn.exceptions import ConvergenceWarning
 from ...fw import FWIterate
 from ...operators.gram import Gram
 from .certificate import (
-    STOP_SCALES,
     ball_shift,
     negative_curvature_tol,
     simplex_certificate,
     simplex_rounding,
+    simplex_scale,
 )
 from .start import cvm_first_point, cvm_second_point
 
@@ -59,12 +59,11 @@ class CoreVectorIterate(FWIterate):
         The PSD matrix ``Q`` (``diag`` and ``columns`` only).
     q : ndarray of shape (n,) or None
         Linear term (None: zero).
-    stop : {"gap", "relative", "radius"}
-        Outer stopping rule (as :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`).
     rng : numpy.random.Generator or None
         Picks the first point (None: point 0).
-    tol : float
-        The outer tolerance; each core QP is solved to an absolute FW gap of
+    tol : float or StoppingRule
+        The outer tolerance (as :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`);
+        each core QP is solved to an absolute FW gap of
         ``INNER_FRACTION`` × the gap the outer rule accepts at the current value.
     inner_solve : callable
         ``inner_solve(Q_SS, q_S, alpha0, tol) -> (α_S, iterations)``: the solver of the
@@ -75,15 +74,17 @@ class CoreVectorIterate(FWIterate):
         Warm start: its support is the first core set.
     """
 
-    def __init__(self, Q, q, stop, rng, tol, inner_solve, alpha0=None):
-        self.Q, self.n, self.q, self.stop = Q, Q.n, q, stop
-        self.gap_scale = STOP_SCALES[stop]
+    def __init__(self, Q, q, rng, tol, inner_solve, alpha0=None):
+        self.Q, self.n, self.q = Q, Q.n, q
+        self.gap_scale = simplex_scale(q)
         self._inner_solve = inner_solve
-        self.tol = float(tol)
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
+        rule = self.stopping_rule(tol)
+        self._shift = ball_shift(self.diag, q) if rule.scale == "radius" else None
+        self._accepted = rule.estimate(self._shift or 0.0)
+        self.tol = rule.tol
         self.inner_fraction = INNER_FRACTION
         self.qa = self.ava = 0.0
-        self.ball_shift = ball_shift(self.diag, q) if stop == "radius" else 0.0
         self.inner_iterations = 0
         self.columns_fetched = 0
         self._core = np.empty(16, dtype=np.intp)
@@ -159,12 +160,8 @@ class CoreVectorIterate(FWIterate):
     def _inner_tol(self):
         """Absolute FW-gap target of the core QP: a fraction of the outer rule's gap."""
         f = self.qa - self.ava
-        if self.stop == "gap":
-            accepted = self.tol
-        elif self.stop == "relative":
-            accepted = self.tol * abs(f)
-        else:
-            accepted = ((1.0 + self.tol) ** 2 - 1.0) * (f + self.ball_shift)
+        a, b, absolute = self._accepted  # the rule's gap at f (StoppingRule.estimate)
+        accepted = a * (abs(f) if absolute else f) + b
         if not accepted > 0:  # before the first solve (f = 0): the diagonal's scale
             accepted = self.tol * float(np.max(np.abs(self.diag)))
         return max(self.inner_fraction * accepted, 1e-300)
@@ -175,9 +172,7 @@ class CoreVectorIterate(FWIterate):
         i = self._vertex
         qi = 0.0 if self.q is None else self.q[i]
         rounding = simplex_rounding(self.n + self.core.size, qi, self.v[i], self.qa, self.ava)
-        return simplex_certificate(
-            self.qa - self.ava, self._gap, self.stop, self.ball_shift, extra, rounding
-        )
+        return simplex_certificate(self.qa - self.ava, self._gap, extra, rounding, self._shift)
 
     def step(self, t):
         i = self._vertex

@@ -11,48 +11,184 @@ Both problems are one concave quadratic over the unit simplex Δₙ (math.md §2
   :class:`~kernfw.solvers.simplex_qp.L2SVMKernel` is that operator (nothing ``n × n`` is
   formed).
 
-The solver keeps ``v = Qα`` up to date from **one** kernel column per
-iteration (the column of the vertex that moves), so each iteration costs one
-column fetch plus O(n) vector work; the column cache of
-:class:`~kernfw.operators.KernelFunction` serves the columns of the active
-points.  Plain FW steps toward the vertex ``i* = argmax_i g_i`` of the
-gradient ``g = q − 2v`` (for the MEB: the farthest point); MFW also considers
-the away step from ``j* = argmin_{α_j>0} g_j`` (the nearest support point)
-and takes whichever has the larger first-order progress.  Both use the exact
-line search of a quadratic.  The active set ``{i : α_i > 0}`` is the coreset.
+The iterate keeps ``v = Qα`` up to date from **one** kernel column per iteration
+(the column of the vertex that moves), so each iteration costs one column plus
+O(n) vector work.  Plain FW steps toward the vertex ``i* = argmax_i g_i`` of the
+gradient ``g = q − 2v`` (for the MEB: the farthest point); MFW also considers the
+away step from ``j* = argmin_{α_j>0} g_j`` (the nearest support point) and takes
+whichever has the larger first-order progress.  Both use the exact line search of
+a quadratic.  The active set ``{i : α_i > 0}`` is the coreset.  The steps run in
+the compiled core :mod:`kernfw.solvers.simplex_qp._numba`; this module holds the
+setup (CVM start, warm start, the column source), the certificate and the runs.
 """
 
 import math
 
 import numpy as np
-from scipy.linalg.blas import daxpy
 
-from ...fw import FWIterate, away_step_max, quadratic_step
-from .active_set import ActiveSet
+from ...fw import FWIterate
+from . import _numba as core
 from .certificate import (
-    NEGATIVE_CURVATURE,
-    STOP_SCALES,
     ball_shift,
+    check_curvature,
     negative_curvature_tol,
     raise_not_psd,
     simplex_certificate,
     simplex_rounding,
+    simplex_scale,
 )
 from .start import cvm_first_point, cvm_second_point
 
-__all__ = ["SimplexQPIterate", "REFRESH_EVERY"]
+__all__ = ["SimplexQPRuns", "SimplexQPIterate", "REFRESH_EVERY"]
 
 #: recompute the maintained scalars qᵀα, αᵀv exactly every this many iterations
 REFRESH_EVERY = 512
+#: renormalize α = s·β and v = s·u when s leaves [1/SCALE_LIMIT, SCALE_LIMIT]
+SCALE_LIMIT = 1e100
 #: columns fetched per block when a warm start rebuilds v = Qα
 _WARM_BLOCK = 256
 #: a warm start with at least n / _WARM_PRODUCT_SHARE nonzeros computes Qα₀ by one
 #: product with a stored Gram (reading K once) rather than by copies of its columns
 _WARM_PRODUCT_SHARE = 8
+#: MB of the compiled column cache when the columns are read from a stored Gram
+_GRAM_COLUMN_CACHE_MB = 0.0
 
 
-class SimplexQPIterate(FWIterate):
-    """FW / MFW state for ``max_{α∈Δₙ} qᵀα − αᵀQα`` (math.md §2.3).
+def _state_field(name, kind):
+    """An attribute stored in the field ``name`` of the compiled state record ``_st``."""
+
+    def get(self):
+        return kind(self._st[name])
+
+    def set(self, value):
+        self._st[name] = value
+
+    return property(get, set, doc=f"The compiled state's ``{name}``.")
+
+
+class SimplexQPRuns(FWIterate):
+    """What the FW / MFW iterates of the simplex QP share (math.md §2.3, §2.5).
+
+    The scalars live in one record of dtype :data:`~kernfw.solvers.simplex_qp._numba.STATE`
+    (``_state[0]``, reached as ``_st``): ``s`` (``scale``), ``qa = qᵀα``, ``ava = αᵀQα``,
+    the cached FW vertex and its gap, the step counts.  A :meth:`step` is a run of
+    iterations that ends early where the stopping rule's O(1) estimate holds
+    (:meth:`configure_runs`); the certificate is O(1).  A subclass provides
+    ``diag`` (indexable), :meth:`_fw_vertex`, :meth:`_v`, :meth:`_q_at`,
+    :meth:`_is_the_vertex`, :meth:`_single_step`, :meth:`_refresh` and :meth:`_ball_shift`.
+    """
+
+    scale = _state_field("scale", float)
+    qa = _state_field("qa", float)
+    ava = _state_field("ava", float)
+    n_fw = _state_field("n_fw", int)
+    n_away = _state_field("n_away", int)
+    n_drop = _state_field("n_drop", int)
+
+    def _init_state(self, has_q, solver, negative_tol):
+        """The state record of a fresh iterate; one iteration per :meth:`step` until
+        :meth:`configure_runs`."""
+        self._state = np.zeros(1, dtype=core.STATE)
+        self._st = st = self._state[0]  # a view: the fields read and write the record
+        st["scale"], st["has_q"], st["away"] = 1.0, has_q, solver == "mfw"
+        st["negative_tol"], st["estimate_b"] = negative_tol, -math.inf
+        self.negative_tol = negative_tol
+        self.steps = 0
+        self._run_length, self._max_steps = 1, math.inf
+        self._shift = None  # c of the radius rule (:func:`.certificate.ball_shift`)
+
+    def objective(self):
+        """``f(α) = qᵀα − αᵀQα``."""
+        return self.qa - self.ava
+
+    def certificate(self):
+        i, gap = self._fw_vertex()
+        vi, ava = self._v(i), self.ava
+        # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
+        check_curvature(
+            self.diag[i] - 2.0 * vi + ava, i, (self.diag[i], 2 * vi, ava), self.negative_tol
+        )
+        extra = {"coreset": self.active.size, "away_steps": self.n_away, "drop_steps": self.n_drop}
+        rounding = 0.0  # α = e_{i*}: the gap is exactly 0
+        if not self._is_the_vertex(i):
+            rounding = simplex_rounding(self.n + self.steps, self._q_at(i), vi, self.qa, ava)
+        return simplex_certificate(self.objective(), gap, extra, rounding, self._shift)
+
+    def configure_runs(self, tol, length, max_steps):
+        """Let each :meth:`step` take a run of up to ``length`` iterations (at most
+        ``max_steps`` in all), ending early at the first iteration whose O(1) estimate
+        of the stopping rule of ``tol`` holds
+        (:meth:`~kernfw.fw.stopping.StoppingRule.estimate`: the gap of the cached FW
+        vertex): the driver certifies after each run, so a run replaces ``length``
+        single steps without stepping past the first point that may pass the test."""
+        rule = self.stopping_rule(tol)
+        self._shift = self._ball_shift() if rule.scale == "radius" else None
+        a, b, absolute = rule.estimate(self._shift or 0.0)
+        st = self._st
+        st["estimate_a"], st["estimate_b"], st["estimate_absolute"] = a, b, absolute
+        self._run_length, self._max_steps = max(int(length), 1), int(max_steps)
+
+    def work_done(self, t):
+        """Iterations taken (a :meth:`step` call takes a run of them)."""
+        return self.steps
+
+    def step(self, t):
+        self._fw_vertex()  # cached by every step; recomputed after a refresh
+        # the run ends at max_steps and at the next refresh of the scalars
+        length = min(
+            self._run_length,
+            self._max_steps - self.steps,
+            REFRESH_EVERY - self.steps % REFRESH_EVERY,
+        )
+        self.steps += self._run(int(max(1, length)))
+        if self.steps % REFRESH_EVERY == 0:
+            self._refresh()
+        st = self._st
+        if st["kind"] == core.KIND_NEGATIVE:
+            raise_not_psd(float(st["curvature"]), int(st["index"]))
+        return 0.0 if st["kind"] == core.KIND_NONE else float(st["gamma"])
+
+    def _run(self, length):
+        """Up to ``length`` iterations of :meth:`_single_step`; returns how many were taken
+        (the run ends after a step without progress or where the estimate holds)."""
+        for t in range(length):
+            self._single_step()
+            if self._st["kind"] in (core.KIND_NONE, core.KIND_NEGATIVE):
+                return t + 1
+            self._fw_vertex()  # the next vertex and its gap
+            if core.estimate_met(self._state):
+                return t + 1
+        return length
+
+
+class _ActiveSet:
+    """The active set ``{i : α_i > 0}`` of the compiled core: the rows ``ITEMS`` (members,
+    ``[:size]``) and ``WHERE`` (positions, −1: absent) of ``ind``, its size in the state."""
+
+    def __init__(self, ind, st):
+        self.ind, self._st = ind, st
+        ind[core.WHERE] = -1
+
+    @property
+    def size(self):
+        return int(self._st["size"])
+
+    def indices(self):
+        """The members (a view; arbitrary order)."""
+        return self.ind[core.ITEMS, : self.size]
+
+    def reset(self, members):
+        """Make the distinct indices ``members`` the active set."""
+        items, where = self.ind
+        where[self.indices()] = -1
+        members = np.asarray(members, dtype=np.intp)
+        items[: members.size] = members
+        where[members] = np.arange(members.size)
+        self._st["size"] = members.size
+
+
+class SimplexQPIterate(SimplexQPRuns):
+    """FW / MFW for ``max_{α∈Δₙ} qᵀα − αᵀQα`` (math.md §2.3), on the compiled core.
 
     Maintained quantities, updated from one column per step:
 
@@ -63,62 +199,53 @@ class SimplexQPIterate(FWIterate):
     - the scalars ``qa = qᵀα`` and ``ava = αᵀv = αᵀQα`` (O(1) updates,
       recomputed exactly on the active set every few hundred steps);
     - the active set ``{i : α_i > 0}`` (the coreset);
-    - between a certificate and the next step, the FW vertex ``i*``.
+    - the FW vertex ``i*`` of the next step and its gap.
+
+    When ``Q.column_view()`` is an on-the-fly RBF kernel or a stored Gram (possibly inside
+    the L2-SVM's modified kernel), a whole run of iterations is one compiled call,
+    :func:`~kernfw.solvers.simplex_qp._numba.run_cached`, which evaluates the columns from
+    the view's arrays into its own LRU cache (``cache_size`` of the view); otherwise each
+    iteration is a compiled plan, one ``Q.columns`` request (the operator's own cache) and
+    a compiled update.
 
     Parameters
     ----------
     Q : KernelOperator
-        The PSD matrix ``Q``; only ``diag`` and ``columns`` are used.
+        The PSD matrix ``Q``; only ``diag`` and ``columns`` (or the column view) are used.
     q : ndarray of shape (n,) or None
         Linear term (None: zero, as for the L2-SVM).
     solver : {"lsfw", "mfw"}
         Plain FW or away-step MFW.
     alpha0 : ndarray of shape (n,) or None
         Warm start on the simplex; None uses the CVM initialization (§2.6).
-    stop : {"gap", "relative", "radius"}
-        Stopping rule (see :func:`solve_simplex_qp`).
     rng : numpy.random.Generator or None
         Picks the first CVM point (None: point 0).
     """
 
-    #: renormalize α = s·β and v = s·u when s leaves [1/_SCALE_LIMIT, _SCALE_LIMIT]
-    _SCALE_LIMIT = 1e100
-
-    #: relative threshold of a not-PSD curvature (float64 kernel values unless
-    #: ``__init__`` finds float32 ones: :func:`.certificate.negative_curvature_tol`)
-    negative_tol = NEGATIVE_CURVATURE
-
-    def __init__(self, Q, q, solver, alpha0, stop, rng):
-        self.Q = Q
+    def __init__(self, Q, q, solver, alpha0, rng):
+        self.Q, self.q = Q, q
         n = self.n = Q.n
-        self.away = solver == "mfw"
-        self.stop, self.gap_scale = stop, STOP_SCALES[stop]
+        self.gap_scale = simplex_scale(q)
+        self._init_state(q is not None, solver, negative_curvature_tol(Q))
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
-        self.negative_tol = negative_curvature_tol(Q)
-        self.q = q
-        self.half_q = None if q is None else 0.5 * q
-        self.ball_shift = self._ball_shift() if stop == "radius" else 0.0
-        self.scale = 1.0
-        self.beta = np.zeros(n)
-        self.u = np.zeros(n)
-        self.scores = None if q is None else np.empty(n)
-        self.active = self._new_active_set(n)
-        self.n_fw = self.n_away = self.n_drop = 0
+        self._vec = np.zeros((4, n))  # β, u, scores, scratch
+        self.beta, self.u = self._vec[core.BETA], self._vec[core.U]
+        self._con = np.zeros((5, n))
+        self._con[core.DIAG] = self.diag
+        if q is not None:
+            self._con[core.Q], self._con[core.HALF_Q] = q, 0.5 * q
+            # a constant q (the MEB of an RBF kernel): argmin(s·u − q/2) = argmin(u)
+            self._st["fill_scores"] = not bool(np.all(q == q[0]))
+        self.active = _ActiveSet(np.empty((2, n), dtype=np.intp), self._st)
         self.columns_fetched = 0
-        self.steps = 0
-        self._init_runs()
+        self._source = self._column_source(Q.column_view())
         if alpha0 is None:
             self._init_cvm(rng)
         else:
             self._init_warm(alpha0)
-        self._vertex = None
 
     # -- setup -------------------------------------------------------------------
-    def _new_active_set(self, n):
-        return ActiveSet(n)
-
     def _ball_shift(self):
-        """The constant ``c`` with ``diag(Q) = q + c·1`` (then ``r² = f(α) + c``)."""
         return ball_shift(self.diag, self.q)
 
     def _column(self, i):
@@ -134,14 +261,12 @@ class SimplexQPIterate(FWIterate):
         if b is None:
             self.beta[a] = 1.0
             self.u[:] = col_a
-            self.active.add(a)
+            self.active.reset([a])
         else:
-            col_b = self._column(b)
             self.beta[[a, b]] = 0.5
-            np.add(col_a, col_b, out=self.u)
+            np.add(col_a, self._column(b), out=self.u)
             self.u *= 0.5
-            self.active.add(a)
-            self.active.add(b)
+            self.active.reset([a, b])
         self._refresh()
 
     def _init_warm(self, alpha0):
@@ -149,29 +274,88 @@ class SimplexQPIterate(FWIterate):
         else from the columns of its support, in blocks."""
         self.beta[:] = alpha0
         support = np.flatnonzero(alpha0)
-        if _stored_gram(self.Q) and support.size * _WARM_PRODUCT_SHARE >= self.n:
+        gram = self._source is not None and self._st["source"] == core.SOURCE_GRAM
+        if gram and support.size * _WARM_PRODUCT_SHARE >= self.n:
             self.u += self.Q.matmat(alpha0)
-            support_blocks = ()
-        else:
-            support_blocks = range(0, support.size, _WARM_BLOCK)
-        for start in support_blocks:
+            support = support[:0]
+        for start in range(0, support.size, _WARM_BLOCK):
             block = support[start : start + _WARM_BLOCK]
             self.u += self.Q.columns(block) @ alpha0[block]
             self.columns_fetched += block.size
-        self.active.extend(support)  # a fresh iterate: the active set is empty
+        self.active.reset(np.flatnonzero(alpha0))
         self._refresh()
+
+    def _column_source(self, view):
+        """The arguments ``(src, slab, slot_of, slots)`` of the compiled
+        :func:`~kernfw.solvers.simplex_qp._numba.run_cached` when it can evaluate the
+        columns of ``Q`` from its column view
+        (:meth:`~kernfw.operators.KernelOperator.column_view`: "rbf", "gram", or either
+        inside "l2svm"), else None (columns from ``Q.columns``).
+
+        The column cache holds ``m = cache_size / (itemsize · n)`` whole columns (at
+        least one) of ``Q`` itself (the L2-SVM transform included), in the view's
+        dtype: a float32 view (an operator that keeps float32 kernel values) is
+        evaluated and cached in float32.  The slab is allocated once, its pages
+        touched as columns arrive."""
+        st = self._st
+        inner = view.matrix if view is not None and view.kind == "l2svm" else view
+        if inner is None or inner.kind not in ("rbf", "gram"):
+            return None
+        matrix = inner.matrix
+        if (
+            type(matrix) is not np.ndarray
+            or matrix.dtype not in (np.float32, np.float64)
+            or matrix.ndim != 2
+            or matrix.shape[0] != self.n
+            or matrix.shape[1] == 0
+        ):
+            return None
+        # a Gram in either memory order (a Fortran-ordered one, e.g. a sum of column
+        # blocks, has contiguous columns); features in C order
+        if not (matrix.flags.c_contiguous or (inner.kind == "gram" and matrix.flags.f_contiguous)):
+            return None
+        single = matrix.dtype == np.float32
+        if inner.kind == "rbf":
+            src = np.ascontiguousarray(matrix.T)  # d × n: inner products by rows
+            if not single:
+                self._con[core.SQ_NORMS] = inner.params["sq_norms"]
+            st["rbf_gamma"] = inner.params["gamma"]
+            st["source"] = core.SOURCE_RBF32 if single else core.SOURCE_RBF
+            budget = float(inner.params["cache_size"])
+        else:
+            # column j of an exactly symmetric C-ordered Gram is its row j: read it there
+            # (Kᵀ, an F-ordered view, has that row as its contiguous column j)
+            known = bool((inner.params or {}).get("symmetric"))
+            symmetric = matrix.flags.c_contiguous and (known or core.is_symmetric(matrix))
+            src = matrix.T if symmetric else matrix
+            st["source"] = core.SOURCE_GRAM
+            budget = _GRAM_COLUMN_CACHE_MB
+        if view.kind == "l2svm":
+            self._con[core.LABELS] = view.params["y"]
+            st["inv_c"], st["l2svm"] = 1.0 / view.params["C"], True
+        rows = int(min(self.n, max(1, budget * 2**20 // (matrix.itemsize * self.n))))
+        slab = np.empty((rows, self.n), dtype=matrix.dtype)
+        slot_of = np.full(self.n, -1, dtype=np.int64)
+        slots = np.zeros((2, rows), dtype=np.int64)
+        return src, slab, slot_of, slots
+
+    @property
+    def column_cache_info(self):
+        """Dict of ``hits`` and ``misses`` of the compiled column cache (zeros when the
+        columns come from ``Q.columns``)."""
+        return {"hits": int(self._st["hits"]), "misses": int(self._st["misses"])}
 
     def _refresh(self):
         """Recompute ``qᵀα`` and ``αᵀv`` exactly; renormalize ``s`` if extreme."""
-        if not 1.0 / self._SCALE_LIMIT < self.scale < self._SCALE_LIMIT:
+        if not 1.0 / SCALE_LIMIT < self.scale < SCALE_LIMIT:
             self.beta *= self.scale
             self.u *= self.scale
             self.scale = 1.0
         idx = self.active.indices()
-        b = self.beta[idx]
-        s = self.scale
+        b, s = self.beta[idx], self.scale
         self.ava = s * s * float(b @ self.u[idx])
         self.qa = 0.0 if self.q is None else s * float(b @ self.q[idx])
+        self._st["vertex_valid"] = False
 
     # -- current iterate -------------------------------------------------------------
     @property
@@ -184,206 +368,52 @@ class SimplexQPIterate(FWIterate):
         """v = Qα = s·u, shape (n,) (a new array)."""
         return self.scale * self.u
 
-    def objective(self):
-        """``f(α) = qᵀα − αᵀQα``."""
-        return self.qa - self.ava
-
-    # -- FW geometry -----------------------------------------------------------------
-    def _score_vector(self):
-        """A vector whose argmin is the FW vertex ``argmax g``: ``u`` (q = 0) or ``v − q/2``."""
-        if self.q is None:
-            return self.u
-        np.multiply(self.u, self.scale, out=self.scores)
-        self.scores -= self.half_q
-        return self.scores
-
     def _v(self, i):
-        """``v_i = (Qα)_i``."""
         return self.scale * self.u[i]
 
     def _q_at(self, i):
-        """``q_i`` (0 when ``q = 0``)."""
         return 0.0 if self.q is None else float(self.q[i])
 
     def _is_the_vertex(self, i):
         """True when ``α = e_i``: the only support point is ``i``."""
         return self.active.size == 1 and self.beta[i] > 0
 
-    def _grad(self, i):
-        """Gradient entry ``g_i = q_i − 2 v_i``."""
-        qi = 0.0 if self.q is None else self.q[i]
-        return qi - 2.0 * self._v(i)
-
-    def _alpha_grad(self):
-        """``αᵀg = qᵀα − 2αᵀv``."""
-        return self.qa - 2.0 * self.ava
-
     def _fw_vertex(self):
         """``i* = argmax_i g_i`` (cached until the next step) and the FW gap ``g_{i*} − αᵀg``."""
-        if self._vertex is None:
-            i = int(np.argmin(self._score_vector()))
-            self._vertex = (i, self._grad(i) - self._alpha_grad())
-        return self._vertex
+        if not self._st["vertex_valid"]:
+            core.cache_vertex(self._vec, self._con, self._state)
+        return int(self._st["vertex"]), float(self._st["gap"])
 
     def _away_vertex(self):
-        """``j* = argmin_{α_j>0} g_j`` (the nearest support point of the MEB).
-
-        Uses the score vector of the preceding :meth:`_fw_vertex` call.
-        """
+        """``j* = argmin_{α_j>0} g_j`` (the nearest support point of the MEB)."""
         idx = self.active.indices()
-        s = self.u if self.q is None else self.scores
-        return int(idx[np.argmax(s[idx])])
+        scores = self.u if self.q is None else self.scale * self.u - 0.5 * self.q
+        return int(idx[np.argmax(scores[idx])])
 
-    def _curvature(self, i):
-        """``dᵀQd = Q_ii − 2v_i + αᵀv`` for ``d = ±(e_i − α)``; raises if ``Q`` is not PSD."""
-        vi = self._v(i)
-        curvature = self.diag[i] - 2.0 * vi + self.ava
-        if curvature < -self.negative_tol * max(
-            abs(self.diag[i]), 2.0 * abs(vi), abs(self.ava), 1e-300
-        ):
-            raise_not_psd(curvature, i)
-        return curvature
-
-    # -- FWIterate protocol ---------------------------------------------------------
-    def certificate(self):
-        i, gap = self._fw_vertex()
-        self._curvature(i)  # O(1): a gap on a non-concave f (dᵀQd < 0) certifies nothing
-        extra = {"coreset": self.active.size, "away_steps": self.n_away, "drop_steps": self.n_drop}
-        if self._is_the_vertex(i):  # α = e_{i*}: the gap is exactly 0
-            rounding = 0.0
-        else:
-            rounding = simplex_rounding(
-                self.n + self.steps, self._q_at(i), self._v(i), self.qa, self.ava
-            )
-        return simplex_certificate(
-            self.objective(), gap, self.stop, self.ball_shift, extra, rounding
+    # -- steps -------------------------------------------------------------------------
+    def _run(self, length):
+        if self._source is None:
+            return super()._run(length)
+        st = self._st
+        fetched = st["n_fw"] + st["n_away"]
+        # the whole run is one compiled call: plan, column, update, vertex, estimate
+        taken = core.run_cached(
+            length, self._vec, self.active.ind, self._con, self._state, *self._source
         )
-
-    def work_done(self, t):
-        """Iterations taken (a :meth:`step` call takes a run of them)."""
-        return self.steps
-
-    def _init_runs(self):
-        """One iteration per :meth:`step`, no early end (until :meth:`configure_runs`)."""
-        self._run_length, self._max_steps = 1, math.inf
-        self._estimate = (0.0, -math.inf, False)
-
-    def configure_runs(self, tol, length, max_steps):
-        """Let each :meth:`step` take a run of up to ``length`` iterations (at most
-        ``max_steps`` in all), ending early at the first iteration whose O(1) estimate
-        of the stopping rule with ``tol`` holds
-        (:meth:`~kernfw.fw.stopping.StoppingRule.estimate`: the gap of
-        the cached FW vertex): the driver certifies after each run, so a run replaces
-        ``length`` single steps with ``check_every = length`` without stepping past the
-        first point that may pass the test.  By default a step is one iteration."""
-        self._run_length, self._max_steps = max(int(length), 1), int(max_steps)
-        self._estimate = self.stopping_rule(tol).estimate(self.ball_shift)
-
-    def _next_run_length(self):
-        """The run ends at ``max_steps`` and at the next refresh of the scalars."""
-        return int(
-            max(
-                1,
-                min(
-                    self._run_length,
-                    self._max_steps - self.steps,
-                    REFRESH_EVERY - self.steps % REFRESH_EVERY,
-                ),
-            )
-        )
-
-    def _stop_estimate_met(self):
-        """The test of :meth:`~kernfw.fw.stopping.StoppingRule.estimate`
-        at the cached FW vertex."""
-        a, b, absolute = self._estimate
-        value = self.objective()
-        if absolute:
-            value = abs(value)
-        return max(self._fw_vertex()[1], 0.0) <= a * value + b
-
-    def step(self, t):
-        gamma = 0.0
-        for _ in range(self._next_run_length()):
-            gamma = self._single_step()
-            if self.steps % REFRESH_EVERY == 0:
-                self._refresh()
-            if gamma <= 0.0 or self._stop_estimate_met():
-                break
-        return gamma
+        self.columns_fetched += int(st["n_fw"] + st["n_away"] - fetched)
+        return taken
 
     def _single_step(self):
-        """One FW or away step; returns its size (0: no progress)."""
-        i, fw_slope = self._fw_vertex()
-        self._vertex = None
-        self.steps += 1
-        gamma = None
-        if self.away and self.active.size > 1:
-            j = self._away_vertex()
-            away_slope = self._alpha_grad() - self._grad(j)
-            if away_slope > fw_slope:
-                gamma = self._away_step(j, away_slope)
-        if gamma is None:
-            gamma = self._fw_step(i, fw_slope)
-        return gamma
-
-    def _fw_step(self, i, slope):
-        """α ← (1−γ)α + γe_i, v ← (1−γ)v + γQ_{:,i} with the exact step."""
-        curvature = self._curvature(i)
-        gamma = quadratic_step(slope, 2.0 * curvature, 1.0)
-        if gamma <= 0.0:
-            return 0.0
-        col = self._column(i)
-        vi, ava = self._v(i), self.ava
-        self.ava = (1 - gamma) ** 2 * ava + 2 * gamma * (1 - gamma) * vi + gamma**2 * self.diag[i]
-        if self.q is not None:
-            self.qa = (1 - gamma) * self.qa + gamma * self.q[i]
-        self.n_fw += 1
-        if gamma >= 1.0:
-            self.beta[self.active.indices()] = 0.0
-            self.beta[i] = 1.0
-            self.u[:] = col
-            self.scale = 1.0
-            self.active.reset([i])
-            return 1.0
-        self.scale *= 1.0 - gamma
-        step = gamma / self.scale
-        self.beta[i] += step
-        daxpy(col, self.u, a=step)
-        self.active.add(i)
-        return gamma
-
-    def _away_step(self, j, slope):
-        """α ← (1+γ)α − γe_j, v ← (1+γ)v − γQ_{:,j}; a drop step at γ = γ_max."""
-        gamma_max = away_step_max(self.scale * self.beta[j])
-        gamma = quadratic_step(slope, 2.0 * self._curvature(j), gamma_max)
-        if gamma <= 0.0 or not math.isfinite(gamma):
-            return 0.0
-        col = self._column(j)
-        vj, ava = self._v(j), self.ava
-        self.ava = (1 + gamma) ** 2 * ava - 2 * gamma * (1 + gamma) * vj + gamma**2 * self.diag[j]
-        if self.q is not None:
-            self.qa = (1 + gamma) * self.qa - gamma * self.q[j]
-        self.scale *= 1.0 + gamma
-        step = gamma / self.scale
-        self.beta[j] -= step
-        daxpy(col, self.u, a=-step)
-        self.n_away += 1
-        if gamma >= gamma_max:
-            self.beta[j] = 0.0
-            self.active.remove(j)
-            self.n_drop += 1
-        return gamma
+        """Plan, the column from the operator (``Q.columns``), update."""
+        kind = core.plan(self._vec, self.active.ind, self._con, self._state)
+        if kind == core.KIND_NEGATIVE or kind == core.KIND_NONE:
+            return
+        col = self.Q.columns(np.array([self._st["index"]], dtype=np.intp))[:, 0]
+        if col.dtype != np.float64 or not col.flags.c_contiguous:
+            col = np.ascontiguousarray(col, dtype=np.float64)
+        self.columns_fetched += 1
+        core.apply(col, 0.0, self._vec, self.active.ind, self._con, self._state)
 
     def solution(self):
         support = np.sort(self.active.indices())
         return {"alpha": self.alpha, "v": self.v, "support": support}
-
-
-def _stored_gram(Q):
-    """Whether ``Q``'s values are read from a stored Gram (its column view is "gram", or
-    the L2-SVM transform of one): then ``Q.matmat`` reads ``K`` once, at no kernel
-    evaluation."""
-    view = Q.column_view()
-    if view is not None and view.kind == "l2svm":
-        view = view.matrix
-    return view is not None and view.kind == "gram"

@@ -16,8 +16,8 @@ import numpy as np
 from ..._validation import check_positive
 from ...fw import run
 from ...operators.base import CompiledView, KernelOperator, as_index, check_block
-from .coordinate import CoordinateIterate, coordinate_module
-from .solve import SOLVERS, solve_simplex_qp
+from .coordinate import CoordinateIterate
+from .solve import SOLVERS, check_tol, solve_simplex_qp
 from .start import check_alpha0
 
 __all__ = [
@@ -147,21 +147,17 @@ def choose_l2svm_solver(op):
     """The algorithm of ``solver="auto"`` for the kernel operator ``op`` (math.md §2.13).
 
     ``"dcd"`` when ``K = XXᵀ`` comes with its features ``X`` (the linear kernel
-    on explicit, dense or sparse features; low-rank features of another kernel)
-    and the compiled passes are available: a vertex step then costs O(d), and a
+    on explicit, dense or sparse features; low-rank features of another kernel):
+    a vertex step then costs O(d), and a
     pass of ``n`` of them as much as one MFW iteration, while MFW takes about one
     iteration per support vector.  ``"mfw"`` otherwise: on a Gram matrix or a
     kernel evaluated column by column a coordinate step costs a kernel row, and
     MFW's columns serve many steps through the cache.
     """
-    if _explicit_features(op) is not None and coordinate_module() is not None:
-        return "dcd"
-    return "mfw"
+    return "mfw" if _explicit_features(op) is None else "dcd"
 
 
-def _solve_coordinate(
-    op, y, C, tol, max_iter, alpha0, random_state, callback, stop, max_time, check_every
-):
+def _solve_coordinate(op, y, C, **options):
     """:func:`solve_l2svm` with ``solver="dcd"``: vertex-coordinate passes (math.md §2.13)."""
     X = _explicit_features(op)
     if X is None:
@@ -169,20 +165,16 @@ def _solve_coordinate(
             "solver='dcd' needs explicit features (the linear kernel on X, or low-rank "
             f"features); got a {type(op).__name__} without them: use solver='mfw'"
         )
-    return _run_coordinate(
-        X, None, y, C, tol, max_iter, alpha0, random_state, callback, stop, max_time, check_every
-    )
+    return _run_coordinate(X, None, y, C, **options)
 
 
 def _run_coordinate(
-    X, blocks, y, C, tol, max_iter, alpha0, random_state, callback, stop, max_time, check_every
+    X, blocks, y, C, tol, max_iter, alpha0, random_state, callback, max_time, check_every
 ):
     """The passes on the features ``X`` (weighted column ``blocks`` of it, or all of it)."""
-    if stop not in ("gap", "relative"):
-        raise ValueError(f"solver='dcd' stops on 'gap' or 'relative', got stop={stop!r}")
     n = X.shape[0]
     y = check_binary_labels(y, n)
-    tol = check_positive("tol", tol)
+    tol = check_tol(tol)
     if max_iter is None:
         max_iter = DCD_MAX_PASSES
     elif isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
@@ -192,7 +184,7 @@ def _run_coordinate(
     alpha0 = None if alpha0 is None else check_alpha0(alpha0, n)
     rng = np.random.default_rng(0 if random_state is None else random_state)
     start = 0 if random_state is None else int(rng.integers(n))
-    iterate = CoordinateIterate(X, y, C, alpha0, stop, rng, start, coordinate_module(), blocks)
+    iterate = CoordinateIterate(X, y, C, alpha0, rng, start, blocks)
     check_every = DCD_CHECK_EVERY if check_every is None else check_every
     iterate.configure_runs(tol, check_every, int(max_iter))
     return run(
@@ -217,7 +209,6 @@ def solve_l2svm(
     alpha0=None,
     random_state=None,
     callback=None,
-    stop="gap",
     max_time=None,
     check_every=None,
 ):
@@ -244,10 +235,10 @@ def solve_l2svm(
         ``max_iter`` then counts passes, None is 1000, and ``check_every`` bounds
         the passes between certificates, None is 10).  ``"auto"``:
         :func:`choose_l2svm_solver`.
-    tol, max_iter, random_state, callback, stop, max_time, check_every
-        As in :func:`solve_simplex_qp` (``stop="gap"``: FW gap ≤ ``tol``, which
-        bounds the primal–dual gap of the L2-SVM; ``stop="relative"``:
-        ``gap ≤ tol·ρ``; ``stop="radius"`` needs a constant ``diag(K)``).
+    tol, max_iter, random_state, callback, max_time, check_every
+        As in :func:`solve_simplex_qp`: ``tol`` is relative to ``ρ`` (the FW gap, which
+        bounds the primal–dual gap of the L2-SVM, ``≤ tol·ρ``), or a
+        :class:`~kernfw.fw.StoppingRule` (the radius rule needs a constant ``diag(K)``).
         ``random_state`` also orders the points of ``"dcd"``'s passes (None: a
         fixed order, ``numpy.random.default_rng(0)``).
     alpha0 : array-like of shape (n,) or None
@@ -267,44 +258,38 @@ def solve_l2svm(
     K_tilde = L2SVMKernel(op, y, C)
     if solver == "auto":
         solver = choose_l2svm_solver(op)
+    options = dict(tol=tol, max_iter=max_iter, alpha0=alpha0, random_state=random_state)
+    options.update(callback=callback, max_time=max_time, check_every=check_every)
     if solver == "dcd":
-        result = _solve_coordinate(
-            op,
-            K_tilde.y,
-            C,
-            tol,
-            max_iter,
-            alpha0,
-            random_state,
-            callback,
-            stop,
-            max_time,
-            check_every,
-        )
-        result.solution.update(l2svm_recover(result.solution, K_tilde.y))
-        return result
-    result = solve_simplex_qp(
-        K_tilde,
-        None,
-        solver=solver,
-        tol=tol,
-        max_iter=max_iter,
-        alpha0=alpha0,
-        stop=stop,
-        random_state=random_state,
-        callback=callback,
-        max_time=max_time,
-        check_every=check_every,
-    )
-    result.solution.update(l2svm_recover(result.solution, K_tilde.y))
+        result = _solve_coordinate(op, K_tilde.y, C, **options)
+    else:
+        result = solve_simplex_qp(K_tilde, None, solver=solver, **options)
+    return _with_model(result, K_tilde.y)
+
+
+def l2svm_recover(alpha_S, v_S, y_S):
+    """The L2-SVM from the simplex QP's solution on its support ``S`` (math.md §2.1).
+
+    Parameters
+    ----------
+    alpha_S, v_S, y_S : ndarray of shape (|S|,)
+        ``α``, ``v = K̃α`` and the labels on the support.
+
+    Returns
+    -------
+    dict
+        ``b = Σ α_i y_i``, ``rho`` ``ρ = αᵀK̃α`` and ``coef`` ``α_S ⊙ y_S`` (the dual
+        coefficients of ``h(x) = Σ_{i∈S} coef_i (k(x_i, x) + 1)``).
+    """
+    return {"b": float(alpha_S @ y_S), "rho": float(alpha_S @ v_S), "coef": alpha_S * y_S}
+
+
+def _with_model(result, y):
+    """``result`` with the L2-SVM of its solution (:func:`l2svm_recover`) in ``solution``."""
+    sol = result.solution
+    S = sol["support"]
+    sol.update(l2svm_recover(sol["alpha"][S], sol["v"][S], y[S]))
     return result
-
-
-def l2svm_recover(solution, y):
-    """``b``, ``rho`` and ``coef`` of the L2-SVM from ``alpha``, ``v``, ``support`` (§2.1)."""
-    alpha, v, support = solution["alpha"], solution["v"], solution["support"]
-    a = alpha[support]
-    return {"b": float(a @ y[support]), "rho": float(a @ v[support]), "coef": a * y[support]}
 
 
 def solve_l2svm_blocks(
@@ -316,7 +301,6 @@ def solve_l2svm_blocks(
     max_iter=None,
     alpha0=None,
     random_state=None,
-    stop="gap",
     check_every=None,
     callback=None,
 ):
@@ -334,7 +318,7 @@ def solve_l2svm_blocks(
         Dense features (float32 or float64, C-contiguous).
     blocks : FeatureBlockWeights
         The column ranges ``B_r``, their weights ``c_r > 0`` and ``‖x_i‖²``.
-    y, C, tol, max_iter, alpha0, random_state, stop, check_every, callback
+    y, C, tol, max_iter, alpha0, random_state, check_every, callback
         As :func:`solve_l2svm` with ``solver="dcd"``.
 
     Returns
@@ -347,8 +331,8 @@ def solve_l2svm_blocks(
         raise ValueError(f"X must be a 2-D float32 or float64 array, got {X.dtype} {X.shape}")
     if np.any(np.asarray(blocks.weights) <= 0):
         raise ValueError("block weights must be positive (leave zero-weight blocks out)")
+    y = check_binary_labels(y, X.shape[0])
     result = _run_coordinate(
-        X, blocks, y, C, tol, max_iter, alpha0, random_state, callback, stop, None, check_every
+        X, blocks, y, C, tol, max_iter, alpha0, random_state, callback, None, check_every
     )
-    result.solution.update(l2svm_recover(result.solution, check_binary_labels(y, X.shape[0])))
-    return result
+    return _with_model(result, y)

@@ -1,8 +1,7 @@
 """``solve_simplex_qp``: the simplex QP by FW, MFW or CVM (math.md §2.3).
 
-Validates the problem, builds the iterate of the chosen method (the compiled
-FW / MFW iterate when :func:`kernfw._compiled.compiled_module` allows it, else the
-numpy one; the core vector machine for ``solver="cvm"``) and drives it with
+Validates the problem, builds the iterate of the chosen method (the FW / MFW iterate
+on the compiled core; the core vector machine for ``solver="cvm"``) and drives it with
 :func:`kernfw.fw.run`.
 """
 
@@ -10,19 +9,16 @@ import numbers
 
 import numpy as np
 
-from ..._compiled import compiled_module
 from ..._threads import one_blas_thread
 from ..._validation import check_positive
-from ...fw import run
+from ...fw import StoppingRule, run
 from ...operators.base import KernelOperator
-from .certificate import STOPS
-from .compiled import CompiledSimplexQPIterate
 from .cvm import CoreVectorIterate
 from .dense import solve_dense_simplex_qp
-from .iterate import SimplexQPIterate
+from .iterate import SimplexQPIterate, SimplexQPRuns
 from .start import check_alpha0
 
-__all__ = ["solve_simplex_qp", "make_iterate", "drive", "SOLVERS"]
+__all__ = ["solve_simplex_qp", "make_iterate", "drive", "check_tol", "SOLVERS"]
 
 #: the algorithms (``solver``): Frank-Wolfe with exact line search, modified (away-step)
 #: Frank-Wolfe, and the core vector machine baseline (core-set iterations,
@@ -34,6 +30,11 @@ def _check_choice(name, value, options):
     if value not in options:
         raise ValueError(f"{name} must be one of {options}, got {value!r}")
     return value
+
+
+def check_tol(tol):
+    """``tol``: a :class:`~kernfw.fw.StoppingRule` as it is, else a positive number."""
+    return tol if isinstance(tol, StoppingRule) else check_positive("tol", tol)
 
 
 def _check_operator(Q):
@@ -60,8 +61,9 @@ def _core_qp(Q_core, q_core, alpha0, tol):
         q = np.zeros(Q_core.n) if q_core is None else q_core
         alpha, _, n_iter = solve_dense_simplex_qp(Q_core.dense(), q, beta0=alpha0, tol=tol)
         return alpha, n_iter
-    iterate = make_iterate(Q_core, q_core, "mfw", alpha0, "gap", None)
-    res = drive(iterate, tol, _default_max_iter(Q_core.n), name="MFW (CVM core QP)")
+    iterate = SimplexQPIterate(Q_core, q_core, "mfw", alpha0, None)
+    rule = StoppingRule(tol, "absolute")
+    res = drive(iterate, rule, _default_max_iter(Q_core.n), name="MFW (CVM core QP)")
     return res.solution["alpha"], res.n_iter
 
 
@@ -71,7 +73,7 @@ def drive(iterate, tol, max_iter, check_every=None, **options):
     certified after each; other iterates are certified every ``check_every`` steps."""
     if check_every is None:
         check_every = _default_check_every(iterate.n)
-    if isinstance(iterate, SimplexQPIterate):
+    if isinstance(iterate, SimplexQPRuns):
         iterate.configure_runs(tol, check_every, max_iter)
         check_every = 1
     return run(iterate, tol=tol, max_iter=max_iter, check_every=check_every, **options)
@@ -82,15 +84,11 @@ def remedy(solver):
     return "increase max_iter or tol" + ("" if solver == "mfw" else " (or use solver='mfw')")
 
 
-def make_iterate(Q, q, solver, alpha0, stop, rng, tol=None):
-    """The iterate of ``solver``: CVM core-set iterations, or FW / MFW — compiled when
-    :func:`kernfw._compiled.compiled_module` allows it, else numpy."""
+def make_iterate(Q, q, solver, alpha0, rng, tol=None):
+    """The iterate of ``solver``: CVM core-set iterations (to the outer ``tol``), or FW / MFW."""
     if solver == "cvm":
-        return CoreVectorIterate(Q, q, stop, rng, tol, _core_qp, alpha0=alpha0)
-    module = compiled_module("kernfw.solvers.simplex_qp._numba")
-    if module is None:
-        return SimplexQPIterate(Q, q, solver, alpha0, stop, rng)
-    return CompiledSimplexQPIterate(module, Q, q, solver, alpha0, stop, rng)
+        return CoreVectorIterate(Q, q, rng, tol, _core_qp, alpha0=alpha0)
+    return SimplexQPIterate(Q, q, solver, alpha0, rng)
 
 
 def _default_max_iter(n):
@@ -112,7 +110,6 @@ def solve_simplex_qp(
     tol=1e-6,
     max_iter=None,
     alpha0=None,
-    stop="gap",
     random_state=None,
     callback=None,
     max_time=None,
@@ -132,25 +129,24 @@ def solve_simplex_qp(
     solver : {"mfw", "lsfw", "cvm"}
         "mfw": Frank-Wolfe with away steps and drop steps (linear
         convergence); "lsfw": plain Frank-Wolfe toward ``i* = argmax g``.
-        Both use the exact line search and run compiled (numba) when
-        :func:`kernfw._compiled.compiled_module` allows it, with the same
-        iterates as the numpy path.  "cvm": the core vector machine baseline
+        Both use the exact line search and run compiled (numba).  "cvm": the core
+        vector machine baseline
         (:class:`~kernfw.solvers.simplex_qp.CoreVectorIterate`): each iteration adds
         the FW vertex to the core set and re-solves the QP on the core set by
         MFW; an iteration is then a core-set iteration.
-    tol : float > 0
-        Tolerance of the stopping rule ``stop``.
+    tol : float > 0 or StoppingRule
+        Tolerance of the stopping rule ``gap + rounding ≤ tol·s`` (math.md §2.5) on the
+        problem's scale ``s``: the squared radius ``r² = f(α) + c`` of a ball when ``q`` is
+        given (the (1+ε) rule of CVM with ``ε = tol``, requiring ``diag(Q) − q = c·1``
+        constant, as for the MEB), the dual value ``|f(α)|`` when ``q = 0`` (the
+        L2-SVM: ``gap ≤ tol·αᵀQα``); a :class:`~kernfw.fw.StoppingRule` for another
+        scale (e.g. ``StoppingRule(tol, "absolute")``: FW gap ``≤ tol``).
     max_iter : int or None
         Iteration budget (None: ``max(100000, 20 n)``).
     alpha0 : array-like of shape (n,) or None
         Warm start on the simplex (e.g. the previous solution when only the
         kernel changed).  None: CVM initialization ``α₀ = ½(e_a + e_b)`` with
         ``b`` the point farthest from ``a`` (math.md §2.6).
-    stop : {"gap", "relative", "radius"}
-        "gap": FW duality gap ``g_{i*} − αᵀg ≤ tol``; "relative": gap
-        ``≤ tol·|f(α)|`` (for the L2-SVM: ``gap/(αᵀQα) ≤ tol``); "radius": the
-        (1+ε)-approximate ball of CVM, ``δ = gap/r² ≤ (1+tol)² − 1`` with
-        ``r² = f(α) + c`` — requires ``diag(Q) − q = c·1`` constant.
     random_state : int, numpy.random.Generator or None
         None starts the CVM initialization at point 0; otherwise at a random point.
     callback : callable or None
@@ -172,7 +168,7 @@ def solve_simplex_qp(
         ``gap`` the FW gap, ``primal = dual + gap`` (for the MEB the exact
         primal ``max_i ‖z_i − c‖²`` of the current centre).  The history has
         columns ``coreset``, ``away_steps``, ``drop_steps`` (and ``radius2``,
-        ``delta`` for ``stop="radius"``).
+        ``delta`` for the radius rule).
 
     Examples
     --------
@@ -189,8 +185,7 @@ def solve_simplex_qp(
     if n < 1:
         raise ValueError("the problem needs at least one point")
     _check_choice("solver", solver, SOLVERS)
-    _check_choice("stop", stop, STOPS)
-    tol = check_positive("tol", tol)
+    tol = check_tol(tol)
     if q is not None:
         q = np.asarray(q, dtype=np.float64).ravel()
         if q.shape != (n,) or not np.all(np.isfinite(q)):
@@ -208,7 +203,7 @@ def solve_simplex_qp(
     # one column per iteration is memory-bound O(n d) work: BLAS threads only
     # contend (and libsvm, the usual peer, is single-threaded as well)
     with one_blas_thread():
-        iterate = make_iterate(Q, q, solver, alpha0, stop, rng, tol)
+        iterate = make_iterate(Q, q, solver, alpha0, rng, tol)
         return drive(
             iterate,
             tol,

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .certificate import NEGATIVE_CURVATURE, raise_not_psd
+from .certificate import NEGATIVE_CURVATURE, check_curvature
 
 __all__ = ["cvm_first_point", "cvm_second_point", "check_alpha0"]
 
@@ -23,10 +23,7 @@ def cvm_second_point(diag, col_a, a, negative_tol=NEGATIVE_CURVATURE):
     # every ‖z_i − z_a‖² = Q_ii − 2Q_ia + Q_aa ≥ 0 for a PSD Q: the 2 × 2 principal minors
     nearest = int(np.argmin(diag - 2.0 * col_a))
     d2_min = diag[nearest] - 2.0 * col_a[nearest] + diag[a]
-    if d2_min < -negative_tol * max(
-        abs(diag[nearest]), abs(2.0 * col_a[nearest]), abs(diag[a]), 1e-300
-    ):
-        raise_not_psd(d2_min, nearest)
+    check_curvature(d2_min, nearest, (diag[nearest], 2.0 * col_a[nearest], diag[a]), negative_tol)
     if b == a or dist2 <= 0:
         return None
     return b

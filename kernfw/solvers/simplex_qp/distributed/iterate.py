@@ -22,23 +22,19 @@ The exact refresh of ``qᵀα`` and ``αᵀQα`` every few hundred steps gathers
 partial sums per shard in the same round trip.
 """
 
-import math
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 
-from ....fw import away_step_max, quadratic_step
-from ..certificate import STOP_SCALES, STOPS
-from ..iterate import SimplexQPIterate
-from ..solve import SOLVERS, drive, remedy
+from .. import _numba as core
+from ..certificate import NEGATIVE_CURVATURE, ball_shift
+from ..iterate import SCALE_LIMIT, SimplexQPRuns
+from ..solve import SOLVERS, check_tol, drive, remedy
 
 __all__ = ["ShardedSimplexQPIterate", "solve_sharded_simplex_qp"]
 
 
 class _Support:
-    """``{i: β_i}`` on the active set (the driver's copy; ``size`` as
-    :class:`~kernfw.solvers.simplex_qp.active_set.ActiveSet`)."""
+    """``{i: β_i}`` on the active set (the driver's copy)."""
 
     def __init__(self):
         self.beta = {}
@@ -58,15 +54,15 @@ class _Diag:
         return self.records[i].diag
 
 
-class ShardedSimplexQPIterate(SimplexQPIterate):
-    """:class:`~kernfw.solvers.simplex_qp.SimplexQPIterate` whose vectors live on Dask workers.
+class ShardedSimplexQPIterate(SimplexQPRuns):
+    """The FW / MFW iterate of the simplex QP whose vectors live on Dask workers.
 
-    The driver keeps the scalars ``s`` (``scale``), ``qa = qᵀα``,
-    ``ava = αᵀQα``, the support ``{i: β_i}`` and the current candidate vertices;
-    :meth:`step` (inherited) reads them through :meth:`_fw_vertex`,
-    :meth:`_away_vertex`, :meth:`_v`, :meth:`_grad` and ``diag[i]``, and the
-    moves are sent to the shards lazily, in the round trip that brings back
-    the next candidates.
+    The driver keeps the scalars of :class:`~kernfw.solvers.simplex_qp.iterate.SimplexQPRuns`
+    (``s``, ``qᵀα``, ``αᵀQα``, the counts), the support ``{i: β_i}`` and the current
+    candidate vertices; each iteration takes its step from the compiled core's
+    :func:`~kernfw.solvers.simplex_qp._numba.choose` and
+    :func:`~kernfw.solvers.simplex_qp._numba.move` on those scalars, and the move is sent
+    to the shards lazily, in the round trip that brings back the next candidates.
 
     Parameters
     ----------
@@ -78,33 +74,28 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         Whether ``q ≠ 0`` (the MEB).
     solver : {"lsfw", "mfw"}
         Plain FW or away-step MFW.
-    stop : {"gap", "relative", "radius"}
-        Stopping rule.
-    ball_shift : float
-        ``c`` with ``diag(Q) − q = c·1`` (``stop="radius"``), else 0.
+    shift_range : tuple of float
+        The least and the largest ``Q_ii − q_i`` (constant for a ball: the radius rule).
     first : int
         The first point of the CVM initialization.
     """
 
-    def __init__(self, shards, n, has_q, solver, stop, ball_shift, first):
+    def __init__(self, shards, n, has_q, solver, shift_range, first):
         self.shards = shards
         self.n = n
         self.has_q = has_q
-        self.away = solver == "mfw"
-        self.stop, self.gap_scale = stop, STOP_SCALES[stop]
-        self.ball_shift = ball_shift
-        self.scale = 1.0
-        self.qa = self.ava = 0.0
+        self.gap_scale = "radius" if has_q else "dual"
+        self._init_state(has_q, solver, NEGATIVE_CURVATURE)
+        self._shift_range = shift_range
         self.active = _Support()
         self.records = {}
         self.diag = _Diag(self.records)
-        self.n_fw = self.n_away = self.n_drop = 0
-        self.steps = 0
         self.round_trips = 0
         self._pending = None
-        self._vertex = None
-        self._init_runs()
         self._init_cvm(first)
+
+    def _ball_shift(self):
+        return ball_shift(np.asarray(self._shift_range, dtype=np.float64), None)
 
     # -- communication -----------------------------------------------------------------
     def _call(self, method, *args, shards=None):
@@ -130,7 +121,7 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         self._receive(self._call("start_state", rec_a, rec_b, self.scale), refresh=True)
 
     def _receive(self, answers, refresh):
-        """Combine the shards' proposals (and partial sums)."""
+        """Combine the shards' proposals (and partial sums); cache the FW vertex."""
         fws = [a[0] for a in answers if a[0] is not None]
         aways = [a[1] for a in answers if a[1] is not None]
         count = sum(a[2] for a in answers)
@@ -150,6 +141,9 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
             s = self.scale
             self.ava = s * s * sum(a[3][0] for a in answers)
             self.qa = s * sum(a[3][1] for a in answers) if self.has_q else 0.0
+        i, st = self._fw.index, self._st
+        st["vertex"] = i
+        st["gap"] = (self._fw.q - 2.0 * self._v(i)) - (self.qa - 2.0 * self.ava)
 
     def _flush(self):
         """Send the pending move (and refresh) and receive the next proposals."""
@@ -159,12 +153,9 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         self._pending = None
         self._receive(self._call("step", move, self.scale, renorm, refresh), refresh)
 
-    # -- SimplexQPIterate hooks ------------------------------------------------------------
+    # -- SimplexQPRuns hooks ---------------------------------------------------------------
     def _v(self, i):
         return self.scale * self.records[i].u
-
-    def _grad(self, i):
-        return self.records[i].q - 2.0 * self._v(i)
 
     def _q_at(self, i):
         return float(self.records[i].q) if self.has_q else 0.0
@@ -174,66 +165,44 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
 
     def _fw_vertex(self):
         self._flush()
-        i = self._fw.index
-        return i, self._grad(i) - self._alpha_grad()
-
-    def _away_vertex(self):
-        return self._away.index
+        return self._fw.index, float(self._st["gap"])
 
     def _refresh(self):
         """Ask for the exact ``qᵀα``, ``αᵀQα`` with the pending move; renormalize ``s``."""
         move, renorm, _ = self._pending or (None, None, False)
-        if not 1.0 / self._SCALE_LIMIT < self.scale < self._SCALE_LIMIT:
+        if not 1.0 / SCALE_LIMIT < self.scale < SCALE_LIMIT:
             renorm = self.scale if renorm is None else renorm * self.scale
             for j in self.active.beta:
                 self.active.beta[j] *= self.scale
             self.scale = 1.0
         self._pending = (move, renorm, True)
 
-    def _fw_step(self, i, slope):
-        gamma = quadratic_step(slope, 2.0 * self._curvature(i), 1.0)
-        if gamma <= 0.0:
-            return 0.0
-        self._move(i, gamma, math.inf)
-        return min(gamma, 1.0)
-
-    def _away_step(self, j, slope):
-        gamma_max = away_step_max(self.scale * self.active.beta[j])
-        gamma = quadratic_step(slope, 2.0 * self._curvature(j), gamma_max)
-        if gamma <= 0.0 or not math.isfinite(gamma):
-            return 0.0
-        self._move(j, -gamma, -gamma_max)
-        return gamma
-
-    def _move(self, i, t, t_limit):
-        """``α ← (1−t)α + t e_i`` (FW: ``t = γ``; away: ``t = −γ``), as the numpy solver.
-
-        ``t_limit`` is the drop point of an away step (−γ_max).
-        """
-        rec = self.records[i]
-        vi, ava = self._v(i), self.ava
-        self.ava = (1 - t) ** 2 * ava + 2 * t * (1 - t) * vi + t**2 * rec.diag
-        if self.has_q:
-            self.qa = (1 - t) * self.qa + t * rec.q
-        beta = self.active.beta
-        if t >= 1.0:  # a full FW step: α = e_i
-            self.n_fw += 1
-            self.scale = 1.0
-            self.active.beta = {i: 1.0}
+    def _single_step(self):
+        """The compiled choice of the step (:func:`~kernfw.solvers.simplex_qp._numba.choose`)
+        from the candidates, its scalars (:func:`~kernfw.solvers.simplex_qp._numba.move`)
+        and the pending move of the shards."""
+        i = self._fw.index
+        j, away = -1, (0.0, 0.0, 0.0, 0.0)
+        if self._st["away"] and self.active.size > 1:
+            rec = self._away
+            alpha_j = self.scale * self.active.beta[rec.index]
+            j, away = rec.index, (self._v(rec.index), rec.q, rec.diag, alpha_j)
+        kind = core.choose(self._state, self._v(i), self.diag[i], j, *away)
+        if kind == core.KIND_NONE or kind == core.KIND_NEGATIVE:
+            return
+        k = int(self._st["index"])
+        rec = self.records[k]
+        step = core.move(self._state, self._v(k), rec.diag, rec.q)
+        beta, st = self.active.beta, self._st
+        if st["kind"] == core.KIND_FW and st["gamma"] >= 1.0:  # a full FW step: α = e_k
+            self.active.beta = {k: 1.0}
             self._pending = (("reset", rec, 1.0), None, False)
             return
-        self.scale *= 1.0 - t
-        step = t / self.scale
-        beta[i] = beta.get(i, 0.0) + step
+        beta[k] = beta.get(k, 0.0) + step
         kind = "move"
-        if t > 0:
-            self.n_fw += 1
-        else:
-            self.n_away += 1
-            if t <= t_limit:  # γ = γ_max: a drop step
-                del beta[i]
-                self.n_drop += 1
-                kind = "drop"
+        if st["kind"] == core.KIND_AWAY and st["gamma"] >= st["gamma_max"]:
+            del beta[k]  # γ = γ_max: a drop step
+            kind = "drop"
         self._pending = ((kind, rec, step), None, False)
 
     def certificate(self):
@@ -250,24 +219,12 @@ class ShardedSimplexQPIterate(SimplexQPIterate):
         return {"support": support, "alpha_support": alpha, "alpha_Q_alpha": self.ava}
 
 
-def _check_tol(tol):
-    if (
-        isinstance(tol, bool)
-        or not isinstance(tol, numbers.Real)
-        or not tol > 0
-        or not math.isfinite(tol)
-    ):
-        raise ValueError(f"tol must be a positive finite number, got {tol!r}")
-    return float(tol)
-
-
 def solve_sharded_simplex_qp(
     shards,
     problem,
     solver="mfw",
     tol=1e-6,
     max_iter=None,
-    stop="gap",
     random_state=None,
     callback=None,
     max_time=None,
@@ -284,8 +241,9 @@ def solve_sharded_simplex_qp(
         ``members`` (class codes taking part, or None), ``positive`` (class
         labelled +1; None for the MEB), ``C`` (L2-SVM) and ``ball`` (True:
         ``Q = K``, ``q = diag(K)``; False: ``Q = K̃``, ``q = 0``).
-    solver, tol, max_iter, stop, random_state, callback, max_time, check_every
-        As in :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` (``random_state``
+    solver, tol, max_iter, random_state, callback, max_time, check_every
+        As in :func:`kernfw.solvers.simplex_qp.solve_simplex_qp` (``tol`` is relative to
+        the squared radius of the ball, to ``ρ`` for the L2-SVM; ``random_state``
         picks the first CVM point among the problem's points).
     cache_size : float
         Column-slice cache per shard (MB).
@@ -300,9 +258,7 @@ def solve_sharded_simplex_qp(
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    if stop not in STOPS:
-        raise ValueError(f"stop must be one of {STOPS}, got {stop!r}")
-    tol = _check_tol(tol)
+    tol = check_tol(tol)
     setup = shards.call(
         "begin",
         problem.get("members"),
@@ -316,24 +272,15 @@ def solve_sharded_simplex_qp(
         n = int(counts.sum())
         if n < 1:
             raise ValueError("the problem needs at least one point")
-        shift = 0.0
-        if stop == "radius":
-            lo, hi = min(s[1] for s in setup), max(s[2] for s in setup)
-            if not math.isclose(lo, hi, rel_tol=1e-10, abs_tol=1e-12 * max(1.0, abs(hi))):
-                raise ValueError(
-                    "stop='radius' needs diag(Q) − q to be constant (a ball); use "
-                    "stop='relative' or stop='gap' for this problem"
-                )
-            shift = hi
+        shift_range = (min(s[1] for s in setup), max(s[2] for s in setup))
         if max_iter is None:
             max_iter = max(100_000, 20 * n)
         # the problem's point of rank r (CVM start): rank 0 unless random_state is given
         rank = 0 if random_state is None else int(np.random.default_rng(random_state).integers(n))
         first = _global_index(shards, problem, counts, rank)
         iterate = ShardedSimplexQPIterate(
-            shards, n, bool(problem["ball"]), solver, stop, shift, first
+            shards, n, bool(problem["ball"]), solver, shift_range, first
         )
-
         result = drive(
             iterate,
             tol,

@@ -22,9 +22,32 @@ import scipy.sparse as sp
 from scipy.linalg.blas import daxpy
 
 from ....operators.pairwise import _sq_norms
-from ..active_set import ActiveSet
 
 __all__ = ["RowShard", "Vertex", "peak_memory_mb"]
+
+
+class ActiveMask:
+    """A shard's active points ``{i : α_i > 0}`` as a mask (the driver keeps their order)."""
+
+    def __init__(self, m):
+        self.mask = np.zeros(m, dtype=bool)
+        self.size = 0
+
+    def indices(self):
+        return np.flatnonzero(self.mask)
+
+    def add(self, i):
+        self.size += not self.mask[i]
+        self.mask[i] = True
+
+    def remove(self, i):
+        self.size -= bool(self.mask[i])
+        self.mask[i] = False
+
+    def reset(self, members):
+        self.mask[:] = False
+        self.mask[members] = True
+        self.size = int(self.mask.sum())
 
 
 class Vertex(NamedTuple):
@@ -106,7 +129,7 @@ class _Problem:
         self.beta = np.zeros(m)
         self.u = np.zeros(m)
         self.scores = None if self.q is None else np.empty(m)
-        self.active = ActiveSet(m)
+        self.active = ActiveMask(m)
         self.max_cached = int(cache_size * 2**20 // max(8 * m, 1))
         self.cache = OrderedDict()
 

@@ -64,9 +64,7 @@ def _same_iterates(local, dist, rtol=1e-10):
 
 
 @pytest.mark.parametrize("solver", ["mfw", "lsfw"])
-@pytest.mark.parametrize("numba", ["0", "1"])
-def test_l2svc_same_iterates_as_single_process(client, solver, numba, monkeypatch):
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba)
+def test_l2svc_same_iterates_as_single_process(client, solver, monkeypatch):
     X, y = _binary()
     params = {"C": 5.0, "gamma": 0.3, "solver": solver, "tol": 1e-8, "max_iter": 1000}
     with warnings.catch_warnings():

@@ -9,6 +9,7 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernfw.estimators.l2svc import L2SVC
+from kernfw.fw import StoppingRule
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, KernelFunction
 from kernfw.solvers.simplex_qp import L2SVMKernel, solve_l2svm, solve_simplex_qp
@@ -58,7 +59,7 @@ def test_l2svm_matches_cvxpy(kernel, params, C):
     Xt = np.random.default_rng(3).normal(size=(20, 3))
     K = pairwise_kernels(X, metric=kernel, **params)
     ref = l2svm_reference(K, y, C)
-    res = solve_l2svm(Gram(K), y, C, tol=1e-12)
+    res = solve_l2svm(Gram(K), y, C, tol=StoppingRule(1e-12, "absolute"))
     P = ref["objective"]
     assert res.converged
     assert abs(res.dual - P) <= 1e-6 * abs(P)  # dual optimum to 1e-6 relative
@@ -183,7 +184,7 @@ def test_radius_stop_for_a_constant_diagonal():
     X, y = _binary(100, seed=10)
     K = Gram(pairwise_kernels(X, metric="rbf", gamma=0.3))
     C = 1.0
-    res = solve_l2svm(K, y, C, tol=1e-4, stop="radius")
+    res = solve_l2svm(K, y, C, tol=StoppingRule(1e-4, "radius"))
     kappa = 2 + 1 / C
     r2 = kappa - res.solution["rho"]
     assert res.converged and res.gap <= ((1 + 1e-4) ** 2 - 1) * r2
@@ -218,7 +219,6 @@ def test_binary_estimator_matches_the_solver_and_string_labels():
         np.where(labels == "yes", 1.0, -1.0),
         2.0,
         tol=1e-10,
-        stop="relative",
     )
     np.testing.assert_array_equal(clf.classes_, ["no", "yes"])
     np.testing.assert_array_equal(clf.support_, res["support"])

@@ -8,9 +8,11 @@ from sklearn.metrics.pairwise import pairwise_kernels, rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernfw.estimators.meb import MinimumEnclosingBall
+from kernfw.fw import StoppingRule
 from kernfw.kernels import make_operator
 from kernfw.operators import Gram, KernelFunction, KernelOperator
 from kernfw.solvers.simplex_qp import L2SVMKernel, SimplexQPIterate, solve_simplex_qp
+from kernfw.solvers.simplex_qp import _numba as _core
 
 KERNELS = [
     ("linear", {}),
@@ -80,7 +82,7 @@ def test_meb_radius_matches_cvxpy(kernel, params, solver):
     op = Gram(K)
     r2 = ref["radius2"]
     if solver == "lsfw":  # sublinear: check the certified bracket dual ≤ r*² ≤ primal
-        res = solve_simplex_qp(op, q=op.diag(), solver="lsfw", tol=1e-4, stop="relative")
+        res = solve_simplex_qp(op, q=op.diag(), solver="lsfw", tol=StoppingRule(1e-4, "dual"))
         assert res.converged
         assert res.dual <= r2 * (1 + 1e-8) and r2 <= res.primal * (1 + 1e-8)
         return
@@ -106,7 +108,7 @@ def test_meb_of_three_points_is_known():
 
 # -- closed-form pieces --------------------------------------------------------------------
 def _iterate(K, q, solver="mfw", **kw):
-    return SimplexQPIterate(Gram(K), q, solver, None, "gap", None, **kw)
+    return SimplexQPIterate(Gram(K), q, solver, None, None, **kw)
 
 
 def test_cvm_initialization_is_the_two_point_ball():
@@ -236,7 +238,7 @@ def test_radius_stop_is_the_one_plus_epsilon_ball():
     X = _points(200, d=5, seed=9)
     op = Gram(rbf_kernel(X, gamma=0.3))
     eps = 1e-3
-    res = solve_simplex_qp(op, q=op.diag(), tol=eps, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), tol=eps)
     assert res.converged
     r2, R2 = res.dual, res.primal  # r_k² and max_i ‖z_i − c_k‖²
     assert np.sqrt(R2) <= (1 + eps) * np.sqrt(r2) * (1 + 1e-12)
@@ -248,7 +250,7 @@ def test_radius_stop_is_the_one_plus_epsilon_ball():
 def test_relative_stop():
     X = _points(80, seed=10)
     op = Gram(rbf_kernel(X, gamma=0.3))
-    res = solve_simplex_qp(op, q=op.diag(), tol=1e-4, stop="relative", check_every=1)
+    res = solve_simplex_qp(op, q=op.diag(), tol=StoppingRule(1e-4, "dual"), check_every=1)
     assert res.converged and res.gap <= 1e-4 * abs(res.dual)
     assert res.history["gap"][-2] > 1e-4 * abs(res.history["dual"][-2])
 
@@ -266,8 +268,8 @@ def test_warm_start_from_the_optimum_stops_at_once():
 
 def test_a_single_point_is_its_own_ball():
     op = Gram(np.full((1, 1), 2.0))
-    for stop in ("gap", "relative", "radius"):
-        res = solve_simplex_qp(op, q=op.diag(), stop=stop)
+    for stop in (StoppingRule(1e-6, "absolute"), StoppingRule(1e-6, "dual"), 1e-6):
+        res = solve_simplex_qp(op, q=op.diag(), tol=stop)
         assert res.converged and res.n_iter == 0 and res.dual == 0.0
 
 
@@ -284,7 +286,7 @@ def test_random_state_picks_the_first_point():
 def test_history_records_coreset_and_steps():
     X = _points(60, seed=13)
     op = Gram(rbf_kernel(X, gamma=0.5))
-    res = solve_simplex_qp(op, q=op.diag(), tol=1e-10, check_every=1, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), tol=1e-10, check_every=1)
     h = res.history
     assert h["iteration"].tolist() == list(range(res.n_iter + 1))
     assert h["coreset"][-1] == res["support"].size
@@ -301,8 +303,6 @@ def test_bad_inputs():
         solve_simplex_qp(op, tol=-1.0)
     with pytest.raises(ValueError, match="solver"):
         solve_simplex_qp(op, solver="pfw")
-    with pytest.raises(ValueError, match="stop"):
-        solve_simplex_qp(op, stop="duality")
     with pytest.raises(ValueError, match="q must"):
         solve_simplex_qp(op, q=np.ones(3))
     with pytest.raises(ValueError, match="simplex"):
@@ -315,7 +315,9 @@ def test_bad_inputs():
         solve_simplex_qp(np.eye(10))
     poly = Gram(pairwise_kernels(_points(10), metric="poly", degree=2))
     with pytest.raises(ValueError, match="constant"):
-        solve_simplex_qp(L2SVMKernel(poly, np.r_[np.ones(5), -np.ones(5)], 1.0), stop="radius")
+        solve_simplex_qp(
+            L2SVMKernel(poly, np.r_[np.ones(5), -np.ones(5)], 1.0), tol=StoppingRule(1e-6, "radius")
+        )
 
 
 # -- the estimator --------------------------------------------------------------------------
@@ -461,14 +463,14 @@ def test_check_estimator_passes_at_the_no_argument_construction():
 
 # -- compiled backend (numba) = numpy path ------------------------------------------------
 def _both_backends(monkeypatch, solve):
-    """``solve()`` on the numpy path and on the compiled path (numba), each to its
-    ``max_iter`` budget: no stop at the rounding floor, whose timing is BLAS-dependent."""
+    """``solve()`` with the columns from the operator (``Q.columns``) and from its column
+    view (evaluated in the compiled step), each to its ``max_iter`` budget: no stop at the
+    rounding floor, whose timing is BLAS-dependent."""
     monkeypatch.setattr("kernfw.fw.stopping.StoppingRule.at_floor", lambda *args: False)
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
-    numpy_run = solve()
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    compiled_run = solve()
-    return numpy_run, compiled_run
+    with monkeypatch.context() as m:
+        m.setattr(SimplexQPIterate, "_column_source", lambda self, view: None)
+        operator_run = solve()
+    return operator_run, solve()
 
 
 def _assert_same_trajectory(a, b, solver):
@@ -484,21 +486,6 @@ def _assert_same_trajectory(a, b, solver):
     np.testing.assert_allclose(b["v"], a["v"], rtol=0, atol=1e-10 * np.abs(a["v"]).max())
     if solver == "mfw":
         assert a.history["drop_steps"][-1] > 0
-
-
-def test_compiled_backend_is_used_unless_disabled(monkeypatch):
-    pytest.importorskip("numba")
-    from kernfw.solvers.simplex_qp import CompiledSimplexQPIterate
-    from kernfw.solvers.simplex_qp.solve import make_iterate
-
-    op = Gram(rbf_kernel(_points(20), gamma=0.5))
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    assert isinstance(
-        make_iterate(op, op.diag(), "mfw", None, "gap", None), CompiledSimplexQPIterate
-    )
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
-    it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
-    assert type(it) is SimplexQPIterate
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -595,11 +582,9 @@ def test_a_point_just_outside_the_sphere_is_an_outlier():
 
 
 # -- indefinite Q: no certificate ----------------------------------------------------------
-@pytest.mark.parametrize("numba_off", ["0", "1"])
-def test_indefinite_matrix_raises_instead_of_certifying(monkeypatch, numba_off):
+def test_indefinite_matrix_raises_instead_of_certifying(monkeypatch):
     from kernfw.operators.psd import NotPSDError
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
     X = _points(40, seed=23)
     # K − 0.5·I with a wide RBF (K ≈ 1): the line search meets dᵀQd < 0 at once
     op = Gram(rbf_kernel(X, gamma=0.01) - 0.5 * np.eye(40), check=False)
@@ -624,8 +609,8 @@ def test_cvm_reaches_the_cvxpy_optimum_within_its_certified_gap(kernel, params):
     K = _gram(X, kernel, params)
     r2 = meb_reference(K)["radius2"]
     op = Gram(K)
-    cvm = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=1e-8, stop="gap")
-    mfw = solve_simplex_qp(op, q=op.diag(), solver="mfw", tol=1e-8, stop="gap")
+    cvm = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=StoppingRule(1e-8, "absolute"))
+    mfw = solve_simplex_qp(op, q=op.diag(), solver="mfw", tol=StoppingRule(1e-8, "absolute"))
     assert cvm.converged and cvm.gap <= 1e-8
     # the certified bracket dual ≤ r*² ≤ primal holds (to the reference's accuracy)
     assert cvm.dual <= r2 + 1e-7 * r2 and r2 <= cvm.primal + 1e-7 * r2
@@ -639,7 +624,7 @@ def test_cvm_radius_rule_and_estimator():
     X = _points(200, d=5, seed=25)
     op = Gram(rbf_kernel(X, gamma=0.3))
     eps = 1e-3
-    res = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=eps, stop="radius")
+    res = solve_simplex_qp(op, q=op.diag(), solver="cvm", tol=eps)
     assert res.converged
     assert np.sqrt(res.primal) <= (1 + eps) * np.sqrt(res.dual) * (1 + 1e-12)
     exact = solve_simplex_qp(op, q=op.diag(), tol=1e-12)
@@ -674,7 +659,8 @@ def _column_view_operator(source, problem, X, y):
 
 def _evaluate_column(it, src, j, out, scratch):
     """Column ``j`` of a compiled iterate's column source, evaluated by the compiled code."""
-    mod = it._mod
+    from kernfw.solvers.simplex_qp import _numba as mod
+
     mod.evaluate_column(src, it._con[mod.SQ_NORMS], it._con[mod.LABELS], it._st, j, out, scratch)
 
 
@@ -692,8 +678,7 @@ def test_compiled_column_step_iterates_equal_numpy_iterates(monkeypatch, source,
     y = np.where(X[:, 0] + 0.4 * X[:, 1] > 0, 1.0, -1.0)
     op = _column_view_operator(source, problem, X, y)
     q = op.diag() if problem == "meb" else None
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
-    it = make_iterate(op, q, solver, None, "gap", None)
+    it = make_iterate(op, q, solver, None, None)
     assert it._source is not None  # the compiled column step is used
 
     def solve():
@@ -711,14 +696,13 @@ def test_compiled_column_cache_evicts_and_serves_the_operator_columns(monkeypatc
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
     y = np.where(X[:, 1] > 0, 1.0, -1.0)
     for problem in ("meb", "l2svm"):
         for cache_mb in (0.0, 1.0):
             K = KernelFunction(X, "rbf", gamma=0.05, cache_size=cache_mb)
             op = K if problem == "meb" else L2SVMKernel(K, y, 0.5)
-            it = make_iterate(op, None, "fw", None, "gap", None)
+            it = make_iterate(op, None, "fw", None, None)
             src, slab, slot_of, slots = it._source
             assert slab.shape[0] == (1 if cache_mb == 0 else 300)
             ref = op.dense()
@@ -739,10 +723,9 @@ def test_compiled_rbf_column_underflows_to_zero_like_numpy(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = np.array([[0.0], [1.0], [30.0], [40.0], [1e3]])
     K = KernelFunction(X, "rbf", gamma=1.0)
-    it = make_iterate(K, K.diag(), "mfw", None, "gap", None)
+    it = make_iterate(K, K.diag(), "mfw", None, None)
     src = it._source[0]
     out, scratch = np.empty(5), np.empty(5)
     _evaluate_column(it, src, 0, out, scratch)
@@ -759,7 +742,6 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
 
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(40, d=3, seed=2)
     ops = [
         KernelFunction(X, "poly", gamma=0.5),
@@ -768,7 +750,7 @@ def test_operators_without_a_column_view_use_the_columns_protocol(monkeypatch):
         KernelFunction(X, lambda A, B: A @ B.T),
     ]
     for op in ops:
-        it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
+        it = make_iterate(op, op.diag(), "mfw", None, None)
         assert it._source is None
         res = solve_simplex_qp(op, q=op.diag(), tol=1e-8)
         assert res.converged
@@ -781,16 +763,15 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(300, d=7, seed=5) * 3.0
     y = np.where(X[:, 1] > 0, 1.0, -1.0)
     for problem in ("meb", "l2svm"):
         K = KernelFunction(X, "rbf", gamma=0.05, cache_size=1.0, dtype=np.float32)
         op = K if problem == "meb" else L2SVMKernel(K, y, 0.5)
-        it = make_iterate(op, None, "fw", None, "gap", None)
+        it = make_iterate(op, None, "fw", None, None)
         src, slab, _, _ = it._source
         assert src.dtype == np.float32 and slab.dtype == np.float32
-        assert it._st["source"] == it._mod.SOURCE_RBF32
+        assert it._st["source"] == _core.SOURCE_RBF32
         exact = KernelFunction(X, "rbf", gamma=0.05)
         ref = exact.dense() if problem == "meb" else L2SVMKernel(exact, y, 0.5).dense()
         out = np.empty(300, dtype=np.float32)
@@ -804,22 +785,20 @@ def test_float32_rbf_column_matches_the_operator_to_float32_rounding(monkeypatch
     np.testing.assert_array_equal(K.columns([3]), exact.columns([3]).astype(np.float32))
     # far points underflow to 0 as in float64
     far = KernelFunction(np.array([[0.0], [1.0], [30.0]]), "rbf", gamma=1.0, dtype=np.float32)
-    it = make_iterate(far, far.diag(), "mfw", None, "gap", None)
+    it = make_iterate(far, far.diag(), "mfw", None, None)
     out = np.empty(3, dtype=np.float32)
     _evaluate_column(it, it._source[0], 0, out, np.empty(3))
     assert out[0] == 1.0 and out[2] == 0.0 and out[1] == pytest.approx(np.exp(-1.0), rel=1e-6)
 
 
-@pytest.mark.parametrize("numba_off", ["0", "1"])
-def test_float32_values_reach_the_float64_optimum_within_the_tolerance(monkeypatch, numba_off):
+def test_float32_values_reach_the_float64_optimum_within_the_tolerance(monkeypatch):
     """MEB with float32 kernel values (the default at tol >= 1e-4): the certified radius
     brackets the exact (float64) optimum up to float32 rounding of the kernel."""
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
     X = _points(400, d=5, seed=31)
     exact = KernelFunction(X, "rbf", gamma=0.3)
-    r2_star = solve_simplex_qp(exact, q=exact.diag(), tol=1e-12, stop="gap").dual
+    r2_star = solve_simplex_qp(exact, q=exact.diag(), tol=StoppingRule(1e-12, "absolute")).dual
     single = KernelFunction(X, "rbf", gamma=0.3, dtype=np.float32)
-    res = solve_simplex_qp(single, q=single.diag(), tol=1e-4, stop="radius")
+    res = solve_simplex_qp(single, q=single.diag(), tol=1e-4)
     assert res.converged
     rounding = 1e-6  # |K32 − K| ≤ ~2e-7 on the simplex
     assert res.dual <= r2_star + rounding and r2_star <= res.primal + rounding
@@ -844,19 +823,16 @@ def test_kernel_function_dtype():
 
 
 # -- runs of steps between certificates --------------------------------------------------------
-@pytest.mark.parametrize("numba_off", ["0", "1"])
 @pytest.mark.parametrize("stop", ["gap", "relative", "radius"])
-def test_runs_stop_at_the_first_iteration_that_passes(monkeypatch, numba_off, stop):
+def test_runs_stop_at_the_first_iteration_that_passes(monkeypatch, stop):
     """A run of ``check_every`` steps ends where the O(1) estimate of the stopping rule
     holds, so certifying every 100 steps stops at the same iteration, with the same
     iterate, as certifying every step (no overshoot), on both paths."""
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", numba_off)
     X = _points(300, d=4, seed=8)
     op = KernelFunction(X, "rbf", gamma=0.4)
-    tol = {"gap": 1e-6, "relative": 1e-6, "radius": 1e-5}[stop]
-    every, runs = (
-        solve_simplex_qp(op, q=op.diag(), tol=tol, stop=stop, check_every=c) for c in (1, 100)
-    )
+    scale = {"gap": "absolute", "relative": "dual", "radius": "radius"}[stop]
+    tol = StoppingRule({"gap": 1e-6, "relative": 1e-6, "radius": 1e-5}[stop], scale)
+    every, runs = (solve_simplex_qp(op, q=op.diag(), tol=tol, check_every=c) for c in (1, 100))
     assert every.converged and runs.converged
     assert runs.n_iter == every.n_iter > 100
     np.testing.assert_allclose(runs["alpha"], every["alpha"], rtol=0, atol=1e-12)
@@ -894,13 +870,12 @@ def test_weighted_mkl_gram_is_served_by_the_compiled_column_step(monkeypatch):
     from kernfw.operators import MultiKernel
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(60, d=3, seed=9)
     mk = MultiKernel([Gram(rbf_kernel(X, gamma=g)) for g in (0.1, 1.0)])
     K = Gram(mk.with_weights(np.array([0.3, 0.7])).dense(), check=False)
     assert K.K.flags.f_contiguous and not K.K.flags.c_contiguous
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    it = make_iterate(L2SVMKernel(K, y, 1.0), None, "mfw", None, "gap", None)
+    it = make_iterate(L2SVMKernel(K, y, 1.0), None, "mfw", None, None)
     assert it._source is not None
 
 
@@ -910,7 +885,6 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
     pytest.importorskip("numba")
     from kernfw.solvers.simplex_qp.solve import make_iterate
 
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "0")
     X = _points(80, d=3, seed=4)
     K = rbf_kernel(X, gamma=0.5)
     K = np.ascontiguousarray((K + K.T) / 2)
@@ -918,7 +892,7 @@ def test_exactly_symmetric_gram_is_read_by_rows(monkeypatch):
     skewed[3, 7] = np.nextafter(skewed[3, 7], 2.0)
     for matrix, by_rows in ((K, True), (skewed, False)):
         op = Gram(matrix, check=False)
-        it = make_iterate(op, op.diag(), "mfw", None, "gap", None)
+        it = make_iterate(op, op.diag(), "mfw", None, None)
         src = it._source[0]
         assert (src.base is matrix and src.flags.f_contiguous) == by_rows
         out = np.empty(80)

@@ -7,9 +7,11 @@ from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
 from kernfw.estimators.l2svc import L2SVC
+from kernfw.fw import StoppingRule
 from kernfw.operators import Features, Gram
-from kernfw.solvers.simplex_qp import choose_l2svm_solver, coordinate, solve_l2svm
-from kernfw.solvers.simplex_qp.coordinate import CoordinateIterate, vertex_step
+from kernfw.solvers.simplex_qp import choose_l2svm_solver, solve_l2svm
+from kernfw.solvers.simplex_qp._coordinate_numba import vertex_step
+from kernfw.solvers.simplex_qp.coordinate import CoordinateIterate
 
 
 def _binary(n=60, d=4, seed=0, noise=0.8):
@@ -45,7 +47,9 @@ def test_dcd_reaches_the_cvxpy_optimum(C, layout):
     K = (X @ X.T).toarray() if sp.issparse(X) else X.astype(np.float64) @ X.astype(np.float64).T
     ref = l2svm_reference(K, y, C)
     # coordinate passes converge linearly, slowly at large C on few features
-    res = solve_l2svm(Features(X), y, C, solver="dcd", tol=1e-11, max_iter=20000)
+    res = solve_l2svm(
+        Features(X), y, C, solver="dcd", tol=StoppingRule(1e-11, "absolute"), max_iter=20000
+    )
     P = ref["objective"]
     assert res.converged
     assert res.gap >= 0.0
@@ -62,8 +66,8 @@ def test_dcd_reaches_the_cvxpy_optimum(C, layout):
 
 def test_dcd_and_mfw_agree_on_the_relative_gap_certificate():
     X, y = _binary(120, seed=3)
-    dcd = solve_l2svm(Features(X), y, 2.0, solver="dcd", tol=1e-9, stop="relative")
-    mfw = solve_l2svm(Features(X), y, 2.0, solver="mfw", tol=1e-9, stop="relative")
+    dcd = solve_l2svm(Features(X), y, 2.0, solver="dcd", tol=1e-9)
+    mfw = solve_l2svm(Features(X), y, 2.0, solver="mfw", tol=1e-9)
     assert dcd.converged and mfw.converged
     assert dcd.gap <= 1e-9 * abs(dcd.dual) and dcd.gap >= 0.0
     assert dcd.dual == pytest.approx(mfw.dual, rel=2e-9)
@@ -80,7 +84,7 @@ def test_the_certificate_is_the_fw_gap_of_an_lp_over_the_simplex():
     Kt = _modified_gram(X, y, C)
     rng = np.random.default_rng(5)
     alpha = rng.dirichlet(np.ones(40) * 0.3)
-    it = CoordinateIterate(X, y, C, alpha, "gap", rng)
+    it = CoordinateIterate(X, y, C, alpha, rng)
     cert = it.certificate()
     g = -2.0 * Kt @ alpha  # gradient of D(α) = −αᵀK̃α
     s = cp.Variable(40)
@@ -122,7 +126,7 @@ def test_vertex_step_is_the_one_dimensional_maximum(seed):
 
 def test_steps_keep_alpha_on_the_simplex_and_drop_exactly():
     X, y = _binary(200, seed=6, noise=2.0)
-    it = CoordinateIterate(X, y, 1.0, None, "relative", np.random.default_rng(0))
+    it = CoordinateIterate(X, y, 1.0, None, np.random.default_rng(0))
     it.configure_runs(1e-12, 1, 100)
     for t in range(5):
         it.step(t)
@@ -133,48 +137,17 @@ def test_steps_keep_alpha_on_the_simplex_and_drop_exactly():
     assert np.count_nonzero(it.beta) < 200
 
 
-def test_a_step_to_a_vertex_and_the_rescaling_keep_the_optimum(monkeypatch):
-    """Point 0 far out: the first step jumps to another vertex (γ = 1); a tiny rescaling
-    threshold rescales β at almost every step: the optimum is the one of MFW."""
+def test_a_step_to_a_vertex_keeps_the_optimum():
+    """Point 0 far out: the first step jumps to another vertex (γ = 1): the optimum is the
+    one of MFW."""
     X, y = _binary(40, seed=7)
     X[0] *= 50.0
-    ref = solve_l2svm(Features(X), y, 1.0, solver="mfw", tol=1e-12)
-    monkeypatch.setattr(coordinate, "RESCALE", 1.0 + 1e-3)
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")  # the Python passes read RESCALE
-    res = solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=1e-10, max_iter=20000)
+    ref = solve_l2svm(Features(X), y, 1.0, solver="mfw", tol=StoppingRule(1e-12, "absolute"))
+    res = solve_l2svm(
+        Features(X), y, 1.0, solver="dcd", tol=StoppingRule(1e-10, "absolute"), max_iter=20000
+    )
     assert res.converged
     assert res.dual == pytest.approx(ref.dual, rel=1e-8)
-
-
-# -- the compiled passes are the Python passes -----------------------------------------------
-@pytest.mark.parametrize("layout", ["dense", "float32", "sparse"])
-def test_compiled_passes_take_the_python_iterates(layout, monkeypatch):
-    pytest.importorskip("numba")
-    X, y = _sparse(120, 40) if layout == "sparse" else _binary(150, seed=8)
-    if layout == "float32":
-        X = X.astype(np.float32)
-    if layout == "sparse":
-        X.sort_indices()
-    _assert_compiled_takes_the_python_iterates(X, y)
-
-
-def _assert_compiled_takes_the_python_iterates(X, y, blocks=None):
-    """Three rounds of passes and certificates, in Python and compiled, give the same
-    ``α``, ``v`` and gap."""
-    module = coordinate.coordinate_module()
-    assert module is not None
-    runs = {}
-    for name, mod in (("python", None), ("compiled", module)):
-        rng = np.random.default_rng(4)
-        it = CoordinateIterate(X, y, 3.0, None, "relative", rng, 0, mod, blocks=blocks)
-        it.configure_runs(1e-12, 2, 100)
-        for t in range(3):
-            it.step(t)
-        runs[name] = (it.solution(), it.certificate())
-    (sa, ca), (sb, cb) = runs["python"], runs["compiled"]
-    np.testing.assert_allclose(sa["alpha"], sb["alpha"], rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(sa["v"], sb["v"], rtol=1e-12, atol=1e-15)
-    assert ca.gap == pytest.approx(cb.gap, rel=1e-9, abs=1e-15)
 
 
 # -- budgets and errors --------------------------------------------------------------------------
@@ -182,13 +155,17 @@ def test_shrinking_visits_the_support_and_the_low_margins_only(monkeypatch):
     """After a certificate the passes visit the support and the points with
     ``v_i < ρ + G/2`` (math.md §2.13); without shrinking the same optimum."""
     X, y = _binary(400, d=5, seed=4, noise=0.3)
-    res = solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=1e-10, max_iter=5000)
+    res = solve_l2svm(
+        Features(X), y, 1.0, solver="dcd", tol=StoppingRule(1e-10, "absolute"), max_iter=5000
+    )
     active, coreset = res.history["active"], res.history["coreset"]
     assert res.converged and active[0] == 400
     assert np.all(active[1:] >= coreset[:-1])  # the support at the last certificate is kept
     assert active[-1] < 0.8 * 400  # most points are far off the support
     monkeypatch.setattr(CoordinateIterate, "_shrink", lambda self: None)
-    full = solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=1e-10, max_iter=5000)
+    full = solve_l2svm(
+        Features(X), y, 1.0, solver="dcd", tol=StoppingRule(1e-10, "absolute"), max_iter=5000
+    )
     assert np.all(full.history["active"] == 400)
     assert abs(res.dual - full.dual) <= res.gap + full.gap + 1e-12 * abs(full.dual)
 
@@ -207,7 +184,7 @@ def test_dcd_bad_inputs():
     with pytest.raises(ValueError, match="explicit features"):
         solve_l2svm(Gram(X @ X.T), y, 1.0, solver="dcd")
     with pytest.raises(ValueError, match="stops on"):
-        solve_l2svm(Features(X), y, 1.0, solver="dcd", stop="radius")
+        solve_l2svm(Features(X), y, 1.0, solver="dcd", tol=StoppingRule(1e-3, "radius"))
     with pytest.raises(ValueError, match="max_iter"):
         solve_l2svm(Features(X), y, 1.0, solver="dcd", max_iter=-1)
     with pytest.raises(ValueError, match="tol"):
@@ -226,8 +203,6 @@ def test_auto_picks_dcd_on_features_and_mfw_on_kernels(monkeypatch):
     assert L2SVC(kernel="linear").fit(X, y).solver_ == "dcd"
     assert L2SVC().fit(X, y).solver_ == "mfw"  # RBF: a Gram or on-the-fly columns
     assert L2SVC(kernel="linear", solver="mfw").fit(X, y).solver_ == "mfw"
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")  # no compiled passes: MFW
-    assert choose_l2svm_solver(Features(X)) == "mfw"
 
 
 def test_estimator_dcd_matches_mfw_binary_and_multiclass():
@@ -264,8 +239,8 @@ def test_a_combination_of_feature_blocks_is_explicit_features():
     assert "_features_view" not in pickle.loads(pickle.dumps(mk)).__dict__
     assert MultiKernel([Features(X1), Gram(X1 @ X1.T)]).compiled_view() is None
     assert choose_l2svm_solver(mk) == "dcd"
-    dcd = solve_l2svm(mk, y, 1.0, solver="auto", tol=1e-9, stop="relative")
-    mfw = solve_l2svm(mk, y, 1.0, solver="mfw", tol=1e-9, stop="relative")
+    dcd = solve_l2svm(mk, y, 1.0, solver="auto", tol=1e-9)
+    mfw = solve_l2svm(mk, y, 1.0, solver="mfw", tol=1e-9)
     assert dcd.converged and mfw.converged
     assert dcd.dual == pytest.approx(mfw.dual, rel=1e-6)  # float32 block: rounded products
 
@@ -299,7 +274,9 @@ def test_weighted_blocks_reach_the_cvxpy_optimum_of_the_weighted_kernel(dtype):
     Xd = X.astype(np.float64)
     K = 0.3 * Xd[:, :3] @ Xd[:, :3].T + 2.5 * Xd[:, 5:] @ Xd[:, 5:].T
     ref = l2svm_reference(K, y, 2.0)
-    res = solve_l2svm_blocks(X, _blocks(X, ranges, weights), y, 2.0, tol=1e-11, max_iter=20000)
+    res = solve_l2svm_blocks(
+        X, _blocks(X, ranges, weights), y, 2.0, tol=StoppingRule(1e-11, "absolute"), max_iter=20000
+    )
     P = ref["objective"]
     assert res.converged and res.gap >= 0.0
     assert abs(res.dual - P) <= 1e-6 * abs(P) and res.dual <= P + 1e-8
@@ -308,16 +285,10 @@ def test_weighted_blocks_reach_the_cvxpy_optimum_of_the_weighted_kernel(dtype):
     Kt = np.outer(y, y) * (K + 1) + np.eye(50) / 2.0
     np.testing.assert_allclose(res.solution["v"], Kt @ res.solution["alpha"], atol=1e-9)
     scaled = np.hstack([np.sqrt(0.3) * Xd[:, :3], np.sqrt(2.5) * Xd[:, 5:]])
-    dcd = solve_l2svm(Features(scaled), y, 2.0, solver="dcd", tol=1e-11, max_iter=20000)
+    dcd = solve_l2svm(
+        Features(scaled), y, 2.0, solver="dcd", tol=StoppingRule(1e-11, "absolute"), max_iter=20000
+    )
     assert dcd.dual == pytest.approx(res.dual, rel=1e-8)
-
-
-def test_compiled_block_passes_take_the_python_iterates():
-    pytest.importorskip("numba")
-    rng = np.random.default_rng(22)
-    X = rng.normal(size=(150, 12)).astype(np.float32)
-    y = np.where(X[:, 1] + X[:, 9] > 0, 1.0, -1.0)
-    _assert_compiled_takes_the_python_iterates(X, y, _blocks(X, [(0, 4), (8, 12)], [0.7, 1.9]))
 
 
 def test_weighted_blocks_bad_inputs():
@@ -328,6 +299,6 @@ def test_weighted_blocks_bad_inputs():
         solve_l2svm_blocks(X, _blocks(X, [(0, 2)], [0.0]), y, 1.0)
     with pytest.raises(ValueError, match="dense"):
         CoordinateIterate(
-            sp.csr_matrix(X), y, 1.0, None, "gap", np.random.default_rng(0), 0, None,
+            sp.csr_matrix(X), y, 1.0, None, np.random.default_rng(0), 0,
             blocks=_blocks(X, [(0, 2)], [1.0]),
         )  # fmt: skip
