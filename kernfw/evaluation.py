@@ -462,7 +462,7 @@ def evaluate(
 
     Raises
     ------
-    CheckpointMismatch
+    kernfw.sweeps.CheckpointMismatch
         ``checkpoint`` holds an evaluation with other arguments.
 
     Examples
