@@ -145,7 +145,8 @@ class SoftBallIterate(FWIterate):
         the ``n`` of a product), compiled from the view or by blocks of ``Q.columns``; by
         ``Q.matmat`` for explicit features (``K = XXᵀ``: a product costs O(nd))."""
         if self._source is not None:
-            core.fill_v(self._vec, self._con, self._state, *self._source)
+            self._st["fill"] = True
+            core.run_cached(0, self._vec, self._con, self._state, *self._source)
             return
         view = self.Q.compiled_view()
         if view is not None and view.kind == "features":
