@@ -12,7 +12,7 @@ fold 0 (626 words).
 Methods: batch Frank-Wolfe with exact line search (``solver="lsfw"``), BCFW and its weighted average
 BCFW-wavg, the stochastic subgradient method SSG (Pegasos steps) and SSG-wavg,
 and the 1-slack cutting plane of SVMstruct
-(:mod:`kernfw.solvers.cutting_plane`).  Every method is certified (or, for
+(:mod:`kernfw.solvers.structural.cutting_plane`).  Every method is certified (or, for
 SSG, evaluated) after every pass; the gap computations are not counted as
 passes.  ``P*`` is bracketed by the best certified dual value of all runs and
 of a longer BCFW reference run, so the plotted suboptimalities are upper
@@ -33,9 +33,14 @@ from sklearn.exceptions import ConvergenceWarning
 
 from kernfw.datasets import load_ocr
 from kernfw.plotting import plot_convergence
-from kernfw.solvers.cutting_plane import CuttingPlane
-from kernfw.solvers.structural import BCFW, BatchFW, StructuredProblem, solve_structural_bcfw
-from kernfw.solvers.subgradient import StructuralSSG
+from kernfw.solvers.structural import (
+    BCFW,
+    BatchFW,
+    CuttingPlane,
+    StructuralSSG,
+    StructuredProblem,
+    solve_structural_bcfw,
+)
 from kernfw.structured import Chain
 
 METHODS = ("FW", "BCFW", "BCFW-wavg", "SSG", "SSG-wavg", "cutting plane")

@@ -38,6 +38,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_X_y
 
+from .sweeps.results import WorkerDied
+
 __all__ = [
     "evaluate",
     "EvaluationResults",
@@ -460,7 +462,7 @@ def evaluate(
 
     Raises
     ------
-    CheckpointMismatch
+    kernfw.sweeps.CheckpointMismatch
         ``checkpoint`` holds an evaluation with other arguments.
 
     Examples
@@ -548,7 +550,7 @@ def evaluate(
                         f"[evaluate] trial {t + 1}/{n_trials}  {name}: top-1 error "
                         f"{errors[a, t, 0]:.4f}{chosen}  ({fit_times[a, t]:.1f}s)"
                     )
-    except KeyboardInterrupt as exc:
+    except (KeyboardInterrupt, WorkerDied) as exc:
         if store is not None:
             exc.add_note(
                 f"kernfw.evaluate: the finished (trial, method) results are saved in "

@@ -67,6 +67,7 @@ SIMPLEX_QP = [
     "iterate",
     "cvm",
     "solve",
+    "_soft_ball_numba",
     "soft_ball",
     "_coordinate_numba",
     "coordinate",
@@ -79,6 +80,26 @@ SIMPLEX_QP = [
 
 #: the multi-category package, bottom up: a module imports only the modules before it
 MULTICLASS = ["_lmo", "_block_qp", "_gram_numba", "problem", "_numba", "iterate", "pg", "solve"]
+
+#: the MKL package, bottom up: the online method (compiled core, regularizers, marginals,
+#: kernel groups, iterates) and the alternating methods (feature blocks, inner SVMs, the
+#: weight iterate, CSKL, the baselines)
+MKL = [
+    "_online_numba",
+    "_inner_l2svm_numba",
+    "prox",
+    "crf",
+    "kernel_groups",
+    "online",
+    "feature_blocks",
+    "inner_svm",
+    "weights",
+    "cskl",
+    "baselines",
+]
+
+#: the structural package, bottom up
+STRUCTURAL = ["_numba", "problem", "iterate", "cutting_plane", "subgradient", "solve"]
 
 
 def _modules():
@@ -215,7 +236,12 @@ def test_architecture_page_holds_no_issue_history():
 
 @pytest.mark.parametrize(
     "package, names",
-    [("kernfw.solvers.simplex_qp", SIMPLEX_QP), ("kernfw.solvers.multiclass", MULTICLASS)],
+    [
+        ("kernfw.solvers.simplex_qp", SIMPLEX_QP),
+        ("kernfw.solvers.multiclass", MULTICLASS),
+        ("kernfw.solvers.mkl", MKL),
+        ("kernfw.solvers.structural", STRUCTURAL),
+    ],
 )
 def test_family_package_imports_downwards(package, names):
     mods = _modules()
@@ -258,7 +284,7 @@ def test_every_public_estimator_runs_scikit_learns_checks():
     ]
     assert len(estimators) >= 8
     checked = set()
-    for path in (ROOT.parent / "tests").glob("test_*.py"):
+    for path in (ROOT.parent / "tests").rglob("test_*.py"):
         text = path.read_text(encoding="utf-8")
         for block in re.findall(r"@parametrize_with_checks\((.*?)\n\)", text, flags=re.S):
             checked |= {name for name in estimators if re.search(rf"\b{name}\(", block)}

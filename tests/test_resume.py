@@ -288,7 +288,9 @@ def test_joblib_worker_crash_names_the_fit_keeps_the_others_and_resumes(
     assert proc.returncode == 4, proc.stderr
     message, counts = proc.stdout.strip().splitlines()[-2:]
     assert "a worker process died" in message
-    assert "while fitting C=0.1 fold 0" in message
+    # the fit that died, and any fit the other worker was running when the pool broke
+    running = message.split("while fitting ")[1].split(". ")[0].split(", ")
+    assert "C=0.1 fold 0" in running and len(running) <= 2, message
     assert "call sweep again with the same arguments and checkpoint" in message
     saved = row_files(folder)
     assert "v0000-f0.json" not in saved and saved  # the crashed fit has no row; others do
@@ -404,7 +406,12 @@ def test_ctrl_c_during_a_warm_refit_keeps_the_previous_model_whole():
 # ---------------------------------------------------------------------------
 # the command line: SIGINT from outside, exit status 130, the same command resumes
 # ---------------------------------------------------------------------------
-def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_path):
+@pytest.mark.parametrize(
+    "jobs",
+    [["--jobs", "1"], pytest.param(["--jobs", "2", "--no-warm-start"], marks=pytest.mark.slow)],
+)
+def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_path, jobs):
+    """SIGINT to the command (serial, or the parent of two loky workers)."""
     folder, out, data = tmp_path / "ckpt", tmp_path / "sweep.csv", tmp_path / "data.npz"
     X, y = make_classification(
         n_samples=600, n_features=20, n_informative=8, n_classes=4, random_state=0
@@ -412,7 +419,7 @@ def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_pat
     np.savez(data, X=X, y=y)
     command = [sys.executable, "-m", "kernfw", "sweep", "--data", str(data), "--model",
                "multiclass", "--tol", "1e-5", "--values", ",".join(map(str, VALUES)),
-               "--checkpoint", str(folder), "--out", str(out)]  # fmt: skip
+               "--checkpoint", str(folder), "--out", str(out), *jobs]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)  # fmt: skip
@@ -421,11 +428,17 @@ def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_pat
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    sent = time.time()
-    _, err = proc.communicate(timeout=60)
+    sent, lines = time.time(), []
+    while not lines or lines[-1] != "kernfw: interrupted\n":  # the fit stopped, the CLI says so
+        lines.append(proc.stderr.readline())
+        assert lines[-1], "".join(lines)
+    stopped = time.time() - sent
+    err = "".join(lines) + proc.stderr.read()  # not communicate(): readline has buffered
+    proc.wait(timeout=60)
+    proc.stdout.close()
     assert proc.returncode == 130, err
-    assert time.time() - sent < 5.0  # a second to stop, the rest is the interpreter's exit
-    assert "kernfw: interrupted" in err and "rerun the same kernfw command" in err
+    assert stopped < 3.0  # a second, and some slack for a machine busy with other tests
+    assert "rerun the same kernfw command" in err
     finished = len(row_files(folder))
     assert 1 <= finished < 5 and not out.exists()
 

@@ -11,15 +11,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..losses import MaxHinge, StructuredHinge
 from ..operators import Features
-from ..solvers.cutting_plane import solve_structural_cutting_plane
 from ..solvers.multiclass import solve_multiclass
 from ..solvers.structural import (
     AVERAGING,
     StructuredProblem,
     solve_structural_bcfw,
+    solve_structural_cutting_plane,
     solve_structural_fw,
+    solve_structural_ssg,
 )
-from ..solvers.subgradient import solve_structural_ssg
 from ..structured import MultiClass
 from ._base import FWEstimatorMixin, resolve_lam, solver_seed, with_callbacks
 
@@ -64,7 +64,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
           certified solver there), "bcfw" otherwise;
         - "bcfw": block-coordinate Frank-Wolfe with the exact block line
           search (Lacoste-Julien et al., Algorithm 4), one oracle call per
-          block step; compiled passes for ``Chain`` when numba is available;
+          block step; compiled passes for ``Chain``;
         - "stdbcfw": the same with the predefined block step ``2n/(k+2n)``
           (``k`` block steps so far);
         - "lsfw": batch Frank-Wolfe with the exact line search (Algorithm 2),
@@ -76,7 +76,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
           §3.9), linearly convergent — what ``MultiClassSVM(solver="bcfw")``
           runs for the max hinge;
         - "cutting_plane": the 1-slack cutting-plane baseline of SVMstruct
-          (:mod:`kernfw.solvers.cutting_plane`), one oracle pass and one small QP
+          (:mod:`kernfw.solvers.structural.cutting_plane`), one oracle pass and one small QP
           per iteration, with the same certified gap;
         - "ssg": stochastic subgradient baseline (§3.6); certifies nothing
           (``duality_gap_`` is inf) and always runs ``max_iter`` passes.
@@ -315,8 +315,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             solver="bcfw",
             block_step="pairwise",
             n_classes=m,
-            tol=0.0,
-            rtol=self.tol,
+            tol=self.tol,
             max_iter=self.max_iter,
             **blocks,
         )

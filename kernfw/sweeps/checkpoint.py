@@ -18,7 +18,7 @@ A :class:`Checkpoint` is a directory that holds, for one call of
 A call with the same arguments and the same directory reads the rows there,
 fits only the missing ones and returns the whole table: a finished fit is
 never refitted.  A call with different arguments stops with
-:class:`CheckpointMismatch`, which names the arguments that differ: rows of
+:class:`~kernfw.sweeps.CheckpointMismatch`, which names the arguments that differ: rows of
 two different sweeps are never mixed.  One call at a time may use a
 directory.
 """
@@ -104,7 +104,7 @@ class Checkpoint:
 
         Raises
         ------
-        CheckpointMismatch
+        kernfw.sweeps.CheckpointMismatch
             The directory holds a call with other arguments, or is not an
             empty directory or a checkpoint.
         """

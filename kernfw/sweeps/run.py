@@ -273,7 +273,7 @@ def sweep(
         cluster).
     save_models : bool, default=False
         Also save each fitted model in ``checkpoint`` (``models/<key>.joblib``,
-        read them with :meth:`SweepResults.model`).  Each fit then builds its
+        read them with :meth:`kernfw.sweeps.SweepResults.model`).  Each fit then builds its
         own kernel (no operator shared between fits), so that a saved model
         predicts on new inputs.
 
@@ -284,7 +284,7 @@ def sweep(
 
     Raises
     ------
-    WorkerDied
+    kernfw.sweeps.WorkerDied
         A worker process died (killed, out of memory, a crash in compiled
         code).  The message names the fits it left unfinished and says how to
         resume; the rows finished before are kept (in ``checkpoint``, and in
@@ -292,7 +292,7 @@ def sweep(
         tasks are rerun on another worker by the scheduler; only when they
         fail there too (``distributed.scheduler.allowed-failures``) is this
         raised.
-    CheckpointMismatch
+    kernfw.sweeps.CheckpointMismatch
         ``checkpoint`` holds the rows of a sweep with other arguments.
 
     Examples

@@ -104,3 +104,77 @@ def test_bad_nu_and_budget():
     with pytest.warns(ConvergenceWarning, match="soft ball"):
         result = solve_soft_ball(Gram(_gram("rbf")), 0.1, tol=1e-12, max_iter=3, check_every=1)
     assert not result.converged and result.gap > 0
+
+
+def _backends(X, K):
+    """Operators of the same kernel: compiled column views (stored Gram in both orders and
+    float32, the RBF from float64 or float32 features, a two-column cache) and operators
+    served through ``Q.columns`` (a product kernel, features, a sum of kernels)."""
+    from kernfw.operators import Features, KernelFunction, MultiKernel
+
+    linear = X @ X.T
+    return {
+        "gram": (Gram(K), K),
+        "gram-fortran": (Gram(np.asfortranarray(K)), K),
+        "gram-float32": (Gram(K.astype(np.float32)), K.astype(np.float32).astype(float)),
+        "rbf": (KernelFunction(X, "rbf", gamma=0.3), K),
+        "rbf-float32": (KernelFunction(X, "rbf", gamma=0.3, dtype=np.float32), K),
+        "rbf-no-cache": (KernelFunction(X, "rbf", gamma=0.3, cache_size=0), K),
+        "linear": (KernelFunction(X, "linear"), linear),
+        "features": (Features(X), linear),
+        "sum": (MultiKernel([Gram(K), Features(X)], [0.5, 0.5]), 0.5 * (K + linear)),
+    }
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["gram", "gram-fortran", "gram-float32", "rbf", "rbf-float32", "rbf-no-cache", "linear"]
+    + ["features", "sum"],
+)
+def test_every_operator_backend_reaches_the_optimum(backend):
+    rng = np.random.RandomState(4)
+    X = rng.normal(size=(70, 3))
+    X[:4] += 5.0
+    op, K = _backends(X, rbf_kernel(X, gamma=0.3))[backend]
+    single = backend.endswith("float32")
+    compiled = backend.startswith(("gram", "rbf"))  # the compiled columns of a view
+    assert (SoftBallIterate(op, 0.3)._source is not None) == compiled
+    result = solve_soft_ball(op, 0.3, tol=1e-6 if single else 1e-9)
+    exact = solve_soft_ball(Gram(K), 0.3, tol=1e-10)
+    assert result.converged
+    alpha = result.solution["alpha"]
+    assert alpha.min() >= 0.0 and alpha.max() <= 1.0 / (0.3 * 70) * (1 + 1e-12)
+    assert alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(result.solution["v"], K @ alpha, atol=1e-5 if single else 1e-10)
+    value = np.diag(K) @ alpha - alpha @ K @ alpha
+    assert value == pytest.approx(exact.dual, rel=1e-5 if single else 1e-8)
+
+
+@pytest.mark.parametrize("backend", ["gram", "rbf", "rbf-no-cache", "features"])
+def test_compiled_step_is_the_best_point_on_its_pairwise_segment(backend):
+    """Each step (compiled pair, line search and update) against a dense grid of the
+    segment ``α + γ(e_i − e_j)``, ``0 ≤ γ ≤ min(u − α_i, α_j)``: the pair is the first-order
+    one and the step maximizes ``f`` on the segment."""
+    rng = np.random.RandomState(5)
+    X = rng.normal(size=(60, 4))
+    op, K = _backends(X, rbf_kernel(X, gamma=0.3))[backend]
+    it = SoftBallIterate(op, 0.2)
+    q = np.diag(K)
+    for t in range(12):
+        alpha = it.alpha.copy()
+        g = q - 2.0 * K @ alpha
+        gamma = it.step(t)
+        i, j = int(it._st["i"]), int(it._st["j"])
+        room, mass = alpha < it.u * (1 - 1e-12), alpha > 0
+        assert i == np.flatnonzero(room)[np.argmax(g[room])]
+        assert j == np.flatnonzero(mass)[np.argmin(g[mass])]
+        d = np.zeros_like(alpha)
+        d[i], d[j] = 1.0, -1.0
+        grid = np.linspace(0.0, min(it.u - alpha[i], alpha[j]), 20001)
+        points = alpha[None, :] + grid[:, None] * d[None, :]
+        values = points @ q - np.einsum("gi,ij,gj->g", points, K, points)
+        assert gamma == pytest.approx(grid[np.argmax(values)], abs=grid[1] + 1e-15)
+        f = q @ it.alpha - it.alpha @ K @ it.alpha
+        assert f >= values.max() - 1e-14
+        np.testing.assert_allclose(it.alpha, alpha + gamma * d, atol=1e-15)
+        np.testing.assert_allclose(it.v, K @ it.alpha, atol=1e-12)

@@ -19,7 +19,14 @@ from numba.extending import overload
 from ...operators._exp32_numba import exp_in_place
 from .._symmetric import exactly_symmetric
 
-__all__ = ["evaluate_column", "is_symmetric", "SOURCE_RBF", "SOURCE_GRAM", "SOURCE_RBF32"]
+__all__ = [
+    "evaluate_column",
+    "cached_column",
+    "is_symmetric",
+    "SOURCE_RBF",
+    "SOURCE_GRAM",
+    "SOURCE_RBF32",
+]
 
 #: column sources (the state's ``source``): an RBF kernel from float64 features, a stored
 #: Gram, an RBF kernel from float32 features
@@ -186,3 +193,35 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
         _rbf_column_of(src, sq_norms, st.rbf_gamma, j, out, scratch)
     if st.l2svm:
         _l2svm_column(labels, j, out)
+
+
+@njit(cache=True)
+def cached_column(src, sq_norms, labels, st, j, slab, slot_of, slots, scratch):
+    """The row of the least-recently-used column cache ``slab`` (m × n; ``slot_of[j]`` its
+    row or −1, ``slots[0]`` the column in each row, ``slots[1]`` its last use) that holds
+    column ``j``: on a miss :func:`evaluate_column` writes it into the least recently used
+    row (``scratch``: its scratch).  ``st`` counts the requests in ``clock``, the rows in
+    use in ``rows_used`` and the ``hits`` and ``misses``."""
+    st.clock += 1
+    s = slot_of[j]
+    if s >= 0:
+        st.hits += 1
+    else:
+        st.misses += 1
+        m = slab.shape[0]
+        if st.rows_used < m:
+            s = st.rows_used
+            st.rows_used += 1
+        else:
+            s = 0
+            oldest = slots[1, 0]
+            for r in range(1, m):
+                if slots[1, r] < oldest:
+                    oldest = slots[1, r]
+                    s = r
+            slot_of[slots[0, s]] = -1
+        evaluate_column(src, sq_norms, labels, st, j, slab[s], scratch)
+        slots[0, s] = j
+        slot_of[j] = s
+    slots[1, s] = st.clock
+    return s

@@ -47,7 +47,14 @@ import numpy as np
 from numba import njit
 
 from ...fw._steps_numba import away_step_max, quadratic_step
-from ._columns_numba import SOURCE_GRAM, SOURCE_RBF, SOURCE_RBF32, evaluate_column, is_symmetric
+from ._columns_numba import (
+    SOURCE_GRAM,
+    SOURCE_RBF,
+    SOURCE_RBF32,
+    cached_column,
+    evaluate_column,
+    is_symmetric,
+)
 
 __all__ = [
     "plan",
@@ -359,28 +366,7 @@ def step_cached(vec, ind, con, state, src, slab, slot_of, slots):
     if kind == KIND_NONE or kind == KIND_NEGATIVE:
         return 0.0
     j = st.index
-    st.clock += 1
-    s = slot_of[j]
-    if s >= 0:
-        st.hits += 1
-    else:
-        st.misses += 1
-        m = slab.shape[0]
-        if st.rows_used < m:
-            s = st.rows_used
-            st.rows_used += 1
-        else:
-            s = 0
-            oldest = slots[1, 0]
-            for r in range(1, m):
-                if slots[1, r] < oldest:
-                    oldest = slots[1, r]
-                    s = r
-            slot_of[slots[0, s]] = -1
-        evaluate_column(src, con[SQ_NORMS], con[LABELS], st, j, slab[s], vec[SCRATCH])
-        slots[0, s] = j
-        slot_of[j] = s
-    slots[1, s] = st.clock
+    s = cached_column(src, con[SQ_NORMS], con[LABELS], st, j, slab, slot_of, slots, vec[SCRATCH])
     return apply(slab[s], st.inv_c if st.l2svm else 0.0, vec, ind, con, state)
 
 

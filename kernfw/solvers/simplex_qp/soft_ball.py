@@ -14,11 +14,20 @@ Its dual is the MEB dual restricted to the *capped* simplex::
 
 At ``u ≥ 1`` (``νn ≤ 1``) the cap is inactive and this is the minimum enclosing ball.
 
+**Start.**  The LMO vertex of ``Δ_u`` at the gradient of the landmark centre: ``α_L`` uniform
+on :data:`LANDMARKS` evenly spaced points, ``g_L = q − 2Kα_L``, and ``α_0 = u`` on the ``⌊νn⌋``
+largest ``g_L`` (the points farthest from that centre) with the remainder on the next; it
+costs about ``νn`` kernel columns, against ``n`` for the centre ``1/n`` of ``Δ_u``.
+
 **Steps.**  Pairwise Frank-Wolfe: with ``g = ∇f = q − 2Kα``, mass moves from the away
 vertex ``j = argmin_{α_j>0} g_j`` to ``i = argmax_{α_i<u} g_i`` along ``e_i − e_j``, by the
-exact line search of the quadratic (:func:`kernfw.fw.quadratic_step`, slope ``g_i − g_j``,
-curvature ``2(K_ii + K_jj − 2K_ij)``) capped at ``min(u − α_i, α_j)``.  Each step reads two
-kernel columns and updates ``v = Kα`` in O(n).
+exact line search of the quadratic (slope ``g_i − g_j``, curvature
+``2(K_ii + K_jj − 2K_ij)``) capped at ``min(u − α_i, α_j)``.  Each step reads two kernel
+columns and updates ``v = Kα`` in O(n).  The steps run in the
+compiled core :mod:`kernfw.solvers.simplex_qp._soft_ball_numba`: with a column view
+(:meth:`~kernfw.operators.KernelOperator.column_view`: an RBF kernel or a stored Gram) a
+run of steps is one compiled call that evaluates the columns into its own LRU cache;
+other operators serve the columns through ``Q.columns``.
 
 **Certificate.**  At the centre ``c = Σ α_i z_i`` the distances are
 ``d_i = ‖z_i − c‖² = g_i + αᵀKα`` and the best radius gives the primal value
@@ -31,11 +40,17 @@ import math
 
 import numpy as np
 
-from ...fw import Certificate, FWIterate, quadratic_step, run
-from ...fw.capped_simplex import sum_top_t
+from ...fw import Certificate, FWIterate, run
+from ...fw.capped_simplex import sum_top_t, top_t_vertex
 from ...fw.result import rounding_bound
+from . import _soft_ball_numba as core
 
 __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
+
+#: pairwise steps between the compiled estimates of the FW gap (each O(n))
+ESTIMATE_EVERY = 16
+#: points of the landmark centre whose LMO vertex starts the iterate
+LANDMARKS = 64
 
 
 def soft_ball_radius2(d, nu):
@@ -50,8 +65,45 @@ def soft_ball_radius2(d, nu):
     return float(np.partition(d, d.size - k)[d.size - k])
 
 
+def _column_source(view, n, con, st):
+    """The arguments ``(src, slab, slot_of, slots)`` of the compiled
+    :func:`~kernfw.solvers.simplex_qp._soft_ball_numba.run_cached` when it can evaluate the
+    columns from the column ``view`` (an RBF kernel on dense features, or a stored Gram),
+    else None; sets the source in the state record ``st`` and ``‖x_k‖²`` in ``con``.
+
+    The LRU cache holds ``cache_size / (itemsize · n)`` whole columns (at least two, the
+    pair of a step) in the view's dtype; a stored Gram is read in place (two rows)."""
+    if view is None or view.kind not in ("rbf", "gram"):
+        return None
+    X, rbf = view.matrix, view.kind == "rbf"
+    ordered = X.flags.c_contiguous or (not rbf and X.flags.f_contiguous)
+    if not (type(X) is np.ndarray and X.dtype in (np.float32, np.float64) and ordered):
+        return None
+    if X.ndim != 2 or X.shape[0] != n or X.shape[1] == 0:
+        return None
+    if rbf:
+        src, budget = np.ascontiguousarray(X.T), float(view.params["cache_size"])
+        st["rbf_gamma"] = view.params["gamma"]
+        st["source"] = core.SOURCE_RBF32 if X.dtype == np.float32 else core.SOURCE_RBF
+        if X.dtype == np.float64:
+            con[core.SQ_NORMS] = view.params["sq_norms"]
+    else:  # column j of a C-ordered symmetric K is its row j, contiguous in Kᵀ
+        symmetric = bool((view.params or {}).get("symmetric")) or core.is_symmetric(X)
+        src, budget = (X.T if X.flags.c_contiguous and symmetric else X), 0.0
+        st["source"] = core.SOURCE_GRAM
+    rows = int(min(n, max(2, budget * 2**20 // (X.itemsize * n))))
+    slots = np.zeros((2, rows), dtype=np.int64)
+    return src, np.empty((rows, n), dtype=X.dtype), np.full(n, -1, dtype=np.int64), slots
+
+
 class SoftBallIterate(FWIterate):
     """Pairwise FW on the capped-simplex dual of the ν-soft ball (math.md §2.9).
+
+    Starts at the LMO vertex of the landmark centre (module docstring).  A :meth:`step` is
+    one pairwise step, or
+    after :meth:`configure_runs` a run of them that ends early where the stopping rule's
+    estimate holds on the exact FW gap, computed in O(n) every :data:`ESTIMATE_EVERY`
+    steps (the driver certifies after each run).
 
     Parameters
     ----------
@@ -66,15 +118,51 @@ class SoftBallIterate(FWIterate):
     gap_scale = "primal"
 
     def __init__(self, Q, nu, q=None):
-        self.Q = Q
-        self.n = Q.n
-        self.nu = float(nu)
+        self.Q, self.n, self.nu = Q, Q.n, float(nu)
         self.t = self.nu * self.n  # the LMO budget: Δ_u = u · {0 ≤ s ≤ 1, 1ᵀs = t}
         self.u = 1.0 / self.t
-        self.kdiag = np.asarray(Q.diag(), dtype=np.float64)
-        self.q = self.kdiag if q is None else np.asarray(q, dtype=np.float64).ravel()
-        self.alpha = np.full(self.n, 1.0 / self.n)
-        self.v = np.asarray(Q.matmat(self.alpha), dtype=np.float64).ravel()
+        self._vec, self._con = np.zeros((3, self.n)), np.zeros((3, self.n))
+        self.alpha, self.v = self._vec[core.ALPHA], self._vec[core.V]
+        self._con[core.DIAG] = Q.diag()
+        self._con[core.Q] = self._con[core.DIAG] if q is None else np.ravel(q)
+        self.kdiag, self.q = self._con[core.DIAG], self._con[core.Q]
+        self._state = np.zeros(1, dtype=core.STATE)
+        self._st = st = self._state[0]  # a view: the fields read and write the record
+        st["cap"], st["t"] = self.u, self.t
+        st["check_every"], st["estimate_b"] = ESTIMATE_EVERY, -math.inf  # no estimate yet
+        self.steps, self._run_length, self._max_steps = 0, 1, math.inf
+        self._source = _column_source(Q.column_view(), self.n, self._con, st)
+        landmarks = np.linspace(0, self.n - 1, min(self.n, LANDMARKS)).astype(np.intp)
+        self.alpha[landmarks] = 1.0 / landmarks.size
+        self._fill_v()
+        self.alpha[:] = top_t_vertex(self._gradient(), self.t) * self.u
+        self._fill_v()
+
+    def _fill_v(self):
+        """``v = Kα`` (the compiled columns of the view, else ``Q.matmat``)."""
+        if self._source is None:
+            self.v[:] = np.ravel(self.Q.matmat(self.alpha))
+        else:
+            core.fill_v(self._vec, self._con, self._state, *self._source)
+
+    @property
+    def column_cache_info(self):
+        """Dict of ``hits`` and ``misses`` of the compiled column cache (zeros when the
+        columns come from ``Q.columns``)."""
+        return {"hits": int(self._st["hits"]), "misses": int(self._st["misses"])}
+
+    def configure_runs(self, tol, length, max_steps):
+        """Let each :meth:`step` take up to ``length`` pairwise steps (``max_steps`` in all),
+        ending early where the stopping rule of ``tol`` may hold:
+        :meth:`~kernfw.fw.stopping.StoppingRule.estimate` on the exact FW gap."""
+        a, b, absolute = self.stopping_rule(tol).estimate()
+        st = self._st
+        st["estimate_a"], st["estimate_b"], st["estimate_absolute"] = a, b, absolute
+        self._run_length, self._max_steps = max(int(length), 1), int(max_steps)
+
+    def work_done(self, t):
+        """Pairwise steps taken (a :meth:`step` call takes a run of them)."""
+        return self.steps
 
     def _gradient(self):
         return self.q - 2.0 * self.v
@@ -95,21 +183,26 @@ class SoftBallIterate(FWIterate):
         )
 
     def step(self, t):
-        g = self._gradient()
-        room = self.alpha < self.u * (1.0 - 1e-12)
-        mass = self.alpha > 0.0
-        i = int(np.flatnonzero(room)[np.argmax(g[room])])
-        j = int(np.flatnonzero(mass)[np.argmin(g[mass])])
-        if i == j or g[i] <= g[j]:
-            return 0.0
-        cols = np.asarray(self.Q.columns(np.array([i, j])), dtype=np.float64)
-        curvature = 2.0 * (self.kdiag[i] + self.kdiag[j] - 2.0 * cols[j, 0])  # K_ij = K[j, i]
-        step_max = min(self.u - self.alpha[i], self.alpha[j])
-        gamma = quadratic_step(g[i] - g[j], curvature, step_max)
-        self.alpha[i] += gamma
-        self.alpha[j] -= gamma  # exactly 0 on a drop step (γ = α_j)
-        self.v += gamma * (cols[:, 0] - cols[:, 1])
-        return gamma
+        length = int(max(1, min(self._run_length, self._max_steps - self.steps)))
+        if self._source is None:
+            self.steps += self._run_fetched(length)
+        else:
+            self.steps += core.run_cached(length, self._vec, self._con, self._state, *self._source)
+        return float(self._st["gamma"])
+
+    def _run_fetched(self, length):
+        """:func:`~kernfw.solvers.simplex_qp._soft_ball_numba.run_cached` with the columns
+        from ``Q.columns``: the same compiled vertices, step and estimate."""
+        vec, con, state, st = self._vec, self._con, self._state, self._st
+        for t in range(length):
+            if not core.select_pair(vec, con, state):
+                return t + 1
+            cols = self.Q.columns(np.array([st["i"], st["j"]], dtype=np.intp))
+            cols = np.asarray(cols, dtype=np.float64).T.copy()  # rows K_{:,i}, K_{:,j}
+            core.pair_step(cols[0], cols[1], vec, con, state)
+            if (t + 1) % ESTIMATE_EVERY == 0 and core.estimate_met(vec, con, state):
+                return t + 1
+        return length
 
     def solution(self):
         d = self._gradient() + float(self.alpha @ self.v)
@@ -123,7 +216,15 @@ class SoftBallIterate(FWIterate):
 
 
 def solve_soft_ball(
-    Q, nu, *, q=None, tol=1e-4, max_iter=None, check_every=10, callback=None, max_time=None
+    Q,
+    nu,
+    *,
+    q=None,
+    tol=1e-4,
+    max_iter=None,
+    check_every=100,
+    callback=None,
+    max_time=None,
 ):
     """The ν-soft minimum enclosing ball by pairwise Frank-Wolfe (math.md §2.9).
 
@@ -142,7 +243,9 @@ def solve_soft_ball(
     max_iter : int or None
         Pairwise steps (None: ``max(100000, 20 n)``).
     check_every : int
-        Steps between certificates (each costs a partial sort, O(n)).
+        Certify at least every ``check_every`` pairwise steps (each certificate sorts the
+        gradient, O(n log n)); a run of steps ends earlier where the compiled estimate of
+        the stopping rule holds (:meth:`SoftBallIterate.configure_runs`).
     callback, max_time
         As in :func:`kernfw.fw.run`.
 
@@ -161,12 +264,13 @@ def solve_soft_ball(
     iterate = SoftBallIterate(Q, nu, q)
     if max_iter is None:
         max_iter = max(100_000, 20 * Q.n)
+    iterate.configure_runs(tol, check_every, max_iter)
     return run(
         iterate,
         tol=tol,
         max_iter=max_iter,
         max_time=max_time,
-        check_every=check_every,
+        check_every=1,
         callback=callback,
         remedy="increase max_iter or tol",
         name="pairwise Frank-Wolfe (soft ball)",

@@ -1,21 +1,16 @@
-"""The stochastic subgradient baseline of the structural SVM (SSG, SSG-wavg; math.md §3.6).
+"""Stochastic subgradient on the structural SVM primal: SSG and SSG-wavg (math.md §3.6).
 
-It reports the same objectives as the Frank-Wolfe solvers; the problem comes from
-:mod:`kernfw.solvers.structural`.  (The multi-category SVM's projected-subgradient
-baseline is :mod:`kernfw.solvers.multiclass.pg`.)
+The baseline of [LacosteJulien2013], Figure 1: it reports the same primal objective as
+the Frank-Wolfe solvers but certifies nothing (its iterates are not dual feasible).
 """
 
 import math
 
 import numpy as np
 
-from ..fw import BlockCoordinateIterate, Certificate, RunBudget, WeightedAverage, run
-from .structural import StructuredProblem, check_averaging
+from ...fw import BlockCoordinateIterate, Certificate, RunBudget, WeightedAverage
 
-__all__ = ["StructuralSSG", "solve_structural_ssg"]
-
-
-# -- structural SVM: stochastic subgradient, SSG and SSG-wavg (math.md §3.6) ------------------
+__all__ = ["StructuralSSG"]
 
 
 class StructuralSSG(BlockCoordinateIterate):
@@ -34,12 +29,12 @@ class StructuralSSG(BlockCoordinateIterate):
 
     Parameters
     ----------
-    problem : kernfw.solvers.structural.StructuredProblem
+    problem : kernfw.solvers.structural.problem.StructuredProblem
     averaging : bool
     project : bool
         Project on the ball that contains the optimum (needs ``model.max_loss``).
     sample, random_state
-        Block order, as in :class:`kernfw.solvers.structural.BCFW`.
+        Block order, as in :class:`kernfw.solvers.structural.iterate.BCFW`.
     """
 
     def __init__(
@@ -94,64 +89,3 @@ class StructuralSSG(BlockCoordinateIterate):
 
     def solution(self):
         return {"w": self._point().copy(), "w_last": self.w.copy()}
-
-
-def solve_structural_ssg(
-    model,
-    X,
-    Y,
-    lam,
-    *,
-    averaging="weighted",
-    project=False,
-    sample="uniform",
-    max_iter=50,
-    check_every=5,
-    random_state=None,
-    max_time=None,
-    callback=None,
-):
-    """SSG / SSG-wavg baseline for the structural SVM (math.md §3.6).
-
-    Parameters
-    ----------
-    model, X, Y, lam
-        As in :func:`kernfw.solvers.structural.solve_structural_bcfw`.
-    averaging : {"weighted", "none"}
-        "weighted" (SSG-wavg): the weighted average of the iterates; "none":
-        the last iterate.
-    project : bool
-        Project on ``‖w‖ ≤ sqrt(P(0)/λ)``.
-    max_iter : int
-        Passes (``n`` stochastic steps each); the run always uses them all.
-    check_every : int
-        Passes between two primal evaluations (one oracle pass each).
-    sample, random_state, max_time, callback
-        As in :func:`~kernfw.solvers.structural.solve_structural_bcfw`.
-
-    Returns
-    -------
-    FWResult
-        ``solution["w"]``; ``primal`` is ``P(w)`` as the FW solvers report it,
-        ``gap`` is inf (not certified); history columns ``oracle_calls``, ``pass``.
-    """
-    if int(check_every) < 1:
-        raise ValueError(f"check_every must be >= 1, got {check_every}")
-    problem = StructuredProblem(model, X, Y, lam)
-    iterate = StructuralSSG(
-        problem,
-        averaging=check_averaging(averaging) == "weighted",
-        project=project,
-        sample=sample,
-        random_state=random_state,
-    )
-    return run(
-        iterate,
-        tol=0.0,
-        max_iter=max_iter,
-        max_time=max_time,
-        check_every=int(check_every),
-        callback=callback,
-        keep_best=False,
-        name="structural SVM SSG",
-    )

@@ -1,12 +1,12 @@
-"""Compiled passes of the structural BCFW for the chain model (math.md §3.5, §3.8 (ii)).
+"""The compiled core of the chain model: BCFW passes and oracle passes (math.md §3.5, §3.8 (ii)).
 
 One call of :func:`chain_pass` performs a whole pass of
-:class:`kernfw.solvers.structural.BCFW` on a :class:`~kernfw.structured.Chain`
+:class:`~kernfw.solvers.structural.iterate.BCFW` on a :class:`~kernfw.structured.Chain`
 model: for every block ``i`` of the given order it computes the node scores
 ``θ_t(l) = U_l x_t + [t = 1] b^s_l + [t = T] b^e_l``, decodes the
 loss-augmented scores by Viterbi (ties to the smallest state, as
-:func:`kernfw.structured.chain.viterbi_one`), and takes the block step of the
-numpy path with the same formulas:
+:func:`kernfw.structured.chain.viterbi_one`), and takes the block step of
+:meth:`~kernfw.solvers.structural.iterate.BCFW.block_step` with the same formulas:
 
     g_i = ⟨z, w⟩/n − ℓ_i + L_i(ŷ)/n,   γ = clip(g_i / (‖z‖²/(λn²)), 0, 1)  (or 2n/(k+2n)),
 
@@ -20,19 +20,16 @@ numpy path with the same formulas:
 the update ``U −= γ/(λn) ΔEᵀ x`` skips the zero entries of ``ΔE`` (a block's
 mean labeling has few labels per position).  The node scores are dot products
 over the ``d`` features, summed in any order (``fastmath`` reassociation, so
-they vectorize); everything else is evaluated in the numpy path's order.  The
-two paths therefore give the same iterates up to rounding
-(``tests/test_structural.py`` checks it).
-
-All functions are compiled with ``cache=True``.  Importing this module needs
-:mod:`numba`; :func:`kernfw.solvers.structural.compiled_chain_backend`
-returns None without it (then the numpy block steps run).
+they vectorize); everything else is evaluated in the order of the model's own
+block steps, which therefore give the same iterates up to rounding
+(``tests/structural/test_solvers.py`` checks it).  All functions are compiled with
+``cache=True``.
 """
 
 import numpy as np
 from numba import njit
 
-from ..fw._steps_numba import block_standard_step, quadratic_step
+from ...fw._steps_numba import block_standard_step, quadratic_step
 
 __all__ = ["word_grams", "chain_pass", "chain_oracle_pass"]
 
@@ -76,6 +73,17 @@ def word_grams(features, offsets):
     return grams, gram_offsets
 
 
+@njit(cache=True)
+def _workspace(offsets, q):
+    """Buffers of one word: ``θ`` and back-pointers (T_max × q), ``δ`` twice (q), ``ŷ``."""
+    t_max = 1
+    for i in range(offsets.size - 1):
+        t_max = max(t_max, offsets[i + 1] - offsets[i])
+    theta = np.empty((t_max, q))
+    back = np.zeros((t_max, q), dtype=np.int64)
+    return theta, back, np.empty(q), np.empty(q), np.empty(t_max, dtype=np.int64)
+
+
 @njit(cache=True, fastmath=_DOT_FLAGS)
 def _node_scores(features, a, T, w, q, theta):
     """``θ_t(l) = U_l x_t + [t = 1] b^s_l + [t = T] b^e_l`` into ``theta[:T]``."""
@@ -97,7 +105,7 @@ def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back
     """Viterbi on ``θ`` (+ the loss term ``[l ≠ y_t]·unit`` when ``augment``) into ``out[:T]``.
 
     ``δ_1 = θ_1``, ``δ_t(l) = θ_t(l) + max_{l'} (δ_{t−1}(l') + G[l', l])``;
-    ties go to the smallest state.  The loss term is added as the numpy path
+    ties go to the smallest state.  The loss term is added as the model
     adds it (``θ + unit``, then ``− unit`` at the true state).
     """
     for l in range(q):
@@ -158,7 +166,6 @@ def chain_pass(
     avg_w,
     avg_ell,
     avg_k0,
-    steps,
 ):
     """One BCFW pass over the blocks ``order`` (in place); returns ``Σ γ``.
 
@@ -196,23 +203,14 @@ def chain_pass(
         ``w̄`` (D,) and ``ℓ̄`` (1,).
     avg_k0 : int
         Averaging updates before this pass.
-    steps : ndarray (len(order),)
-        Receives every block step ``γ``.
     """
     n = offsets.size - 1
     d = features.shape[1]
     qd = q * d
     gstart = qd + 2 * q
     scale = lam * n
-    t_max = 1
-    for i in range(n):
-        t_max = max(t_max, offsets[i + 1] - offsets[i])
-    theta = np.empty((t_max, q))
-    back = np.zeros((t_max, q), dtype=np.int64)
-    delta = np.empty(q)
-    prev = np.empty(q)
-    y_hat = np.empty(t_max, dtype=np.int64)
-    dE = np.empty((t_max, q))
+    theta, back, delta, prev, y_hat = _workspace(offsets, q)
+    dE = np.empty((theta.shape[0], q))
     dC = np.empty(q * q)
     total = 0.0
     for s in range(order.size):
@@ -286,7 +284,6 @@ def chain_pass(
             for j in range(w.size):
                 avg_w[j] = avg_w[j] * (1.0 - rho) + rho * w[j]
             avg_ell[0] = avg_ell[0] * (1.0 - rho) + rho * ell[0]
-        steps[s] = gamma
         total += gamma
     return total
 
@@ -299,15 +296,8 @@ def chain_oracle_pass(features, offsets, labels, w, q, normalize, augment, out_l
     returns ``Σ_i L_i(ŷ_i)`` (0 when not ``augment``).
     """
     n = offsets.size - 1
-    t_max = 1
-    for i in range(n):
-        t_max = max(t_max, offsets[i + 1] - offsets[i])
     gstart = q * features.shape[1] + 2 * q
-    theta = np.empty((t_max, q))
-    back = np.zeros((t_max, q), dtype=np.int64)
-    delta = np.empty(q)
-    prev = np.empty(q)
-    y_hat = np.empty(t_max, dtype=np.int64)
+    theta, back, delta, prev, y_hat = _workspace(offsets, q)
     loss = 0.0
     for i in range(n):
         a = offsets[i]

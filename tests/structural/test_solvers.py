@@ -17,12 +17,12 @@ from kernfw import StructuredSVM
 from kernfw.datasets import make_chains
 from kernfw.fw import Certificate
 from kernfw.operators import Features, Gram, KernelFunction
-from kernfw.solvers.cutting_plane import solve_structural_cutting_plane
 from kernfw.solvers.multiclass import solve_multiclass
 from kernfw.solvers.structural import (
     BCFW,
     StructuredProblem,
     solve_structural_bcfw,
+    solve_structural_cutting_plane,
     solve_structural_fw,
 )
 from kernfw.structured import Chain, Matching, MultiClass, StructuredModel
@@ -325,7 +325,7 @@ def test_multiclass_dual_block_steps_equal_structural_bcfw():
     lam = 0.1
     structural = BCFW(StructuredProblem(MultiClass(4), X, y, lam), random_state=3)
     dual = MulticlassDual(Features(X), y, "max_hinge", lam)
-    block = BlockFW(dual, *dual.start(), random_state=3, block_step="fw", compiled=False)
+    block = BlockFW(dual, *dual.start(), random_state=3, block_step="fw")
     for t in range(40):
         structural.step(t)
         block.step(t)
@@ -394,15 +394,13 @@ def test_bad_solver_arguments():
         solve_structural_bcfw(MultiClass(4), X, y, 0.1, sample="cyclic")
     with pytest.raises(ValueError, match="check_every"):
         solve_structural_bcfw(MultiClass(4), X, y, 0.1, check_every=0)
-    with pytest.raises(ValueError, match="compiled"):
-        solve_structural_bcfw(MultiClass(4), X, y, 0.1, compiled="yes")
 
 
 # -- SSG baseline -------------------------------------------------------------------------------
 
 
 def test_ssg_first_step_and_run():
-    from kernfw.solvers.subgradient import StructuralSSG, solve_structural_ssg
+    from kernfw.solvers.structural import StructuralSSG, solve_structural_ssg
 
     X, y = multiclass_data()
     problem = StructuredProblem(MultiClass(4), X, y, 0.1)
@@ -540,8 +538,7 @@ def test_cutting_plane_reaches_cvxpy_on_shifted_and_scaled_data(shift, scale):
 
 
 def test_cutting_plane_working_set_keeps_no_duplicate_and_drops_idle_cuts():
-    from kernfw.solvers.cutting_plane import CuttingPlane
-    from kernfw.solvers.structural import StructuredProblem
+    from kernfw.solvers.structural import CuttingPlane, StructuredProblem
 
     X, y = multiclass_data()
     iterate = CuttingPlane(StructuredProblem(MultiClass(4), X, y, 0.3), max_idle=2)
@@ -806,34 +803,29 @@ def test_outputs_as_plain_lists():
     assert lists.score(X, [y.tolist() for y in Y]) == arrays.score(X, Y)
 
 
-# -- compiled chain passes (kernfw.solvers._chain_numba) ------------------------------------------
-
-
-@pytest.fixture
-def numba_enabled(monkeypatch):
-    """Both paths are tested even when the run sets KERNFW_DISABLE_NUMBA (needs numba)."""
-    pytest.importorskip("numba")
-    monkeypatch.delenv("KERNFW_DISABLE_NUMBA", raising=False)
-    return monkeypatch
+# -- the compiled chain core (kernfw.solvers.structural._numba) ----------------------------------
 
 
 def _chain_iterates(compiled, averaging, step, passes=6):
+    """BCFW passes on a chain problem: compiled, or the model's own block steps (the generic
+    path of every other model)."""
     X, Y = make_chains(25, n_states=4, n_features=5, length=(1, 7), noise=1.0, random_state=3)
-    problem = StructuredProblem(Chain(4), X, Y, 0.05, compiled=compiled)
+    problem = StructuredProblem(Chain(4), X, Y, 0.05)
+    problem.chain = compiled
     iterate = BCFW(problem, averaging=averaging, step=step, random_state=0)
     for t in range(passes):
         iterate.step(t)
+    problem.chain = True  # both certify with the compiled oracle pass
     return iterate
 
 
 @pytest.mark.parametrize("averaging", [False, True])
 @pytest.mark.parametrize("step", ["line_search", "standard"])
-def test_compiled_chain_bcfw_equals_numpy(averaging, step, numba_enabled):
+def test_compiled_chain_bcfw_equals_model_block_steps(averaging, step):
     """Same block order, same formulas: the iterates agree to rounding (not bit for bit:
     the compiled pass sums the node scores in another order and never forms z)."""
     ref = _chain_iterates(False, averaging, step)
     fast = _chain_iterates(True, averaging, step)
-    assert fast.compiled and not ref.compiled
     scale = np.max(np.abs(ref.w))
     np.testing.assert_allclose(fast.w, ref.w, rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(fast.stats, ref.stats, rtol=0, atol=1e-10)
@@ -841,38 +833,29 @@ def test_compiled_chain_bcfw_equals_numpy(averaging, step, numba_enabled):
     np.testing.assert_allclose(fast.block_gaps, ref.block_gaps, rtol=0, atol=1e-10)
     assert fast.ell == pytest.approx(ref.ell, abs=1e-12)
     assert fast.k == ref.k and fast.oracle_calls == ref.oracle_calls
-    a, b = fast.certificate(), ref.certificate()  # compiled vs numpy oracle passes
+    a, b = fast.certificate(), ref.certificate()
     assert a.gap == pytest.approx(b.gap, rel=1e-9) and a.primal == pytest.approx(b.primal)
     if averaging:
         assert fast.average.k == ref.average.k
         np.testing.assert_allclose(fast.average["w"], ref.average["w"], atol=1e-10 * scale)
 
 
-def test_compiled_chain_oracle_pass_equals_numpy(numba_enabled):
+def test_compiled_chain_oracle_pass_equals_model_decoding():
     X, Y = make_chains(30, n_states=3, n_features=4, length=(1, 6), random_state=1)
     w = np.random.default_rng(0).normal(size=Chain(3).initialize(X, Y).size_joint_feature)
-    phi_c, loss_c = StructuredProblem(Chain(3), X, Y, 0.1, compiled=True).oracle_pass(w)
-    phi_n, loss_n = StructuredProblem(Chain(3), X, Y, 0.1, compiled=False).oracle_pass(w)
+    problem = StructuredProblem(Chain(3), X, Y, 0.1)
+    phi_c, loss_c = problem.oracle_pass(w)
+    problem.chain = False  # the model's own decoding
+    phi_n, loss_n = problem.oracle_pass(w)
     np.testing.assert_allclose(phi_c, phi_n, atol=1e-12)
     assert loss_c == pytest.approx(loss_n, abs=1e-12) and loss_n > 0
 
 
-@FIXED_BUDGET
-def test_compiled_switch(numba_enabled):
-    monkeypatch = numba_enabled
+def test_compiled_core_serves_chain_models_only():
     X, Y = chain_data()
-    assert BCFW(StructuredProblem(Chain(3), X, Y, 0.1)).compiled
-    assert not BCFW(StructuredProblem(Matching(), *_matchings(), 0.1)).compiled
-    with pytest.raises(ValueError, match="not a Chain"):
-        StructuredProblem(MultiClass(4), *multiclass_data(), 0.1, compiled=True)
-    monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
-    assert not BCFW(StructuredProblem(Chain(3), X, Y, 0.1)).compiled
-    with pytest.raises(ValueError, match="KERNFW_DISABLE_NUMBA"):
-        StructuredProblem(Chain(3), X, Y, 0.1, compiled=True)
-    result = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=3, random_state=0)
-    monkeypatch.delenv("KERNFW_DISABLE_NUMBA")
-    again = solve_structural_bcfw(Chain(3), X, Y, 0.1, max_iter=3, random_state=0)
-    np.testing.assert_allclose(again["w"], result["w"], atol=1e-12)
+    assert StructuredProblem(Chain(3), X, Y, 0.1).chain
+    assert not StructuredProblem(Matching(), *_matchings(), 0.1).chain
+    assert not StructuredProblem(MultiClass(4), *multiclass_data(), 0.1).chain
 
 
 def _matchings():

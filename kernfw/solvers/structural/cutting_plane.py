@@ -1,4 +1,4 @@
-"""The 1-slack cutting-plane baseline for structural SVMs (SVMstruct; [LacosteJulien2013], Figure 1).
+"""The 1-slack cutting plane for structural SVMs (SVMstruct; [LacosteJulien2013], Figure 1).
 
 The method of [Joachims2009] (math.md §3.10) solves the n-slack primal of §3.1
 through its 1-slack form (same optimal ``w`` and value):
@@ -13,9 +13,10 @@ a concave QP over the simplex of the cuts,
 
     max_{β ∈ Δ_k} bᵀβ − ‖Aᵀβ‖²/(2λ),    w = Aᵀβ/λ,
 
-(rows ``a_j`` of ``A``), solved here exactly by the active-set method of
+(rows ``a_j`` of ``A``), solved here by the active-set method of
 :func:`kernfw.solvers.simplex_qp.dense.solve_dense_simplex_qp`, warm-started
-from the previous ``β``.
+from the previous ``β``, to a Frank-Wolfe gap within :data:`QP_GAP_FRACTION` of the
+certified gap of the outer problem (:meth:`CuttingPlane.restricted_rule`).
 
 Scale.  Since ``Σ_j β_j = 1``, ``Aᵀβ = c + Ãᵀβ`` for the centred cuts
 ``ã_j = a_j − c`` and any ``c``; the QP is then ``max_β (b − Ãc/λ)ᵀβ − βᵀQ̃β``
@@ -37,28 +38,27 @@ set starts with the cut of the true outputs (``a = 0``, ``b = 0``: ``ξ ≥ 0``)
 
 import numpy as np
 
-from ..fw import FWIterate, run
-from .simplex_qp.dense import solve_dense_simplex_qp
-from .structural import StructuredProblem
+from ...fw import StoppingRule
+from ..simplex_qp.dense import solve_dense_simplex_qp
+from .iterate import OraclePassIterate
 
-__all__ = ["CuttingPlane", "solve_structural_cutting_plane", "MAX_IDLE"]
+__all__ = ["CuttingPlane", "MAX_IDLE", "QP_GAP_FRACTION"]
 
 #: iterations a cut may keep zero weight before it leaves the working set
 MAX_IDLE = 50
+#: the restricted QP's Frank-Wolfe gap, as a fraction of the outer certified gap
+QP_GAP_FRACTION = 0.1
+#: the floor of the restricted QP's absolute tolerance
+QP_TOL_MIN = 1e-13
 
 
-class CuttingPlane(FWIterate):
+class CuttingPlane(OraclePassIterate):
     """1-slack cutting-plane iterate: the working set of cuts, ``β`` and ``w = Aᵀβ/λ``.
 
     Parameters
     ----------
     problem : kernfw.solvers.structural.StructuredProblem
         Data, oracles and ``λ``.
-    qp_rtol : float
-        The restricted QP is solved to a FW gap ``≤ qp_rtol · g`` (``g`` the
-        current certified gap; at least ``qp_tol_min``).
-    qp_tol_min : float
-        Floor of the restricted QP's tolerance.
     max_idle : int
         Iterations a cut may keep zero weight before it leaves the working set.
 
@@ -76,39 +76,18 @@ class CuttingPlane(FWIterate):
         ``Aᵀβ/λ``.
     """
 
-    gap_scale = "primal"
-
-    def __init__(self, problem, qp_rtol=0.1, qp_tol_min=1e-13, max_idle=MAX_IDLE):
-        self.problem = problem
-        self.qp_rtol, self.qp_tol_min = float(qp_rtol), float(qp_tol_min)
+    def __init__(self, problem, max_idle=MAX_IDLE):
+        super().__init__(problem)
         self.max_idle = int(max_idle)
         self.A = np.zeros((1, problem.dim))  # the cut of the true outputs: ξ ≥ 0
         self.b = np.zeros(1)
         self.beta = np.ones(1)
         self.idle = np.zeros(1, dtype=np.intp)
-        self.w = np.zeros(problem.dim)
-        self.passes = 0
         self.qp_iterations = 0
-        self._oracle = None
         self._gap = np.inf
 
-    def _current_oracle(self):
-        if self._oracle is None:
-            self._oracle = self.problem.oracle_pass(self.w)
-        return self._oracle
-
     def certificate(self):
-        p = self.problem
-        cert = p.certificate(
-            self.w,
-            float(self.b @ self.beta),
-            {
-                "oracle_calls": self.passes * p.n,
-                "pass": float(self.passes),
-                "cuts": float(self.b.size),
-            },
-            oracle=self._current_oracle(),
-        )
+        cert = self.certify(float(self.b @ self.beta), cuts=float(self.b.size))
         self._gap = cert.gap
         return cert
 
@@ -132,25 +111,27 @@ class CuttingPlane(FWIterate):
         """Remove the cuts whose weight has been zero for more than ``max_idle`` iterations."""
         keep = self.idle <= self.max_idle
         if not keep.all():
-            self.A, self.b, self.beta, self.idle = (
-                self.A[keep],
-                self.b[keep],
-                self.beta[keep],
-                self.idle[keep],
-            )
+            self.A, self.b = self.A[keep], self.b[keep]
+            self.beta, self.idle = self.beta[keep], self.idle[keep]
+
+    def restricted_rule(self):
+        """The restricted QP's stopping rule: an absolute Frank-Wolfe gap of
+        :data:`QP_GAP_FRACTION` times the last certified gap (1 before the first one),
+        at least :data:`QP_TOL_MIN`."""
+        gap = self._gap if np.isfinite(self._gap) else 1.0
+        return StoppingRule(max(QP_GAP_FRACTION * gap, QP_TOL_MIN), "absolute")
 
     def solve_restricted(self):
         """Maximize ``bᵀβ − ‖Aᵀβ‖²/(2λ)`` over the simplex from the current ``β``, on cuts
         centred at ``c = Aᵀβ`` (see the module docstring); update ``w``."""
         p = self.problem
-        gap = self._gap if np.isfinite(self._gap) else 1.0
         c = self.A.T @ self.beta
         centred = self.A - c
         beta, _, n_iter = solve_dense_simplex_qp(
             centred @ centred.T / (2.0 * p.lam),
             self.b - (centred @ c) / p.lam,
             self.beta,
-            tol=max(self.qp_rtol * gap, self.qp_tol_min),
+            tol=self.restricted_rule().tol,
         )
         self.qp_iterations += n_iter
         self.beta = beta
@@ -158,72 +139,10 @@ class CuttingPlane(FWIterate):
         self.w = (self.A.T @ self.beta) / p.lam
 
     def step(self, t):
-        phi_hat, loss = self._current_oracle()
-        self._oracle = None
-        added = self.add_cut(phi_hat, loss)
+        added = self.add_cut(*self.next_pass())
         self.solve_restricted()
         self.drop_idle_cuts()
-        self.passes += 1
         return float(self.beta[-1]) if added else 0.0  # the weight the new cut received
 
     def solution(self):
         return {"w": self.w.copy(), "beta": self.beta.copy(), "cuts": self.b.size}
-
-
-def solve_structural_cutting_plane(
-    model,
-    X,
-    Y,
-    lam,
-    *,
-    max_iter=200,
-    tol=1e-3,
-    qp_rtol=0.1,
-    max_time=None,
-    callback=None,
-    compiled="auto",
-):
-    """1-slack cutting plane (SVMstruct) for the structural SVM, with the certified gap.
-
-    Parameters
-    ----------
-    model : StructuredModel
-        Joint features, loss and oracles.
-    X, Y : sequences
-        Training inputs and outputs.
-    lam : float
-        ``λ > 0``.
-    max_iter : int
-        Iterations; each is one oracle pass (one new cut) and one restricted QP.
-    tol : float
-        Relative tolerance: stop when the duality gap ``P(w) − D(β) ≤ tol·|P(w)|``
-        (the n-slack gap of math.md §3.3, computed every iteration from the pass
-        that makes the cut).
-    qp_rtol : float
-        Relative accuracy of each restricted QP (see :class:`CuttingPlane`).
-    max_time : float or None
-        Wall-clock budget (s).
-    callback : callable or None
-        ``callback(row) -> bool`` on each history row.
-    compiled : bool or "auto"
-        Compiled oracle passes for a Chain model
-        (:class:`~kernfw.solvers.structural.StructuredProblem`).
-
-    Returns
-    -------
-    FWResult
-        ``solution["w"]``, ``["beta"]`` (weights of the cuts); history columns
-        ``oracle_calls``, ``pass`` and ``cuts`` (working-set size).
-    """
-    problem = StructuredProblem(model, X, Y, lam, compiled=compiled)
-    return run(
-        CuttingPlane(problem, qp_rtol=qp_rtol),
-        tol=tol,
-        max_iter=max_iter,
-        max_time=max_time,
-        check_every=1,
-        callback=callback,
-        keep_best=True,
-        remedy="increase max_iter or tol",
-        name="structural SVM cutting plane",
-    )
