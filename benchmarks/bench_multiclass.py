@@ -21,8 +21,8 @@ Prints, measured in one run (interleaved, repeated, medians):
     (digits at 1e-4, wine and iris at 1e-6), exact block steps (the default, math.md
     §1.13–§1.14) against FW block steps; ``--parts k``;
 plus the table of top-1/3/5 test error of the six losses on digits (RBF), the
-numba compile time of the compiled BCFW passes (j), the time of one BCFW pass
-compiled vs with numpy block steps (s) and of one block visit of the compiled CSR
+numba compile time of the compiled BCFW passes (j), the time of one compiled BCFW
+pass (s) and of one block visit of the compiled CSR
 pass on MNIST-5000 (v, not in the default parts).  JIT compilation is excluded from every
 ratio: each timed kernfw run follows a warm-up call on its operator.
 
@@ -188,11 +188,8 @@ def part_jit():
 
 # -- speed of a pass -----------------------------------------------------------------------------
 def part_speedup(repeats):
-    """Time of one full BCFW pass: compiled (numba) vs numpy block steps, interleaved."""
-    print(
-        "\n(speed-up) one full BCFW pass (max hinge, lam=1e-2, no shrinking): numpy block "
-        "steps vs compiled"
-    )
+    """Time of one full compiled BCFW pass (the median of ``repeats``)."""
+    print("\n(speed) one full compiled BCFW pass (max hinge, lam=1e-2, no shrinking)")
     cases = [
         ("digits linear Features", Features(digits()[0]), digits()[1]),
         ("digits RBF Gram", make_operator(digits()[0], "rbf", gamma="scale"), digits()[1]),
@@ -203,25 +200,15 @@ def part_speedup(repeats):
     rows = []
     for name, op, y in cases:
         problem = MulticlassDual(op, y, "max_hinge", lam=1e-2)
-        its = {}
-        for compiled in (True, False):
-            At, S = problem.start()
-            its[compiled] = BlockFW(
-                problem, At, S, random_state=0, sample="perm", compiled=compiled
-            )
-            its[compiled].step(0)  # warm-up (JIT / cache load)
-        times = {True: [], False: []}
-        for r in range(repeats):  # interleaved
-            for compiled, it in its.items():
-                t0 = time.perf_counter()
-                it.step(1 + r)
-                times[compiled].append(time.perf_counter() - t0)
-        fast, slow = median(times[True]), median(times[False])
-        rows.append((name, op.n, slow, fast, slow / fast))
-        print(
-            f"  {name:28s} n={op.n:5d}  numpy {1e3 * slow:9.2f} ms   compiled "
-            f"{1e3 * fast:7.3f} ms   speed-up {slow / fast:6.1f}x"
-        )
+        it = BlockFW(problem, *problem.start(), random_state=0, sample="perm")
+        it.step(0)  # warm-up (JIT / cache load)
+        times = []
+        for r in range(repeats):
+            t0 = time.perf_counter()
+            it.step(1 + r)
+            times.append(time.perf_counter() - t0)
+        rows.append((name, op.n, median(times)))
+        print(f"  {name:28s} n={op.n:5d}  compiled {1e3 * median(times):7.3f} ms")
     return rows
 
 
@@ -245,16 +232,13 @@ def part_visit(repeats, C=1.0, rounds=6, passes=3):
     it = BlockFW(
         problem,
         *problem.start(),
-        rtol=1e-4,
+        tol=1e-4,
         random_state=0,
         sample="perm",
         shrinking=True,
         shrink_classes=True,
         adaptive=True,
     )
-    if not it.compiled:
-        print("\n(visit) compiled passes unavailable, skipped")
-        return []
     print(
         f"\n(visit) one block visit of the compiled CSR pass, MNIST-5000, C = {C:g}, after "
         f"{rounds} rounds of the default BCFW; {repeats} repeats from the same state"
@@ -274,7 +258,7 @@ def part_visit(repeats, C=1.0, rounds=6, passes=3):
                 a[...] = saved
             steps, gaps = np.zeros(order.size), np.zeros(order.size)
             t0 = time.thread_time()
-            it.backend.run(order, it.k, steps, gaps)
+            it.run_pass(order, steps, gaps)
             times.append((time.thread_time() - t0) / order.size)
         it._shrink(order, steps, gaps)
         rows.append((k, order.size, classes, median(times), min(times)))
@@ -375,15 +359,14 @@ def cvxpy_solve(F, y, lam, timeout):
         proc.join()
 
 
-def time_to_rel_gap(op, y, lam, solver, rtol, max_iter, max_time=30.0):
+def time_to_rel_gap(op, y, lam, solver, tol, max_iter, max_time=30.0):
     kw = dict(BCFW, check_every=10) if solver == "bcfw" else dict(solver=solver)
     res = solve_multiclass(
         op,
         y,
         loss="max_hinge",
         lam=lam,
-        tol=0.0,
-        rtol=rtol,
+        tol=tol,
         max_iter=max_iter,
         max_time=max_time,
         random_state=0,
@@ -435,16 +418,15 @@ def part_b(n_lin, n_rbf, lam, repeats, cvxpy_timeout):
 
 
 # -- (c) ------------------------------------------------------------------------------------
-def kernfw_time_to_target(X, y, lam, solver, target, max_iter, compiled="auto"):
+def kernfw_time_to_target(X, y, lam, solver, target, max_iter):
     """Wall time until the first certified iterate with P ≤ target (from history)."""
-    kw = dict(BCFW, check_every=10, compiled=compiled) if solver == "bcfw" else dict(solver=solver)
+    kw = dict(BCFW, check_every=10) if solver == "bcfw" else dict(solver=solver)
     res = solve_multiclass(
         Features(X),
         y,
         loss="max_hinge",
         lam=lam,
-        tol=0.0,
-        rtol=1e-7,
+        tol=1e-7,
         max_iter=max_iter,
         max_time=60.0,
         random_state=0,
@@ -596,7 +578,7 @@ VARIANTS = {
 }
 
 
-def bcfw_time_to(op, y, lam, target, max_time, rtol=1e-9, random_state=0, **kw):
+def bcfw_time_to(op, y, lam, target, max_time, tol=1e-9, random_state=0, **kw):
     """Wall time of a BCFW run until its first certificate with ``P ≤ target``."""
     res = solve_multiclass(
         op,
@@ -606,8 +588,7 @@ def bcfw_time_to(op, y, lam, target, max_time, rtol=1e-9, random_state=0, **kw):
         solver="bcfw",
         sample="perm",
         shrinking=True,
-        tol=0.0,
-        rtol=rtol,
+        tol=tol,
         max_iter=100_000,
         max_time=max_time,
         random_state=random_state,
@@ -650,8 +631,7 @@ def part_d(repeats, quick, rel=1e-4, max_time=60.0):
                 lam=lam,
                 solver="bcfw",
                 sample="perm",
-                tol=0.0,
-                rtol=1e-9,
+                tol=1e-9,
                 max_iter=100_000,
                 check_every=10,
                 random_state=0,
@@ -661,7 +641,7 @@ def part_d(repeats, quick, rel=1e-4, max_time=60.0):
             t_svc, t_k = [], {v: [] for v in variants}
             for rep in range(repeats):  # interleaved; repeat r: block order seed r
                 t_svc.append(linearsvc_time_to_target(X, y, lam, target)[0])
-                for v, kw in variants.items():  # rtol: certified (P − P*)/P* ≤ rel
+                for v, kw in variants.items():  # tol: certified (P − P*)/P* ≤ rel
                     t_k[v].append(
                         bcfw_time_to(
                             op,
@@ -669,7 +649,7 @@ def part_d(repeats, quick, rel=1e-4, max_time=60.0):
                             lam,
                             target,
                             max_time,
-                            rtol=rel / (1 + rel),
+                            tol=rel / (1 + rel),
                             random_state=rep,
                             **kw,
                         )[0]
@@ -777,8 +757,7 @@ def part_losses(repeats, quick):
                 loss=loss,
                 lam=1.0 / n,
                 solver="bcfw",
-                tol=0.0,
-                rtol=tol,
+                tol=tol,
                 max_iter=max_iter,
                 check_every="auto",
                 random_state=0,

@@ -81,6 +81,23 @@ SIMPLEX_QP = [
 #: the multi-category package, bottom up: a module imports only the modules before it
 MULTICLASS = ["_lmo", "_block_qp", "_gram_numba", "problem", "_numba", "iterate", "pg", "solve"]
 
+#: the MKL package, bottom up: the online method (compiled core, regularizers, marginals,
+#: kernel groups, iterates) and the alternating methods (feature blocks, inner SVMs, the
+#: weight iterate, CSKL, the baselines)
+MKL = [
+    "_online_numba",
+    "_inner_l2svm_numba",
+    "prox",
+    "crf",
+    "kernel_groups",
+    "online",
+    "feature_blocks",
+    "inner_svm",
+    "weights",
+    "cskl",
+    "baselines",
+]
+
 #: the structural package, bottom up
 STRUCTURAL = ["_numba", "problem", "iterate", "cutting_plane", "subgradient", "solve"]
 
@@ -222,6 +239,7 @@ def test_architecture_page_holds_no_issue_history():
     [
         ("kernfw.solvers.simplex_qp", SIMPLEX_QP),
         ("kernfw.solvers.multiclass", MULTICLASS),
+        ("kernfw.solvers.mkl", MKL),
         ("kernfw.solvers.structural", STRUCTURAL),
     ],
 )

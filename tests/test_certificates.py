@@ -130,7 +130,6 @@ def multiclass_problems(draw):
         steps = ["auto", "fw", "pairwise", "exact"] if hinge else ["auto", "fw"]
         options = dict(
             block_step=draw(st.sampled_from(steps)),
-            compiled=draw(st.sampled_from(["auto", False])),
             shrinking=draw(st.booleans()),
             random_state=seed,
         )

@@ -406,7 +406,12 @@ def test_ctrl_c_during_a_warm_refit_keeps_the_previous_model_whole():
 # ---------------------------------------------------------------------------
 # the command line: SIGINT from outside, exit status 130, the same command resumes
 # ---------------------------------------------------------------------------
-def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_path):
+@pytest.mark.parametrize(
+    "jobs",
+    [["--jobs", "1"], pytest.param(["--jobs", "2", "--no-warm-start"], marks=pytest.mark.slow)],
+)
+def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_path, jobs):
+    """SIGINT to the command (serial, or the parent of two loky workers)."""
     folder, out, data = tmp_path / "ckpt", tmp_path / "sweep.csv", tmp_path / "data.npz"
     X, y = make_classification(
         n_samples=600, n_features=20, n_informative=8, n_classes=4, random_state=0
@@ -414,7 +419,7 @@ def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_pat
     np.savez(data, X=X, y=y)
     command = [sys.executable, "-m", "kernfw", "sweep", "--data", str(data), "--model",
                "multiclass", "--tol", "1e-5", "--values", ",".join(map(str, VALUES)),
-               "--checkpoint", str(folder), "--out", str(out)]  # fmt: skip
+               "--checkpoint", str(folder), "--out", str(out), *jobs]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)  # fmt: skip

@@ -91,10 +91,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         estimator).  "bcfw" (the fastest to the default tolerance, measured in
         docs/benchmarks.md): block-coordinate FW, one pass over the data per
         iteration; for the max and structured hinge it takes pairwise block
-        steps (math.md §3.9); each pass runs compiled (numba) for the linear
-        kernel and for stored Gram matrices (precomputed, or any kernel when
-        the n × n matrix fits), and in numpy otherwise or with
-        ``KERNFW_DISABLE_NUMBA=1``.  "lsfw": FW with exact line search;
+        steps (math.md §3.9); each pass runs compiled (numba), on explicit
+        features, a stored Gram matrix or the kernel columns of an on-the-fly
+        kernel (a built-in loss).  "lsfw": FW with exact line search;
         "stdfw": FW with the standard step ``2/(t+2)``; "pg": the
         projected-subgradient baseline (``smoothing=0``), whose iterate stays dual
         feasible: it certifies its gap and stops on ``tol`` (math.md §1.11).
@@ -333,8 +332,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
                 solver=self.solver,
                 n_classes=classes.size,
                 A_init=A_init,
-                tol=0.0,
-                rtol=self.tol,
+                tol=self.tol,
                 max_iter=self.max_iter,
                 max_time=self.max_time,
                 check_every=self.check_every,

@@ -328,8 +328,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
                 solver="bcfw",
                 block_step="pairwise",
                 n_classes=m,
-                tol=0.0,
-                rtol=self.tol,
+                tol=self.tol,
                 max_iter=self.max_iter,
                 name="StructuredSVM solver='pairwise'",
                 remedy="increase max_iter, loosen tol, use a smaller C (a larger lam), "

@@ -325,7 +325,7 @@ def test_multiclass_dual_block_steps_equal_structural_bcfw():
     lam = 0.1
     structural = BCFW(StructuredProblem(MultiClass(4), X, y, lam), random_state=3)
     dual = MulticlassDual(Features(X), y, "max_hinge", lam)
-    block = BlockFW(dual, *dual.start(), random_state=3, block_step="fw", compiled=False)
+    block = BlockFW(dual, *dual.start(), random_state=3, block_step="fw")
     for t in range(40):
         structural.step(t)
         block.step(t)

@@ -16,16 +16,15 @@ computed in log space by the forward–backward recursions
 
 ``log Z = logsumexp(α_T)``, ``μ_t = exp(α_t + β_t − log Z)`` and the pair marginal
 ``exp(α_t(a) + G_{ab} + θ_{t+1}(b) + β_{t+1}(b) − log Z)``.  One position is the softmax.
-The recursion runs compiled (``kernfw.solvers._online_mkl_numba.forward_backward``) when
-numba is available; :func:`chain_marginals_numpy` is the same recursion in numpy.
+The recursion runs compiled (:func:`kernfw.solvers.mkl._online_numba.forward_backward`).
 """
 
 import numpy as np
 from scipy.special import logsumexp
 
-from ..._compiled import compiled_module
+from ._online_numba import forward_backward
 
-__all__ = ["chain_marginals", "chain_marginals_numpy", "softmax_marginals"]
+__all__ = ["chain_marginals", "softmax_marginals"]
 
 
 def softmax_marginals(scores):
@@ -64,32 +63,9 @@ def chain_marginals(theta, G):
     log_z : float
         ``log Σ_y exp f(y)``.
     """
-    compiled = compiled_module("kernfw.solvers._online_mkl_numba")
-    if compiled is None:
-        return chain_marginals_numpy(theta, G)
     theta = np.ascontiguousarray(theta, dtype=float)
     G = np.ascontiguousarray(G, dtype=float)
     mu = np.empty_like(theta)
     pairs = np.empty_like(G)
-    log_z = compiled.forward_backward(theta, G, mu, pairs)
+    log_z = forward_backward(theta, G, mu, pairs)
     return mu, pairs, float(log_z)
-
-
-def chain_marginals_numpy(theta, G):
-    """:func:`chain_marginals` in numpy (the reference of the compiled recursion)."""
-    theta = np.asarray(theta, dtype=float)
-    G = np.asarray(G, dtype=float)
-    T, q = theta.shape
-    alpha = np.empty((T, q))
-    beta = np.zeros((T, q))
-    alpha[0] = theta[0]
-    for t in range(1, T):
-        alpha[t] = theta[t] + logsumexp(alpha[t - 1][:, None] + G, axis=0)
-    for t in range(T - 2, -1, -1):
-        beta[t] = logsumexp(G + (theta[t + 1] + beta[t + 1])[None, :], axis=1)
-    log_z = float(logsumexp(alpha[-1]))
-    mu = np.exp(alpha + beta - log_z)
-    pair_counts = np.zeros((q, q))
-    for t in range(T - 1):
-        pair_counts += np.exp(alpha[t][:, None] + G + (theta[t + 1] + beta[t + 1])[None, :] - log_z)
-    return mu, pair_counts, log_z

@@ -13,8 +13,7 @@ pass over the support rows of ``Φ``, summed in float64.
 
 import numpy as np
 
-from ..._compiled import compiled_module
-from ..simplex_qp import coordinate
+from ..simplex_qp._coordinate_numba import blocks_primal
 from ..simplex_qp.coordinate import FeatureBlockWeights
 
 __all__ = ["FeatureBlocks", "WeightedFeatureBlocks"]
@@ -79,7 +78,6 @@ class FeatureBlocks:
             block[...] = m
             self.sq_norms[:, j] = np.einsum("ij,ij->i", block, block, dtype=np.float64)
         self.n, self.p = n, len(mats)
-        self._module = compiled_module("kernfw.solvers.simplex_qp._coordinate_numba")
 
     @classmethod
     def of(cls, kernels):
@@ -106,15 +104,14 @@ class FeatureBlocks:
         """``d_j = Σ_r ‖Φ_jᵀ v_r‖²`` for the rows ``v_r`` of ``coef`` (r, n), shape (p,).
 
         ``Φᵀ v`` is summed in float64 over the rows with ``v_i ≠ 0`` (:func:`blocks_primal
-        <kernfw.solvers.simplex_qp.coordinate.blocks_primal>` with unit weights).
+        <kernfw.solvers.simplex_qp._coordinate_numba.blocks_primal>` with unit weights).
         """
-        funcs = self._module if self._module is not None else coordinate
         ones = np.ones(self.p)
         unit = np.ones(self.n)
         total = np.zeros(self.features.shape[1])
         u = np.empty_like(total)
         u_abs = np.empty_like(total)
         for v in np.asarray(coef, dtype=np.float64):
-            funcs.blocks_primal(self.features, self.starts, self.ends, ones, unit, v, u, u_abs)
+            blocks_primal(self.features, self.starts, self.ends, ones, unit, v, u, u_abs)
             total += u * u
         return np.add.reduceat(total, self.starts) if total.size else np.zeros(self.p)

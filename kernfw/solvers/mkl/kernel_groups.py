@@ -11,36 +11,30 @@ computes from them
   ``Σ_k s_k K_k[P, S] B`` (:meth:`KernelGroups.combined`) and the inner products
   ``⟨δ, K_k[P, S] B⟩`` of the norm identity (:meth:`KernelGroups.shared_inner`),
 
-in compiled code (``kernfw.solvers._online_mkl_numba``) or in numpy.
+in compiled code (:mod:`kernfw.solvers.mkl._online_numba`).
 
 **Support in slot order.**  Positions enter the support in the order they first get a
 coefficient and keep their *slot*; coefficient arrays are stored by slot, so the
 support's rows are the contiguous prefix ``[:n_S]``.
 
-**Kernel blocks.**  Operators whose :meth:`~kernfw.operators.KernelOperator.column_view`
-is a Gram matrix are read directly; kernels of inner products on dense features
-("rbf", "product", possibly "scaled" by a trace normalization) share one product
-``X_P X_Sᵀ`` per feature matrix, from which every such group's values follow
-(:meth:`~kernfw.operators.pairwise.PairwiseKernel.from_products`); the products of the
-positions of the next few rounds are computed in one matrix product
-(:meth:`KernelGroups.prefetch`).  Other operators are read through ``columns``.
+**Kernel blocks.**  Kernels of inner products on dense features (linear, polynomial,
+sigmoid and RBF kernels, possibly scaled by a trace normalization; :func:`_product_kernel`)
+share one product ``X_P X_Sᵀ`` per feature matrix, from which the compiled *program*
+evaluates every such group; the products of the positions of the next few rounds are
+computed in one matrix product (:meth:`KernelGroups.prefetch`).  Other operators are read
+through ``columns``.
 """
 
 import numpy as np
 
-from ..._compiled import compiled_module
 from ..._threads import thread_limit
+from . import _online_numba as backend
 
-__all__ = ["KernelGroups", "ROW_UNVISITED", "ROW_NEW", "ROW_CHANGED"]
-
-#: kinds of a support row ``j`` in an epoch of the epoch average (math.md §4.8), in this
-#: order (a block's largest decides its sums): not visited (``Δ_j = 0``), new in the epoch
-#: (``Δ_j = B_j``), or changed otherwise
-ROW_UNVISITED, ROW_NEW, ROW_CHANGED = 0, 1, 2
+__all__ = ["KernelGroups"]
 
 
 class _Gram:
-    """A group read off a Gram matrix: ``scale · K[P, cols]``."""
+    """A group read off a stored Gram matrix: ``scale · K[P, cols]``."""
 
     def __init__(self, matrix, scale):
         self.matrix, self.scale = matrix, scale
@@ -103,7 +97,7 @@ class _Features:
         self.Xp = X.astype(self.dtype)  # the factors of the products
         self.Xs = np.empty_like(self.Xp)
         self.sq_s = np.empty(X.shape[0])
-        self.groups = []  # (group index, "rbf" gamma or PairwiseKernel, scale)
+        self.groups = []  # rows (group, kind, γ, coef0, power, scale) of the program
         self.row = np.full(X.shape[0], -1, dtype=np.intp)  # prefetched row of a position
         self.Q = np.zeros(0, dtype=np.intp)
         self.ip = np.empty((0, 0))
@@ -119,12 +113,12 @@ class _Features:
         self.bits = self.bits_s = None  # binary features packed in words (:meth:`pack_bits`)
         self._bit_products = None
 
-    def pack_bits(self, backend):
+    def pack_bits(self):
         """Binary features (0/1, e.g. letter images): every row packed into 64-bit words
         (``bits``, and ``bits_s`` in slot order), so that the prefetched products are bit
         counts, ``⟨x, x'⟩ = Σ_w popcount(a_w ∧ b_w)`` (exact, as the float products)."""
         self.bits = self.bits_s = self._bit_products = None
-        if backend is None or self.dtype != np.float32 or not np.all((self.X == 0) | (self.X == 1)):
+        if self.dtype != np.float32 or not np.all((self.X == 0) | (self.X == 1)):
             return
         n, d = self.X.shape
         words = (d + 63) // 64
@@ -189,35 +183,21 @@ class _Features:
         self.ip_tables = self.dist_tables = self.exp_table = None
         if self.half is None or len(self.groups) != Mk:
             return
-        S, d = self.half, self.X.shape[1]
-        self.ip_tables, self.dist_tables = np.zeros((2 * S + 1, Mk)), np.zeros((4 * S + 1, Mk))
-        for k, kernel, scale in self.groups:
-            if isinstance(kernel, float):  # rbf: exp(−γ d)
-                self.dist_tables[:, k] = scale * np.exp(-kernel * np.arange(4 * S + 1))
-            else:
-                values = np.arange(-S, S + 1, dtype=float)[None, :]
-                self.ip_tables[:, k] = scale * kernel.from_products(values, d)[0]
+        S = self.half
         gamma0 = 0.0 if self.gamma0 is None else self.gamma0
         self.exp_table = np.exp(-gamma0 * np.arange(4 * S + 1))  # E of the program
+        # the program at the inner products −S..S, and its RBFs at the distances 0..4S
+        values = np.arange(-S, S + 1, dtype=float)[None, :]
+        ip_values, dist_values = np.empty((Mk, 1, 2 * S + 1)), np.empty((Mk, 1, 4 * S + 1))
+        backend.program_blocks(values, np.ones_like(values), *self.program, ip_values)
+        E = self.exp_table[None, :]
+        backend.program_blocks(np.zeros_like(E), E, *self.program, dist_values)
+        rbf = np.zeros(Mk, dtype=bool)
+        rbf[self.program[0][self.program[1] == backend.RBF]] = True
+        self.ip_tables = np.where(rbf, 0.0, ip_values[:, 0].T)
+        self.dist_tables = np.where(rbf, dist_values[:, 0].T, 0.0)
 
-    def numpy_fill(self, out, ip, sq_rows, sq_cols):
-        """Every group of these features into ``out[k]`` (Mk, T, n_cols), in numpy."""
-        dist = None
-        d = self.X.shape[1]
-        for k, kernel, scale in self.groups:
-            if isinstance(kernel, float):  # rbf: exp(−γ‖x − x'‖²)
-                if dist is None:
-                    dist = sq_rows[:, None] + sq_cols[None, :] - 2.0 * ip
-                    np.maximum(dist, 0.0, out=dist)
-                np.multiply(dist, -kernel, out=out[k])
-                np.exp(out[k], out=out[k])
-            else:
-                out[k] = ip
-                kernel.from_products(out[k], d)
-            if scale != 1.0:
-                out[k] *= scale
-
-    def exponents(self, backend, ip, sq_rows, sq_cols):
+    def exponents(self, ip, sq_rows, sq_cols):
         """``E = exp(−γ_0 D)`` of the program's narrowest RBF (``ip`` itself without RBF)."""
         if self.gamma0 is None:
             return ip
@@ -225,33 +205,21 @@ class _Features:
         backend.rbf_exponents(ip, sq_rows, sq_cols, self.gamma0, E)
         return np.exp(E, out=E)
 
-    def compile_program(self, backend):
-        """The kernels of these features as a *program* of the compiled backend: arrays
-        ``(groups, kinds, gammas, coef0s, powers, scales)`` (None: a kernel it lacks)."""
-        self.program, self.gamma0 = None, None
-        if backend is None:
-            return
-        d = self.X.shape[1]
-        rbf = [kernel for _, kernel, _ in self.groups if isinstance(kernel, float)]
+    def compile_program(self):
+        """The kernels of these features as a *program* of the compiled core: arrays
+        ``(groups, kinds, gammas, coef0s, powers, scales)``; an RBF whose γ is a small
+        multiple ``m`` of the narrowest one's γ_0 is ``exp(−γ_0 D)^m`` (power ``m``, the
+        *ladder*; 0: the real power γ/γ_0)."""
+        rbf = [row[2] for row in self.groups if row[1] == backend.RBF]
         gamma0 = min(rbf) if rbf else None
         rows = []
-        for k, kernel, scale in self.groups:
-            if isinstance(kernel, float):
-                ratio = kernel / gamma0
+        for row in self.groups:
+            if row[1] == backend.RBF:
+                ratio = row[2] / gamma0
                 m = int(round(ratio))
                 ladder = m <= _LADDER and abs(ratio - m) <= 1e-12 * ratio
-                rows.append((k, backend.RBF, kernel, 0.0, m if ladder else 0, scale))
-                continue
-            p = kernel.params
-            gamma, coef0 = p.get("gamma", 1.0 / d), p.get("coef0", 1.0)
-            if kernel.metric == "linear":
-                rows.append((k, backend.LINEAR, 0.0, 0.0, 0, scale))
-            elif kernel.metric in ("poly", "polynomial"):
-                rows.append((k, backend.POLY, gamma, coef0, int(p.get("degree", 3)), scale))
-            elif kernel.metric == "sigmoid":
-                rows.append((k, backend.SIGMOID, gamma, coef0, 0, scale))
-            else:
-                return
+                row = row[:4] + (m if ladder else 0,) + row[5:]
+            rows.append(row)
         # the ladder first, by increasing power (its base, m = 1, is row 0), then the rest
         rows.sort(key=lambda row: (not (row[1] == backend.RBF and row[4] >= 1), row[4]))
         cols = list(zip(*rows))
@@ -270,27 +238,54 @@ class _Features:
 _LADDER = 64
 
 
-class _LazyBlocks:
-    """Kernel blocks ``K_k[P, S]`` of a round kept in a form cheaper than ``(Mk, T, n_S)``
-    values; the scores of :class:`KernelGroups` ask it for their sums."""
+class Blocks:
+    """The kernel blocks ``K_k[P, S]`` of a round (``Mk × T × n_S``, ``S`` the support) and
+    the scores computed from them, compiled (:mod:`kernfw.solvers.mkl._online_numba`).  Coefficients are by
+    slot: ``A`` (Mk, ≥ n_S, q), ``B`` and ``D`` (≥ n_S, q), ``weights`` (≥ n_S, Mk);
+    ``δ`` is (T, q).  Subclasses keep the blocks in a cheaper form than their values."""
+
+    def __init__(self, K):
+        self.K, self.shape = K, K.shape
+
+    def dense(self):
+        """The blocks as an array (Mk, T, n_S)."""
+        return self.K
+
+    def nodes(self, A):
+        """``K_k[P, S] A_k`` for every group, (Mk, T, q)."""
+        K = self.dense()
+        out = np.empty((K.shape[0], K.shape[1], A.shape[2]))
+        backend.group_nodes(K, A, out)
+        return out
+
+    def combined(self, scales, B):
+        """``Σ_k scales[k] K_k[P, S] B``, (T, q)."""
+        out = np.empty((self.shape[1], B.shape[1]))
+        backend.combined_nodes(self.K, scales, B, out)
+        return out
+
+    def shared_inner(self, delta, B):
+        """``⟨δ, K_k[P, S] B⟩`` for every group, (Mk,)."""
+        out = np.empty(self.shape[0])
+        backend.shared_inner(self.K, delta, B, out)
+        return out
 
     def inner_pair(self, delta, B, weights, D, kinds=None):
-        return self.shared_inner(delta, B), _dense_weighted_inner(self.dense(), delta, weights, D)
+        """``(⟨δ, K_k[P, S] B⟩, Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩)`` for every group:
+        the inner products of :meth:`shared_inner` and those of coefficients
+        ``A_k[j] = weights[j, k] D[j]``.  ``kinds`` (int8 by slot, optional): the
+        ``ROW_*`` kind of every row, kept by the caller so that the tables' pass need not
+        read ``D`` to find them."""
+        K, ns = self.dense(), self.shape[2]
+        weighted = np.einsum("ktj,jk,tj->k", K, weights[:ns], delta @ D[:ns].T)
+        return self.shared_inner(delta, B), weighted
 
     def averaged_combined(self, scales, B, weights, D):
-        return self.combined(scales, B) + _dense_weighted_combined(self.dense(), weights, D)
-
-
-def _dense_weighted_inner(K, delta, weights, D):
-    """``Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩`` for every group."""
-    ns = K.shape[2]
-    return np.einsum("ktj,jk,tj->k", K, weights[:ns], delta @ D[:ns].T)
-
-
-def _dense_weighted_combined(K, weights, D):
-    """``Σ_k K_k A_k`` for ``A_k[j] = weights[j, k] D[j]``, (T, q)."""
-    ns = K.shape[2]
-    return np.einsum("ktj,jk,jc->tc", K, weights[:ns], D[:ns])
+        """``Σ_k K_k[P, S] A_k`` for ``A_k[j] = scales[k] B[j] + weights[j, k] D[j]`` (the
+        epoch average of math.md §4.8), (T, q)."""
+        K, ns = self.dense(), self.shape[2]
+        weighted = np.einsum("ktj,jk,jc->tc", K, weights[:ns], D[:ns])
+        return self.combined(scales, B) + weighted
 
 
 def _by_state(B, ns):
@@ -302,14 +297,14 @@ def _by_state(B, ns):
     return np.ascontiguousarray(B[:ns].T)
 
 
-class _Tables(_LazyBlocks):
+class _Tables(Blocks):
     """The blocks of one round on small-integer features: the products ``ip`` and the
     squared norms; every kernel value is a table entry (:meth:`_Features.compile_tables`),
     and the scores are sums of table entries times coefficient rows (compiled, reading the
     coefficients by state: :func:`_by_state`)."""
 
-    def __init__(self, backend, features, ip, sq_rows, sq_cols, Mk):
-        self.backend, self.features, self.ip = backend, features, ip
+    def __init__(self, features, ip, sq_rows, sq_cols, Mk):
+        self.features, self.ip = features, ip
         self.sq_rows, self.sq_cols = sq_rows, sq_cols
         self.Mk = Mk
         self.shape = (Mk,) + ip.shape
@@ -323,7 +318,7 @@ class _Tables(_LazyBlocks):
     def combined(self, scales, B):
         f = self.features
         out = np.empty((self.ip.shape[0], B.shape[1]))
-        self.backend.table_scores(
+        backend.table_scores(
             self.ip,
             self.sq_rows,
             self.sq_cols,
@@ -338,7 +333,7 @@ class _Tables(_LazyBlocks):
         f = self.features
         ns = self.ip.shape[1]
         out = np.empty((2, self.Mk))
-        self.backend.table_inner(
+        backend.table_inner(
             self.ip,
             self.sq_rows,
             self.sq_cols,
@@ -366,7 +361,7 @@ class _Tables(_LazyBlocks):
         f = self.features
         ns = self.ip.shape[1]
         out = np.empty((self.ip.shape[0], B.shape[1]))
-        self.backend.table_average_scores(
+        backend.table_average_scores(
             self.ip,
             self.sq_rows,
             self.sq_cols,
@@ -381,44 +376,78 @@ class _Tables(_LazyBlocks):
         return out
 
 
-class _Program(_LazyBlocks):
+class _Program(Blocks):
     """The blocks of one round when every group is a kernel of one feature matrix's inner
     products: kept as the products ``ip`` and ``E = exp(−γ_0 D)``; the compiled program
     evaluates the kernels while it sums (math.md §4.4)."""
 
-    def __init__(self, backend, features, ip, E, Mk):
-        self.backend, self.features, self.ip, self.E, self.Mk = backend, features, ip, E, Mk
+    def __init__(self, features, ip, E, Mk):
+        self.features, self.ip, self.E, self.Mk = features, ip, E, Mk
         self.shape = (Mk,) + ip.shape
 
     def dense(self):
         out = np.empty(self.shape)
-        self.backend.program_blocks(self.ip, self.E, *self.features.program, out)
+        backend.program_blocks(self.ip, self.E, *self.features.program, out)
         return out
 
     def combined(self, scales, B):
         groups, kinds, gammas, coef0s, powers, own = self.features.program
         Kc = np.empty(self.ip.shape)
         weights = scales[groups] * own
-        self.backend.program_combined(self.ip, self.E, kinds, gammas, coef0s, powers, weights, Kc)
+        backend.program_combined(self.ip, self.E, kinds, gammas, coef0s, powers, weights, Kc)
         out = np.empty((Kc.shape[0], B.shape[1]))
-        self.backend.rows_times(Kc, B, out)
+        backend.rows_times(Kc, B, out)
         return out
 
     def shared_inner(self, delta, B):
         M = np.empty(self.ip.shape)
-        rows = self.backend.row_products(delta, B, M)
+        rows = backend.row_products(delta, B, M)
         out = np.zeros(self.Mk)
-        self.backend.program_inner(self.ip, self.E, *self.features.program, M, rows, out)
+        backend.program_inner(self.ip, self.E, *self.features.program, M, rows, out)
         return out
 
 
-def _unwrap(view):
-    """``(scale, inner view)`` of a possibly "scaled" column view."""
-    scale = 1.0
+def _unscaled(op):
+    """``(s, view)``: the column view of ``op`` without its scale factors ``s``."""
+    view, scale = op.column_view(), 1.0
     while view is not None and view.kind == "scaled":
         scale *= float(view.params["scale"])
         view = view.matrix
     return scale, view
+
+
+def _stored_gram(op):
+    """``s·K`` of a stored Gram matrix ``K`` as a :class:`_Gram` source (its blocks
+    ``K[P, cols]`` without the columns ``K[:, P]``), else None."""
+    scale, view = _unscaled(op)
+    if view is None or view.kind != "gram" or not isinstance(view.matrix, np.ndarray):
+        return None
+    return _Gram(view.matrix, scale)
+
+
+def _product_kernel(op):
+    """``(X, (kind, γ, coef0, power, scale))`` when ``op`` is ``K = s·k(X Xᵀ)`` on dense
+    float64 features ``X`` for a kernel of the compiled program (linear, polynomial,
+    sigmoid, RBF; ``s`` a trace normalization), else None (the group is read through
+    ``columns``).  The one place that reads the operator's column view."""
+    scale, view = _unscaled(op)
+    if view is None or view.kind not in ("rbf", "product"):
+        return None
+    X = view.matrix
+    if not isinstance(X, np.ndarray) or X.dtype != np.float64:
+        return None
+    if view.kind == "rbf":
+        return X, (backend.RBF, float(view.params["gamma"]), 0.0, 0, scale)
+    kernel = view.params["kernel"]
+    p = kernel.params
+    gamma, coef0 = p.get("gamma", 1.0 / X.shape[1]), p.get("coef0", 1.0)
+    if kernel.metric == "linear":
+        return X, (backend.LINEAR, 0.0, 0.0, 0, scale)
+    if kernel.metric in ("poly", "polynomial"):
+        return X, (backend.POLY, gamma, coef0, int(p.get("degree", 3)), scale)
+    if kernel.metric == "sigmoid":
+        return X, (backend.SIGMOID, gamma, coef0, 0, scale)
+    return None
 
 
 class KernelGroups:
@@ -428,8 +457,6 @@ class KernelGroups:
     ----------
     ops : list of KernelOperator
         One operator per group, all on the same ``N`` positions.
-    compiled : bool or None, default=None
-        Use the compiled scores (None: when numba is available and not disabled).
 
     Attributes
     ----------
@@ -440,51 +467,36 @@ class KernelGroups:
     n_support : int
     """
 
-    def __init__(self, ops, compiled=None):
+    def __init__(self, ops):
         self.ops = list(ops)
         self.Mk = len(self.ops)
         self.N = self.ops[0].n if self.ops else 0
         self.order = np.empty(self.N, dtype=np.intp)
         self.slot = np.full(self.N, -1, dtype=np.intp)
         self.n_support = 0
-        self._backend = compiled_module("kernfw.solvers._online_mkl_numba")
-        if compiled is False:
-            self._backend = None
         self._sources, self._features = self._make_sources()
         for f in self._features:
-            f.compile_program(self._backend)
-            if self._backend is not None:
-                f.compile_tables(self.Mk)
-                f.pack_bits(self._backend)
+            f.compile_program()
+            f.compile_tables(self.Mk)
+            f.pack_bits()
 
     def _make_sources(self):
+        """Every group's source: its feature matrix (shared by equal matrices) or
+        :class:`_Columns`."""
         sources, features = [None] * self.Mk, []
         for k, op in enumerate(self.ops):
-            scale, view = _unwrap(op.column_view())
-            if view is not None and view.kind == "gram" and isinstance(view.matrix, np.ndarray):
-                sources[k] = _Gram(view.matrix, scale)
-            elif (
-                view is not None and view.kind in ("rbf", "product") and view.matrix.dtype == float
-            ):
-                X = view.matrix
-                home = next(
-                    (
-                        f
-                        for f in features
-                        if f.X is X or (f.X.shape == X.shape and np.array_equal(f.X, X))
-                    ),
-                    None,
-                )
-                if home is None:
-                    home = _Features(X)
-                    features.append(home)
-                kernel = (
-                    float(view.params["gamma"]) if view.kind == "rbf" else view.params["kernel"]
-                )
-                home.groups.append((k, kernel, scale))
-                sources[k] = home
-            else:
-                sources[k] = _Columns(op)
+            form = _product_kernel(op)
+            if form is None:
+                sources[k] = _stored_gram(op) or _Columns(op)
+                continue
+            X, row = form
+            same = (f for f in features if f.X is X or np.array_equal(f.X, X))
+            home = next(same, None)
+            if home is None:
+                home = _Features(X)
+                features.append(home)
+            home.groups.append((k,) + row)
+            sources[k] = home
         return sources, features
 
     @property
@@ -529,25 +541,25 @@ class KernelGroups:
 
     def _program(self):
         """The feature matrix whose compiled program computes every group, or None."""
-        if self._backend is None or len(self._features) != 1:
+        if len(self._features) != 1:
             return None
         f = self._features[0]
-        return f if f.program is not None and len(f.groups) == self.Mk else None
+        return f if len(f.groups) == self.Mk else None
 
     def at(self, P):
-        """The kernel blocks ``K_k[P, S]`` of a round (S the support): an array (Mk, T, n_S)
-        or, when a compiled program computes every group, the program's products."""
+        """The kernel blocks ``K_k[P, S]`` of a round (S the support) as :class:`Blocks`:
+        kept as the program's products when a compiled program computes every group."""
         P = np.asarray(P, dtype=np.intp)
         f = self._program()
         if f is None or self.n_support == 0:
-            return self.block(P)
+            return Blocks(self.block(P))
         ns = self.n_support
         if f.ip_tables is not None:
             ip = f.products(P, ns, None)
-            return _Tables(self._backend, f, ip, f.sq_int[P], f.sq_s_int[:ns], self.Mk)
+            return _Tables(f, ip, f.sq_int[P], f.sq_s_int[:ns], self.Mk)
         ip = f.float_products(P, ns, None)
-        E = f.exponents(self._backend, ip, f.sq[P], f.sq_s[:ns])
-        return _Program(self._backend, f, ip, E, self.Mk)
+        E = f.exponents(ip, f.sq[P], f.sq_s[:ns])
+        return _Program(f, ip, E, self.Mk)
 
     def block(self, P, cols=None):
         """Kernel blocks ``K_k[P, cols]``, shape (Mk, T, n_cols); cols None: the support."""
@@ -560,76 +572,9 @@ class KernelGroups:
         for f in self._features:
             ip = f.float_products(P, ns, None if cols is None else idx)
             sq_cols = f.sq_s[:ns] if cols is None else f.sq[idx]
-            if self._backend is not None and f.program is not None:
-                E = f.exponents(self._backend, ip, f.sq[P], sq_cols)
-                self._backend.program_blocks(ip, E, *f.program, out)
-            else:
-                f.numpy_fill(out, ip, f.sq[P], sq_cols)
+            E = f.exponents(ip, f.sq[P], sq_cols)
+            backend.program_blocks(ip, E, *f.program, out)
         for k, src in enumerate(self._sources):
             if not isinstance(src, _Features):
                 src.fill(out[k], P, idx)
         return out
-
-    # -- scores --------------------------------------------------------------------------
-    def nodes(self, K, A):
-        """``K_k[P, S] A_k`` for every group, (Mk, T, q); ``A`` (Mk, ≥ n_S, q) by slot;
-        ``K`` from :meth:`at` or :meth:`block`."""
-        K = K.dense() if isinstance(K, _LazyBlocks) else K
-        ns = K.shape[2]
-        out = np.zeros((self.Mk, K.shape[1], A.shape[2]))
-        if ns == 0:
-            return out
-        if self._backend is not None:
-            self._backend.group_nodes(K, A, out)
-            return out
-        return np.matmul(K, A[:, :ns])
-
-    def combined(self, K, scales, B):
-        """``Σ_k scales[k] K_k[P, S] B``, (T, q); ``B`` (≥ n_S, q) by slot."""
-        scales = np.ascontiguousarray(scales, dtype=float)
-        if isinstance(K, _LazyBlocks):
-            return K.combined(scales, B)
-        ns = K.shape[2]
-        out = np.zeros((K.shape[1], B.shape[1]))
-        if ns == 0:
-            return out
-        if self._backend is not None:
-            self._backend.combined_nodes(K, scales, B, out)
-            return out
-        return np.tensordot(scales, K, axes=1) @ B[:ns]
-
-    def shared_inner(self, K, delta, B):
-        """``⟨δ, K_k[P, S] B⟩`` for every group, (Mk,)."""
-        delta = np.ascontiguousarray(delta, dtype=float)
-        if isinstance(K, _LazyBlocks):
-            return K.shared_inner(delta, B)
-        ns = K.shape[2]
-        out = np.zeros(self.Mk)
-        if ns == 0:
-            return out
-        if self._backend is not None:
-            self._backend.shared_inner(K, delta, B, out)
-            return out
-        return np.einsum("ktj,tj->k", K, delta @ B[:ns].T)
-
-    def inner_pair(self, K, delta, B, weights, D, kinds=None):
-        """``(⟨δ, K_k[P, S] B⟩, Σ_{t,j} K_k[t, j] weights[j, k] ⟨δ_t, D_j⟩)`` for every group:
-        the inner products of :meth:`shared_inner` and those of coefficients
-        ``A_k[j] = weights[j, k] D[j]`` (one pass over the support on tables).  ``kinds``
-        (int8 by slot, optional): 0 where ``D_j = 0``, 1 where ``D_j = B_j``, 2 elsewhere,
-        kept by the caller so that the tables' pass need not read ``D`` to find them."""
-        delta = np.ascontiguousarray(delta, dtype=float)
-        if isinstance(K, _LazyBlocks):
-            return K.inner_pair(delta, B, weights, D, kinds)
-        if K.shape[2] == 0:
-            return np.zeros(self.Mk), np.zeros(self.Mk)
-        return self.shared_inner(K, delta, B), _dense_weighted_inner(K, delta, weights, D)
-
-    def averaged_combined(self, K, scales, B, weights, D):
-        """``Σ_k K_k[P, S] A_k`` for ``A_k[j] = scales[k] B[j] + weights[j, k] D[j]`` (the
-        epoch average of math.md §4.8), (T, q)."""
-        if isinstance(K, _LazyBlocks):
-            return K.averaged_combined(scales, B, weights, D)
-        if K.shape[2] == 0:
-            return np.zeros((K.shape[1], D.shape[1]))
-        return self.combined(K, scales, B) + _dense_weighted_combined(K, weights, D)

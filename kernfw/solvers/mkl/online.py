@@ -60,8 +60,9 @@ from ...fw import Certificate, FWIterate, RunBudget, run
 from ...operators import KernelOperator
 from ...structured import Chain, MultiClass
 from ...structured.chain import viterbi_one
+from ._online_numba import ROW_CHANGED, ROW_NEW, ROW_UNVISITED
 from .crf import chain_marginals, softmax_marginals
-from .kernel_groups import ROW_CHANGED, ROW_NEW, ROW_UNVISITED, KernelGroups
+from .kernel_groups import KernelGroups
 from .prox import make_regularizer
 
 __all__ = [
@@ -355,8 +356,8 @@ class GroupParameters:
         ``S`` (Mk, T, q) are the per-group scores (None with shared coefficients).
         """
         if self.shared:
-            return self.groups.combined(K, self.scales, self.C[0]), None
-        nodes = self.groups.nodes(K, self.C)
+            return K.combined(self.scales, self.C[0]), None
+        nodes = K.nodes(self.C)
         nodes *= self.scales[:, None, None]
         return nodes.sum(axis=0), nodes
 
@@ -471,7 +472,7 @@ class _EpochAverage:
         """Before ``B`` gets ``D`` (``δ`` at the round's positions, blocks ``K``): returns
         ``⟨B, D⟩_k`` and adds ``⟨U, D⟩ = Γ⟨B, D⟩ − ⟨g ∘ Δ, D⟩`` to ``⟨U, B⟩``."""
         p = self.params
-        BD, ED = p.groups.inner_pair(K, delta, p.C[0], self.g, self.Delta, self.kinds)
+        BD, ED = K.inner_pair(delta, p.C[0], self.g, self.Delta, self.kinds)
         self.UB += self.gamma * BD - ED
         return BD
 
@@ -525,8 +526,8 @@ class _Average:
     is written into ``E_k`` alone (:meth:`fold`).
     """
 
-    def __init__(self, params, kind):
-        self.params, self.kind = params, kind
+    def __init__(self, params, averaging):
+        self.params, self.averaging = params, averaging
         self.w = np.zeros_like(params.w)
         Mk, N, q = params.Mk, params.C.shape[1], params.q
         self.E = np.zeros((Mk, N, q))
@@ -535,7 +536,7 @@ class _Average:
         self.count = 0
 
     def restart(self):
-        if self.kind == "epoch":
+        if self.averaging == "epoch":
             self.count = 0
             self.weight = 0.0
             self.gamma[:] = 0.0
@@ -558,7 +559,7 @@ class _Average:
     def update(self):
         """Add the current iterate ``θ_t`` with its weight ``ω_t``."""
         self.count += 1
-        omega = float(self.count) if self.kind == "weighted" else 1.0
+        omega = float(self.count) if self.averaging == "weighted" else 1.0
         self.weight += omega
         p = self.params
         self.w += (omega / self.weight) * (p.w - self.w)
@@ -704,7 +705,7 @@ class OnlineMKLIterate(FWIterate):
         support = p.groups.support
         for lo in range(0, support.size, self.NORM_ROWS):
             rows = slice(lo, lo + self.NORM_ROWS)
-            nodes = p.groups.nodes(p.groups.block(support[rows]), A)
+            nodes = p.groups.at(support[rows]).nodes(A)
             sq += np.einsum("ktc,ktc->k", A[:, rows], nodes)
         return np.sqrt(np.maximum(sq, 0.0))
 
@@ -717,11 +718,11 @@ class OnlineMKLIterate(FWIterate):
             p.groups.prefetch(positions[rows])  # their products in the kept buffer
             K = p.groups.at(positions[rows])
             if isinstance(A, SharedCoefficients):
-                out[rows] = p.groups.combined(K, A.scales, A.B)
+                out[rows] = K.combined(A.scales, A.B)
             elif isinstance(A, AveragedCoefficients):
-                out[rows] = p.groups.averaged_combined(K, A.scales, A.B, A.weights, A.D)
+                out[rows] = K.averaged_combined(A.scales, A.B, A.weights, A.D)
             else:
-                out[rows] = p.groups.nodes(K, A).sum(axis=0)
+                out[rows] = K.nodes(A).sum(axis=0)
         return out
 
     def objective(self, predictor=None):
@@ -831,7 +832,7 @@ class DualAveragingIterate(OnlineMKLIterate):
             if isinstance(self.avg, _EpochAverage):
                 inner = self.avg.inner(K, delta)
             else:
-                inner = p.groups.shared_inner(K, delta, p.C[0])
+                inner = K.shared_inner(delta, p.C[0])
             self.G_norms2 += p.norm_increment(1.0, delta, inner, p.groups.block(P, P))
             rows = np.any(delta != 0, axis=1)
             slots = p.groups.add(P[rows])
@@ -1043,7 +1044,7 @@ def _radius(radius, iterate, reg):
         if radius != "auto":
             raise ValueError(f"radius must be None, 'auto' or a positive number, got {radius!r}")
         F0 = iterate.objective()  # θ = 0: F(0) = mean loss at zero
-        if reg.kind in ("squared_l21", "elastic"):
+        if reg.name in ("squared_l21", "elastic"):
             return math.sqrt(2.0 * F0 / reg.lam)
         return F0 / reg.lam
     if isinstance(radius, bool) or not np.isscalar(radius) or not radius > 0:

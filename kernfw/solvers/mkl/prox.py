@@ -101,7 +101,7 @@ class Regularizer:
 
     Parameters
     ----------
-    kind : {"squared_l21", "l21", "elastic", "sparse_group_lasso"}
+    name : {"squared_l21", "l21", "elastic", "sparse_group_lasso"}
     lam : float > 0
         ``λ``, the weight of the group term.
     lam2 : float >= 0
@@ -109,25 +109,25 @@ class Regularizer:
         (``"sparse_group_lasso"``); unused otherwise.
     """
 
-    def __init__(self, kind, lam, lam2=0.0):
-        if kind not in REGULARIZERS:
-            raise ValueError(f"regularizer must be one of {REGULARIZERS}, got {kind!r}")
-        self.kind, self.lam, self.lam2 = kind, float(lam), float(lam2)
+    def __init__(self, name, lam, lam2=0.0):
+        if name not in REGULARIZERS:
+            raise ValueError(f"regularizer must be one of {REGULARIZERS}, got {name!r}")
+        self.name, self.lam, self.lam2 = name, float(lam), float(lam2)
 
     @property
     def uses_l1(self):
         """Whether the prox needs explicit coordinates (ℓ1 on explicit groups)."""
-        return self.kind == "sparse_group_lasso" and self.lam2 > 0
+        return self.name == "sparse_group_lasso" and self.lam2 > 0
 
     def value(self, norms, l1=0.0):
         """``R(θ)`` from the group norms and ``‖θ_E‖₁`` of the explicit groups."""
         norms = np.asarray(norms, dtype=float)
         s = float(norms.sum())
-        if self.kind == "squared_l21":
+        if self.name == "squared_l21":
             return 0.5 * self.lam * s**2
-        if self.kind == "l21":
+        if self.name == "l21":
             return self.lam * s
-        if self.kind == "elastic":
+        if self.name == "elastic":
             return 0.5 * self.lam * s**2 + 0.5 * self.lam2 * float(norms @ norms)
         return self.lam * s + self.lam2 * float(l1)
 
@@ -137,24 +137,24 @@ class Regularizer:
         ``groups`` provides ``norms()``, ``rescale(factors)`` and
         ``soft_threshold(tau)`` (ℓ1 on the explicit groups only).
         """
-        if self.kind == "sparse_group_lasso":
+        if self.name == "sparse_group_lasso":
             if self.uses_l1:
                 groups.soft_threshold(eta * self.lam2)
             groups.rescale(group_lasso_factors(groups.norms(), eta * self.lam))
-        elif self.kind == "l21":
+        elif self.name == "l21":
             groups.rescale(group_lasso_factors(groups.norms(), eta * self.lam))
         else:
             factors = squared_l21_factors(groups.norms(), eta * self.lam)
-            if self.kind == "elastic":
+            if self.name == "elastic":
                 factors = factors / (1.0 + eta * self.lam2)
             groups.rescale(factors)
 
 
-def make_regularizer(kind, lam, lam2=None):
+def make_regularizer(name, lam, lam2=None):
     """A :class:`Regularizer`; ``lam2=None`` means ``λ₂ = λ``."""
     if isinstance(lam, bool) or not np.isscalar(lam) or not lam > 0:
         raise ValueError(f"lam must be a positive number, got {lam!r}")
     lam2 = lam if lam2 is None else lam2
     if isinstance(lam2, bool) or not np.isscalar(lam2) or not lam2 >= 0:
         raise ValueError(f"lam2 must be a nonnegative number, got {lam2!r}")
-    return Regularizer(kind, lam, lam2)
+    return Regularizer(name, lam, lam2)

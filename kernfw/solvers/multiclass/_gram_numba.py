@@ -4,9 +4,7 @@ The full-batch multi-class solvers update the scores ``S = K Aᵀ/(λn)`` by pro
 ``K V``; their certificate holds for the exact product, so a float32 ``K`` must
 be multiplied in float64 arithmetic (a float32 BLAS product sums in float32).
 :func:`gram_times` reads each entry of ``K`` once, as float32, and sums in
-float64; :meth:`kernfw.solvers.multiclass.problem.MulticlassDual.kernel_times`
-uses it when :func:`kernfw._compiled.compiled_module` gives this module, and
-converts blocks of rows to float64 otherwise.
+float64 (:meth:`kernfw.solvers.multiclass.problem.MulticlassDual.kernel_times`).
 """
 
 import numpy as np

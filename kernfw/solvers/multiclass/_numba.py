@@ -1,44 +1,35 @@
-"""The compiled backend of block-coordinate FW on the multi-class dual (math.md §1, §3.9).
+"""The compiled core of block-coordinate FW on the multi-class dual (math.md §1.13, §3.9).
 
-:class:`CompiledPasses` is the backend that
-:class:`kernfw.solvers.multiclass.BlockFW` uses when numba is available (the
-other backend is its numpy block steps): it runs the passes of the iterate in
-compiled pass calls, a chunk of blocks per call.  For every block ``i``
-of the order a pass forms the block gradient ``g_i = c_i + s̃_i``
-(``s̃_i = s_i + σ α_i``), takes the block step of ``BlockFW`` (closed-form LMO
-of math.md §1.3 then the exact block line search of §3.9 or the
-``2n/(k + 2n)`` step; up to ``inner_steps`` pairwise steps; or the exact
-solution of the block sub-problem) and updates the scores.  The step rules
-are :mod:`kernfw.fw.steps`'s functions, compiled as they are.  The problem
-reaches the compiled code as one named record, :class:`BlockSpec`.  The arithmetic is the numpy
-path's, operation for operation and in
-the same order, so both paths give the same iterates, bit for bit in practice
-(``tests/test_multiclass.py`` checks it).  The score storage depends on the
-operator:
+:class:`kernfw.solvers.multiclass.BlockFW` runs its passes here, a chunk of blocks per
+call.  For every block ``i`` of the order a pass forms the block gradient
+``g_i = c_i + s̃_i`` (``s̃_i = s_i + σ α_i``), takes the block step (closed-form LMO of
+math.md §1.3 (:mod:`~kernfw.solvers.multiclass._lmo`) then the exact block line search
+or the ``2n/(k + 2n)`` step; up to ``inner_steps`` pairwise steps; or the exact solution
+of the block sub-problem (:mod:`~kernfw.solvers.multiclass._block_qp`)) and updates the
+scores.  The step rules are :mod:`kernfw.fw.steps`'s functions, compiled as they are.
+The problem reaches the compiled code as one named record, :class:`BlockSpec`.  The
+score storage depends on the operator:
 
-- explicit features, CSR (:func:`_sparse_pass`; dense features with few nonzeros
-  are converted, :func:`pass_features`) or dense (:func:`_dense_pass`): the primal
-  weights ``W = Xᵀ Aᵀ/(λn)`` (d × m) are stored, ``s_i = Wᵀ x_i`` and
-  ``W += x_i δᵀ/(λn)`` (only the columns of the classes that moved):
-  ``O(nnz(x_i)·m)`` per block.  ``dense_scores`` / ``sparse_scores`` give
-  the full ``S = X W`` for the certificate (:func:`_certify`: the LMO of every
-  block, block gaps and the sums of the duality gap in one loop);
-- a dense Gram matrix (:func:`_gram_pass`): the scores ``S = K Aᵀ/(λn)`` are stored
-  (as ``Sᵀ``, m × n, during a pass) and ``S += K_{:,i} δᵀ/(λn)``: one kernel
-  column, ``O(n)`` per class that moved.
+- explicit features, CSR (:func:`_sparse_pass`; dense features with few nonzeros are
+  converted, :func:`pass_features`) or dense (:func:`_dense_pass`): the primal weights
+  ``W = Xᵀ Aᵀ/(λn)`` (d × m) are stored, ``s_i = Wᵀ x_i`` and ``W += x_i δᵀ/(λn)`` (only
+  the columns of the classes that moved): ``O(nnz(x_i)·m)`` per block.
+  ``dense_scores`` / ``sparse_scores`` give the full ``S = X W`` for the certificate;
+- kernel columns (:func:`_column_pass`): the scores ``S = K Aᵀ/(λn)`` are stored (as
+  ``Sᵀ``, m × n, during a pass) and ``S += K_{:,i} δᵀ/(λn)``: one kernel column, ``O(n)``
+  per class that moved; the columns are the rows of a dense Gram matrix
+  (:func:`gram_columns`) or those of the chunk's blocks, asked of the operator.
 
-Losses are described to the compiled code by :func:`loss_code`: an integer
-kind plus the weights ``ρ``.  Every LMO uses the *stable* order of math.md §0
-(ties go to the smallest class index), like the numpy ``lmo_row`` methods.
+:func:`_certify` computes the LMO of every block, the block gaps and the sums of the
+duality gap in one loop.  Every LMO uses the *stable* order of math.md §0 (ties go to
+the smallest class index), like the ``lmo_row`` methods of :mod:`kernfw.losses`.
 
 The passes and the certificate are compiled once per *block-step family*: the block
 step (``FW``, ``PAIRWISE``, ``EXACT``) and whether the loss is the hinge are constants of
 their compiled code (:func:`_family`, :func:`family_passes`), so that numba drops the
 other families' steps and LMOs before typing and a fit compiles only what it runs.  All
 functions are compiled with ``cache=True``: the JIT cost is paid once per machine and
-Python version (see ``docs/benchmarks/cold_start.md``).  Importing this
-module needs :mod:`numba`;
-:func:`kernfw.solvers.multiclass.compiled_backend` returns None without it.
+Python version (see ``docs/benchmarks/cold_start.md``).
 """
 
 from collections import namedtuple
@@ -67,9 +58,7 @@ from ._lmo import (
 )
 
 __all__ = [
-    "CompiledPasses",
     "BlockSpec",
-    "block_spec",
     "loss_code",
     "pass_features",
     "gram_columns",
@@ -111,11 +100,7 @@ _visit_jit = njit(cache=True, **_visit_options())
 
 #: block steps (``BlockFW.block_step_rule``)
 FW, PAIRWISE, EXACT = range(3)
-_MODES = {"fw": FW, "pairwise": PAIRWISE, "exact": EXACT}
-
-#: a block whose FW gap is at most this times ``1 + Φ_i`` is optimal (``SHRINK_RTOL`` of
-#: :mod:`kernfw.solvers.multiclass`, which imports this module lazily: same value)
-_OPTIMAL_RTOL = OPTIMAL_RTOL
+MODES = {"fw": FW, "pairwise": PAIRWISE, "exact": EXACT}
 
 #: what the compiled block steps need to know about the problem (one argument, named fields)
 BlockSpec = namedtuple(
@@ -135,6 +120,7 @@ BlockSpec = namedtuple(
         "standard",
         "n",
         "shrink",
+        "avg",
     ],
 )
 BlockSpec.__doc__ = """The block problem for the compiled passes.
@@ -144,34 +130,10 @@ curvatures ``q_i = K_ii/(λn) + σ``; ``scale`` = ``λn``; ``sigma`` = ``σ``; `
 loss (:func:`loss_code`); ``mode`` the block step (``FW``, ``PAIRWISE``,
 ``EXACT``); ``inner_steps`` pairwise steps per visit; ``standard`` the
 ``2n/(k + 2n)`` rule; ``n`` the number of blocks; ``shrink`` whether exact
-steps drop inactive classes (``BlockFW.shrinking``).
+steps drop inactive classes (``BlockFW.shrinking``); ``avg`` the accumulator
+``B = Σ_k (k(k+1)/2) Δ_k`` (n × m) of the averaged iterate (``BlockFW.averaging``;
+``(0, m)`` without averaging).
 """
-
-
-def block_spec(iterate):
-    """The :class:`BlockSpec` of a :class:`~kernfw.solvers.multiclass.BlockFW`, or None
-    when its loss is not a built-in loss (the numpy backend then runs)."""
-    p = iterate.problem
-    code = loss_code(p.loss, p.m)
-    if code is None:
-        return None
-    kind, k, rho, r = code
-    return BlockSpec(
-        p.C,
-        p.y,
-        iterate.curvature,
-        float(p.scale),
-        float(p.smoothing),
-        kind,
-        k,
-        rho,
-        r,
-        _MODES[iterate.block_step_rule],
-        int(iterate.inner_steps),
-        iterate.rule == "standard",
-        int(p.n),
-        bool(iterate.shrink_classes),
-    )
 
 
 #: dense features with at most this fraction of nonzeros are passed to the CSR kernel
@@ -184,41 +146,9 @@ def pass_features(X):
     The dense pass skips zero features, so both kernels sum the same terms in
     the same (increasing feature) order; the CSR one needs no test per entry.
     """
-    if sp.issparse(X):
+    if sp.issparse(X) or np.count_nonzero(X) > CSR_DENSITY * X.size:
         return X
-    X = np.ascontiguousarray(X)
-    counts = _row_nonzeros(X)
-    if counts.sum() <= CSR_DENSITY * X.size:
-        indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        indices, data = _csr_entries(X, indptr)
-        index = np.int32 if indptr[-1] < np.iinfo(np.int32).max else np.int64  # as scipy's
-        return sp.csr_matrix((data, indices.astype(index), indptr.astype(index)), shape=X.shape)
-    return X
-
-
-@njit(cache=True)
-def _row_nonzeros(X):
-    counts = np.zeros(X.shape[0], dtype=np.int64)
-    for i in range(X.shape[0]):
-        for f in range(X.shape[1]):
-            if X[i, f] != 0:
-                counts[i] += 1
-    return counts
-
-
-@njit(cache=True)
-def _csr_entries(X, indptr):
-    """Column indices and values of the nonzeros of ``X``, row by row (CSR order)."""
-    indices = np.empty(indptr[-1], dtype=np.int64)
-    data = np.empty(indptr[-1], dtype=X.dtype)
-    for i in range(X.shape[0]):
-        p = indptr[i]
-        for f in range(X.shape[1]):
-            if X[i, f] != 0:
-                indices[p], data[p] = f, X[i, f]
-                p += 1
-    return indices, data
+    return sp.csr_matrix(X)
 
 
 def gram_columns(K, symmetric=False):
@@ -314,7 +244,7 @@ def _exact_block(g, alpha, yi, q, b, D, delta, out):
     for j in range(m):
         ga += g[j] * alpha[j]
     out[BLOCK_GAP] = phi + ga  # (= _hinge_block_gap)
-    if phi + ga <= _OPTIMAL_RTOL * (1.0 + phi):
+    if phi + ga <= OPTIMAL_RTOL * (1.0 + phi):
         for j in range(m):
             delta[j] = 0.0
         return 0.0
@@ -455,14 +385,19 @@ def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
 
 
 @njit(inline="always")
-def _apply_delta(i, cl, nc, At, spec, delta, upd):
-    """``α_i += δ`` on the classes ``cl[:nc]`` and ``upd = δ/(λn)``; returns whether
-    ``δ`` has a nonzero entry."""
+def _apply_delta(i, cl, nc, At, spec, delta, upd, k):
+    """``α_i += δ`` on the classes ``cl[:nc]`` and ``upd = δ/(λn)``; with averaging also
+    ``B_i += (k(k+1)/2) δ`` (block step ``k``, :class:`BlockSpec`).  Returns whether ``δ``
+    has a nonzero entry."""
     moved = False
     for c in range(nc):
         At[i, cl[c]] += delta[c]
         upd[c] = delta[c] / spec.scale
         moved = moved or delta[c] != 0.0
+    if spec.avg.shape[0]:
+        weight = 0.5 * k * (k + 1.0)
+        for c in range(nc):
+            spec.avg[i, cl[c]] += weight * delta[c]
     return moved
 
 
@@ -789,7 +724,7 @@ def _dense_pass(mode, hinge, order, X, W, At, spec, classes, n_classes, k0, step
             mode, hinge, i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work
         )
         n_classes[i] = nc
-        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd, k0 + t):
             for c in range(nc):  # only the columns of the classes that moved
                 if upd[c] != 0.0:
                     j = cl[c]
@@ -837,7 +772,7 @@ def _sparse_pass(
         gamma_std = _gamma_std(spec, k0 + t) if spec.standard else 0.0
         step, nc = _block(mode, hinge, i, s, cl, n_classes[i], At, spec, gamma_std, buf, idx, work)
         n_classes[i] = nc
-        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd, k0 + t):
             cnt = _moved(cl, nc, upd, nz, un)  # the classes that moved, two per sweep over
             for q in range(0, cnt - 1, 2):  # the row (each W[f, j] once)
                 j0, u0 = np.uint64(nz[q]), un[q]  # unsigned: no negative-index check
@@ -855,10 +790,13 @@ def _sparse_pass(
 
 
 @njit(inline="always")
-def _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
-    """:func:`_dense_pass` on a dense Gram matrix, keeping ``Sᵀ = A K/(λn)`` (m × n).
+def _column_pass(
+    mode, hinge, order, rows, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps
+):
+    """:func:`_dense_pass` on kernel columns, keeping ``Sᵀ = A K/(λn)`` (m × n).
 
-    ``Kcols[i]`` is the kernel column ``K_{:,i}`` (:func:`gram_columns`); a
+    ``Kcols[rows[t]]`` is the kernel column ``K_{:,i}`` of the block ``i = order[t]``
+    (the rows of a Gram matrix, :func:`gram_columns`, or the chunk's columns); a
     block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
     of the classes that moved: ``O(n)`` contiguous work per class, the same
     sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
@@ -877,8 +815,8 @@ def _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, 
             mode, hinge, i, s, cl, nc, At, spec, _gamma_std(spec, k0 + t), buf, idx, work
         )
         n_classes[i] = nc
-        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd):
-            col = Kcols[i]
+        if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd, k0 + t):
+            col = Kcols[rows[t]]
             cnt = _moved(cl, nc, upd, nz, un)  # rows of Sᵀ that change, two per sweep
             for q in range(0, cnt - 1, 2):  # over the column (each entry read once)
                 row0, u0, row1, u1 = St[nz[q]], un[q], St[nz[q + 1]], un[q + 1]
@@ -897,7 +835,7 @@ def _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, 
 # -- the passes of each block-step family, compiled apart -----------------------------------------
 
 #: the compiled passes and certificate of one block-step family (:func:`family_passes`)
-Passes = namedtuple("Passes", ["dense", "sparse", "gram", "certify"])
+Passes = namedtuple("Passes", ["dense", "sparse", "columns", "certify"])
 
 
 def _family(mode, hinge):
@@ -917,14 +855,16 @@ def _family(mode, hinge):
         )  # fmt: skip
 
     @njit(cache=True)
-    def gram(order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
-        _gram_pass(mode, hinge, order, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps)
+    def columns(order, rows, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
+        _column_pass(
+            mode, hinge, order, rows, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps
+        )
 
     @njit(cache=True)
     def certify(S, At, spec):
         return _certify(hinge, S, At, spec)
 
-    return Passes(dense, sparse, gram, certify)
+    return Passes(dense, sparse, columns, certify)
 
 
 #: the :class:`Passes` of every block-step family, by ``(mode, hinge)``
@@ -936,82 +876,3 @@ _FAMILIES = {
 def family_passes(spec):
     """The compiled :class:`Passes` of the block step and loss of ``spec``."""
     return _FAMILIES[spec.mode, spec.kind == MAX_HINGE]
-
-
-# -- the backend object ---------------------------------------------------------------------
-
-#: blocks per compiled call: Python regains control (and Ctrl-C its KeyboardInterrupt)
-#: between two calls
-CHUNK = 2048
-
-
-class CompiledPasses:
-    """The compiled backend of :class:`~kernfw.solvers.multiclass.BlockFW`.
-
-    The same three methods as the numpy backend: :meth:`run` (a pass over
-    ``order``, in chunks of :data:`CHUNK` blocks), :meth:`scores` (``S = X W``)
-    and :meth:`certify`.
-
-    Parameters
-    ----------
-    iterate : BlockFW
-        Its ``problem``, ``At`` and ``state`` (``W`` or ``S``) are used in place.
-    view : kernfw.operators.CompiledView
-        The operator's arrays.
-    spec : BlockSpec
-        From :func:`block_spec`.
-    """
-
-    def __init__(self, iterate, view, spec):
-        self.problem, self.spec = iterate.problem, spec
-        self.passes = family_passes(spec)
-        self.At, self.state = iterate.At, iterate.state
-        self.classes, self.n_classes = iterate.classes, iterate.n_classes
-        self.kind, self.csr = view.kind, None
-        if view.kind == "features":
-            self.X = pass_features(view.matrix)
-            if sp.issparse(self.X):
-                self.csr = (self.X.indptr, self.X.indices, self.X.data)
-        else:
-            self.Kcols = gram_columns(view.matrix, bool((view.params or {}).get("symmetric")))
-
-    def run(self, order, k0, steps, gaps):
-        """Visit the blocks ``order`` (steps ``k0, k0 + 1, …``); write the steps into
-        ``steps`` and the block gaps before them into ``gaps``.
-
-        On a Gram matrix the pass works on a contiguous copy of ``Sᵀ`` (a class's
-        scores in one row, so a block update is a contiguous axpy) written back
-        at the end: ``O(n·m)`` per pass, against ``O(n)`` per block step saved.
-        """
-        state = np.ascontiguousarray(self.state.T) if self.kind == "gram" else self.state
-        for lo in range(0, order.size, CHUNK):
-            hi = min(lo + CHUNK, order.size)
-            tail = (
-                state,
-                self.At,
-                self.spec,
-                self.classes,
-                self.n_classes,
-                k0 + lo,
-                steps[lo:hi],
-                gaps[lo:hi],
-            )
-            if self.kind == "gram":
-                self.passes.gram(order[lo:hi], self.Kcols, *tail)
-            elif self.csr is None:
-                self.passes.dense(order[lo:hi], self.X, *tail)
-            else:
-                self.passes.sparse(order[lo:hi], *self.csr, *tail)
-        if self.kind == "gram":
-            self.state[...] = state.T
-
-    def scores(self, W):
-        """All scores ``S = X W`` (features), single-threaded."""
-        if self.csr is None:
-            return dense_scores(self.X, W)
-        return sparse_scores(*self.csr, W)
-
-    def certify(self, S, At):
-        """``(Φ, block gaps, Certificate)`` at ``(Aᵀ, S)`` in one compiled loop."""
-        phi, gaps, sums = self.passes.certify(S, At, self.spec)
-        return phi, gaps, self.problem.certificate_from_sums(*sums)

@@ -31,8 +31,8 @@ class _MulticlassPG(FullBatchIterate):
     reported as ``gap``, together with the projection ``scale``.
     """
 
-    def __init__(self, problem, At, S, rtol=0.0):
-        super().__init__(problem, At, S, rtol)
+    def __init__(self, problem, At, S):
+        super().__init__(problem, At, S)
         self.radius_sq = problem.radius() ** 2
 
     def step(self, t):
@@ -56,7 +56,6 @@ def solve_multiclass_subgradient(
     *,
     A_init=None,
     tol=1e-3,
-    rtol=0.0,
     max_iter=1000,
     max_time=None,
     check_every=1,
@@ -70,7 +69,7 @@ def solve_multiclass_subgradient(
         The problem (``smoothing`` must be 0: PG is defined on the plain primal).
     A_init : ndarray (m, n) or None
         Starting dual point (default 0, i.e. ``w = 0``).
-    tol, rtol, max_iter, max_time, check_every, callback
+    tol, max_iter, max_time, check_every, callback
         As in :func:`kernfw.solvers.multiclass.solve_multiclass`.
 
     Returns
@@ -84,7 +83,7 @@ def solve_multiclass_subgradient(
             "the projected-subgradient baseline (solver='pg') is defined for smoothing=0 only"
         )
     At, S = problem.start(A_init)
-    iterate = _MulticlassPG(problem, At, S, rtol=rtol)
+    iterate = _MulticlassPG(problem, At, S)
     return run(
         iterate,
         tol=tol,

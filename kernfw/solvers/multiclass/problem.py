@@ -1,25 +1,19 @@
 """The multi-class dual of math.md §1.4 (smoothed as in §1.10), shared by its solvers.
 
-:class:`MulticlassDual` is the problem (its LMO, certificate and line search);
-:class:`FullBatchIterate` the full-batch iterate that the Frank-Wolfe solvers
-(:mod:`kernfw.solvers.multiclass`) and the projected-subgradient baseline
-(:mod:`kernfw.solvers.multiclass.pg`) both extend.  Both solver modules import
-this one; it imports neither.
+:class:`MulticlassDual` is the problem: its scores, closed-form LMO (§1.6), block gaps
+and certificate (§1.8).  The iterates of :mod:`kernfw.solvers.multiclass.iterate` and
+the projected-subgradient baseline (:mod:`kernfw.solvers.multiclass.pg`) work on it.
 """
 
 import numpy as np
 
-from ..._compiled import compiled_module
 from ...fw import Certificate
 from ...fw.result import rounding_bound
 from ...losses import dual_vertices, make_loss
 from ...operators import KernelOperator
+from ._gram_numba import gram_times
 
-__all__ = ["MulticlassDual", "inner", "GRAM_ROWS"]
-
-#: rows of a float32 Gram matrix converted to float64 at a time by
-#: :meth:`MulticlassDual.kernel_times`
-GRAM_ROWS = 1024
+__all__ = ["MulticlassDual", "inner"]
 
 
 def inner(a, b):
@@ -86,22 +80,16 @@ class MulticlassDual:
         The scores ``S`` are updated by these products, and the certificate
         holds for ``S = K Aᵀ/(λn)``: a product summed in float32 would leave
         ``S`` off by up to ``n·6e-8`` relative, above any rounding bound.  A
-        float32 Gram matrix is multiplied by :func:`kernfw.solvers.multiclass._gram_numba.gram_times`
-        (each entry read once as float32) or, without numba, in blocks of
-        ``GRAM_ROWS`` rows converted to float64; the other operators take the
-        float64 ``V`` as it is.
+        float32 Gram matrix is multiplied by
+        :func:`~kernfw.solvers.multiclass._gram_numba.gram_times` (each entry read
+        once as float32); the other operators take the float64 ``V`` as it is.
         """
         V = np.asarray(V, dtype=np.float64)
-        view = self.op.compiled_view() if self.op.dtype != np.float64 else None
+        view = self.op.compiled_view() if self.op.dtype == np.float32 else None
         if view is None or view.kind != "gram" or V.ndim != 2:
             return np.asarray(self.op.matmat(V), dtype=np.float64)
-        K, out = view.matrix, np.empty(V.shape)
-        lib = compiled_module("kernfw.solvers.multiclass._gram_numba")
-        if lib is not None and K.dtype == np.float32:
-            lib.gram_times(K, np.ascontiguousarray(V), out)
-            return out
-        for lo in range(0, self.n, GRAM_ROWS):
-            out[lo : lo + GRAM_ROWS] = K[lo : lo + GRAM_ROWS].astype(np.float64) @ V
+        out = np.empty(V.shape)
+        gram_times(view.matrix, np.ascontiguousarray(V), out)
         return out
 
     def scores(self, At):
@@ -210,11 +198,6 @@ class MulticlassDual:
         S = self.scores(At) if S is None else S
         U, phi, G = self.direction(At, S)
         return self.certificate(At, S, U, phi, G)
-
-    def primal(self, S, w_sq):
-        """Unsmoothed primal ``P(W) = λ/2 ‖W‖² + (1/n) Σ Φ(s_i; y_i)`` from scores ``S``."""
-        a = self.C + S - S[self.rows, self.y][:, None]
-        return 0.5 * self.lam * w_sq + float(self.loss.value(a).mean())
 
     def dual(self, At, S):
         """``D_σ(A)`` of §1.10 (``D`` of §1.4 when ``σ = 0``)."""

@@ -21,7 +21,6 @@ def solve_multiclass(
     n_classes=None,
     A_init=None,
     tol=1e-3,
-    rtol=0.0,
     max_iter=1000,
     max_time=None,
     check_every=1,
@@ -29,7 +28,6 @@ def solve_multiclass(
     random_state=None,
     sample="uniform",
     keep_best=True,
-    compiled="auto",
     shrinking=True,
     block_step="auto",
     inner_steps=5,
@@ -53,16 +51,18 @@ def solve_multiclass(
     smoothing : float
         Moreau smoothing ``σ ≥ 0``.
     solver : {"lsfw", "stdfw", "bcfw", "pg"}
-        See the module docstring.
+        ``"lsfw"``: FW with the exact closed-form line search (§1.7, §1.10);
+        ``"stdfw"``: the same with the step ``2/(t+2)``; ``"bcfw"``: block-coordinate FW
+        (:class:`~kernfw.solvers.multiclass.BlockFW`, §1.13; a built-in loss); ``"pg"``:
+        the projected-subgradient baseline of §1.11.
     n_classes : int or None
         Number of classes ``m`` (default ``max(y) + 1``).
     A_init : ndarray of shape (m, n) or None
         Warm start: a feasible dual point (e.g. a previous solution; the
         feasible set does not depend on ``λ`` or ``σ``).
-    tol : float
-        Absolute tolerance on the certified gap (primal scale).
-    rtol : float
-        Relative tolerance: also stop when ``gap ≤ rtol·|P|``.
+    tol : float or StoppingRule
+        Stop when the certified gap (plus its rounding bound) is at most ``tol·|P|``;
+        a :class:`~kernfw.fw.StoppingRule` for another scale (e.g. an absolute gap).
     max_iter : int
         Iterations (passes over the data for ``"bcfw"``, also with
         ``check_every="auto"``, whose rounds of passes end when ``max_iter``
@@ -85,11 +85,6 @@ def solve_multiclass(
         Block sampling of ``"bcfw"``.
     keep_best : bool
         Return the iterate with the smallest gap if the run does not converge.
-    compiled : bool or "auto"
-        Compiled passes of ``"bcfw"`` (see :class:`BlockFW`): "auto" uses them
-        when numba is installed and the operator has a
-        :meth:`~kernfw.operators.KernelOperator.compiled_view` (``Features``,
-        dense ``Gram``); False forces the numpy block steps.
     shrinking : bool
         Active-set passes of ``"bcfw"``: between two certificates only blocks
         that are not block-optimal are visited (see :class:`BlockFW`).
@@ -101,7 +96,7 @@ def solve_multiclass(
         Pairwise steps per block visit (``block_step="pairwise"``).
     averaging : bool
         ``"bcfw"`` only: certify and return the weighted average of the
-        iterates (BCFW-wavg; numpy block steps).
+        iterates (BCFW-wavg).
     shrink_classes : bool
         ``"bcfw"`` with ``shrinking`` and exact block steps of the max /
         structured hinge: also leave the inactive classes of each block out
@@ -130,7 +125,6 @@ def solve_multiclass(
             problem,
             A_init=A_init,
             tol=tol,
-            rtol=rtol,
             max_iter=max_iter,
             max_time=max_time,
             check_every=check_every,
@@ -144,12 +138,10 @@ def solve_multiclass(
             At,
             S,
             rule="line_search",
-            rtol=rtol,
             random_state=random_state,
             sample=sample,
             block_step=block_step,
             inner_steps=inner_steps,
-            compiled=compiled,
             shrinking=shrinking,
             averaging=averaging,
             shrink_classes=shrink_classes,
@@ -158,7 +150,7 @@ def solve_multiclass(
             max_passes=max_iter if adaptive else None,
         )
     else:
-        iterate = FullBatchFW(problem, At, S, rule=rule, rtol=rtol)
+        iterate = FullBatchFW(problem, At, S, rule=rule)
     remedy = remedy or (
         "increase max_iter (or max_time), loosen tol, use a smaller C (a larger "
         "lam), or use smoothing > 0"

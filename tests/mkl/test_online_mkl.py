@@ -231,12 +231,27 @@ def test_chain_crf_loss_and_gradient_equal_enumeration(normalize):
         np.testing.assert_allclose(delta, np.eye(q)[y] - mu, atol=1e-12)
 
 
-def test_compiled_forward_backward_equals_numpy():
-    from kernfw._compiled import compiled_module
-    from kernfw.solvers.mkl.crf import chain_marginals_numpy
+def chain_marginals_numpy(theta, G):
+    """The forward-backward recursion in numpy, in log space (the reference of the
+    compiled recursion's shifted exponentials)."""
+    T, q = theta.shape
+    alpha = np.empty((T, q))
+    beta = np.zeros((T, q))
+    alpha[0] = theta[0]
+    for t in range(1, T):
+        alpha[t] = theta[t] + logsumexp(alpha[t - 1][:, None] + G, axis=0)
+    for t in range(T - 2, -1, -1):
+        beta[t] = logsumexp(G + (theta[t + 1] + beta[t + 1])[None, :], axis=1)
+    log_z = float(logsumexp(alpha[-1]))
+    mu = np.exp(alpha + beta - log_z)
+    pair_counts = np.zeros((q, q))
+    for t in range(T - 1):
+        pair_counts += np.exp(alpha[t][:, None] + G + (theta[t + 1] + beta[t + 1])[None, :] - log_z)
+    return mu, pair_counts, log_z
 
-    if compiled_module("kernfw.solvers._online_mkl_numba") is None:
-        pytest.skip("numba unavailable or disabled")
+
+@pytest.mark.slow
+def test_compiled_forward_backward_equals_numpy():
     rng = np.random.default_rng(1)
     for T in (1, 2, 7):
         theta, G = 3 * rng.normal(size=(T, 26)), rng.normal(size=(26, 26))
@@ -249,10 +264,37 @@ def test_compiled_forward_backward_equals_numpy():
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
 
 
-def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
+class DenseScores:
+    """The scores of :class:`~kernfw.solvers.mkl.kernel_groups.KernelGroups` from dense
+    blocks ``K`` (Mk, T, n_S), by ``einsum`` (the reference of the compiled passes)."""
+
+    @staticmethod
+    def nodes(K, A):
+        return np.matmul(K, A[:, : K.shape[2]])
+
+    @staticmethod
+    def combined(K, s, B):
+        return np.tensordot(s, K, axes=1) @ B[: K.shape[2]]
+
+    @staticmethod
+    def shared_inner(K, delta, B):
+        return np.einsum("ktj,tj->k", K, delta @ B[: K.shape[2]].T)
+
+    @classmethod
+    def inner_pair(cls, K, delta, B, weights, D):
+        ns = K.shape[2]
+        weighted = np.einsum("ktj,jk,tj->k", K, weights[:ns], delta @ D[:ns].T)
+        return cls.shared_inner(K, delta, B), weighted
+
+    @classmethod
+    def averaged_combined(cls, K, s, B, weights, D):
+        ns = K.shape[2]
+        return cls.combined(K, s, B) + np.einsum("ktj,jk,jc->tc", K, weights[:ns], D[:ns])
+
+
+def test_compiled_group_scores_equal_dense_scores_and_blocks_equal_columns():
     """KernelGroups: blocks from shared inner products (rbf, poly, linear, trace-scaled)
-    and from a Gram = the operators' columns; compiled scores = numpy scores."""
-    from kernfw._compiled import compiled_module
+    and from a Gram = the operators' columns; compiled scores = dense scores."""
     from kernfw.solvers.mkl.kernel_groups import KernelGroups
 
     rng = np.random.default_rng(2)
@@ -275,12 +317,10 @@ def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
     ops = list(make_operator(X, specs, normalization="trace", backend="function").operators)
     ops += [make_operator(X, ("rbf", {"gamma": 0.1, "columns": [0, 2]}), backend="gram")]
     ops += [make_operator(X, "laplacian", backend="function")]  # no view: the protocol
-    numpy_groups = KernelGroups(ops, compiled=False)
     groups = KernelGroups(ops)
     support = rng.permutation(40)[:25]
-    for g in (numpy_groups, groups):
-        g.add(support)
-        g.prefetch(np.arange(10, 30))
+    groups.add(support)
+    groups.prefetch(np.arange(10, 30))
     P = np.array([12, 13, 14])
     K = groups.block(P)
     dense = np.array([op.dense() for op in ops])
@@ -290,55 +330,46 @@ def test_compiled_group_scores_equal_numpy_and_blocks_equal_columns():
     np.testing.assert_allclose(
         groups.block(P), dense[:, P][:, :, groups.support], rtol=1e-12, atol=1e-14
     )
-    if compiled_module("kernfw.solvers._online_mkl_numba") is None:
-        pytest.skip("numba unavailable or disabled")
     A = rng.normal(size=(len(ops), 40, 4))
     B, s, delta = rng.normal(size=(40, 4)), rng.random(len(ops)), rng.normal(size=(3, 4))
-    numpy_groups.add(np.array([0, 1]))
     for products_only in (False, True):  # mixed sources; one compiled program for all
         if products_only:
-            ops = ops[: len(specs)]
+            ops, dense = ops[: len(specs)], dense[: len(specs)]
             A, s = A[: len(ops)], s[: len(ops)]
-            groups, numpy_groups = KernelGroups(ops), KernelGroups(ops, compiled=False)
-            support = rng.permutation(40)[:30]
-            for g in (groups, numpy_groups):
-                g.add(support)
-                g.prefetch(np.arange(10, 20))
-        K, Kn = groups.at(P), numpy_groups.at(P)
-        assert hasattr(K, "combined") is products_only
-        np.testing.assert_allclose(groups.nodes(K, A), numpy_groups.nodes(Kn, A), rtol=1e-11)
+            groups = KernelGroups(ops)
+            groups.add(rng.permutation(40)[:30])
+            groups.prefetch(np.arange(10, 20))
+        K, Kn = groups.at(P), dense[:, P][:, :, groups.support]
+        assert (type(K).__name__ == "_Program") is products_only
+        np.testing.assert_allclose(K.nodes(A), DenseScores.nodes(Kn, A), rtol=1e-11)
+        np.testing.assert_allclose(K.combined(s, B), DenseScores.combined(Kn, s, B), rtol=1e-11)
         np.testing.assert_allclose(
-            groups.combined(K, s, B), numpy_groups.combined(Kn, s, B), rtol=1e-11
-        )
-        np.testing.assert_allclose(
-            groups.shared_inner(K, delta, B), numpy_groups.shared_inner(Kn, delta, B), rtol=1e-11
+            K.shared_inner(delta, B), DenseScores.shared_inner(Kn, delta, B), rtol=1e-11
         )
 
 
-def test_integer_feature_tables_equal_numpy_scores():
+def test_integer_feature_tables_equal_dense_scores():
     """Small-integer features: every kernel is a table over inner products / squared
     distances; the compiled table passes (over several blocks of the support, with the
     coefficients stored by state or by slot, the rows' kinds kept by the caller or read
-    off the coefficients) equal the numpy scores and blocks."""
-    from kernfw._compiled import compiled_module
+    off the coefficients) equal the dense scores and blocks."""
     from kernfw.solvers.mkl.kernel_groups import KernelGroups
 
-    if compiled_module("kernfw.solvers._online_mkl_numba") is None:
-        pytest.skip("numba unavailable or disabled")
     rng = np.random.default_rng(3)
     X = rng.integers(0, 3, size=(300, 7)).astype(float)  # values 0, 1, 2
     specs = ["linear"] + [("poly", {"degree": p, "gamma": 0.1, "coef0": 1.0}) for p in (2, 3)]
     specs += [("rbf", {"gamma": g}) for g in (0.05, 0.1, 0.2, 0.3)]  # γ_0 · (1, 2, 4, 6)
     ops = list(make_operator(X, specs, normalization="trace", backend="function").operators)
-    groups, numpy_groups = KernelGroups(ops), KernelGroups(ops, compiled=False)
+    groups = KernelGroups(ops)
     support = rng.permutation(300)[:280]  # three blocks of the compiled passes
-    for g in (groups, numpy_groups):
-        g.add(support)
+    groups.add(support)
     P = np.array([3, 250, 251, 7])
-    K, Kn = groups.at(P), numpy_groups.at(P)
+    K = groups.at(P)
     assert type(K).__name__ == "_Tables"
     dense = np.array([op.dense() for op in ops])
-    np.testing.assert_allclose(K.dense(), dense[:, P][:, :, groups.support], rtol=1e-12)
+    Kn = dense[:, P][:, :, groups.support]
+    np.testing.assert_allclose(K.dense(), Kn, rtol=1e-12)
+    numpy_groups = DenseScores
     q, Mk = 5, len(ops)
     B, s = rng.normal(size=(300, q)), rng.random(Mk)
     weights, D = rng.normal(size=(300, Mk)), rng.normal(size=(300, q))
@@ -350,38 +381,33 @@ def test_integer_feature_tables_equal_numpy_scores():
     kinds = kinds.astype(np.int8)
     by_state = np.zeros((q, 300)).T  # the storage of KernelGroups.zeros with tables
     by_state[:] = B
-    np.testing.assert_allclose(
-        groups.combined(K, s, B), numpy_groups.combined(Kn, s, B), rtol=1e-11
-    )
-    dense = rng.normal(size=(4, q))  # a CRF round: every state
-    dense[1] = 0.0
+    np.testing.assert_allclose(K.combined(s, B), numpy_groups.combined(Kn, s, B), rtol=1e-11)
+    dense_delta = rng.normal(size=(4, q))  # a CRF round: every state
+    dense_delta[1] = 0.0
     sparse = np.zeros((4, q))  # a hinge round: +1 at the truth, −1 at the decoding
     sparse[[0, 2], [1, 3]], sparse[[0, 2], [4, 0]] = 1.0, -1.0
-    for delta in (dense, sparse):
+    for delta in (dense_delta, sparse):
         expected = numpy_groups.inner_pair(Kn, delta, B, weights, D)
         for got in (
-            groups.inner_pair(K, delta, B, weights, D),
-            groups.inner_pair(K, delta, by_state, weights, D, kinds),
+            K.inner_pair(delta, B, weights, D),
+            K.inner_pair(delta, by_state, weights, D, kinds),
         ):
             for a, b in zip(got, expected):
                 np.testing.assert_allclose(a, b, rtol=1e-11)
         np.testing.assert_allclose(
-            groups.shared_inner(K, delta, B), numpy_groups.shared_inner(Kn, delta, B), rtol=1e-11
+            K.shared_inner(delta, B), numpy_groups.shared_inner(Kn, delta, B), rtol=1e-11
         )
     np.testing.assert_allclose(
-        groups.averaged_combined(K, s, B, weights, D),
+        K.averaged_combined(s, B, weights, D),
         numpy_groups.averaged_combined(Kn, s, B, weights, D),
         rtol=1e-11,
     )
 
 
 @pytest.mark.parametrize("loss", ["hinge", "crf"])
-@pytest.mark.parametrize("compiled", [True, False])
-def test_epoch_average_norms_equal_quadratic_forms(loss, compiled, monkeypatch):
+def test_epoch_average_norms_equal_quadratic_forms(loss):
     """Dual averaging's epoch average keeps ``‖θ̄_k‖`` by identities: equal to
     ``sqrt(ā_kᵀ K_k ā_k)`` of the returned coefficients."""
-    if not compiled:
-        monkeypatch.setenv("KERNFW_DISABLE_NUMBA", "1")
     rng = np.random.default_rng(4)
     Y = [rng.integers(0, 3, size=rng.integers(2, 6)) for _ in range(30)]
     X = [np.clip(np.eye(3, 8)[y] + (rng.random((y.size, 8)) > 0.7), 0, 1) for y in Y]

@@ -1,7 +1,7 @@
 """Compiled group scores and chain marginals of online MKL (math.md §4.4, §4.6).
 
-The backend of :class:`kernfw.solvers.mkl.kernel_groups.KernelGroups` and of the CRF
-marginals (:mod:`kernfw.solvers.mkl.crf`).  A round of online MKL on a word with
+The compiled core of :class:`kernfw.solvers.mkl.kernel_groups.KernelGroups` and of the
+CRF marginals (:mod:`kernfw.solvers.mkl.crf`).  A round of online MKL on a word with
 positions ``P`` reads the kernel blocks ``K_k[P, S]`` (``Mk × T × n_S``, ``S`` the
 support in slot order) once and needs
 
@@ -15,21 +15,14 @@ support in slot order) once and needs
 
 Kernels of small-integer features are tables (:func:`table_scores`, :func:`table_inner`,
 :func:`table_average_scores`, which read the coefficients by state), and the products of
-binary features are bit counts (:func:`bit_products`).  The numpy path computes the same
-sums with ``matmul`` / ``einsum`` (in another order: the two agree to rounding,
-``tests/test_online_mkl.py``).  :func:`forward_backward` is the recursion of
-:func:`kernfw.solvers.mkl.crf.chain_marginals` with shifted exponentials.
-
-All functions are compiled with ``cache=True``; importing this module needs
-:mod:`numba` (``kernfw._compiled.compiled_module`` returns None without it).
+binary features are bit counts (:func:`bit_products`).  :func:`forward_backward` is the
+recursion of :func:`kernfw.solvers.mkl.crf.chain_marginals` with shifted exponentials.
 """
 
 import math
 
 import numpy as np
 from numba import njit
-
-from .mkl.kernel_groups import ROW_CHANGED, ROW_NEW, ROW_UNVISITED
 
 __all__ = [
     "rbf_exponents",
@@ -47,6 +40,11 @@ __all__ = [
     "table_average_scores",
     "bit_products",
 ]
+
+#: kinds of a support row ``j`` in an epoch of the epoch average (math.md §4.8), in this
+#: order (a block's largest decides its sums): not visited (``Δ_j = 0``), new in the epoch
+#: (``Δ_j = B_j``), or changed otherwise
+ROW_UNVISITED, ROW_NEW, ROW_CHANGED = 0, 1, 2
 
 #: kinds of the kernels of a *program* (kernels of the same inner products)
 LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
