@@ -33,7 +33,7 @@ BACKENDS = {
 #: its own package or of a lower layer, at module level and inside functions alike
 LAYERS = [
     # the root package imports nothing at import time (its public names load lazily)
-    ("kernfw", "kernfw._validation", "kernfw._compiled", "kernfw._threads"),
+    ("kernfw", "kernfw._validation", "kernfw._threads"),
     ("kernfw.fw", "kernfw.operators", "kernfw.losses", "kernfw.structured", "kernfw.datasets"),
     ("kernfw.kernels",),
     ("kernfw.solvers",),

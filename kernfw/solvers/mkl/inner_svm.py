@@ -39,9 +39,9 @@ from sklearn import config_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
-from ..._compiled import compiled_module
 from ..._threads import available_threads, in_ranges
 from ...operators import Gram, KernelStack
+from . import _inner_l2svm_numba
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -354,9 +354,8 @@ class L2SVM(InnerSVM):
             return self._solution(alphas, gaps)
         # a stored Gram: "auto" is compiled pairwise FW there, all problems in one call
         K = _stored_symmetric_gram(op) if self.solver == "auto" else None
-        lib = None if K is None else compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
-        if lib is not None:
-            alphas, gaps = self._solve_dense(lib, K, warm)
+        if K is not None:
+            alphas, gaps = self._solve_dense(_inner_l2svm_numba, K, warm)
         else:
             alphas, gaps = self._solve_each(op, warm)
         return self._solution(alphas, gaps)
