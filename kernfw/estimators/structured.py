@@ -1,11 +1,13 @@
 """Structural SVM estimator ([LacosteJulien2013]; math.md §3)."""
 
 import copy
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -60,8 +62,11 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         The algorithm (the names mean what they mean in
         :class:`~kernfw.MultiClassSVM`):
 
-        - "auto": "pairwise" for a ``MultiClass`` model (the fastest
-          certified solver there), "bcfw" otherwise;
+        - "auto": "bcfw", and for a ``MultiClass`` model "pairwise" (the fastest
+          certified solver there), handing over to "cutting_plane" when it stops
+          unconverged (the FW solvers crawl where the dual is ill-conditioned: data
+          far from the origin or of large scale, a large ``C``; ``solver_`` says
+          which solver returned ``coef_``);
         - "bcfw": block-coordinate Frank-Wolfe with the exact block line
           search (Lacoste-Julien et al., Algorithm 4), one oracle call per
           block step; compiled passes for ``Chain``;
@@ -235,9 +240,6 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             The fitted estimator.
         """
         Y = y
-        solver = self.solver
-        if solver == "auto":
-            solver = "pairwise" if isinstance(self.model, MultiClass) else "bcfw"
         self._check_sparse(X)
         if y is None:
             raise ValueError(
@@ -246,6 +248,9 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             )
         model = copy.deepcopy(self.model).initialize(X, Y)
         self.lam_ = resolve_lam(self.C, self.lam, len(Y))
+        solver = self.solver
+        if solver == "auto":
+            solver = "pairwise" if isinstance(model, MultiClass) else "bcfw"
         callback = self._fw_callback(self.max_iter, X, Y)
         budget = dict(max_iter=self.max_iter, tol=self.tol)
         blocks = dict(
@@ -285,7 +290,12 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
                     **blocks,
                 )
             else:
-                result = self._fit_pairwise(model, X, Y, blocks)
+                result = self._fit_pairwise(model, X, Y, blocks, handover=self.solver == "auto")
+                if not result.converged and self.solver == "auto":
+                    solver = "cutting_plane"
+                    result = solve_structural_cutting_plane(
+                        model, X, Y, self.lam_, callback=callback, **budget
+                    )
         finally:
             self._end_callbacks()
         self.model_ = model
@@ -296,9 +306,10 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         self.solver_ = solver
         return self
 
-    def _fit_pairwise(self, model, X, Y, blocks):
+    def _fit_pairwise(self, model, X, Y, blocks, handover=False):
         """The multi-class dual with pairwise block steps (math.md §3.7, §3.9), linear kernel;
-        its result gains ``w`` = ``coef_``."""
+        its result gains ``w`` = ``coef_``.  With ``handover`` an unconverged run does not
+        warn (the cutting plane takes over)."""
         if not isinstance(model, MultiClass):
             raise ValueError(
                 f"solver='pairwise' needs a MultiClass model, got {type(model).__name__}"
@@ -306,19 +317,24 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         op = Features(model.prepare(X))
         m = model.n_classes
         zero_one = np.array_equal(model.cost, 1.0 - np.eye(m))
-        loss = MaxHinge() if zero_one else StructuredHinge(model.cost)
-        result = solve_multiclass(
-            op,
-            model.check_labels(Y),
-            loss=loss,
-            lam=self.lam_,
-            solver="bcfw",
-            block_step="pairwise",
-            n_classes=m,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            **blocks,
-        )
+        with warnings.catch_warnings():
+            if handover:
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            result = solve_multiclass(
+                op,
+                model.check_labels(Y),
+                loss=MaxHinge() if zero_one else StructuredHinge(model.cost),
+                lam=self.lam_,
+                solver="bcfw",
+                block_step="pairwise",
+                n_classes=m,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                name="StructuredSVM solver='pairwise'",
+                remedy="increase max_iter, loosen tol, use a smaller C (a larger lam), "
+                "or use solver='cutting_plane'",
+                **blocks,
+            )
         result.history["pass"] = result.history["iteration"].astype(float)
         # W = Xᵀ Aᵀ/(λn), (d, m); coef_ = vec(Wᵀ)
         W = np.asarray(op.primal(result["A"].T), dtype=float) / (self.lam_ * op.n)

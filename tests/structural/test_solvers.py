@@ -720,6 +720,39 @@ def test_default_solver_and_score_on_multiclass():
     assert svm.n_features_in_ == 64
 
 
+def _iris_far_from_the_origin():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    return X + 100.0, y
+
+
+def test_default_converges_far_from_the_origin():
+    """The FW solvers crawl on iris + 100 (an ill-conditioned dual); the default hands over
+    to the cutting plane and reaches its optimum, without a warning."""
+    X, y = _iris_far_from_the_origin()
+    reference = solve_structural_cutting_plane(MultiClass(3), X, y, 1 / 150, tol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        svm = StructuredSVM(MultiClass(3), random_state=0).fit(X, y)
+    assert svm.solver_ == "cutting_plane" and svm.converged_
+    assert svm.duality_gap_ <= 1e-2 * svm.primal_objective_
+    assert reference.primal == pytest.approx(0.18551, abs=1e-4) and reference.converged
+    assert 0 <= svm.primal_objective_ - reference.primal <= svm.duality_gap_ + 1e-9
+    assert svm.primal_objective_ == pytest.approx(0.1868, abs=2e-3)
+
+
+@FIXED_BUDGET
+def test_pairwise_warning_names_the_estimator_and_its_parameters():
+    X, y = _iris_far_from_the_origin()
+    with pytest.warns(ConvergenceWarning) as record:
+        StructuredSVM(MultiClass(3), solver="pairwise", max_iter=5, random_state=0).fit(X, y)
+    message = str(record[0].message)
+    assert "StructuredSVM solver='pairwise'" in message and "cutting_plane" in message
+    for foreign in ("MultiClassSVM", "max_time", "smoothing"):
+        assert foreign not in message
+
+
 @FIXED_BUDGET
 def test_sparse_input_multiclass_and_clear_error_for_chains():
     """Issue 12 reproducer: ``StructuredSVM(MultiClass(3)).fit(sp.csr_matrix(X), y)``."""

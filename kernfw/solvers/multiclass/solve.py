@@ -33,6 +33,8 @@ def solve_multiclass(
     inner_steps=5,
     averaging=False,
     shrink_classes=False,
+    name=None,
+    remedy=None,
 ):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
@@ -101,6 +103,10 @@ def solve_multiclass(
         until the next certificate
         (:class:`~kernfw.MultiClassSVM` turns it on with ``shrinking``: fastest
         in ``docs/benchmarks/multiclass.md`` (d)).
+    name, remedy : str or None
+        The solver's name and the advice of the ``ConvergenceWarning`` (default: those
+        of :class:`~kernfw.MultiClassSVM`; an estimator that calls this solver names
+        itself and its own parameters).
 
     Returns
     -------
@@ -145,7 +151,7 @@ def solve_multiclass(
         )
     else:
         iterate = FullBatchFW(problem, At, S, rule=rule)
-    remedy = (
+    remedy = remedy or (
         "increase max_iter (or max_time), loosen tol, use a smaller C (a larger "
         "lam), or use smoothing > 0"
     )
@@ -158,5 +164,5 @@ def solve_multiclass(
         callback=callback,
         keep_best=keep_best,
         remedy=remedy,
-        name=f"MultiClassSVM solver={solver!r}",
+        name=name or f"MultiClassSVM solver={solver!r}",
     )

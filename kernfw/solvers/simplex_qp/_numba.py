@@ -174,7 +174,7 @@ def choose(state, vi, di, j, vj, qj, dj, alpha_j):
     return _choose(state[0], vi, di, j, vj, qj, dj, alpha_j)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _choose(st, vi, di, j, vj, qj, dj, alpha_j):
     """The step from the cached FW vertex ``i* = vertex`` (``v_i``, ``Q_ii``; its gap is the
     FW slope) or, when its slope ``αᵀg − g_j`` is larger, the away step from ``j`` (−1: no
@@ -214,7 +214,7 @@ def move(state, vi, di, qi):
     return _move(state[0], vi, di, qi)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _move(st, vi, di, qi):
     """The scalars of the planned step along point ``index`` (``v_i``, ``Q_ii``, ``q_i``):
     ``αᵀQα``, ``qᵀα``, ``s`` and the step counts.  Returns the change of ``β_i``
@@ -333,7 +333,7 @@ def cache_vertex(vec, con, state):
     _cache_vertex(vec, con, state[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _cache_vertex(vec, con, st):
     """The FW vertex ``i* = argmin`` of the scores ``s·u − q/2`` (of ``u`` when ``q`` is
     constant: ``fill_scores`` off), the first index of the minimum as ``np.argmin``

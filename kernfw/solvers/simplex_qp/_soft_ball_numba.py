@@ -46,7 +46,6 @@ __all__ = [
     "select_pair",
     "pair_step",
     "column",
-    "fill_v",
     "run_cached",
     "estimate_met",
     "is_symmetric",
@@ -71,6 +70,7 @@ STATE = np.dtype(
         ("j", np.int64),
         ("gamma", np.float64),  # its step
         ("check_every", np.int64),  # steps between compiled estimates of the gap
+        ("fill", np.bool_),  # the next run_cached computes v = Kα (the start)
         ("gap", np.float64),  # the last compiled FW gap and objective f(α)
         ("dual", np.float64),
         ("estimate_a", np.float64),  # the stopping rule's estimate gap ≤ a·|f| + b
@@ -152,9 +152,8 @@ def column(j, src, con, state, slab, slot_of, slots, scratch):
 
 
 @njit(cache=True)
-def fill_v(vec, con, state, src, slab, slot_of, slots):
-    """``v = Kα`` from the columns of the view (through the cache of :func:`column`):
-    the start."""
+def _fill_v(vec, con, state, src, slab, slot_of, slots):
+    """``v = Kα`` from the columns of the view (through the cache of :func:`column`)."""
     alpha, v = vec[ALPHA], vec[V]
     v[:] = 0.0
     for j in range(alpha.shape[0]):
@@ -206,8 +205,16 @@ def estimate_met(vec, con, state):
 def run_cached(steps, vec, con, state, src, slab, slot_of, slots):
     """Up to ``steps`` pairwise steps with the columns from the view (:func:`column`); ends
     where :func:`select_pair` finds no pair or :func:`estimate_met` holds (tested every
-    ``check_every`` steps).  Returns the steps taken (a step without a pair counts)."""
+    ``check_every`` steps).  Returns the steps taken (a step without a pair counts).
+
+    With ``fill`` set it computes ``v = Kα`` instead, from the columns of the support of
+    ``α`` (the start), clears ``fill`` and returns 0: one compiled entry point, one load of
+    its cached machine code in a fresh process."""
     st = state[0]
+    if st.fill:
+        _fill_v(vec, con, state, src, slab, slot_of, slots)
+        st.fill = False
+        return 0
     scratch = vec[SCRATCH]
     for t in range(steps):
         if not select_pair(vec, con, state):

@@ -51,6 +51,8 @@ __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
 ESTIMATE_EVERY = 16
 #: points of the landmark centre whose LMO vertex starts the iterate
 LANDMARKS = 64
+#: columns per ``Q.columns`` call when the start's ``v = Kα`` is summed from them
+_COLUMN_BLOCK = 256
 
 
 def soft_ball_radius2(d, nu):
@@ -139,11 +141,22 @@ class SoftBallIterate(FWIterate):
         self._fill_v()
 
     def _fill_v(self):
-        """``v = Kα`` (the compiled columns of the view, else ``Q.matmat``)."""
-        if self._source is None:
+        """``v = Kα``: from the columns of the support of ``α`` (about ``νn`` of them, against
+        the ``n`` of a product), compiled from the view or by blocks of ``Q.columns``; by
+        ``Q.matmat`` for explicit features (``K = XXᵀ``: a product costs O(nd))."""
+        if self._source is not None:
+            self._st["fill"] = True
+            core.run_cached(0, self._vec, self._con, self._state, *self._source)
+            return
+        view = self.Q.compiled_view()
+        if view is not None and view.kind == "features":
             self.v[:] = np.ravel(self.Q.matmat(self.alpha))
-        else:
-            core.fill_v(self._vec, self._con, self._state, *self._source)
+            return
+        support = np.flatnonzero(self.alpha)
+        self.v[:] = 0.0
+        for start in range(0, support.size, _COLUMN_BLOCK):
+            block = support[start : start + _COLUMN_BLOCK]
+            self.v += np.asarray(self.Q.columns(block), dtype=np.float64) @ self.alpha[block]
 
     @property
     def column_cache_info(self):

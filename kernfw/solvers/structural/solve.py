@@ -76,7 +76,7 @@ def solve_structural_fw(
         check_every=1,
         callback=callback,
         keep_best=True,
-        remedy="increase max_iter or tol, or use solver='bcfw'",
+        remedy="increase max_iter, loosen tol, or use the BCFW or the cutting plane",
         name="structural SVM batch FW",
     )
 
@@ -147,7 +147,7 @@ def solve_structural_bcfw(
         check_every=check_every_passes(check_every),
         callback=callback,
         keep_best=True,
-        remedy="increase max_iter or tol",
+        remedy="increase max_iter, loosen tol, use a larger lam, or use the cutting plane",
         name="structural SVM BCFW",
     )
 
@@ -185,7 +185,7 @@ def solve_structural_cutting_plane(
         check_every=1,
         callback=callback,
         keep_best=True,
-        remedy="increase max_iter or tol",
+        remedy="increase max_iter or loosen tol",
         name="structural SVM cutting plane",
     )
 
