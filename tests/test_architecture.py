@@ -1,8 +1,9 @@
 """The layering rules of docs/architecture.md, checked on the source.
 
 - no import circle inside ``kernfw/``, function-level imports included;
-- no solver branches on a concrete kernel backend (it asks ``compiled_view()`` /
-  ``column_view()`` or calls the protocol);
+- no solver branches on a concrete kernel backend: no ``isinstance`` test of one, and no
+  comparison of a ``.kind`` attribute or a ``kind`` name (it asks the operator's questions:
+  ``features()``, ``stored_gram()``, ``product_form()``, ``block()``, ``matmat64()``);
 - no module imports from a layer above it or beside it (:data:`LAYERS`, the diagram of
   docs/architecture.md);
 - every public function of ``kernfw/solvers/`` that drives an iterate is named ``solve_*``;
@@ -79,7 +80,7 @@ SIMPLEX_QP = [
 
 
 #: the multi-category package, bottom up: a module imports only the modules before it
-MULTICLASS = ["_lmo", "_block_qp", "_gram_numba", "problem", "_numba", "iterate", "pg", "solve"]
+MULTICLASS = ["_lmo", "_block_qp", "problem", "_numba", "iterate", "pg", "solve"]
 
 #: the MKL package, bottom up: the online method (compiled core, regularizers, marginals,
 #: kernel groups, iterates) and the alternating methods (feature blocks, inner SVMs, the
@@ -289,3 +290,43 @@ def test_every_public_estimator_runs_scikit_learns_checks():
         for block in re.findall(r"@parametrize_with_checks\((.*?)\n\)", text, flags=re.S):
             checked |= {name for name in estimators if re.search(rf"\b{name}\(", block)}
     assert sorted(set(estimators) - checked) == []
+
+
+def _kind_comparisons(path):
+    """``line`` of every comparison (``==``, ``!=``, ``in``, ``not in``) of a ``.kind``
+    attribute or a ``kind`` name in ``path``."""
+    compared = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(isinstance(op, compared) for op in node.ops):
+            operands = [node.left, *node.comparators]
+            if any(getattr(o, "attr", getattr(o, "id", None)) == "kind" for o in operands):
+                yield node.lineno
+
+
+_NEXT_STEP = pytest.mark.xfail(
+    strict=True, reason="the simplex-QP column sources are the next step"
+)
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param("simplex_qp", marks=_NEXT_STEP),
+        "multiclass",
+        pytest.param("mkl", marks=_NEXT_STEP),
+        "structural",
+    ],
+)
+def test_solvers_do_not_branch_on_backend_kinds(family):
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "solvers" / family).rglob("*.py"))
+        for line in _kind_comparisons(path)
+    ]
+    assert not wrong, wrong
+
+
+def test_a_kind_branch_is_found(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("if view.kind == 'gram' or kind in ('a',) or x.kind != 1:\n    pass\n")
+    assert list(_kind_comparisons(path)) == [1, 1, 1]

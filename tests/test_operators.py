@@ -23,6 +23,7 @@ from kernfw.operators import (
     PairwiseKernel,
     normalize,
 )
+from kernfw.operators._products_numba import POLY, kernel_of_products
 
 N, N_NEW, D = 40, 7, 5
 TOL = dict(rtol=1e-10, atol=1e-10)
@@ -123,6 +124,64 @@ def _case(backend, kernel, data, wide_data):
     if backend in SPARSE_BACKENDS:
         X, X_new = sparsify(X), sparsify(X_new)
     return op, X.toarray() if sp.issparse(X) else X, X_new
+
+
+def _normalized_references(op, K):
+    """``(operator, reference)`` pairs: ``op`` and its three normalizations."""
+    n, d = K.shape[0], np.diag(K)
+    H = np.eye(n) - 1.0 / n
+    pairs = [(op, K), (normalize(op, "trace"), n * K / d.sum())]
+    pairs.append((normalize(op, "center"), H @ K @ H))
+    if np.all(d > 0):
+        pairs.append((normalize(op, "unit_diagonal"), K / np.sqrt(np.outer(d, d))))
+    return pairs
+
+
+def _gram_of_products(form):
+    """``scale · k_code(⟨x_i, x_j⟩, ‖x_i‖², ‖x_j‖²)`` of a product form, entry by entry."""
+    Z = np.asarray(form.features, dtype=np.float64)
+    ip, sq = Z @ Z.T, np.einsum("ij,ij->i", Z, Z)
+    args = (form.code, form.gamma, form.coef0, form.degree)
+    values = [
+        [kernel_of_products(*args, ip[i, j], sq[i], sq[j]) for j in range(len(Z))]
+        for i in range(len(Z))
+    ]
+    return form.scale * np.array(values)
+
+
+@pytest.mark.parametrize("backend,kernel", CASES)
+def test_backends_answer_the_questions_like_the_reference_gram(backend, kernel, data, wide_data):
+    """features, stored_gram, matmat64, block and product_form (when a backend answers
+    them), on the backend and on its normalizations, against the dense reference Gram."""
+    op, X, _ = _case(backend, kernel, data, wide_data)
+    n = X.shape[0]
+    V = np.random.default_rng(4).normal(size=(n, 3))
+    rows, cols = np.array([3, 0, n - 1]), np.array([5, 3, 1, 0, 2])
+    for nop, K in _normalized_references(op, reference(kernel, X, X)):
+        np.testing.assert_allclose(nop.block(rows, cols), K[np.ix_(rows, cols)], **TOL)
+        np.testing.assert_allclose(nop.block(cols, rows), K[np.ix_(cols, rows)], **TOL)
+        for W in (V, V[:, 0]):
+            assert nop.matmat64(W).dtype == np.float64
+            np.testing.assert_allclose(nop.matmat64(W), K @ W, **TOL)
+        Phi = nop.features()
+        if Phi is not None:
+            Phi = Phi.toarray() if sp.issparse(Phi) else Phi
+            np.testing.assert_allclose(Phi @ Phi.T, K, **TOL)
+        if nop.stored_gram() is not None:
+            np.testing.assert_allclose(nop.stored_gram(), K, **TOL)
+            np.testing.assert_allclose(nop.stored_gram(by_columns=True).T, K, **TOL)
+        if nop.product_form() is not None:
+            np.testing.assert_allclose(_gram_of_products(nop.product_form()), K, **TOL)
+
+
+def test_a_float32_gram_sums_its_products_in_float64():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    K = (X @ X.T).astype(np.float32)
+    K64, V = K.astype(np.float64), rng.normal(size=(300, 2)) * 1e4
+    for W in (V, V[:, 1]):
+        error = np.abs(Gram(K).matmat64(W) - K64 @ W)
+        assert np.all(error <= 1e-13 * (np.abs(K64) @ np.abs(W)))  # float32 sums: ~1e-7
 
 
 @pytest.mark.parametrize("backend,kernel", CASES)
@@ -867,6 +926,16 @@ def test_compiled_view_of_each_backend():
     assert view.kind == "gram" and view.matrix is K
     for op in (KernelFunction(X, "rbf"), MultiKernel([Gram(K)]), normalize(Gram(K), "trace")):
         assert op.compiled_view() is None
+    # the questions: who answers what (their values: test_backends_answer_the_questions...)
+    assert Gram(K).stored_gram() is K and Features(X).features() is X
+    assert Features(X).product_form().features is X and Features(Xs).product_form() is None
+    assert KernelFunction(X, "rbf").product_form() is not None
+    for op in (
+        KernelFunction(X, "laplacian"),
+        MultiKernel([Gram(K)]),
+        normalize(Gram(K), "center"),
+    ):
+        assert op.features() is None and op.stored_gram() is None and op.product_form() is None
 
 
 def test_detach_attach_and_materialize_operator_trees():
@@ -944,18 +1013,14 @@ def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
     assert Gram(K).column_view().kind == "gram" and Features(X).column_view().kind == "features"
     assert L2SVMKernel(Gram(K), y, 1.0).column_view().matrix.matrix is K
     poly = KernelFunction(X, "poly", degree=2, gamma=0.3, coef0=1.0)
-    view = poly.column_view()
-    assert view.kind == "product" and view.params["kernel"] is poly.kernel
-    Z = view.matrix
-    np.testing.assert_allclose(
-        view.params["kernel"].from_products(Z @ Z.T, Z.shape[1]), poly.dense(), rtol=1e-13
-    )
-    scaled = normalize(poly, "trace").column_view()
-    assert scaled.kind == "scaled" and scaled.matrix.kind == "product"
-    assert scaled.params["scale"] == pytest.approx(X.shape[0] / np.trace(poly.dense()))
-    assert normalize(poly, "center").column_view() is None
-    lp = L2SVMKernel(poly, y, 1.0).column_view()
-    assert lp.kind == "l2svm" and lp.matrix.kind == "product"
+    assert poly.column_view() is None  # the other kernels of products: product_form
+    form = poly.product_form()
+    assert form.features is X and form[1:] == (POLY, 0.3, 1.0, 2, 1.0)
+    scaled = normalize(poly, "trace").product_form()
+    assert scaled.features is X and scaled.code == POLY
+    assert scaled.scale == pytest.approx(X.shape[0] / np.trace(poly.dense()))
+    assert normalize(poly, "center").product_form() is None
+    assert L2SVMKernel(poly, y, 1.0).column_view() is None
     for other in (
         KernelFunction(X, "laplacian"),
         KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),

@@ -98,13 +98,13 @@ def test_from_kernel_needs_a_numeric_gamma_for_the_float32_path():
 
 def test_block_fw_skips_the_symmetry_test_of_a_known_symmetric_gram(monkeypatch):
     """The compiled passes read the rows of a Gram built symmetric without testing it."""
-    from kernfw.solvers.multiclass import _numba as _bcfw_numba
+    from kernfw.operators import gram
 
     def refuse(K):
         raise AssertionError("the symmetry of a Gram built symmetric was tested")
 
     K = rbf_gram(points(40, 3), 0.5)
-    monkeypatch.setattr(_bcfw_numba, "_is_symmetric", refuse)
-    assert _bcfw_numba.gram_columns(K, symmetric=True) is K
+    monkeypatch.setattr(gram, "check_gram", refuse)
+    assert Gram(K, check=False, symmetric=True).stored_gram(by_columns=True) is K
     with pytest.raises(AssertionError):
-        _bcfw_numba.gram_columns(K)
+        Gram(K, check=False).stored_gram(by_columns=True)

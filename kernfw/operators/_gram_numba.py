@@ -1,10 +1,12 @@
-"""Compiled (numba) core of :func:`kernfw.operators.gram.mirror_lower`: the lower triangle
-of a square matrix copied onto its upper triangle, tile by tile (a tile and its
-transposed partner stay in cache, so the transposed read is cheap)."""
+"""Compiled (numba) cores of :class:`kernfw.operators.gram.Gram`: :func:`mirror_lower` (the
+lower triangle of a square matrix copied onto its upper triangle, tile by tile: a tile and
+its transposed partner stay in cache, so the transposed read is cheap) and
+:func:`gram_times` (a float32 Gram times float64 vectors summed in float64, math.md §1.5)."""
 
+import numpy as np
 from numba import njit
 
-__all__ = ["mirror_lower"]
+__all__ = ["mirror_lower", "gram_times"]
 
 #: rows and columns of a tile
 _TILE = 64
@@ -21,3 +23,18 @@ def mirror_lower(K):
             for i in range(I, i1):
                 for j in range(max(J, i + 1), j1):
                     K[i, j] = K[j, i]
+
+
+@njit(cache=True)
+def gram_times(K, V, out):
+    """``out = K V`` summed in float64 (``K`` (n, n) float32 read once, ``V`` (n, r) float64)."""
+    n, r = V.shape
+    acc = np.empty(r)
+    for i in range(K.shape[0]):
+        row = K[i]
+        acc[:] = 0.0
+        for l in range(n):
+            k = np.float64(row[l])
+            for j in range(r):
+                acc[j] += k * V[l, j]
+        out[i] = acc

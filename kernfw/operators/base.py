@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["KernelOperator", "CompiledView", "ArraySlot", "as_index", "check_block"]
+__all__ = ["KernelOperator", "CompiledView", "ProductForm", "ArraySlot", "as_index", "check_block"]
 
 
 class CompiledView(NamedTuple):
@@ -20,7 +20,7 @@ class CompiledView(NamedTuple):
 
     Attributes
     ----------
-    kind : {"features", "gram", "rbf", "l2svm", "product", "scaled"}
+    kind : {"features", "gram", "rbf", "l2svm"}
         "features": ``K = X Xᵀ`` with ``matrix`` the features ``X`` (n × d), a
         C-contiguous ndarray or a CSR matrix in canonical format (sorted
         indices, no duplicates); "gram": ``matrix`` is ``K`` itself (n × n),
@@ -32,11 +32,7 @@ class CompiledView(NamedTuple):
         (the operator's column-cache budget, MB); "l2svm": the modified kernel
         ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` (math.md §2.1), ``matrix`` the
         column view of ``K``, ``params`` holds ``y`` (labels ±1, shape (n,)) and
-        ``C``; "product": ``K_ij = k(x_i·x_j)`` for a kernel of inner products other
-        than the RBF (linear, poly, sigmoid), ``matrix`` the features, ``params`` holds
-        ``kernel`` (the :class:`~kernfw.operators.pairwise.PairwiseKernel`, whose
-        ``from_products`` maps inner products to values); "scaled": ``s·K``, ``matrix``
-        the column view of ``K``, ``params`` holds ``scale`` (s).
+        ``C``.
     matrix : ndarray, scipy.sparse.csr_matrix or CompiledView
         See ``kind``.
     params : dict or None
@@ -49,6 +45,34 @@ class CompiledView(NamedTuple):
     kind: str
     matrix: object
     params: object = None
+
+
+class ProductForm(NamedTuple):
+    """A kernel of inner products: ``K_ij = scale · k_code(⟨x_i, x_j⟩, ‖x_i‖², ‖x_j‖²)``.
+
+    What :meth:`KernelOperator.product_form` answers; compiled code evaluates ``k_code``
+    with :func:`kernfw.operators._products_numba.kernel_of_products` (math.md §4.4).
+
+    Attributes
+    ----------
+    features : ndarray of shape (n, d)
+        The points ``x_i`` (C-contiguous, in the operator's dtype).
+    code : int
+        ``LINEAR``, ``POLY``, ``RBF`` or ``SIGMOID`` (:mod:`kernfw.operators._products_numba`).
+    gamma, coef0 : float
+        ``γ`` and ``c`` (0 where the kernel has none).
+    degree : int
+        The polynomial's degree (0 for the other kernels).
+    scale : float
+        ``s`` (a trace normalization ``n / tr K``; 1 otherwise).
+    """
+
+    features: np.ndarray
+    code: int
+    gamma: float
+    coef0: float
+    degree: int
+    scale: float
 
 
 class ArraySlot:
@@ -161,6 +185,53 @@ class KernelOperator(ABC):
         the minimum enclosing ball.  Backends that cannot compute it raise.
         """
         raise TypeError(f"{type(self).__name__} cannot evaluate k(x, x) for new points")
+
+    # -- questions a backend may answer (compiled solvers; None: ask the protocol) ------
+    def features(self):
+        """Explicit features ``Φ`` with ``K = Φ Φᵀ``, or None (the default).
+
+        A C-contiguous ndarray (n, m) or a CSR matrix in canonical format (sorted indices,
+        no duplicates).  Solvers that can keep primal weights ``W = Φᵀ V`` ask for it.
+        """
+        return None
+
+    def stored_gram(self, by_columns=False):
+        """The stored dense matrix ``K`` (float64 or float32, C- or F-ordered), or None
+        (the default: ``K`` is not stored).
+
+        Parameters
+        ----------
+        by_columns : bool
+            Return a matrix whose row ``i`` is the column ``K[:, i]``: ``K`` itself when it
+            is symmetric bit for bit (then its rows are read contiguously), else ``Kᵀ``.
+        """
+        return None
+
+    def matmat64(self, V):
+        """``K @ V`` summed in float64 arithmetic (float64 result), also on float32 values.
+
+        A certificate computed from the product needs its float64 sum (a float32 sum is
+        off by up to ``n·6e-8`` relative).  The default is :meth:`matmat` of a float64
+        ``V``; a float32 Gram reads each entry once, as float32, and sums in float64.
+        """
+        V = np.asarray(V, dtype=np.float64)
+        return np.asarray(self.matmat(V), dtype=np.float64)
+
+    def block(self, rows, cols):
+        """The block ``K[rows][:, cols]``, shape (len(rows), len(cols)).
+
+        The default computes the shorter list's columns (``K`` is symmetric, so
+        ``K[rows][:, cols] = K[:, rows][cols]ᵀ``); a Gram indexes its matrix.
+        """
+        rows, cols = as_index(rows, self.n), as_index(cols, self.n)
+        if rows.size < cols.size:
+            return self.columns(rows)[cols].T
+        return self.columns(cols)[rows]
+
+    def product_form(self):
+        """The kernel as a :class:`ProductForm` (compiled code evaluates it from inner
+        products of dense features), or None (the default)."""
+        return None
 
     # -- arrays and operator trees (compiled backends, sweeps) --------------------------
     def compiled_view(self):

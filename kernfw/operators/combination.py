@@ -76,31 +76,38 @@ class MultiKernel(KernelOperator):
         return [(w, op) for w, op in zip(self.weights, self.operators) if w != 0]
 
     def compiled_view(self):
-        """``CompiledView("features", [√w_1 X_1, …, √w_p X_p])`` when every kernel with a
-        positive weight is explicit features ``K_j = X_j X_jᵀ`` (so ``K_w = X_w X_wᵀ`` with
-        the weighted blocks side by side), else None.
+        """``CompiledView("features", features())`` (:meth:`features`, built once), else
+        None."""
+        if not hasattr(self, "_features_view"):
+            X = self._weighted_features()
+            self._features_view = None if X is None else CompiledView("features", X)
+        return self._features_view
+
+    def features(self):
+        """``[√w_1 X_1, …, √w_p X_p]`` when every kernel with a positive weight is explicit
+        features ``K_j = X_j X_jᵀ`` (so ``K_w = X_w X_wᵀ`` with the weighted blocks side
+        by side), else None.
 
         The concatenation is a copy of the active blocks, O(n·Σ_j m_j) memory (kept with
         this operator; :meth:`with_weights` makes a new one): it lets the solvers that take
         explicit features (coordinate passes, BCFW with primal weights) run on a
         combination of feature blocks, such as approximated kernels.
         """
-        if not hasattr(self, "_features_view"):
-            self._features_view = self._weighted_features()
-        return self._features_view
+        view = self.compiled_view()
+        return None if view is None else view.matrix
 
     def _weighted_features(self):
-        views = [(w, op.compiled_view()) for w, op in self._active()]
-        if any(v is None or v.kind != "features" for _, v in views):
+        views = [(w, op.features()) for w, op in self._active()]
+        if any(X is None for _, X in views):
             return None
-        dtype = np.result_type(*[v.matrix.dtype for _, v in views])
-        blocks = [v.matrix * dtype.type(np.sqrt(w)) for w, v in views]
+        dtype = np.result_type(*[X.dtype for _, X in views])
+        blocks = [X * dtype.type(np.sqrt(w)) for w, X in views]
         if any(sp.issparse(b) for b in blocks):
             X = sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr")
             X.sum_duplicates()
         else:
             X = np.ascontiguousarray(np.hstack(blocks))
-        return CompiledView("features", X)
+        return X
 
     def _sum(self, parts, shape, dtype=None):
         """``Σ w_j part_j`` over ``(w_j, part_j)`` pairs, one part in memory at a time.

@@ -4,7 +4,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
-from .base import CompiledView, KernelOperator, as_index, check_block
+from ._products_numba import LINEAR
+from .base import CompiledView, KernelOperator, ProductForm, as_index, check_block
 from .pairwise import _sq_norms
 from .products import matmul, tmatmul
 
@@ -53,16 +54,26 @@ class Features(KernelOperator):
     def is_sparse(self):
         return sp.issparse(self.X)
 
-    def compiled_view(self):
-        """``CompiledView("features", X)``: C-contiguous dense ``X`` or canonical CSR."""
+    def features(self):
+        """``X``: C-contiguous dense or canonical CSR."""
         X = self.X
         if sp.issparse(X):
             if not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()  # one entry per (i, feature), sorted
-        else:
-            X = np.ascontiguousarray(X)
-        return CompiledView("features", X)
+            return X
+        return np.ascontiguousarray(X)
+
+    def compiled_view(self):
+        """``CompiledView("features", X)`` (:meth:`features`)."""
+        return CompiledView("features", self.features())
+
+    def product_form(self):
+        """The linear kernel of dense ``X`` (None for sparse ``X``)."""
+        return None if self.is_sparse else ProductForm(self.features(), LINEAR, 0.0, 0.0, 0, 1.0)
+
+    def block(self, rows, cols):
+        return _dense(self.X[as_index(rows, self.n)] @ self.X[as_index(cols, self.n)].T)
 
     def primal(self, V):
         """``Xᵀ V`` of shape (d,) or (d, r): the primal weights of dual ``V``."""

@@ -6,8 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
-from .base import CompiledView, KernelOperator, as_index, check_block
+from ._products_numba import LINEAR, POLY, RBF, SIGMOID
+from .base import CompiledView, KernelOperator, ProductForm, as_index, check_block
 from .pairwise import PairwiseKernel, resolve_gamma
+
+#: the codes of the kernels of inner products (:class:`~kernfw.operators.base.ProductForm`)
+_CODES = {"linear": LINEAR, "poly": POLY, "polynomial": POLY, "rbf": RBF, "sigmoid": SIGMOID}
 
 __all__ = ["KernelFunction"]
 
@@ -144,29 +148,32 @@ class KernelFunction(KernelOperator):
             )
         return self._sq_norms
 
-    def column_view(self):
-        """A :class:`~kernfw.operators.base.CompiledView` of the kernel on dense features, else
-        None: kind "rbf" for the RBF kernel (features ``X`` in this operator's ``dtype``,
-        ``gamma`` = γ, ``sq_norms`` = ``‖x_i‖²``, ``cache_size`` = this operator's budget in
-        MB), kind "product" for the other kernels of inner products (linear, poly,
-        sigmoid: ``kernel`` = the :class:`~kernfw.operators.pairwise.PairwiseKernel`,
-        whose :meth:`~kernfw.operators.pairwise.PairwiseKernel.from_products` maps inner
-        products of the features to kernel values).  A float32 view promises its values
-        only to float32 rounding."""
+    def product_form(self):
+        """The kernel as a :class:`~kernfw.operators.base.ProductForm` on dense features
+        (in this operator's ``dtype``; a float32 form promises its values only to float32
+        rounding), else None (other kernels, sparse features, float64 values of float32
+        features: the operator's own path)."""
         if not self.kernel.is_product or not isinstance(self.X, np.ndarray):
             return None
         X = self.kernel.select(self.X)
         if X.dtype == np.float32 and self.dtype == np.float64:
-            return None  # float64 values from float32 features: the operator's own path
+            return None
+        code, p = _CODES[self.kernel.metric], self.kernel.params
+        gamma = float(p.get("gamma", 1.0 / X.shape[1])) if code != LINEAR else 0.0
+        coef0 = float(p.get("coef0", 1.0)) if code in (POLY, SIGMOID) else 0.0
+        degree = int(p.get("degree", 3)) if code == POLY else 0
         features = np.ascontiguousarray(X, dtype=self.dtype)
-        if self.kernel.metric != "rbf":
-            return CompiledView("product", features, {"kernel": self.kernel})
-        gamma = float(self.kernel.params.get("gamma", 1.0 / X.shape[1]))
-        return CompiledView(
-            "rbf",
-            features,
-            {"gamma": gamma, "sq_norms": self._train_sq_norms(), "cache_size": self.cache_size},
-        )
+        return ProductForm(features, code, gamma, coef0, degree, 1.0)
+
+    def column_view(self):
+        """For the RBF kernel, a :class:`~kernfw.operators.base.CompiledView` of kind "rbf"
+        built from :meth:`product_form` (features ``X``, ``gamma`` = γ, ``sq_norms`` =
+        ``‖x_i‖²``, ``cache_size`` = this operator's budget in MB); else None."""
+        form = self.product_form()
+        if form is None or form.code != RBF:
+            return None
+        params = {"gamma": form.gamma, "sq_norms": self._train_sq_norms()}
+        return CompiledView("rbf", form.features, dict(params, cache_size=self.cache_size))
 
     # -- protocol ----------------------------------------------------------------
     def diag(self):

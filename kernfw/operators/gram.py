@@ -42,6 +42,8 @@ class Gram(KernelOperator):
         without testing it.  False means "not known" (a solver may test it).
     """
 
+    _symmetric = None  # exact symmetry as tested by stored_gram (None: not yet)
+
     def __init__(self, K, kernel=None, X=None, check=True, symmetric=False):
         if check:
             K, exact = check_gram(K)
@@ -147,9 +149,34 @@ class Gram(KernelOperator):
     def compiled_view(self):
         """``CompiledView("gram", K, {"symmetric": symmetric})`` (None while ``K`` is
         detached)."""
-        if isinstance(self.K, np.ndarray):
-            return CompiledView("gram", np.asarray(self.K), {"symmetric": self.symmetric})
-        return None
+        K = self.stored_gram()
+        return None if K is None else CompiledView("gram", K, {"symmetric": self.symmetric})
+
+    def stored_gram(self, by_columns=False):
+        """``K`` (a plain ndarray; None while detached); ``by_columns``: ``K`` when it is
+        symmetric bit for bit (known, or tested once in one compiled pass), else ``Kᵀ``."""
+        if not isinstance(self.K, np.ndarray):
+            return None
+        K = np.asarray(self.K)
+        if not by_columns or self.symmetric:
+            return K
+        if self._symmetric is None:
+            self._symmetric = check_gram(K)[1]
+        return K if self._symmetric else K.T
+
+    def matmat64(self, V):
+        """``K @ V`` in float64; a float32 ``K`` is read once by a compiled loop that sums
+        in float64 (no float64 copy of ``K``)."""
+        V = np.asarray(check_block(V, self.n), dtype=np.float64)
+        lib = compiled_module("kernfw.operators._gram_numba")
+        if self.K.dtype != np.float32 or lib is None:
+            return np.asarray(self.K @ V, dtype=np.float64)
+        out = np.empty(V.shape)
+        lib.gram_times(self.K, np.ascontiguousarray(V.reshape(self.n, -1)), out.reshape(self.n, -1))
+        return out
+
+    def block(self, rows, cols):
+        return self.K[np.ix_(as_index(rows, self.n), as_index(cols, self.n))]
 
     def detach_arrays(self, store):
         index = next((q for q, K in enumerate(store) if K is self.K), None)

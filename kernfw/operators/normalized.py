@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .base import CompiledView, KernelOperator, as_index, check_block
+from .base import KernelOperator, as_index, check_block
 from .psd import NotPSDError
 
 __all__ = ["Normalized", "normalize", "NORMALIZATIONS"]
@@ -105,14 +105,21 @@ class Normalized(KernelOperator):
         out = self.base.matmat(V) - np.multiply.outer(r, sumV) - (r @ V) + g * sumV
         return out
 
-    def column_view(self):
-        """For the trace normalization, a :class:`~kernfw.operators.base.CompiledView` of
-        kind "scaled" (``matrix`` the base operator's column view, ``params`` holds the
-        factor ``scale`` = n / tr K: the columns are ``scale · K[:, j]``); else None."""
-        inner = self.base.column_view()
-        if self.kind != "trace" or inner is None:
-            return None
-        return CompiledView("scaled", inner, {"scale": self._stats["scale"]})
+    def product_form(self):
+        """Trace: the base's :class:`~kernfw.operators.base.ProductForm` with ``scale``
+        times ``n / tr K``; otherwise None."""
+        form = self.base.product_form() if self.kind == "trace" else None
+        return None if form is None else form._replace(scale=form.scale * self._stats["scale"])
+
+    def block(self, rows, cols):
+        rows, cols, st = as_index(rows, self.n), as_index(cols, self.n), self._stats
+        B = self.base.block(rows, cols)
+        if self.kind == "trace":
+            return st["scale"] * B
+        if self.kind == "unit_diagonal":
+            return st["inv_sqrt_diag"][rows, None] * B * st["inv_sqrt_diag"][cols]
+        r = st["row_mean"]
+        return B - r[rows, None] - r[cols] + st["grand_mean"]
 
     def columns(self, idx):
         idx, st = as_index(idx, self.n), self._stats

@@ -24,7 +24,10 @@ import math
 import numpy as np
 from numba import njit
 
+from ...operators._products_numba import RBF, int_power, kernel_of_products, rbf_exponent
+
 __all__ = [
+    "RBF",
     "rbf_exponents",
     "program_combined",
     "rows_times",
@@ -46,79 +49,36 @@ __all__ = [
 #: (``Δ_j = B_j``), or changed otherwise
 ROW_UNVISITED, ROW_NEW, ROW_CHANGED = 0, 1, 2
 
-#: kinds of the kernels of a *program* (kernels of the same inner products)
-LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
-
 #: reassociation of the sums over the support (they vectorize)
 _FLAGS = {"reassoc", "contract"}
 
 
-@njit(cache=True)
-def _int_power(x, m):
-    """``x^m`` for an integer ``m ≥ 0`` by repeated squaring."""
-    v = 1.0
-    while m > 0:
-        if m & 1:
-            v *= x
-        x *= x
-        m >>= 1
-    return v
-
-
 @njit(cache=True, fastmath=_FLAGS)
 def rbf_exponents(ip, sq_rows, sq_cols, gamma0, out):
-    """``out[t, j] = −γ_0 max(‖a_t‖² + ‖b_j‖² − 2 ip[t, j], 0)`` (then ``exp`` in numpy)."""
+    """``out[t, j] = −γ_0 max(‖a_t‖² + ‖b_j‖² − 2 ip[t, j], 0)``, the exponents of the
+    operators' RBF (:func:`~kernfw.operators._products_numba.rbf_exponent`; then ``exp``
+    in numpy)."""
     T, ns = ip.shape
     for t in range(T):
         for j in range(ns):
-            d = sq_rows[t] + sq_cols[j] - 2.0 * ip[t, j]
-            out[t, j] = -gamma0 * max(d, 0.0)
+            out[t, j] = rbf_exponent(gamma0, ip[t, j], sq_rows[t], sq_cols[j])
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _row_power(x, m, work):
-    """``x ← x^m`` elementwise (integer ``m ≥ 1``) by repeated squaring of whole rows."""
-    if m == 1:
-        return
-    n = x.shape[0]
-    for j in range(n):
-        work[j] = x[j]
-        x[j] = 1.0
-    while m > 0:
-        if m & 1:
-            for j in range(n):
-                x[j] *= work[j]
-        m >>= 1
-        if m > 0:
-            for j in range(n):
-                work[j] *= work[j]
-
-
-@njit(cache=True, fastmath=_FLAGS)
-def _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row):
+def _kernel_row(r, t, ip, E, codes, gammas, coef0s, powers, ladder, row):
     """``row ← k_r(ip[t])`` for kernel ``r`` of a program.
 
-    RBF: ``E^m`` (``E = exp(−γ_0 D)``, ``powers[r] = m``), continuing the *ladder*
-    (``ladder[:n]`` the last RBF row of this ``t``, ``ladder[n]`` its power, 0 for
-    none) when ``m`` is a multiple of that power; ``m = 0`` means the real power
-    ``γ/γ_0`` (an RBF off the ladder).  POLY: ``(γx + c)^m``.
+    The kernels other than the RBF are :func:`kernel_of_products` (``powers[r]`` the
+    polynomial's degree).  RBF: ``E^m`` (``E = exp(−γ_0 D)``, :func:`rbf_exponents`;
+    ``powers[r] = m``), continuing the *ladder* (``ladder[:n]`` the last RBF row of this
+    ``t``, ``ladder[n]`` its power, 0 for none) when ``m`` is a multiple of that power;
+    ``m = 0`` means the real power ``γ/γ_0`` (an RBF off the ladder).
     """
-    kind, g, c, m = kinds[r], gammas[r], coef0s[r], powers[r]
+    code, g, c, m = codes[r], gammas[r], coef0s[r], powers[r]
     n = ip.shape[1]
-    if kind == LINEAR:
+    if code != RBF:
         for j in range(n):
-            row[j] = ip[t, j]
-    elif kind == POLY:
-        for j in range(n):
-            row[j] = g * ip[t, j] + c
-        if m == 0:
-            for j in range(n):
-                row[j] = 1.0
-        else:
-            _row_power(row, m, work)
-    elif kind == SIGMOID:
-        for j in range(n):
-            row[j] = math.tanh(g * ip[t, j] + c)
+            row[j] = kernel_of_products(code, g, c, m, ip[t, j], 0.0, 0.0)
     elif m == 0:
         ratio = g / gammas[0]
         for j in range(n):
@@ -126,32 +86,32 @@ def _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row):
     else:
         have = int(ladder[n])  # the power of the ladder's row (0: none yet in this row)
         if have > 0 and m % have == 0:
-            _row_power(ladder, m // have, work)
+            for j in range(n):
+                ladder[j] = int_power(ladder[j], m // have)
         else:
             for j in range(n):
-                ladder[j] = E[t, j]
-            _row_power(ladder, m, work)
+                ladder[j] = int_power(E[t, j], m)
         ladder[n] = m
         for j in range(n):
             row[j] = ladder[j]
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def program_combined(ip, E, kinds, gammas, coef0s, powers, weights, out):
+def program_combined(ip, E, codes, gammas, coef0s, powers, weights, out):
     """``out[t, j] = Σ_r weights[r] k_r(ip[t, j])``: the combined kernel ``Σ_k s_k K_k``.
 
     ``E = exp(−γ_0 D)`` (:func:`rbf_exponents`); every RBF of the program is ``E^m``.
     """
     T, ns = ip.shape
-    row, work, ladder = np.empty(ns), np.empty(ns), np.empty(ns + 1)
+    row, ladder = np.empty(ns), np.empty(ns + 1)
     out[:] = 0.0
     for t in range(T):
         ladder[ns] = 0.0
-        for r in range(kinds.shape[0]):
+        for r in range(codes.shape[0]):
             w = weights[r]
             if w == 0.0:
                 continue
-            _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row)
+            _kernel_row(r, t, ip, E, codes, gammas, coef0s, powers, ladder, row)
             for j in range(ns):
                 out[t, j] += w * row[j]
 
@@ -196,18 +156,18 @@ def row_products(delta, B, M):
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def program_inner(ip, E, groups, kinds, gammas, coef0s, powers, scales, M, rows, out):
+def program_inner(ip, E, groups, codes, gammas, coef0s, powers, scales, M, rows, out):
     """``out[groups[r]] += scales[r] Σ_{t,j} k_r(ip[t, j]) M[t, j]`` (``⟨K_k, M⟩``) over
     the rows ``t`` with ``rows[t]``."""
     T, ns = ip.shape
-    row, work, ladder = np.empty(ns), np.empty(ns), np.empty(ns + 1)
+    row, ladder = np.empty(ns), np.empty(ns + 1)
     out[:] = 0.0
     for t in range(T):
         if not rows[t]:
             continue
         ladder[ns] = 0.0
-        for r in range(kinds.shape[0]):
-            _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row)
+        for r in range(codes.shape[0]):
+            _kernel_row(r, t, ip, E, codes, gammas, coef0s, powers, ladder, row)
             acc = 0.0
             for j in range(ns):
                 acc += row[j] * M[t, j]
@@ -215,14 +175,14 @@ def program_inner(ip, E, groups, kinds, gammas, coef0s, powers, scales, M, rows,
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def program_blocks(ip, E, groups, kinds, gammas, coef0s, powers, scales, out):
+def program_blocks(ip, E, groups, codes, gammas, coef0s, powers, scales, out):
     """``out[groups[r], t, j] = scales[r] k_r(ip[t, j])``: the blocks of every kernel."""
     T, ns = ip.shape
-    row, work, ladder = np.empty(ns), np.empty(ns), np.empty(ns + 1)
+    row, ladder = np.empty(ns), np.empty(ns + 1)
     for t in range(T):
         ladder[ns] = 0.0
-        for r in range(kinds.shape[0]):
-            _kernel_row(r, t, ip, E, kinds, gammas, coef0s, powers, ladder, work, row)
+        for r in range(codes.shape[0]):
+            _kernel_row(r, t, ip, E, codes, gammas, coef0s, powers, ladder, row)
             k, sc = groups[r], scales[r]
             for j in range(ns):
                 out[k, t, j] = sc * row[j]
@@ -606,8 +566,8 @@ def _block_products(delta, states, counts, BT, j0, nb, M):
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _block_kinds(BT, DT, j0, nb, size, change, kind):
-    """``kind[jj]``: ``ROW_UNVISITED`` where ``D_j = 0``, ``ROW_NEW`` where ``D_j = B_j ≠ 0``,
+def _block_kinds(BT, DT, j0, nb, size, change, row_kind):
+    """``row_kind[jj]``: ``ROW_UNVISITED`` where ``D_j = 0``, ``ROW_NEW`` where ``D_j = B_j ≠ 0``,
     ``ROW_CHANGED`` otherwise (rows
     ``j = j0 + jj``; ``Σ_c |D_jc|`` and ``Σ_c |D_jc − B_jc|`` in ``size``, ``change``);
     returns the largest kind of the block."""
@@ -622,15 +582,15 @@ def _block_kinds(BT, DT, j0, nb, size, change, kind):
     top = ROW_UNVISITED
     for jj in range(nb):
         if size[jj] == 0.0:
-            kind[jj] = ROW_UNVISITED
+            row_kind[jj] = ROW_UNVISITED
         else:
-            kind[jj] = ROW_CHANGED if change[jj] != 0.0 else ROW_NEW
-        top = max(top, kind[jj])
+            row_kind[jj] = ROW_CHANGED if change[jj] != 0.0 else ROW_NEW
+        top = max(top, row_kind[jj])
     return top
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _block_sums(values, e, m, w, x, kinds, gammas, coef0s, powers, scales, groups, ladder, out):
+def _block_sums(values, e, m, w, x, codes, gammas, coef0s, powers, scales, groups, ladder, out):
     """For every kernel ``r`` of a program (group ``k = groups[r]``) along the block:
     ``out[0, k] += scales[r] Σ_jj k_r(jj) m[jj]`` and
     ``out[1, k] += scales[r] Σ_jj k_r(jj) w[k, jj] x[jj]``.
@@ -643,35 +603,13 @@ def _block_sums(values, e, m, w, x, kinds, gammas, coef0s, powers, scales, group
     n = values.shape[0]
     lad = ladder[:n]
     have = 0  # the power of e held in lad (0: none yet)
-    for r in range(kinds.shape[0]):
-        kind, g, c, p = kinds[r], gammas[r], coef0s[r], powers[r]
+    for r in range(codes.shape[0]):
+        code, g, c, p = codes[r], gammas[r], coef0s[r], powers[r]
         wk = w[groups[r], :n]
         a = b = 0.0
-        if kind == LINEAR:
+        if code != RBF:
             for jj in range(n):
-                z = values[jj]
-                a += z * m[jj]
-                b += z * (wk[jj] * x[jj])
-        elif kind == POLY and p == 2:
-            for jj in range(n):
-                y = g * values[jj] + c
-                z = y * y
-                a += z * m[jj]
-                b += z * (wk[jj] * x[jj])
-        elif kind == POLY and p == 3:
-            for jj in range(n):
-                y = g * values[jj] + c
-                z = y * y * y
-                a += z * m[jj]
-                b += z * (wk[jj] * x[jj])
-        elif kind == POLY:
-            for jj in range(n):
-                z = _int_power(g * values[jj] + c, p)
-                a += z * m[jj]
-                b += z * (wk[jj] * x[jj])
-        elif kind == SIGMOID:
-            for jj in range(n):
-                z = math.tanh(g * values[jj] + c)
+                z = kernel_of_products(code, g, c, p, values[jj], 0.0, 0.0)
                 a += z * m[jj]
                 b += z * (wk[jj] * x[jj])
         elif p == 0:  # an RBF off the ladder: e^(γ/γ_0)
@@ -693,7 +631,7 @@ def _block_sums(values, e, m, w, x, kinds, gammas, coef0s, powers, scales, group
                 for jj in range(n):
                     lad[jj] = e[jj]
             for jj in range(n):
-                z = _int_power(lad[jj], step)
+                z = int_power(lad[jj], step)
                 lad[jj] = z
                 a += z * m[jj]
                 b += z * (wk[jj] * x[jj])
@@ -711,7 +649,7 @@ def table_inner(
     dist_tables,
     exp_table,
     program_groups,
-    program_kinds,
+    program_codes,
     gammas,
     coef0s,
     powers,
@@ -749,7 +687,7 @@ def table_inner(
         ``dist_tables[d, k]``: an RBF ``k`` at squared distance ``d`` (0 for the others).
     exp_table : ndarray (4S + 1,)
         ``exp(−γ_0 d)``, ``γ_0`` the program's narrowest RBF (any values without one).
-    program_groups, program_kinds, gammas, coef0s, powers, program_scales : ndarray
+    program_groups, program_codes, gammas, coef0s, powers, program_scales : ndarray
         The same kernels as a program (one entry per kernel; :func:`_kernel_row`).
     delta : ndarray (T, q)
     BT, DT : ndarray (q, ≥ n_S)
@@ -774,7 +712,7 @@ def table_inner(
     M_visit = np.empty((T, _BLOCK))  # ⟨δ_t, D_j⟩
     x = np.empty(_BLOCK)  # ⟨δ_t, D_j⟩ where D_j ≠ B_j, else ⟨δ_t, B_j⟩
     values, e, ladder = np.empty(_BLOCK), np.empty(_BLOCK), np.empty(_BLOCK)
-    kind = np.zeros(_BLOCK, dtype=np.intp)  # ROW_UNVISITED, ROW_NEW or ROW_CHANGED
+    row_kind = np.zeros(_BLOCK, dtype=np.intp)  # ROW_UNVISITED, ROW_NEW or ROW_CHANGED
     size, change = np.empty(_BLOCK), np.empty(_BLOCK)
     w_block = np.zeros((Mk, _BLOCK))  # weights[j, k] of the block's rows D_j ≠ 0, by group
     sums = np.zeros((2, Mk))  # both sums over the blocks with rows D_j ≠ 0
@@ -783,14 +721,14 @@ def table_inner(
         top = ROW_UNVISITED
         if weighted and kinds.shape[0] > 0:
             for jj in range(nb):
-                kind[jj] = kinds[j0 + jj]
-                top = max(top, kind[jj])
+                row_kind[jj] = kinds[j0 + jj]
+                top = max(top, row_kind[jj])
         elif weighted:
-            top = _block_kinds(BT, DT, j0, nb, size, change, kind)
+            top = _block_kinds(BT, DT, j0, nb, size, change, row_kind)
         if top > ROW_UNVISITED:
             for k in range(Mk):
                 for jj in range(nb):
-                    w_block[k, jj] = weights[j0 + jj, k] if kind[jj] != ROW_UNVISITED else 0.0
+                    w_block[k, jj] = weights[j0 + jj, k] if row_kind[jj] != ROW_UNVISITED else 0.0
         _block_products(delta, states, counts, BT, j0, nb, M)
         if top == ROW_CHANGED:
             _block_products(delta, states, counts, DT, j0, nb, M_visit)
@@ -810,14 +748,14 @@ def table_inner(
                 vv = int(ipt[jj])
                 values[jj] = ipt[jj]
                 e[jj] = exp_table[st + sqc[jj] - 2 * vv]
-                x[jj] = m_visit[jj] if kind[jj] == ROW_CHANGED else m[jj]
+                x[jj] = m_visit[jj] if row_kind[jj] == ROW_CHANGED else m[jj]
             _block_sums(
                 values[:nb],
                 e[:nb],
                 m,
                 w_block,
                 x,
-                program_kinds,
+                program_codes,
                 gammas,
                 coef0s,
                 powers,
@@ -837,7 +775,9 @@ def table_inner(
 
 
 @njit(cache=True, fastmath=_FLAGS)
-def _average_kernels(ip, t, st, sq_cols, j0, nb, half, tables, combined, coef, kind, kappa, own):
+def _average_kernels(
+    ip, t, st, sq_cols, j0, nb, half, tables, combined, coef, row_kind, kappa, own
+):
     """The kernels of the epoch average's coefficients at the pairs ``(t, j0 + jj)``:
     ``kappa`` that of ``B_j`` (the combined kernel, or that of ``coef[jj]`` where
     ``D_j = B_j``), ``own`` that of ``D_j`` (``coef[jj]`` where ``D_j ∉ {0, B_j}``, else 0);
@@ -848,14 +788,14 @@ def _average_kernels(ip, t, st, sq_cols, j0, nb, half, tables, combined, coef, k
     for jj in range(nb):
         vv = int(ipt[jj])
         v, d = vv + half, st + sqc[jj] - 2 * vv
-        if kind[jj] == ROW_UNVISITED:
+        if row_kind[jj] == ROW_UNVISITED:
             kappa[jj] = ip_combined[v] + dist_combined[d]
             own[jj] = 0.0
             continue
         x = 0.0
         for k in range(ip_tables.shape[1]):
             x += coef[jj, k] * (ip_tables[v, k] + dist_tables[d, k])
-        if kind[jj] == ROW_NEW:
+        if row_kind[jj] == ROW_NEW:
             kappa[jj] = x
             own[jj] = 0.0
         else:
@@ -882,7 +822,7 @@ def table_average_scores(
     ip_combined = ip_tables @ scales
     dist_combined = dist_tables @ scales
     acc = np.zeros(out.shape)
-    kind = np.empty(_BLOCK, dtype=np.intp)
+    row_kind = np.empty(_BLOCK, dtype=np.intp)
     size, change = np.empty(_BLOCK), np.empty(_BLOCK)
     coef = np.empty((_BLOCK, Mk))  # scales + weights[j] (rows D_j = B_j), weights[j] (others)
     kappa = np.empty((2, _BLOCK))  # the kernel of B_j's coefficients (two positions)
@@ -890,10 +830,10 @@ def table_average_scores(
     tables, combined = (ip_tables, dist_tables), (ip_combined, dist_combined)
     for j0 in range(0, ns, _BLOCK):
         nb = min(ns - j0, _BLOCK)
-        top = _block_kinds(BT, DT, j0, nb, size, change, kind)
+        top = _block_kinds(BT, DT, j0, nb, size, change, row_kind)
         for jj in range(nb):
             for k in range(Mk):
-                coef[jj, k] = weights[j0 + jj, k] + (scales[k] if kind[jj] == ROW_NEW else 0.0)
+                coef[jj, k] = weights[j0 + jj, k] + (scales[k] if row_kind[jj] == ROW_NEW else 0.0)
         for t in range(0, T, 2):  # two positions per sweep of the coefficients
             two = t + 1 < T
             for u in range(2 if two else 1):
@@ -914,7 +854,7 @@ def table_average_scores(
                         tables,
                         combined,
                         coef,
-                        kind,
+                        row_kind,
                         kappa[u],
                         own[u],
                     )

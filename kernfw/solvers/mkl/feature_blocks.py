@@ -20,11 +20,10 @@ __all__ = ["FeatureBlocks", "WeightedFeatureBlocks"]
 
 
 def _dense_features(op):
-    """The dense features ``Φ`` of ``op`` (a ``"features"`` compiled view), else None."""
-    view = op.compiled_view()
-    if view is None or view.kind != "features" or not isinstance(view.matrix, np.ndarray):
-        return None
-    return view.matrix
+    """The dense features ``Φ`` of ``op`` (:meth:`~kernfw.operators.KernelOperator.features`),
+    else None."""
+    X = op.features()
+    return X if isinstance(X, np.ndarray) else None
 
 
 class WeightedFeatureBlocks:
@@ -52,7 +51,7 @@ class FeatureBlocks:
     Parameters
     ----------
     operators : sequence of KernelOperator
-        Kernels whose compiled view is dense features (:meth:`of` checks it).
+        Kernels whose features are dense (:meth:`of` checks it).
 
     Attributes
     ----------

@@ -18,11 +18,12 @@ coefficient and keep their *slot*; coefficient arrays are stored by slot, so the
 support's rows are the contiguous prefix ``[:n_S]``.
 
 **Kernel blocks.**  Kernels of inner products on dense features (linear, polynomial,
-sigmoid and RBF kernels, possibly scaled by a trace normalization; :func:`_product_kernel`)
+sigmoid and RBF kernels, possibly scaled by a trace normalization: the operator's
+:meth:`~kernfw.operators.KernelOperator.product_form`)
 share one product ``X_P X_Sᵀ`` per feature matrix, from which the compiled *program*
 evaluates every such group; the products of the positions of the next few rounds are
 computed in one matrix product (:meth:`KernelGroups.prefetch`).  Other operators are read
-through ``columns``.
+through ``block``.
 """
 
 import numpy as np
@@ -33,24 +34,15 @@ from . import _online_numba as backend
 __all__ = ["KernelGroups"]
 
 
-class _Gram:
-    """A group read off a stored Gram matrix: ``scale · K[P, cols]``."""
-
-    def __init__(self, matrix, scale):
-        self.matrix, self.scale = matrix, scale
-
-    def fill(self, out, P, cols):
-        np.multiply(self.matrix[np.ix_(P, cols)], self.scale, out=out)
-
-
-class _Columns:
-    """A group read through the operator protocol: ``op.columns(P)[cols]ᵀ``."""
+class _Block:
+    """A group read through the operator protocol: its blocks ``K[P, cols]``
+    (:meth:`~kernfw.operators.KernelOperator.block`)."""
 
     def __init__(self, op):
         self.op = op
 
     def fill(self, out, P, cols):
-        out[:] = self.op.columns(P)[cols].T
+        out[:] = self.op.block(P, cols)
 
 
 #: multiply-adds of a product that BLAS runs on one thread anyway (OpenBLAS's threshold):
@@ -97,7 +89,7 @@ class _Features:
         self.Xp = X.astype(self.dtype)  # the factors of the products
         self.Xs = np.empty_like(self.Xp)
         self.sq_s = np.empty(X.shape[0])
-        self.groups = []  # rows (group, kind, γ, coef0, power, scale) of the program
+        self.groups = []  # rows (group, code, γ, coef0, power, scale) of the program
         self.row = np.full(X.shape[0], -1, dtype=np.intp)  # prefetched row of a position
         self.Q = np.zeros(0, dtype=np.intp)
         self.ip = np.empty((0, 0))
@@ -185,7 +177,10 @@ class _Features:
             return
         S = self.half
         gamma0 = 0.0 if self.gamma0 is None else self.gamma0
-        self.exp_table = np.exp(-gamma0 * np.arange(4 * S + 1))  # E of the program
+        distances = np.arange(4 * S + 1, dtype=float)[None, :]  # E of the program there
+        self.exp_table = np.empty_like(distances)
+        backend.rbf_exponents(0 * distances, np.zeros(1), distances[0], gamma0, self.exp_table)
+        self.exp_table = np.exp(self.exp_table[0])
         # the program at the inner products −S..S, and its RBFs at the distances 0..4S
         values = np.arange(-S, S + 1, dtype=float)[None, :]
         ip_values, dist_values = np.empty((Mk, 1, 2 * S + 1)), np.empty((Mk, 1, 4 * S + 1))
@@ -207,7 +202,7 @@ class _Features:
 
     def compile_program(self):
         """The kernels of these features as a *program* of the compiled core: arrays
-        ``(groups, kinds, gammas, coef0s, powers, scales)``; an RBF whose γ is a small
+        ``(groups, codes, gammas, coef0s, powers, scales)``; an RBF whose γ is a small
         multiple ``m`` of the narrowest one's γ_0 is ``exp(−γ_0 D)^m`` (power ``m``, the
         *ladder*; 0: the real power γ/γ_0)."""
         rbf = [row[2] for row in self.groups if row[1] == backend.RBF]
@@ -391,10 +386,10 @@ class _Program(Blocks):
         return out
 
     def combined(self, scales, B):
-        groups, kinds, gammas, coef0s, powers, own = self.features.program
+        groups, codes, gammas, coef0s, powers, own = self.features.program
         Kc = np.empty(self.ip.shape)
         weights = scales[groups] * own
-        backend.program_combined(self.ip, self.E, kinds, gammas, coef0s, powers, weights, Kc)
+        backend.program_combined(self.ip, self.E, codes, gammas, coef0s, powers, weights, Kc)
         out = np.empty((Kc.shape[0], B.shape[1]))
         backend.rows_times(Kc, B, out)
         return out
@@ -407,47 +402,15 @@ class _Program(Blocks):
         return out
 
 
-def _unscaled(op):
-    """``(s, view)``: the column view of ``op`` without its scale factors ``s``."""
-    view, scale = op.column_view(), 1.0
-    while view is not None and view.kind == "scaled":
-        scale *= float(view.params["scale"])
-        view = view.matrix
-    return scale, view
-
-
-def _stored_gram(op):
-    """``s·K`` of a stored Gram matrix ``K`` as a :class:`_Gram` source (its blocks
-    ``K[P, cols]`` without the columns ``K[:, P]``), else None."""
-    scale, view = _unscaled(op)
-    if view is None or view.kind != "gram" or not isinstance(view.matrix, np.ndarray):
-        return None
-    return _Gram(view.matrix, scale)
-
-
 def _product_kernel(op):
-    """``(X, (kind, γ, coef0, power, scale))`` when ``op`` is ``K = s·k(X Xᵀ)`` on dense
-    float64 features ``X`` for a kernel of the compiled program (linear, polynomial,
-    sigmoid, RBF; ``s`` a trace normalization), else None (the group is read through
-    ``columns``).  The one place that reads the operator's column view."""
-    scale, view = _unscaled(op)
-    if view is None or view.kind not in ("rbf", "product"):
+    """``(X, (code, γ, coef0, power, scale))`` when ``op`` is ``K = s·k(X Xᵀ)`` on dense
+    float64 features ``X`` for a kernel of the compiled program (its
+    :meth:`~kernfw.operators.KernelOperator.product_form`), else None (the group is read
+    through :meth:`~kernfw.operators.KernelOperator.block`)."""
+    form = op.product_form()
+    if form is None or form.features.dtype != np.float64:
         return None
-    X = view.matrix
-    if not isinstance(X, np.ndarray) or X.dtype != np.float64:
-        return None
-    if view.kind == "rbf":
-        return X, (backend.RBF, float(view.params["gamma"]), 0.0, 0, scale)
-    kernel = view.params["kernel"]
-    p = kernel.params
-    gamma, coef0 = p.get("gamma", 1.0 / X.shape[1]), p.get("coef0", 1.0)
-    if kernel.metric == "linear":
-        return X, (backend.LINEAR, 0.0, 0.0, 0, scale)
-    if kernel.metric in ("poly", "polynomial"):
-        return X, (backend.POLY, gamma, coef0, int(p.get("degree", 3)), scale)
-    if kernel.metric == "sigmoid":
-        return X, (backend.SIGMOID, gamma, coef0, 0, scale)
-    return None
+    return form.features, (form.code, form.gamma, form.coef0, form.degree, form.scale)
 
 
 class KernelGroups:
@@ -482,12 +445,12 @@ class KernelGroups:
 
     def _make_sources(self):
         """Every group's source: its feature matrix (shared by equal matrices) or
-        :class:`_Columns`."""
+        :class:`_Block`."""
         sources, features = [None] * self.Mk, []
         for k, op in enumerate(self.ops):
             form = _product_kernel(op)
             if form is None:
-                sources[k] = _stored_gram(op) or _Columns(op)
+                sources[k] = _Block(op)
                 continue
             X, row = form
             same = (f for f in features if f.X is X or np.array_equal(f.X, X))

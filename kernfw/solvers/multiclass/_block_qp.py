@@ -138,7 +138,7 @@ def block_qp_buffers(m):
     )
 
 
-def block_qp_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, out, buffers):
+def block_qp_step(g, alpha, yi, q, loss, k, rho, r, idx, a, beta, out, buffers):
     """The exact block step of a built-in loss other than the hinge, written into ``out``.
 
     Parameters
@@ -149,7 +149,7 @@ def block_qp_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, out, buffers):
         ``y_i``.
     q : float
         Block curvature ``q_i = K_ii/(λn) + σ``.
-    kind, k, rho, r
+    loss, k, rho, r
         The loss (:func:`kernfw.solvers.multiclass._lmo.loss_code`).
     idx, a, beta : ndarray
         Scratch space of :func:`~kernfw.solvers.multiclass._lmo.loss_vertex` (``r`` ints;
@@ -169,7 +169,7 @@ def block_qp_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, out, buffers):
     m = g.shape[0]
     for j in range(m):
         a[j] = g[j] - g[yi]
-    loss_vertex(a, kind, k, rho, r, idx, beta)
+    loss_vertex(a, loss, k, rho, r, idx, beta)
     phi = 0.0
     for j in range(m):
         phi += beta[j] * a[j]
@@ -182,13 +182,13 @@ def block_qp_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, out, buffers):
     tol = OPTIMAL_RTOL * (1.0 + phi)
     if gap <= tol:
         return 0.0, gap
-    if not q > 0 or (kind != USUNIER and kind != TOPK):
-        corral_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, tol, out, buffers)
+    if not q > 0 or (loss != USUNIER and loss != TOPK):
+        corral_step(g, alpha, yi, q, loss, k, rho, r, idx, a, beta, tol, out, buffers)
     else:
         order = buffers[4]
         count = shifted_margins(g, alpha, yi, q, a, order)
         capped_simplex_step(a, order, count, q, 1.0 / k, out)
-        if kind == TOPK and k > 2 and not _in_topk_simplex(out, yi, k):
+        if loss == TOPK and k > 2 and not _in_topk_simplex(out, yi, k):
             topk_simplex_step(a, order, count, q, k, out)
         total = 0.0
         for j in range(m):  # α' on A_i: α'_{y_i} = Σ_{j≠y_i} b_j; δ = α' − α
@@ -446,7 +446,7 @@ def drop_atoms(points, gram, linear, lam, s):
     return kept
 
 
-def corral_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, tol, out, buffers):
+def corral_step(g, alpha, yi, q, loss, k, rho, r, idx, a, beta, tol, out, buffers):
     """The exact block step of the weighted losses (math.md §1.14), into ``out``.
 
     Minimizes ``⟨g, α' − α⟩ + (q/2)‖α' − α‖²`` over the block domain
@@ -480,7 +480,7 @@ def corral_step(g, alpha, yi, q, kind, k, rho, r, idx, a, beta, tol, out, buffer
         if cycle > 0:  # the vertex at the gradient at x (at x = α: known)
             for j in range(m):
                 a[j] = grad[j] - grad[yi]
-            loss_vertex(a, kind, k, rho, r, idx, beta)
+            loss_vertex(a, loss, k, rho, r, idx, beta)
         bsum = 0.0
         for j in range(m):
             bsum += beta[j]

@@ -6,7 +6,7 @@ Plain Python on scalars and preallocated arrays: the numpy block-coordinate FW
 ``numba.njit``, so both paths take the same steps in the same order;
 :func:`exactly_symmetric` is compiled by both compiled backends.
 
-The built-in losses reach these kernels as a code (:func:`loss_code`: a kind and the
+The built-in losses reach these kernels as a code (:func:`loss_code`: a code and the
 weights ``ρ``); :func:`loss_vertex` is their closed-form LMO (math.md §1.3).  The exact
 block steps of the losses other than the hinge are in :mod:`kernfw.solvers.multiclass._block_qp`.
 """
@@ -35,10 +35,10 @@ __all__ = [
     "WEIGHTED_USUNIER",
 ]
 
-#: loss kinds understood by :func:`loss_vertex`
+#: loss codes understood by :func:`loss_vertex`
 MAX_HINGE, TOPK, USUNIER, WEIGHTED_TOPK, WEIGHTED_USUNIER = range(5)
 
-_KINDS = {
+_CODES = {
     MaxHinge: MAX_HINGE,
     StructuredHinge: MAX_HINGE,
     TopKHinge: TOPK,
@@ -53,20 +53,20 @@ OPTIMAL_RTOL = 1e-12
 
 
 def loss_code(loss, n_classes):
-    """``(kind, k, ρ, r)`` describing a built-in loss to :func:`loss_vertex`, or None.
+    """``(code, k, ρ, r)`` describing a built-in loss to :func:`loss_vertex`, or None.
 
     ``r`` is the number of sorted positions the LMO needs (``ρ_j = 0`` for
     ``j > r``): 1 for the hinge, ``k`` for the unweighted losses, the last
     positive weight's position for the weighted ones.  Subclasses of the
     built-in losses (which may override the LMO) get None.
     """
-    kind = _KINDS.get(type(loss))
-    if kind is None:
+    code = _CODES.get(type(loss))
+    if code is None:
         return None
     rho = np.ascontiguousarray(loss.rho(n_classes), dtype=np.float64)
     k = getattr(loss, "k", 1)
     r = int(np.flatnonzero(rho > 0)[-1]) + 1
-    return kind, int(k), rho, r
+    return code, int(k), rho, r
 
 
 # -- the closed-form LMO of the built-in losses (math.md §1.3) ------------------------------
@@ -106,26 +106,26 @@ def hinge_vertex(a, beta):
         beta[top] = 1.0
 
 
-def loss_vertex(a, kind, k, rho, r, idx, beta):
+def loss_vertex(a, loss, k, rho, r, idx, beta):
     """``β* ∈ argmax_{β ∈ B} ⟨β, a⟩`` into ``beta`` (the ``lmo_row`` of each loss)."""
-    if kind == MAX_HINGE:
+    if loss == MAX_HINGE:
         hinge_vertex(a, beta)
         return
     for j in range(beta.shape[0]):
         beta[j] = 0.0
     top_entries(a, r, idx)
-    if kind == TOPK:
+    if loss == TOPK:
         total = 0.0
         for q in range(k):
             total += a[idx[q]]
         if total > 0:
             for q in range(k):
                 beta[idx[q]] = 1.0 / k
-    elif kind == USUNIER:
+    elif loss == USUNIER:
         for q in range(k):
             if a[idx[q]] > 0:
                 beta[idx[q]] = 1.0 / k
-    elif kind == WEIGHTED_TOPK:
+    elif loss == WEIGHTED_TOPK:
         total = 0.0
         for q in range(r):
             total += a[idx[q]] * rho[q]

@@ -18,7 +18,7 @@ score storage depends on the operator:
 - kernel columns (:func:`_column_pass`): the scores ``S = K Aᵀ/(λn)`` are stored (as
   ``Sᵀ``, m × n, during a pass) and ``S += K_{:,i} δᵀ/(λn)``: one kernel column, ``O(n)``
   per class that moved; the columns are the rows of a dense Gram matrix
-  (:func:`gram_columns`) or those of the chunk's blocks, asked of the operator.
+  (``stored_gram(by_columns=True)`` of the operator) or those of the chunk's blocks, asked of the operator.
 
 :func:`_certify` computes the LMO of every block, the block gaps and the sums of the
 duality gap in one loop.  Every LMO uses the *stable* order of math.md §0 (ties go to
@@ -42,7 +42,6 @@ from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
 from ...fw._steps_numba import block_standard_step, quadratic_step
-from .._symmetric import exactly_symmetric
 from ._block_qp import KERNELS, block_qp_buffers, block_qp_step, pairwise_steps
 from ._lmo import (
     MAX_HINGE,
@@ -61,7 +60,6 @@ __all__ = [
     "BlockSpec",
     "loss_code",
     "pass_features",
-    "gram_columns",
     "Passes",
     "family_passes",
     "dense_scores",
@@ -111,7 +109,7 @@ BlockSpec = namedtuple(
         "Q",
         "scale",
         "sigma",
-        "kind",
+        "loss",
         "k",
         "rho",
         "r",
@@ -126,7 +124,7 @@ BlockSpec = namedtuple(
 BlockSpec.__doc__ = """The block problem for the compiled passes.
 
 ``C`` (n × m) cost vectors ``c_i``; ``y`` class indices; ``Q`` block
-curvatures ``q_i = K_ii/(λn) + σ``; ``scale`` = ``λn``; ``sigma`` = ``σ``; ``kind, k, rho, r`` the
+curvatures ``q_i = K_ii/(λn) + σ``; ``scale`` = ``λn``; ``sigma`` = ``σ``; ``loss, k, rho, r`` the
 loss (:func:`loss_code`); ``mode`` the block step (``FW``, ``PAIRWISE``,
 ``EXACT``); ``inner_steps`` pairwise steps per visit; ``standard`` the
 ``2n/(k + 2n)`` rule; ``n`` the number of blocks; ``shrink`` whether exact
@@ -151,19 +149,6 @@ def pass_features(X):
     return sp.csr_matrix(X)
 
 
-def gram_columns(K, symmetric=False):
-    """A matrix whose row ``i`` is the column ``K_{:,i}``, read contiguously if possible.
-
-    ``K`` itself when it is exactly symmetric (then rows are columns): known by
-    construction (``symmetric``, from the operator's compiled view) or tested;
-    else the transposed view ``Kᵀ``.
-    """
-    return K if symmetric or _is_symmetric(K) else K.T
-
-
-_is_symmetric = njit(cache=True)(exactly_symmetric)
-
-
 # -- the closed-form LMO (math.md §1.3) and the exact block steps (§1.14) ----------
 
 for _kernel in (top_entries, hinge_vertex, loss_vertex) + KERNELS:
@@ -184,7 +169,7 @@ def _block_lmo(g, yi, spec, a, idx, beta):
     """``a = g − g_{y_i} 1`` and the LMO ``β*`` at ``a`` (into ``a`` and ``beta``)."""
     for j in range(g.shape[0]):
         a[j] = g[j] - g[yi]
-    _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+    _lmo(a, spec.loss, spec.k, spec.rho, spec.r, idx, beta)
 
 
 @njit(cache=True)
@@ -363,7 +348,7 @@ def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
     q = spec.Q[i]
     if mode == EXACT and not hinge:
         step, gap = _block_qp(
-            g, al, yc, q, spec.kind, spec.k, spec.rho, spec.r, idx, a, beta, delta, work
+            g, al, yc, q, spec.loss, spec.k, spec.rho, spec.r, idx, a, beta, delta, work
         )
         buf[THETA, BLOCK_GAP] = gap
         return step, nc
@@ -616,7 +601,7 @@ def _certify(hinge, S, At, spec):
             g[j] = C[i, j] + S[i, j] + sigma * At[i, j]
         for j in range(m):
             a[j] = g[j] - g[yi]
-        _lmo(a, spec.kind, spec.k, spec.rho, spec.r, idx, beta)
+        _lmo(a, spec.loss, spec.k, spec.rho, spec.r, idx, beta)
         ph = ga = as_ = ca = aa = bsum = mag = 0.0
         gy = abs(g[yi])
         for j in range(m):
@@ -796,7 +781,7 @@ def _column_pass(
     """:func:`_dense_pass` on kernel columns, keeping ``Sᵀ = A K/(λn)`` (m × n).
 
     ``Kcols[rows[t]]`` is the kernel column ``K_{:,i}`` of the block ``i = order[t]``
-    (the rows of a Gram matrix, :func:`gram_columns`, or the chunk's columns); a
+    (the rows of a Gram matrix by columns, or the chunk's columns); a
     block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
     of the classes that moved: ``O(n)`` contiguous work per class, the same
     sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
@@ -875,4 +860,4 @@ _FAMILIES = {
 
 def family_passes(spec):
     """The compiled :class:`Passes` of the block step and loss of ``spec``."""
-    return _FAMILIES[spec.mode, spec.kind == MAX_HINGE]
+    return _FAMILIES[spec.mode, spec.loss == MAX_HINGE]

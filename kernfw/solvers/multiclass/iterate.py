@@ -138,7 +138,7 @@ class BlockFW(BlockCoordinateIterate):
       solves it, and the polytope sub-problems of math.md §1.14 for the other losses.
 
     Then ``α_i += Δα_i`` and the scores follow: with explicit features (the
-    operator's :meth:`~kernfw.operators.KernelOperator.compiled_view`) the primal
+    operator's :meth:`~kernfw.operators.KernelOperator.features`) the primal
     weights ``W = Xᵀ Aᵀ/(λn)`` are stored, ``s_i = Wᵀ x_i`` and
     ``W += x_i Δα_iᵀ/(λn)``, ``O(nnz(x_i)·m)`` per step; otherwise
     ``S += K_{:,i} Δα_iᵀ/(λn)`` (one kernel column: a row of a dense Gram matrix, or
@@ -253,7 +253,7 @@ class BlockFW(BlockCoordinateIterate):
     def _spec(self):
         """The :class:`~kernfw.solvers.multiclass._numba.BlockSpec` of the compiled passes."""
         p = self.problem
-        kind, k, rho, r = loss_code(p.loss, p.m)
+        loss, k, rho, r = loss_code(p.loss, p.m)
         curvature = np.asarray(p.op.diag(), dtype=np.float64) / p.scale + p.smoothing  # q_i
         return _numba.BlockSpec(
             p.C,
@@ -261,7 +261,7 @@ class BlockFW(BlockCoordinateIterate):
             curvature,
             float(p.scale),
             float(p.smoothing),
-            kind,
+            loss,
             k,
             rho,
             r,
@@ -274,14 +274,15 @@ class BlockFW(BlockCoordinateIterate):
         )
 
     def _store_scores(self, S):
-        """Where the scores live (:meth:`~kernfw.operators.KernelOperator.compiled_view`):
-        ``W = Xᵀ Aᵀ/(λn)`` for explicit features ``X``, else ``S`` with the kernel columns
-        read from a dense Gram matrix ``K`` or asked of the operator."""
+        """Where the scores live: ``W = Xᵀ Aᵀ/(λn)`` for explicit features ``X``
+        (:meth:`~kernfw.operators.KernelOperator.features`), else ``S`` with the kernel
+        columns read from a stored Gram matrix
+        (:meth:`~kernfw.operators.KernelOperator.stored_gram`) or asked of the operator."""
         p = self.problem
-        view = p.op.compiled_view()
+        X = p.op.features()
         self.X = self.K = None
-        if view is not None and view.kind == "features":
-            self.X = _numba.pass_features(view.matrix)
+        if X is not None:
+            self.X = _numba.pass_features(X)
             if sp.issparse(self.X):
                 self._feature_pass = (self.compiled.sparse, self.X.indptr, self.X.indices)
                 self._feature_pass += (self.X.data,)
@@ -291,9 +292,7 @@ class BlockFW(BlockCoordinateIterate):
             self.state = np.zeros((self.X.shape[1], p.m)) if W is None else np.asarray(W)
             self.state = np.ascontiguousarray(self.state, dtype=np.float64)
             return
-        if view is not None and view.kind == "gram":
-            symmetric = bool((view.params or {}).get("symmetric"))
-            self.K = _numba.gram_columns(view.matrix, symmetric)
+        self.K = p.op.stored_gram(by_columns=True)
         self.state = S
 
     def _all_classes(self):

@@ -11,7 +11,6 @@ from ...fw import Certificate
 from ...fw.result import rounding_bound
 from ...losses import dual_vertices, make_loss
 from ...operators import KernelOperator
-from ._gram_numba import gram_times
 
 __all__ = ["MulticlassDual", "inner"]
 
@@ -75,22 +74,14 @@ class MulticlassDual:
 
     # -- iterates ------------------------------------------------------------------
     def kernel_times(self, V):
-        """``K V`` (one ``matmat``) summed in float64 arithmetic, also on a float32 kernel.
+        """``K V`` summed in float64 arithmetic, also on a float32 kernel
+        (:meth:`~kernfw.operators.KernelOperator.matmat64`).
 
         The scores ``S`` are updated by these products, and the certificate
-        holds for ``S = K Aᵀ/(λn)``: a product summed in float32 would leave
-        ``S`` off by up to ``n·6e-8`` relative, above any rounding bound.  A
-        float32 Gram matrix is multiplied by
-        :func:`~kernfw.solvers.multiclass._gram_numba.gram_times` (each entry read
-        once as float32); the other operators take the float64 ``V`` as it is.
+        holds for ``S = K Aᵀ/(λn)`` (math.md §1.5): a product summed in float32 would
+        leave ``S`` off by up to ``n·6e-8`` relative, above any rounding bound.
         """
-        V = np.asarray(V, dtype=np.float64)
-        view = self.op.compiled_view() if self.op.dtype == np.float32 else None
-        if view is None or view.kind != "gram" or V.ndim != 2:
-            return np.asarray(self.op.matmat(V), dtype=np.float64)
-        out = np.empty(V.shape)
-        gram_times(view.matrix, np.ascontiguousarray(V), out)
-        return out
+        return self.op.matmat64(V)
 
     def scores(self, At):
         """``S = K Aᵀ / (λn)`` from scratch (one ``matmat``)."""
