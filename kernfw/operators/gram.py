@@ -168,11 +168,12 @@ class Gram(KernelOperator):
         """``K @ V`` in float64; a float32 ``K`` is read once by a compiled loop that sums
         in float64 (no float64 copy of ``K``)."""
         V = np.asarray(check_block(V, self.n), dtype=np.float64)
-        lib = compiled_module("kernfw.operators._gram_numba")
-        if self.K.dtype != np.float32 or lib is None:
+        if self.K.dtype != np.float32:
             return np.asarray(self.K @ V, dtype=np.float64)
         out = np.empty(V.shape)
-        lib.gram_times(self.K, np.ascontiguousarray(V.reshape(self.n, -1)), out.reshape(self.n, -1))
+        _gram_numba.gram_times(
+            self.K, np.ascontiguousarray(V.reshape(self.n, -1)), out.reshape(self.n, -1)
+        )
         return out
 
     def block(self, rows, cols):
