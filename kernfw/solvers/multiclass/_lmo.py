@@ -106,7 +106,8 @@ def hinge_vertex(a, beta):
         beta[top] = 1.0
 
 
-def loss_vertex(a, loss, k, rho, r, idx, beta):
+# complex: the closed-form vertex of each loss (math.md §1.3), one compiled dispatch
+def loss_vertex(a, loss, k, rho, r, idx, beta):  # noqa: C901
     """``β* ∈ argmax_{β ∈ B} ⟨β, a⟩`` into ``beta`` (the ``lmo_row`` of each loss)."""
     if loss == MAX_HINGE:
         hinge_vertex(a, beta)
