@@ -200,7 +200,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
     return gamma
 
 
-#: the pairwise block steps of the numpy path, compiled as they are
+#: the pairwise block steps (:mod:`._block_qp`), compiled as they are
 _pairwise_block = njit(cache=True)(pairwise_steps)
 
 
@@ -786,7 +786,7 @@ def _column_pass(
     (the rows of a Gram matrix by columns, or the chunk's columns); a
     block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
     of the classes that moved: ``O(n)`` contiguous work per class, the same
-    sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
+    sums as ``S[:, j] += K_{:,i} u_j``.
     """
     m, n = St.shape
     buf, s, upd, work = _buffers(mode, hinge, m)
