@@ -486,13 +486,10 @@ def _max_iter(n):
 
 
 def _stored_symmetric_gram(op):
-    """The matrix of ``op`` when its compiled view is a stored float64 Gram, C-ordered and
-    symmetric bit for bit (as :meth:`KernelWeightObjective.weighted` makes ``K_γ``), else
-    None."""
-    view = op.compiled_view()
-    if view is None or view.kind != "gram" or not (view.params or {}).get("symmetric"):
-        return None
-    K = view.matrix
+    """The matrix of ``op`` when it stores a float64 Gram, C-ordered and symmetric bit for
+    bit (as :meth:`KernelWeightObjective.weighted` makes ``K_γ``), else None (a matrix
+    that is not symmetric is returned transposed by ``stored_gram``: F-ordered)."""
+    K = op.stored_gram(by_columns=True)
     if type(K) is not np.ndarray or K.dtype != np.float64 or not K.flags.c_contiguous:
         return None
     return K
