@@ -87,8 +87,8 @@ class SimplexQPRuns(FWIterate):
     the cached FW vertex and its gap, the step counts.  A :meth:`step` is a run of
     iterations that ends early where the stopping rule's O(1) estimate holds
     (:meth:`configure_runs`); the certificate is O(1).  A subclass provides
-    ``diag`` (indexable), :meth:`_fw_vertex`, :meth:`_v`, :meth:`_q_at`,
-    :meth:`_is_the_vertex`, :meth:`_single_step`, :meth:`_refresh` and :meth:`_ball_shift`.
+    ``diag`` (indexable), ``_fw_vertex``, ``_v``, ``_q_at``, ``_is_the_vertex``,
+    ``_single_step``, ``_refresh`` and ``_ball_shift``.
     """
 
     scale = _state_field("scale", float)

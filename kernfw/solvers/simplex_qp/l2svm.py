@@ -265,7 +265,7 @@ def l2svm_recover(alpha_S, v_S, y_S):
 
     Parameters
     ----------
-    alpha_S, v_S, y_S : ndarray of shape (|S|,)
+    alpha_S, v_S, y_S : ndarray of shape (n_S,)
         ``α``, ``v = K̃α`` and the labels on the support.
 
     Returns
