@@ -29,6 +29,7 @@ through ``block``.
 import numpy as np
 
 from ..._threads import thread_limit
+from ...operators._products_numba import RBF
 from . import _online_numba as backend
 
 __all__ = ["KernelGroups"]
@@ -188,7 +189,7 @@ class _Features:
         E = self.exp_table[None, :]
         backend.program_blocks(np.zeros_like(E), E, *self.program, dist_values)
         rbf = np.zeros(Mk, dtype=bool)
-        rbf[self.program[0][self.program[1] == backend.RBF]] = True
+        rbf[self.program[0][self.program[1] == RBF]] = True
         self.ip_tables = np.where(rbf, 0.0, ip_values[:, 0].T)
         self.dist_tables = np.where(rbf, dist_values[:, 0].T, 0.0)
 
@@ -205,18 +206,18 @@ class _Features:
         ``(groups, codes, gammas, coef0s, powers, scales)``; an RBF whose γ is a small
         multiple ``m`` of the narrowest one's γ_0 is ``exp(−γ_0 D)^m`` (power ``m``, the
         *ladder*; 0: the real power γ/γ_0)."""
-        rbf = [row[2] for row in self.groups if row[1] == backend.RBF]
+        rbf = [row[2] for row in self.groups if row[1] == RBF]
         gamma0 = min(rbf) if rbf else None
         rows = []
         for row in self.groups:
-            if row[1] == backend.RBF:
+            if row[1] == RBF:
                 ratio = row[2] / gamma0
                 m = int(round(ratio))
                 ladder = m <= _LADDER and abs(ratio - m) <= 1e-12 * ratio
                 row = row[:4] + (m if ladder else 0,) + row[5:]
             rows.append(row)
         # the ladder first, by increasing power (its base, m = 1, is row 0), then the rest
-        rows.sort(key=lambda row: (not (row[1] == backend.RBF and row[4] >= 1), row[4]))
+        rows.sort(key=lambda row: (not (row[1] == RBF and row[4] >= 1), row[4]))
         cols = list(zip(*rows))
         self.gamma0 = gamma0
         self.program = (
