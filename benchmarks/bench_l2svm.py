@@ -11,9 +11,8 @@ hinge slacks), so both accuracies are reported:
 
 Both estimators run at their defaults (L2SVC: ``tol``, ``cache_size``,
 ``max_iter``; SVC: ``tol``, ``cache_size``) unless ``--tol`` / ``--cache-size``
-are given.  L2SVC's MFW loop runs compiled (numba, ``kernfw.solvers.simplex_qp._numba``);
-``--numpy`` adds the numpy path (``KERNFW_DISABLE_NUMBA=1``) to the same
-interleaved rounds.  Per size the fits are interleaved (the order rotated every
+are given.  L2SVC's MFW loop runs compiled (numba, ``kernfw.solvers.simplex_qp._numba``).
+Per size the fits are interleaved (the order rotated every
 round: each model runs after each other one) and repeated; medians, the ratio kernfw ÷ SVC and the accuracy
 difference (points) are printed.  kernfw runs single-threaded BLAS (as libsvm).
 
@@ -21,13 +20,6 @@ The cold JIT time (compiling the MFW steps in a fresh process with an empty
 numba cache) is measured separately in a subprocess and excluded from the fit
 times: the compiled functions are cached on disk (``cache=True``) after the
 first call.
-
-``--meb`` times MinimumEnclosingBall (n = 50k, d = 20, RBF, its default tol)
-on the compiled and the numpy path (``--meb-repeats`` interleaved fits each: a
-fit takes about 0.1 s), and on the earlier numpy path
-("numpy-before": float64 kernel values, a certificate every 10 iterations) and
-the compiled path with float64 values; the radii (to float32 rounding of the
-kernel) and each ratio to "numpy-before" are printed.
 
 Peak memory at the largest n is measured in fresh subprocesses (peak RSS
 growth during ``fit``: the peak resident set ``VmHWM``, reset just before
@@ -41,11 +33,10 @@ Run::
 
     python benchmarks/bench_l2svm.py                     # full
     python benchmarks/bench_l2svm.py --quick             # smoke run
-    python benchmarks/bench_l2svm.py --sizes 5000 10000 20000 50000 --numpy --meb --no-memory
+    python benchmarks/bench_l2svm.py --sizes 5000 10000 20000 50000 --no-memory
 """
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -64,8 +55,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
-import kernfw.solvers.simplex_qp.solve as simplex_qp_solve
-from kernfw import L2SVC, MinimumEnclosingBall
+from kernfw import L2SVC
 from kernfw.kernels import resolve_gamma
 
 N_TEST = 5000
@@ -101,43 +91,33 @@ def real_task():
     return name, (Xtr, Xte, ytr, yte)
 
 
-def make_models(gamma, C, tol, cache_size, svc_cache=None, numpy_path=False):
+def make_models(gamma, C, tol, cache_size, svc_cache=None):
     """Factories of the compared fits; None settings keep each estimator's default."""
     svc_kw = {} if svc_cache is None else {"cache_size": svc_cache}
     kf_kw = {k: v for k, v in (("tol", tol), ("cache_size", cache_size)) if v is not None}
     models = {
-        "SVC": (lambda: SVC(C=C, kernel="rbf", gamma=gamma, **svc_kw), False),
-        "kernfw": (lambda: L2SVC(C=C, kernel="rbf", gamma=gamma, **kf_kw), False),
+        "SVC": lambda: SVC(C=C, kernel="rbf", gamma=gamma, **svc_kw),
+        "kernfw": lambda: L2SVC(C=C, kernel="rbf", gamma=gamma, **kf_kw),
     }
-    if numpy_path:
-        models["kernfw-numpy"] = (models["kernfw"][0], True)
     return models
 
 
-def fit_timed(factory, Xtr, ytr, numpy_path=False):
-    """Fit one model; ``numpy_path`` runs it with ``KERNFW_DISABLE_NUMBA=1``."""
+def fit_timed(factory, Xtr, ytr):
+    """Fit one model; its wall time (its CPU time is appended to ``CPU_TIMES``)."""
     model = factory()
-    old = os.environ.get("KERNFW_DISABLE_NUMBA")
-    os.environ["KERNFW_DISABLE_NUMBA"] = "1" if numpy_path else "0"
-    try:
-        start, cpu = time.perf_counter(), time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(Xtr, ytr)
-        CPU_TIMES.append(time.process_time() - cpu)
-        return model, time.perf_counter() - start
-    finally:
-        if old is None:
-            del os.environ["KERNFW_DISABLE_NUMBA"]
-        else:
-            os.environ["KERNFW_DISABLE_NUMBA"] = old
+    start, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(Xtr, ytr)
+    CPU_TIMES.append(time.process_time() - cpu)
+    return model, time.perf_counter() - start
 
 
-def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=False):
+def compare(name, split, C, tol, cache_size, svc_cache, repeats):
     """Interleaved, repeated fits; returns a result row."""
     Xtr, Xte, ytr, yte = split
     gamma = resolve_gamma("scale", Xtr)
-    models = make_models(gamma, C, tol, cache_size, svc_cache, numpy_path)
+    models = make_models(gamma, C, tol, cache_size, svc_cache)
     # compile this task's specializations (its Gram's memory order and dtype) before timing
     fit_timed(models["kernfw"][0], Xtr[:300], ytr[:300])
     times = {k: [] for k in models}
@@ -149,8 +129,7 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
         # another model's pays that model's freed memory being faulted in again)
         order = names[r % len(names) :] + names[: r % len(names)]
         for key in order:
-            factory, use_numpy = models[key]
-            fitted[key], t = fit_timed(factory, Xtr, ytr, use_numpy)
+            fitted[key], t = fit_timed(models[key], Xtr, ytr)
             times[key].append(t)
             cpu[key].append(CPU_TIMES[-1])
     acc = {k: float(m.score(Xte, yte)) for k, m in fitted.items()}
@@ -181,103 +160,14 @@ def compare(name, split, C, tol, cache_size, svc_cache, repeats, numpy_path=Fals
         "cpu_ratio": med_cpu["kernfw"] / med_cpu["SVC"],
         "cpu_times": cpu,
     }
-    extra = ""
-    if numpy_path:
-        row["numpy_time"] = med["kernfw-numpy"]
-        row["numpy_times"] = times["kernfw-numpy"]
-        row["compiled_speedup"] = med["kernfw-numpy"] / med["kernfw"]
-        row["numpy_cpu"] = med_cpu["kernfw-numpy"]
-        row["compiled_cpu_speedup"] = med_cpu["kernfw-numpy"] / med_cpu["kernfw"]
-        extra = (
-            f"  numpy path {row['numpy_time']:.2f}s (compiled {row['compiled_speedup']:.2f}x"
-            f" faster; CPU {row['compiled_cpu_speedup']:.2f}x)"
-        )
     print(
         f"{name:22s} n={row['n']:6d}  SVC {row['svc_time']:7.2f}s  kernfw {row['kernfw_time']:7.2f}s"
         f"  ratio {row['ratio']:5.2f} (CPU {row['svc_cpu']:.2f}s / {row['kernfw_cpu']:.2f}s:"
         f" {row['cpu_ratio']:5.2f})  acc SVC {acc['SVC']:.4f} kernfw {acc['kernfw']:.4f}"
         f" ({row['acc_diff_points']:+.2f} pts)  SV {row['svc_n_sv']}/{row['kernfw_n_sv']}"
-        f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}{extra}",
+        f"  it {row['kernfw_iter']}  gap/rho {row['kernfw_rel_gap']:.3f}",
         flush=True,
     )
-    return row
-
-
-#: the MinimumEnclosingBall variants of ``--meb``: (numpy path?, the earlier numpy path?)
-MEB_VARIANTS = {
-    "compiled": (False, False),
-    "numpy": (True, False),
-    "numpy-before": (True, True),
-    "compiled-float64": (False, True),
-}
-
-
-@contextlib.contextmanager
-def meb_as_before(active):
-    """The MEB fit as the issue measured "today's numpy path": float64 kernel values
-    (no float32 at ``tol >= 1e-4``) and a certificate every 10 iterations (the old
-    default ``check_every``); the rest of the numpy path is the same code."""
-    if not active:
-        yield
-        return
-    saved = (MinimumEnclosingBall._gram_dtype, simplex_qp_solve._default_check_every)
-    MinimumEnclosingBall._gram_dtype = lambda self: None
-    simplex_qp_solve._default_check_every = lambda n: 10
-    try:
-        yield
-    finally:
-        MinimumEnclosingBall._gram_dtype, simplex_qp_solve._default_check_every = saved
-
-
-def meb_compare(n, repeats, seed=0):
-    """MinimumEnclosingBall at defaults (RBF), interleaved: compiled and numpy path as
-    they are now (float32 kernel values at the default tol), the earlier numpy path
-    ("numpy-before": float64 values, a certificate every 10
-    iterations) and the compiled path with float64 values."""
-    X, _ = make_classification(
-        n_samples=n, n_features=20, n_informative=10, n_redundant=5, flip_y=0.01, random_state=seed
-    )
-    times = {k: [] for k in MEB_VARIANTS}
-    cpu = {k: [] for k in MEB_VARIANTS}
-    fitted = {}
-    names = list(MEB_VARIANTS)
-    for r in range(repeats):
-        for key in names[r % len(names) :] + names[: r % len(names)]:
-            numpy_path, before = MEB_VARIANTS[key]
-            with meb_as_before(before):
-                fitted[key], t = fit_timed(MinimumEnclosingBall, X, None, numpy_path)
-            times[key].append(t)
-            cpu[key].append(CPU_TIMES[-1])
-    med = {k: float(np.median(v)) for k, v in times.items()}
-    med_cpu = {k: float(np.median(v)) for k, v in cpu.items()}
-    row = {
-        "n": n,
-        "times": times,
-        "cpu_times": cpu,
-        "median": med,
-        "median_cpu": med_cpu,
-        "radius": {k: m.radius_ for k, m in fitted.items()},
-        "radius_lower": {k: m.radius_lower_ for k, m in fitted.items()},
-        "n_iter": {k: int(m.n_iter_) for k, m in fitted.items()},
-        "coreset": {k: int(m.support_.size) for k, m in fitted.items()},
-        "speedup_vs_before": med["numpy-before"] / med["compiled"],
-        "cpu_speedup_vs_before": med_cpu["numpy-before"] / med_cpu["compiled"],
-        "load_average": os.getloadavg()[0],
-    }
-    print(
-        f"MinimumEnclosingBall n={n} (medians of {repeats}, wall / CPU seconds; load "
-        f"{row['load_average']:.1f}):",
-        flush=True,
-    )
-    for k in names:
-        m = fitted[k]
-        print(
-            f"  {k:17s} {med[k]:.3f} / {med_cpu[k]:.3f}  radius {m.radius_:.10f}"
-            f" (lower {m.radius_lower_:.10f})  iterations {m.n_iter_}  core set "
-            f"{m.support_.size}  numpy-before ÷ this: {med['numpy-before'] / med[k]:.2f}x"
-            f" (CPU {med_cpu['numpy-before'] / med_cpu[k]:.2f}x)",
-            flush=True,
-        )
     return row
 
 
@@ -295,7 +185,7 @@ def cold_jit():
     """Seconds to compile the MFW steps: first minus second fit in a fresh process whose
     numba cache directory is empty (then again with that cache filled)."""
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, KERNFW_DISABLE_NUMBA="0")
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         out = []
         for _ in range(2):
             res = subprocess.run(
@@ -420,18 +310,6 @@ def main(argv=None):
         default=None,
         help="L2SVC kernel cache on the real task, MB; default: L2SVC's",
     )
-    parser.add_argument(
-        "--numpy",
-        action="store_true",
-        help="also time L2SVC on its numpy path (KERNFW_DISABLE_NUMBA=1)",
-    )
-    parser.add_argument(
-        "--meb", action="store_true", help="MinimumEnclosingBall n=50k: compiled vs numpy path"
-    )
-    parser.add_argument("--meb-size", type=int, default=50000)
-    parser.add_argument(
-        "--meb-repeats", type=int, default=9, help="interleaved MinimumEnclosingBall fits per path"
-    )
     parser.add_argument("--no-jit", action="store_true", help="skip the cold JIT measurement")
     parser.add_argument("--no-real", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
@@ -444,7 +322,7 @@ def main(argv=None):
             args.memory_child, args.sizes[0], args.C, args.tol, args.cache_size, args.svc_cache
         )
     if args.quick:
-        args.sizes, args.repeats, args.meb_size = [2000, 4000], 1, 5000
+        args.sizes, args.repeats = [2000, 4000], 1
 
     print(
         f"python {platform.python_version()}, numpy {np.__version__}, "
@@ -462,13 +340,11 @@ def main(argv=None):
         cache_size=args.cache_size,
         svc_cache=args.svc_cache,
         repeats=args.repeats,
-        numpy_path=args.numpy,
     )
     rows = [compare("make_classification", synthetic(n), **cmp) for n in args.sizes]
     if not args.no_real:
         name, split = real_task()
         rows.append(compare(name, split, **dict(cmp, cache_size=args.real_cache_size)))
-    meb = meb_compare(args.meb_size, args.meb_repeats) if args.meb else None
     mem = (
         None
         if args.no_memory
@@ -478,7 +354,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(
-                {"rows": rows, "memory": mem, "meb": meb, "jit": jit, "args": vars(args)},
+                {"rows": rows, "memory": mem, "jit": jit, "args": vars(args)},
                 fh,
                 indent=1,
             )

@@ -332,10 +332,9 @@ def inner_solves(replays=30):
     while the solver returns the same iterates)."""
     from sklearn.datasets import load_wine
 
-    from kernfw._compiled import compiled_module
+    from kernfw.solvers.mkl import _inner_l2svm_numba
 
-    lib = compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
-    solve = lib.solve_problems
+    solve = _inner_l2svm_numba.solve_problems
     lines = []
     for name, (X, y), scale in [
         ("wine", load_wine(return_X_y=True), True),
@@ -350,11 +349,11 @@ def inner_solves(replays=30):
             recorded.append((K.copy(), Y.copy(), inv_c, A.copy(), tol, max_iter))
             return solve(K, Y, inv_c, A, tol, max_iter)
 
-        lib.solve_problems = record
+        _inner_l2svm_numba.solve_problems = record
         try:
             CSKLClassifier().fit(Xtr, ytr)
         finally:
-            lib.solve_problems = solve
+            _inner_l2svm_numba.solve_problems = solve
         best, iterations = np.inf, 0
         for _ in range(replays if len(ytr) < 1000 else max(replays // 6, 1)):
             start, iterations = time.perf_counter(), 0

@@ -392,6 +392,36 @@ def _check_grid(estimator, param, values):
     return param, tuple(values)
 
 
+def _check_protocol(names, ests, X, y, n_trials, test_size, ks):
+    """Validated ``(X, y, classes, ks)`` of :func:`evaluate` (``ks`` sorted, ``1 ≤ k < m``)."""
+    if not ests:
+        raise ValueError("estimators is empty: give at least one classifier")
+    if len(set(names)) != len(names):
+        raise ValueError(f"method names must be unique, got {names}")
+    X, y = check_X_y(X, y, accept_sparse=("csr", "csc"), dtype=None)
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}): nothing to classify")
+    if not isinstance(n_trials, Integral) or n_trials < 1:
+        raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
+    if not 0.0 < float(test_size) < 1.0:
+        raise ValueError(f"test_size must lie in (0, 1), got {test_size!r}")
+    ks = np.array(sorted({int(k) for k in ks if 1 <= int(k) < classes.size}))
+    if ks.size == 0:
+        raise ValueError(f"no k in ks satisfies 1 ≤ k < m = {classes.size}")
+    return X, y, classes, ks
+
+
+def _method_grid(name, est, param, values):
+    """``(param, values)`` of the method ``name`` (dicts give one per method; a method
+    given ``param=None`` explicitly is fitted at its parameters)."""
+    if isinstance(param, dict) and name in param and param[name] is None:
+        return None, None
+    p = param.get(name) if isinstance(param, dict) else param
+    v = values.get(name) if isinstance(values, dict) else values
+    return _check_grid(est, p, v)
+
+
 def evaluate(
     estimators,
     X,
@@ -477,27 +507,8 @@ def evaluate(
     (1, 3, 2)
     """
     names, ests = _names(estimators)
-    if not ests:
-        raise ValueError("estimators is empty: give at least one classifier")
-    if len(set(names)) != len(names):
-        raise ValueError(f"method names must be unique, got {names}")
-    X, y = check_X_y(X, y, accept_sparse=("csr", "csc"), dtype=None)
-    classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}): nothing to classify")
-    if not isinstance(n_trials, Integral) or n_trials < 1:
-        raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
-    if not 0.0 < float(test_size) < 1.0:
-        raise ValueError(f"test_size must lie in (0, 1), got {test_size!r}")
-    ks = np.array(sorted({int(k) for k in ks if 1 <= int(k) < classes.size}))
-    if ks.size == 0:
-        raise ValueError(f"no k in ks satisfies 1 ≤ k < m = {classes.size}")
-    grids = []
-    for name, est in zip(names, ests):
-        p = param.get(name) if isinstance(param, dict) else param
-        v = values.get(name) if isinstance(values, dict) else values
-        explicit_none = isinstance(param, dict) and name in param and param[name] is None
-        grids.append((None, None) if explicit_none else _check_grid(est, p, v))
+    X, y, classes, ks = _check_protocol(names, ests, X, y, n_trials, test_size, ks)
+    grids = [_method_grid(name, est, param, values) for name, est in zip(names, ests)]
 
     seeds = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=n_trials)
     store = _open_checkpoint(

@@ -34,7 +34,7 @@ BACKENDS = {
 #: its own package or of a lower layer, at module level and inside functions alike
 LAYERS = [
     # the root package imports nothing at import time (its public names load lazily)
-    ("kernfw", "kernfw._validation", "kernfw._compiled", "kernfw._threads"),
+    ("kernfw", "kernfw._validation", "kernfw._threads"),
     ("kernfw.fw", "kernfw.operators", "kernfw.losses", "kernfw.structured", "kernfw.datasets"),
     ("kernfw.kernels",),
     ("kernfw.solvers",),
@@ -330,3 +330,41 @@ def test_a_kind_branch_is_found(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("if view.kind == 'gram' or kind in ('a',) or x.kind != 1:\n    pass\n")
     assert list(_kind_comparisons(path)) == [1, 1, 1]
+
+
+#: the longest function body (lines after its docstring) written without a reason
+MAX_BODY_LINES = 80
+
+
+def _long_functions(source):
+    """``(line, name, length)`` of the functions of ``source`` whose body runs over
+    :data:`MAX_BODY_LINES` lines with no ``# long: <reason>`` comment above them."""
+    lines = source.split("\n")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+        start = body[1].lineno if docstring and len(body) > 1 else body[0].lineno
+        length = node.end_lineno - start + 1
+        top = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        above = lines[max(top - 4, 0) : top - 1]
+        if length > MAX_BODY_LINES and not any(a.strip().startswith("# long:") for a in above):
+            found.append((node.lineno, node.name, length))
+    return found
+
+
+def test_long_functions_say_why():
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} {name} ({length} lines)"
+        for path in sorted(ROOT.rglob("*.py"))
+        for line, name, length in _long_functions(path.read_text(encoding="utf-8"))
+    ]
+    assert not wrong, wrong
+
+
+def test_a_long_function_without_a_reason_is_found():
+    body = "\n".join(f"    x{k} = {k}" for k in range(MAX_BODY_LINES + 1))
+    assert [(1, "f", MAX_BODY_LINES + 1)] == _long_functions(f"def f():\n{body}\n")
+    assert _long_functions(f"# long: a table of constants\ndef f():\n{body}\n") == []

@@ -91,7 +91,7 @@ GOOD = """
     ```
 
     An alias of a documented object, {func}`kernfw.structured.chain.viterbi`, links to it;
-    {class}`numpy.ndarray` (no inventory offline) and {func}`kernfw._compiled.compiled_module`
+    {class}`numpy.ndarray` (no inventory offline) and {func}`kernfw._threads.thread_limit`
     (private) render as code.
 
     ```{toctree}

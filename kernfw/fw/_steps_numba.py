@@ -1,12 +1,11 @@
 """The step rules of :mod:`kernfw.fw.steps`, compiled by numba as they are.
 
-The compiled backends (the simplex-QP steps, the multi-class block passes, the chain
-passes) call these instead of re-deriving a step inline, so the numpy path and the
-compiled path take their steps from the same source.  The rules are also registered
-with :func:`numba.extending.register_jitable`: a pure-Python kernel compiled as it is
-(e.g. :func:`kernfw.solvers._block_kernels.pairwise_steps`) may call the Python names
-of :mod:`kernfw.fw.steps` directly.  Importing this module needs :mod:`numba`; the
-compiled backends load it through :func:`kernfw._compiled.compiled_module`.
+The compiled cores (the simplex-QP steps, the multi-class block passes, the chain
+passes) call these instead of re-deriving a step inline, so every loop takes its steps
+from the one source.  The rules are also registered with
+:func:`numba.extending.register_jitable`: plain Python compiled as it is (e.g. the block
+sub-problems of :mod:`kernfw.solvers.multiclass._block_qp`) may call the Python names of
+:mod:`kernfw.fw.steps` directly.
 """
 
 from numba import njit

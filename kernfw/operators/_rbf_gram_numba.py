@@ -1,7 +1,6 @@
 """Compiled (numba) float32 RBF Gram matrices, exactly symmetric (math.md §1.1).
 
-The backend of :func:`kernfw.operators.rbf_gram.rbf_gram` when
-:func:`kernfw._compiled.compiled_module` returns this module.  The matrix
+The loops of :func:`kernfw.operators.rbf_gram.rbf_gram`.  The matrix
 ``K_ij = exp(−γ ‖x_i − x_j‖²)`` is filled by square tiles of the lower triangle:
 each tile's squared distances are formed, turned into kernel values in place and
 stored at ``(I, J)`` and, transposed, at ``(J, I)`` — so ``K`` is symmetric bit for

@@ -5,8 +5,8 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from .._compiled import compiled_module
 from .._threads import thread_limit
+from . import _combination_numba
 from .base import CompiledView, KernelOperator, as_index, check_block
 
 __all__ = ["MultiKernel", "KernelStack"]
@@ -276,7 +276,6 @@ class KernelStack:
         elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
         self.D, self.scale = out, np.empty(self.p)
-        lib = compiled_module("kernfw.operators._combination_numba")
         with thread_limit(self.D.size):
             for j, op in enumerate(kernels.operators):
                 D, self.scale[j], symmetric = op.dense_factors()
@@ -286,11 +285,8 @@ class KernelStack:
                     raise ValueError(f"kernel {j}'s matrix lies in another slot of out")
                 if symmetric:  # symmetric bit for bit: a plain copy (rows read in order)
                     np.copyto(self.D[j], D)
-                elif lib is not None:  # copy and symmetrize in one pass
-                    lib.symmetrize_into(np.asarray(D), self.D[j])
-                else:  # the compiled loop's values: (D_ij + D_ji) · 0.5
-                    np.add(D, D.T, out=self.D[j], dtype=np.float64)
-                    self.D[j] *= 0.5
+                else:  # copy and symmetrize in one pass
+                    _combination_numba.symmetrize_into(np.asarray(D), self.D[j])
         self._out = np.empty((self.n, self.n))
 
     @staticmethod
@@ -305,20 +301,8 @@ class KernelStack:
         Returns the stack's buffer: it is overwritten by the next call.
         """
         w = _check_weights(weights, self.p) * self.scale  # K_w = Σ_j (w_j s_j) D_j
-        lib = compiled_module("kernfw.operators._combination_numba")
-        if lib is not None:
-            lib.weighted_sum(self.D.reshape(self.p, -1), w, self._out.reshape(-1))
-            return self._out
-        out, first = self._out, True
-        for wj, Dj in zip(w, self.D):  # the compiled loop's sums, kernel by kernel
-            if wj == 0:
-                continue
-            if first:
-                np.multiply(Dj, wj, out=out)
-                first = False
-            else:
-                out += wj * Dj
-        return out
+        _combination_numba.weighted_sum(self.D.reshape(self.p, -1), w, self._out.reshape(-1))
+        return self._out
 
     def per_kernel_quad(self, V, rows=None):
         """``d_j = Σ_r v_rᵀ K_j v_r`` for the columns ``v_r`` of ``V`` (n, r), shape (p,).
@@ -332,13 +316,11 @@ class KernelStack:
         if rows is None or 2 * len(rows) > self.n:
             return self.scale * (self.D.reshape(self.p, -1) @ (V @ V.T).reshape(-1))
         rows = as_index(rows, self.n)
-        lib = compiled_module("kernfw.operators._combination_numba")
-        if lib is not None:
-            out = np.empty(self.p)
-            lib.quad_on_rows(self.D, np.ascontiguousarray(V), np.asarray(rows, np.int64), out)
-            return self.scale * out
-        Vs, block = V[rows], np.ix_(rows, rows)
-        return self.scale * np.array([np.sum((Dj[block] @ Vs) * Vs) for Dj in self.D])
+        out = np.empty(self.p)
+        _combination_numba.quad_on_rows(
+            self.D, np.ascontiguousarray(V), np.asarray(rows, np.int64), out
+        )
+        return self.scale * out
 
 
 def _in_slot(D, K, j):

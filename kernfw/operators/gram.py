@@ -4,9 +4,9 @@ import copy
 
 import numpy as np
 
-from .._compiled import compiled_module
 from .._threads import thread_limit
 from .._validation import check_new_features
+from . import _gram_numba
 from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
 from .function import KernelFunction
 from .gram_check import check_gram
@@ -168,11 +168,12 @@ class Gram(KernelOperator):
         """``K @ V`` in float64; a float32 ``K`` is read once by a compiled loop that sums
         in float64 (no float64 copy of ``K``)."""
         V = np.asarray(check_block(V, self.n), dtype=np.float64)
-        lib = compiled_module("kernfw.operators._gram_numba")
-        if self.K.dtype != np.float32 or lib is None:
+        if self.K.dtype != np.float32:
             return np.asarray(self.K @ V, dtype=np.float64)
         out = np.empty(V.shape)
-        lib.gram_times(self.K, np.ascontiguousarray(V.reshape(self.n, -1)), out.reshape(self.n, -1))
+        _gram_numba.gram_times(
+            self.K, np.ascontiguousarray(V.reshape(self.n, -1)), out.reshape(self.n, -1)
+        )
         return out
 
     def block(self, rows, cols):
@@ -208,25 +209,11 @@ def _float32_rbf(kernel, X, dtype):
     )
 
 
-#: rows and columns of a tile of :func:`mirror_lower`'s numpy path
-_MIRROR_TILE = 256
-
-
 def mirror_lower(K):
     """Copy the lower triangle of the square float64 array ``K`` onto its upper triangle,
     in place (``K_ij ← K_ji`` for ``i < j``), so that ``K`` is symmetric bit for bit; returns
     ``K``.  A kernel computed by BLAS products is symmetric only up to rounding."""
-    lib = compiled_module("kernfw.operators._gram_numba")
-    if lib is not None:
-        lib.mirror_lower(K)
-        return K
-    n = K.shape[0]
-    for start in range(0, n, _MIRROR_TILE):
-        rows = slice(start, start + _MIRROR_TILE)
-        block = K[rows, rows]
-        upper = np.triu_indices(block.shape[0], 1)
-        block[upper] = block.T[upper]
-        K[rows, start + _MIRROR_TILE :] = K[start + _MIRROR_TILE :, rows].T
+    _gram_numba.mirror_lower(K)
     return K
 
 

@@ -10,13 +10,10 @@ path takes one pass each (sklearn's finiteness test, ``max``/``min``, square til
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from .._compiled import compiled_module
 from .._validation import FLOAT_DTYPES
+from ._gram_check_numba import gram_summary
 
 __all__ = ["check_gram"]
-
-#: rows and columns of a tile of the numpy symmetry check
-_SYMMETRY_BLOCK = 128
 
 
 def check_gram(K, rtol=1e-8, name="Gram matrix"):
@@ -41,35 +38,17 @@ def check_gram(K, rtol=1e-8, name="Gram matrix"):
         ``K_ij == K_ji`` for all ``i, j``.
     """
     _check_not_text(K, name)
-    lib = compiled_module("kernfw.operators._gram_check_numba")
-    # with the compiled pass, finiteness is tested there (sklearn's message if not finite)
-    K = check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=lib is None, input_name=name)
+    # finiteness is tested in the compiled pass (sklearn's message if not finite)
+    K = check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=False, input_name=name)
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be square, got shape {K.shape}")
-    if lib is not None:
-        finite, scale, asym = lib.gram_summary(K)
-        if not finite:
-            check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name=name)
-    else:
-        scale = max(float(K.max()), -float(K.min()))  # max |K_ij|, no temporary
-        asym = _max_asymmetry(K)
+    finite, scale, asym = gram_summary(K)
+    if not finite:
+        check_array(K, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name=name)
     tol = max(rtol, 1e-5 if K.dtype == np.float32 else rtol) * max(scale, 1.0)
     if asym > tol:
         raise ValueError(f"{name} is not symmetric: max |K - K.T| = {asym:.3g} > {tol:.3g}")
     return K, asym == 0.0
-
-
-def _max_asymmetry(K):
-    """``max |K − Kᵀ|`` over square tiles ``(I, J)``, ``J ≥ I`` (no n × n temporary; each
-    tile and its transposed partner fit in cache, so the transposed read stays cheap)."""
-    n, worst = K.shape[0], 0.0
-    for start in range(0, n, _SYMMETRY_BLOCK):
-        rows = slice(start, start + _SYMMETRY_BLOCK)
-        for other in range(start, n, _SYMMETRY_BLOCK):
-            cols = slice(other, other + _SYMMETRY_BLOCK)
-            diff = K[rows, cols] - K[cols, rows].T
-            worst = max(worst, float(np.max(np.abs(diff))))
-    return worst
 
 
 def _check_not_text(K, name):

@@ -8,15 +8,14 @@ to test it.  The points are centred first (distances do not change), which keeps
 the float32 rounding of ``‖x_i‖² + ‖x_j‖² − 2 x_iᵀx_j`` relative to the spread of
 the data rather than to its offset.
 
-The compiled backend (:mod:`kernfw.operators._rbf_gram_numba`) fills ``K`` by
-tiles; the numpy path does the same arithmetic with whole-matrix operations.
+The compiled loops (:mod:`kernfw.operators._rbf_gram_numba`) fill ``K`` by tiles.
 """
 
 import numpy as np
 from scipy.linalg.blas import ssyrk
 
-from .._compiled import compiled_module
 from .._threads import thread_limit
+from . import _rbf_gram_numba
 
 __all__ = ["rbf_gram", "rbf_block", "DIRECT_MAX_FEATURES"]
 
@@ -44,10 +43,8 @@ def rbf_gram(X, gamma):
     n, d = X.shape
     centred = np.asarray(X - X.mean(axis=0), dtype=np.float32)
     work = n * n * max(d, 1) / 2.0  # multiply-adds of the squared distances
-    lib = compiled_module("kernfw.operators._rbf_gram_numba")
+    lib = _rbf_gram_numba
     with thread_limit(work) as parallel:
-        if lib is None:
-            return _rbf_gram_numpy(centred, gamma)
         if d <= DIRECT_MAX_FEATURES:
             K = np.empty((n, n), dtype=np.float32)
             fill = lib.direct_tiles_parallel if parallel else lib.direct_tiles
@@ -64,17 +61,6 @@ def _lower_products(X):
     ``ssyrk`` writes the upper triangle of the Fortran-ordered ``(Xᵀ)ᵀ Xᵀ``, which is the
     lower triangle of its C-ordered transpose (half the multiply-adds of ``X @ X.T``)."""
     return ssyrk(1.0, X.T, trans=1).T
-
-
-def _rbf_gram_numpy(centred, gamma):
-    """The numpy path of :func:`rbf_gram`: :func:`rbf_block` on the whole matrix, then its
-    strict lower triangle mirrored."""
-    sq = np.einsum("ij,ij->i", centred, centred)
-    K = rbf_block(centred, centred, sq, sq, gamma)
-    upper = np.triu_indices(K.shape[0], 1)
-    K[upper] = K.T[upper]
-    np.fill_diagonal(K, np.float32(1.0))
-    return K
 
 
 def rbf_block(X, C, X_sq, C_sq, gamma):

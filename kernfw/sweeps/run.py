@@ -152,26 +152,42 @@ def _fit_chunk(
 
         scorer = _scorer(estimator, scoring)
         user_warm_start = estimator.get_params(deep=False).get("warm_start")
+        model_warm = user_warm_start if warm_start else None
         est, rows = fresh(), []
         for position, value in zip(positions, values):
             key = row_key(position, fold)
-            if checkpoint is not None:
-                stored = checkpoint.read_row(key)
-                if stored is not None and not stored.get("error"):
-                    rows.append((position, fold, _stored_row(stored, value)))
-                    continue
-                checkpoint.start(key)
-            row = _fit_one(est, param, value, fold, data, scorer)
-            if checkpoint is not None:
-                if save_models and not row["error"]:
-                    _save_model(checkpoint, key, est, user_warm_start if warm_start else None)
-                checkpoint.write_row(key, row)
+            row = _stored(checkpoint, key, value)
+            if row is None:
+                row = _fit_one(est, param, value, fold, data, scorer)
+                _write(checkpoint, key, row, est if save_models else None, model_warm)
+                if verbose:
+                    report_row(param, row)
+                if row["error"]:
+                    est = fresh()
             rows.append((position, fold, row))
-            if verbose:
-                report_row(param, row)
-            if row["error"]:
-                est = fresh()
         return rows
+
+
+def _stored(checkpoint, key, value):
+    """The row ``key`` already in ``checkpoint`` (None: not there, or a failed fit, which
+    is fitted again); otherwise the fit is marked running."""
+    if checkpoint is None:
+        return None
+    stored = checkpoint.read_row(key)
+    if stored is not None and not stored.get("error"):
+        return _stored_row(stored, value)
+    checkpoint.start(key)
+    return None
+
+
+def _write(checkpoint, key, row, model, model_warm):
+    """Write a finished fit's row to ``checkpoint`` and its fitted ``model`` (None: not
+    saved) with ``warm_start=model_warm``."""
+    if checkpoint is None:
+        return
+    if model is not None and not row["error"]:
+        _save_model(checkpoint, key, model, model_warm)
+    checkpoint.write_row(key, row)
 
 
 def _batched_accuracy(estimator, X, y):
@@ -314,28 +330,11 @@ def sweep(
     warm = bool(warm_start) and "warm_start" in params
     kernel = params.get("kernel")
     precomputed = isinstance(kernel, str) and kernel == "precomputed"
-    store, done = None, {}
-    if checkpoint is not None:
-        arguments = {
-            "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__} "
-            + digest(params),
-            "param": param,
-            "values": [v if isinstance(v, (int, float, str, bool)) else repr(v) for v in values],
-            "folds": digest(folds),
-            "X": digest(X),
-            "y": digest(y),
-            "warm_start": warm,
-            "scoring": digest(scoring),
-            "save_models": bool(save_models),
-        }
-        store = Checkpoint(checkpoint, "sweep", arguments).open()
-        for key, stored in store.rows().items():
-            at = _parse_key(key)
-            if at is not None and at[0] < len(values) and at[1] < len(folds):
-                if not stored.get("error"):
-                    done[at] = _stored_row(stored, values[at[0]])
-    elif save_models:
+    if save_models and checkpoint is None:
         raise ValueError("save_models=True needs a checkpoint directory to save the models in")
+    store, done = _open_checkpoint(
+        checkpoint, estimator, params, param, values, folds, X, y, warm, scoring, save_models
+    )
     tasks, parallel, blas_threads = plan(param, values, len(folds), warm, n_jobs, done)
     results = dict(done)
     if not tasks:
@@ -378,25 +377,59 @@ def sweep(
             exc.add_note(_resume_advice(store, results, total))
             raise
         except Exception as exc:
-            if not _worker_died(exc):
+            if not _is_worker_death(exc):
                 raise
-            _collect(store, values, folds, results)
-            missing = [(i, f) for i in range(len(values)) for f in range(len(folds))]
-            missing = [at for at in missing if at not in results]
-            running = [_parse_key(k) for k in store.running()] if store is not None else []
-            running = [at for at in running if at in missing]
-            raise WorkerDied(
-                f"sweep: a worker process died ({_death(exc)}) "
-                + (
-                    f"while fitting {_fits(param, values, running)}"
-                    if running
-                    else f"with {len(missing)} fits unfinished: {_fits(param, values, missing)}"
-                )
-                + f". {_resume_advice(store, results, total)}",
-                results=_table(param, results, store),
-                unfinished=[(values[i], f) for i, f in missing],
-            ) from exc
+            raise _worker_died(store, exc, param, values, folds, results) from exc
     return _table(param, results, store)
+
+
+def _open_checkpoint(checkpoint, estimator, params, param, values, folds, X, y, warm, scoring,
+                     save_models):  # fmt: skip
+    """``(store, done)``: the :class:`~kernfw.sweeps.checkpoint.Checkpoint` of the sweep's
+    arguments (None without a directory) and the rows it already holds, by
+    ``(position, fold)`` (rows of failed fits are fitted again)."""
+    if checkpoint is None:
+        return None, {}
+    arguments = {
+        "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__} "
+        + digest(params),
+        "param": param,
+        "values": [v if isinstance(v, (int, float, str, bool)) else repr(v) for v in values],
+        "folds": digest(folds),
+        "X": digest(X),
+        "y": digest(y),
+        "warm_start": warm,
+        "scoring": digest(scoring),
+        "save_models": bool(save_models),
+    }
+    store, done = Checkpoint(checkpoint, "sweep", arguments).open(), {}
+    for key, stored in store.rows().items():
+        at = _parse_key(key)
+        if at is not None and at[0] < len(values) and at[1] < len(folds):
+            if not stored.get("error"):
+                done[at] = _stored_row(stored, values[at[0]])
+    return store, done
+
+
+def _worker_died(store, exc, param, values, folds, results):
+    """The :class:`WorkerDied` of a sweep whose worker died with ``exc``: it names the fits
+    left unfinished and keeps the finished rows."""
+    _collect(store, values, folds, results)
+    missing = [(i, f) for i in range(len(values)) for f in range(len(folds))]
+    missing = [at for at in missing if at not in results]
+    running = [_parse_key(k) for k in store.running()] if store is not None else []
+    running = [at for at in running if at in missing]
+    return WorkerDied(
+        f"sweep: a worker process died ({_death(exc)}) "
+        + (
+            f"while fitting {_fits(param, values, running)}"
+            if running
+            else f"with {len(missing)} fits unfinished: {_fits(param, values, missing)}"
+        )
+        + f". {_resume_advice(store, results, len(values) * len(folds))}",
+        results=_table(param, results, store),
+        unfinished=[(values[i], f) for i, f in missing],
+    )
 
 
 def _table(param, results, store):
@@ -421,7 +454,7 @@ def _collect(store, values, folds, results):
                 results[at] = _stored_row(stored, values[at[0]])
 
 
-def _worker_died(exc):
+def _is_worker_death(exc):
     """Whether ``exc`` says a worker process died (loky/multiprocessing, or Dask's
     ``KilledWorker`` once the scheduler gave up rerunning a task)."""
     return isinstance(exc, BrokenProcessPool) or type(exc).__name__ == "KilledWorker"

@@ -289,8 +289,9 @@ def _shifted_exp(v, out):
     return top
 
 
+# complex: the CRF forward-backward recursions (math.md §4.6) as one compiled loop
 @njit(cache=True)
-def forward_backward(theta, G, mu, pairs):
+def forward_backward(theta, G, mu, pairs):  # noqa: C901
     """Node marginals ``mu`` (T, q), transition counts ``pairs`` (q, q); returns ``log Z``.
 
     ``α_1 = θ_1``, ``α_t(b) = θ_t(b) + logsumexp_a(α_{t−1}(a) + G_ab)``; ``β_T = 0``,
@@ -656,8 +657,9 @@ def _block_sums(values, e, m, w, x, codes, gammas, coef0s, powers, scales, group
         out[1, groups[r]] += scales[r] * b
 
 
+# complex: one compiled pass over the table groups (math.md §4.4)
 @njit(cache=True, fastmath=_FLAGS)
-def table_inner(
+def table_inner(  # noqa: C901
     ip,
     sq_rows,
     sq_cols,

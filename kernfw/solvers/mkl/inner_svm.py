@@ -39,9 +39,9 @@ from sklearn import config_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, NuSVC
 
-from ..._compiled import compiled_module
 from ..._threads import available_threads, in_ranges
 from ...operators import Gram, KernelStack
+from . import _inner_l2svm_numba
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -354,9 +354,8 @@ class L2SVM(InnerSVM):
             return self._solution(alphas, gaps)
         # a stored Gram: "auto" is compiled pairwise FW there, all problems in one call
         K = _stored_symmetric_gram(op) if self.solver == "auto" else None
-        lib = None if K is None else compiled_module("kernfw.solvers.mkl._inner_l2svm_numba")
-        if lib is not None:
-            alphas, gaps = self._solve_dense(lib, K, warm)
+        if K is not None:
+            alphas, gaps = self._solve_dense(_inner_l2svm_numba, K, warm)
         else:
             alphas, gaps = self._solve_each(op, warm)
         return self._solution(alphas, gaps)
@@ -487,13 +486,10 @@ def _max_iter(n):
 
 
 def _stored_symmetric_gram(op):
-    """The matrix of ``op`` when its compiled view is a stored float64 Gram, C-ordered and
-    symmetric bit for bit (as :meth:`KernelWeightObjective.weighted` makes ``K_γ``), else
-    None."""
-    view = op.compiled_view()
-    if view is None or view.kind != "gram" or not (view.params or {}).get("symmetric"):
-        return None
-    K = view.matrix
+    """The matrix of ``op`` when it stores a float64 Gram, C-ordered and symmetric bit for
+    bit (as :meth:`KernelWeightObjective.weighted` makes ``K_γ``), else None (a matrix
+    that is not symmetric is returned transposed by ``stored_gram``: F-ordered)."""
+    K = op.stored_gram(by_columns=True)
     if type(K) is not np.ndarray or K.dtype != np.float64 or not K.flags.c_contiguous:
         return None
     return K

@@ -380,7 +380,8 @@ def topk_simplex_step(a, order, count, q, k, b):
 LAMBDA, MU, LINEAR, GRADIENT, POINT = range(5)
 
 
-def affine_minimizer(gram, linear, q, s, system, mu):
+# complex: the affine step of the exact block QP (math.md §1.14), compiled
+def affine_minimizer(gram, linear, q, s, system, mu):  # noqa: C901
     """The weights ``μ`` (``Σ_l μ_l = 1``) minimizing ``⟨g, d⟩ + (q/2)‖d‖²`` over
     ``d = Σ_l μ_l (v_l − α)``, ``l < s``: the KKT system
     ``q G μ + ρ 1 = −⟨g, v − α⟩``, ``1ᵀμ = 1`` by Gaussian elimination with partial
@@ -446,7 +447,10 @@ def drop_atoms(points, gram, linear, lam, s):
     return kept
 
 
-def corral_step(g, alpha, yi, q, loss, k, rho, r, idx, a, beta, tol, out, buffers):
+# complex: the exact block QP (math.md §1.14): one active-set loop, compiled
+# noqa: C901
+# long: the exact block QP (math.md §1.14): one active-set loop, compiled
+def corral_step(g, alpha, yi, q, loss, k, rho, r, idx, a, beta, tol, out, buffers):  # noqa: C901
     """The exact block step of the weighted losses (math.md §1.14), into ``out``.
 
     Minimizes ``⟨g, α' − α⟩ + (q/2)‖α' − α‖²`` over the block domain

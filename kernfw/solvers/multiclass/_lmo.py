@@ -1,10 +1,8 @@
-"""Scalar kernels written once for the numpy path and the compiled backends.
+"""Scalar kernels of the multi-category losses, written once.
 
-Plain Python on scalars and preallocated arrays: the numpy block-coordinate FW
-(:mod:`kernfw.solvers.multiclass`) calls them as they are, and
-:mod:`kernfw.solvers.multiclass._numba` compiles the very same functions with
-``numba.njit``, so both paths take the same steps in the same order;
-:func:`exactly_symmetric` is compiled by both compiled backends.
+Plain Python on scalars and preallocated arrays that
+:mod:`kernfw.solvers.multiclass._numba` compiles with ``numba.njit`` (the tests call
+some of them as they are).
 
 The built-in losses reach these kernels as a code (:func:`loss_code`: a code and the
 weights ``ρ``); :func:`loss_vertex` is their closed-form LMO (math.md §1.3).  The exact
@@ -106,7 +104,8 @@ def hinge_vertex(a, beta):
         beta[top] = 1.0
 
 
-def loss_vertex(a, loss, k, rho, r, idx, beta):
+# complex: the closed-form vertex of each loss (math.md §1.3), one compiled dispatch
+def loss_vertex(a, loss, k, rho, r, idx, beta):  # noqa: C901
     """``β* ∈ argmax_{β ∈ B} ⟨β, a⟩`` into ``beta`` (the ``lmo_row`` of each loss)."""
     if loss == MAX_HINGE:
         hinge_vertex(a, beta)

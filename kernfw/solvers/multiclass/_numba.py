@@ -200,7 +200,7 @@ def _fw_block(g, alpha, yi, q, spec, gamma_std, a, idx, beta, delta):
     return gamma
 
 
-#: the pairwise block steps of the numpy path, compiled as they are
+#: the pairwise block steps (:mod:`._block_qp`), compiled as they are
 _pairwise_block = njit(cache=True)(pairwise_steps)
 
 
@@ -211,8 +211,9 @@ G, ALPHA, A, BETA, THETA, DELTA = range(6)
 MULTIPLIER, BLOCK_GAP = 0, 1
 
 
+# complex: one exact block step of the compiled BCFW pass (math.md §1.14)
 @_visit_jit
-def _exact_block(g, alpha, yi, q, b, D, delta, out):
+def _exact_block(g, alpha, yi, q, b, D, delta, out):  # noqa: C901
     """:func:`~kernfw.solvers.multiclass.exact_block_step` (the Crammer–Singer
     sub-problem): writes ``δ``, the multiplier ``θ`` (into ``out[MULTIPLIER]``) and the
     block gap before the step (into ``out[BLOCK_GAP]``), returns ``½‖δ‖₁``."""
@@ -309,8 +310,9 @@ def _hinge_block_gap(g, al, yi):
     return phi + ga
 
 
+# complex: one block visit of the compiled BCFW pass (math.md §1.13)
 @njit(inline="always")
-def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):
+def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):  # noqa: C901
     """The block step of block ``i`` on its active classes ``cl[:nc]``.
 
     ``mode`` (``FW``, ``PAIRWISE``, ``EXACT``) and ``hinge`` (the loss is the max or
@@ -784,7 +786,7 @@ def _column_pass(
     (the rows of a Gram matrix by columns, or the chunk's columns); a
     block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
     of the classes that moved: ``O(n)`` contiguous work per class, the same
-    sums as ``S[:, j] += K_{:,i} u_j`` in the numpy path.
+    sums as ``S[:, j] += K_{:,i} u_j``.
     """
     m, n = St.shape
     buf, s, upd, work = _buffers(mode, hinge, m)

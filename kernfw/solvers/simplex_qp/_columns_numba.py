@@ -52,7 +52,7 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
     the degree-13 Taylor polynomial: relative error about 1 ulp against
     ``numpy.exp``), branch-free so that it vectorizes; ``scratch`` (float64, n)
     receives the powers ``2^m``.  The only fast-math flag is FMA contraction
-    (rounding-level differences from the numpy path's separate multiply and add)."""
+    (rounding-level differences from a separate multiply and add)."""
     d, n = XT.shape
     xj = XT[:, j].copy()
     sqj = sq[j]

@@ -137,12 +137,6 @@ class L2SVMKernel(KernelOperator):
         return L2SVMKernel(self.base.subset(idx), self.y[idx], self.C)
 
 
-def _explicit_features(op):
-    """The features ``X`` of ``K = XXᵀ`` (dense C-contiguous or canonical CSR), or None."""
-    view = op.compiled_view()
-    return view.matrix if view is not None and view.kind == "features" else None
-
-
 def choose_l2svm_solver(op):
     """The algorithm of ``solver="auto"`` for the kernel operator ``op`` (math.md §2.13).
 
@@ -154,12 +148,12 @@ def choose_l2svm_solver(op):
     kernel evaluated column by column a coordinate step costs a kernel row, and
     MFW's columns serve many steps through the cache.
     """
-    return "mfw" if _explicit_features(op) is None else "dcd"
+    return "mfw" if op.features() is None else "dcd"
 
 
 def _solve_coordinate(op, y, C, **options):
     """:func:`solve_l2svm` with ``solver="dcd"``: vertex-coordinate passes (math.md §2.13)."""
-    X = _explicit_features(op)
+    X = op.features()
     if X is None:
         raise ValueError(
             "solver='dcd' needs explicit features (the linear kernel on X, or low-rank "

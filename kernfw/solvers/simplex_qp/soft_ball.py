@@ -148,8 +148,7 @@ class SoftBallIterate(FWIterate):
             self._st["fill"] = True
             core.run_cached(0, self._vec, self._con, self._state, *self._source)
             return
-        view = self.Q.compiled_view()
-        if view is not None and view.kind == "features":
+        if self.Q.features() is not None:
             self.v[:] = np.ravel(self.Q.matmat(self.alpha))
             return
         support = np.flatnonzero(self.alpha)

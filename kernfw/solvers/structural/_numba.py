@@ -100,8 +100,9 @@ def _node_scores(features, a, T, w, q, theta):
         theta[T - 1, l] += w[qd + q + l]
 
 
+# complex: the loss-augmented Viterbi recursion (math.md §3.8), compiled
 @njit(cache=True)
-def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back, out):
+def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back, out):  # noqa: C901
     """Viterbi on ``θ`` (+ the loss term ``[l ≠ y_t]·unit`` when ``augment``) into ``out[:T]``.
 
     ``δ_1 = θ_1``, ``δ_t(l) = θ_t(l) + max_{l'} (δ_{t−1}(l') + G[l', l])``;
@@ -143,8 +144,10 @@ def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back
         out[t - 1] = state
 
 
+# long: one compiled BCFW pass over the chains (math.md §3.5, §3.8)
+# complex: one compiled BCFW pass over the chains (math.md §3.5, §3.8)
 @njit(cache=True)
-def chain_pass(
+def chain_pass(  # noqa: C901
     order,
     features,
     offsets,
