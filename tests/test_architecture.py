@@ -313,7 +313,7 @@ _NEXT_STEP = pytest.mark.xfail(
     [
         pytest.param("simplex_qp", marks=_NEXT_STEP),
         "multiclass",
-        pytest.param("mkl", marks=_NEXT_STEP),
+        "mkl",
         "structural",
     ],
 )

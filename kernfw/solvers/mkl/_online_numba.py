@@ -603,6 +603,19 @@ def _product_sums(code, g, c, p, values, m, wk, x):
     return a, b
 
 
+@njit(cache=True, fastmath=_FLAGS, inline="always")
+def _specialized_sums(code, g, c, p, values, m, wk, x):
+    """:func:`_product_sums` with constant ``code`` and ``p`` for the linear kernel and the
+    polynomials of degree 2 and 3."""
+    if code == kp.LINEAR:
+        return _product_sums(kp.LINEAR, g, c, 0, values, m, wk, x)
+    if code == kp.POLY and p == 2:
+        return _product_sums(kp.POLY, g, c, 2, values, m, wk, x)
+    if code == kp.POLY and p == 3:
+        return _product_sums(kp.POLY, g, c, 3, values, m, wk, x)
+    return _product_sums(code, g, c, p, values, m, wk, x)
+
+
 @njit(cache=True, fastmath=_FLAGS)
 def _block_sums(values, e, m, w, x, codes, gammas, coef0s, powers, scales, groups, ladder, out):
     """For every kernel ``r`` of a program (group ``k = groups[r]``) along the block:
@@ -621,14 +634,8 @@ def _block_sums(values, e, m, w, x, codes, gammas, coef0s, powers, scales, group
         code, g, c, p = codes[r], gammas[r], coef0s[r], powers[r]
         wk = w[groups[r], :n]
         a = b = 0.0
-        if code == kp.LINEAR:
-            a, b = _product_sums(kp.LINEAR, g, c, 0, values, m, wk, x)
-        elif code == kp.POLY and p == 2:
-            a, b = _product_sums(kp.POLY, g, c, 2, values, m, wk, x)
-        elif code == kp.POLY and p == 3:
-            a, b = _product_sums(kp.POLY, g, c, 3, values, m, wk, x)
-        elif code != kp.RBF:
-            a, b = _product_sums(code, g, c, p, values, m, wk, x)
+        if code != kp.RBF:
+            a, b = _specialized_sums(code, g, c, p, values, m, wk, x)
         elif p == 0:  # an RBF off the ladder: e^(γ/γ_0)
             ratio = g / gammas[0]
             for jj in range(n):

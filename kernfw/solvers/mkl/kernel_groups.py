@@ -35,17 +35,6 @@ from . import _online_numba as backend
 __all__ = ["KernelGroups"]
 
 
-class _Block:
-    """A group read through the operator protocol: its blocks ``K[P, cols]``
-    (:meth:`~kernfw.operators.KernelOperator.block`)."""
-
-    def __init__(self, op):
-        self.op = op
-
-    def fill(self, out, P, cols):
-        out[:] = self.op.block(P, cols)
-
-
 #: multiply-adds of a product that BLAS runs on one thread anyway (OpenBLAS's threshold):
 #: such products skip :func:`kernfw._threads.thread_limit`, whose thread-pool switch costs
 #: more than the product (a round's own kernel block, the columns of a new support slot)
@@ -446,12 +435,12 @@ class KernelGroups:
 
     def _make_sources(self):
         """Every group's source: its feature matrix (shared by equal matrices) or
-        :class:`_Block`."""
+        its operator (read through :meth:`~kernfw.operators.KernelOperator.block`)."""
         sources, features = [None] * self.Mk, []
         for k, op in enumerate(self.ops):
             form = _product_kernel(op)
             if form is None:
-                sources[k] = _Block(op)
+                sources[k] = op  # read through its blocks
                 continue
             X, row = form
             same = (f for f in features if f.X is X or np.array_equal(f.X, X))
@@ -540,5 +529,5 @@ class KernelGroups:
             backend.program_blocks(ip, E, *f.program, out)
         for k, src in enumerate(self._sources):
             if not isinstance(src, _Features):
-                src.fill(out[k], P, idx)
+                out[k] = src.block(P, idx)
         return out
