@@ -987,55 +987,61 @@ def test_detach_attach_and_materialize_operator_trees():
     np.testing.assert_allclose(back.cross(Xn), op.cross(Xn), atol=1e-12)
 
 
-def test_column_view_of_on_the_fly_rbf_and_the_l2svm_kernel():
-    """The "rbf" column view reproduces the operator's columns; "l2svm" wraps it; other
-    operators fall back to compiled_view (and compiled_view is unchanged)."""
+def test_column_source_of_on_the_fly_rbf_and_the_l2svm_kernel():
+    """The RBF column source reproduces the operator's columns; the L2-SVM kernel adds its
+    labels and 1/C; a stored Gram is read by columns; other operators have none."""
     from kernfw.operators import KernelFunction, MultiKernel
+    from kernfw.operators.base import SOURCE_GRAM, SOURCE_RBF, SOURCE_RBF32
     from kernfw.solvers.simplex_qp import L2SVMKernel
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 5))
     for kw in ({"gamma": 0.4}, {"gamma": "scale"}, {"feature_columns": [0, 3]}, {}):
         op = KernelFunction(X, "rbf", cache_size=3.0, **kw)
-        view = op.column_view()
-        assert view.kind == "rbf" and view.matrix.flags.c_contiguous
-        assert view.matrix.dtype == np.float64 and view.params["cache_size"] == 3.0
-        Z, g, sq = view.matrix, view.params["gamma"], view.params["sq_norms"]
+        source = op.column_source()
+        assert source.code == SOURCE_RBF and source.matrix.flags.c_contiguous
+        assert source.matrix.dtype == np.float64 and source.cache_mb == 3.0
+        Z, g, sq = source.matrix.T, source.gamma, source.sq_norms
         np.testing.assert_allclose(sq, np.einsum("ij,ij->i", Z, Z), rtol=1e-15)
         D = np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0)
         np.testing.assert_allclose(np.exp(-g * D), op.dense(), rtol=1e-13, atol=1e-15)
         assert op.compiled_view() is None  # code that only knows features / gram
+        assert source.labels is None and source.inv_c == 0.0
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    lv = L2SVMKernel(op, y, 3.0).column_view()
-    assert lv.kind == "l2svm" and lv.matrix.kind == "rbf" and lv.params["C"] == 3.0
-    np.testing.assert_array_equal(lv.params["y"], y)
+    lv = L2SVMKernel(op, y, 3.0).column_source()
+    assert lv.code == SOURCE_RBF and lv.inv_c == pytest.approx(1 / 3.0)
+    np.testing.assert_array_equal(lv.labels, y)
     K = X @ X.T
-    assert Gram(K).column_view().kind == "gram" and Features(X).column_view().kind == "features"
-    assert L2SVMKernel(Gram(K), y, 1.0).column_view().matrix.matrix is K
+    K = (K + K.T) / 2
+    gram = Gram(K).column_source()
+    assert gram.code == SOURCE_GRAM and np.shares_memory(gram.matrix, K)
+    np.testing.assert_array_equal(gram.matrix[:, 4], K[:, 4])
+    assert Features(X).column_source() is None
+    assert L2SVMKernel(Gram(K), y, 1.0).column_source().code == SOURCE_GRAM
     poly = KernelFunction(X, "poly", degree=2, gamma=0.3, coef0=1.0)
-    assert poly.column_view() is None  # the other kernels of products: product_form
+    assert poly.column_source() is None  # the other kernels of products: product_form
     form = poly.product_form()
     assert form.features is X and form[1:] == (POLY, 0.3, 1.0, 2, 1.0)
     scaled = normalize(poly, "trace").product_form()
     assert scaled.features is X and scaled.code == POLY
     assert scaled.scale == pytest.approx(X.shape[0] / np.trace(poly.dense()))
     assert normalize(poly, "center").product_form() is None
-    assert L2SVMKernel(poly, y, 1.0).column_view() is None
+    assert L2SVMKernel(poly, y, 1.0).column_source() is None
     for other in (
         KernelFunction(X, "laplacian"),
         KernelFunction(X.astype(np.float32), "rbf", dtype=np.float64),
         MultiKernel([Gram(K)]),
     ):
-        assert other.column_view() is None
-        assert L2SVMKernel(other, y, 1.0).column_view() is None
-    # float32 values (float32 features, or dtype=float32): a float32 view of the features
+        assert other.column_source() is None
+        assert L2SVMKernel(other, y, 1.0).column_source() is None
+    # float32 values (float32 features, or dtype=float32): float32 columns of the features
     for op in (
         KernelFunction(X.astype(np.float32), "rbf"),
         KernelFunction(X, "rbf", dtype=np.float32),
     ):
-        view = op.column_view()
-        assert view.kind == "rbf" and view.matrix.dtype == np.float32
-        np.testing.assert_array_equal(view.matrix, X.astype(np.float32))
+        source = op.column_source()
+        assert source.code == SOURCE_RBF32 and source.matrix.dtype == np.float32
+        np.testing.assert_array_equal(source.matrix.T, X.astype(np.float32))
 
 
 # -- float32 features against float64 blocks: no float64 copy of the features ---------------------

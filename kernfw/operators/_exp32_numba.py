@@ -4,7 +4,7 @@
 (Cody–Waite) and ``p`` the degree-6 Taylor polynomial (float32 precision); ``2^m`` is
 built from its exponent bits.  Inlined where it is called: the RBF Gram tiles
 (:mod:`kernfw.operators._rbf_gram_numba`) and the float32 RBF columns of the simplex-QP
-step (:mod:`kernfw.solvers.simplex_qp._columns_numba`).
+step (:mod:`kernfw.operators._columns_numba`).
 """
 
 import numpy as np

@@ -12,7 +12,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["KernelOperator", "CompiledView", "ProductForm", "ArraySlot", "as_index", "check_block"]
+__all__ = [
+    "KernelOperator",
+    "CompiledView",
+    "ColumnSource",
+    "ProductForm",
+    "ArraySlot",
+    "as_index",
+    "check_block",
+]
+
+#: the kernels a :class:`ColumnSource` computes columns of: RBF on float64 features, a
+#: stored Gram, RBF on float32 features (:mod:`kernfw.operators._columns_numba`)
+SOURCE_RBF, SOURCE_GRAM, SOURCE_RBF32 = 1, 2, 3
 
 
 class CompiledView(NamedTuple):
@@ -20,23 +32,15 @@ class CompiledView(NamedTuple):
 
     Attributes
     ----------
-    kind : {"features", "gram", "rbf", "l2svm"}
+    kind : {"features", "gram"}
         "features": ``K = X Xᵀ`` with ``matrix`` the features ``X`` (n × d), a
         C-contiguous ndarray or a CSR matrix in canonical format (sorted
         indices, no duplicates); "gram": ``matrix`` is ``K`` itself (n × n),
-        a dense ndarray (plain, not a memory-map subclass).  The column kinds
-        below are only returned by :meth:`KernelOperator.column_view`:
-        "rbf": ``K_ij = exp(−γ ‖x_i − x_j‖²)`` evaluated on the fly, ``matrix``
-        the features ``X`` (n × d, C-contiguous float64), ``params`` holds
-        ``gamma`` (γ), ``sq_norms`` (``‖x_i‖²``, shape (n,)) and ``cache_size``
-        (the operator's column-cache budget, MB); "l2svm": the modified kernel
-        ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` (math.md §2.1), ``matrix`` the
-        column view of ``K``, ``params`` holds ``y`` (labels ±1, shape (n,)) and
-        ``C``.
-    matrix : ndarray, scipy.sparse.csr_matrix or CompiledView
+        a dense ndarray (plain, not a memory-map subclass).
+    matrix : ndarray or scipy.sparse.csr_matrix
         See ``kind``.
     params : dict or None
-        Scalars and vectors of the column kinds; for "gram" None or
+        For "gram" None or
         ``{"symmetric": bool}`` (True: ``K`` is symmetric bit for bit by
         construction, so its rows are its columns; False: not known); None for
         "features".
@@ -45,6 +49,41 @@ class CompiledView(NamedTuple):
     kind: str
     matrix: object
     params: object = None
+
+
+class ColumnSource(NamedTuple):
+    """What compiled code needs to compute the columns ``Q_{:,j}`` itself
+    (:func:`kernfw.operators._columns_numba.evaluate_column`); what
+    :meth:`KernelOperator.column_source` answers.
+
+    Attributes
+    ----------
+    code : int
+        ``SOURCE_RBF`` (``K_ij = exp(−γ ‖x_i − x_j‖²)``), ``SOURCE_RBF32`` (the same on
+        float32 features, in float32) or ``SOURCE_GRAM`` (a stored ``K``).
+    matrix : ndarray
+        The features transposed, ``Xᵀ`` (d × n, C-contiguous), or a matrix whose column
+        ``j`` is ``K[:, j]`` (``Kᵀ`` of an exactly symmetric C-ordered ``K``: contiguous).
+    sq_norms : ndarray of shape (n,) or None
+        ``‖x_i‖²`` (``SOURCE_RBF``).
+    gamma : float
+        ``γ`` (0 for a Gram).
+    cache_mb : float
+        The column-cache budget of the operator (MB; 0: its values are stored).
+    labels : ndarray of shape (n,) or None
+        ``y`` of the L2-SVM's modified kernel ``Q_ij = y_i y_j (K_ij + 1) + δ_ij / C``
+        (math.md §2.1), None for ``K`` itself.
+    inv_c : float
+        ``1/C`` of that kernel (0 for ``K``).
+    """
+
+    code: int
+    matrix: np.ndarray
+    sq_norms: object = None
+    gamma: float = 0.0
+    cache_mb: float = 0.0
+    labels: object = None
+    inv_c: float = 0.0
 
 
 class ProductForm(NamedTuple):
@@ -243,18 +282,21 @@ class KernelOperator(ABC):
         """
         return None
 
-    def column_view(self):
-        """The arrays from which compiled code computes columns ``K[:, j]`` itself, or None.
-
-        A :class:`CompiledView` of a kind of :meth:`compiled_view` or of one of
-        the column kinds ("rbf": a kernel evaluated on the fly; "l2svm": the
-        modified kernel over another column view).  Column-wise solvers
-        (:mod:`kernfw.solvers.simplex_qp`) ask for it and evaluate the columns in
-        their compiled step; code that only knows the kinds of
-        :meth:`compiled_view` keeps calling that.  The default is
-        :meth:`compiled_view`.
-        """
-        return self.compiled_view()
+    def column_source(self):
+        """The :class:`ColumnSource` from which compiled code computes columns ``K[:, j]``
+        itself, or None.  The default serves a stored Gram (:meth:`stored_gram`, float32
+        or float64, C- or F-ordered), read where its columns are contiguous: an F-ordered
+        ``K`` as it is, a C-ordered one through ``Kᵀ`` when it is symmetric bit for bit."""
+        K = self.stored_gram()
+        if type(K) is not np.ndarray or K.dtype not in (np.float32, np.float64):
+            return None
+        if K.ndim != 2 or K.shape != (self.n, self.n) or self.n == 0:
+            return None
+        if K.flags.f_contiguous:
+            return ColumnSource(SOURCE_GRAM, K)
+        if not K.flags.c_contiguous:
+            return None
+        return ColumnSource(SOURCE_GRAM, self.stored_gram(by_columns=True).T)
 
     def map_operators(self, fn):
         """A shallow copy with ``fn`` applied to every child operator.

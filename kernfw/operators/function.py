@@ -7,7 +7,15 @@ import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
 from ._products_numba import LINEAR, POLY, RBF, SIGMOID
-from .base import CompiledView, KernelOperator, ProductForm, as_index, check_block
+from .base import (
+    SOURCE_RBF,
+    SOURCE_RBF32,
+    ColumnSource,
+    KernelOperator,
+    ProductForm,
+    as_index,
+    check_block,
+)
 from .pairwise import PairwiseKernel, resolve_gamma
 
 #: the codes of the kernels of inner products (:class:`~kernfw.operators.base.ProductForm`)
@@ -46,7 +54,7 @@ class KernelFunction(KernelOperator):
         Type of the kernel values this operator returns and caches (None: the
         type of ``X``).  float32 rounds them to about 1e-7 relative, as libsvm's
         kernel cache does, and halves the memory of the cache and of a column;
-        its :meth:`column_view` then holds the features in float32, so compiled
+        its :meth:`column_source` then holds the features in float32, so compiled
         solvers compute the columns in float32 too.
     **params
         Kernel parameters (``gamma``, ``degree``, ``coef0``); ``gamma`` may be
@@ -165,15 +173,18 @@ class KernelFunction(KernelOperator):
         features = np.ascontiguousarray(X, dtype=self.dtype)
         return ProductForm(features, code, gamma, coef0, degree, 1.0)
 
-    def column_view(self):
-        """For the RBF kernel, a :class:`~kernfw.operators.base.CompiledView` of kind "rbf"
-        built from :meth:`product_form` (features ``X``, ``gamma`` = γ, ``sq_norms`` =
-        ``‖x_i‖²``, ``cache_size`` = this operator's budget in MB); else None."""
+    def column_source(self):
+        """For the RBF kernel on dense features, the :class:`~kernfw.operators.base.ColumnSource`
+        of :meth:`product_form` (``Xᵀ``, ``‖x_i‖²``, γ, this operator's cache budget; float32
+        features compute float32 columns); else None."""
         form = self.product_form()
-        if form is None or form.code != RBF:
+        if form is None or form.code != RBF or form.features.shape[1] == 0:
             return None
-        params = {"gamma": form.gamma, "sq_norms": self._train_sq_norms()}
-        return CompiledView("rbf", form.features, dict(params, cache_size=self.cache_size))
+        XT = np.ascontiguousarray(form.features.T)
+        if XT.dtype == np.float32:
+            return ColumnSource(SOURCE_RBF32, XT, None, form.gamma, float(self.cache_size))
+        sq = self._train_sq_norms()
+        return ColumnSource(SOURCE_RBF, XT, sq, form.gamma, float(self.cache_size))
 
     # -- protocol ----------------------------------------------------------------
     def diag(self):

@@ -814,7 +814,7 @@ def test_kernel_function_dtype():
     K = KernelFunction(X, "rbf", gamma=0.5, dtype=np.float32)
     assert K.dtype == np.float32 and K.columns([1, 2]).dtype == np.float32
     assert K.columns([4]).dtype == np.float32 and K.subset([0, 1, 2]).dtype == np.float32
-    assert K.column_view().matrix.dtype == np.float32
+    assert K.column_source().matrix.dtype == np.float32
     assert KernelFunction(X.astype(np.float32), "rbf").dtype == np.float32
     with pytest.raises(ValueError, match="float32 or float64"):
         KernelFunction(X, "rbf", dtype=np.int64)

@@ -10,9 +10,8 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
 - :mod:`~kernfw.solvers.simplex_qp.certificate` — the certificate and the scale of the
   stopping rule;
 - :mod:`~kernfw.solvers.simplex_qp.start` — the CVM initialization and the warm start;
-- :mod:`~kernfw.solvers.simplex_qp._columns_numba` — kernel columns evaluated in the
-  compiled step; :mod:`~kernfw.solvers.simplex_qp._numba` — the compiled core of the FW /
-  MFW steps;
+- :mod:`~kernfw.solvers.simplex_qp._numba` — the compiled core of the FW / MFW steps
+  (the kernel columns it needs come from :mod:`kernfw.operators._columns_numba`);
 - :mod:`~kernfw.solvers.simplex_qp.iterate` — the FW / MFW iterate, one kernel column per
   iteration;
 - :mod:`~kernfw.solvers.simplex_qp.cvm` — the core vector machine baseline (core-set

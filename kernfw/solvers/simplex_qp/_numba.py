@@ -8,7 +8,7 @@ The steps of :class:`kernfw.solvers.simplex_qp.iterate.SimplexQPIterate`.  An it
   :mod:`kernfw.fw.steps`, compiled as they are), a negative-curvature check, and the index
   whose column the step needs;
 - the column: evaluated in place from the operator's column view when it has one
-  (:func:`kernfw.solvers.simplex_qp._columns_numba.evaluate_column`, with a compiled LRU
+  (:func:`kernfw.operators._columns_numba.evaluate_column`, with a compiled LRU
   cache), else fetched by the caller through ``Q.columns`` (the operator's own cache);
 - :func:`apply` — the scalars of the step (:func:`_move`: ``qᵀα``, ``αᵀQα``, ``s``), the
   update ``α = s·β``, ``v = Qα = s·u`` from that one column, the active set (drop steps
@@ -47,13 +47,12 @@ import numpy as np
 from numba import njit
 
 from ...fw._steps_numba import away_step_max, quadratic_step
-from ._columns_numba import (
+from ...operators._columns_numba import (
     SOURCE_GRAM,
     SOURCE_RBF,
     SOURCE_RBF32,
     cached_column,
     evaluate_column,
-    is_symmetric,
 )
 
 __all__ = [
@@ -67,7 +66,6 @@ __all__ = [
     "run_cached",
     "stop_estimate_met",
     "evaluate_column",
-    "is_symmetric",
     "STATE",
     "KIND_NONE",
     "KIND_FW",
@@ -85,7 +83,7 @@ ITEMS, WHERE = range(2)
 #: rows of ``con``
 DIAG, Q, HALF_Q, SQ_NORMS, LABELS = range(5)
 
-#: planned step kinds (``state[0].kind``)
+#: planned step kinds (``state[0].step_kind``)
 KIND_NONE, KIND_FW, KIND_AWAY, KIND_NEGATIVE = 0, 1, 2, 3
 
 #: the scalar state of a compiled iterate, one record
@@ -101,7 +99,7 @@ STATE = np.dtype(
         ("vertex_valid", np.bool_),  # False: recompute i* (after a refresh)
         ("gap", np.float64),  # g_{i*} − αᵀg
         # the planned step
-        ("kind", np.int64),  # KIND_*
+        ("step_kind", np.int64),  # KIND_*
         ("index", np.int64),  # the point it moves along (or met negative curvature at)
         ("gamma", np.float64),  # γ
         ("gamma_max", np.float64),  # the away bound γ_max
@@ -151,7 +149,7 @@ def _negative(curv, d_ii, v_i, ava, neg_tol):
 def plan(vec, ind, con, state):
     """Choose the step of the next iteration (the FW vertex ``vertex`` and its ``gap`` must
     be cached: see the module docstring): the away vertex ``j* = argmin_{α_j>0} g_j`` (the
-    largest score on the active set) when ``away``, then :func:`_choose`; returns the kind."""
+    largest score on the active set) when ``away``, then :func:`_choose`; returns the step kind."""
     st = state[0]
     u, items, diag, q, hq = vec[U], ind[ITEMS], con[DIAG], con[Q], con[HALF_Q]
     i, j, scale = st.vertex, -1, st.scale
@@ -179,7 +177,7 @@ def _choose(st, vi, di, j, vj, qj, dj, alpha_j):
     """The step from the cached FW vertex ``i* = vertex`` (``v_i``, ``Q_ii``; its gap is the
     FW slope) or, when its slope ``αᵀg − g_j`` is larger, the away step from ``j`` (−1: no
     away candidate; ``v_j``, ``q_j``, ``Q_jj``, ``α_j``), both by the exact line search
-    (math.md §2.3).  Sets ``kind``, ``index``, ``gamma`` (``gamma_max``, ``curvature``)."""
+    (math.md §2.3).  Sets ``step_kind``, ``index``, ``gamma`` (``gamma_max``, ``curvature``)."""
     ava = st.ava
     if j >= 0:
         away_slope = (st.qa - 2.0 * ava) - (qj - 2.0 * vj)
@@ -187,24 +185,24 @@ def _choose(st, vi, di, j, vj, qj, dj, alpha_j):
             gamma_max = away_step_max(alpha_j)
             curv = dj - 2.0 * vj + ava
             if _negative(curv, dj, vj, ava, st.negative_tol):
-                st.kind, st.index, st.curvature = KIND_NEGATIVE, j, curv
+                st.step_kind, st.index, st.curvature = KIND_NEGATIVE, j, curv
                 return KIND_NEGATIVE
             gamma = quadratic_step(away_slope, 2.0 * curv, gamma_max)
             if gamma <= 0.0 or not math.isfinite(gamma):
-                st.kind, st.gamma = KIND_NONE, 0.0
+                st.step_kind, st.gamma = KIND_NONE, 0.0
                 return KIND_NONE
-            st.kind, st.index, st.gamma, st.gamma_max = KIND_AWAY, j, gamma, gamma_max
+            st.step_kind, st.index, st.gamma, st.gamma_max = KIND_AWAY, j, gamma, gamma_max
             return KIND_AWAY
     i = st.vertex
     curv = di - 2.0 * vi + ava
     if _negative(curv, di, vi, ava, st.negative_tol):
-        st.kind, st.index, st.curvature = KIND_NEGATIVE, i, curv
+        st.step_kind, st.index, st.curvature = KIND_NEGATIVE, i, curv
         return KIND_NEGATIVE
     gamma = quadratic_step(st.gap, 2.0 * curv, 1.0)
     if gamma <= 0.0:
-        st.kind, st.gamma = KIND_NONE, 0.0
+        st.step_kind, st.gamma = KIND_NONE, 0.0
         return KIND_NONE
-    st.kind, st.index, st.gamma = KIND_FW, i, gamma
+    st.step_kind, st.index, st.gamma = KIND_FW, i, gamma
     return KIND_FW
 
 
@@ -220,11 +218,11 @@ def _move(st, vi, di, qi):
     ``αᵀQα``, ``qᵀα``, ``s`` and the step counts.  Returns the change of ``β_i``
     (``α = s·β``); a full FW step (``γ = 1``, then ``α = e_i``, ``s = 1``) returns 0."""
     gamma, ava = st.gamma, st.ava
-    t = gamma if st.kind == KIND_FW else -gamma  # α ← (1 − t)α + t e_i
+    t = gamma if st.step_kind == KIND_FW else -gamma  # α ← (1 − t)α + t e_i
     st.ava = (1 - t) ** 2 * ava + 2 * t * (1 - t) * vi + t**2 * di
     if st.has_q:
         st.qa = (1 - t) * st.qa + t * qi
-    if st.kind == KIND_FW:
+    if st.step_kind == KIND_FW:
         st.n_fw += 1
         if gamma >= 1.0:
             st.scale = 1.0
@@ -267,7 +265,7 @@ def apply(col, shift, vec, ind, con, state):
     idx, gamma = st.index, st.gamma
     qi = con[Q, idx] if st.has_q else 0.0
     step = _move(st, st.scale * u[idx], con[DIAG, idx], qi)
-    if st.kind == KIND_FW and gamma >= 1.0:  # α = e_idx
+    if st.step_kind == KIND_FW and gamma >= 1.0:  # α = e_idx
         for p in range(st.size):
             k = items[p]
             beta[k] = 0.0
@@ -278,7 +276,7 @@ def apply(col, shift, vec, ind, con, state):
         _update_and_vertex(u, col, shift, 0.0, 1.0, vec, con, st)
         return 1.0
     beta[idx] += step
-    if st.kind == KIND_FW:
+    if st.step_kind == KIND_FW:
         _add(items, where, st, idx)
     elif gamma >= st.gamma_max:  # a drop step: α_idx = 0 exactly
         beta[idx] = 0.0
@@ -356,14 +354,14 @@ def step_cached(vec, ind, con, state, src, slab, slot_of, slots):
     then the column from the
     least-recently-used cache ``slab`` (m × n; ``slot_of[j]`` its row or −1, ``slots[0]``
     the column in each row, ``slots[1]`` its last use) or computed by
-    :func:`~kernfw.solvers.simplex_qp._columns_numba.evaluate_column` into the least
+    :func:`~kernfw.operators._columns_numba.evaluate_column` into the least
     recently used row, then :func:`apply` reading that row in place (the L2-SVM's diagonal
     term ``1/C`` as its ``shift``).  The state's
     ``clock``, ``rows_used``, ``hits`` and ``misses`` count the cache's use; ``vec[SCRATCH]``
-    is scratch.  Returns the step size (0 when no step is taken, see ``kind``)."""
+    is scratch.  Returns the step size (0 when no step is taken, see ``step_kind``)."""
     st = state[0]
-    kind = plan(vec, ind, con, state)
-    if kind == KIND_NONE or kind == KIND_NEGATIVE:
+    planned = plan(vec, ind, con, state)
+    if planned == KIND_NONE or planned == KIND_NEGATIVE:
         return 0.0
     j = st.index
     s = cached_column(src, con[SQ_NORMS], con[LABELS], st, j, slab, slot_of, slots, vec[SCRATCH])
@@ -374,13 +372,13 @@ def step_cached(vec, ind, con, state, src, slab, slot_of, slots):
 def run_cached(steps, vec, ind, con, state, src, slab, slot_of, slots):
     """Up to ``steps`` iterations of :func:`step_cached` (the FW vertex must be cached,
     ``vertex_valid``; every step caches the next one); stops early after a step without
-    progress (``kind``: none, or negative curvature) and after a step whose cached gap
+    progress (``step_kind``: none, or negative curvature) and after a step whose cached gap
     meets the stopping rule's O(1) estimate (:func:`stop_estimate_met`): the caller
     then certifies.  Returns the number of iterations taken."""
     st = state[0]
     for t in range(steps):
         step_cached(vec, ind, con, state, src, slab, slot_of, slots)
-        if st.kind == KIND_NONE or st.kind == KIND_NEGATIVE or stop_estimate_met(st):
+        if st.step_kind == KIND_NONE or st.step_kind == KIND_NEGATIVE or stop_estimate_met(st):
             return t + 1
     return steps
 

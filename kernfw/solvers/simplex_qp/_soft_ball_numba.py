@@ -33,12 +33,11 @@ import numpy as np
 from numba import njit
 
 from ...fw._steps_numba import quadratic_step
-from ._columns_numba import (
+from ...operators._columns_numba import (
     SOURCE_GRAM,
     SOURCE_RBF,
     SOURCE_RBF32,
     cached_column,
-    is_symmetric,
 )
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "column",
     "run_cached",
     "estimate_met",
-    "is_symmetric",
     "SOURCE_RBF",
     "SOURCE_GRAM",
     "SOURCE_RBF32",
@@ -145,7 +143,7 @@ def pair_step(col_i, col_j, vec, con, state):
 @njit(cache=True)
 def column(j, src, con, state, slab, slot_of, slots, scratch):
     """The row of the LRU column cache ``slab`` that holds ``K_{:,j}``
-    (:func:`~kernfw.solvers.simplex_qp._columns_numba.cached_column`)."""
+    (:func:`~kernfw.operators._columns_numba.cached_column`)."""
     return cached_column(
         src, con[SQ_NORMS], con[SQ_NORMS], state[0], j, slab, slot_of, slots, scratch
     )

@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ...fw import FWIterate
+from ...operators.base import SOURCE_GRAM
 from . import _numba as core
 from .certificate import (
     ball_shift,
@@ -50,20 +51,32 @@ _WARM_BLOCK = 256
 #: a warm start with at least n / _WARM_PRODUCT_SHARE nonzeros computes Qα₀ by one
 #: product with a stored Gram (reading K once) rather than by copies of its columns
 _WARM_PRODUCT_SHARE = 8
-#: MB of the compiled column cache when the columns are read from a stored Gram
-_GRAM_COLUMN_CACHE_MB = 0.0
 
 
-def _state_field(name, kind):
+def _state_field(name, cast):
     """An attribute stored in the field ``name`` of the compiled state record ``_st``."""
 
     def get(self):
-        return kind(self._st[name])
+        return cast(self._st[name])
 
     def set(self, value):
         self._st[name] = value
 
     return property(get, set, doc=f"The compiled state's ``{name}``.")
+
+
+def column_cache(source, n, st, min_rows=1):
+    """``(src, slab, slot_of, slots)``: the column source's matrix and a least-recently-used
+    cache of ``max(min_rows, cache_mb / (itemsize · n))`` columns (at most ``n``) for the
+    compiled :func:`~kernfw.operators._columns_numba.cached_column`; sets the state
+    record's ``source`` and ``rbf_gamma``.  The slab is allocated once, its pages touched
+    as columns arrive."""
+    st["source"], st["rbf_gamma"] = source.code, source.gamma
+    itemsize = source.matrix.itemsize
+    rows = int(min(n, max(min_rows, source.cache_mb * 2**20 // (itemsize * n))))
+    slab = np.empty((rows, n), dtype=source.matrix.dtype)
+    slots = np.zeros((2, rows), dtype=np.int64)
+    return source.matrix, slab, np.full(n, -1, dtype=np.int64), slots
 
 
 class SimplexQPRuns(FWIterate):
@@ -144,16 +157,16 @@ class SimplexQPRuns(FWIterate):
         if self.steps % REFRESH_EVERY == 0:
             self._refresh()
         st = self._st
-        if st["kind"] == core.KIND_NEGATIVE:
+        if st["step_kind"] == core.KIND_NEGATIVE:
             raise_not_psd(float(st["curvature"]), int(st["index"]))
-        return 0.0 if st["kind"] == core.KIND_NONE else float(st["gamma"])
+        return 0.0 if st["step_kind"] == core.KIND_NONE else float(st["gamma"])
 
     def _run(self, length):
         """Up to ``length`` iterations of :meth:`_single_step`; returns how many were taken
         (the run ends after a step without progress or where the estimate holds)."""
         for t in range(length):
             self._single_step()
-            if self._st["kind"] in (core.KIND_NONE, core.KIND_NEGATIVE):
+            if self._st["step_kind"] in (core.KIND_NONE, core.KIND_NEGATIVE):
                 return t + 1
             self._fw_vertex()  # the next vertex and its gap
             if core.estimate_met(self._state):
@@ -201,10 +214,10 @@ class SimplexQPIterate(SimplexQPRuns):
     - the active set ``{i : α_i > 0}`` (the coreset);
     - the FW vertex ``i*`` of the next step and its gap.
 
-    When ``Q.column_view()`` is an on-the-fly RBF kernel or a stored Gram (possibly inside
+    When ``Q.column_source()`` is an on-the-fly RBF kernel or a stored Gram (possibly inside
     the L2-SVM's modified kernel), a whole run of iterations is one compiled call,
     :func:`~kernfw.solvers.simplex_qp._numba.run_cached`, which evaluates the columns from
-    the view's arrays into its own LRU cache (``cache_size`` of the view); otherwise each
+    the source's arrays into its own LRU cache (the source's ``cache_mb``); otherwise each
     iteration is a compiled plan, one ``Q.columns`` request (the operator's own cache) and
     a compiled update.
 
@@ -238,7 +251,7 @@ class SimplexQPIterate(SimplexQPRuns):
             self._st["fill_scores"] = not bool(np.all(q == q[0]))
         self.active = _ActiveSet(np.empty((2, n), dtype=np.intp), self._st)
         self.columns_fetched = 0
-        self._source = self._column_source(Q.column_view())
+        self._source = self._column_source(Q.column_source())
         if alpha0 is None:
             self._init_cvm(rng)
         else:
@@ -274,7 +287,7 @@ class SimplexQPIterate(SimplexQPRuns):
         else from the columns of its support, in blocks."""
         self.beta[:] = alpha0
         support = np.flatnonzero(alpha0)
-        gram = self._source is not None and self._st["source"] == core.SOURCE_GRAM
+        gram = self._source is not None and self._st["source"] == SOURCE_GRAM
         if gram and support.size * _WARM_PRODUCT_SHARE >= self.n:
             self.u += self.Q.matmat(alpha0)
             support = support[:0]
@@ -285,59 +298,22 @@ class SimplexQPIterate(SimplexQPRuns):
         self.active.reset(np.flatnonzero(alpha0))
         self._refresh()
 
-    def _column_source(self, view):
+    def _column_source(self, source):
         """The arguments ``(src, slab, slot_of, slots)`` of the compiled
-        :func:`~kernfw.solvers.simplex_qp._numba.run_cached` when it can evaluate the
-        columns of ``Q`` from its column view
-        (:meth:`~kernfw.operators.KernelOperator.column_view`: "rbf", "gram", or either
-        inside "l2svm"), else None (columns from ``Q.columns``).
+        :func:`~kernfw.solvers.simplex_qp._numba.run_cached` when ``Q`` has a
+        :class:`~kernfw.operators.base.ColumnSource` (an RBF kernel or a stored Gram, possibly
+        inside the L2-SVM's modified kernel), else None (columns from ``Q.columns``).
 
-        The column cache holds ``m = cache_size / (itemsize · n)`` whole columns (at
-        least one) of ``Q`` itself (the L2-SVM transform included), in the view's
-        dtype: a float32 view (an operator that keeps float32 kernel values) is
-        evaluated and cached in float32.  The slab is allocated once, its pages
-        touched as columns arrive."""
-        st = self._st
-        inner = view.matrix if view is not None and view.kind == "l2svm" else view
-        if inner is None or inner.kind not in ("rbf", "gram"):
+        The column cache holds ``m = cache_mb / (itemsize · n)`` whole columns (at least
+        one) of ``Q`` itself (the L2-SVM transform included), in the source's dtype."""
+        if source is None:
             return None
-        matrix = inner.matrix
-        if (
-            type(matrix) is not np.ndarray
-            or matrix.dtype not in (np.float32, np.float64)
-            or matrix.ndim != 2
-            or matrix.shape[0] != self.n
-            or matrix.shape[1] == 0
-        ):
-            return None
-        # a Gram in either memory order (a Fortran-ordered one, e.g. a sum of column
-        # blocks, has contiguous columns); features in C order
-        if not (matrix.flags.c_contiguous or (inner.kind == "gram" and matrix.flags.f_contiguous)):
-            return None
-        single = matrix.dtype == np.float32
-        if inner.kind == "rbf":
-            src = np.ascontiguousarray(matrix.T)  # d × n: inner products by rows
-            if not single:
-                self._con[core.SQ_NORMS] = inner.params["sq_norms"]
-            st["rbf_gamma"] = inner.params["gamma"]
-            st["source"] = core.SOURCE_RBF32 if single else core.SOURCE_RBF
-            budget = float(inner.params["cache_size"])
-        else:
-            # column j of an exactly symmetric C-ordered Gram is its row j: read it there
-            # (Kᵀ, an F-ordered view, has that row as its contiguous column j)
-            known = bool((inner.params or {}).get("symmetric"))
-            symmetric = matrix.flags.c_contiguous and (known or core.is_symmetric(matrix))
-            src = matrix.T if symmetric else matrix
-            st["source"] = core.SOURCE_GRAM
-            budget = _GRAM_COLUMN_CACHE_MB
-        if view.kind == "l2svm":
-            self._con[core.LABELS] = view.params["y"]
-            st["inv_c"], st["l2svm"] = 1.0 / view.params["C"], True
-        rows = int(min(self.n, max(1, budget * 2**20 // (matrix.itemsize * self.n))))
-        slab = np.empty((rows, self.n), dtype=matrix.dtype)
-        slot_of = np.full(self.n, -1, dtype=np.int64)
-        slots = np.zeros((2, rows), dtype=np.int64)
-        return src, slab, slot_of, slots
+        if source.sq_norms is not None:
+            self._con[core.SQ_NORMS] = source.sq_norms
+        if source.labels is not None:
+            self._con[core.LABELS] = source.labels
+            self._st["inv_c"], self._st["l2svm"] = source.inv_c, True
+        return column_cache(source, self.n, self._st)
 
     @property
     def column_cache_info(self):
@@ -405,8 +381,8 @@ class SimplexQPIterate(SimplexQPRuns):
 
     def _single_step(self):
         """Plan, the column from the operator (``Q.columns``), update."""
-        kind = core.plan(self._vec, self.active.ind, self._con, self._state)
-        if kind == core.KIND_NEGATIVE or kind == core.KIND_NONE:
+        planned = core.plan(self._vec, self.active.ind, self._con, self._state)
+        if planned == core.KIND_NEGATIVE or planned == core.KIND_NONE:
             return
         col = self.Q.columns(np.array([self._st["index"]], dtype=np.intp))[:, 0]
         if col.dtype != np.float64 or not col.flags.c_contiguous:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._validation import check_positive
 from ...fw import run
-from ...operators.base import CompiledView, KernelOperator, as_index, check_block
+from ...operators.base import KernelOperator, as_index, check_block
 from .coordinate import CoordinateIterate
 from .solve import SOLVERS, check_tol, solve_simplex_qp
 from .start import check_alpha0
@@ -96,14 +96,13 @@ class L2SVMKernel(KernelOperator):
         self.dtype = np.result_type(base.dtype, np.float64)
         self._signed_y = (-self.y[:, None], self.y[:, None])  # y_i y for y_i = −1, +1
 
-    def column_view(self):
-        """A :class:`~kernfw.operators.base.CompiledView` of kind "l2svm" over the base
-        operator's column view (``params``: labels ``y``, penalty ``C``), or None
-        when the base operator has none."""
-        inner = self.base.column_view()
+    def column_source(self):
+        """The base operator's :class:`~kernfw.operators.base.ColumnSource` with this
+        kernel's labels ``y`` and ``1/C``, or None when the base operator has none."""
+        inner = self.base.column_source()
         if inner is None:
             return None
-        return CompiledView("l2svm", inner, {"y": self.y, "C": self.C})
+        return inner._replace(labels=self.y, inv_c=1.0 / self.C)
 
     def diag(self):
         return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + 1.0 / self.C

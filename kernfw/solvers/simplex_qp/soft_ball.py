@@ -25,7 +25,7 @@ exact line search of the quadratic (slope ``g_i − g_j``, curvature
 ``2(K_ii + K_jj − 2K_ij)``) capped at ``min(u − α_i, α_j)``.  Each step reads two kernel
 columns and updates ``v = Kα`` in O(n).  The steps run in the
 compiled core :mod:`kernfw.solvers.simplex_qp._soft_ball_numba`: with a column view
-(:meth:`~kernfw.operators.KernelOperator.column_view`: an RBF kernel or a stored Gram) a
+(:meth:`~kernfw.operators.KernelOperator.column_source`: an RBF kernel or a stored Gram) a
 run of steps is one compiled call that evaluates the columns into its own LRU cache;
 other operators serve the columns through ``Q.columns``.
 
@@ -44,6 +44,7 @@ from ...fw import Certificate, FWIterate, run
 from ...fw.capped_simplex import sum_top_t, top_t_vertex
 from ...fw.result import rounding_bound
 from . import _soft_ball_numba as core
+from .iterate import column_cache
 
 __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
 
@@ -67,35 +68,19 @@ def soft_ball_radius2(d, nu):
     return float(np.partition(d, d.size - k)[d.size - k])
 
 
-def _column_source(view, n, con, st):
+def _column_source(source, n, con, st):
     """The arguments ``(src, slab, slot_of, slots)`` of the compiled
-    :func:`~kernfw.solvers.simplex_qp._soft_ball_numba.run_cached` when it can evaluate the
-    columns from the column ``view`` (an RBF kernel on dense features, or a stored Gram),
-    else None; sets the source in the state record ``st`` and ``‖x_k‖²`` in ``con``.
+    :func:`~kernfw.solvers.simplex_qp._soft_ball_numba.run_cached` when ``Q`` has a
+    :class:`~kernfw.operators.base.ColumnSource` of a plain kernel (an RBF kernel on dense
+    features, or a stored Gram), else None; ``‖x_k‖²`` goes to ``con``.
 
-    The LRU cache holds ``cache_size / (itemsize · n)`` whole columns (at least two, the
-    pair of a step) in the view's dtype; a stored Gram is read in place (two rows)."""
-    if view is None or view.kind not in ("rbf", "gram"):
+    The LRU cache holds ``cache_mb / (itemsize · n)`` whole columns (at least two, the
+    pair of a step) in the source's dtype; a stored Gram is read in place (two rows)."""
+    if source is None or source.labels is not None:
         return None
-    X, rbf = view.matrix, view.kind == "rbf"
-    ordered = X.flags.c_contiguous or (not rbf and X.flags.f_contiguous)
-    if not (type(X) is np.ndarray and X.dtype in (np.float32, np.float64) and ordered):
-        return None
-    if X.ndim != 2 or X.shape[0] != n or X.shape[1] == 0:
-        return None
-    if rbf:
-        src, budget = np.ascontiguousarray(X.T), float(view.params["cache_size"])
-        st["rbf_gamma"] = view.params["gamma"]
-        st["source"] = core.SOURCE_RBF32 if X.dtype == np.float32 else core.SOURCE_RBF
-        if X.dtype == np.float64:
-            con[core.SQ_NORMS] = view.params["sq_norms"]
-    else:  # column j of a C-ordered symmetric K is its row j, contiguous in Kᵀ
-        symmetric = bool((view.params or {}).get("symmetric")) or core.is_symmetric(X)
-        src, budget = (X.T if X.flags.c_contiguous and symmetric else X), 0.0
-        st["source"] = core.SOURCE_GRAM
-    rows = int(min(n, max(2, budget * 2**20 // (X.itemsize * n))))
-    slots = np.zeros((2, rows), dtype=np.int64)
-    return src, np.empty((rows, n), dtype=X.dtype), np.full(n, -1, dtype=np.int64), slots
+    if source.sq_norms is not None:
+        con[core.SQ_NORMS] = source.sq_norms
+    return column_cache(source, n, st, min_rows=2)
 
 
 class SoftBallIterate(FWIterate):
@@ -133,7 +118,7 @@ class SoftBallIterate(FWIterate):
         st["cap"], st["t"] = self.u, self.t
         st["check_every"], st["estimate_b"] = ESTIMATE_EVERY, -math.inf  # no estimate yet
         self.steps, self._run_length, self._max_steps = 0, 1, math.inf
-        self._source = _column_source(Q.column_view(), self.n, self._con, st)
+        self._source = _column_source(Q.column_source(), self.n, self._con, st)
         landmarks = np.linspace(0, self.n - 1, min(self.n, LANDMARKS)).astype(np.intp)
         self.alpha[landmarks] = 1.0 / landmarks.size
         self._fill_v()

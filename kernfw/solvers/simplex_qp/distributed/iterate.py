@@ -187,23 +187,23 @@ class ShardedSimplexQPIterate(SimplexQPRuns):
             rec = self._away
             alpha_j = self.scale * self.active.beta[rec.index]
             j, away = rec.index, (self._v(rec.index), rec.q, rec.diag, alpha_j)
-        kind = core.choose(self._state, self._v(i), self.diag[i], j, *away)
-        if kind == core.KIND_NONE or kind == core.KIND_NEGATIVE:
+        planned = core.choose(self._state, self._v(i), self.diag[i], j, *away)
+        if planned == core.KIND_NONE or planned == core.KIND_NEGATIVE:
             return
         k = int(self._st["index"])
         rec = self.records[k]
         step = core.move(self._state, self._v(k), rec.diag, rec.q)
         beta, st = self.active.beta, self._st
-        if st["kind"] == core.KIND_FW and st["gamma"] >= 1.0:  # a full FW step: α = e_k
+        if st["step_kind"] == core.KIND_FW and st["gamma"] >= 1.0:  # a full FW step: α = e_k
             self.active.beta = {k: 1.0}
             self._pending = (("reset", rec, 1.0), None, False)
             return
         beta[k] = beta.get(k, 0.0) + step
-        kind = "move"
-        if st["kind"] == core.KIND_AWAY and st["gamma"] >= st["gamma_max"]:
+        action = "move"
+        if st["step_kind"] == core.KIND_AWAY and st["gamma"] >= st["gamma_max"]:
             del beta[k]  # γ = γ_max: a drop step
-            kind = "drop"
-        self._pending = ((kind, rec, step), None, False)
+            action = "drop"
+        self._pending = ((action, rec, step), None, False)
 
     def certificate(self):
         cert = super().certificate()

@@ -357,10 +357,10 @@ class RowShard:
         """
         p = self.problem
         if move is not None and p.index.size:
-            kind, vertex, t = move
+            action, vertex, t = move
             col = p.column(vertex)
             pos = p.local(vertex.index)
-            if kind == "reset":
+            if action == "reset":
                 p.beta[p.active.indices()] = 0.0
                 p.u[:] = col
                 p.active.reset([pos] if pos >= 0 else [])
@@ -370,7 +370,7 @@ class RowShard:
                 if pos >= 0:
                     p.beta[pos] += t
                 daxpy(col, p.u, a=t)
-                if pos >= 0 and kind == "drop":
+                if pos >= 0 and action == "drop":
                     p.beta[pos] = 0.0
                     p.active.remove(pos)
                 elif pos >= 0:

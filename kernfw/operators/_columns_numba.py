@@ -1,10 +1,11 @@
-"""Compiled (numba) columns of the simplex-QP step: ``Q_{:,j}`` from a column view.
+"""Compiled (numba) kernel columns ``Q_{:,j}`` from an operator's column source.
 
-When the operator ``Q`` has a column view (:meth:`~kernfw.operators.KernelOperator.column_view`: an
-RBF kernel evaluated on the fly, or a stored Gram, possibly inside the L2-SVM's
-modified kernel), the compiled step (:func:`kernfw.solvers.simplex_qp._numba.step_cached`)
+When the operator ``Q`` has a column source (:meth:`~kernfw.operators.KernelOperator.column_source`:
+an RBF kernel evaluated on the fly, or a stored Gram, possibly inside the L2-SVM's
+modified kernel), a compiled solver step (:func:`kernfw.solvers.simplex_qp._numba.step_cached`)
 evaluates the column it needs itself, with :func:`evaluate_column`: fused distances,
-``exp`` and L2-SVM transform, in float32 for a float32 view.  The values are the
+``exp`` and L2-SVM transform, in float32 for float32 features; :func:`cached_column` keeps
+the columns in a compiled least-recently-used cache.  The values are the
 operator's up to rounding (the compiled RBF column sums its inner products in its
 own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM's
 diagonal term ``1/C`` is left to the step, which adds it in float64.
@@ -16,21 +17,17 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ...operators._exp32_numba import exp_in_place
-from .._symmetric import exactly_symmetric
+from ._exp32_numba import exp_in_place
+from .base import SOURCE_GRAM, SOURCE_RBF, SOURCE_RBF32
 
 __all__ = [
     "evaluate_column",
     "cached_column",
-    "is_symmetric",
     "SOURCE_RBF",
     "SOURCE_GRAM",
     "SOURCE_RBF32",
 ]
 
-#: column sources (the state's ``source``): an RBF kernel from float64 features, a stored
-#: Gram, an RBF kernel from float32 features
-SOURCE_RBF, SOURCE_GRAM, SOURCE_RBF32 = 1, 2, 3
 
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
@@ -138,10 +135,6 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
         for k in range(size):
             o[k] *= g
         exp_in_place(o, bits[start:stop])
-
-
-#: ``exactly_symmetric(K)`` compiled: a C-ordered Gram that passes is read by rows
-is_symmetric = njit(cache=True)(exactly_symmetric)
 
 
 @njit(cache=True)
