@@ -72,9 +72,6 @@ class Features(KernelOperator):
         """The linear kernel of dense ``X`` (None for sparse ``X``)."""
         return None if self.is_sparse else ProductForm(self.features(), LINEAR, 0.0, 0.0, 0, 1.0)
 
-    def block(self, rows, cols):
-        return _dense(self.X[as_index(rows, self.n)] @ self.X[as_index(cols, self.n)].T)
-
     def primal(self, V):
         """``Xᵀ V`` of shape (d,) or (d, r): the primal weights of dual ``V``."""
         return _dense(tmatmul(self._Xmul, check_block(V, self.n)))

@@ -112,14 +112,10 @@ class Normalized(KernelOperator):
         return None if form is None else form._replace(scale=form.scale * self._stats["scale"])
 
     def block(self, rows, cols):
-        rows, cols, st = as_index(rows, self.n), as_index(cols, self.n), self._stats
-        B = self.base.block(rows, cols)
-        if self.kind == "trace":
-            return st["scale"] * B
-        if self.kind == "unit_diagonal":
-            return st["inv_sqrt_diag"][rows, None] * B * st["inv_sqrt_diag"][cols]
-        r = st["row_mean"]
-        return B - r[rows, None] - r[cols] + st["grand_mean"]
+        """Trace: ``s`` times the base's block; otherwise from :meth:`columns`."""
+        if self.kind != "trace":
+            return super().block(rows, cols)
+        return self._stats["scale"] * self.base.block(rows, cols)
 
     def columns(self, idx):
         idx, st = as_index(idx, self.n), self._stats

@@ -24,10 +24,9 @@ import math
 import numpy as np
 from numba import njit
 
-from ...operators._products_numba import RBF, int_power, kernel_of_products, rbf_exponent
+from ...operators import _products_numba as kp
 
 __all__ = [
-    "RBF",
     "rbf_exponents",
     "program_combined",
     "rows_times",
@@ -61,14 +60,14 @@ def rbf_exponents(ip, sq_rows, sq_cols, gamma0, out):
     T, ns = ip.shape
     for t in range(T):
         for j in range(ns):
-            out[t, j] = rbf_exponent(gamma0, ip[t, j], sq_rows[t], sq_cols[j])
+            out[t, j] = kp.rbf_exponent(gamma0, ip[t, j], sq_rows[t], sq_cols[j])
 
 
 @njit(cache=True, fastmath=_FLAGS)
 def _kernel_row(r, t, ip, E, codes, gammas, coef0s, powers, ladder, row):
     """``row ← k_r(ip[t])`` for kernel ``r`` of a program.
 
-    The kernels other than the RBF are :func:`kernel_of_products` (``powers[r]`` the
+    The kernels other than the RBF are :func:`~kernfw.operators._products_numba.kernel_of_products` (``powers[r]`` the
     polynomial's degree).  RBF: ``E^m`` (``E = exp(−γ_0 D)``, :func:`rbf_exponents`;
     ``powers[r] = m``), continuing the *ladder* (``ladder[:n]`` the last RBF row of this
     ``t``, ``ladder[n]`` its power, 0 for none) when ``m`` is a multiple of that power;
@@ -76,9 +75,9 @@ def _kernel_row(r, t, ip, E, codes, gammas, coef0s, powers, ladder, row):
     """
     code, g, c, m = codes[r], gammas[r], coef0s[r], powers[r]
     n = ip.shape[1]
-    if code != RBF:
+    if code != kp.RBF:
         for j in range(n):
-            row[j] = kernel_of_products(code, g, c, m, ip[t, j], 0.0, 0.0)
+            row[j] = kp.kernel_of_products(code, g, c, m, ip[t, j], 0.0, 0.0)
     elif m == 0:
         ratio = g / gammas[0]
         for j in range(n):
@@ -87,10 +86,10 @@ def _kernel_row(r, t, ip, E, codes, gammas, coef0s, powers, ladder, row):
         have = int(ladder[n])  # the power of the ladder's row (0: none yet in this row)
         if have > 0 and m % have == 0:
             for j in range(n):
-                ladder[j] = int_power(ladder[j], m // have)
+                ladder[j] = kp.int_power(ladder[j], m // have)
         else:
             for j in range(n):
-                ladder[j] = int_power(E[t, j], m)
+                ladder[j] = kp.int_power(E[t, j], m)
         ladder[n] = m
         for j in range(n):
             row[j] = ladder[j]
@@ -590,6 +589,33 @@ def _block_kinds(BT, DT, j0, nb, size, change, row_kind):
     return top
 
 
+@njit(cache=True, fastmath=_FLAGS, inline="always")
+def _product_sums(code, g, c, p, values, m, wk, x):
+    """``(Σ_jj k(jj) m[jj], Σ_jj k(jj) wk[jj] x[jj])`` of a kernel of products ``k``
+    (:func:`~kernfw.operators._products_numba.kernel_of_products`; inlined with constant
+    ``code`` and ``p`` where the caller knows them, so that the loop is specialized and
+    vectorizes)."""
+    a = b = 0.0
+    for jj in range(values.shape[0]):
+        z = kp.kernel_of_products(code, g, c, p, values[jj], 0.0, 0.0)
+        a += z * m[jj]
+        b += z * (wk[jj] * x[jj])
+    return a, b
+
+
+@njit(cache=True, fastmath=_FLAGS, inline="always")
+def _specialized_sums(code, g, c, p, values, m, wk, x):
+    """:func:`_product_sums` with constant ``code`` and ``p`` for the linear kernel and the
+    polynomials of degree 2 and 3."""
+    if code == kp.LINEAR:
+        return _product_sums(kp.LINEAR, g, c, 0, values, m, wk, x)
+    if code == kp.POLY and p == 2:
+        return _product_sums(kp.POLY, g, c, 2, values, m, wk, x)
+    if code == kp.POLY and p == 3:
+        return _product_sums(kp.POLY, g, c, 3, values, m, wk, x)
+    return _product_sums(code, g, c, p, values, m, wk, x)
+
+
 @njit(cache=True, fastmath=_FLAGS)
 def _block_sums(values, e, m, w, x, codes, gammas, coef0s, powers, scales, groups, ladder, out):
     """For every kernel ``r`` of a program (group ``k = groups[r]``) along the block:
@@ -608,11 +634,8 @@ def _block_sums(values, e, m, w, x, codes, gammas, coef0s, powers, scales, group
         code, g, c, p = codes[r], gammas[r], coef0s[r], powers[r]
         wk = w[groups[r], :n]
         a = b = 0.0
-        if code != RBF:
-            for jj in range(n):
-                z = kernel_of_products(code, g, c, p, values[jj], 0.0, 0.0)
-                a += z * m[jj]
-                b += z * (wk[jj] * x[jj])
+        if code != kp.RBF:
+            a, b = _specialized_sums(code, g, c, p, values, m, wk, x)
         elif p == 0:  # an RBF off the ladder: e^(γ/γ_0)
             ratio = g / gammas[0]
             for jj in range(n):
@@ -632,7 +655,7 @@ def _block_sums(values, e, m, w, x, codes, gammas, coef0s, powers, scales, group
                 for jj in range(n):
                     lad[jj] = e[jj]
             for jj in range(n):
-                z = int_power(lad[jj], step)
+                z = kp.int_power(lad[jj], step)
                 lad[jj] = z
                 a += z * m[jj]
                 b += z * (wk[jj] * x[jj])

@@ -29,20 +29,10 @@ through ``block``.
 import numpy as np
 
 from ..._threads import thread_limit
+from ...operators._products_numba import RBF
 from . import _online_numba as backend
 
 __all__ = ["KernelGroups"]
-
-
-class _Block:
-    """A group read through the operator protocol: its blocks ``K[P, cols]``
-    (:meth:`~kernfw.operators.KernelOperator.block`)."""
-
-    def __init__(self, op):
-        self.op = op
-
-    def fill(self, out, P, cols):
-        out[:] = self.op.block(P, cols)
 
 
 #: multiply-adds of a product that BLAS runs on one thread anyway (OpenBLAS's threshold):
@@ -188,7 +178,7 @@ class _Features:
         E = self.exp_table[None, :]
         backend.program_blocks(np.zeros_like(E), E, *self.program, dist_values)
         rbf = np.zeros(Mk, dtype=bool)
-        rbf[self.program[0][self.program[1] == backend.RBF]] = True
+        rbf[self.program[0][self.program[1] == RBF]] = True
         self.ip_tables = np.where(rbf, 0.0, ip_values[:, 0].T)
         self.dist_tables = np.where(rbf, dist_values[:, 0].T, 0.0)
 
@@ -205,18 +195,18 @@ class _Features:
         ``(groups, codes, gammas, coef0s, powers, scales)``; an RBF whose γ is a small
         multiple ``m`` of the narrowest one's γ_0 is ``exp(−γ_0 D)^m`` (power ``m``, the
         *ladder*; 0: the real power γ/γ_0)."""
-        rbf = [row[2] for row in self.groups if row[1] == backend.RBF]
+        rbf = [row[2] for row in self.groups if row[1] == RBF]
         gamma0 = min(rbf) if rbf else None
         rows = []
         for row in self.groups:
-            if row[1] == backend.RBF:
+            if row[1] == RBF:
                 ratio = row[2] / gamma0
                 m = int(round(ratio))
                 ladder = m <= _LADDER and abs(ratio - m) <= 1e-12 * ratio
                 row = row[:4] + (m if ladder else 0,) + row[5:]
             rows.append(row)
         # the ladder first, by increasing power (its base, m = 1, is row 0), then the rest
-        rows.sort(key=lambda row: (not (row[1] == backend.RBF and row[4] >= 1), row[4]))
+        rows.sort(key=lambda row: (not (row[1] == RBF and row[4] >= 1), row[4]))
         cols = list(zip(*rows))
         self.gamma0 = gamma0
         self.program = (
@@ -445,12 +435,12 @@ class KernelGroups:
 
     def _make_sources(self):
         """Every group's source: its feature matrix (shared by equal matrices) or
-        :class:`_Block`."""
+        its operator (read through :meth:`~kernfw.operators.KernelOperator.block`)."""
         sources, features = [None] * self.Mk, []
         for k, op in enumerate(self.ops):
             form = _product_kernel(op)
             if form is None:
-                sources[k] = _Block(op)
+                sources[k] = op  # read through its blocks
                 continue
             X, row = form
             same = (f for f in features if f.X is X or np.array_equal(f.X, X))
@@ -539,5 +529,5 @@ class KernelGroups:
             backend.program_blocks(ip, E, *f.program, out)
         for k, src in enumerate(self._sources):
             if not isinstance(src, _Features):
-                src.fill(out[k], P, idx)
+                out[k] = src.block(P, idx)
         return out
