@@ -6,10 +6,10 @@ A kernel group ``k`` has parameters ``θ_k = Σ_{p∈S} Σ_c A_k[p, c] ϕ_k(x_p)
 the kernel blocks ``K_k[P, S]`` of all ``Mk`` groups once (:meth:`KernelGroups.block`) and
 computes from them
 
-- per-group scores ``K_k[P, S] A_k`` (:meth:`KernelGroups.nodes`), or
+- per-group scores ``K_k[P, S] A_k`` (:meth:`Blocks.nodes`), or
 - for coefficients shared up to a factor, ``A_k = s_k B`` (dual averaging), the sum
-  ``Σ_k s_k K_k[P, S] B`` (:meth:`KernelGroups.combined`) and the inner products
-  ``⟨δ, K_k[P, S] B⟩`` of the norm identity (:meth:`KernelGroups.shared_inner`),
+  ``Σ_k s_k K_k[P, S] B`` (:meth:`Blocks.combined`) and the inner products
+  ``⟨δ, K_k[P, S] B⟩`` of the norm identity (:meth:`Blocks.shared_inner`),
 
 in compiled code (:mod:`kernfw.solvers.mkl._online_numba`).
 
