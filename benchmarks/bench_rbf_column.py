@@ -1,7 +1,7 @@
 """The compiled RBF column of the simplex-QP step: time per column against its block size.
 
 The compiled MFW step evaluates ``K[:, j]`` of an RBF kernel itself
-(:mod:`kernfw.solvers.simplex_qp._columns_numba`): inner products accumulated feature
+(:mod:`kernfw.operators._columns_numba`): inner products accumulated feature
 by feature over a block of points, then distances and ``exp`` in the same block.  The
 block size is a module constant (``_RBF_BLOCK`` for float64 features,
 ``_RBF32_BLOCK`` for float32), frozen into the machine code when numba compiles the
@@ -24,7 +24,7 @@ import time
 import numpy as np
 from numba import njit
 
-from kernfw.solvers.simplex_qp import _columns_numba as columns
+from kernfw.operators import _columns_numba as columns
 
 
 def compile_column(dtype, block):

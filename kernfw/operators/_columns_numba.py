@@ -158,7 +158,7 @@ def _l2svm_column(y, j, out):
 def _rbf_column_of(XT, sq, gamma, j, out, scratch):
     """The RBF column at the precision of the features ``XT``: :func:`_rbf_column_f32`
     (``SOURCE_RBF32``) for float32 features, else :func:`_rbf_column` (``SOURCE_RBF``).
-    Chosen when numba types the call, so a column view compiles only its own column."""
+    Chosen when numba types the call, so a column source compiles only its own column."""
     if XT.dtype == np.float32:
         _rbf_column_f32(XT, gamma, j, out, scratch)
     else:
@@ -174,7 +174,7 @@ def _rbf_column_typed(XT, sq, gamma, j, out, scratch):
 
 @njit(cache=True)
 def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
-    """Column ``Q_{:,j}`` of the column view into ``out``: the RBF kernel from the features
+    """Column ``Q_{:,j}`` of the column source into ``out``: the RBF kernel from the features
     ``src`` (transposed, d × n; ``st.source = SOURCE_RBF`` with the squared norms
     ``sq_norms``, or ``SOURCE_RBF32`` for float32 features and ``out``) or the Gram ``src``
     (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm`` (all but

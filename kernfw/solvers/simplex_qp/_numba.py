@@ -7,7 +7,7 @@ The steps of :class:`kernfw.solvers.simplex_qp.iterate.SimplexQPIterate`.  An it
   exact line search (with the away bound ``γ_max``: the step rules of
   :mod:`kernfw.fw.steps`, compiled as they are), a negative-curvature check, and the index
   whose column the step needs;
-- the column: evaluated in place from the operator's column view when it has one
+- the column: evaluated in place from the operator's column source when it has one
   (:func:`kernfw.operators._columns_numba.evaluate_column`, with a compiled LRU
   cache), else fetched by the caller through ``Q.columns`` (the operator's own cache);
 - :func:`apply` — the scalars of the step (:func:`_move`: ``qᵀα``, ``αᵀQα``, ``s``), the
@@ -15,7 +15,7 @@ The steps of :class:`kernfw.solvers.simplex_qp.iterate.SimplexQPIterate`.  An it
   included) and the next FW vertex and its gap (:func:`_cache_vertex`, a blockwise
   vectorized minimum), so the certificate stays O(1).
 
-With a column view, :func:`run_cached` takes a whole run of iterations in one
+With a column source, :func:`run_cached` takes a whole run of iterations in one
 call (:func:`step_cached` each), ending early where the stopping rule's O(1)
 estimate holds (:func:`stop_estimate_met`); without one, the caller alternates
 :func:`plan`, ``Q.columns`` and :func:`apply`.  The sharded iterate
@@ -30,7 +30,7 @@ State shared with the caller
     Rows ``ITEMS`` and ``WHERE`` of the active set.
 ``con`` (float64[5, n])
     Rows ``DIAG`` (``diag(Q)``), ``Q`` (``q``), ``HALF_Q`` (``q/2``; zeros when
-    ``q = 0``), and for a column view ``SQ_NORMS`` (``‖x_k‖²``) and ``LABELS``
+    ``q = 0``), and for a column source ``SQ_NORMS`` (``‖x_k‖²``) and ``LABELS``
     (``y``, L2-SVM).
 ``state`` (one record of dtype :data:`STATE`)
     The scalars: ``state[0].scale`` is ``s``, ``state[0].gap`` the FW gap of the

@@ -6,13 +6,13 @@ The dual is ``max f(α) = qᵀα − αᵀKα`` over the capped simplex
 
 - :func:`select_pair` — ``i = argmax_{α_i<u} g_i`` and the away coordinate
   ``j = argmin_{α_j>0} g_j``, in one pass;
-- the columns ``K_{:,i}`` and ``K_{:,j}`` (from the column view through the compiled LRU
+- the columns ``K_{:,i}`` and ``K_{:,j}`` (from the column source through the compiled LRU
   cache of :func:`column`, or fetched by the caller through ``Q.columns``);
 - :func:`pair_step` — the exact line search along ``e_i − e_j`` (slope ``g_i − g_j``,
   curvature ``2a_ij``, capped at ``min(u − α_i, α_j)``) and ``v ← v + γ(K_{:,i} − K_{:,j})``.
 
 :func:`run_cached` takes a run of such steps in one call when the columns come from the
-column view; every ``check_every`` steps it computes the exact FW gap
+column source; every ``check_every`` steps it computes the exact FW gap
 (:func:`estimate_met`, O(n) by a partition) and ends the run where the stopping rule's
 estimate ``gap ≤ a·|f| + b`` holds: the caller then certifies.
 

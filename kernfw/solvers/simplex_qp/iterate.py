@@ -224,7 +224,7 @@ class SimplexQPIterate(SimplexQPRuns):
     Parameters
     ----------
     Q : KernelOperator
-        The PSD matrix ``Q``; only ``diag`` and ``columns`` (or the column view) are used.
+        The PSD matrix ``Q``; only ``diag`` and ``columns`` (or the column source) are used.
     q : ndarray of shape (n,) or None
         Linear term (None: zero, as for the L2-SVM).
     solver : {"lsfw", "mfw"}

@@ -24,7 +24,7 @@ vertex ``j = argmin_{α_j>0} g_j`` to ``i = argmax_{α_i<u} g_i`` along ``e_i �
 exact line search of the quadratic (slope ``g_i − g_j``, curvature
 ``2(K_ii + K_jj − 2K_ij)``) capped at ``min(u − α_i, α_j)``.  Each step reads two kernel
 columns and updates ``v = Kα`` in O(n).  The steps run in the
-compiled core :mod:`kernfw.solvers.simplex_qp._soft_ball_numba`: with a column view
+compiled core :mod:`kernfw.solvers.simplex_qp._soft_ball_numba`: with a column source
 (:meth:`~kernfw.operators.KernelOperator.column_source`: an RBF kernel or a stored Gram) a
 run of steps is one compiled call that evaluates the columns into its own LRU cache;
 other operators serve the columns through ``Q.columns``.
