@@ -350,6 +350,15 @@ def test_dask_worker_killed_mid_sweep_costs_only_its_own_fits(tmp_path, probe, u
 # ---------------------------------------------------------------------------
 # Ctrl-C during fit
 # ---------------------------------------------------------------------------
+@pytest.fixture
+def ctrl_c():
+    """Python's own SIGINT handler for the test: ``interrupt_main`` does nothing where
+    SIGINT is ignored or left to its default (a pytest-xdist worker may set either)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _interrupt_after(seconds):
     """Send the main thread a KeyboardInterrupt (as Ctrl-C does) after ``seconds``;
     return the list that receives the time it was sent."""
@@ -364,13 +373,15 @@ def _interrupt_after(seconds):
 
 
 @pytest.mark.parametrize("solver", ["bcfw", "lsfw"])  # compiled passes; a numpy loop
-def test_ctrl_c_during_fit_stops_within_a_second_and_leaves_no_fitted_attribute(solver):
+def test_ctrl_c_during_fit_stops_within_a_second_and_leaves_no_fitted_attribute(solver, ctrl_c):
     X, y = make_classification(
         n_samples=1000, n_features=8, n_informative=5, n_classes=3, random_state=0
     )
 
-    def make():  # tol=0 never holds: the fit runs until it is interrupted
-        return MultiClassSVM(C=100.0, solver=solver, tol=0.0, max_iter=10**8, random_state=0)
+    def make():  # tol=0 never holds: the fit runs until it is interrupted (or 60 s pass)
+        return MultiClassSVM(
+            C=100.0, solver=solver, tol=0.0, max_iter=10**8, max_time=60.0, random_state=0
+        )
 
     make().set_params(max_iter=5).fit(X[:60], y[:60])  # compile first: Ctrl-C the fit only
     est = make()
@@ -384,7 +395,7 @@ def test_ctrl_c_during_fit_stops_within_a_second_and_leaves_no_fitted_attribute(
         est.predict(X)
 
 
-def test_ctrl_c_during_a_warm_refit_keeps_the_previous_model_whole():
+def test_ctrl_c_during_a_warm_refit_keeps_the_previous_model_whole(ctrl_c):
     X, y = make_classification(
         n_samples=400, n_features=8, n_informative=5, n_classes=3, random_state=0
     )
@@ -392,7 +403,7 @@ def test_ctrl_c_during_a_warm_refit_keeps_the_previous_model_whole():
     est.set_params(max_iter=5).fit(X, y)  # the warm path compiled: Ctrl-C the fit only
     before = {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in vars(est).items()}
     scores = est.decision_function(X)
-    est.set_params(C=100.0, tol=0.0, max_iter=10**8)
+    est.set_params(C=100.0, tol=0.0, max_iter=10**8, max_time=60.0)
     _interrupt_after(0.5)
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, y)

@@ -17,8 +17,8 @@ CSKL it takes 0.5–0.7 times the iterations of away-step FW
 (``docs/benchmarks/mkl.md``).
 
 The FW gap ``g = 2(αᵀv − v_{i*}) ≥ f* − f(α)`` decides the stop: ``g + ρ ≤ tol·αᵀQα``
-(the relative rule of :func:`kernfw.solvers.simplex_qp.solve_l2svm` with
-``stop="relative"``; ``ρ`` the rounding bound of math.md §2.5).  When the maintained
+(the rule of :func:`kernfw.solvers.simplex_qp.solve_l2svm`, relative to the dual value;
+``ρ`` the rounding bound of math.md §2.5).  When the maintained
 ``v`` meets it, ``v`` and ``αᵀv`` are recomputed from ``α`` and the rule is tested
 again on them, so the returned gap is that of the returned ``α``.
 """
