@@ -350,6 +350,10 @@ def test_dask_worker_killed_mid_sweep_costs_only_its_own_fits(tmp_path, probe, u
 # ---------------------------------------------------------------------------
 # Ctrl-C during fit
 # ---------------------------------------------------------------------------
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def ctrl_c():
     """Python's own SIGINT handler for the test: ``interrupt_main`` does nothing where
@@ -424,16 +428,18 @@ def test_ctrl_c_during_a_warm_refit_keeps_the_previous_model_whole(ctrl_c):
 def test_kernfw_sweep_sent_sigint_exits_130_and_the_same_command_resumes(tmp_path, jobs):
     """SIGINT to the command (serial, or the parent of two loky workers)."""
     folder, out, data = tmp_path / "ckpt", tmp_path / "sweep.csv", tmp_path / "data.npz"
-    X, y = make_classification(
-        n_samples=600, n_features=20, n_informative=8, n_classes=4, random_state=0
+    X, y = make_classification(  # fits of seconds: the signal comes before the last one ends
+        n_samples=2500, n_features=20, n_informative=8, n_classes=4, random_state=0
     )
     np.savez(data, X=X, y=y)
     command = [sys.executable, "-m", "kernfw", "sweep", "--data", str(data), "--model",
                "multiclass", "--tol", "1e-5", "--values", ",".join(map(str, VALUES)),
                "--checkpoint", str(folder), "--out", str(out), *jobs]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=ROOT)
+    # SIGINT to its default in the child: a test worker may ignore it, and an ignored
+    # SIGINT is inherited (Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)  # fmt: skip
+                            env=env, preexec_fn=_default_sigint)  # fmt: skip
     deadline = time.time() + 120
     while not row_files(folder):
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
