@@ -5,12 +5,13 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..losses import LOSSES, make_loss
-from ..operators import LowRankFeatures
+from ..operators import LowRankFeatures, shift_kernel
 from ..solvers.multiclass import SOLVERS, solve_multiclass
 from ._base import (
     APPROX_PARAMETER_CONSTRAINTS,
@@ -44,9 +45,11 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
 
     Minimizes ``P(W) = λ/2 ‖W‖² + (1/n) Σ_i Φ(s_i; y_i)`` (scores ``s_i = Wᵀφ(x_i)``,
-    no intercept) for one of six multi-category losses ``Φ`` (math.md §1.2), by
-    Frank-Wolfe on the dual (math.md §1.4–§1.9): closed-form direction, exact
-    line search, one kernel product per iteration; or block-coordinate FW.
+    with an intercept as liblinear's: ``φ(x)`` with a constant feature appended) for
+    one of six multi-category losses ``Φ`` (math.md §1.2), by Frank-Wolfe on the dual
+    (math.md §1.4–§1.9): closed-form direction, exact line search, one kernel product
+    per iteration; or block-coordinate FW.  Per-example weights
+    (``sample_weight``, ``class_weight``) scale the loss terms (math.md §1.15).
 
     Parameters
     ----------
@@ -68,6 +71,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         ``P(W)/λ = ½‖W‖² + C Σ_i Φ(s_i; y_i)`` is the ``LinearSVC``
         objective (``multi_class="crammer_singer"`` for the default
         ``max_hinge`` loss).  A ``C`` tuned for those models carries over.
+        With weights ``w_i`` (``sample_weight`` times ``class_weight``) ``n``
+        is ``Σ_i w_i`` and the loss terms are weighted:
+        ``P(W)/λ = ½‖W‖² + C Σ_i w_i Φ(s_i; y_i)`` (math.md §1.15).
     lam : float, default=None
         Regularization ``λ > 0`` of the papers; when given it wins over ``C``.
     smoothing : float, default=0.0
@@ -86,6 +92,20 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         ``ValueError``), since its dual is not concave and no gap would
         certify anything.
     {kernel_parameters}
+    class_weight : dict, "balanced" or None, default=None
+        Weight ``class_weight[c]`` of the loss terms of class ``c`` (None: 1), as
+        :class:`sklearn.svm.LinearSVC`'s; "balanced" is ``n / (m · n_c)`` (scikit-learn's
+        :func:`~sklearn.utils.class_weight.compute_class_weight`, with the sample
+        weights).  Multiplies ``sample_weight``.
+    fit_intercept : bool, default=True
+        Fit an intercept ``b`` (``intercept_``), as ``LinearSVC``: the kernel is
+        ``K + s²`` (``s = intercept_scaling``), the kernel of the points with a
+        constant feature ``s`` appended whose weight is regularized like the others
+        (liblinear's intercept; math.md §1.15).  False: scores ``Wᵀφ(x)``, no
+        intercept.
+    intercept_scaling : float, default=1.0
+        The constant feature ``s > 0``: ``intercept_ = s · w_last``.  A larger
+        ``s`` regularizes the intercept less.
     solver : {"bcfw", "lsfw", "stdfw", "pg"}, default="bcfw"
         The algorithm (the same names mean the same algorithms in every kernfw
         estimator).  "bcfw" (the fastest to the default tolerance, measured in
@@ -156,7 +176,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     the multi-category losses differ, so equal ``C`` gives the same
     regularization *scale*, not the same classifier; with
     ``loss="max_hinge"`` and a linear kernel the model is exactly
-    ``LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C)``.
+    ``LinearSVC(multi_class="crammer_singer", C=C)`` (the same ``fit_intercept``,
+    ``intercept_scaling``, ``class_weight`` and ``sample_weight``).
 
     Attributes
     ----------
@@ -164,13 +185,18 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         Class labels (any hashable, sorted).
     dual_coef_ : ndarray of shape (m, n)
         Dual variables ``A`` (column ``i`` is ``α_i``); scores are
-        ``K(X, X_train) Aᵀ / (λn)``.  After ``max_iter=0`` (no step taken) or
+        ``K(X, X_train) Aᵀ / (λn) + intercept_``.  After ``max_iter=0`` (no step taken) or
         on trivial data it may be all zero: then ``support_`` is empty, every
         score is 0 and ``predict`` returns ``classes_[0]``.
     support_ : ndarray of int
         Training examples with ``α_i ≠ 0``.
     coef_ : ndarray of shape (m, d)
         ``Wᵀ`` (only for ``kernel="linear"``).
+    intercept_ : ndarray of shape (m,)
+        The intercepts ``b = s² Σ_i α_i / (λn)`` (``s = intercept_scaling``):
+        ``s(x) = Wᵀφ(x) + b``; zeros with ``fit_intercept=False``.
+    class_weight_ : ndarray of shape (m,)
+        The weight of each class's loss terms (ones with ``class_weight=None``).
     lam_ : float
         The ``λ`` used (``lam``, or ``1/(C·n)``).
     n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
@@ -220,6 +246,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "random_state": ["random_state"],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "shrinking": ["boolean"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -247,6 +276,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         random_state=None,
         cache_size=200.0,
         shrinking=True,
+        class_weight=None,
+        fit_intercept=True,
+        intercept_scaling=1.0,
     ):
         self.loss = loss
         self.k = k
@@ -271,6 +303,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.random_state = random_state
         self.cache_size = cache_size
         self.shrinking = shrinking
+        self.class_weight = class_weight
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
 
     # -- input ---------------------------------------------------------------------------
     def _warm_start_point(self, loss, classes, n):
@@ -286,7 +321,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     # -- fit -----------------------------------------------------------------------------------
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model on training inputs ``X`` and labels ``y``.
 
         Parameters
@@ -297,12 +332,16 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
             then be None).
         y : array-like of shape (n,)
             Labels (any hashable values; at least 2 classes).
+        sample_weight : array-like of shape (n,), default=None
+            Per-example weights ``≥ 0`` of the loss terms (None: 1), times
+            ``class_weight``: a weight of 0 is the example removed, an integer
+            weight ``k`` the example repeated ``k`` times (math.md §1.15).
 
         Returns
         -------
         self
         """
-        X, y, op = self._validate_training_data(X, y)
+        X, y, op = self._validate_training_data(X, y, sample_weight)
         check_classification_targets(y)
         self._check_psd(op)
         classes, y_enc = np.unique(y, return_inverse=True)
@@ -310,6 +349,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
             raise ValueError(
                 f"MultiClassSVM needs at least 2 classes; got {classes.size} class ({classes[0]!r})"
             )
+        weights = self._weights(X if X is not None else np.empty((op.n, 0)), y, y_enc, classes,
+                                sample_weight)  # fmt: skip
         if self.rho is not None and not (
             isinstance(self.loss, str) and self.loss in ("weighted_topk", "weighted_usunier")
         ):
@@ -317,14 +358,16 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
                 f"rho is only used by loss='weighted_topk' or 'weighted_usunier', not {self.loss!r}"
             )
         loss = make_loss(self.loss, self.k, self.rho, self.cost)
-        self.lam_ = resolve_lam(self.C, self.lam, op.n)
+        n_eff = op.n if weights is None else float(weights.sum())
+        self.lam_ = resolve_lam(self.C, self.lam, n_eff)
         if self.solver == "pg" and self.smoothing > 0:
             raise ValueError("solver='pg' is defined for smoothing=0 only")
         A_init = self._warm_start_point(loss, classes, op.n)
         callback = self._fw_callback(self.max_iter, X, y)
+        shift = self.intercept_scaling**2 if self.fit_intercept else 0.0
         try:
             result = solve_multiclass(
-                op,
+                shift_kernel(op, shift),
                 y_enc,
                 loss=loss,
                 lam=self.lam_,
@@ -340,6 +383,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
                 random_state=solver_seed(self.random_state),
                 shrinking=self.shrinking,
                 shrink_classes=self.shrinking,
+                weights=None if weights is None else weights * (op.n / n_eff),
             )
         finally:
             self._end_callbacks()
@@ -347,7 +391,24 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.classes_ = classes
         self._fit_loss = loss
         self._set_model(result["A"], X, op)
+        self.intercept_ = shift * result["A"].sum(axis=1) / (self.lam_ * op.n)
         return self
+
+    def _weights(self, X, y, y_enc, classes, sample_weight):
+        """The weights ``w_i`` of the loss terms: ``sample_weight`` times the weight of
+        the class (``class_weight_``); None when every one is 1.  A negative or
+        non-finite weight, or fewer than two classes with a positive weight, raise."""
+        sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+        self.class_weight_ = compute_class_weight(
+            self.class_weight, classes=classes, y=y, sample_weight=sample_weight
+        )
+        weights = sample_weight * self.class_weight_[y_enc]
+        if np.unique(y_enc[weights > 0]).size < 2:
+            raise ValueError(
+                "MultiClassSVM needs at least 2 classes with a positive weight; the sample "
+                "weights are zero for all but one class (or all weights are zero)"
+            )
+        return None if np.all(weights == 1.0) else weights
 
     def _set_model(self, A, X, op):
         """Store ``dual_coef_`` and what prediction needs (only support points)."""
@@ -388,11 +449,13 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
             X = validate_data(
                 self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False
             )
-            return _rowwise_product(X, self.coef_.T)
-        if hasattr(self, "_feature_coef"):
+            S = _rowwise_product(X, self.coef_.T)
+        elif hasattr(self, "_feature_coef"):
             features = self._approx_op.transform(self._new_input(X))
-            return _rowwise_product(features, self._feature_coef)
-        return _rowwise_product(self._support_kernel(self._new_input(X)), self._support_coef)
+            S = _rowwise_product(features, self._feature_coef)
+        else:
+            S = _rowwise_product(self._support_kernel(self._new_input(X)), self._support_coef)
+        return S + self.intercept_
 
     def predict(self, X):
         """Labels ``classes_[argmax_j s_j(x)]`` (ties: the first class).

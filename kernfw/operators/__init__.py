@@ -1,5 +1,6 @@
 """Kernel operators: the one interface every solver talks to."""
 
+from .affine import ShiftedScaled, scale_points, shift_kernel
 from .base import ArraySlot, CompiledView, KernelOperator
 from .combination import KernelStack, MultiKernel
 from .features import Features
@@ -23,6 +24,9 @@ __all__ = [
     "Normalized",
     "PairwiseKernel",
     "normalize",
+    "ShiftedScaled",
+    "shift_kernel",
+    "scale_points",
     "materialize",
 ]
 

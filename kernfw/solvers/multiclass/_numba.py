@@ -124,7 +124,8 @@ BlockSpec = namedtuple(
 BlockSpec.__doc__ = """The block problem for the compiled passes.
 
 ``C`` (n × m) cost vectors ``c_i``; ``y`` class indices; ``Q`` block
-curvatures ``q_i = K_ii/(λn) + σ``; ``scale`` = ``λn``; ``sigma`` = ``σ``; ``loss, k, rho, r`` the
+curvatures ``q_i = K_ii/(λn) + σ_i``; ``scale`` = ``λn``; ``sigma`` the per-example
+smoothing ``σ_i`` (n,); ``loss, k, rho, r`` the
 loss (:func:`loss_code`); ``mode`` the block step (``FW``, ``PAIRWISE``,
 ``EXACT``); ``inner_steps`` pairwise steps per visit; ``standard`` the
 ``2n/(k + 2n)`` rule; ``n`` the number of blocks; ``shrink`` whether exact
@@ -339,9 +340,10 @@ def _block(mode, hinge, i, s, cl, nc, At, spec, gamma_std, buf, idx, work):  # n
         g[c] = spec.C[i, j] + s[c]
         if j == yi:
             yc = c
-    if spec.sigma != 0.0:
+    sig = spec.sigma[i]
+    if sig != 0.0:
         for c in range(nc):
-            g[c] += spec.sigma * al[c]
+            g[c] += sig * al[c]
     if mode != EXACT:  # (the exact steps write it: the same sums)
         if hinge:  # Φ = max(max_j a_j, 0): the hinge LMO's value
             buf[THETA, BLOCK_GAP] = _hinge_block_gap(g, al, yc)
@@ -568,8 +570,8 @@ def _buffers(mode, hinge, m):
 
 @njit(inline="always")
 def _add_block(sums, as_, ca, aa, ph, ga, mag):
-    """The certificate's six sums ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ Φ_i, Σ gaps_i, Σ M_i)``
-    after block ``i``: its terms ``⟨α_i, s_i⟩``, ``⟨c_i, α_i⟩``, ``‖α_i‖²``, ``Φ_i``,
+    """The certificate's six sums ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, Σ σ_i ‖α_i‖², Σ Φ_i, Σ gaps_i, Σ M_i)``
+    after block ``i``: its terms ``⟨α_i, s_i⟩``, ``⟨c_i, α_i⟩``, ``σ_i ‖α_i‖²``, ``Φ_i``,
     ``⟨ã_i, α_i⟩`` (the gap is ``Φ_i`` plus it) and ``M_i − |Φ_i|``."""
     AS, CA, AA, phi_sum, gap_sum, size = sums
     return AS + as_, CA + ca, AA + aa, phi_sum + ph, gap_sum + (ph + ga), size + (abs(ph) + mag)
@@ -584,14 +586,14 @@ def _certify(hinge, S, At, spec):
     phi : (n,) ``Φ(s̃_i; y_i)``
     gaps : (n,) block gaps ``Φ(s̃_i; y_i) + ⟨ã_i, α_i⟩``, ``ã_i = g_i − g_{i,y_i} 1``,
         ``g_i = c_i + s̃_i`` (:meth:`~kernfw.solvers.multiclass.MulticlassDual.block_gaps`)
-    sums : ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, ⟨Aᵀ, Aᵀ⟩, Σ_i Φ_i, Σ_i gaps_i, Σ_i M_i)`` for
+    sums : ``(⟨Aᵀ, S⟩, ⟨C, Aᵀ⟩, Σ_i σ_i ‖α_i‖², Σ_i Φ_i, Σ_i gaps_i, Σ_i M_i)`` for
         :meth:`~kernfw.solvers.multiclass.MulticlassDual.certificate_from_sums`
         (``M_i`` the block's magnitude), each summed block by block.
     """
     if hinge:
         return _hinge_certify(S, At, spec)
     n, m = S.shape
-    C, y, sigma = spec.C, spec.y, spec.sigma
+    C, y = spec.C, spec.y
     buf = np.zeros((6, m))  # the rows G, A, BETA of the block buffer
     g, a, beta = buf[G], buf[A], buf[BETA]
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
@@ -599,6 +601,7 @@ def _certify(hinge, S, At, spec):
     sums = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the six sums of the certificate
     for i in range(n):
         yi = y[i]
+        sigma = spec.sigma[i]
         for j in range(m):
             g[j] = C[i, j] + S[i, j] + sigma * At[i, j]
         for j in range(m):
@@ -613,7 +616,7 @@ def _certify(hinge, S, At, spec):
             ga += a[j] * At[i, j]
             as_ += At[i, j] * S[i, j]
             ca += C[i, j] * At[i, j]
-            aa += At[i, j] * At[i, j]
+            aa += sigma * (At[i, j] * At[i, j])
             u = bsum if j == yi else beta[j]  # |u_ij|
             scale = abs(C[i, j]) + abs(S[i, j]) + sigma * abs(At[i, j]) + gy
             mag += (abs(At[i, j]) + u) * scale
@@ -634,11 +637,12 @@ def _hinge_certify(S, At, spec):
     ``|u_ij|`` terms, added last.
     """
     n, m = S.shape
-    C, y, sigma = spec.C, spec.y, spec.sigma
+    C, y = spec.C, spec.y
     phi, gaps = np.empty(n), np.empty(n)
     sums = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the six sums of the certificate
     for i in range(n):
         yi = y[i]
+        sigma = spec.sigma[i]
         gy = C[i, yi] + S[i, yi] + sigma * At[i, yi]  # g_{i,y_i}
         a_top, scale_top = -np.inf, 0.0  # the first largest margin and its scale
         ga = as_ = ca = aa = mag = 0.0
@@ -651,7 +655,7 @@ def _hinge_certify(S, At, spec):
             ga += a * al
             as_ += al * s
             ca += c * al
-            aa += al * al
+            aa += sigma * (al * al)
             mag += abs(al) * scale
         ph = 0.0
         if a_top > 0:  # u_i = e_top − e_{y_i}: |u| is 1 at top and at y_i

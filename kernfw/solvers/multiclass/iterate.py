@@ -112,7 +112,7 @@ class FullBatchFW(FullBatchIterate):
         else:
             curv = inner(dA, KdA) / p.scale
             if p.smoothing:
-                curv += p.smoothing * inner(dA, dA)
+                curv += inner(p.sigma[:, None] * dA, dA)
             gamma = quadratic_step(-inner(G, dA), curv)
         if gamma:
             dA *= gamma
@@ -254,13 +254,13 @@ class BlockFW(BlockCoordinateIterate):
         """The :class:`~kernfw.solvers.multiclass._numba.BlockSpec` of the compiled passes."""
         p = self.problem
         loss, k, rho, r = loss_code(p.loss, p.m)
-        curvature = np.asarray(p.op.diag(), dtype=np.float64) / p.scale + p.smoothing  # q_i
+        curvature = np.asarray(p.op.diag(), dtype=np.float64) / p.scale + p.sigma  # q_i
         return _numba.BlockSpec(
             p.C,
             p.y,
             curvature,
             float(p.scale),
-            float(p.smoothing),
+            np.ascontiguousarray(p.sigma),
             loss,
             k,
             rho,

@@ -10,7 +10,7 @@ import numpy as np
 from ...fw import Certificate
 from ...fw.result import rounding_bound
 from ...losses import dual_vertices, make_loss
-from ...operators import KernelOperator
+from ...operators import KernelOperator, scale_points
 
 __all__ = ["MulticlassDual", "inner"]
 
@@ -41,16 +41,27 @@ class MulticlassDual:
         Moreau smoothing ``σ ≥ 0`` (``γ_sm`` in [Tajima2021]).
     n_classes : int or None
         ``m`` (default: ``max(y) + 1``).
+    weights : array-like of shape (n,) or None
+        Per-example weights ``v_i ≥ 0`` of the loss terms, ``P = λ/2 ‖W‖² + (1/n) Σ_i v_i
+        Φ_i`` (None: all 1).  The problem is solved in the variables ``α̃_i = α_i / v_i``
+        of the unweighted domains ``A_i`` (math.md §1.15): the kernel ``D K D``
+        (:func:`~kernfw.operators.scale_points`, ``D = diag(v)``), costs ``v_i c_i`` and
+        smoothing ``σ v_i``; every iterate, certificate and step below is written in
+        them.  :meth:`original` maps a solution back to ``α_i``.
 
     Attributes
     ----------
     C : ndarray of shape (n, m)
-        Cost vectors ``c_i`` (rows).
+        Cost vectors ``c_i`` (rows; ``v_i c_i`` with weights).
+    sigma : ndarray of shape (n,)
+        Per-example smoothing ``σ_i = σ v_i``.
     scale : float
         ``λ n``: ``S = K Aᵀ / (λn)``.
     """
 
-    def __init__(self, op, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes=None):
+    def __init__(
+        self, op, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes=None, weights=None
+    ):
         if not isinstance(op, KernelOperator):
             raise TypeError(f"op must be a KernelOperator, got {type(op).__name__}")
         y = np.asarray(y)
@@ -65,11 +76,16 @@ class MulticlassDual:
         m = int(y.max()) + 1 if n_classes is None else int(n_classes)
         if m < 2:
             raise ValueError(f"need at least 2 classes, got {m}")
-        self.op, self.y, self.n, self.m = op, y.astype(np.intp), op.n, m
+        self.weights = _check_weights(weights, op.n)
+        self.base_op = op
+        self.op, self.y, self.n, self.m = scale_points(op, self.weights), y.astype(np.intp), op.n, m
         self.loss = make_loss(loss).check(m)
         self.lam, self.smoothing = float(lam), float(smoothing)
         self.scale = self.lam * self.n
-        self.C = np.ascontiguousarray(self.loss.costs(self.y, m), dtype=np.float64)
+        C = np.asarray(self.loss.costs(self.y, m), dtype=np.float64)
+        v = np.ones(self.n) if self.weights is None else self.weights
+        self.C = np.ascontiguousarray(C * v[:, None])
+        self.sigma = self.smoothing * v
         self.rows = np.arange(self.n)
 
     # -- iterates ------------------------------------------------------------------
@@ -96,7 +112,19 @@ class MulticlassDual:
         if A.shape != (self.m, self.n):
             raise ValueError(f"A_init must have shape (m, n) = ({self.m}, {self.n}), got {A.shape}")
         At = np.ascontiguousarray(A.T)
+        if self.weights is not None:  # α̃_i = α_i / v_i (0 where v_i = 0)
+            v = self.weights[:, None]
+            At = np.divide(At, v, out=np.zeros_like(At), where=v > 0)
         return At, self.scores(At)
+
+    def original(self, solution):
+        """A solution ``{"A", "S"}`` in the variables of the weighted problem: ``α_i =
+        v_i α̃_i`` and ``S = K Aᵀ/(λn)`` on the kernel ``K`` given (one product); as is
+        without weights."""
+        if self.weights is None:
+            return solution
+        A = solution["A"] * self.weights[None, :]
+        return dict(solution, A=A, S=self.base_op.matmat64(np.ascontiguousarray(A.T)) / self.scale)
 
     def radius(self):
         """``R = sqrt(P(0)/λ)``: every minimizer has ``‖w*‖ ≤ R`` (§1.11)."""
@@ -105,7 +133,7 @@ class MulticlassDual:
     # -- oracle --------------------------------------------------------------------
     def gradient_scores(self, At, S):
         """``S̃ = S + σ Aᵀ`` (the point where the LMO is taken, §1.10)."""
-        return S + self.smoothing * At if self.smoothing else S
+        return S + self.sigma[:, None] * At if self.smoothing else S
 
     def direction(self, At, S):
         """Closed-form LMO of §1.6 at ``S̃``.
@@ -146,7 +174,7 @@ class MulticlassDual:
         gaps = phi + np.einsum("ij,ij->i", G - gy, At)
         scale = np.abs(self.C) + np.abs(S) + np.abs(gy)
         if self.smoothing:
-            scale = scale + self.smoothing * np.abs(At)
+            scale = scale + self.sigma[:, None] * np.abs(At)
         magnitude = np.abs(phi) + np.einsum("ij,ij->i", np.abs(At) + np.abs(U), scale)
         return gaps, magnitude
 
@@ -159,14 +187,14 @@ class MulticlassDual:
         return self.certificate_from_sums(
             inner(At, S),
             inner(self.C, At),
-            inner(At, At) if self.smoothing else 0.0,
+            inner(self.sigma[:, None] * At, At) if self.smoothing else 0.0,
             float(phi.sum()),
             float(gaps.sum()),
             float(magnitude.sum()),
         )
 
     def certificate_from_sums(self, AS, CA, AA, phi_sum, gap_sum, magnitude):
-        """:meth:`certificate` from its sums ``⟨Aᵀ, S⟩``, ``⟨C, Aᵀ⟩``, ``⟨Aᵀ, Aᵀ⟩``,
+        """:meth:`certificate` from its sums ``⟨Aᵀ, S⟩``, ``⟨C, Aᵀ⟩``, ``Σ_i σ_i ‖α_i‖²``,
         ``Σ_i Φ(s̃_i; y_i)``, ``Σ_i g_i`` (the block gaps) and ``Σ_i M_i`` (their
         magnitudes, :meth:`block_gaps`).
 
@@ -178,7 +206,7 @@ class MulticlassDual:
         n, sig = self.n, self.smoothing
         reg = 0.5 * AS / n  # λ/2 ‖w(A)‖²
         lin = CA / n  # (1/n) Σ ⟨c_i, α_i⟩
-        quad = sig / (2 * n) * AA if sig else 0.0
+        quad = AA / (2 * n) if sig else 0.0  # (1/2n) Σ_i σ_i ‖α_i‖²
         primal = reg + quad + phi_sum / n
         dual = -reg - lin - quad
         rounding = rounding_bound(2 * (n + self.m), magnitude / n)
@@ -193,5 +221,16 @@ class MulticlassDual:
     def dual(self, At, S):
         """``D_σ(A)`` of §1.10 (``D`` of §1.4 when ``σ = 0``)."""
         w_sq = inner(At, S) / self.scale
-        quad = self.smoothing / (2 * self.n) * inner(At, At)
+        quad = inner(self.sigma[:, None] * At, At) / (2 * self.n)
         return -0.5 * self.lam * w_sq - inner(self.C, At) / self.n - quad
+
+
+def _check_weights(weights, n):
+    """Per-example weights as a float64 array of shape (n,), finite and ``≥ 0`` (None:
+    none)."""
+    if weights is None:
+        return None
+    v = np.asarray(weights, dtype=np.float64)
+    if v.shape != (n,) or not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ValueError(f"weights must be a finite nonnegative array of shape ({n},)")
+    return v

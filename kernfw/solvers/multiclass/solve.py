@@ -35,6 +35,7 @@ def solve_multiclass(
     shrink_classes=False,
     name=None,
     remedy=None,
+    weights=None,
 ):
     """Train a multi-category SVM by dual Frank-Wolfe (math.md §1).
 
@@ -107,6 +108,10 @@ def solve_multiclass(
         The solver's name and the advice of the ``ConvergenceWarning`` (default: those
         of :class:`~kernfw.MultiClassSVM`; an estimator that calls this solver names
         itself and its own parameters).
+    weights : array-like of shape (n,) or None
+        Per-example weights ``v_i ≥ 0`` of the loss terms (math.md §1.15): the problem
+        ``λ/2 ‖W‖² + (1/n) Σ_i v_i Φ_i``.  ``A_init`` and the returned ``A`` and ``S``
+        are in its variables ``α_i`` (zero weight: ``α_i = 0``).
 
     Returns
     -------
@@ -116,12 +121,12 @@ def solve_multiclass(
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    problem = MulticlassDual(op, y, loss, lam, smoothing, n_classes)
+    problem = MulticlassDual(op, y, loss, lam, smoothing, n_classes, weights)
     adaptive = check_every == "auto"
     if adaptive:
         check_every = 1
     if solver == "pg":
-        return solve_multiclass_subgradient(
+        result = solve_multiclass_subgradient(
             problem,
             A_init=A_init,
             tol=tol,
@@ -130,6 +135,8 @@ def solve_multiclass(
             check_every=check_every,
             callback=callback,
         )
+        result.solution = problem.original(result.solution)
+        return result
     At, S = problem.start(A_init)
     rule = "standard" if solver == "stdfw" else "line_search"
     if solver == "bcfw":
@@ -155,7 +162,7 @@ def solve_multiclass(
         "increase max_iter (or max_time), loosen tol, use a smaller C (a larger "
         "lam), or use smoothing > 0"
     )
-    return run(
+    result = run(
         iterate,
         tol=tol,
         max_iter=max_iter,
@@ -166,3 +173,5 @@ def solve_multiclass(
         remedy=remedy,
         name=name or f"MultiClassSVM solver={solver!r}",
     )
+    result.solution = problem.original(result.solution)
+    return result
