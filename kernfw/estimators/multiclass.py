@@ -40,6 +40,16 @@ def _rowwise_product(A, B):
     return np.einsum("ij,jk->ik", A, B)
 
 
+def _check_weighted_classes(y, weights):
+    """Raise unless at least two classes of ``y`` have a positive weight (a zero weight is
+    the example removed)."""
+    if np.unique(np.asarray(y)[weights > 0]).size < 2:
+        raise ValueError(
+            "MultiClassSVM needs at least 2 classes with a positive weight; the sample "
+            "weights are zero for all but one class (or all weights are zero)"
+        )
+
+
 @with_kernel_parameters()
 class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
     """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
@@ -341,6 +351,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         -------
         self
         """
+        if sample_weight is not None and y is not None:  # before the kernel is built
+            _check_weighted_classes(y, _check_sample_weight(sample_weight, np.asarray(y)))
         X, y, op = self._validate_training_data(X, y, sample_weight)
         check_classification_targets(y)
         self._check_psd(op)
@@ -403,11 +415,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
             self.class_weight, classes=classes, y=y, sample_weight=sample_weight
         )
         weights = sample_weight * self.class_weight_[y_enc]
-        if np.unique(y_enc[weights > 0]).size < 2:
-            raise ValueError(
-                "MultiClassSVM needs at least 2 classes with a positive weight; the sample "
-                "weights are zero for all but one class (or all weights are zero)"
-            )
+        _check_weighted_classes(y_enc, weights)
         return None if np.all(weights == 1.0) else weights
 
     def _set_model(self, A, X, op):

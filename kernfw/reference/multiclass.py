@@ -2,7 +2,8 @@
 
 - :func:`multiclass_primal` — the primal ``min_V λ/2 ‖V‖² + (1/n) Σ_i Φ(a_i)`` on
   features ``F`` (``S = F V``; use :func:`~kernfw.reference.common.factor_gram`
-  for a kernel), optionally Moreau-smoothed through an auxiliary ``Z``;
+  for a kernel), optionally Moreau-smoothed through an auxiliary ``Z``, with
+  per-example weights and liblinear's intercept (math.md §1.15);
 - :func:`loss_polytope_lp` — ``Φ(a) = max_{β ∈ B} ⟨β, a⟩`` as an LP (checks the
   losses and their LMO);
 - :func:`multiclass_lmo_lp` — the direction-finding LP
@@ -54,8 +55,18 @@ def _margins(cp, T, y, C):
     return T - t_y @ np.ones((1, m)) + C
 
 
-def multiclass_primal(F, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes=None):
-    """Solve the primal of math.md §1.1 (smoothed as §1.10) with cvxpy + Clarabel.
+def multiclass_primal(
+    F,
+    y,
+    loss="max_hinge",
+    lam=1e-2,
+    smoothing=0.0,
+    n_classes=None,
+    sample_weight=None,
+    intercept_scaling=None,
+):
+    """Solve the primal of math.md §1.1 (smoothed as §1.10, weighted as §1.15) with
+    cvxpy + Clarabel.
 
     Parameters
     ----------
@@ -73,16 +84,30 @@ def multiclass_primal(F, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes
         whose optimal value is ``P_σ*``.
     n_classes : int or None
         ``m`` (default ``max(y) + 1``).
+    sample_weight : ndarray of shape (n,) or None
+        Weights ``w_i ≥ 0``: the loss terms are ``(1/Σ_j w_j) Σ_i w_i Φ(a_i)`` (for
+        ``σ > 0`` each with its own ``‖s_i − z_i‖²/(2σ)``), the data with integer
+        weights as repeated rows (None: all 1).
+    intercept_scaling : float or None
+        ``s``: the features ``[F, s 1]`` (liblinear's intercept, regularized with
+        ``V``); the last row of ``V`` is then the intercept's weight,
+        ``b = s · V[-1]``.
 
     Returns
     -------
     dict
-        ``value`` (``P*`` or ``P_σ*``), ``V`` (r × m), ``S`` = ``F V`` (n × m).
+        ``value`` (``P*`` or ``P_σ*``), ``V`` (r × m, or (r + 1) × m with an
+        intercept), ``S`` = ``F V`` (n × m, intercept included), ``intercept``
+        (``b``, zeros without one).
     """
     cp = require_cvxpy()
     F = np.asarray(F, dtype=np.float64)
     y = np.asarray(y, dtype=np.intp)
+    if intercept_scaling is not None:
+        F = np.hstack([F, np.full((F.shape[0], 1), float(intercept_scaling))])
     n, r = F.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    w = w / w.sum()
     m = int(y.max()) + 1 if n_classes is None else int(n_classes)
     loss = make_loss(loss).check(m)
     C = loss.costs(y, m)
@@ -91,15 +116,17 @@ def multiclass_primal(F, y, loss="max_hinge", lam=1e-2, smoothing=0.0, n_classes
     T = cp.Variable((n, m)) if smoothing > 0 else S
     A = _margins(cp, T, y, C)
     if isinstance(loss, MaxHinge):
-        losses = cp.sum(cp.max(A, axis=1))
+        losses = w @ cp.max(A, axis=1)
     else:
-        losses = sum(_loss_expr(cp, A[i, :], loss, m) for i in range(n))
-    objective = lam / 2 * cp.sum_squares(V) + losses / n
+        losses = sum(w[i] * _loss_expr(cp, A[i, :], loss, m) for i in range(n))
+    objective = lam / 2 * cp.sum_squares(V) + losses
     if smoothing > 0:
-        objective = objective + cp.sum_squares(S - T) / (2 * smoothing * n)
+        gaps = cp.sum(cp.square(S - T), axis=1)
+        objective = objective + w @ gaps / (2 * smoothing)
     problem = cp.Problem(cp.Minimize(objective))
     value = solve_problem(problem)
-    return {"value": value, "V": V.value, "S": F @ V.value}
+    b = np.zeros(m) if intercept_scaling is None else float(intercept_scaling) * V.value[-1]
+    return {"value": value, "V": V.value, "S": F @ V.value, "intercept": b}
 
 
 def _polytope(cp, beta, loss, m):
