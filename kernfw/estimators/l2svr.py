@@ -1,6 +1,6 @@
 """``L2SVR``: the L2-loss ε-insensitive support vector regression, trained by (away-step) FW.
 
-The regression of the core vector regression [Tsang2005] with the tube width ``ε`` of
+The regression of the core vector regression [Tsang2005b] with the tube width ``ε`` of
 scikit-learn's :class:`sklearn.svm.SVR` (math.md §2.15): its dual over the ``2n``
 multipliers of the tube is a quadratic over a scaled simplex, solved by the simplex-QP
 family (:func:`kernfw.solvers.simplex_qp.solve_l2svr`) with one kernel column per
@@ -62,8 +62,8 @@ KernelOperator, default="rbf"
         :class:`~kernfw.operators.KernelOperator` on the training points is used as is.
     {kernel_parameters}
     solver : {"mfw", "lsfw"}, default="mfw"
-        Frank-Wolfe with away and drop steps ("mfw", linear convergence) or plain
-        Frank-Wolfe ("lsfw"), both with the exact line search.
+        The algorithm: Frank-Wolfe with away and drop steps ("mfw", linear convergence)
+        or plain Frank-Wolfe ("lsfw"), both with the exact line search.
     tol : float, default=0.1
         Relative tolerance on the certified duality gap of the regression:
         ``(P − D)/|D| ≤ tol`` (math.md §2.15).  The default sits where the held-out

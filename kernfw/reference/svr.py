@@ -1,4 +1,4 @@
-"""cvxpy reference for math.md §2.14: the L2-loss ε-insensitive support vector regression.
+"""cvxpy reference for math.md §2.15: the L2-loss ε-insensitive support vector regression.
 
 Factors the Gram matrix ``K = F Fᵀ`` (:func:`~kernfw.reference.common.factor_gram`) and
 solves the primal on the explicit features ``F`` with Clarabel (math.md §6); the dual
@@ -13,7 +13,7 @@ __all__ = ["l2svr_reference"]
 
 
 def l2svr_reference(K, y, C, epsilon, sample_weight=None):
-    """The L2-loss ε-insensitive SVR with a regularized bias (math.md §2.14).
+    """The L2-loss ε-insensitive SVR with a regularized bias (math.md §2.15).
 
     Solves ``min ½‖w‖² + ½b² + C Σ_i s_i (ξ_i² + ξ_i*²)`` subject to
     ``y_i − (wᵀφ(x_i) + b) ≤ ε + ξ_i`` and ``(wᵀφ(x_i) + b) − y_i ≤ ε + ξ_i*``.
