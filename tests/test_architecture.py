@@ -86,7 +86,6 @@ MULTICLASS = ["_lmo", "_block_qp", "problem", "_numba", "iterate", "pg", "solve"
 #: weight iterate, CSKL, the baselines)
 MKL = [
     "_online_numba",
-    "_inner_l2svm_numba",
     "prox",
     "crf",
     "kernel_groups",
