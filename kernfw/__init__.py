@@ -40,6 +40,7 @@ _SUBMODULES = {
     "estimators",
     "fw",
     "kernels",
+    "model_selection",
     "operators",
     "plotting",
     "reference",
