@@ -408,11 +408,8 @@ class KernelInputMixin:
         return getattr(self, "approx", None)
 
     def _validate_training_data(self, X, y=None, sample_weight=None):
-        """Validated ``(X, y)`` and the training kernel operator.
-
-        ``sample_weight`` (or None) only enters ``gamma="scale"``: the variance of the
-        features with integer weights counted as repeated rows
-        (:func:`~kernfw.kernels.resolve_gamma`)."""
+        """Validated ``(X, y)`` and the training kernel operator; with ``sample_weight``
+        (nonnegative, not all 0) ``gamma="scale"`` weighs the rows of ``X`` as they do."""
         approx = self._approx()
         if approx is not None and (self._kernel_is_operator() or self._kernel_is_precomputed()):
             what = "kernel='precomputed'" if self._kernel_is_precomputed() else "a KernelOperator"
@@ -444,8 +441,7 @@ class KernelInputMixin:
         gamma = self.gamma
         if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
             weights = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
-            if weights.sum() > 0:
-                gamma = resolve_gamma(gamma, X, weights)
+            gamma = resolve_gamma(gamma, X, weights) if weights.sum() > 0 else gamma
         op = make_operator(
             X,
             self.kernel,

@@ -1,7 +1,7 @@
 """Kernel operators: the one interface every solver talks to."""
 
 from .affine import ShiftedScaled, scale_points, shift_kernel
-from .base import ArraySlot, CompiledView, KernelOperator
+from .base import ArraySlot, KernelOperator
 from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
@@ -12,7 +12,6 @@ from .pairwise import PairwiseKernel
 
 __all__ = [
     "KernelOperator",
-    "CompiledView",
     "ArraySlot",
     "Gram",
     "Features",

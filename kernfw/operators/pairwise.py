@@ -57,24 +57,30 @@ def _is_real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _weighted_variance(X, sample_weight):
+    """The variance of the entries of ``X`` with row ``i`` counted ``sample_weight[i]`` times."""
+    s = np.asarray(sample_weight, dtype=np.float64)
+    total = float(s.sum()) * X.shape[1]
+    if sp.issparse(X):
+        mean = float(s @ np.asarray(X.sum(axis=1)).ravel()) / total
+        return float(s @ np.asarray(X.multiply(X).sum(axis=1)).ravel()) / total - mean**2
+    mean = float(s @ X.sum(axis=1, dtype=np.float64)) / total
+    return float(s @ np.square(X - mean, dtype=np.float64).sum(axis=1)) / total
+
+
 def resolve_gamma(gamma, X, sample_weight=None):
     """``gamma`` as :class:`sklearn.svm.SVC` resolves it.
 
     "scale" is ``1 / (d · Var(X))`` (1 when ``Var(X) = 0``), "auto" is ``1 / d``;
     a positive finite number is returned unchanged (as a Python float).  With
-    ``sample_weight`` (shape (n,), ``≥ 0``) ``Var(X)`` is the variance of the entries
-    with row ``i`` counted ``w_i`` times: that of the data with integer weights as
-    repeated rows.
+    ``sample_weight`` (nonnegative, not all 0) ``Var(X)`` counts row ``i`` that many times,
+    so that integer weights give the ``gamma`` of the repeated rows.
     """
     d = X.shape[1]
-    if isinstance(gamma, str) and gamma == "scale" and sample_weight is not None:
-        w = np.asarray(sample_weight, dtype=np.float64) / float(np.sum(sample_weight))
-        sq = X.multiply(X) if sp.issparse(X) else np.square(X, dtype=np.float64)
-        mean = float(np.asarray(X.T @ w, dtype=np.float64).sum()) / d
-        var = float(np.asarray(sq.T @ w, dtype=np.float64).sum()) / d - mean**2
-        return 1.0 / (d * var) if var > 0 else 1.0
     if isinstance(gamma, str) and gamma == "scale":
-        if sp.issparse(X):
+        if sample_weight is not None:
+            var = _weighted_variance(X, sample_weight)
+        elif sp.issparse(X):
             var = float(X.multiply(X).mean()) - float(X.mean()) ** 2
         else:
             var = float(np.var(X, dtype=np.float64))
