@@ -8,7 +8,7 @@ evaluates the column it needs itself, with :func:`evaluate_column`: fused distan
 the columns in a compiled least-recently-used cache.  The values are the
 operator's up to rounding (the compiled RBF column sums its inner products in its
 own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM's
-diagonal term ``1/C`` is left to the step, which adds it in float64.
+diagonal term ``1/(C w_j)`` is left to the step, which adds it in float64.
 """
 
 import math
@@ -148,8 +148,8 @@ def _gram_column(K, j, out):
 @njit(cache=True)
 def _l2svm_column(y, j, out):
     """``out ← y_j y ⊙ (out + 1)``: the modified kernel of math.md §2.1 without its
-    diagonal term ``e_j / C``, which the step adds to ``u_j`` in float64 (``out`` may be a
-    float32 cache row, where ``K_jj + 1 + 1/C`` would round ``1/C`` away)."""
+    diagonal term ``e_j / (C w_j)``, which the step adds to ``u_j`` in float64 (``out`` may
+    be a float32 cache row, where ``K_jj + 1 + 1/C`` would round ``1/C`` away)."""
     yj = y[j]
     for k in range(out.shape[0]):
         out[k] = (out[k] + 1.0) * (yj * y[k])
@@ -178,7 +178,7 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
     ``src`` (transposed, d × n; ``st.source = SOURCE_RBF`` with the squared norms
     ``sq_norms``, or ``SOURCE_RBF32`` for float32 features and ``out``) or the Gram ``src``
     (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm`` (all but
-    its diagonal term ``1/C``: :func:`_l2svm_column`).  ``st`` is the state record of
+    its diagonal term ``1/(C w_j)``: :func:`_l2svm_column`).  ``st`` is the state record of
     :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ)."""
     if st.source == SOURCE_GRAM:
         _gram_column(src, j, out)

@@ -71,10 +71,11 @@ class ColumnSource(NamedTuple):
     cache_mb : float
         The column-cache budget of the operator (MB; 0: its values are stored).
     labels : ndarray of shape (n,) or None
-        ``y`` of the L2-SVM's modified kernel ``Q_ij = y_i y_j (K_ij + 1) + δ_ij / C``
-        (math.md §2.1), None for ``K`` itself.
-    inv_c : float
-        ``1/C`` of that kernel (0 for ``K``).
+        ``y`` of the L2-SVM's modified kernel ``Q_ij = y_i y_j (K_ij + 1) + δ_ij / (C w_i)``
+        (math.md §2.1, with the per-example weights ``w_i`` of §2.14), None for ``K`` itself.
+    inv_c : ndarray of shape (n,) or None
+        The diagonal term ``1/(C w_i)`` of that kernel (``1/C`` everywhere unweighted;
+        None for ``K``).
     """
 
     code: int
@@ -83,7 +84,7 @@ class ColumnSource(NamedTuple):
     gamma: float = 0.0
     cache_mb: float = 0.0
     labels: object = None
-    inv_c: float = 0.0
+    inv_c: object = None
 
 
 class ProductForm(NamedTuple):
