@@ -81,8 +81,11 @@ class SupportKernelMixin(KernelInputMixin):
         """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend.  The
         Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
         ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
-        one solves the problem of the float32-rounded kernel."""
-        return None if self.backend == "dask" else super()._gram_dtype()
+        one solves the problem of the float32-rounded kernel.  The exact solve of a small
+        problem (``solver="exact"``, math.md §2.15) keeps float64: its optimum is exact."""
+        if self.backend == "dask" or getattr(self, "_solver", None) == "exact":
+            return None
+        return super()._gram_dtype()
 
     def _features_dtype(self):
         """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the

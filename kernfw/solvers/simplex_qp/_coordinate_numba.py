@@ -3,9 +3,10 @@
 A pass visits the points in a given order; at point ``i`` it reads
 ``(K̃α)_i = z_iᵀu/S + α_i/(C w_i)`` in O(d) (``z_i = y_i (x_i, 1)``, ``u = Σ_i β_i z_i``,
 ``α = β/S``; ``inv_c`` holds the diagonal terms ``1/(C w_i)``, math.md §2.14), takes
-the exact line search of the dual along the vertex direction ``e_i − α`` (:func:`vertex_step`: a Frank-Wolfe step toward ``e_i``, or an away step
-from it, possibly a drop step) and updates ``u`` in O(d).  The passes, the primal vector
-and the margins ``K̃α`` come for dense features, CSR features and weighted column blocks
+the exact line search of the dual along the vertex direction ``e_i − α``
+(:func:`vertex_step`: a Frank-Wolfe step toward ``e_i``, or an away step from it,
+possibly a drop step) and updates ``u`` in O(d).  The passes, the primal vector and the
+margins ``K̃α`` come for dense features, CSR features and weighted column blocks
 of dense features; the scalars are the named fields of :data:`STATE`.  The iterate is
 :class:`kernfw.solvers.simplex_qp.coordinate.CoordinateIterate`.
 """
