@@ -63,6 +63,7 @@ SIMPLEX_QP = [
     "dense",
     "certificate",
     "start",
+    "exact",
     "_numba",
     "iterate",
     "cvm",

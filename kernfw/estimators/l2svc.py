@@ -82,8 +82,8 @@ class SupportKernelMixin(KernelInputMixin):
         Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
         ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
         one solves the problem of the float32-rounded kernel.  The exact solve of a small
-        problem (``solver="exact"``, math.md §2.15) keeps float64: its optimum is exact."""
-        if self.backend == "dask" or getattr(self, "_solver", None) == "exact":
+        problem (``solver="active_set"``, math.md §2.15) keeps float64: its optimum is exact."""
+        if self.backend == "dask" or getattr(self, "_solver", None) == "active_set":
             return None
         return super()._gram_dtype()
 
@@ -99,7 +99,7 @@ class SupportKernelMixin(KernelInputMixin):
 def l2svm_fit_solver(solver, backend, kernel, approx, X):
     """The L2-SVM algorithm of a fit, resolved before its operator is built (math.md §2.13).
 
-    ``"auto"`` is ``"exact"`` on at most
+    ``"auto"`` is ``"active_set"`` on at most
     :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points (the active-set method on
     the stored ``K̃``, math.md §2.15), else ``"dcd"`` when the kernel comes with explicit
     features ``K = XXᵀ``
@@ -107,7 +107,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     than points, which :func:`kernfw.kernels.make_operator` keeps as features; a ready
     operator with features, :func:`~kernfw.solvers.simplex_qp.choose_l2svm_solver`) and
     ``"mfw"`` otherwise and on the Dask backend, whose shards evaluate the exact kernel
-    (so neither ``approx`` nor ``"dcd"`` nor ``"exact"`` runs there: ValueError).
+    (so neither ``approx`` nor ``"dcd"`` nor ``"active_set"`` runs there: ValueError).
 
     Parameters
     ----------
@@ -119,7 +119,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     Returns
     -------
     str
-        One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"exact"``, ``"dcd"``.
+        One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"active_set"``, ``"dcd"``.
     """
     if backend == "dask":
         if approx is not None:
@@ -127,7 +127,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
                 f"approx={approx!r} runs on the local backend only: the Dask shards "
                 "evaluate the exact kernel; use backend='local' or approx=None"
             )
-        if solver in ("dcd", "exact"):
+        if solver in ("dcd", "active_set"):
             raise ValueError(
                 f"solver={solver!r} runs locally only; use backend='local' or solver='mfw'"
             )
@@ -138,7 +138,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
         return choose_l2svm_solver(kernel)
     try:
         if _num_samples(X) <= EXACT_MAX:
-            return "exact"
+            return "active_set"
     except (TypeError, ValueError):  # no length to read: validation will refuse X
         pass
     if approx is not None:
@@ -202,16 +202,16 @@ KernelOperator, default="rbf"
         :class:`~kernfw.operators.KernelOperator` on the training points is
         used as is (``X`` is then only checked for its length).
     {kernel_parameters}
-    solver : {"auto", "mfw", "lsfw", "cvm", "exact", "dcd"}, default="auto"
+    solver : {"auto", "mfw", "lsfw", "cvm", "active_set", "dcd"}, default="auto"
         The algorithm.  "mfw": Frank-Wolfe with away and drop steps; "lsfw":
         plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
         exact line search.  "cvm": the core vector machine baseline (core-set
         iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "exact": the
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "active_set": the
         active-set method on the stored ``K̃`` (math.md §2.15), to the optimum
         whatever ``tol``; for small problems.  "dcd": passes
         of vertex-coordinate steps (math.md §2.13), each step O(d) on explicit
-        features (the linear kernel; needs them).  "auto": "exact" on at most 64
+        features (the linear kernel; needs them).  "auto": "active_set" on at most 64
         training points, else "dcd" when the kernel
         comes with explicit features (``kernel="linear"`` on sparse input or on
         fewer features than points),

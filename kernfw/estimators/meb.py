@@ -89,16 +89,16 @@ KernelOperator, default="rbf"
         fraction of support points), as ``OneClassSVM``'s ``nu`` (default 0.5).  ``nu=0``
         (or any ``ν n ≤ 1``) is the hard ball: the minimum enclosing ball, which contains
         every training point (no training outliers), solved by ``solver``.
-    solver : {"auto", "mfw", "lsfw", "cvm", "exact"}, default="auto"
+    solver : {"auto", "mfw", "lsfw", "cvm", "active_set"}, default="auto"
         The algorithm for the hard ball (``nu=0``): away-step (MFW) or plain
         Frank-Wolfe ("lsfw"), both with exact line search (compiled with numba when
         available), "cvm": the core vector machine's core-set iterations (each solves
-        the QP on the core set), or "exact": the active-set method on the stored ``K``
+        the QP on the core set), or "active_set": the active-set method on the stored ``K``
         (math.md §2.15), to the optimum whatever ``tol``, for small problems.  The soft
         ball (``ν n > 1``) is solved by pairwise Frank-Wolfe, MFW's away steps paired
-        with its FW steps on the capped simplex ("mfw"), or by "exact"; it refuses "lsfw"
+        with its FW steps on the capped simplex ("mfw"), or by "active_set"; it refuses "lsfw"
         and "cvm" (pass ``nu=0`` with those or with ``backend="dask"``).  "auto":
-        "exact" on at most 64 training points, "mfw" otherwise.
+        "active_set" on at most 64 training points, "mfw" otherwise.
     tol : float, default=2e-4
         Relative tolerance on the certified duality gap.  For the soft ball (``ν n > 1``,
         the default) the rule is the relative gap of its objective, ``(P − D)/P ≤ tol``.
@@ -253,7 +253,7 @@ KernelOperator, default="rbf"
                 f"approx={self.approx!r} runs on the local backend only: the Dask shards "
                 "evaluate the exact kernel; use backend='local' or approx=None"
             )
-        self._solver = self._expected_solver(X)  # float64 kernel values for "exact"
+        self._solver = self._expected_solver(X)  # float64 kernel values for "active_set"
         X, _, op = self._validate_training_data(X, None, sample_weight)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite Q certifies nothing
@@ -294,30 +294,30 @@ KernelOperator, default="rbf"
         return self
 
     def _expected_solver(self, X):
-        """ "exact" when the fit will solve exactly (``solver="exact"``, or "auto" on at most
+        """ "active_set" when the fit will solve exactly (``solver="active_set"``, or "auto" on at most
         ``EXACT_MAX`` points), else ""."""
-        if self.solver == "exact":
-            return "exact"
+        if self.solver == "active_set":
+            return "active_set"
         try:
             small = self.backend == "local" and _num_samples(X) <= EXACT_MAX
         except TypeError:  # no length to read (a kernel operator with X=None)
             small = False
-        return "exact" if self.solver == "auto" and small else ""
+        return "active_set" if self.solver == "auto" and small else ""
 
     def _resolve_solver(self, soft, n):
-        """The algorithm of the fit: "auto" is "exact" on at most ``EXACT_MAX`` points
+        """The algorithm of the fit: "auto" is "active_set" on at most ``EXACT_MAX`` points
         (math.md §2.15), else "mfw"; the soft ball takes "mfw" (its pairwise steps) and
-        "exact" on this process only."""
+        "active_set" on this process only."""
         solver = self.solver
         if solver == "auto":
-            solver = "exact" if n <= EXACT_MAX and self.backend == "local" else "mfw"
-        if soft and (solver not in ("mfw", "exact") or self.backend != "local"):
+            solver = "active_set" if n <= EXACT_MAX and self.backend == "local" else "mfw"
+        if soft and (solver not in ("mfw", "active_set") or self.backend != "local"):
             raise ValueError(
                 f"the soft ball (nu={self.nu}, nu * n > 1) is solved by pairwise Frank-Wolfe "
                 "in this process: use solver='mfw' or 'auto' and backend='local' (or nu=0)"
             )
-        if solver == "exact" and self.backend != "local":
-            raise ValueError("solver='exact' runs locally only; use backend='local'")
+        if solver == "active_set" and self.backend != "local":
+            raise ValueError("solver='active_set' runs locally only; use backend='local'")
         return solver
 
     def _solve(self, X, op, q, weights, soft, solver, callback):
@@ -332,7 +332,7 @@ KernelOperator, default="rbf"
                 max_iter=self.max_iter,
                 callback=callback,
                 sample_weight=weights,
-                solver="exact" if solver == "exact" else "pairwise",
+                solver="active_set" if solver == "active_set" else "pairwise",
             )
         if self.backend == "dask":  # data-parallel MFW on the Dask cluster
             from ..distributed import solve_meb

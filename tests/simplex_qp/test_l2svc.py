@@ -405,7 +405,9 @@ def test_defaults_converge_without_warning(loader):
 
 def test_random_state_changes_the_start_point():
     X, y = _binary(60, seed=32)
-    fits = {s: L2SVC(kernel="linear", solver="dcd", max_iter=0, random_state=s) for s in (None, 1, 2)}
+    fits = {
+        s: L2SVC(kernel="linear", solver="dcd", max_iter=0, random_state=s) for s in (None, 1, 2)
+    }
     supports = {}
     for s, est in fits.items():
         with pytest.warns(ConvergenceWarning):

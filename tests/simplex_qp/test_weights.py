@@ -28,7 +28,7 @@ L2SVM_CASES = {
     "mfw-columns": lambda X: KernelFunction(X, "rbf", gamma=0.5),
     "lsfw": lambda X: Gram(pairwise_kernels(X, metric="rbf", gamma=0.5)),
     "cvm": lambda X: Gram(pairwise_kernels(X, metric="rbf", gamma=0.5)),
-    "exact": lambda X: Gram(pairwise_kernels(X, metric="rbf", gamma=0.5)),
+    "active_set": lambda X: Gram(pairwise_kernels(X, metric="rbf", gamma=0.5)),
     "dcd": lambda X: Features(X),
 }
 
@@ -62,7 +62,7 @@ def test_weighted_l2svm_reaches_the_cvxpy_optimum_within_its_gap(case):
     np.testing.assert_allclose(v, y * h + alpha / (2.0 * w), atol=1e-10)
 
 
-@pytest.mark.parametrize("solver", ["mfw", "cvm", "exact", "dcd"])
+@pytest.mark.parametrize("solver", ["mfw", "cvm", "active_set", "dcd"])
 def test_integer_weights_equal_repeated_rows(solver):
     X, y = _binary(40, seed=2)
     w = _weights(40)
@@ -108,7 +108,7 @@ def test_bad_weights_are_errors():
 
 
 # -- estimators ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("solver", ["mfw", "exact", "dcd"])
+@pytest.mark.parametrize("solver", ["mfw", "active_set", "dcd"])
 def test_l2svc_zero_weights_are_removed_rows(solver):
     X, y = _binary(120, seed=6)
     w = _weights(120, seed=6, low=0, high=3)
@@ -159,7 +159,7 @@ def test_l2svc_multiclass_integer_weights_equal_repeated_rows():
 
 # -- the ball -------------------------------------------------------------------------------------
 @pytest.mark.cvxpy
-@pytest.mark.parametrize("solver", ["pairwise", "exact"])
+@pytest.mark.parametrize("solver", ["pairwise", "active_set"])
 def test_weighted_soft_ball_reaches_the_cvxpy_optimum_within_its_gap(solver):
     from kernfw.reference import soft_ball_reference
 

@@ -175,7 +175,7 @@ class L2SVMKernel(KernelOperator):
 def choose_l2svm_solver(op):
     """The algorithm of ``solver="auto"`` for the kernel operator ``op`` (math.md §2.13).
 
-    ``"exact"`` on at most :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points (the
+    ``"active_set"`` on at most :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points (the
     active-set method on the stored ``K̃``, math.md §2.15).  Otherwise ``"dcd"`` when
     ``K = XXᵀ`` comes with its features ``X`` (the linear kernel
     on explicit, dense or sparse features; low-rank features of another kernel):
@@ -186,7 +186,7 @@ def choose_l2svm_solver(op):
     MFW's columns serve many steps through the cache.
     """
     if op.n <= EXACT_MAX:
-        return "exact"
+        return "active_set"
     return "mfw" if op.features() is None else "dcd"
 
 
@@ -275,7 +275,7 @@ def solve_l2svm(
         Labels in {−1, +1}.
     C : float > 0
         Penalty ``C`` of ``C Σ ξ_i²``.
-    solver : {"auto", "mfw", "lsfw", "cvm", "exact", "dcd"}
+    solver : {"auto", "mfw", "lsfw", "cvm", "active_set", "dcd"}
         The algorithms of :func:`solve_simplex_qp`, or ``"dcd"``: passes of
         vertex-coordinate steps on explicit features (math.md §2.13;
         ``max_iter`` then counts passes, None is 1000, and ``check_every`` bounds

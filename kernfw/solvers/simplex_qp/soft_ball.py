@@ -294,7 +294,7 @@ def solve_soft_ball(
         Positive weights ``w_i`` of the points: ``R² + Σ_i w_i ξ_i / (νΣw)``, the caps
         ``u_i = w_i/(νΣw)`` (math.md §2.14; None: all 1).  Leave points of weight 0 out.
         The problem is soft when some cap is below 1 (``νn > 1`` unweighted).
-    solver : {"pairwise", "exact"}
+    solver : {"pairwise", "active_set"}
         Pairwise Frank-Wolfe, or the active-set method on the stored ``K`` (small
         problems, math.md §2.15; to the optimum whatever ``tol``).
 
@@ -306,8 +306,8 @@ def solve_soft_ball(
     """
     if not 0.0 < nu <= 1.0:
         raise ValueError(f"nu must lie in (0, 1], got {nu}")
-    if solver not in ("pairwise", "exact"):
-        raise ValueError(f"solver must be 'pairwise' or 'exact', got {solver!r}")
+    if solver not in ("pairwise", "active_set"):
+        raise ValueError(f"solver must be 'pairwise' or 'active_set', got {solver!r}")
     caps = soft_ball_caps(nu, Q.n, sample_weight)
     if (nu * Q.n <= 1.0) if caps is None else bool(np.all(caps >= 1.0)):
         raise ValueError(
@@ -316,7 +316,7 @@ def solve_soft_ball(
         )
     if max_iter is None:
         max_iter = max(100_000, 20 * Q.n)
-    if solver == "exact":
+    if solver == "active_set":
         iterate = ExactIterate(Q, Q.diag() if q is None else q, _full_caps(caps, nu, Q.n))
         check_every = 1
     else:
@@ -331,7 +331,7 @@ def solve_soft_ball(
         check_every=check_every,
         callback=callback,
         remedy="increase max_iter or tol",
-        name=f"{'active-set' if solver == 'exact' else 'pairwise Frank-Wolfe'} (soft ball)",
+        name=f"{'active-set' if solver == 'active_set' else 'pairwise Frank-Wolfe'} (soft ball)",
     )
     sol = result.solution
     if "radius2" not in sol:  # the exact solve: R² from the distances at its centre
