@@ -135,7 +135,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     if solver != "auto":
         return solver
     if isinstance(kernel, KernelOperator):
-        return choose_l2svm_solver(kernel)
+        return "active_set" if kernel.n <= EXACT_MAX else choose_l2svm_solver(kernel)
     try:
         if _num_samples(X) <= EXACT_MAX:
             return "active_set"
@@ -439,11 +439,6 @@ KernelOperator, default="rbf"
         """The ``(support, coef, b, result)`` of every binary problem, in parallel (joblib)
         or on the Dask cluster."""
         if self.backend == "dask":  # data-parallel MFW on the Dask cluster
-            if weights is not None:
-                raise ValueError(
-                    "sample_weight and class_weight run on the local backend only; use "
-                    "backend='local'"
-                )
             from ..distributed import fit_l2svm_problems
 
             return fit_l2svm_problems(
@@ -458,6 +453,7 @@ KernelOperator, default="rbf"
                 callback,
                 self.cache_size,
                 random_state=seed,
+                weights=weights,
             )
         jobs = (
             delayed(_fit_binary)(

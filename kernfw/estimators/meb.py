@@ -262,8 +262,9 @@ KernelOperator, default="rbf"
             diag = self._approx_op.exact_new_diag(X, features=op.X)
         weights = example_weights(sample_weight, op.n)
         kept = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
-        if kept is not None and self.backend == "dask":
-            raise ValueError("sample_weight with zeros runs on the local backend only")
+        present = None if kept is None else (weights > 0).astype(np.float64)
+        if self.backend == "dask":  # the shards leave the rows of weight 0 out themselves
+            kept = None
         sub = op if kept is None else op.subset(kept)
         q = diag if kept is None else diag[kept]
         w = None if weights is None else weights[weights > 0]
@@ -272,7 +273,7 @@ KernelOperator, default="rbf"
         solver = self._resolve_solver(soft, sub.n)
         callback = self._fw_callback(self.max_iter, X)
         try:
-            result = self._solve(X, sub, q, w if soft else None, soft, solver, callback)
+            result = self._solve(X, sub, q, w if soft else None, soft, solver, callback, present)
         finally:
             self._end_callbacks()
         self._store_result(result)
@@ -320,9 +321,10 @@ KernelOperator, default="rbf"
             raise ValueError("solver='active_set' runs locally only; use backend='local'")
         return solver
 
-    def _solve(self, X, op, q, weights, soft, solver, callback):
+    def _solve(self, X, op, q, weights, soft, solver, callback, present=None):
         """The :class:`~kernfw.fw.FWResult` of the soft ball (``weights``: its points'
-        positive weights, or None) or of the hard ball, locally or on the Dask cluster."""
+        positive weights, or None) or of the hard ball, locally or on the Dask cluster
+        (``present``: 1 for the rows of positive weight, 0 for the others, or None)."""
         if soft:
             return solve_soft_ball(
                 op,
@@ -346,6 +348,7 @@ KernelOperator, default="rbf"
                 callback,
                 self.cache_size,
                 solver_seed(self.random_state),
+                weights=present,
             )
         return solve_simplex_qp(
             op,

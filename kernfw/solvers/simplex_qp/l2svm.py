@@ -17,7 +17,6 @@ from ..._validation import check_positive
 from ...fw import run
 from ...operators.base import KernelOperator, as_index, check_block
 from .coordinate import CoordinateIterate
-from .exact import EXACT_MAX
 from .solve import SOLVERS, check_tol, solve_simplex_qp
 from .start import check_alpha0
 
@@ -175,9 +174,7 @@ class L2SVMKernel(KernelOperator):
 def choose_l2svm_solver(op):
     """The algorithm of ``solver="auto"`` for the kernel operator ``op`` (math.md §2.13).
 
-    ``"active_set"`` on at most :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points (the
-    active-set method on the stored ``K̃``, math.md §2.15).  Otherwise ``"dcd"`` when
-    ``K = XXᵀ`` comes with its features ``X`` (the linear kernel
+    ``"dcd"`` when ``K = XXᵀ`` comes with its features ``X`` (the linear kernel
     on explicit, dense or sparse features; low-rank features of another kernel):
     a vertex step then costs O(d), and a
     pass of ``n`` of them as much as one MFW iteration, while MFW takes about one
@@ -185,8 +182,6 @@ def choose_l2svm_solver(op):
     kernel evaluated column by column a coordinate step costs a kernel row, and
     MFW's columns serve many steps through the cache.
     """
-    if op.n <= EXACT_MAX:
-        return "active_set"
     return "mfw" if op.features() is None else "dcd"
 
 
