@@ -281,13 +281,10 @@ _NYSTROEM_LANDMARKS = "Nystroem landmarks are drawn from the rows given: weights
 def _expected_failures(estimator):
     failures = {}
     if isinstance(estimator, MinimumEnclosingBall) and estimator.approx == "nystroem":
-        for check in (
-            "check_sample_weight_equivalence_on_dense_data",
-            "check_sample_weight_equivalence_on_sparse_data",
-        ):
-            failures[check] = _NYSTROEM_LANDMARKS
-    # L2SVC solves the checks' small problems exactly on float64 features (math.md §2.15)
-    if _float32_map(estimator) and not isinstance(estimator, L2SVC):
+        failures["check_sample_weight_equivalence_on_sparse_data"] = _NYSTROEM_LANDMARKS
+    # L2SVC and the ball solve the checks' small problems exactly on float64 features
+    # (math.md §2.15)
+    if _float32_map(estimator) and not isinstance(estimator, (L2SVC, MinimumEnclosingBall)):
         failures["check_methods_sample_order_invariance"] = _FLOAT32_ORDER
         failures["check_methods_subset_invariance"] = _FLOAT32_ORDER
     return failures
