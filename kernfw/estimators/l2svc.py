@@ -30,7 +30,13 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
-from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
+from ._multiclass_decomposition import (
+    SCHEMES,
+    binary_problems,
+    calibration_scores,
+    combine_decisions,
+)
+from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
 
@@ -137,7 +143,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     return "dcd" if sp.issparse(X) or narrow else "mfw"
 
 
-def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
+def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, alpha0=None):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
     result = solve_l2svm(
         op,
@@ -146,6 +152,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
         solver=solver,
         tol=tol,
         max_iter=max_iter,
+        alpha0=alpha0,
         callback=callback,
         random_state=random_state,
     )
@@ -154,7 +161,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
 
 
 @with_kernel_parameters()
-class L2SVC(ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
+class L2SVC(ProbabilityMixin, ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """L2-SVM classifier (the core vector machine's formulation) trained by FW / MFW.
 
     Each binary problem ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` s.t.
@@ -241,6 +248,16 @@ KernelOperator, default="rbf"
         ``tol = 1e-4`` on; then both are certified to ``tol`` but their
         iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
+        :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
+        internal cross-validation folds (sharing the training kernel,
+        warm-started from the full model's dual; on the local backend) and fits a
+        map from their held-out decision values ``h/ρ`` to probabilities: Platt's
+        sigmoid ``σ(f/T)`` for two classes (Platt's smoothed targets, no
+        offset), temperature scaling ``softmax(s/T)`` of the one-vs-rest decisions
+        or of the class scores fitted to the pairwise decisions otherwise (math.md
+        §9).  ``random_state`` shuffles the folds.
 
     Attributes
     ----------
@@ -283,6 +300,8 @@ KernelOperator, default="rbf"
     kernel_approx_ : transformer or None
         The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
         ``PolynomialCountSketch``) when ``approx`` is set, else None.
+    calibration_ : kernfw.calibration.Calibration
+        The map from decision values to probabilities (only with ``probability=True``).
 
     See Also
     --------
@@ -312,6 +331,7 @@ KernelOperator, default="rbf"
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "backend": [StrOptions({"local", "dask"})],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -332,6 +352,7 @@ KernelOperator, default="rbf"
         verbose=0,
         random_state=None,
         backend="local",
+        probability=False,
     ):
         self.C = C
         self.kernel = kernel
@@ -349,6 +370,7 @@ KernelOperator, default="rbf"
         self.verbose = verbose
         self.random_state = random_state
         self.backend = backend
+        self.probability = probability
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
@@ -418,6 +440,7 @@ KernelOperator, default="rbf"
         self.solver_ = solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
+        self._fit_probability(op, y_enc)
         return self
 
     def _set_model(self, X, y_enc, indices, fits, op):
@@ -433,6 +456,44 @@ KernelOperator, default="rbf"
         self.n_support_ = np.bincount(y_enc[self.support_], minlength=self.classes_.size)
         self._store_result(results)
         self._set_predictor(X, op)
+
+    # -- probabilities -----------------------------------------------------------------------
+    def _heldout_scores(self, op, y_enc, train, val, state=None):
+        """Calibration scores on the points ``val`` of the binary problems fitted on
+        ``op.subset(train)``, each started from the full model's ``α`` on its points
+        (see :mod:`._probability`)."""
+        problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
+        coef = np.zeros((len(problems), op.n))
+        coef[:, self.support_] = self.dual_coef_
+        jobs = (
+            delayed(_fit_binary)(
+                op.subset(train[p.index]),
+                p.y,
+                self.C,
+                self.solver_,
+                self.tol,
+                self.max_iter,
+                None,
+                solver_seed(self.random_state),
+                _restricted_alpha(coef[q, train[p.index]]),
+            )
+            for q, p in enumerate(problems)
+        )
+        decision = np.zeros((val.size, len(problems)))
+        fits = Parallel(n_jobs=self.n_jobs)(jobs)
+        for q, (p, (sup, c, b, result)) in enumerate(zip(problems, fits)):
+            block = np.asarray(op.block(val, train[p.index[sup]]), dtype=np.float64)
+            decision[:, q] = (block @ c + b) / result.solution["rho"]
+        return calibration_scores(decision, problems, self.classes_.size, self.multi_class)
+
+    def _proba_scores(self, X):
+        """Calibration scores of new inputs: the decisions ``h_p/ρ_p`` of the binary
+        problems, combined by :func:`calibration_scores`."""
+        check_is_fitted(self)
+        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
+        return calibration_scores(
+            decision / self.rho_, self.problems_, self.classes_.size, self.multi_class
+        )
 
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):
@@ -480,3 +541,11 @@ KernelOperator, default="rbf"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         return self._kernel_tags(tags)
+
+
+def _restricted_alpha(alpha):
+    """A full model's ``α`` (or ``α ⊙ y``) on a subset of its points, rescaled onto the
+    unit simplex: a warm start of the subset's L2-SVM (None when it is all zero)."""
+    alpha = np.abs(alpha)
+    total = alpha.sum()
+    return alpha / total if total > 0 else None
