@@ -38,8 +38,6 @@ __all__ = [
     "BinaryProblem",
     "binary_problems",
     "combine_decisions",
-    "calibration_scores",
-    "pairwise_scores",
     "ovo_votes",
     "ddag_scores",
 ]
@@ -199,57 +197,3 @@ def combine_decisions(decision, problems, n_classes, scheme="ovo"):
     if scheme == "ddag":
         return ddag_scores(decision, classes, n_classes)
     return ovo_votes(decision, classes, n_classes)
-
-
-def pairwise_scores(decision, pairs, n_classes):
-    """Class scores whose differences best fit the pairwise decisions (math.md §9.3).
-
-    With ``d_p ≈ s_j − s_i`` for pair ``p = (i, j)``, the least-squares scores (summing to
-    0) are ``ŝ_k = (1/m) Σ_p (±d_p)``, the sum over the pairs of ``k`` with the sign that
-    favours ``k``.
-
-    Parameters
-    ----------
-    decision : ndarray of shape (n_samples, n_pairs)
-        ``d_p(x)`` of every pair machine (positive: the pair's second class).
-    pairs : sequence of (i, j)
-        The classes of each column (every pair ``i < j`` once).
-    n_classes : int
-        ``m``.
-
-    Returns
-    -------
-    ndarray of shape (n_samples, m)
-    """
-    scores = np.zeros((decision.shape[0], n_classes))
-    for k, (i, j) in enumerate(pairs):
-        scores[:, j] += decision[:, k]
-        scores[:, i] -= decision[:, k]
-    return scores / n_classes
-
-
-def calibration_scores(decision, problems, n_classes, scheme="ovo"):
-    """The scores a probability calibration reads (:mod:`kernfw.calibration`).
-
-    Parameters
-    ----------
-    decision : ndarray of shape (n_samples, n_problems)
-        Decision values of the binary problems, on the margin scale (1 at the margin).
-    problems : sequence of BinaryProblem or of class tuples
-    n_classes : int
-    scheme : {"ovo", "ovr", "ddag"}
-
-    Returns
-    -------
-    ndarray of shape (n_samples,) or (n_samples, m)
-        The decision of a binary model; the one-vs-rest decisions; the
-        :func:`pairwise_scores` of the one-vs-one machines ("ovo", "ddag").
-    """
-    _check_scheme(scheme)
-    decision = np.asarray(decision)
-    if n_classes == 2:
-        return decision[:, 0]
-    if scheme == "ovr":
-        return decision
-    classes = [p.classes if isinstance(p, BinaryProblem) else tuple(p) for p in problems]
-    return pairwise_scores(decision, classes, n_classes)

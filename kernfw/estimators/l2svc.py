@@ -30,12 +30,7 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
-from ._multiclass_decomposition import (
-    SCHEMES,
-    binary_problems,
-    calibration_scores,
-    combine_decisions,
-)
+from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
 from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
@@ -253,11 +248,13 @@ KernelOperator, default="rbf"
         :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
         internal cross-validation folds (sharing the training kernel,
         warm-started from the full model's dual; on the local backend) and fits a
-        map from their held-out decision values ``h/ρ`` to probabilities: Platt's
-        sigmoid ``σ(f/T)`` for two classes (Platt's smoothed targets, no
-        offset), temperature scaling ``softmax(s/T)`` of the one-vs-rest decisions
-        or of the class scores fitted to the pairwise decisions otherwise (math.md
-        §9).  ``random_state`` shuffles the folds.
+        map from their held-out decision values (divided by the mean margin ``ρ``)
+        to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
+        smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
+        scores of :meth:`decision_function` otherwise (one-vs-rest decisions,
+        one-vs-one votes with confidences, DDAG ranks); both keep the order of the
+        scores, so the most probable class is the predicted one (math.md §9).
+        ``random_state`` shuffles the folds.
 
     Attributes
     ----------
@@ -461,38 +458,40 @@ KernelOperator, default="rbf"
     def _heldout_scores(self, op, y_enc, train, val, state=None):
         """Calibration scores on the points ``val`` of the binary problems fitted on
         ``op.subset(train)``, each started from the full model's ``α`` on its points
-        (see :mod:`._probability`)."""
+        (see :mod:`._probability`).  A problem left with one class (tiny data) decides for
+        that class everywhere."""
         problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
         coef = np.zeros((len(problems), op.n))
         coef[:, self.support_] = self.dual_coef_
+        solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
         jobs = (
             delayed(_fit_binary)(
-                op.subset(train[p.index]),
-                p.y,
+                op.subset(train[problems[q].index]),
+                problems[q].y,
                 self.C,
                 self.solver_,
                 self.tol,
                 self.max_iter,
                 None,
                 solver_seed(self.random_state),
-                _restricted_alpha(coef[q, train[p.index]]),
+                _restricted_alpha(coef[q, train[problems[q].index]]),
             )
-            for q, p in enumerate(problems)
+            for q in solved
         )
-        decision = np.zeros((val.size, len(problems)))
-        fits = Parallel(n_jobs=self.n_jobs)(jobs)
-        for q, (p, (sup, c, b, result)) in enumerate(zip(problems, fits)):
-            block = np.asarray(op.block(val, train[p.index[sup]]), dtype=np.float64)
-            decision[:, q] = (block @ c + b) / result.solution["rho"]
-        return calibration_scores(decision, problems, self.classes_.size, self.multi_class)
+        decision = np.tile([np.sign(p.y.sum()) for p in problems], (val.size, 1))
+        rho = np.ones(len(problems))
+        for q, (sup, c, b, result) in zip(solved, Parallel(n_jobs=self.n_jobs)(jobs)):
+            block = np.asarray(op.block(val, train[problems[q].index[sup]]), dtype=np.float64)
+            decision[:, q] = block @ c + b
+            rho[q] = result.solution["rho"]
+        return _calibration_scores(decision, rho, problems, self.classes_.size, self.multi_class)
 
     def _proba_scores(self, X):
-        """Calibration scores of new inputs: the decisions ``h_p/ρ_p`` of the binary
-        problems, combined by :func:`calibration_scores`."""
+        """Calibration scores of new inputs (:func:`_calibration_scores`)."""
         check_is_fitted(self)
         decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
-        return calibration_scores(
-            decision / self.rho_, self.problems_, self.classes_.size, self.multi_class
+        return _calibration_scores(
+            decision, self.rho_, self.problems_, self.classes_.size, self.multi_class
         )
 
     # -- prediction ------------------------------------------------------------------------
@@ -541,6 +540,13 @@ KernelOperator, default="rbf"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         return self._kernel_tags(tags)
+
+
+def _calibration_scores(decision, rho, problems, n_classes, scheme):
+    """The scores of :func:`combine_decisions` (whose argmax is ``predict``) of the binary
+    decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
+    different points (the folds, the full model) on one scale (math.md §9.4)."""
+    return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)
 
 
 def _restricted_alpha(alpha):

@@ -1062,7 +1062,6 @@ _INDEFINITE_GRAM = dict.fromkeys(
         MultiClassSVM(kernel="linear", solver="bcfw", max_iter=50, tol=1e-2),
         MultiClassSVM(kernel="precomputed", max_iter=200, tol=1e-2),
         MultiClassSVM(max_iter=200, tol=1e-2, probability=True, random_state=0),
-        MultiClassSVM(kernel="precomputed", max_iter=200, tol=1e-2, probability=True),
     ],
     expected_failed_checks=lambda est: _INDEFINITE_GRAM if est.kernel == "precomputed" else {},
 )
