@@ -232,6 +232,7 @@ KernelOperator, default="rbf"
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6), or of the start ``e_a`` of "dcd" and the order of its
         passes; None starts at point 0 (and "dcd" orders its passes by ``default_rng(0)``).
+        Also shuffles the calibration folds of ``probability=True``.
     backend : {"local", "dask"}, default="local"
         Where the solver runs: "local" (this process) or "dask".  With "dask",
         data-parallel MFW on the current Dask cluster (the default
