@@ -11,13 +11,11 @@ own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM'
 diagonal term ``1/C`` is left to the step, which adds it in float64.
 """
 
-import math
-
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ._exp32_numba import exp_in_place
+from ._exp_numba import exp_in_place
 from .base import SOURCE_GRAM, SOURCE_RBF, SOURCE_RBF32
 
 __all__ = [
@@ -27,12 +25,6 @@ __all__ = [
     "SOURCE_GRAM",
     "SOURCE_RBF32",
 ]
-
-
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01  # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
-_LN2_LO = 1.90821492927058770002e-10
-_EXP_MIN = -708.0  # below: e^x < 3.4e-308, returned as 0
 
 
 #: points per block of the RBF column (the block of inner products stays in L1)
@@ -45,10 +37,8 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
 
     ``XT`` holds the features transposed (d × n), so the inner products of a block
     of points accumulate over the d features in vectorized passes over the block.
-    ``e^x`` is computed as ``2^m p(r)`` (``x = m ln2 + r``, ``|r| ≤ ln2/2``, ``p``
-    the degree-13 Taylor polynomial: relative error about 1 ulp against
-    ``numpy.exp``), branch-free so that it vectorizes; ``scratch`` (float64, n)
-    receives the powers ``2^m``.  The only fast-math flag is FMA contraction
+    ``e^x`` by :func:`~kernfw.operators._exp_numba.exp_in_place` (about 1 ulp against
+    ``numpy.exp``); ``scratch`` (float64, n) receives the powers ``2^m``.  The only fast-math flag is FMA contraction
     (rounding-level differences from a separate multiply and add)."""
     d, n = XT.shape
     xj = XT[:, j].copy()
@@ -68,32 +58,10 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
             for k in range(size):
                 o[k] += row[k] * c
         s2 = sq[start:stop]
-        b2 = bits[start:stop]
-        p2 = scratch[start:stop]
         for k in range(size):
             # the operator's order: −2 x_kᵀx_j + ‖x_j‖² + ‖x_k‖², clipped at 0, times −γ
-            x = max(o[k] * -2.0 + sqj + s2[k], 0.0) * -gamma
-            xc = max(x, _EXP_MIN)
-            m = math.floor(xc * _LOG2E + 0.5)
-            r = (xc - m * _LN2_HI) - m * _LN2_LO
-            p = 1.0 / 6227020800.0
-            p = p * r + 1.0 / 479001600.0
-            p = p * r + 1.0 / 39916800.0
-            p = p * r + 1.0 / 3628800.0
-            p = p * r + 1.0 / 362880.0
-            p = p * r + 1.0 / 40320.0
-            p = p * r + 1.0 / 5040.0
-            p = p * r + 1.0 / 720.0
-            p = p * r + 1.0 / 120.0
-            p = p * r + 1.0 / 24.0
-            p = p * r + 1.0 / 6.0
-            p = p * r + 0.5
-            p = p * r + 1.0
-            p = p * r + 1.0
-            o[k] = p if x >= _EXP_MIN else 0.0
-            b2[k] = (np.int64(m) + 1023) << 52
-        for k in range(size):
-            o[k] *= p2[k]
+            o[k] = max(o[k] * -2.0 + sqj + s2[k], 0.0) * -gamma
+        exp_in_place(o, bits[start:stop])
 
 
 #: points per block of the float32 RBF column (16 kB of values: still in L1, and fewer
@@ -109,7 +77,7 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
     The squared distance is summed from differences (no cancellation of
     ``‖x_k‖² + ‖x_j‖² − 2x_kᵀx_j``), so the only errors are float32 roundings:
     about 1e-7 relative on ``d²`` and on the value (``e^x`` by
-    :func:`~kernfw.operators._exp32_numba.exp_in_place`, float32 precision);
+    :func:`~kernfw.operators._exp_numba.exp_in_place`, float32 precision);
     ``scratch`` (any array of at least ``4n`` bytes) receives the powers ``2^m``.
     Half the memory traffic of the float64 column: the compiled step uses it when the
     operator keeps its kernel values in float32."""
