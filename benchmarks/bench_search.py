@@ -5,7 +5,7 @@
     python benchmarks/bench_search.py --data multi8k       # make_classification, 10 classes, n = 8,000
     python benchmarks/bench_search.py --data digits --no-cold   # skip GridSearchCV(L2SVC())
 
-Each data set is split 80/20 (stratified, seed 0); on the 80 % every search runs
+Each data set is split 80/20 (stratified, random_state=0); on the 80 % every search runs
 ``cv=5`` with ``n_jobs=2`` over ``C ∈ logspace(-1, 2, 6)`` and
 ``gamma ∈ γ_s · logspace(-1, 1, 6)``, where ``γ_s = 1/(d·Var X)`` is the "scale" value:
 
