@@ -332,7 +332,7 @@ def inner_solves(replays=30):
     while the solver returns the same iterates)."""
     from sklearn.datasets import load_wine
 
-    from kernfw.solvers.mkl import _inner_l2svm_numba
+    from kernfw.solvers.simplex_qp import _numba as _inner_l2svm_numba
 
     solve = _inner_l2svm_numba.solve_problems
     lines = []

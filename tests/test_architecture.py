@@ -41,7 +41,7 @@ LAYERS = [
     ("kernfw.distributed",),
     ("kernfw.estimators",),
     ("kernfw.reference", "kernfw.sweeps", "kernfw.plotting", "kernfw.approximation"),
-    ("kernfw.evaluation",),
+    ("kernfw.evaluation", "kernfw.model_selection"),
     ("kernfw.cli",),
     ("kernfw.__main__",),
 ]
@@ -86,7 +86,6 @@ MULTICLASS = ["_lmo", "_block_qp", "problem", "_numba", "iterate", "pg", "solve"
 #: weight iterate, CSKL, the baselines)
 MKL = [
     "_online_numba",
-    "_inner_l2svm_numba",
     "prox",
     "crf",
     "kernel_groups",

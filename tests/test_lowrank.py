@@ -451,11 +451,11 @@ def test_a_multikernel_of_feature_blocks_is_explicit_features(data):
     X, _, _ = data
     mk = make_operator(X, ["rbf", "poly", "rbf"], approx="nystroem", n_components=6)
     weighted = mk.with_weights([0.25, 0.0, 4.0])
-    view = weighted.compiled_view()
-    assert view.kind == "features" and view.matrix.shape == (N, 12)
-    np.testing.assert_allclose(view.matrix @ view.matrix.T, weighted.dense(), atol=1e-10)
+    F = weighted.features()
+    assert F.shape == (N, 12)
+    np.testing.assert_allclose(F @ F.T, weighted.dense(), atol=1e-10)
     exact = make_operator(X, ["rbf", "linear"])
-    assert exact.compiled_view() is None  # a Gram among the kernels: no features
+    assert exact.features() is None  # a Gram among the kernels: no features
 
 
 @pytest.mark.cvxpy

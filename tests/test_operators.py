@@ -909,23 +909,22 @@ def test_repr(data):
 # -- arrays for compiled kernels and sweeps (the protocol's tree methods) -----------------------
 
 
-def test_compiled_view_of_each_backend():
+def test_the_arrays_of_each_backend():
     from kernfw.operators import KernelFunction, MultiKernel, normalize
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 4))
-    view = Features(X).compiled_view()
-    assert view.kind == "features" and view.matrix.flags.c_contiguous
-    np.testing.assert_array_equal(view.matrix, X)
+    F = Features(X).features()
+    assert F.flags.c_contiguous
+    np.testing.assert_array_equal(F, X)
     Xs = sp.csr_matrix((np.ones(3), ([0, 0, 1], [2, 2, 0])), shape=(2, 3))  # a duplicate
-    view = Features(Xs).compiled_view()
-    assert view.matrix.has_canonical_format and view.matrix.nnz == 2
-    assert view.matrix[0, 2] == 2.0
+    F = Features(Xs).features()
+    assert F.has_canonical_format and F.nnz == 2
+    assert F[0, 2] == 2.0
     K = X @ X.T
-    view = Gram(K).compiled_view()
-    assert view.kind == "gram" and view.matrix is K
+    assert Gram(K).features() is None and Gram(K).stored_gram() is K
     for op in (KernelFunction(X, "rbf"), MultiKernel([Gram(K)]), normalize(Gram(K), "trace")):
-        assert op.compiled_view() is None
+        assert op.features() is None
     # the questions: who answers what (their values: test_backends_answer_the_questions...)
     assert Gram(K).stored_gram() is K and Features(X).features() is X
     assert Features(X).product_form().features is X and Features(Xs).product_form() is None
@@ -1005,7 +1004,7 @@ def test_column_source_of_on_the_fly_rbf_and_the_l2svm_kernel():
         np.testing.assert_allclose(sq, np.einsum("ij,ij->i", Z, Z), rtol=1e-15)
         D = np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0)
         np.testing.assert_allclose(np.exp(-g * D), op.dense(), rtol=1e-13, atol=1e-15)
-        assert op.compiled_view() is None  # code that only knows features / gram
+        assert op.features() is None and op.stored_gram() is None
         assert source.labels is None and source.inv_c == 0.0
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
     lv = L2SVMKernel(op, y, 3.0).column_source()

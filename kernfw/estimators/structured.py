@@ -9,7 +9,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._tags import ClassifierTags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..losses import MaxHinge, StructuredHinge
 from ..operators import Features
@@ -36,6 +39,54 @@ _STEP_RULES = {
 }
 
 
+def _is_multiclass(model):
+    """Whether ``model`` makes a :class:`StructuredSVM` a classifier (None or ``MultiClass``)."""
+    return model is None or isinstance(model, MultiClass)
+
+
+def multiclass_model(model, classes):
+    """The ``MultiClass`` model of the labels ``classes`` (sorted, ``k ≥ 2`` of them).
+
+    Without a model it is ``MultiClass(k)`` with the 0/1 cost.  A given
+    ``MultiClass(m, cost)`` whose labels are its class indices (integers in
+    ``0 … m−1``) keeps the cost of the classes seen, ``Δ[classes][:, classes]``; other
+    labels (strings, …) are its classes in sorted order, which a 0/1 cost allows in any
+    number and a cost matrix only ``m`` of.
+
+    Parameters
+    ----------
+    model : MultiClass or None
+    classes : ndarray of shape (k,)
+        The sorted labels of the training set.
+
+    Returns
+    -------
+    MultiClass
+        A new model of ``k`` classes; class ``j`` is ``classes[j]``.
+    """
+    k = classes.size
+    if k < 2:
+        raise ValueError(f"StructuredSVM needs at least 2 classes; got {k} class ({classes[0]!r})")
+    if model is None:
+        return MultiClass(k)
+    zero_one = np.array_equal(model.cost, 1.0 - np.eye(model.n_classes))
+    indices = np.issubdtype(classes.dtype, np.number) and np.all(
+        (np.mod(classes, 1) == 0) & (classes >= 0) & (classes < model.n_classes)
+    )
+    if indices:
+        seen = classes.astype(np.intp)
+        return MultiClass(k, cost=model.cost[np.ix_(seen, seen)])
+    if zero_one:
+        return MultiClass(k)
+    if k != model.n_classes:
+        raise ValueError(
+            f"the labels are not class indices 0..{model.n_classes - 1} of the model's cost "
+            f"matrix, so they are its classes in sorted order: expected {model.n_classes} "
+            f"classes, got {k}"
+        )
+    return MultiClass(k, cost=model.cost)
+
+
 class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     """Structural SVM trained by (block-coordinate) Frank-Wolfe on the dual.
 
@@ -50,8 +101,15 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     Parameters
     ----------
-    model : StructuredModel
-        Joint feature map, task loss and decoding oracles (copied at fit).
+    model : StructuredModel or None, default=None
+        Joint feature map, task loss and decoding oracles (copied at fit).  None, or
+        a :class:`~kernfw.structured.MultiClass` model, makes the estimator a
+        classifier to scikit-learn (``is_classifier``; stratified folds in
+        ``cross_val_score`` and ``GridSearchCV``): ``y`` holds labels of any kind,
+        ``classes_`` their sorted values, and the model is built from them
+        (:func:`multiclass_model`: ``MultiClass(len(classes_))`` with the 0/1 cost
+        for None; a given ``MultiClass`` contributes its cost matrix).  Other models
+        (``Chain``, ``Matching``, your own) take ``y`` in their format.
     C : float, default=1.0
         Inverse regularization ``C > 0``: ``λ = 1/(C·n)`` (``n`` training
         examples) unless ``lam`` is given.
@@ -116,7 +174,11 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     model_ : StructuredModel
-        The initialized copy of ``model``.
+        The initialized copy of ``model`` (for a classifier: the ``MultiClass``
+        model of ``classes_``).
+    classes_ : ndarray of shape (m,)
+        The sorted labels seen in ``fit`` (classifiers only); class ``j`` of
+        ``model_`` is ``classes_[j]``.
     lam_ : float
         The ``λ`` used (``lam``, or ``1/(C·n)``).
     n_features_in_ : int
@@ -124,7 +186,8 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         (``Chain``); absent for models without a feature count.
     coef_ : ndarray (D,)
         The weights ``w`` in the model's joint-feature layout (for
-        ``MultiClass``: ``vec(W)``, ``W`` of shape (m, d)).
+        ``MultiClass``: ``vec(W)``, ``W`` of shape (m, d), row ``j`` scoring
+        ``classes_[j]``).
     primal_objective_ : float
         ``P(coef_)``.
     dual_objective_ : float
@@ -159,7 +222,12 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     Examples
     --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.model_selection import cross_val_score
     >>> from kernfw import StructuredSVM
+    >>> X, y = load_iris(return_X_y=True)  # sorted labels: stratified folds
+    >>> bool(cross_val_score(StructuredSVM(), X, y).mean() > 0.9)
+    True
     >>> from kernfw.datasets import make_chains
     >>> from kernfw.structured import Chain
     >>> X, Y = make_chains(30, n_states=3, random_state=0)
@@ -169,7 +237,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "model": [HasMethods(["joint_feature", "loss", "loss_augmented_decode", "decode"])],
+        "model": [HasMethods(["joint_feature", "loss", "loss_augmented_decode", "decode"]), None],
         "C": [Interval(Real, 0, None, closed="neither")],
         "lam": [Interval(Real, 0, None, closed="neither"), None],
         "solver": [StrOptions({"auto", *_STEP_RULES, "pairwise", "cutting_plane", "ssg"})],
@@ -184,7 +252,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     def __init__(
         self,
-        model,
+        model=None,
         C=1.0,
         lam=None,
         solver="auto",
@@ -211,8 +279,14 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
-        tags.input_tags.sparse = isinstance(self.model, MultiClass)
+        if _is_multiclass(self.model):
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+            tags.input_tags.sparse = True
         return tags
+
+    def _is_classifier(self):
+        return _is_multiclass(self.model)
 
     def _check_sparse(self, X):
         if sp.issparse(X) and not getattr(self.model, "accepts_sparse", False):
@@ -239,14 +313,20 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         self
             The fitted estimator.
         """
-        Y = y
-        self._check_sparse(X)
         if y is None:
             raise ValueError(
                 "StructuredSVM requires y to be passed, but the target y is None "
                 "(Y holds the outputs in the model's format)"
             )
-        model = copy.deepcopy(self.model).initialize(X, Y)
+        if self._is_classifier():
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+            check_classification_targets(y)
+            self.classes_, Y = np.unique(y, return_inverse=True)
+            model = multiclass_model(self.model, self.classes_).initialize(X, Y)
+        else:
+            self._check_sparse(X)
+            Y = y
+            model = copy.deepcopy(self.model).initialize(X, Y)
         self.lam_ = resolve_lam(self.C, self.lam, len(Y))
         solver = self.solver
         if solver == "auto":
@@ -301,6 +381,8 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         self.model_ = model
         if getattr(model, "n_features", None) is not None:
             self.n_features_in_ = int(model.n_features)
+        if not self._is_classifier():
+            self.__dict__.pop("classes_", None)
         self.coef_ = np.asarray(result["w"], dtype=float)
         self._store_result(result)
         self.solver_ = solver
@@ -355,8 +437,36 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             The decoded outputs (an int array for ``MultiClass``).
         """
         check_is_fitted(self)
+        if self._is_classifier():
+            return self.classes_[np.argmax(self._scores(X), axis=1)]
         self._check_sparse(X)
         return self.model_.batch_decode(self.model_.prepare(X), self.coef_)
+
+    @available_if(_is_classifier)
+    def decision_function(self, X):
+        """Class scores ``W x`` of a classifier, shape (n_samples, m) (columns follow
+        ``classes_``); with two classes scikit-learn's binary convention, the 1-D
+        ``s_1(x) − s_0(x)`` (positive means ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, d)
+            Inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, m) or (n_samples,)
+            The scores ``⟨coef_, φ(x, j)⟩``.
+        """
+        S = self._scores(X)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def _scores(self, X):
+        """All ``m`` class scores ``X Wᵀ`` of a classifier, shape (n_samples, m)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        W = self.coef_.reshape(self.classes_.size, -1)  # (m, d)
+        return np.asarray(X @ W.T)
 
     def task_loss(self, X, y):
         """Mean task loss ``(1/n) Σ_i L(y_i, ŷ_i)`` of the predictions (lower is better).
@@ -372,7 +482,20 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             The mean loss.
         """
         Y_pred = self.predict(X)
+        if self._is_classifier():
+            return self._label_loss(np.asarray(y), Y_pred)
         return float(np.mean(self.model_.batch_loss(self.model_.prepare_outputs(y), Y_pred)))
+
+    def _label_loss(self, y, y_pred):
+        """Mean cost ``Δ[y_i, ŷ_i]`` of predicted labels (a label unseen in ``fit`` costs
+        what it costs under the 0/1 cost, 1; with a cost matrix it is an error)."""
+        cost = self.model_.cost
+        if np.array_equal(cost, 1.0 - np.eye(self.classes_.size)):
+            return float(np.mean(y != y_pred))
+        true = np.searchsorted(self.classes_, y).clip(0, self.classes_.size - 1)
+        if not np.array_equal(self.classes_[true], y):
+            raise ValueError("y has labels not seen in fit, which the cost matrix does not cost")
+        return float(np.mean(cost[true, np.searchsorted(self.classes_, y_pred)]))
 
     def score(self, X, y):
         """``1 − task_loss(X, Y)``: higher is better (scikit-learn's convention).
@@ -406,4 +529,6 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             ``λ/2‖w‖² + (1/n) Σ_i H_i(w)``.
         """
         check_is_fitted(self)
+        if self._is_classifier():
+            y = np.searchsorted(self.classes_, np.asarray(y))
         return StructuredProblem(self.model_, X, y, self.lam_).primal(self.coef_)

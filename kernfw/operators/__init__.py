@@ -1,6 +1,6 @@
 """Kernel operators: the one interface every solver talks to."""
 
-from .base import ArraySlot, CompiledView, KernelOperator
+from .base import ArraySlot, KernelOperator
 from .combination import KernelStack, MultiKernel
 from .features import Features
 from .function import KernelFunction
@@ -11,7 +11,6 @@ from .pairwise import PairwiseKernel
 
 __all__ = [
     "KernelOperator",
-    "CompiledView",
     "ArraySlot",
     "Gram",
     "Features",

@@ -14,7 +14,6 @@ import numpy as np
 
 __all__ = [
     "KernelOperator",
-    "CompiledView",
     "ColumnSource",
     "ProductForm",
     "ArraySlot",
@@ -25,30 +24,6 @@ __all__ = [
 #: the kernels a :class:`ColumnSource` computes columns of: RBF on float64 features, a
 #: stored Gram, RBF on float32 features (:mod:`kernfw.operators._columns_numba`)
 SOURCE_RBF, SOURCE_GRAM, SOURCE_RBF32 = 1, 2, 3
-
-
-class CompiledView(NamedTuple):
-    """The arrays behind an operator, for code that works on arrays (compiled kernels).
-
-    Attributes
-    ----------
-    kind : {"features", "gram"}
-        "features": ``K = X Xᵀ`` with ``matrix`` the features ``X`` (n × d), a
-        C-contiguous ndarray or a CSR matrix in canonical format (sorted
-        indices, no duplicates); "gram": ``matrix`` is ``K`` itself (n × n),
-        a dense ndarray (plain, not a memory-map subclass).
-    matrix : ndarray or scipy.sparse.csr_matrix
-        See ``kind``.
-    params : dict or None
-        For "gram" None or
-        ``{"symmetric": bool}`` (True: ``K`` is symmetric bit for bit by
-        construction, so its rows are its columns; False: not known); None for
-        "features".
-    """
-
-    kind: str
-    matrix: object
-    params: object = None
 
 
 class ColumnSource(NamedTuple):
@@ -273,15 +248,6 @@ class KernelOperator(ABC):
         return None
 
     # -- arrays and operator trees (compiled backends, sweeps) --------------------------
-    def compiled_view(self):
-        """The operator's arrays as a :class:`CompiledView`, or None.
-
-        Solvers with compiled backends ask for it instead of testing the
-        operator's class: a backend that returns None is served through the
-        protocol methods (``columns``, ``matmat``).  The default is None.
-        """
-        return None
-
     def column_source(self):
         """The :class:`ColumnSource` from which compiled code computes columns ``K[:, j]``
         itself, or None.  The default serves a stored Gram (:meth:`stored_gram`, float32

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from .._threads import thread_limit
 from . import _combination_numba
-from .base import CompiledView, KernelOperator, as_index, check_block
+from .base import KernelOperator, as_index, check_block
 
 __all__ = ["MultiKernel", "KernelStack"]
 
@@ -75,14 +75,6 @@ class MultiKernel(KernelOperator):
     def _active(self):
         return [(w, op) for w, op in zip(self.weights, self.operators) if w != 0]
 
-    def compiled_view(self):
-        """``CompiledView("features", features())`` (:meth:`features`, built once), else
-        None."""
-        if not hasattr(self, "_features_view"):
-            X = self._weighted_features()
-            self._features_view = None if X is None else CompiledView("features", X)
-        return self._features_view
-
     def features(self):
         """``[√w_1 X_1, …, √w_p X_p]`` when every kernel with a positive weight is explicit
         features ``K_j = X_j X_jᵀ`` (so ``K_w = X_w X_wᵀ`` with the weighted blocks side
@@ -93,8 +85,9 @@ class MultiKernel(KernelOperator):
         explicit features (coordinate passes, BCFW with primal weights) run on a
         combination of feature blocks, such as approximated kernels.
         """
-        view = self.compiled_view()
-        return None if view is None else view.matrix
+        if not hasattr(self, "_features"):
+            self._features = self._weighted_features()
+        return self._features
 
     def _weighted_features(self):
         views = [(w, op.features()) for w, op in self._active()]
@@ -131,14 +124,14 @@ class MultiKernel(KernelOperator):
 
     def map_operators(self, fn):
         out = copy.copy(self)
-        out.__dict__.pop("_features_view", None)  # the copy's view comes from its children
+        out.__dict__.pop("_features", None)  # the copy's features come from its children
         out.__dict__.pop("stack", None)  # (so does its stack)
         out.operators = [fn(op) for op in self.operators]
         return out
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_features_view", None)  # a cache, rebuilt on demand
+        state.pop("_features", None)  # a cache, rebuilt on demand
         state.pop("stack", None)  # the operators' arrays, pickled with them
         return state
 

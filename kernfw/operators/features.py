@@ -5,7 +5,7 @@ import scipy.sparse as sp
 
 from .._validation import check_features, check_new_features
 from ._products_numba import LINEAR
-from .base import CompiledView, KernelOperator, ProductForm, as_index, check_block
+from .base import KernelOperator, ProductForm, as_index, check_block
 from .pairwise import _sq_norms
 from .products import matmul, tmatmul
 
@@ -63,10 +63,6 @@ class Features(KernelOperator):
                 X.sum_duplicates()  # one entry per (i, feature), sorted
             return X
         return np.ascontiguousarray(X)
-
-    def compiled_view(self):
-        """``CompiledView("features", X)`` (:meth:`features`)."""
-        return CompiledView("features", self.features())
 
     def product_form(self):
         """The linear kernel of dense ``X`` (None for sparse ``X``)."""

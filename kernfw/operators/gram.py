@@ -7,7 +7,7 @@ import numpy as np
 from .._threads import thread_limit
 from .._validation import check_new_features
 from . import _gram_numba
-from .base import ArraySlot, CompiledView, KernelOperator, as_index, check_block
+from .base import ArraySlot, KernelOperator, as_index, check_block
 from .function import KernelFunction
 from .gram_check import check_gram
 from .pairwise import PairwiseKernel
@@ -145,12 +145,6 @@ class Gram(KernelOperator):
     def dense_factors(self):
         """``(K, 1.0, symmetric)``: the matrix itself and whether it is symmetric bit for bit."""
         return self.K, 1.0, self.symmetric
-
-    def compiled_view(self):
-        """``CompiledView("gram", K, {"symmetric": symmetric})`` (None while ``K`` is
-        detached)."""
-        K = self.stored_gram()
-        return None if K is None else CompiledView("gram", K, {"symmetric": self.symmetric})
 
     def stored_gram(self, by_columns=False):
         """``K`` (a plain ndarray; None while detached); ``by_columns``: ``K`` when it is

@@ -10,6 +10,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import ClassifierMixin, clone, is_classifier
 from sklearn.metrics import check_scoring
+from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples
 from threadpoolctl import threadpool_limits
@@ -56,9 +57,19 @@ def _fold_data(X, y, split, precomputed):
     if split is None:
         return X, y, None, None
     train, val = split
+    y_train, y_val = _safe_indexing(y, train), _safe_indexing(y, val)
     if precomputed:
-        return X[np.ix_(train, train)], y[train], X[np.ix_(val, train)], y[val]
-    return X[train], y[train], X[val], y[val]
+        return X[np.ix_(train, train)], y_train, X[np.ix_(val, train)], y_val
+    return _safe_indexing(X, train), y_train, _safe_indexing(X, val), y_val
+
+
+def _targets(y):
+    """``y`` as an array, or as the list it is when its outputs are sequences of different
+    lengths (a structured model's: label sequences of chains)."""
+    try:
+        return np.asarray(y)
+    except ValueError:  # an inhomogeneous shape
+        return list(y)
 
 
 def row_key(position, fold):
@@ -325,7 +336,7 @@ def sweep(
     values = check_values(values)
     if not isinstance(verbose, Integral) or verbose < 0:
         raise ValueError(f"verbose must be a nonnegative integer, got {verbose!r}")
-    y = np.asarray(y)
+    y = _targets(y)
     folds = splits(estimator, X, y, cv)
     warm = bool(warm_start) and "warm_start" in params
     kernel = params.get("kernel")

@@ -1,4 +1,4 @@
-"""The compiled pairwise FW of the MKL inner L2-SVM (``_inner_l2svm_numba``): the optimum
+"""The compiled pairwise FW of the MKL inner L2-SVM (``simplex_qp._numba.solve_problems``): the optimum
 against cvxpy, its vertices (LPs) and line search (a 1-D maximization), the optimum of the
 operator path (``solve_l2svm``, away-step FW), its certificate, warm starts, and its
 refusals (an indefinite kernel, the iteration budget)."""
@@ -80,7 +80,7 @@ def test_pairwise_vertices_are_the_lp_solutions():
     """The FW vertex maximizes ``⟨∇f, s⟩`` over the simplex, the away vertex minimizes it
     over the face of the support: both LPs solved by cvxpy."""
     cp = pytest.importorskip("cvxpy")
-    lib = pytest.importorskip("kernfw.solvers.mkl._inner_l2svm_numba")
+    lib = pytest.importorskip("kernfw.solvers.simplex_qp._numba")
     K, svm = _problem(n=30, seed=4)
     rng = np.random.default_rng(4)
     y = svm.codes[0]
@@ -104,7 +104,7 @@ def test_pairwise_step_is_the_exact_line_search():
     (a bounded 1-D maximization), and updates ``v = Qα`` and ``αᵀQα``."""
     from scipy.optimize import minimize_scalar
 
-    lib = pytest.importorskip("kernfw.solvers.mkl._inner_l2svm_numba")
+    lib = pytest.importorskip("kernfw.solvers.simplex_qp._numba")
     K, svm = _problem(n=30, seed=5)
     rng = np.random.default_rng(5)
     for trial in range(6):
@@ -150,7 +150,7 @@ def test_problems_split_over_threads_give_the_same_numbers(monkeypatch):
 def test_a_warm_start_at_the_optimum_takes_no_step():
     K, svm = _problem(tol=1e-8)
     first = svm.solve(_op(K))
-    lib = pytest.importorskip("kernfw.solvers.mkl._inner_l2svm_numba")
+    lib = pytest.importorskip("kernfw.solvers.simplex_qp._numba")
     A = np.array(first.state)
     _, _, n_iter, status, _ = lib.solve_problems(K, svm.codes, 1.0 / svm.C, A, 1e-8, 1000)
     assert np.all(n_iter == 0) and np.all(status == lib.STATUS_CONVERGED)

@@ -232,12 +232,12 @@ def test_a_combination_of_feature_blocks_is_explicit_features():
     mk = MultiKernel(
         [Features(X1), Features(X2), Features(rng.normal(size=(50, 2)))], [0.3, 2.0, 0.0]
     )
-    view = mk.compiled_view()
-    assert view.kind == "features" and view.matrix.shape == (50, 7)  # zero weight: no block
-    np.testing.assert_allclose(view.matrix @ view.matrix.T, mk.dense(), rtol=1e-5, atol=1e-5)
-    assert mk.compiled_view() is view  # built once per operator
-    assert "_features_view" not in pickle.loads(pickle.dumps(mk)).__dict__
-    assert MultiKernel([Features(X1), Gram(X1 @ X1.T)]).compiled_view() is None
+    F = mk.features()
+    assert F.shape == (50, 7)  # zero weight: no block
+    np.testing.assert_allclose(F @ F.T, mk.dense(), rtol=1e-5, atol=1e-5)
+    assert mk.features() is F  # built once per operator
+    assert "_features" not in pickle.loads(pickle.dumps(mk)).__dict__
+    assert MultiKernel([Features(X1), Gram(X1 @ X1.T)]).features() is None
     assert choose_l2svm_solver(mk) == "dcd"
     dcd = solve_l2svm(mk, y, 1.0, solver="auto", tol=1e-9)
     mfw = solve_l2svm(mk, y, 1.0, solver="mfw", tol=1e-9)

@@ -903,11 +903,12 @@ def _matchings():
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 
-# A MultiClass model with 4 classes covers the labels the checks draw (0..3); the checks
-# need 2-D X, so a Chain model cannot run them (its inputs are lists of sequences).
-# No check is expected to fail.
+# Without a model, or with a MultiClass one, the estimator is a classifier and runs the
+# classifier checks (string labels, two classes, ...); the checks need 2-D X, so a Chain
+# model cannot run them (its inputs are lists of sequences).  No check is expected to fail.
 @parametrize_with_checks(
     [
+        StructuredSVM(),
         StructuredSVM(MultiClass(4), max_iter=50, tol=1e-2, random_state=0),
         StructuredSVM(MultiClass(4), solver="bcfw", max_iter=5, random_state=0),
     ]

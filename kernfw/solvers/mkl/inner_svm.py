@@ -24,7 +24,7 @@ binary problems (the shared-weights objective).
 
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
 with ``kernel="precomputed"``); the L2-SVM runs kernfw's pairwise Frank-Wolfe on a
-stored dense ``K_γ`` (:mod:`kernfw.solvers.mkl._inner_l2svm_numba`), else
+stored dense ``K_γ`` (:func:`kernfw.solvers.simplex_qp._numba.solve_problems`), else
 :func:`kernfw.solvers.simplex_qp.solve_l2svm` (away-step Frank-Wolfe), or, when every
 kernel is dense features, :func:`~kernfw.solvers.simplex_qp.solve_l2svm_blocks` (the
 vertex-coordinate passes on the weighted feature blocks, math.md §5.7), warm started from
@@ -41,7 +41,7 @@ from sklearn.svm import SVC, NuSVC
 
 from ..._threads import available_threads, in_ranges
 from ...operators import Gram, KernelStack
-from . import _inner_l2svm_numba
+from ..simplex_qp import _numba as pairwise
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -336,7 +336,7 @@ class L2SVM(InnerSVM):
 
     On a dense, exactly symmetric ``K_γ`` (the :class:`~kernfw.operators.KernelStack`
     buffer) all binary problems are solved in one compiled call by pairwise FW steps
-    (:mod:`kernfw.solvers.mkl._inner_l2svm_numba`, math.md §2.3, with the stopping rule of
+    (:func:`kernfw.solvers.simplex_qp._numba.solve_problems`, math.md §2.3, with the stopping rule of
     :func:`~kernfw.solvers.simplex_qp.solve_l2svm`); otherwise each problem by
     :func:`~kernfw.solvers.simplex_qp.solve_l2svm` (away-step FW) on the operator.
     """
@@ -355,7 +355,7 @@ class L2SVM(InnerSVM):
         # a stored Gram: "auto" is compiled pairwise FW there, all problems in one call
         K = _stored_symmetric_gram(op) if self.solver == "auto" else None
         if K is not None:
-            alphas, gaps = self._solve_dense(_inner_l2svm_numba, K, warm)
+            alphas, gaps = self._solve_dense(K, warm)
         else:
             alphas, gaps = self._solve_each(op, warm)
         return self._solution(alphas, gaps)
@@ -404,7 +404,7 @@ class L2SVM(InnerSVM):
             gaps.append(float(res.gap))
         return np.array(alphas), np.array(gaps)
 
-    def _solve_dense(self, lib, K, warm):
+    def _solve_dense(self, K, warm):
         """All problems by the compiled pairwise FW on the dense ``K``: ``(α (r, n), gaps
         (r,))``."""
         r, n = self.codes.shape
@@ -413,14 +413,14 @@ class L2SVM(InnerSVM):
         else:
             A = np.array(warm, dtype=np.float64)
         gaps, quads, status, index = _solve_in_threads(
-            lib.solve_problems, K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n)
+            pairwise.solve_problems, K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n)
         )
-        if (status == lib.STATUS_NOT_PSD).any():
+        if (status == pairwise.STATUS_NOT_PSD).any():
             from ..simplex_qp.certificate import raise_not_psd
 
-            k = int(np.flatnonzero(status == lib.STATUS_NOT_PSD)[0])
+            k = int(np.flatnonzero(status == pairwise.STATUS_NOT_PSD)[0])
             raise_not_psd(float("nan"), int(index[k]))
-        if (status == lib.STATUS_MAX_ITER).any():
+        if (status == pairwise.STATUS_MAX_ITER).any():
             warnings.warn(
                 f"the inner L2-SVM stopped at max_iter={_max_iter(n)} with relative gap "
                 f"{np.max(gaps / np.abs(quads)):.3g} > tol={self.tol:.3g}; its gap "
