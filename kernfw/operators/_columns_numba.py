@@ -8,7 +8,8 @@ evaluates the column it needs itself, with :func:`evaluate_column`: fused distan
 the columns in a compiled least-recently-used cache.  The values are the
 operator's up to rounding (the compiled RBF column sums its inner products in its
 own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM's
-diagonal term ``1/C`` is left to the step, which adds it in float64.
+diagonal term ``1/C`` (a per-point term in general) is left to the step, which adds it
+in float64.
 """
 
 import numpy as np
@@ -21,6 +22,9 @@ from .base import SOURCE_GRAM, SOURCE_RBF, SOURCE_RBF32
 __all__ = [
     "evaluate_column",
     "cached_column",
+    "cache_row",
+    "cache_rows",
+    "COUNTS",
     "SOURCE_RBF",
     "SOURCE_GRAM",
     "SOURCE_RBF32",
@@ -146,43 +150,84 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
     ``src`` (transposed, d × n; ``st.source = SOURCE_RBF`` with the squared norms
     ``sq_norms``, or ``SOURCE_RBF32`` for float32 features and ``out``) or the Gram ``src``
     (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm`` (all but
-    its diagonal term ``1/C``: :func:`_l2svm_column`).  ``st`` is the state record of
-    :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ)."""
+    its diagonal term: :func:`_l2svm_column`).  An ``out`` longer than the source's ``n``
+    points holds the column of point ``j mod n`` repeated with period ``n`` (the points
+    and their copies of the regression's simplex QP, math.md §2.15), before the transform.
+    ``st`` is the state record of :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ)."""
+    n = src.shape[1]  # the source's points; ``out`` may hold copies of them
+    base = j % n
     if st.source == SOURCE_GRAM:
-        _gram_column(src, j, out)
+        _gram_column(src, base, out)
     else:
-        _rbf_column_of(src, sq_norms, st.rbf_gamma, j, out, scratch)
+        _rbf_column_of(src, sq_norms, st.rbf_gamma, base, out, scratch)
+    for k in range(n, out.shape[0]):
+        out[k] = out[k - n]
     if st.l2svm:
         _l2svm_column(labels, j, out)
 
 
+#: the counters of a column cache used outside a solver's state record
+#: (:class:`kernfw.operators.column_cache.ColumnCache`)
+COUNTS = np.dtype(
+    [("clock", np.int64), ("rows_used", np.int64), ("hits", np.int64), ("misses", np.int64)]
+)
+
+
 @njit(cache=True)
-def cached_column(src, sq_norms, labels, st, j, slab, slot_of, slots, scratch):
-    """The row of the least-recently-used column cache ``slab`` (m × n; ``slot_of[j]`` its
-    row or −1, ``slots[0]`` the column in each row, ``slots[1]`` its last use) that holds
-    column ``j``: on a miss :func:`evaluate_column` writes it into the least recently used
-    row (``scratch``: its scratch).  ``st`` counts the requests in ``clock``, the rows in
-    use in ``rows_used`` and the ``hits`` and ``misses``."""
+def cache_row(st, j, slot_of, slots, count, claim):
+    """The row of a least-recently-used column cache that holds column ``j``, and whether it
+    held it already.  ``slot_of[j]`` is that row or −1, ``slots[0]`` the column in each row
+    and ``slots[1]`` its last use; ``st`` (a record with ``clock``, ``rows_used``, ``hits``
+    and ``misses``) counts the requests, the rows in use and, when ``count``, the hits and
+    misses.  A held column is touched; a missing one gets the least recently used row when
+    ``claim`` (the caller fills it), else the answer is −1."""
     st.clock += 1
     s = slot_of[j]
     if s >= 0:
-        st.hits += 1
-    else:
+        if count:
+            st.hits += 1
+        slots[1, s] = st.clock
+        return s, True
+    if count:
         st.misses += 1
-        m = slab.shape[0]
-        if st.rows_used < m:
-            s = st.rows_used
-            st.rows_used += 1
-        else:
-            s = 0
-            oldest = slots[1, 0]
-            for r in range(1, m):
-                if slots[1, r] < oldest:
-                    oldest = slots[1, r]
-                    s = r
-            slot_of[slots[0, s]] = -1
-        evaluate_column(src, sq_norms, labels, st, j, slab[s], scratch)
-        slots[0, s] = j
-        slot_of[j] = s
+    if not claim:
+        return -1, False
+    m = slots.shape[1]
+    if st.rows_used < m:
+        s = st.rows_used
+        st.rows_used += 1
+    else:
+        s = 0
+        oldest = slots[1, 0]
+        for r in range(1, m):
+            if slots[1, r] < oldest:
+                oldest = slots[1, r]
+                s = r
+        slot_of[slots[0, s]] = -1
+    slots[0, s] = j
+    slot_of[j] = s
     slots[1, s] = st.clock
+    return s, False
+
+
+@njit(cache=True)
+def cache_rows(counts, idx, slot_of, slots, count, claim):
+    """:func:`cache_row` of every column of ``idx`` in turn, for the counters ``counts[0]``
+    (:data:`COUNTS`): the rows (−1: missing)."""
+    rows = np.empty(idx.shape[0], dtype=np.int64)
+    for p in range(idx.shape[0]):
+        rows[p] = cache_row(counts[0], idx[p], slot_of, slots, count, claim)[0]
+    return rows
+
+
+@njit(cache=True)
+def cached_column(src, sq_norms, labels, st, j, slab, slot_of, slots, scratch):
+    """The row of the least-recently-used column cache ``slab`` (m × n, rows as
+    :func:`cache_row` assigns them) that holds column ``j``: on a miss
+    :func:`evaluate_column` writes it into the least recently used row (``scratch``: its
+    scratch).  ``st`` counts the requests in ``clock``, the rows in use in ``rows_used``
+    and the ``hits`` and ``misses``."""
+    s, held = cache_row(st, j, slot_of, slots, True, True)
+    if not held:
+        evaluate_column(src, sq_norms, labels, st, j, slab[s], scratch)
     return s
