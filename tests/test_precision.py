@@ -6,10 +6,10 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.utils._param_validation import InvalidParameterError
 
-from kernfw import L2SVC, MinimumEnclosingBall, MultiClassSVM
+from kernfw import L2SVC, L2SVR, MinimumEnclosingBall, MultiClassSVM
 from kernfw.estimators._base import FLOAT32_GRAM_TOL
 
-ESTIMATORS = [MultiClassSVM, L2SVC, MinimumEnclosingBall]
+ESTIMATORS = [MultiClassSVM, L2SVC, L2SVR, MinimumEnclosingBall]
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)

@@ -22,9 +22,14 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_consistent_length, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,
+    check_consistent_length,
+    validate_data,
+)
 
-from ..kernels import GRAM_MAX_MB, make_operator
+from ..kernels import GRAM_MAX_MB, make_operator, resolve_gamma
 from ..operators import (
     Features,
     KernelFunction,
@@ -415,8 +420,9 @@ class KernelInputMixin:
         """``approx``, or None (also for estimators without the parameter)."""
         return getattr(self, "approx", None)
 
-    def _validate_training_data(self, X, y=None):
-        """Validated ``(X, y)`` and the training kernel operator."""
+    def _validate_training_data(self, X, y=None, sample_weight=None):
+        """Validated ``(X, y)`` and the training kernel operator; with ``sample_weight``
+        (nonnegative, not all 0) ``gamma="scale"`` weighs the rows of ``X`` as they do."""
         approx = self._approx()
         if approx is not None and (self._kernel_is_operator() or self._kernel_is_precomputed()):
             what = "kernel='precomputed'" if self._kernel_is_precomputed() else "a KernelOperator"
@@ -445,10 +451,14 @@ class KernelInputMixin:
             raise ValueError(
                 f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}"
             )
+        gamma = self.gamma
+        if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
+            weights = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+            gamma = resolve_gamma(gamma, X, weights) if weights.sum() > 0 else gamma
         op = make_operator(
             X,
             self.kernel,
-            self.gamma,
+            gamma,
             self.degree,
             self.coef0,
             cache_size=self.cache_size,
