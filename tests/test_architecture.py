@@ -35,7 +35,14 @@ BACKENDS = {
 LAYERS = [
     # the root package imports nothing at import time (its public names load lazily)
     ("kernfw", "kernfw._validation", "kernfw._threads"),
-    ("kernfw.fw", "kernfw.operators", "kernfw.losses", "kernfw.structured", "kernfw.datasets"),
+    (
+        "kernfw.fw",
+        "kernfw.operators",
+        "kernfw.losses",
+        "kernfw.calibration",
+        "kernfw.structured",
+        "kernfw.datasets",
+    ),
     ("kernfw.kernels",),
     ("kernfw.solvers",),
     ("kernfw.distributed",),
@@ -73,6 +80,7 @@ SIMPLEX_QP = [
     "_coordinate_numba",
     "coordinate",
     "l2svm",
+    "l2svr",
     "distributed.shard",
     "distributed.rows",
     "distributed.iterate",

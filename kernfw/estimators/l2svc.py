@@ -33,6 +33,7 @@ from ._base import (
 )
 from ._docs import with_kernel_parameters
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
+from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
 
@@ -78,14 +79,23 @@ class SupportKernelMixin(KernelInputMixin):
         return gram_budget(X, self.cache_size)
 
     def _gram_dtype(self):
-        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend.  The
-        Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
-        ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
-        one solves the problem of the float32-rounded kernel.  The exact solve of a small
-        problem (``solver="active_set"``, math.md §2.15) keeps float64: its optimum is exact."""
-        if self.backend == "dask" or getattr(self, "_solver", None) == "active_set":
-            return None
-        return super()._gram_dtype()
+        """The kernel values' type of ``precision`` on the local backend.  The Dask
+        backend's shards evaluate the kernel in float64 (``precision="float32"`` is refused
+        there): below ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it
+        on the local one solves the problem of the float32-rounded kernel.  The exact solve
+        of a small problem (``solver="active_set"``, math.md §2.16) keeps float64 at
+        ``precision="auto"``: its optimum is exact."""
+        if self.backend != "dask":
+            exact = getattr(self, "_solver", None) == "active_set"
+            if exact and getattr(self, "precision", "auto") == "auto":
+                return None
+            return super()._gram_dtype()
+        if getattr(self, "precision", "auto") == "float32":
+            raise ValueError(
+                "precision='float32' runs on the local backend only: the Dask shards "
+                "evaluate the kernel in float64; use backend='local' or precision='auto'"
+            )
+        return None
 
     def _features_dtype(self):
         """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
@@ -101,7 +111,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
 
     ``"auto"`` is ``"active_set"`` on at most
     :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points (the active-set method on
-    the stored ``K̃``, math.md §2.15), else ``"dcd"`` when the kernel comes with explicit
+    the stored ``K̃``, math.md §2.16), else ``"dcd"`` when the kernel comes with explicit
     features ``K = XXᵀ``
     (an approximation ``approx``; ``kernel="linear"`` on sparse ``X`` or on fewer features
     than points, which :func:`kernfw.kernels.make_operator` keeps as features; a ready
@@ -152,7 +162,9 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     return "dcd" if sp.issparse(X) or narrow else "mfw"
 
 
-def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, weights=None):
+def _fit_binary(
+    op, y_pm, C, solver, tol, max_iter, callback, random_state, alpha0=None, weights=None
+):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices
     (``weights``: its examples' positive weights, or None)."""
     result = solve_l2svm(
@@ -162,6 +174,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, weig
         solver=solver,
         tol=tol,
         max_iter=max_iter,
+        alpha0=alpha0,
         callback=callback,
         random_state=random_state,
         sample_weight=weights,
@@ -171,7 +184,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, weig
 
 
 @with_kernel_parameters()
-class L2SVC(ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
+class L2SVC(ProbabilityMixin, ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """L2-SVM classifier (the core vector machine's formulation) trained by FW / MFW.
 
     Each binary problem ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` s.t.
@@ -208,7 +221,7 @@ KernelOperator, default="rbf"
         exact line search.  "cvm": the core vector machine baseline (core-set
         iterations, each solving the QP on the core set;
         :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "active_set": the
-        active-set method on the stored ``K̃`` (math.md §2.15), to the optimum
+        active-set method on the stored ``K̃`` (math.md §2.16), to the optimum
         whatever ``tol``; for small problems.  "dcd": passes
         of vertex-coordinate steps (math.md §2.13), each step O(d) on explicit
         features (the linear kernel; needs them).  "auto": "active_set" on at most 64
@@ -256,6 +269,7 @@ KernelOperator, default="rbf"
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6), or of the start ``e_a`` of "dcd" and the order of its
         passes; None starts at point 0 (and "dcd" orders its passes by ``default_rng(0)``).
+        Also shuffles the calibration folds of ``probability=True``.
     backend : {"local", "dask"}, default="local"
         Where the solver runs: "local" (this process) or "dask".  With "dask",
         data-parallel MFW on the current Dask cluster (the default
@@ -264,9 +278,21 @@ KernelOperator, default="rbf"
         of the solver state for the whole fit (:mod:`kernfw.distributed`).
         The shards evaluate the kernel in float64: at ``tol < 1e-4`` the
         iterates are those of "local" (which keeps float32 kernel values from
-        ``tol = 1e-4`` on; then both are certified to ``tol`` but their
-        iterations differ by rounding).  The fitted model is the same in-memory
+        ``tol = 1e-4`` on at ``precision="auto"``; then both are certified to
+        ``tol`` but their iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
+        :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
+        internal cross-validation folds (sharing the training kernel,
+        warm-started from the full model's dual; on the local backend) and fits a
+        map from their held-out decision values (divided by the mean margin ``ρ``)
+        to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
+        smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
+        scores of :meth:`decision_function` otherwise (one-vs-rest decisions,
+        one-vs-one votes with confidences, DDAG ranks); both keep the order of the
+        scores, so the most probable class is the predicted one (math.md §9).
+        ``random_state`` shuffles the folds.
 
     Attributes
     ----------
@@ -309,6 +335,8 @@ KernelOperator, default="rbf"
     kernel_approx_ : transformer or None
         The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
         ``PolynomialCountSketch``) when ``approx`` is set, else None.
+    calibration_ : kernfw.calibration.Calibration
+        The map from decision values to probabilities (only with ``probability=True``).
 
     See Also
     --------
@@ -339,6 +367,7 @@ KernelOperator, default="rbf"
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "backend": [StrOptions({"local", "dask"})],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -354,12 +383,14 @@ KernelOperator, default="rbf"
         tol=0.3,
         max_iter=None,
         cache_size=200,
+        precision="auto",
         class_weight=None,
         multi_class="ovo",
         n_jobs=None,
         verbose=0,
         random_state=None,
         backend="local",
+        probability=False,
     ):
         self.C = C
         self.kernel = kernel
@@ -372,12 +403,14 @@ KernelOperator, default="rbf"
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
+        self.precision = precision
         self.class_weight = class_weight
         self.multi_class = multi_class
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.random_state = random_state
         self.backend = backend
+        self.probability = probability
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
@@ -421,6 +454,7 @@ KernelOperator, default="rbf"
         self.solver_ = self._solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
+        self._fit_probability(op, y_enc)
         return self
 
     def _check_targets(self, y, sample_weight):
@@ -465,7 +499,7 @@ KernelOperator, default="rbf"
                 self.max_iter,
                 callback,
                 seed,
-                None if weights is None else weights[p.index],
+                weights=None if weights is None else weights[p.index],
             )
             for p in problems
         )
@@ -484,6 +518,46 @@ KernelOperator, default="rbf"
         self.n_support_ = np.bincount(y_enc[self.support_], minlength=self.classes_.size)
         self._store_result(results)
         self._set_predictor(X, op)
+
+    # -- probabilities -----------------------------------------------------------------------
+    def _heldout_scores(self, op, y_enc, train, val, state=None):
+        """Calibration scores on the points ``val`` of the binary problems fitted on
+        ``op.subset(train)``, each started from the full model's ``α`` on its points
+        (see :mod:`._probability`).  A problem left with one class (tiny data) decides for
+        that class everywhere."""
+        problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
+        coef = np.zeros((len(problems), op.n))
+        coef[:, self.support_] = self.dual_coef_
+        solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
+        jobs = (
+            delayed(_fit_binary)(
+                op.subset(train[problems[q].index]),
+                problems[q].y,
+                self.C,
+                self.solver_,
+                self.tol,
+                self.max_iter,
+                None,
+                solver_seed(self.random_state),
+                _restricted_alpha(coef[q, train[problems[q].index]]),
+            )
+            for q in solved
+        )
+        decision = np.tile([np.sign(p.y.sum()) for p in problems], (val.size, 1))
+        rho = np.ones(len(problems))
+        for q, (sup, c, b, result) in zip(solved, Parallel(n_jobs=self.n_jobs)(jobs)):
+            block = np.asarray(op.block(val, train[problems[q].index[sup]]), dtype=np.float64)
+            decision[:, q] = block @ c + b
+            rho[q] = result.solution["rho"]
+        return _calibration_scores(decision, rho, problems, self.classes_.size, self.multi_class)
+
+    def _proba_scores(self, X):
+        """Calibration scores of new inputs (:func:`_calibration_scores`)."""
+        check_is_fitted(self)
+        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
+        return _calibration_scores(
+            decision, self.rho_, self.problems_, self.classes_.size, self.multi_class
+        )
 
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):
@@ -531,3 +605,18 @@ KernelOperator, default="rbf"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         return self._kernel_tags(tags)
+
+
+def _calibration_scores(decision, rho, problems, n_classes, scheme):
+    """The scores of :func:`combine_decisions` (whose argmax is ``predict``) of the binary
+    decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
+    different points (the folds, the full model) on one scale (math.md §9.4)."""
+    return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)
+
+
+def _restricted_alpha(alpha):
+    """A full model's ``α`` (or ``α ⊙ y``) on a subset of its points, rescaled onto the
+    unit simplex: a warm start of the subset's L2-SVM (None when it is all zero)."""
+    alpha = np.abs(alpha)
+    total = alpha.sum()
+    return alpha / total if total > 0 else None

@@ -94,7 +94,7 @@ KernelOperator, default="rbf"
         Frank-Wolfe ("lsfw"), both with exact line search (compiled with numba when
         available), "cvm": the core vector machine's core-set iterations (each solves
         the QP on the core set), or "active_set": the active-set method on the stored ``K``
-        (math.md §2.15), to the optimum whatever ``tol``, for small problems.  The soft
+        (math.md §2.16), to the optimum whatever ``tol``, for small problems.  The soft
         ball (``ν n > 1``) is solved by pairwise Frank-Wolfe, MFW's away steps paired
         with its FW steps on the capped simplex ("mfw"), or by "active_set"; it refuses "lsfw"
         and "cvm" (pass ``nu=0`` with those or with ``backend="dask"``).  "auto":
@@ -208,6 +208,7 @@ KernelOperator, default="rbf"
         tol=2e-4,
         max_iter=None,
         cache_size=200,
+        precision="auto",
         verbose=0,
         random_state=None,
         backend="local",
@@ -223,6 +224,7 @@ KernelOperator, default="rbf"
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
+        self.precision = precision
         self.verbose = verbose
         self.random_state = random_state
         self.backend = backend
@@ -307,7 +309,7 @@ KernelOperator, default="rbf"
 
     def _resolve_solver(self, soft, n):
         """The algorithm of the fit: "auto" is "active_set" on at most ``EXACT_MAX`` points
-        (math.md §2.15), else "mfw"; the soft ball takes "mfw" (its pairwise steps) and
+        (math.md §2.16), else "mfw"; the soft ball takes "mfw" (its pairwise steps) and
         "active_set" on this process only."""
         solver = self.solver
         if solver == "auto":

@@ -45,12 +45,13 @@ class ColumnSource(NamedTuple):
         ``γ`` (0 for a Gram).
     cache_mb : float
         The column-cache budget of the operator (MB; 0: its values are stored).
-    labels : ndarray of shape (n,) or None
-        ``y`` of the L2-SVM's modified kernel ``Q_ij = y_i y_j (K_ij + 1) + δ_ij / (C w_i)``
-        (math.md §2.1, with the per-example weights ``w_i`` of §2.14), None for ``K`` itself.
-    inv_c : ndarray of shape (n,) or None
-        The diagonal term ``1/(C w_i)`` of that kernel (``1/C`` everywhere unweighted;
-        None for ``K``).
+    labels : ndarray of shape (N,) or None
+        ``y`` of the L2-SVM's modified kernel ``Q_ij = y_i y_j (K_ij + 1) + δ_ij c_i``
+        (math.md §2.1), None for ``K`` itself.  ``N`` may exceed the ``n`` points of
+        ``matrix``: point ``i`` is then ``i mod n`` (the regression's copies, §2.15).
+    inv_c : ndarray of shape (N,) or None
+        The diagonal term ``c_i`` of that kernel (``1/(C w_i)`` for the L2-SVM with the
+        per-example weights ``w_i`` of §2.14, ``1/C`` unweighted; None for ``K``).
     """
 
     code: int

@@ -57,40 +57,39 @@ def _is_real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _weighted_variance(X, sample_weight):
+    """The variance of the entries of ``X`` with row ``i`` counted ``sample_weight[i]`` times."""
+    s = np.asarray(sample_weight, dtype=np.float64)
+    total = float(s.sum()) * X.shape[1]
+    if sp.issparse(X):
+        mean = float(s @ np.asarray(X.sum(axis=1)).ravel()) / total
+        return float(s @ np.asarray(X.multiply(X).sum(axis=1)).ravel()) / total - mean**2
+    mean = float(s @ X.sum(axis=1, dtype=np.float64)) / total
+    return float(s @ np.square(X - mean, dtype=np.float64).sum(axis=1)) / total
+
+
 def resolve_gamma(gamma, X, sample_weight=None):
     """``gamma`` as :class:`sklearn.svm.SVC` resolves it.
 
     "scale" is ``1 / (d · Var(X))`` (1 when ``Var(X) = 0``), "auto" is ``1 / d``;
     a positive finite number is returned unchanged (as a Python float).  With
-    ``sample_weight`` (nonnegative, shape (n,)) the variance weighs the rows, so that an
-    integer weight counts as that many copies of the row and a zero weight as none.
+    ``sample_weight`` (nonnegative, not all 0) ``Var(X)`` counts row ``i`` that many times,
+    so that integer weights give the ``gamma`` of the repeated rows.
     """
     d = X.shape[1]
     if isinstance(gamma, str) and gamma == "scale":
-        var = _variance(X, sample_weight)
+        if sample_weight is not None:
+            var = _weighted_variance(X, sample_weight)
+        elif sp.issparse(X):
+            var = float(X.multiply(X).mean()) - float(X.mean()) ** 2
+        else:
+            var = float(np.var(X, dtype=np.float64))
         return 1.0 / (d * var) if var != 0 else 1.0
     if isinstance(gamma, str) and gamma == "auto":
         return 1.0 / d
     if _is_real(gamma) and np.isfinite(gamma) and gamma > 0:
         return float(gamma)
     raise ValueError(f"gamma must be 'scale', 'auto' or a positive finite number, got {gamma!r}")
-
-
-def _variance(X, sample_weight=None):
-    """The variance of the entries of ``X`` (dense or sparse), rows weighted by
-    ``sample_weight`` (None: all 1)."""
-    if sample_weight is None:
-        if sp.issparse(X):
-            return float(X.multiply(X).mean()) - float(X.mean()) ** 2
-        return float(np.var(X, dtype=np.float64))
-    w = np.asarray(sample_weight, dtype=np.float64)
-    total = float(w.sum()) * X.shape[1]
-    if sp.issparse(X):
-        mean = float(w @ np.asarray(X.sum(axis=1), dtype=np.float64).ravel()) / total
-        square = float(w @ np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
-        return square / total - mean**2
-    mean = float(w @ X.sum(axis=1, dtype=np.float64)) / total
-    return float(w @ np.square(X - mean, dtype=np.float64).sum(axis=1)) / total
 
 
 def _check_params(metric, params):

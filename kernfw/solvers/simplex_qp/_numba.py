@@ -35,8 +35,9 @@ State shared with the caller
 ``con`` (float64[6, n])
     Rows ``DIAG`` (``diag(Q)``), ``Q`` (``q``), ``HALF_Q`` (``q/2``; zeros when
     ``q = 0``), and for a column source ``SQ_NORMS`` (``‖x_k‖²``), ``LABELS``
-    (``y``, L2-SVM) and ``INV_C`` (the L2-SVM's diagonal term ``1/(C w_k)``, math.md
-    §2.14).
+    (``y``, L2-SVM) and ``INV_C`` (the L2-SVM's diagonal term, ``1/(C w_k)`` with the
+    per-example weights of math.md §2.14, ``1/C`` unweighted; that of the regression's
+    points, math.md §2.15).
 ``state`` (one record of dtype :data:`STATE`)
     The scalars: ``state[0].scale`` is ``s``, ``state[0].gap`` the FW gap of the
     cached vertex, and so on (the fields are listed in :data:`STATE`).
@@ -131,7 +132,7 @@ STATE = np.dtype(
         # the column source (0: the operator; SOURCE_*) and the L2-SVM transform
         ("source", np.int64),
         ("rbf_gamma", np.float64),  # γ of the RBF kernel
-        ("l2svm", np.bool_),  # apply K̃ = y_i y_j (K_ij + 1) + δ_ij / (C w_i)
+        ("l2svm", np.bool_),  # apply K̃ = y_i y_j (K_ij + 1) + δ_ij c_i, c_i = con[INV_C, i]
         # the compiled column cache
         ("clock", np.int64),  # column requests so far
         ("rows_used", np.int64),  # rows of the slab holding a column

@@ -1,4 +1,4 @@
-"""Small simplex QPs solved exactly: the active-set method on the stored ``Q`` (math.md §2.15).
+"""Small simplex QPs solved exactly: the active-set method on the stored ``Q`` (math.md §2.16).
 
 A problem of at most :data:`EXACT_MAX` points costs ``n`` kernel columns to store, no more
 than the iterations an iterative method takes on it, and the primal active-set method of

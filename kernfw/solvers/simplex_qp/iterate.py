@@ -309,7 +309,7 @@ class SimplexQPIterate(SimplexQPRuns):
         if source is None:
             return None
         if source.sq_norms is not None:
-            self._con[core.SQ_NORMS] = source.sq_norms
+            self._con[core.SQ_NORMS, : source.sq_norms.size] = source.sq_norms
         if source.labels is not None:
             self._con[core.LABELS], self._con[core.INV_C] = source.labels, source.inv_c
             self._st["l2svm"] = True

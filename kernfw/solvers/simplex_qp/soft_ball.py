@@ -296,7 +296,7 @@ def solve_soft_ball(
         The problem is soft when some cap is below 1 (``νn > 1`` unweighted).
     solver : {"pairwise", "active_set"}
         Pairwise Frank-Wolfe, or the active-set method on the stored ``K`` (small
-        problems, math.md §2.15; to the optimum whatever ``tol``).
+        problems, math.md §2.16; to the optimum whatever ``tol``).
 
     Returns
     -------

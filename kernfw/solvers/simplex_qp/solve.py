@@ -139,7 +139,7 @@ def solve_simplex_qp(
         (:class:`~kernfw.solvers.simplex_qp.CoreVectorIterate`): each iteration adds
         the FW vertex to the core set and re-solves the QP on the core set by
         MFW; an iteration is then a core-set iteration.  "active_set": the active-set
-        method on the stored ``Q`` (small problems, math.md §2.15;
+        method on the stored ``Q`` (small problems, math.md §2.16;
         :class:`~kernfw.solvers.simplex_qp.exact.ExactIterate`), to optimality
         whatever ``tol``; an iteration is an active-set iteration.
     tol : float > 0 or StoppingRule
