@@ -200,7 +200,8 @@ def test_approximated_kernel():
     X, y = make_friedman1(n_samples=400, noise=1.0, random_state=0)
     reg = L2SVR(approx="nystroem", n_components=100, random_state=0).fit(X[:300], y[:300])
     assert reg.kernel_approx_ is not None and reg.converged_
-    assert reg.score(X[300:], y[300:]) > 0.7
+    exact = L2SVR().fit(X[:300], y[:300]).score(X[300:], y[300:])
+    assert reg.score(X[300:], y[300:]) > exact - 0.1
 
 
 @pytest.mark.parametrize(
