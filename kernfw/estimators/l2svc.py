@@ -31,6 +31,7 @@ from ._base import (
 )
 from ._docs import with_kernel_parameters
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
+from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
 
@@ -144,7 +145,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     return "dcd" if sp.issparse(X) or narrow else "mfw"
 
 
-def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
+def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, alpha0=None):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
     result = solve_l2svm(
         op,
@@ -153,6 +154,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
         solver=solver,
         tol=tol,
         max_iter=max_iter,
+        alpha0=alpha0,
         callback=callback,
         random_state=random_state,
     )
@@ -161,7 +163,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
 
 
 @with_kernel_parameters()
-class L2SVC(ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
+class L2SVC(ProbabilityMixin, ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """L2-SVM classifier (the core vector machine's formulation) trained by FW / MFW.
 
     Each binary problem ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` s.t.
@@ -237,6 +239,7 @@ KernelOperator, default="rbf"
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6), or of the start ``e_a`` of "dcd" and the order of its
         passes; None starts at point 0 (and "dcd" orders its passes by ``default_rng(0)``).
+        Also shuffles the calibration folds of ``probability=True``.
     backend : {"local", "dask"}, default="local"
         Where the solver runs: "local" (this process) or "dask".  With "dask",
         data-parallel MFW on the current Dask cluster (the default
@@ -248,6 +251,18 @@ KernelOperator, default="rbf"
         ``tol = 1e-4`` on at ``precision="auto"``; then both are certified to
         ``tol`` but their iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
+        :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
+        internal cross-validation folds (sharing the training kernel,
+        warm-started from the full model's dual; on the local backend) and fits a
+        map from their held-out decision values (divided by the mean margin ``ρ``)
+        to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
+        smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
+        scores of :meth:`decision_function` otherwise (one-vs-rest decisions,
+        one-vs-one votes with confidences, DDAG ranks); both keep the order of the
+        scores, so the most probable class is the predicted one (math.md §9).
+        ``random_state`` shuffles the folds.
 
     Attributes
     ----------
@@ -290,6 +305,8 @@ KernelOperator, default="rbf"
     kernel_approx_ : transformer or None
         The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
         ``PolynomialCountSketch``) when ``approx`` is set, else None.
+    calibration_ : kernfw.calibration.Calibration
+        The map from decision values to probabilities (only with ``probability=True``).
 
     See Also
     --------
@@ -319,6 +336,7 @@ KernelOperator, default="rbf"
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "backend": [StrOptions({"local", "dask"})],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -340,6 +358,7 @@ KernelOperator, default="rbf"
         verbose=0,
         random_state=None,
         backend="local",
+        probability=False,
     ):
         self.C = C
         self.kernel = kernel
@@ -358,6 +377,7 @@ KernelOperator, default="rbf"
         self.verbose = verbose
         self.random_state = random_state
         self.backend = backend
+        self.probability = probability
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
@@ -427,6 +447,7 @@ KernelOperator, default="rbf"
         self.solver_ = solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
+        self._fit_probability(op, y_enc)
         return self
 
     def _set_model(self, X, y_enc, indices, fits, op):
@@ -442,6 +463,46 @@ KernelOperator, default="rbf"
         self.n_support_ = np.bincount(y_enc[self.support_], minlength=self.classes_.size)
         self._store_result(results)
         self._set_predictor(X, op)
+
+    # -- probabilities -----------------------------------------------------------------------
+    def _heldout_scores(self, op, y_enc, train, val, state=None):
+        """Calibration scores on the points ``val`` of the binary problems fitted on
+        ``op.subset(train)``, each started from the full model's ``α`` on its points
+        (see :mod:`._probability`).  A problem left with one class (tiny data) decides for
+        that class everywhere."""
+        problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
+        coef = np.zeros((len(problems), op.n))
+        coef[:, self.support_] = self.dual_coef_
+        solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
+        jobs = (
+            delayed(_fit_binary)(
+                op.subset(train[problems[q].index]),
+                problems[q].y,
+                self.C,
+                self.solver_,
+                self.tol,
+                self.max_iter,
+                None,
+                solver_seed(self.random_state),
+                _restricted_alpha(coef[q, train[problems[q].index]]),
+            )
+            for q in solved
+        )
+        decision = np.tile([np.sign(p.y.sum()) for p in problems], (val.size, 1))
+        rho = np.ones(len(problems))
+        for q, (sup, c, b, result) in zip(solved, Parallel(n_jobs=self.n_jobs)(jobs)):
+            block = np.asarray(op.block(val, train[problems[q].index[sup]]), dtype=np.float64)
+            decision[:, q] = block @ c + b
+            rho[q] = result.solution["rho"]
+        return _calibration_scores(decision, rho, problems, self.classes_.size, self.multi_class)
+
+    def _proba_scores(self, X):
+        """Calibration scores of new inputs (:func:`_calibration_scores`)."""
+        check_is_fitted(self)
+        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
+        return _calibration_scores(
+            decision, self.rho_, self.problems_, self.classes_.size, self.multi_class
+        )
 
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):
@@ -489,3 +550,18 @@ KernelOperator, default="rbf"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         return self._kernel_tags(tags)
+
+
+def _calibration_scores(decision, rho, problems, n_classes, scheme):
+    """The scores of :func:`combine_decisions` (whose argmax is ``predict``) of the binary
+    decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
+    different points (the folds, the full model) on one scale (math.md §9.4)."""
+    return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)
+
+
+def _restricted_alpha(alpha):
+    """A full model's ``α`` (or ``α ⊙ y``) on a subset of its points, rescaled onto the
+    unit simplex: a warm start of the subset's L2-SVM (None when it is all zero)."""
+    alpha = np.abs(alpha)
+    total = alpha.sum()
+    return alpha / total if total > 0 else None
