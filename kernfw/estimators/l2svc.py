@@ -145,7 +145,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     return "dcd" if sp.issparse(X) or narrow else "mfw"
 
 
-def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, alpha0=None):
+def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
     """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
     result = solve_l2svm(
         op,
@@ -154,7 +154,6 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, alph
         solver=solver,
         tol=tol,
         max_iter=max_iter,
-        alpha0=alpha0,
         callback=callback,
         random_state=random_state,
     )
@@ -254,8 +253,8 @@ KernelOperator, default="rbf"
     probability : bool, default=False
         Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
         :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
-        internal cross-validation folds (sharing the training kernel,
-        warm-started from the full model's dual; on the local backend) and fits a
+        internal cross-validation folds (sharing the training kernel; on the
+        local backend) and fits a
         map from their held-out decision values (divided by the mean margin ``ρ``)
         to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
         smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
@@ -467,12 +466,11 @@ KernelOperator, default="rbf"
     # -- probabilities -----------------------------------------------------------------------
     def _heldout_scores(self, op, y_enc, train, val, state=None):
         """Calibration scores on the points ``val`` of the binary problems fitted on
-        ``op.subset(train)``, each started from the full model's ``α`` on its points
-        (see :mod:`._probability`).  A problem left with one class (tiny data) decides for
-        that class everywhere."""
+        ``op.subset(train)`` (see :mod:`._probability`).  The fold problems start cold: a
+        start from the full model's ``α`` costs one kernel column per support point, as
+        much as the solve it would shorten.  A problem left with one class (tiny data)
+        decides for that class everywhere."""
         problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
-        coef = np.zeros((len(problems), op.n))
-        coef[:, self.support_] = self.dual_coef_
         solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
         jobs = (
             delayed(_fit_binary)(
@@ -484,7 +482,6 @@ KernelOperator, default="rbf"
                 self.max_iter,
                 None,
                 solver_seed(self.random_state),
-                _restricted_alpha(coef[q, train[problems[q].index]]),
             )
             for q in solved
         )
@@ -557,11 +554,3 @@ def _calibration_scores(decision, rho, problems, n_classes, scheme):
     decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
     different points (the folds, the full model) on one scale (math.md §9.4)."""
     return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)
-
-
-def _restricted_alpha(alpha):
-    """A full model's ``α`` (or ``α ⊙ y``) on a subset of its points, rescaled onto the
-    unit simplex: a warm start of the subset's L2-SVM (None when it is all zero)."""
-    alpha = np.abs(alpha)
-    total = alpha.sum()
-    return alpha / total if total > 0 else None
