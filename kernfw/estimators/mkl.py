@@ -185,7 +185,7 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 )
             X = None
         else:
-            X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
             kernel = self.kernel
             specs = default(X) if kernel is None else list(kernel)
             if not specs and (kernel is not None or default is default_kernels):
@@ -242,11 +242,14 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                     )
                 out.append(G[:, self.support_])
             return out
-        return validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
+        return validate_data(
+            self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self._is_precomputed()
+        tags.input_tags.sparse = not self._is_precomputed()
         return tags
 
     def predict(self, X):
