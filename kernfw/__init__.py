@@ -39,6 +39,7 @@ _SUBMODULES = {
     "estimators",
     "fw",
     "kernels",
+    "model_selection",
     "operators",
     "plotting",
     "reference",

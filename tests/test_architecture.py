@@ -41,7 +41,7 @@ LAYERS = [
     ("kernfw.distributed",),
     ("kernfw.estimators",),
     ("kernfw.reference", "kernfw.sweeps", "kernfw.plotting", "kernfw.approximation"),
-    ("kernfw.evaluation",),
+    ("kernfw.evaluation", "kernfw.model_selection"),
     ("kernfw.cli",),
     ("kernfw.__main__",),
 ]

@@ -22,6 +22,7 @@ REQUIRED = (
     "kernfw.reference",
     "kernfw.sweeps",
     "kernfw.plotting",
+    "kernfw.model_selection",
 )
 
 

@@ -11,28 +11,23 @@ own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM'
 diagonal term ``1/C`` is left to the step, which adds it in float64.
 """
 
-import math
-
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ._exp32_numba import exp_in_place
+from ._exp_numba import exp_in_place
 from .base import SOURCE_GRAM, SOURCE_RBF, SOURCE_RBF32
 
 __all__ = [
     "evaluate_column",
     "cached_column",
+    "cache_row",
+    "cache_rows",
+    "COUNTS",
     "SOURCE_RBF",
     "SOURCE_GRAM",
     "SOURCE_RBF32",
 ]
-
-
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01  # ln 2 = _LN2_HI + _LN2_LO (fdlibm's split)
-_LN2_LO = 1.90821492927058770002e-10
-_EXP_MIN = -708.0  # below: e^x < 3.4e-308, returned as 0
 
 
 #: points per block of the RBF column (the block of inner products stays in L1)
@@ -45,10 +40,8 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
 
     ``XT`` holds the features transposed (d × n), so the inner products of a block
     of points accumulate over the d features in vectorized passes over the block.
-    ``e^x`` is computed as ``2^m p(r)`` (``x = m ln2 + r``, ``|r| ≤ ln2/2``, ``p``
-    the degree-13 Taylor polynomial: relative error about 1 ulp against
-    ``numpy.exp``), branch-free so that it vectorizes; ``scratch`` (float64, n)
-    receives the powers ``2^m``.  The only fast-math flag is FMA contraction
+    ``e^x`` by :func:`~kernfw.operators._exp_numba.exp_in_place` (about 1 ulp against
+    ``numpy.exp``); ``scratch`` (float64, n) receives the powers ``2^m``.  The only fast-math flag is FMA contraction
     (rounding-level differences from a separate multiply and add)."""
     d, n = XT.shape
     xj = XT[:, j].copy()
@@ -68,32 +61,10 @@ def _rbf_column(XT, sq, gamma, j, out, scratch):
             for k in range(size):
                 o[k] += row[k] * c
         s2 = sq[start:stop]
-        b2 = bits[start:stop]
-        p2 = scratch[start:stop]
         for k in range(size):
             # the operator's order: −2 x_kᵀx_j + ‖x_j‖² + ‖x_k‖², clipped at 0, times −γ
-            x = max(o[k] * -2.0 + sqj + s2[k], 0.0) * -gamma
-            xc = max(x, _EXP_MIN)
-            m = math.floor(xc * _LOG2E + 0.5)
-            r = (xc - m * _LN2_HI) - m * _LN2_LO
-            p = 1.0 / 6227020800.0
-            p = p * r + 1.0 / 479001600.0
-            p = p * r + 1.0 / 39916800.0
-            p = p * r + 1.0 / 3628800.0
-            p = p * r + 1.0 / 362880.0
-            p = p * r + 1.0 / 40320.0
-            p = p * r + 1.0 / 5040.0
-            p = p * r + 1.0 / 720.0
-            p = p * r + 1.0 / 120.0
-            p = p * r + 1.0 / 24.0
-            p = p * r + 1.0 / 6.0
-            p = p * r + 0.5
-            p = p * r + 1.0
-            p = p * r + 1.0
-            o[k] = p if x >= _EXP_MIN else 0.0
-            b2[k] = (np.int64(m) + 1023) << 52
-        for k in range(size):
-            o[k] *= p2[k]
+            o[k] = max(o[k] * -2.0 + sqj + s2[k], 0.0) * -gamma
+        exp_in_place(o, bits[start:stop])
 
 
 #: points per block of the float32 RBF column (16 kB of values: still in L1, and fewer
@@ -109,7 +80,7 @@ def _rbf_column_f32(XT, gamma, j, out, scratch):
     The squared distance is summed from differences (no cancellation of
     ``‖x_k‖² + ‖x_j‖² − 2x_kᵀx_j``), so the only errors are float32 roundings:
     about 1e-7 relative on ``d²`` and on the value (``e^x`` by
-    :func:`~kernfw.operators._exp32_numba.exp_in_place`, float32 precision);
+    :func:`~kernfw.operators._exp_numba.exp_in_place`, float32 precision);
     ``scratch`` (any array of at least ``4n`` bytes) receives the powers ``2^m``.
     Half the memory traffic of the float64 column: the compiled step uses it when the
     operator keeps its kernel values in float32."""
@@ -188,33 +159,68 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
         _l2svm_column(labels, j, out)
 
 
+#: the counters of a column cache used outside a solver's state record
+#: (:class:`kernfw.operators.column_cache.ColumnCache`)
+COUNTS = np.dtype(
+    [("clock", np.int64), ("rows_used", np.int64), ("hits", np.int64), ("misses", np.int64)]
+)
+
+
 @njit(cache=True)
-def cached_column(src, sq_norms, labels, st, j, slab, slot_of, slots, scratch):
-    """The row of the least-recently-used column cache ``slab`` (m × n; ``slot_of[j]`` its
-    row or −1, ``slots[0]`` the column in each row, ``slots[1]`` its last use) that holds
-    column ``j``: on a miss :func:`evaluate_column` writes it into the least recently used
-    row (``scratch``: its scratch).  ``st`` counts the requests in ``clock``, the rows in
-    use in ``rows_used`` and the ``hits`` and ``misses``."""
+def cache_row(st, j, slot_of, slots, count, claim):
+    """The row of a least-recently-used column cache that holds column ``j``, and whether it
+    held it already.  ``slot_of[j]`` is that row or −1, ``slots[0]`` the column in each row
+    and ``slots[1]`` its last use; ``st`` (a record with ``clock``, ``rows_used``, ``hits``
+    and ``misses``) counts the requests, the rows in use and, when ``count``, the hits and
+    misses.  A held column is touched; a missing one gets the least recently used row when
+    ``claim`` (the caller fills it), else the answer is −1."""
     st.clock += 1
     s = slot_of[j]
     if s >= 0:
-        st.hits += 1
-    else:
+        if count:
+            st.hits += 1
+        slots[1, s] = st.clock
+        return s, True
+    if count:
         st.misses += 1
-        m = slab.shape[0]
-        if st.rows_used < m:
-            s = st.rows_used
-            st.rows_used += 1
-        else:
-            s = 0
-            oldest = slots[1, 0]
-            for r in range(1, m):
-                if slots[1, r] < oldest:
-                    oldest = slots[1, r]
-                    s = r
-            slot_of[slots[0, s]] = -1
-        evaluate_column(src, sq_norms, labels, st, j, slab[s], scratch)
-        slots[0, s] = j
-        slot_of[j] = s
+    if not claim:
+        return -1, False
+    m = slots.shape[1]
+    if st.rows_used < m:
+        s = st.rows_used
+        st.rows_used += 1
+    else:
+        s = 0
+        oldest = slots[1, 0]
+        for r in range(1, m):
+            if slots[1, r] < oldest:
+                oldest = slots[1, r]
+                s = r
+        slot_of[slots[0, s]] = -1
+    slots[0, s] = j
+    slot_of[j] = s
     slots[1, s] = st.clock
+    return s, False
+
+
+@njit(cache=True)
+def cache_rows(counts, idx, slot_of, slots, count, claim):
+    """:func:`cache_row` of every column of ``idx`` in turn, for the counters ``counts[0]``
+    (:data:`COUNTS`): the rows (−1: missing)."""
+    rows = np.empty(idx.shape[0], dtype=np.int64)
+    for p in range(idx.shape[0]):
+        rows[p] = cache_row(counts[0], idx[p], slot_of, slots, count, claim)[0]
+    return rows
+
+
+@njit(cache=True)
+def cached_column(src, sq_norms, labels, st, j, slab, slot_of, slots, scratch):
+    """The row of the least-recently-used column cache ``slab`` (m × n, rows as
+    :func:`cache_row` assigns them) that holds column ``j``: on a miss
+    :func:`evaluate_column` writes it into the least recently used row (``scratch``: its
+    scratch).  ``st`` counts the requests in ``clock``, the rows in use in ``rows_used``
+    and the ``hits`` and ``misses``."""
+    s, held = cache_row(st, j, slot_of, slots, True, True)
+    if not held:
+        evaluate_column(src, sq_norms, labels, st, j, slab[s], scratch)
     return s

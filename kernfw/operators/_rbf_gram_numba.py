@@ -12,16 +12,15 @@ distances of a tile:
 - :func:`product_tiles` reads them off ``‖x_i‖² + ‖x_j‖² − 2 x_iᵀx_j`` with the inner
   products ``G = X Xᵀ`` already computed by BLAS (many features), in place in ``G``.
 
-``e^x`` (``x ≤ 0``) is ``2^m p(r)`` with ``x = m ln2 + r``, ``|r| ≤ ln2/2`` and ``p``
-the degree-6 Taylor polynomial (float32 precision), branch-free so that it
-vectorizes.  Each kernel is compiled twice: serial, and with the tiles spread over
+``e^x`` (``x ≤ 0``) is :func:`kernfw.operators._exp_numba.exp_in_place` (float32
+precision, branch-free so that it vectorizes).  Each kernel is compiled twice: serial, and with the tiles spread over
 numba's threads (``parallel=True``) for large matrices.
 """
 
 import numpy as np
 from numba import njit, prange
 
-from ._exp32_numba import exp_in_place
+from ._exp_numba import exp_in_place
 
 __all__ = ["direct_tiles", "product_tiles", "direct_tiles_parallel", "product_tiles_parallel"]
 

@@ -1,7 +1,5 @@
 """Kernel evaluated on the fly, with an LRU cache of whole columns (as libsvm)."""
 
-from collections import OrderedDict
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -16,6 +14,7 @@ from .base import (
     as_index,
     check_block,
 )
+from .column_cache import ColumnCache
 from .pairwise import PairwiseKernel, resolve_gamma
 
 #: the codes of the kernels of inner products (:class:`~kernfw.operators.base.ProductForm`)
@@ -101,49 +100,33 @@ class KernelFunction(KernelOperator):
         self.batch_size = int(batch_size)
         self._column_bytes = self.n * np.dtype(self.dtype).itemsize
         self.max_cached = int(self.cache_size * 2**20 // max(self._column_bytes, 1))
-        self._cache = OrderedDict()  # j -> row of self._slab, least recently used first
-        self._slab = None
+        self._columns = ColumnCache(self.n, self.max_cached, self.dtype)
         self._diag = None
         self._sq_norms = None
-        self.hits = 0
-        self.misses = 0
 
     # -- cache -----------------------------------------------------------------
+    hits = property(lambda self: self._columns.hits, doc="Column requests served by the cache.")
+    misses = property(lambda self: self._columns.misses, doc="Column requests computed.")
+
+    @property
+    def _cache(self):
+        """``{j: cached K[:, j]}``, least recently used first."""
+        return self._columns.ordered()
+
     @property
     def cache_info(self):
         """Dict of ``hits``, ``misses``, ``cached`` columns and ``max_cached``."""
+        cached = len(self._columns)
         return {
             "hits": self.hits,
             "misses": self.misses,
-            "cached": len(self._cache),
+            "cached": cached,
             "max_cached": self.max_cached,
         }
 
     def clear_cache(self):
         """Forget every cached column and reset the counters."""
-        self._cache.clear()
-        self.hits = self.misses = 0
-
-    def _store(self, j, col):
-        """Cache column ``j`` in a row of the preallocated slab (evicting the LRU column).
-
-        The slab of ``min(max_cached, n)`` rows is allocated once, on the first
-        store: a cache that grows column by column would page-fault on every
-        new column, which costs as much as computing it.
-        """
-        if self.max_cached == 0:
-            return
-        if j in self._cache:  # a repeated index in one request
-            self._cache.move_to_end(j)
-            return
-        if len(self._cache) >= self.max_cached:
-            _, buf = self._cache.popitem(last=False)
-        else:
-            if self._slab is None:
-                self._slab = np.empty((min(self.max_cached, self.n), self.n), dtype=self.dtype)
-            buf = self._slab[len(self._cache)]
-        buf[:] = col
-        self._cache[j] = buf
+        self._columns.clear()
 
     def _train_sq_norms(self):
         """Squared norms of the training rows the kernel sees (for rbf blocks); computed once."""
@@ -194,40 +177,29 @@ class KernelFunction(KernelOperator):
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
-        if idx.size == 1 and int(idx[0]) not in self._cache:
-            return self._compute_one(int(idx[0]))
+        rows = self._columns.lookup(idx)
+        if idx.size == 1 and rows[0] < 0:  # one missing column, returned without a copy
+            return self._compute(idx)
         # Fortran order: each column is contiguous, so copies to and from the
         # cache are contiguous too (a strided n-column copy costs n cache misses)
         out = np.empty((self.n, idx.size), dtype=self.dtype, order="F")
-        missing = []
-        for pos, j in enumerate(idx.tolist()):
-            col = self._cache.get(j)
-            if col is None:
-                missing.append(pos)
-            else:
-                self._cache.move_to_end(j)
-                out[:, pos] = col
-        self.hits += idx.size - len(missing)
-        self.misses += len(missing)
-        for start in range(0, len(missing), self.batch_size):
-            pos = np.asarray(missing[start : start + self.batch_size])
-            sq = self._train_sq_norms()
-            # rows k(x_j, X) of the symmetric K are its columns; a C-order
-            # (batch, n) block fills the F-order columns contiguously
-            block = self.kernel.block(self.X[idx[pos]], self.X, sq[idx[pos]], sq)
-            out[:, pos] = block.T
-            for p, j in zip(pos.tolist(), idx[pos].tolist()):
-                self._store(j, out[:, p])
+        for pos, r in enumerate(rows.tolist()):
+            if r >= 0:
+                out[:, pos] = self._columns.slab[r]
+        missing = np.flatnonzero(rows < 0)
+        for start in range(0, missing.size, self.batch_size):
+            pos = missing[start : start + self.batch_size]
+            out[:, pos] = self._compute(idx[pos])
         return out
 
-    def _compute_one(self, j):
-        """A missing column ``K[:, j]``, shape (n, 1), returned without a copy."""
-        self.misses += 1
+    def _compute(self, idx):
+        """The columns ``K[:, idx]`` (n × |idx|, F-ordered), computed and cached."""
         sq = self._train_sq_norms()
-        col = self.kernel.block(self.X[j : j + 1], self.X, sq[j : j + 1], sq).T
-        col = col.astype(self.dtype, copy=False)
-        self._store(j, col[:, 0])
-        return col
+        # rows k(x_j, X) of the symmetric K are its columns: the transpose of a C-order
+        # (batch, n) block is F-ordered
+        cols = self.kernel.block(self.X[idx], self.X, sq[idx], sq).T.astype(self.dtype, copy=False)
+        self._columns.store(idx, cols)
+        return cols
 
     def matmat(self, V):
         V = check_block(V, self.n)
@@ -273,9 +245,3 @@ class KernelFunction(KernelOperator):
             check=False,
             dtype=self.dtype,
         )
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_cache"] = OrderedDict()  # the cache is not worth pickling
-        state["_slab"] = None
-        return state

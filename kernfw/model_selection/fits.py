@@ -1,0 +1,161 @@
+"""The fits of one path on one fold (runs in a worker).
+
+One estimator is refitted value after value of the path parameter on the fold's
+training rows, warm-starting from the previous dual solution when it has
+``warm_start`` (math.md §7), with the kernel operator the search shares between
+its fits (:mod:`kernfw.sweeps.shared`): the operator computed once on all rows,
+restricted to the fold by :meth:`~kernfw.operators.KernelOperator.subset`.  Each fit
+gives the entry of scikit-learn's ``_fit_and_score`` (scores, times, error) and the
+fit's certificate (gap, iterations, whether it converged).
+"""
+
+import math
+import time
+import traceback
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils.metaestimators import _safe_split
+from sklearn.utils.validation import _check_method_params
+from threadpoolctl import threadpool_limits
+
+__all__ = ["fit_path", "CERTIFICATE_KEYS", "certificate"]
+
+#: the certificate of each fit that the search adds to ``cv_results_`` (per split)
+CERTIFICATE_KEYS = ("duality_gap", "n_iter", "converged")
+
+
+def certificate(estimator):
+    """``{"duality_gap", "n_iter", "converged"}`` of a fitted estimator (NaN when it
+    certifies nothing).  Several sub-problems (one-vs-one L2SVC) are summed: the sum
+    of their objectives is certified by the sum of their gaps; ``converged`` is
+    whether all of them converged."""
+
+    def total(name):
+        value = getattr(estimator, name, None)
+        try:
+            return math.nan if value is None else float(np.sum(value))
+        except (TypeError, ValueError):
+            return math.nan
+
+    converged = getattr(estimator, "converged_", None)
+    return {
+        "duality_gap": total("duality_gap_"),
+        "n_iter": total("n_iter_"),
+        "converged": math.nan if converged is None else float(np.all(converged)),
+    }
+
+
+def _failed(error_score, scorer, return_train_score, message):
+    """The entry of a failed fit (scores ``error_score``)."""
+    entry = {
+        "test_scores": error_score,
+        "fit_time": 0.0,
+        "score_time": 0.0,
+        "fit_error": message,
+    }
+    if return_train_score:
+        entry["train_scores"] = error_score
+    return entry
+
+
+def _score(scorer, estimator, X, y):
+    """The score(s) of ``estimator`` on ``(X, y)``: a float, or a dict of floats."""
+    scores = scorer(estimator, X, y)
+    if isinstance(scores, dict):
+        return {name: float(value) for name, value in scores.items()}
+    return float(scores)
+
+
+def _fit_one(estimator, data, fit_params, scorer, return_train_score):
+    """Fit and score one candidate on one fold; return its entry."""
+    X_train, y_train, X_test, y_test = data
+    start = time.perf_counter()
+    estimator.fit(X_train, y_train, **fit_params)
+    fit_time = time.perf_counter() - start
+    entry = {"test_scores": _score(scorer, estimator, X_test, y_test)}
+    score_time = time.perf_counter() - start - fit_time
+    if return_train_score:
+        entry["train_scores"] = _score(scorer, estimator, X_train, y_train)
+    entry.update(fit_time=fit_time, score_time=score_time, fit_error=None)
+    return entry
+
+
+def _one_column_as_1d(data):
+    """The fold's targets of shape (n, 1) as shape (n,) (a ready operator's fit takes
+    ``y`` as it is; the search's refit on features warns about the column)."""
+    X_train, y_train, X_test, y_test = data
+    if np.ndim(y_train) == 2 and np.shape(y_train)[1] == 1:
+        return X_train, np.ravel(y_train), X_test, np.ravel(y_test)
+    return data
+
+
+def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
+    """Fit the candidates of one path on one fold, in path order.
+
+    Parameters
+    ----------
+    task : dict
+        ``estimator`` (the estimator with the path's shared parameters, and without
+        its kernel when ``shell`` is given), ``path`` (the path parameter or None),
+        ``steps`` (``(candidate index, params)`` in path order), ``fold``, ``train``
+        and ``test`` (row indices), ``splitter`` (the estimator whose tags say how
+        to cut ``X``: rows, or rows and columns of a precomputed Gram).
+    X, y
+        All the data.
+    fit_params : dict
+        Parameters of ``fit``; arrays of one value per row are cut to the fold.
+    scorer : callable
+        ``scorer(estimator, X, y)``: a score or a dict of scores.
+    options : dict
+        ``warm`` (refit with ``warm_start=True``), ``return_train_score``,
+        ``error_score`` ("raise" or a number) and ``blas_threads``.
+    shell : KernelOperator or None
+        The shared operator without its matrices, which are ``grams``
+        (memory-mapped for process workers; :mod:`kernfw.sweeps.shared`).
+
+    Returns
+    -------
+    list of (int, int, dict, dict)
+        ``(candidate index, fold, entry, certificate)`` per step.
+    """
+    train, test = task["train"], task["test"]
+    with threadpool_limits(limits=options["blas_threads"], user_api="blas"):
+        X_train, y_train = _safe_split(task["splitter"], X, y, train)
+        X_test, y_test = _safe_split(task["splitter"], X, y, test, train)
+        data = (X_train, y_train, X_test, y_test)
+        fold_params = _check_method_params(X, params=fit_params, indices=train)
+        operator = None
+        if shell is not None:
+            operator = shell.attach_arrays(grams).subset(train)
+            data = _one_column_as_1d(data)  # as the estimator's validation of features does
+
+        def fresh():
+            est = clone(task["estimator"])
+            if operator is not None:
+                est.set_params(kernel=operator)
+            if options["warm"]:
+                est.set_params(warm_start=True)
+            return est
+
+        estimator, rows = fresh(), []
+        for index, params in task["steps"]:
+            try:
+                estimator.set_params(**params)
+                entry = _fit_one(
+                    estimator, data, fold_params, scorer, options["return_train_score"]
+                )
+                cert = certificate(estimator)
+            except Exception:  # one failed fit must not lose the other candidates
+                if options["error_score"] == "raise":
+                    raise
+                entry = _failed(
+                    options["error_score"],
+                    scorer,
+                    options["return_train_score"],
+                    traceback.format_exc(),
+                )
+                cert = certificate(None)
+                estimator = fresh()
+            rows.append((index, task["fold"], entry, cert))
+        return rows

@@ -1,0 +1,158 @@
+"""KernelGridSearchCV: GridSearchCV's contract, the work shared along paths, certificates."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from kernfw import L2SVC, MultiClassSVM
+from kernfw.model_selection import KernelGridSearchCV
+from kernfw.model_selection.candidates import group_paths, path_parameter
+
+GRID = {"C": [0.1, 1.0, 10.0], "gamma": [0.05, 0.5]}
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = make_classification(n_samples=150, n_features=5, n_informative=3, random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    X, y = make_classification(
+        n_samples=150, n_features=6, n_informative=4, n_classes=3, random_state=1
+    )
+    return StandardScaler().fit_transform(X), y
+
+
+@parametrize_with_checks(
+    [
+        KernelGridSearchCV(L2SVC(), {"C": [0.5, 2.0]}, cv=2),
+        KernelGridSearchCV(MultiClassSVM(random_state=0), {"C": [0.5, 2.0]}, cv=2),
+    ]
+)
+def test_scikit_learn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+def test_same_keys_and_scores_as_grid_search(binary):
+    X, y = binary
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    ours = KernelGridSearchCV(L2SVC(tol=1e-4), GRID, cv=cv, return_train_score=True).fit(X, y)
+    theirs = GridSearchCV(L2SVC(tol=1e-4), GRID, cv=cv, return_train_score=True).fit(X, y)
+    extra = set(ours.cv_results_) - set(theirs.cv_results_)
+    assert set(theirs.cv_results_) <= set(ours.cv_results_)
+    assert {k.split("_", 1)[1] for k in extra} == {"duality_gap", "n_iter", "converged"}
+    assert [p for p in ours.cv_results_["params"]] == list(theirs.cv_results_["params"])
+    # same fits up to the certified gaps: the fold scores agree (a point or two may flip)
+    for key in ("mean_test_score", "mean_train_score"):
+        np.testing.assert_allclose(ours.cv_results_[key], theirs.cv_results_[key], atol=0.02)
+    assert ours.best_params_ == theirs.best_params_
+    assert ours.n_splits_ == 3 and ours.refit_time_ > 0
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    np.testing.assert_allclose(ours.decision_function(X), theirs.decision_function(X))
+    assert ours.score(X, y) == theirs.score(X, y)
+
+
+def test_every_fit_is_certified_at_its_tol(three_classes):
+    X, y = three_classes
+    search = KernelGridSearchCV(MultiClassSVM(tol=1e-2, max_iter=5000), GRID, cv=3).fit(X, y)
+    r = search.cv_results_
+    gaps = np.array([r[f"split{k}_duality_gap"] for k in range(3)])
+    assert np.all(np.isfinite(gaps)) and np.all(gaps >= 0)
+    assert np.all(r["mean_converged"] == 1.0)
+    assert np.all(np.array([r[f"split{k}_n_iter"] for k in range(3)]) >= 1)
+    # the fold's fit, refitted alone from scratch, reaches the same objective within the gaps
+    train, _ = next(StratifiedKFold(3).split(X, y))
+    i = search.best_index_
+    alone = MultiClassSVM(tol=1e-2, max_iter=5000, **r["params"][i]).fit(X[train], y[train])
+    assert abs(alone.duality_gap_) <= 1e-2 * abs(alone.primal_objective_) + 1e-12
+
+
+def test_warm_start_along_c_takes_fewer_iterations(three_classes):
+    X, y = three_classes
+    grid = {"C": [1.0, 10.0, 100.0]}
+    est = MultiClassSVM(tol=1e-3, max_iter=20000, gamma=0.3, random_state=0)
+    warm = KernelGridSearchCV(est, grid, cv=3).fit(X, y).cv_results_
+    cold = GridSearchCV(est, grid, cv=3).fit(X, y)
+    # GridSearchCV has no n_iter: count the cold iterations directly
+    cold_iter = [
+        MultiClassSVM(**{**est.get_params(), "C": c}).fit(X[tr], y[tr]).n_iter_
+        for c in grid["C"][1:]
+        for tr, _ in StratifiedKFold(3).split(X, y)
+    ]
+    warm_iter = [warm[f"split{k}_n_iter"][j] for j in (1, 2) for k in range(3)]
+    assert sum(warm_iter) < 0.95 * sum(cold_iter)
+    np.testing.assert_allclose(
+        warm["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.03
+    )
+
+
+def test_paths_group_candidates_by_everything_but_c():
+    candidates = [{"C": c, "gamma": g} for g in (0.1, 1.0) for c in (10.0, 1.0, 0.1)]
+    assert path_parameter(L2SVC(), candidates) == "C"
+    paths = group_paths(candidates, "C")
+    assert [shared for shared, _ in paths] == [{"gamma": 0.1}, {"gamma": 1.0}]
+    assert [[candidates[i]["C"] for i in members] for _, members in paths] == [[0.1, 1.0, 10.0]] * 2
+    lam = [{"lam": v} for v in (1e-3, 1e-1, 1e-2)]
+    assert [lam[i]["lam"] for i in group_paths(lam, "lam")[0][1]] == [1e-1, 1e-2, 1e-3]
+    assert path_parameter(make_pipeline(L2SVC()), [{"l2svc__C": 1.0}]) is None
+    assert len(group_paths(candidates, None)) == len(candidates)
+
+
+def test_kernel_lists_degree_and_approximations(three_classes):
+    X, y = three_classes
+    grid = [
+        {"kernel": ["poly"], "degree": [2, 3], "coef0": [1.0], "C": [1.0, 10.0]},
+        {"kernel": ["rbf"], "approx": ["nystroem"], "n_components": [20, 40], "C": [1.0]},
+        {"kernel": [["rbf", "linear"]], "C": [1.0]},
+    ]
+    search = KernelGridSearchCV(L2SVC(random_state=0), grid, cv=3, error_score="raise").fit(X, y)
+    assert len(search.cv_results_["params"]) == 4 + 2 + 1
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_scorers_top_k_multimetric_and_refit_by_name(three_classes):
+    X, y = three_classes
+    scoring = {"acc": "accuracy", "top2": "top_k_accuracy"}
+    search = KernelGridSearchCV(MultiClassSVM(), {"C": [1.0, 10.0]}, scoring=scoring, refit="top2")
+    search.fit(X, y)
+    assert {"mean_test_acc", "mean_test_top2", "rank_test_top2"} <= set(search.cv_results_)
+    assert search.best_score_ == search.cv_results_["mean_test_top2"][search.best_index_]
+    assert np.all(search.cv_results_["mean_test_top2"] >= search.cv_results_["mean_test_acc"])
+
+
+def test_in_a_pipeline_in_cross_val_score_and_with_a_pipeline_inside(binary):
+    X, y = binary
+    inner = KernelGridSearchCV(L2SVC(), {"C": [0.1, 1.0]}, cv=2)
+    scores = cross_val_score(make_pipeline(StandardScaler(), inner), X, y, cv=2)
+    assert scores.shape == (2,) and np.all(scores > 0.6)
+    outer = KernelGridSearchCV(make_pipeline(StandardScaler(), L2SVC()), {"l2svc__C": [0.1, 1.0]})
+    assert outer.fit(X, y).best_estimator_.score(X, y) > 0.7
+
+
+def test_parallel_workers_give_the_same_table(binary):
+    X, y = binary
+    serial = KernelGridSearchCV(L2SVC(), GRID, cv=3).fit(X, y).cv_results_
+    parallel = KernelGridSearchCV(L2SVC(), GRID, cv=3, n_jobs=2).fit(X, y).cv_results_
+    for key in ("mean_test_score", "split0_duality_gap", "split2_n_iter"):
+        np.testing.assert_array_equal(serial[key], parallel[key])
+
+
+def test_failed_fits_get_error_score(binary):
+    X, y = binary
+    with pytest.warns(FitFailedWarning, match="2 fits failed"):
+        search = KernelGridSearchCV(L2SVC(), {"C": [1.0], "kernel": ["rbf", "nope"]}, cv=2)
+        search.fit(X, y)
+    assert np.isnan(search.cv_results_["mean_test_score"][1])
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        KernelGridSearchCV(L2SVC(), {"kernel": ["nope"]}, cv=2, error_score="raise").fit(X, y)
