@@ -22,6 +22,7 @@ _LAZY = {
     "FWResult": "kernfw.fw",
     "MultiClassSVM": "kernfw.estimators.multiclass",
     "L2SVC": "kernfw.estimators.l2svc",
+    "L2SVR": "kernfw.estimators.l2svr",
     "MinimumEnclosingBall": "kernfw.estimators.meb",
     "StructuredSVM": "kernfw.estimators.structured",
     "CSKLClassifier": "kernfw.estimators.mkl",

@@ -72,6 +72,7 @@ SIMPLEX_QP = [
     "_coordinate_numba",
     "coordinate",
     "l2svm",
+    "l2svr",
     "distributed.shard",
     "distributed.rows",
     "distributed.iterate",

@@ -22,9 +22,14 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_consistent_length, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,
+    check_consistent_length,
+    validate_data,
+)
 
-from ..kernels import GRAM_MAX_MB, make_operator
+from ..kernels import GRAM_MAX_MB, make_operator, resolve_gamma
 from ..operators import (
     Features,
     KernelFunction,
@@ -62,12 +67,20 @@ __all__ = [
     "accepts_kernel_operator",
     "with_callbacks",
     "FLOAT32_GRAM_TOL",
+    "PRECISIONS",
+    "PRECISION_PARAMETER_CONSTRAINTS",
 ]
 
 #: smallest ``tol`` at which an estimator keeps the kernel values it computes from
 #: features in float32 (a Gram, or the columns of an on-the-fly kernel): their
 #: rounding, about 1e-7 relative, is then far below what the tolerance certifies
 FLOAT32_GRAM_TOL = 1e-4
+
+#: the ``precision`` choices of the kernel values an estimator computes from features
+PRECISIONS = ("auto", "float32", "float64")
+
+#: ``_parameter_constraints`` of ``precision``
+PRECISION_PARAMETER_CONSTRAINTS = {"precision": [StrOptions(set(PRECISIONS))]}
 
 #: ``_parameter_constraints`` of the kernel approximation (``approx``, ``n_components``)
 APPROX_PARAMETER_CONSTRAINTS = {
@@ -85,6 +98,7 @@ KERNEL_PARAMETER_CONSTRAINTS = {
     "degree": [Interval(Real, 0, None, closed="left")],
     "coef0": [Real],
     **APPROX_PARAMETER_CONSTRAINTS,
+    **PRECISION_PARAMETER_CONSTRAINTS,
 }
 
 
@@ -388,8 +402,12 @@ class KernelInputMixin:
         return GRAM_MAX_MB
 
     def _gram_dtype(self):
-        """Type of the kernel values computed from features (None: the dtype of ``X``):
-        float32 when the estimator's ``tol`` is at least :data:`FLOAT32_GRAM_TOL`."""
+        """Type of the kernel values computed from features (None: the dtype of ``X``): the
+        estimator's ``precision``; ``"auto"`` is float32 when its ``tol`` is at least
+        :data:`FLOAT32_GRAM_TOL`, else the dtype of ``X``."""
+        precision = getattr(self, "precision", "auto")
+        if precision != "auto":
+            return np.dtype(precision).type
         tol = getattr(self, "tol", None)
         return np.float32 if tol is not None and tol >= FLOAT32_GRAM_TOL else None
 
@@ -402,8 +420,9 @@ class KernelInputMixin:
         """``approx``, or None (also for estimators without the parameter)."""
         return getattr(self, "approx", None)
 
-    def _validate_training_data(self, X, y=None):
-        """Validated ``(X, y)`` and the training kernel operator."""
+    def _validate_training_data(self, X, y=None, sample_weight=None):
+        """Validated ``(X, y)`` and the training kernel operator; with ``sample_weight``
+        (nonnegative, not all 0) ``gamma="scale"`` weighs the rows of ``X`` as they do."""
         approx = self._approx()
         if approx is not None and (self._kernel_is_operator() or self._kernel_is_precomputed()):
             what = "kernel='precomputed'" if self._kernel_is_precomputed() else "a KernelOperator"
@@ -432,10 +451,14 @@ class KernelInputMixin:
             raise ValueError(
                 f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}"
             )
+        gamma = self.gamma
+        if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
+            weights = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+            gamma = resolve_gamma(gamma, X, weights) if weights.sum() > 0 else gamma
         op = make_operator(
             X,
             self.kernel,
-            self.gamma,
+            gamma,
             self.degree,
             self.coef0,
             cache_size=self.cache_size,

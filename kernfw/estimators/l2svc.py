@@ -82,11 +82,18 @@ class SupportKernelMixin(KernelInputMixin):
         return gram_budget(X, self.cache_size)
 
     def _gram_dtype(self):
-        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend.  The
-        Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
-        ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
-        one solves the problem of the float32-rounded kernel."""
-        return None if self.backend == "dask" else super()._gram_dtype()
+        """The kernel values' type of ``precision`` on the local backend.  The Dask
+        backend's shards evaluate the kernel in float64 (``precision="float32"`` is refused
+        there): below ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it
+        on the local one solves the problem of the float32-rounded kernel."""
+        if self.backend != "dask":
+            return super()._gram_dtype()
+        if getattr(self, "precision", "auto") == "float32":
+            raise ValueError(
+                "precision='float32' runs on the local backend only: the Dask shards "
+                "evaluate the kernel in float64; use backend='local' or precision='auto'"
+            )
+        return None
 
     def _features_dtype(self):
         """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
@@ -250,8 +257,8 @@ KernelOperator, default="rbf"
         of the solver state for the whole fit (:mod:`kernfw.distributed`).
         The shards evaluate the kernel in float64: at ``tol < 1e-4`` the
         iterates are those of "local" (which keeps float32 kernel values from
-        ``tol = 1e-4`` on; then both are certified to ``tol`` but their
-        iterations differ by rounding).  The fitted model is the same in-memory
+        ``tol = 1e-4`` on at ``precision="auto"``; then both are certified to
+        ``tol`` but their iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
 
     Attributes
@@ -340,6 +347,7 @@ KernelOperator, default="rbf"
         tol=0.3,
         max_iter=None,
         cache_size=200,
+        precision="auto",
         multi_class="ovo",
         decision_function_shape="ovr",
         n_jobs=None,
@@ -358,6 +366,7 @@ KernelOperator, default="rbf"
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
+        self.precision = precision
         self.multi_class = multi_class
         self.decision_function_shape = decision_function_shape
         self.n_jobs = n_jobs

@@ -14,6 +14,7 @@ from ..operators import LowRankFeatures
 from ..solvers.multiclass import SOLVERS, solve_multiclass
 from ._base import (
     APPROX_PARAMETER_CONSTRAINTS,
+    PRECISION_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
     resolve_lam,
@@ -104,11 +105,10 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         not depend on the scale of the data, of ``C`` or of the loss.  The
         default is one step tighter than where test accuracy stops changing
         on the benchmark suite (see docs/benchmarks/defaults.md).
-        With ``tol >= 1e-4`` a Gram matrix computed from features is stored
-        in float32 (as libsvm's kernel cache; the RBF Gram is computed in
-        float32, within 5e-6 of the float64 kernel): the solver reads half the
-        memory, and the rounding is far below the certified gap; smaller
-        ``tol`` keeps the precision of ``X``.  ``tol=0`` runs the whole
+        At ``precision="auto"`` a ``tol >= 1e-4`` stores a Gram matrix computed
+        from features in float32 (the RBF Gram is computed in float32, within 5e-6
+        of the float64 kernel): the solver reads half the memory, and the rounding
+        is far below the certified gap.  ``tol=0`` runs the whole
         ``max_iter`` budget; a positive ``tol`` below the certificate's rounding
         bound stops where the gap reaches that bound (user guide, "Conventions and
         what the defaults mean").
@@ -220,6 +220,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "degree": [Interval(Real, 0, None, closed="left")],
         "coef0": [Real],
         **APPROX_PARAMETER_CONSTRAINTS,
+        **PRECISION_PARAMETER_CONSTRAINTS,
         "solver": [StrOptions(set(SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -256,6 +257,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         check_every="auto",
         random_state=None,
         cache_size=200.0,
+        precision="auto",
         shrinking=True,
     ):
         self.loss = loss
@@ -280,6 +282,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.check_every = check_every
         self.random_state = random_state
         self.cache_size = cache_size
+        self.precision = precision
         self.shrinking = shrinking
 
     # -- input ---------------------------------------------------------------------------

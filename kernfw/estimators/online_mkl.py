@@ -228,9 +228,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     eta0 : float or "auto", default="auto"
         Learning rate: ``η_t = η_0/√t`` (proximal) or the prox of ``η_0√t R``
         applied to ``η_0/√t`` times the gradient sum (dual averaging; math.md §4.2).
-        "auto" depends on the loss (math.md §4.7): 1 for the hinge, ``1 + log(q − 1)``
-        for the CRF over ``q`` classes or states (4.2 for the 26 letters of OCR), whose
-        scores must be larger than the hinge's margin for confident marginals.
+        "auto" (math.md §4.7) is ``s`` for the proximal method and ``3s/(λ√n)`` for dual
+        averaging (``3s·C·√n`` at ``λ = 1/(C·n)``: the regularizer weighs ``3s`` against
+        the proximal term after one epoch, whatever ``n``), with the loss's scale ``s``:
+        1 for the hinge, ``1 + log(q − 1)`` for the CRF over ``q`` classes, whose scores
+        must be larger than the hinge's margin for confident marginals.
     max_iter : int, default=10
         Budget in passes over the training set (epochs, each in a new random
         order; one pass = ``n`` online rounds), which ``n_iter_`` counts.  An
@@ -248,8 +250,9 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     solver : {"dual_averaging", "proximal"}, default="dual_averaging"
         Regularized dual averaging ([Xiao2010]; the proxes applied to the running
         sum of subgradients: a group stays exactly zero while its averaged
-        gradient is below the threshold of ``R``, so kernels that carry no signal
-        are dropped), or the online proximal algorithm of [Martins2011]
+        gradient is below the threshold of ``R``; at the defaults kernels of
+        pure-noise features are dropped unless the classes overlap enough that the
+        optimum at ``C`` uses them to fit training points), or the online proximal algorithm of [Martins2011]
         (subgradient step, then the prox of each term of ``R``; every example
         whose own gradient exceeds the threshold revives a group, so its groups
         are seldom exactly zero).
@@ -464,7 +467,9 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
         other models.
     C, lam, loss, regularizer, lam2, eta0, max_iter, radius, averaging, solver, objective_sample
-        As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
+        As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples;
+        ``eta0="auto"`` grows with ``n`` on a ``MultiClass`` model only, chains and other
+        models take the loss's scale ``s``).
     random_state, verbose
         As :class:`OnlineMKLClassifier`.
 

@@ -20,6 +20,7 @@ from sklearn.utils.validation import _num_samples
 
 from .._validation import check_features
 from ..sweeps.shared import shared_operator
+from . import l2svm_path
 from .candidates import group_paths, path_parameter
 from .fits import fit_path
 
@@ -36,12 +37,13 @@ def _batches(paths, n):
     return [paths[k : k + per_path] for k in range(0, len(paths), per_path)]
 
 
-def _tasks(estimator, candidates, paths, splits, path, shells):
+def _tasks(estimator, candidates, paths, splits, path, shells, fit_params):
     """The (path, fold) tasks of one batch, the most expensive paths first."""
     tasks = []
     for (shared, members), (template, shell, grams) in zip(paths, shells):
         steps = [(i, {path: candidates[i][path]} if path else {}) for i in members]
         splitter = clone(estimator).set_params(**shared)
+        l2svc = l2svm_path.applies(splitter, path, shell is not None, fit_params)
         for fold, (train, test) in enumerate(splits):
             task = {
                 "estimator": template,
@@ -51,6 +53,7 @@ def _tasks(estimator, candidates, paths, splits, path, shells):
                 "train": train,
                 "test": test,
                 "splitter": splitter,
+                "l2svc": l2svc,
             }
             tasks.append((task, shell, grams))
     return tasks
@@ -122,7 +125,9 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
             ]
             jobs = (
                 delayed(fit_path)(task, X, y, fit_params, scorer, options, shell, *grams)
-                for task, shell, grams in _tasks(estimator, candidates, batch, splits, path, shells)
+                for task, shell, grams in _tasks(
+                    estimator, candidates, batch, splits, path, shells, fit_params
+                )
             )
             runner = Parallel(
                 n_jobs=n_jobs if parallel else 1,

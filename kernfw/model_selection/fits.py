@@ -19,6 +19,8 @@ from sklearn.utils.metaestimators import _safe_split
 from sklearn.utils.validation import _check_method_params
 from threadpoolctl import threadpool_limits
 
+from .l2svm_path import fit_l2svc_path
+
 __all__ = ["fit_path", "CERTIFICATE_KEYS", "certificate"]
 
 #: the certificate of each fit that the search adds to ``cv_results_`` (per split)
@@ -90,6 +92,42 @@ def _one_column_as_1d(data):
     return data
 
 
+def _scored(model, rows, y, scorer, return_train_score, train):
+    """The entry of a fold model that predicts rows by index (:mod:`.l2svm_path`)."""
+    start = time.perf_counter()
+    entry = {"test_scores": _score(scorer, model, rows[:, None], y[rows])}
+    entry["score_time"] = time.perf_counter() - start
+    if return_train_score:
+        entry["train_scores"] = _score(scorer, model, train[:, None], y[train])
+    return entry
+
+
+def _l2svc_rows(task, operator, y, scorer, options):
+    """The rows of an L2SVC path fitted through the solver's warm starts; after a
+    failure the path's remaining candidates fail too."""
+    y = np.ravel(y) if np.ndim(y) == 2 and np.shape(y)[1] == 1 else np.asarray(y)
+    fits = fit_l2svc_path(task["estimator"], operator, task["train"], y, task["steps"])
+    rows, done = [], set()
+    try:
+        for index, model, fit_time, cert in fits:
+            entry = _scored(
+                model, task["test"], y, scorer, options["return_train_score"], task["train"]
+            )
+            entry.update(fit_time=fit_time, fit_error=None)
+            rows.append((index, task["fold"], entry, cert))
+            done.add(index)
+    except Exception:  # the remaining candidates of the path get error_score
+        if options["error_score"] == "raise":
+            raise
+        message = traceback.format_exc()
+        for index, _ in task["steps"]:
+            if index not in done:
+                entry = _failed(options["error_score"], scorer, options["return_train_score"],
+                                message)  # fmt: skip
+                rows.append((index, task["fold"], entry, certificate(None)))
+    return rows
+
+
 def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
     """Fit the candidates of one path on one fold, in path order.
 
@@ -100,7 +138,8 @@ def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
         its kernel when ``shell`` is given), ``path`` (the path parameter or None),
         ``steps`` (``(candidate index, params)`` in path order), ``fold``, ``train``
         and ``test`` (row indices), ``splitter`` (the estimator whose tags say how
-        to cut ``X``: rows, or rows and columns of a precomputed Gram).
+        to cut ``X``: rows, or rows and columns of a precomputed Gram), ``l2svc``
+        (fit an L2SVC path through the solver's warm starts, :mod:`.l2svm_path`).
     X, y
         All the data.
     fit_params : dict
@@ -126,6 +165,8 @@ def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
         data = (X_train, y_train, X_test, y_test)
         fold_params = _check_method_params(X, params=fit_params, indices=train)
         operator = None
+        if shell is not None and task.get("l2svc"):
+            return _l2svc_rows(task, shell.attach_arrays(grams), y, scorer, options)
         if shell is not None:
             operator = shell.attach_arrays(grams).subset(train)
             data = _one_column_as_1d(data)  # as the estimator's validation of features does

@@ -29,8 +29,11 @@ class KernelGridSearchCV(BaseSearchCV):
       (:meth:`~kernfw.operators.KernelOperator.subset`), so a 6 × 6 grid of ``C``
       and ``gamma`` computes 6 kernels, not 6 × 6 × n_folds;
     - along a path each fold's fits follow ``C`` upwards (``lam`` downwards), each
-      starting from the previous dual solution when the estimator has
-      ``warm_start`` (the dual feasible sets do not depend on ``C``: math.md §7);
+      starting from the previous dual solution (math.md §7.1): through
+      ``warm_start`` when the estimator has it (:class:`~kernfw.MultiClassSVM`),
+      through the solver's start ``alpha0`` for :class:`~kernfw.L2SVC`, whose fold
+      models are then scored on the shared kernel's rows
+      (:mod:`kernfw.model_selection.l2svm_path`);
     - the (path, fold) tasks run on joblib workers that read the kernels from
       memory maps (no copy per worker; :func:`kernfw.sweep`'s machinery).
 

@@ -8,7 +8,8 @@ evaluates the column it needs itself, with :func:`evaluate_column`: fused distan
 the columns in a compiled least-recently-used cache.  The values are the
 operator's up to rounding (the compiled RBF column sums its inner products in its
 own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM's
-diagonal term ``1/C`` is left to the step, which adds it in float64.
+diagonal term ``1/C`` (a per-point term in general) is left to the step, which adds it
+in float64.
 """
 
 import numpy as np
@@ -149,12 +150,18 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
     ``src`` (transposed, d × n; ``st.source = SOURCE_RBF`` with the squared norms
     ``sq_norms``, or ``SOURCE_RBF32`` for float32 features and ``out``) or the Gram ``src``
     (``SOURCE_GRAM``), then the L2-SVM transform with ``labels`` when ``st.l2svm`` (all but
-    its diagonal term ``1/C``: :func:`_l2svm_column`).  ``st`` is the state record of
-    :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ)."""
+    its diagonal term: :func:`_l2svm_column`).  An ``out`` longer than the source's ``n``
+    points holds the column of point ``j mod n`` repeated with period ``n`` (the points
+    and their copies of the regression's simplex QP, math.md §2.15), before the transform.
+    ``st`` is the state record of :mod:`kernfw.solvers.simplex_qp._numba` (``rbf_gamma`` γ)."""
+    n = src.shape[1]  # the source's points; ``out`` may hold copies of them
+    base = j % n
     if st.source == SOURCE_GRAM:
-        _gram_column(src, j, out)
+        _gram_column(src, base, out)
     else:
-        _rbf_column_of(src, sq_norms, st.rbf_gamma, j, out, scratch)
+        _rbf_column_of(src, sq_norms, st.rbf_gamma, base, out, scratch)
+    for k in range(n, out.shape[0]):
+        out[k] = out[k - n]
     if st.l2svm:
         _l2svm_column(labels, j, out)
 

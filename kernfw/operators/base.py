@@ -45,11 +45,12 @@ class ColumnSource(NamedTuple):
         ``γ`` (0 for a Gram).
     cache_mb : float
         The column-cache budget of the operator (MB; 0: its values are stored).
-    labels : ndarray of shape (n,) or None
-        ``y`` of the L2-SVM's modified kernel ``Q_ij = y_i y_j (K_ij + 1) + δ_ij / C``
-        (math.md §2.1), None for ``K`` itself.
-    inv_c : float
-        ``1/C`` of that kernel (0 for ``K``).
+    labels : ndarray of shape (N,) or None
+        ``y`` of the L2-SVM's modified kernel ``Q_ij = y_i y_j (K_ij + 1) + δ_ij c_i``
+        (math.md §2.1), None for ``K`` itself.  ``N`` may exceed the ``n`` points of
+        ``matrix``: point ``i`` is then ``i mod n`` (the regression's copies, §2.15).
+    inv_c : ndarray of shape (N,) or None
+        The diagonal term ``c_i`` of that kernel (``1/C`` for the L2-SVM; None for ``K``).
     """
 
     code: int
@@ -58,7 +59,7 @@ class ColumnSource(NamedTuple):
     gamma: float = 0.0
     cache_mb: float = 0.0
     labels: object = None
-    inv_c: float = 0.0
+    inv_c: object = None
 
 
 class ProductForm(NamedTuple):

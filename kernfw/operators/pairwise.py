@@ -57,15 +57,30 @@ def _is_real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def resolve_gamma(gamma, X):
+def _weighted_variance(X, sample_weight):
+    """The variance of the entries of ``X`` with row ``i`` counted ``sample_weight[i]`` times."""
+    s = np.asarray(sample_weight, dtype=np.float64)
+    total = float(s.sum()) * X.shape[1]
+    if sp.issparse(X):
+        mean = float(s @ np.asarray(X.sum(axis=1)).ravel()) / total
+        return float(s @ np.asarray(X.multiply(X).sum(axis=1)).ravel()) / total - mean**2
+    mean = float(s @ X.sum(axis=1, dtype=np.float64)) / total
+    return float(s @ np.square(X - mean, dtype=np.float64).sum(axis=1)) / total
+
+
+def resolve_gamma(gamma, X, sample_weight=None):
     """``gamma`` as :class:`sklearn.svm.SVC` resolves it.
 
     "scale" is ``1 / (d · Var(X))`` (1 when ``Var(X) = 0``), "auto" is ``1 / d``;
-    a positive finite number is returned unchanged (as a Python float).
+    a positive finite number is returned unchanged (as a Python float).  With
+    ``sample_weight`` (nonnegative, not all 0) ``Var(X)`` counts row ``i`` that many times,
+    so that integer weights give the ``gamma`` of the repeated rows.
     """
     d = X.shape[1]
     if isinstance(gamma, str) and gamma == "scale":
-        if sp.issparse(X):
+        if sample_weight is not None:
+            var = _weighted_variance(X, sample_weight)
+        elif sp.issparse(X):
             var = float(X.multiply(X).mean()) - float(X.mean()) ** 2
         else:
             var = float(np.var(X, dtype=np.float64))

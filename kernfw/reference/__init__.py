@@ -7,6 +7,7 @@ not import cvxpy until a reference solver is called:
 - :mod:`kernfw.reference.common`: Gram factorization, the Clarabel call;
 - :mod:`kernfw.reference.multiclass`: §1 multi-category SVMs;
 - :mod:`kernfw.reference.meb`: §2 minimum enclosing ball and L2-SVM;
+- :mod:`kernfw.reference.svr`: §2.15 the L2-loss support vector regression;
 - :mod:`kernfw.reference.structural`: §3 structural SVMs (n-slack primal);
 - :mod:`kernfw.reference.mkl`: §4–§5 online MKL, CSKL and MKL baselines;
 - :mod:`kernfw.reference.comparison`: ``compare(estimator, X, y)``.
@@ -14,7 +15,7 @@ not import cvxpy until a reference solver is called:
 
 import importlib
 
-_SUBMODULES = ("common", "multiclass", "meb", "structural", "mkl", "comparison")
+_SUBMODULES = ("common", "multiclass", "meb", "svr", "structural", "mkl", "comparison")
 
 
 def __getattr__(name):

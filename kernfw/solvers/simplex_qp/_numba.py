@@ -32,10 +32,11 @@ State shared with the caller
     Rows ``BETA`` (β), ``U`` (u), ``SCORES`` (``s·u − q/2``) and ``SCRATCH``.
 ``ind`` (intp[2, n])
     Rows ``ITEMS`` and ``WHERE`` of the active set.
-``con`` (float64[5, n])
+``con`` (float64[6, n])
     Rows ``DIAG`` (``diag(Q)``), ``Q`` (``q``), ``HALF_Q`` (``q/2``; zeros when
-    ``q = 0``), and for a column source ``SQ_NORMS`` (``‖x_k‖²``) and ``LABELS``
-    (``y``, L2-SVM).
+    ``q = 0``), and for a column source ``SQ_NORMS`` (``‖x_k‖²``), ``LABELS``
+    (``y``, L2-SVM) and ``INV_C`` (the L2-SVM's diagonal term, ``1/C`` for every
+    point; that of the regression's points, math.md §2.15).
 ``state`` (one record of dtype :data:`STATE`)
     The scalars: ``state[0].scale`` is ``s``, ``state[0].gap`` the FW gap of the
     cached vertex, and so on (the fields are listed in :data:`STATE`).
@@ -92,7 +93,7 @@ BETA, U, SCORES, SCRATCH = range(4)
 #: rows of ``ind``: the active set's members (``ITEMS[:size]``) and positions (−1: absent)
 ITEMS, WHERE = range(2)
 #: rows of ``con``
-DIAG, Q, HALF_Q, SQ_NORMS, LABELS = range(5)
+DIAG, Q, HALF_Q, SQ_NORMS, LABELS, INV_C = range(6)
 
 #: planned step kinds (``state[0].step_kind``)
 KIND_NONE, KIND_FW, KIND_AWAY, KIND_NEGATIVE = 0, 1, 2, 3
@@ -130,8 +131,7 @@ STATE = np.dtype(
         # the column source (0: the operator; SOURCE_*) and the L2-SVM transform
         ("source", np.int64),
         ("rbf_gamma", np.float64),  # γ of the RBF kernel
-        ("l2svm", np.bool_),  # apply K̃ = y_i y_j (K_ij + 1) + δ_ij / C
-        ("inv_c", np.float64),  # 1/C
+        ("l2svm", np.bool_),  # apply K̃ = y_i y_j (K_ij + 1) + δ_ij c_i, c_i = con[INV_C, i]
         # the compiled column cache
         ("clock", np.int64),  # column requests so far
         ("rows_used", np.int64),  # rows of the slab holding a column
@@ -367,7 +367,7 @@ def step_cached(vec, ind, con, state, src, slab, slot_of, slots):
     the column in each row, ``slots[1]`` its last use) or computed by
     :func:`~kernfw.operators._columns_numba.evaluate_column` into the least
     recently used row, then :func:`apply` reading that row in place (the L2-SVM's diagonal
-    term ``1/C`` as its ``shift``).  The state's
+    term, ``con[INV_C, j]``, as its ``shift``).  The state's
     ``clock``, ``rows_used``, ``hits`` and ``misses`` count the cache's use; ``vec[SCRATCH]``
     is scratch.  Returns the step size (0 when no step is taken, see ``step_kind``)."""
     st = state[0]
@@ -376,7 +376,7 @@ def step_cached(vec, ind, con, state, src, slab, slot_of, slots):
         return 0.0
     j = st.index
     s = cached_column(src, con[SQ_NORMS], con[LABELS], st, j, slab, slot_of, slots, vec[SCRATCH])
-    return apply(slab[s], st.inv_c if st.l2svm else 0.0, vec, ind, con, state)
+    return apply(slab[s], con[INV_C, j] if st.l2svm else 0.0, vec, ind, con, state)
 
 
 @njit(cache=True)

@@ -78,7 +78,6 @@ STATE = np.dtype(
         ("source", np.int64),
         ("rbf_gamma", np.float64),
         ("l2svm", np.bool_),
-        ("inv_c", np.float64),
         # the compiled column cache
         ("clock", np.int64),
         ("rows_used", np.int64),

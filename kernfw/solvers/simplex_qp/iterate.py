@@ -243,7 +243,7 @@ class SimplexQPIterate(SimplexQPRuns):
         self.diag = np.asarray(Q.diag(), dtype=np.float64)
         self._vec = np.zeros((4, n))  # β, u, scores, scratch
         self.beta, self.u = self._vec[core.BETA], self._vec[core.U]
-        self._con = np.zeros((5, n))
+        self._con = np.zeros((6, n))
         self._con[core.DIAG] = self.diag
         if q is not None:
             self._con[core.Q], self._con[core.HALF_Q] = q, 0.5 * q
@@ -309,10 +309,10 @@ class SimplexQPIterate(SimplexQPRuns):
         if source is None:
             return None
         if source.sq_norms is not None:
-            self._con[core.SQ_NORMS] = source.sq_norms
+            self._con[core.SQ_NORMS, : source.sq_norms.size] = source.sq_norms
         if source.labels is not None:
-            self._con[core.LABELS] = source.labels
-            self._st["inv_c"], self._st["l2svm"] = source.inv_c, True
+            self._con[core.LABELS], self._con[core.INV_C] = source.labels, source.inv_c
+            self._st["l2svm"] = True
         return column_cache(source, self.n, self._st)
 
     @property

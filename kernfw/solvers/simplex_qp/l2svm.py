@@ -102,7 +102,7 @@ class L2SVMKernel(KernelOperator):
         inner = self.base.column_source()
         if inner is None:
             return None
-        return inner._replace(labels=self.y, inv_c=1.0 / self.C)
+        return inner._replace(labels=self.y, inv_c=np.full(self.n, 1.0 / self.C))
 
     def diag(self):
         return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + 1.0 / self.C

@@ -26,12 +26,14 @@ block steps, which therefore give the same iterates up to rounding
 ``cache=True``.
 """
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from ...fw._steps_numba import block_standard_step, quadratic_step
 
-__all__ = ["word_grams", "chain_pass", "chain_oracle_pass"]
+__all__ = ["word_grams", "chain_pass", "chain_oracle_pass", "Chains", "ChainState"]
 
 #: reassociation for the node-score dot products only (they vectorize)
 _DOT_FLAGS = {"reassoc", "contract"}
@@ -144,74 +146,123 @@ def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back
         out[t - 1] = state
 
 
-# long: one compiled BCFW pass over the chains (math.md §3.5, §3.8)
-# complex: one compiled BCFW pass over the chains (math.md §3.5, §3.8)
+#: the words of a chain problem as a pass reads them (fixed for a run): the
+#: :class:`~kernfw.structured.ChainBatch` arrays ``features`` (N × d) and ``offsets``
+#: (n + 1,), the true state of every position ``labels`` (N,), the word Grams
+#: ``grams``, ``gram_offsets`` (:func:`word_grams`), where each block's statistics
+#: start in the flat statistics (``stat_offsets``), the number of states ``q`` and
+#: whether the Hamming loss is divided by ``T`` (``normalize``)
+Chains = namedtuple(
+    "Chains",
+    ["features", "offsets", "labels", "grams", "gram_offsets", "stat_offsets", "q", "normalize"],
+)
+
+#: what a BCFW pass changes in place: ``w = (U, b^s, b^e, G)``, the block statistics
+#: ``s̄_i = (Ē_i, C̄_i)`` flattened (``T_i·q + q²`` each), ``ℓ_i`` and the last block gap
+#: ``g_i`` of every block, ``ℓ = Σ_i ℓ_i`` (1,), and the weighted averages ``w̄``, ``ℓ̄``
+ChainState = namedtuple(
+    "ChainState", ["w", "stats", "block_loss", "block_gaps", "ell", "avg_w", "avg_ell"]
+)
+
+
 @njit(cache=True)
-def chain_pass(  # noqa: C901
-    order,
-    features,
-    offsets,
-    labels,
-    grams,
-    gram_offsets,
-    stats,
-    stat_offsets,
-    w,
-    block_loss,
-    block_gaps,
-    ell,
-    q,
-    lam,
-    normalize,
-    standard,
-    k0,
-    averaging,
-    avg_w,
-    avg_ell,
-    avg_k0,
-):
+def _direction(ch, st, i, a, T, theta, y_hat, dE, dC):
+    """``ΔE = E_ŷ − Ē_i``, ``ΔC = C_ŷ − C̄_i`` into ``dE``, ``dC``; returns ``⟨z, w⟩`` and the
+    number of wrong states of ``ŷ``."""
+    q, stats, w = ch.q, st.stats, st.w
+    e0 = ch.stat_offsets[i]
+    c0 = e0 + T * q
+    gstart = w.size - q * q
+    wrong = 0
+    zw = 0.0
+    for t in range(T):
+        if y_hat[t] != ch.labels[a + t]:
+            wrong += 1
+        for l in range(q):
+            v = -stats[e0 + t * q + l]
+            if l == y_hat[t]:
+                v += 1.0
+            dE[t, l] = v
+            zw += v * theta[t, l]
+    for j in range(q * q):
+        dC[j] = -stats[c0 + j]
+    for t in range(T - 1):
+        dC[y_hat[t] * q + y_hat[t + 1]] += 1.0
+    for j in range(q * q):
+        zw += dC[j] * w[gstart + j]
+    return zw, wrong
+
+
+@njit(cache=True)
+def _z_sq_norm(ch, i, T, dE, dC):
+    """``‖z‖²`` from the word Gram, ``ΔE`` and ``ΔC``."""
+    g0 = ch.gram_offsets[i]
+    zz = 0.0
+    for t in range(T):
+        for u in range(T):
+            acc = 0.0
+            for l in range(ch.q):
+                acc += dE[t, l] * dE[u, l]
+            zz += ch.grams[g0 + t * T + u] * acc
+    for l in range(ch.q):
+        zz += dE[0, l] * dE[0, l] + dE[T - 1, l] * dE[T - 1, l]
+    for j in range(ch.q * ch.q):
+        zz += dC[j] * dC[j]
+    return zz
+
+
+@njit(cache=True)
+def _move(ch, st, i, a, T, gamma, c, dE, dC):
+    """``w −= c·z`` (``c = γ/(λn)``; the zero entries of ``ΔE`` skipped) and
+    ``s̄_i += γ (s(ŷ) − s̄_i)``."""
+    q, w, stats, features = ch.q, st.w, st.stats, ch.features
+    d = features.shape[1]
+    qd = q * d
+    gstart = qd + 2 * q
+    e0 = ch.stat_offsets[i]
+    c0 = e0 + T * q
+    for t in range(T):
+        for l in range(q):
+            coef = c * dE[t, l]
+            if coef != 0.0:
+                for f in range(d):
+                    w[l * d + f] -= coef * features[a + t, f]
+    for l in range(q):
+        w[qd + l] -= c * dE[0, l]
+        w[qd + q + l] -= c * dE[T - 1, l]
+        for t in range(T):
+            stats[e0 + t * q + l] += gamma * dE[t, l]
+    for j in range(q * q):
+        w[gstart + j] -= c * dC[j]
+        stats[c0 + j] += gamma * dC[j]
+
+
+@njit(cache=True)
+def chain_pass(order, ch, st, lam, standard, k0, averaging, avg_k0):
     """One BCFW pass over the blocks ``order`` (in place); returns ``Σ γ``.
 
     Parameters
     ----------
     order : ndarray of int
         Blocks ``i`` in visiting order.
-    features, offsets : ndarray
-        The words (:class:`~kernfw.structured.ChainBatch`).
-    labels : ndarray (N,) of int
-        True states of every position.
-    grams, gram_offsets : ndarray
-        :func:`word_grams`.
-    stats, stat_offsets : ndarray
-        Block statistics ``s̄_i = (Ē_i, C̄_i)`` flattened (``T_i·q + q²`` each).
-    w : ndarray (D,)
-        ``w = (U, b^s, b^e, G)``.
-    block_loss, block_gaps : ndarray (n,)
-        ``ℓ_i`` and the last block gap ``g_i`` of every block.
-    ell : ndarray (1,)
-        ``ℓ = Σ_i ℓ_i``.
-    q : int
-        Number of states.
+    ch : Chains
+        The words.
+    st : ChainState
+        The iterate, updated in place.
     lam : float
         ``λ``.
-    normalize : bool
-        Hamming loss divided by ``T``.
     standard : bool
         Step ``2n/(k + 2n)`` instead of the exact block line search.
     k0 : int
         Block steps taken before this pass (``k`` of the first one).
     averaging : bool
         Update the weighted averages ``w̄``, ``ℓ̄`` (``ρ = 2/(k̄ + 2)``).
-    avg_w, avg_ell : ndarray
-        ``w̄`` (D,) and ``ℓ̄`` (1,).
     avg_k0 : int
         Averaging updates before this pass.
     """
+    offsets, q, w = ch.offsets, ch.q, st.w
     n = offsets.size - 1
-    d = features.shape[1]
-    qd = q * d
-    gstart = qd + 2 * q
-    scale = lam * n
+    gstart = q * ch.features.shape[1] + 2 * q
     theta, back, delta, prev, y_hat = _workspace(offsets, q)
     dE = np.empty((theta.shape[0], q))
     dC = np.empty(q * q)
@@ -220,73 +271,27 @@ def chain_pass(  # noqa: C901
         i = order[s]
         a = offsets[i]
         T = offsets[i + 1] - a
-        unit = 1.0 / T if normalize else 1.0
-        _node_scores(features, a, T, w, q, theta)
-        _viterbi(theta, T, labels, a, unit, True, w, q, gstart, delta, prev, back, y_hat)
-        # s(ŷ) − s̄_i, the loss of ŷ and ⟨z, w⟩
-        e0 = stat_offsets[i]
-        c0 = e0 + T * q
-        wrong = 0
-        zw = 0.0
-        for t in range(T):
-            if y_hat[t] != labels[a + t]:
-                wrong += 1
-            for l in range(q):
-                v = -stats[e0 + t * q + l]
-                if l == y_hat[t]:
-                    v += 1.0
-                dE[t, l] = v
-                zw += v * theta[t, l]
-        for j in range(q * q):
-            dC[j] = -stats[c0 + j]
-        for t in range(T - 1):
-            dC[y_hat[t] * q + y_hat[t + 1]] += 1.0
-        for j in range(q * q):
-            zw += dC[j] * w[gstart + j]
-        # ‖z‖² from the word Gram
-        g0 = gram_offsets[i]
-        zz = 0.0
-        for t in range(T):
-            for u in range(T):
-                acc = 0.0
-                for l in range(q):
-                    acc += dE[t, l] * dE[u, l]
-                zz += grams[g0 + t * T + u] * acc
-        for l in range(q):
-            zz += dE[0, l] * dE[0, l] + dE[T - 1, l] * dE[T - 1, l]
-        for j in range(q * q):
-            zz += dC[j] * dC[j]
+        unit = 1.0 / T if ch.normalize else 1.0
+        _node_scores(ch.features, a, T, w, q, theta)
+        _viterbi(theta, T, ch.labels, a, unit, True, w, q, gstart, delta, prev, back, y_hat)
+        zw, wrong = _direction(ch, st, i, a, T, theta, y_hat, dE, dC)
         loss_s = wrong * unit / n
-        gap = zw / n - block_loss[i] + loss_s
+        gap = zw / n - st.block_loss[i] + loss_s
         if standard:
             gamma = block_standard_step(k0 + s, n)
         else:
-            gamma = quadratic_step(gap, zz / (lam * n * n), 1.0)
+            gamma = quadratic_step(gap, _z_sq_norm(ch, i, T, dE, dC) / (lam * n * n), 1.0)
         if gamma > 0.0:
-            c = gamma / scale
-            for t in range(T):
-                for l in range(q):
-                    coef = c * dE[t, l]
-                    if coef != 0.0:
-                        for f in range(d):
-                            w[l * d + f] -= coef * features[a + t, f]
-            for l in range(q):
-                w[qd + l] -= c * dE[0, l]
-                w[qd + q + l] -= c * dE[T - 1, l]
-                for t in range(T):
-                    stats[e0 + t * q + l] += gamma * dE[t, l]
-            for j in range(q * q):
-                w[gstart + j] -= c * dC[j]
-                stats[c0 + j] += gamma * dC[j]
-            delta_loss = gamma * (loss_s - block_loss[i])
-            block_loss[i] += delta_loss
-            ell[0] += delta_loss
-        block_gaps[i] = gap
+            _move(ch, st, i, a, T, gamma, gamma / (lam * n), dE, dC)
+            delta_loss = gamma * (loss_s - st.block_loss[i])
+            st.block_loss[i] += delta_loss
+            st.ell[0] += delta_loss
+        st.block_gaps[i] = gap
         if averaging:
             rho = 2.0 / (avg_k0 + s + 2.0)
             for j in range(w.size):
-                avg_w[j] = avg_w[j] * (1.0 - rho) + rho * w[j]
-            avg_ell[0] = avg_ell[0] * (1.0 - rho) + rho * ell[0]
+                st.avg_w[j] = st.avg_w[j] * (1.0 - rho) + rho * w[j]
+            st.avg_ell[0] = st.avg_ell[0] * (1.0 - rho) + rho * st.ell[0]
         total += gamma
     return total
 

@@ -143,8 +143,16 @@ class BCFW(BlockCoordinateIterate):
         self.average = WeightedAverage() if averaging else None
         self.oracle_calls = 0
         if problem.chain:
-            self._grams = _numba.word_grams(problem.X.features, problem.X.offsets)
-            self._stat_offsets = offsets.astype(np.int64)
+            X = problem.X
+            self._chains = _numba.Chains(
+                X.features,
+                X.offsets,
+                problem.labels,
+                *_numba.word_grams(X.features, X.offsets),
+                offsets.astype(np.int64),
+                problem.model.n_states,
+                problem.model.normalize,
+            )
 
     def step(self, t):
         """One pass over the blocks (one compiled call on a chain problem)."""
@@ -156,26 +164,17 @@ class BCFW(BlockCoordinateIterate):
             avg.values = {"w": np.zeros_like(self.w), "ell": np.zeros(())}
         ell = np.array([self.ell])
         avg_w, avg_ell = (avg.values["w"], avg.values["ell"].reshape(1)) if avg else (self.w, ell)
+        state = _numba.ChainState(
+            self.w, self.stats, self.block_loss, self.block_gaps, ell, avg_w, avg_ell
+        )
         total = _numba.chain_pass(
             order,
-            p.X.features,
-            p.X.offsets,
-            p.labels,
-            *self._grams,
-            self.stats,
-            self._stat_offsets,
-            self.w,
-            self.block_loss,
-            self.block_gaps,
-            ell,
-            p.model.n_states,
+            self._chains,
+            state,
             p.lam,
-            p.model.normalize,
             self.step_rule == "standard",
             self.k,
             avg is not None,
-            avg_w,
-            avg_ell,
             avg.k if avg is not None else 0,
         )
         self.ell = float(ell[0])

@@ -39,6 +39,20 @@ def check_every_passes(check_every):
     return int(check_every)
 
 
+def _run(iterate, method, remedy, *, check_every=1, keep_best=True, **budget):
+    """:func:`kernfw.fw.run` of a structural-SVM iterate, named ``structural SVM <method>``
+    (``remedy``: what the non-convergence warning suggests; ``budget``: ``tol``,
+    ``max_iter``, ``max_time``, ``callback``)."""
+    return run(
+        iterate,
+        check_every=check_every,
+        keep_best=keep_best,
+        remedy=remedy,
+        name=f"structural SVM {method}",
+        **budget,
+    )
+
+
 def solve_structural_fw(
     model, X, Y, lam, *, step="line_search", max_iter=50, tol=1e-3, max_time=None, callback=None
 ):
@@ -68,16 +82,14 @@ def solve_structural_fw(
     FWResult
         ``solution["w"]``; history columns ``oracle_calls`` and ``pass``.
     """
-    return run(
+    return _run(
         BatchFW(StructuredProblem(model, X, Y, lam), step=step),
+        "batch FW",
+        "increase max_iter, loosen tol, or use the BCFW or the cutting plane",
         tol=tol,
         max_iter=max_iter,
         max_time=max_time,
-        check_every=1,
         callback=callback,
-        keep_best=True,
-        remedy="increase max_iter, loosen tol, or use the BCFW or the cutting plane",
-        name="structural SVM batch FW",
     )
 
 
@@ -139,16 +151,15 @@ def solve_structural_bcfw(
         sample=sample,
         random_state=random_state,
     )
-    return run(
+    return _run(
         iterate,
+        "BCFW",
+        "increase max_iter, loosen tol, use a larger lam, or use the cutting plane",
         tol=tol,
         max_iter=max_iter,
         max_time=max_time,
         check_every=check_every_passes(check_every),
         callback=callback,
-        keep_best=True,
-        remedy="increase max_iter, loosen tol, use a larger lam, or use the cutting plane",
-        name="structural SVM BCFW",
     )
 
 
@@ -177,16 +188,14 @@ def solve_structural_cutting_plane(
         ``solution["w"]``, ``["beta"]`` (weights of the cuts); history columns
         ``oracle_calls``, ``pass`` and ``cuts`` (working-set size).
     """
-    return run(
+    return _run(
         CuttingPlane(StructuredProblem(model, X, Y, lam)),
+        "cutting plane",
+        "increase max_iter or loosen tol",
         tol=tol,
         max_iter=max_iter,
         max_time=max_time,
-        check_every=1,
         callback=callback,
-        keep_best=True,
-        remedy="increase max_iter or loosen tol",
-        name="structural SVM cutting plane",
     )
 
 
@@ -237,13 +246,14 @@ def solve_structural_ssg(
         sample=sample,
         random_state=random_state,
     )
-    return run(
+    return _run(
         iterate,
+        "SSG",
+        "increase max_iter or tol",
         tol=0.0,
         max_iter=max_iter,
         max_time=max_time,
         check_every=check_every,
         callback=callback,
         keep_best=False,
-        name="structural SVM SSG",
     )

@@ -1,0 +1,123 @@
+"""``L2SVR()`` against ``SVR()``, both at their defaults, on the same regression data.
+
+Data: Friedman's regression problem #1 (``make_friedman1(noise=1.0)``, 10 features of
+which 5 matter), ``n`` training points and 5,000 held-out points, ``random_state=0``;
+and the diabetes data that ships with scikit-learn (442 points, standardized targets,
+a 75/25 split).  Each row runs in a fresh Python process: the headline is that process's
+first fit of each estimator ("cold": for kernfw the loading of its cached compiled
+code included), then ``--repeats`` more fits, interleaved (L2SVR, SVR, SVR, L2SVR, ...),
+whose median times are reported too.  Printed: held-out R² of both, the R² difference
+(kernfw − SVR, to be at least −0.01) and the time ratios kernfw / SVR (cold and median;
+to be at most 0.5), and the certificate of kernfw's fit; the load average of the
+machine first.
+
+Run from the repository root::
+
+    python benchmarks/bench_svr.py                       # n = 5k, 20k, 50k and diabetes
+    python benchmarks/bench_svr.py --sizes 5000 --repeats 3
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+TEST_POINTS = 5000
+
+
+def friedman(n):
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(n_samples=n + TEST_POINTS, noise=1.0, random_state=0)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+def diabetes():
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    y = (y - y.mean()) / y.std()
+    X, Xt, y, yt = train_test_split(X, y, test_size=0.25, random_state=0)
+    return X, y, Xt, yt
+
+
+def _fit(make, X, y, Xt, yt):
+    est = make()
+    start = time.perf_counter()
+    est.fit(X, y)
+    elapsed = time.perf_counter() - start
+    return elapsed, float(est.score(Xt, yt)), est
+
+
+def run_row(name):
+    """One row, in this (fresh) process: the cold fits, then the interleaved repeats."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import SVR
+
+    from kernfw import L2SVR
+
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    X, y, Xt, yt = diabetes() if name == "diabetes" else friedman(int(name))
+    cold_k, r2_k, est = _fit(L2SVR, X, y, Xt, yt)
+    cold_s, r2_s, _ = _fit(SVR, X, y, Xt, yt)
+    times_k, times_s = [cold_k], [cold_s]
+    for r in range(ARGS.repeats):
+        order = ((L2SVR, times_k), (SVR, times_s))
+        for make, times in order if r % 2 else order[::-1]:
+            times.append(_fit(make, X, y, Xt, yt)[0])
+    return {
+        "row": name,
+        "n": int(X.shape[0]),
+        "r2_kernfw": r2_k,
+        "r2_svr": r2_s,
+        "cold_kernfw": cold_k,
+        "cold_svr": cold_s,
+        "median_kernfw": statistics.median(times_k),
+        "median_svr": statistics.median(times_s),
+        "n_iter": int(est.n_iter_),
+        "n_support_kernfw": int(est.support_.size),
+        "relative_gap": float(est.duality_gap_ / abs(est.dual_objective_)),
+        "converged": bool(est.converged_),
+    }
+
+
+def main():
+    if ARGS.row is not None:
+        print(json.dumps(run_row(ARGS.row)))
+        return
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    rows = [str(n) for n in ARGS.sizes] + ["diabetes"]
+    header = (
+        f"{'data':>16} {'n':>6} | {'R² kernfw':>9} {'R² SVR':>7} {'ΔR²':>7} | "
+        f"{'cold k':>7} {'cold SVR':>8} {'ratio':>6} | {'med k':>7} {'med SVR':>7} "
+        f"{'ratio':>6} | {'iter':>6} {'SV':>6} {'gap/|D|':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        cmd = [sys.executable, __file__, "--row", row, "--repeats", str(ARGS.repeats)]
+        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        data = "diabetes" if row == "diabetes" else "friedman1"
+        print(
+            f"{data:>16} {r['n']:>6} | {r['r2_kernfw']:>9.4f} {r['r2_svr']:>7.4f} "
+            f"{r['r2_kernfw'] - r['r2_svr']:>+7.4f} | {r['cold_kernfw']:>6.2f}s "
+            f"{r['cold_svr']:>7.2f}s {r['cold_kernfw'] / r['cold_svr']:>6.2f} | "
+            f"{r['median_kernfw']:>6.2f}s {r['median_svr']:>6.2f}s "
+            f"{r['median_kernfw'] / r['median_svr']:>6.2f} | {r['n_iter']:>6} "
+            f"{r['n_support_kernfw']:>6} {r['relative_gap']:>8.3f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 20000, 50000])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--row", default=None, help=argparse.SUPPRESS)
+    ARGS = parser.parse_args()
+    main()

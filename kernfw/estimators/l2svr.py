@@ -1,0 +1,260 @@
+"""``L2SVR``: the L2-loss ε-insensitive support vector regression, trained by (away-step) FW.
+
+The regression of the core vector regression [Tsang2005b] with the tube width ``ε`` of
+scikit-learn's :class:`sklearn.svm.SVR` (math.md §2.15): its dual over the ``2n``
+multipliers of the tube is a quadratic over a scaled simplex, solved by the simplex-QP
+family (:func:`kernfw.solvers.simplex_qp.solve_l2svr`) with one kernel column per
+iteration, certified by the regression's own duality gap.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from ..operators.psd import check_psd
+from ..solvers.simplex_qp.l2svr import L2SVR_SOLVERS, solve_l2svr
+from ._base import (
+    KERNEL_PARAMETER_CONSTRAINTS,
+    FWEstimatorMixin,
+    KernelInputMixin,
+    with_callbacks,
+)
+from ._docs import with_kernel_parameters
+from .l2svc import gram_budget
+
+__all__ = ["L2SVR"]
+
+
+@with_kernel_parameters(
+    approx_note="The solver then takes the features' kernel columns one at a time "
+    "(Frank-Wolfe on the features; no compiled column source)."
+)
+class L2SVR(RegressorMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
+    """L2-loss ε-insensitive support vector regression trained by FW / MFW (math.md §2.15).
+
+    With the targets centred at their (weighted) mean ``ȳ``, it solves::
+
+        min ½‖w‖² + ½b² + C Σ_i s_i max(0, |y_i − ȳ − (wᵀφ(x_i) + b)| − ε)²
+
+    and predicts ``ȳ + wᵀφ(x) + b``.  The dual over the ``2n`` multipliers of the tube is
+    a quadratic over a scaled simplex of ``2n + 1`` vertices (the points with the signs
+    ``±1`` of the core vector regression and a slack vertex), solved by Frank-Wolfe with
+    away steps at the cost of one kernel column per iteration: no ``n × n`` matrix is
+    formed for large ``n`` (the kernel is evaluated on the fly with a column cache).
+    The iterations run compiled (numba).
+
+    Parameters
+    ----------
+    epsilon : float, default=0.1
+        Half-width ``ε ≥ 0`` of the tube in which errors cost nothing, as in ``SVR``.
+    C : float, default=1.0
+        Penalty ``C > 0`` of the squared tube violations, in scikit-learn's convention
+        (``½‖w‖² + C Σ loss``, as liblinear's L2-loss SVR): ``SVR(C=C)`` puts the same ``C``
+        in front of the violations ``Σ max(0, |y_i − f(x_i)| − ε)`` (L1 loss), so a
+        tuned ``SVR`` ``C`` carries over (the default 1.0 is SVR's).  The bias is
+        regularized like a constant feature 1, after centring the targets.
+    kernel : {"linear", "rbf", "poly", "sigmoid", "precomputed"}, callable or \
+KernelOperator, default="rbf"
+        As in :class:`sklearn.svm.SVR`; a ready
+        :class:`~kernfw.operators.KernelOperator` on the training points is used as is.
+    {kernel_parameters}
+    solver : {"mfw", "lsfw"}, default="mfw"
+        The algorithm: Frank-Wolfe with away and drop steps ("mfw", linear convergence)
+        or plain Frank-Wolfe ("lsfw"), both with the exact line search.
+    tol : float, default=0.1
+        Relative tolerance on the certified duality gap of the regression:
+        ``(P − D)/|D| ≤ tol`` (math.md §2.15).  The default sits where the held-out
+        R² has plateaued (``docs/benchmarks.md``, "Regression"); lower it for a more
+        accurate fit.
+    max_iter : int, default=None
+        Budget in iterations (one kernel column each), which ``n_iter_`` counts
+        (None: ``max(100000, 20 (2n + 1))``).
+    cache_size : float, default=200
+        Kernel cache in MB, as ``SVR``'s: the column cache of on-the-fly kernels (Gram
+        matrices up to 32 MB are precomputed instead, see
+        :func:`kernfw.estimators.l2svc.gram_budget`).
+    verbose : int, default=0
+        Print one line per certified iterate.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the kernel approximation (``approx``); the solver itself is deterministic.
+
+    Attributes
+    ----------
+    support_ : ndarray of int, shape (n_SV,)
+        Indices of the support vectors (``β_i = α_i − α_i* ≠ 0``: the points outside the
+        tube at the returned iterate).
+    support_vectors_ : ndarray of shape (n_SV, d)
+        Those points (not set for precomputed kernels or operators).
+    n_support_ : ndarray of shape (1,)
+        Their number, as ``SVR``'s.
+    dual_coef_ : ndarray of shape (1, n_SV)
+        ``β_i = α_i − α_i*`` on ``support_``: ``f(x) = Σ_i β_i k(x_i, x) + intercept_``.
+    intercept_ : ndarray of shape (1,)
+        ``ȳ + b``, ``b = Σ_i β_i``.
+    solver_ : str
+        The algorithm used.
+    n_iter_ : int
+        Iterations.
+    duality_gap_, primal_objective_, dual_objective_, converged_ : float, bool
+        Certificates of the returned iterate (the regression's primal ``P`` at the returned
+        model and dual ``D``; the gap ``P − D`` is never negative), each up to the rounding
+        bound of :class:`kernfw.fw.FWResult` (``history_["rounding"]``).
+    history_ : dict of arrays
+        Trace of the run (see :class:`kernfw.fw.FWResult`).
+    fit_time_ : float
+        Seconds spent in the solver.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    kernel_approx_ : transformer or None
+        The fitted kernel approximation when ``approx`` is set, else None.
+
+    See Also
+    --------
+    sklearn.svm.SVR : the L1-loss ε-SVR trained by SMO.
+    kernfw.L2SVC : the L2-SVM classifier of the same family.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_friedman1
+    >>> from kernfw import L2SVR
+    >>> X, y = make_friedman1(n_samples=500, noise=1.0, random_state=0)
+    >>> reg = L2SVR(C=10.0).fit(X, y)
+    >>> bool(reg.converged_), reg.score(X, y) > 0.9
+    (True, True)
+    """
+
+    _parameter_constraints = {
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        **KERNEL_PARAMETER_CONSTRAINTS,
+        "solver": [StrOptions(set(L2SVR_SOLVERS))],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left"), None],
+        "cache_size": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        epsilon=0.1,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        approx=None,
+        n_components=1000,
+        solver="mfw",
+        tol=0.1,
+        max_iter=None,
+        cache_size=200,
+        precision="auto",
+        verbose=0,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.approx = approx
+        self.n_components = n_components
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.cache_size = cache_size
+        self.precision = precision
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def _gram_max_mb(self, X):
+        return gram_budget(X, self.cache_size)
+
+    def _features_dtype(self):
+        """Approximated features in float64: the Frank-Wolfe steps test the curvature
+        ``dᵀQd`` to 1e-8 of its scale, below the rounding of float32 products."""
+        return np.float64
+
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the regression on ``X``, ``y``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n, d), or (n, n) Gram matrix
+            Training inputs (a Gram matrix for ``kernel="precomputed"``).
+        y : array-like of shape (n,)
+            Targets.
+        sample_weight : array-like of shape (n,), default=None
+            Per-example weights ``s_i ≥ 0`` of the squared violations (math.md §2.15):
+            an integer weight counts the example that many times, a weight 0 leaves it
+            out; negative weights are a ValueError.
+
+        Returns
+        -------
+        self
+        """
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        X, y, op = self._validate_training_data(X, y, sample_weight)
+        if self._kernel_is_operator():
+            check_psd(op)  # a few products K v: an indefinite K certifies nothing
+        y = np.asarray(y, dtype=np.float64)
+        s = _check_sample_weight(
+            sample_weight, np.empty(op.n), dtype=np.float64, ensure_non_negative=True
+        )
+        keep = np.flatnonzero(s > 0)  # not empty: _check_sample_weight refuses all zeros
+        offset = float(np.average(y, weights=s))
+        train = op if keep.size == op.n else op.subset(keep)
+        callback = self._fw_callback(self.max_iter, X, y)
+        try:
+            result = solve_l2svr(
+                train,
+                y[keep] - offset,
+                self.C,
+                self.epsilon,
+                sample_weight=s[keep],
+                solver=self.solver,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                callback=callback,
+            )
+        finally:
+            self._end_callbacks()
+        sol = result.solution
+        self.solver_ = self.solver
+        self.support_ = keep[sol["support"]]
+        self.n_support_ = np.array([self.support_.size], dtype=np.int32)
+        self.dual_coef_ = sol["coef"][sol["support"]][None, :]
+        self.intercept_ = np.array([sol["b"] + offset])
+        self._store_result(result)
+        self._set_predictor(X, op)
+        return self
+
+    def predict(self, X):
+        """Predicted targets ``f(x) = Σ_i β_i k(x_i, x) + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, d)
+            Inputs; for ``kernel="precomputed"`` the test Gram ``K(X, X_train)`` of shape
+            (n_samples, n_train), of which only the support columns are read.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        return self._support_decision(self._new_input(X), self.dual_coef_[0]) + self.intercept_[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        return self._kernel_tags(tags)

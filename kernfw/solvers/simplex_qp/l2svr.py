@@ -1,0 +1,332 @@
+"""The L2-loss ε-insensitive support vector regression as a simplex QP (math.md §2.15).
+
+The regression ``min ½‖w‖² + ½b² + C Σ_i s_i (ξ_i² + ξ_i*²)`` with the tube
+``−ε − ξ_i* ≤ y_i − (wᵀφ(x_i) + b) ≤ ε + ξ_i`` has a dual over ``2n`` multipliers
+``γ = (α, α*) ≥ 0``: ``max_{γ≥0} pᵀγ − ½γᵀK̃γ`` with the signed points of the core vector
+regression (``σ = (1ₙ, −1ₙ)``, ``K̃_kl = σ_k σ_l (K_kl + 1) + δ_kl / (2C s_k)``, indices
+mod ``n``) and the linear term ``p_k = σ_k y_k − ε``.  A bound ``1ᵀγ ≤ B`` that the
+optimum satisfies (:func:`mass_bound`) and a slack point turn the cone into ``B`` times
+the simplex of ``2n + 1`` vertices, the slack being the origin (a zero column):
+``γ = B α``, and the dual is ``(B²/2)`` times the simplex QP
+``max_{α∈Δ} qᵀα − αᵀQα`` with ``Q = K̃`` (zero row and column for the slack) and
+``q = 2p/B``.  This module holds ``Q`` as an operator (:class:`L2SVRKernel`: nothing
+``2n × 2n`` is formed; its column source lets the compiled core evaluate columns),
+the iterate whose certificate is the regression's own duality gap
+(:class:`L2SVRIterate`), :func:`solve_l2svr` and the recovery :func:`l2svr_recover`.
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from ..._threads import one_blas_thread
+from ...fw.result import rounding_bound
+from ...operators.base import KernelOperator, as_index, check_block
+from ...operators.gram import Gram
+from .certificate import simplex_certificate
+from .iterate import SimplexQPIterate
+from .solve import check_tol, drive, remedy
+from .start import check_alpha0
+
+__all__ = [
+    "L2SVRKernel",
+    "L2SVRIterate",
+    "L2SVR_SOLVERS",
+    "check_regression_weights",
+    "mass_bound",
+    "solve_l2svr",
+    "l2svr_recover",
+]
+
+#: the regression's algorithms: Frank-Wolfe with away steps, plain Frank-Wolfe
+L2SVR_SOLVERS = ("mfw", "lsfw")
+
+
+def check_regression_weights(sample_weight, n):
+    """Per-example weights ``s_i > 0`` of shape (n,) as float64 (ones for None).
+
+    The dual puts ``1/(2C s_i)`` on the diagonal (math.md §2.15), so an example of weight 0
+    has no place in it: the caller leaves it out (it does not constrain the fit), and a
+    zero, negative or non-finite weight here is a ValueError.
+    """
+    if sample_weight is None:
+        return np.ones(n)
+    s = np.asarray(sample_weight, dtype=np.float64)
+    if s.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},), got {s.shape}")
+    if not np.all(np.isfinite(s)) or not np.all(s > 0):
+        raise ValueError(
+            "the regression's weights must be positive and finite (leave examples of "
+            "weight 0 out of the problem: they do not constrain it)"
+        )
+    return s
+
+
+def _check_penalty(C, epsilon):
+    """``C > 0`` and ``ε ≥ 0`` as floats (ValueError otherwise)."""
+    for name, value in (("C", C), ("epsilon", epsilon)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name} must be a real number, got {value!r}")
+    if not (math.isfinite(C) and C > 0):
+        raise ValueError(f"C must be a positive finite number, got {C!r}")
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    return float(C), float(epsilon)
+
+
+class L2SVRKernel(KernelOperator):
+    """``Q`` of the regression's simplex QP: ``2n`` signed points and the slack (§2.15).
+
+    ``Q_kl = σ_k σ_l (K_{k mod n, l mod n} + 1) + δ_kl c_k`` for ``k, l < 2n`` with the
+    signs ``σ = (1ₙ, −1ₙ)`` and the diagonal terms ``c_k = 1/(2C s_{k mod n})``; row and
+    column ``2n`` (the slack) are zero.  An operator wrapper: it answers the operator
+    protocol from the base operator without forming any ``2n × 2n`` matrix.
+
+    Parameters
+    ----------
+    base : KernelOperator
+        The kernel ``K`` on the ``n`` training points.
+    C : float > 0
+        Penalty of the squared slacks.
+    sample_weight : array-like of shape (n,) or None
+        Positive weights ``s_i`` (None: ones).
+
+    Attributes
+    ----------
+    signs : ndarray of shape (2n + 1,)
+        ``σ`` (0 for the slack).
+    inv_c : ndarray of shape (2n + 1,)
+        ``c`` (0 for the slack).
+    """
+
+    def __init__(self, base, C, sample_weight=None):
+        if not isinstance(base, KernelOperator):
+            raise TypeError(f"base must be a KernelOperator, got {type(base).__name__}")
+        self.base, self.C = base, _check_penalty(C, 0.0)[0]
+        m = base.n
+        self.sample_weight = check_regression_weights(sample_weight, m)
+        self.n = 2 * m + 1
+        self.dtype = np.float64
+        self.signs = np.r_[np.ones(m), -np.ones(m), 0.0]
+        half = 1.0 / (2.0 * self.C * self.sample_weight)
+        self.inv_c = np.r_[half, half, 0.0]
+
+    def _points(self, idx):
+        """The base points ``k mod n`` of indices ``idx`` (the slack maps to point 0)."""
+        return idx % self.base.n
+
+    def column_source(self):
+        """The base operator's :class:`~kernfw.operators.base.ColumnSource` with the signs
+        ``σ`` as labels and the diagonal terms ``c`` (the compiled column repeats the base
+        column over the copies, :func:`~kernfw.operators._columns_numba.evaluate_column`),
+        or None when the base operator has none."""
+        inner = self.base.column_source()
+        if inner is None:
+            return None
+        return inner._replace(labels=self.signs, inv_c=self.inv_c)
+
+    def diag(self):
+        d = np.asarray(self.base.diag(), dtype=np.float64) + 1.0
+        return np.r_[d, d, 0.0] + self.inv_c
+
+    def columns(self, idx):
+        idx = as_index(idx, self.n)
+        base = np.asarray(self.base.columns(self._points(idx)), dtype=np.float64) + 1.0
+        out = np.concatenate([base, base, base[:1]]) * np.multiply.outer(
+            self.signs, self.signs[idx]
+        )
+        out[idx, np.arange(idx.size)] += self.inv_c[idx]
+        return out
+
+    def matmat(self, V):
+        V = check_block(V, self.n)
+        m = self.base.n
+        sV = V * (self.signs if V.ndim == 1 else self.signs[:, None])
+        beta = sV[:m] + sV[m : 2 * m]  # the coefficients of the base points
+        h = self.base.matmat(beta) + beta.sum(axis=0)
+        out = np.concatenate([h, h, np.zeros_like(h[:1])])
+        out *= self.signs if V.ndim == 1 else self.signs[:, None]
+        out += V * (self.inv_c if V.ndim == 1 else self.inv_c[:, None])
+        return out
+
+    def cross(self, X_new, idx=None):
+        idx = np.arange(self.n) if idx is None else as_index(idx, self.n)
+        return (self.base.cross(X_new, self._points(idx)) + 1.0) * self.signs[idx]
+
+    def subset(self, idx):
+        idx = as_index(idx, self.n)
+        return Gram(self.columns(idx)[idx])
+
+
+def mass_bound(y, C, epsilon, sample_weight):
+    """``B ≥ 1ᵀγ*``, the bound that makes the dual's cone a scaled simplex (math.md §2.15).
+
+    ``1ᵀγ* = 2C Σ s_i e_i*`` with the tube violations ``e_i*`` of the optimum, and
+    ``C Σ s_i e_i*² ≤ P* ≤ P(0) = C Σ s_i e_i(0)²`` (the model ``w = 0``, ``b = 0``), so by
+    Cauchy–Schwarz ``1ᵀγ* ≤ 2C √(Σ s_i · Σ s_i e_i(0)²)`` with ``e_i(0) = max(0, |y_i| − ε)``.
+    Returns 1 when that is 0 (then ``γ* = 0``, and any ``B > 0`` bounds it).
+    """
+    e0 = np.maximum(np.abs(y) - epsilon, 0.0)
+    bound = 2.0 * C * math.sqrt(float(sample_weight.sum()) * float(sample_weight @ e0**2))
+    return bound if bound > 0 else 1.0
+
+
+class L2SVRIterate(SimplexQPIterate):
+    """FW / MFW on the regression's simplex QP, certified by the regression's duality gap.
+
+    The steps are those of :class:`~kernfw.solvers.simplex_qp.SimplexQPIterate` on
+    ``Q = L2SVRKernel`` and ``q = 2p/B``; the certificate is that of the regression
+    (math.md §2.15): with ``γ = Bα`` and the residuals ``r_k = p_k − σ_k f(x_k)``, the
+    primal at the model of ``γ`` minus the dual is the sum of the nonnegative terms
+    ``C s_k r_k₊² + γ_k²/(4C s_k) − γ_k r_k``, computed in O(n) from ``v = Qα``.
+
+    Parameters
+    ----------
+    Q : L2SVRKernel
+        The operator.
+    p : ndarray of shape (2n,)
+        The linear term ``p_k = σ_k y_k − ε``.
+    B : float
+        The mass bound.
+    solver, alpha0, rng
+        As :class:`~kernfw.solvers.simplex_qp.SimplexQPIterate`.
+    """
+
+    #: ``tol`` is relative to the dual value ``|D|``
+    gap_scale = "dual"
+
+    def __init__(self, Q, p, B, solver, alpha0, rng):
+        self.p, self.B = p, float(B)
+        super().__init__(Q, np.r_[2.0 * p / self.B, 0.0], solver, alpha0, rng)
+        self.gap_scale = "dual"
+        self._penalty = 1.0 / self.Q.inv_c[:-1]  # 2C s_k
+
+    def _gap_terms(self):
+        """``(γ, r, terms)``: the multipliers, residuals and gap terms of math.md §2.15."""
+        gamma = self.B * self.alpha[:-1]
+        r = self.p - self.B * self.v[:-1] + gamma / self._penalty
+        pos = np.maximum(r, 0.0)
+        terms = 0.5 * (self._penalty * pos * pos + gamma * gamma / self._penalty) - gamma * r
+        return gamma, r, terms
+
+    def certificate(self):
+        gamma, r, terms = self._gap_terms()
+        dual = 0.5 * self.B**2 * self.objective()
+        gap = float(np.maximum(terms, 0.0).sum())
+        magnitude = float(np.abs(terms).sum() + 2.0 * np.abs(gamma * r).sum()) + abs(dual)
+        rounding = rounding_bound(self.n + self.steps, magnitude)
+        extra = {"coreset": self.active.size, "away_steps": self.n_away, "drop_steps": self.n_drop}
+        return simplex_certificate(dual, gap, extra, rounding)
+
+
+def l2svr_recover(alpha, B, n):
+    """The regression's model from the simplex QP's ``α`` (math.md §2.15).
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (2n + 1,)
+        The simplex QP's solution.
+    B : float
+        The mass bound (``γ = Bα``).
+    n : int
+        The number of training points.
+
+    Returns
+    -------
+    dict
+        ``coef`` (n,) ``β = α − α*`` (``f(x) = Σ_i β_i (k(x_i, x) + 1)``), ``b = Σ β_i``,
+        ``support`` (the indices with ``β_i ≠ 0``) and ``gamma`` (``(α, α*)``, 2n).
+    """
+    gamma = B * alpha[: 2 * n]
+    beta = gamma[:n] - gamma[n:]
+    support = np.flatnonzero(beta)
+    return {"coef": beta, "b": float(beta.sum()), "support": support, "gamma": gamma}
+
+
+def _start(n, alpha0):
+    """The slack vertex ``α = e_{2n}`` (``γ = 0``: the zero model), or ``alpha0``."""
+    if alpha0 is not None:
+        return check_alpha0(alpha0, 2 * n + 1)
+    start = np.zeros(2 * n + 1)
+    start[-1] = 1.0
+    return start
+
+
+def solve_l2svr(
+    op,
+    y,
+    C,
+    epsilon,
+    sample_weight=None,
+    solver="mfw",
+    tol=1e-3,
+    max_iter=None,
+    alpha0=None,
+    random_state=None,
+    callback=None,
+    max_time=None,
+    check_every=None,
+):
+    """Train the L2-loss ε-insensitive SVR (math.md §2.15) by FW or MFW on the simplex.
+
+    Parameters
+    ----------
+    op : KernelOperator
+        The kernel ``K`` on the ``n`` training points (any backend).
+    y : array-like of shape (n,)
+        Targets.
+    C : float > 0
+        Penalty ``C`` of ``C Σ s_i (ξ_i² + ξ_i*²)``.
+    epsilon : float >= 0
+        Half-width ``ε`` of the tube.
+    sample_weight : array-like of shape (n,) or None
+        Positive weights ``s_i`` (None: ones).
+    solver : {"mfw", "lsfw"}
+        Frank-Wolfe with away steps, or plain Frank-Wolfe (math.md §2.3).
+    tol : float > 0 or StoppingRule
+        The regression's duality gap relative to its dual value: ``P − D ≤ tol·|D|``.
+    max_iter : int or None
+        Iterations (one kernel column each; None: ``max(100000, 20·(2n + 1))``).
+    alpha0 : array-like of shape (2n + 1,) or None
+        Warm start on the simplex of the same ``B`` (None: the slack vertex, ``γ = 0``).
+    random_state, callback, max_time, check_every
+        As :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`.
+
+    Returns
+    -------
+    FWResult
+        ``solution`` holds ``alpha`` (2n + 1), ``v`` (``Qα``), ``coef`` (n,
+        ``β = α − α*``), ``b``, ``support`` (indices with ``β_i ≠ 0``), ``gamma``
+        (``(α, α*)``) and ``B``; ``dual`` is the regression's dual value ``D``,
+        ``primal = D + gap`` its primal objective at the returned model.
+    """
+    if not isinstance(op, KernelOperator):
+        raise TypeError(f"op must be a KernelOperator, got {type(op).__name__}")
+    if solver not in L2SVR_SOLVERS:
+        raise ValueError(f"solver must be one of {L2SVR_SOLVERS}, got {solver!r}")
+    C, epsilon = _check_penalty(C, epsilon)
+    n = op.n
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != (n,) or not np.all(np.isfinite(y)):
+        raise ValueError(f"y must be a finite array of shape ({n},), got shape {y.shape}")
+    Q = L2SVRKernel(op, C, sample_weight)
+    B = mass_bound(y, C, epsilon, Q.sample_weight)
+    p = np.r_[y, -y] - epsilon
+    tol = check_tol(tol)
+    max_iter = max(100_000, 20 * Q.n) if max_iter is None else max_iter
+    rng = None if random_state is None else np.random.default_rng(random_state)
+    with one_blas_thread():
+        iterate = L2SVRIterate(Q, p, B, solver, _start(n, alpha0), rng)
+        result = drive(
+            iterate,
+            tol,
+            int(max_iter),
+            check_every,
+            max_time=max_time,
+            callback=callback,
+            remedy=remedy(solver),
+            name=f"{solver.upper()} (L2-SVR simplex QP)",
+        )
+    result.solution.update(l2svr_recover(result.solution["alpha"], B, n), B=B)
+    return result

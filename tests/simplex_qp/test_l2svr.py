@@ -1,0 +1,225 @@
+"""The L2-loss support vector regression (math.md §2.15): ``L2SVRKernel``, ``solve_l2svr``
+and the ``L2SVR`` estimator."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_friedman1
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from kernfw.estimators.l2svr import L2SVR
+from kernfw.kernels import make_operator
+from kernfw.operators import Features, Gram
+from kernfw.solvers.simplex_qp import L2SVRKernel, solve_l2svr
+
+
+def _data(n=60, seed=0):
+    X, y = make_friedman1(n_samples=n, n_features=5, noise=1.0, random_state=seed)
+    return X, y - y.mean()
+
+
+def _signed_gram(K, C, s):
+    """The dense ``Q`` of math.md §2.15: the 2n signed points and the zero slack."""
+    n = K.shape[0]
+    sig = np.r_[np.ones(n), -np.ones(n)]
+    idx = np.r_[np.arange(n), np.arange(n)]
+    Q = np.zeros((2 * n + 1, 2 * n + 1))
+    Q[: 2 * n, : 2 * n] = np.outer(sig, sig) * (K[np.ix_(idx, idx)] + 1)
+    Q[np.arange(2 * n), np.arange(2 * n)] += 1.0 / (2 * C * s[idx])
+    return Q
+
+
+def _weights(n, seed=1):
+    return np.random.default_rng(seed).uniform(0.5, 2.0, n)
+
+
+# -- the operator ----------------------------------------------------------------------------------
+def test_signed_kernel_operator_matches_the_formula():
+    X, _ = _data(20)
+    K = pairwise_kernels(X, metric="rbf", gamma=0.3)
+    s = _weights(20)
+    op = L2SVRKernel(Gram(K), C=2.0, sample_weight=s)
+    Q = _signed_gram(K, 2.0, s)
+    np.testing.assert_allclose(op.dense(), Q, atol=1e-14)
+    np.testing.assert_allclose(op.diag(), np.diag(Q), atol=1e-14)
+    V = np.random.default_rng(1).normal(size=(41, 3))
+    np.testing.assert_allclose(op.matmat(V), Q @ V, atol=1e-12)
+    np.testing.assert_allclose(op.matmat(V[:, 0]), Q @ V[:, 0], atol=1e-12)
+    np.testing.assert_allclose(op.columns([25, 2, 40]), Q[:, [25, 2, 40]], atol=1e-14)
+    np.testing.assert_allclose(op.subset([1, 25, 40]).dense(), Q[np.ix_([1, 25, 40], [1, 25, 40])])
+    kf = make_operator(X, "rbf", gamma=0.3, backend="function")
+    cross = L2SVRKernel(kf, 2.0).cross(X[:4], [0, 23])  # σ_k (k(x, x_k) + 1)
+    np.testing.assert_allclose(cross, (K[:4][:, [0, 3]] + 1) * [1, -1], atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["gram", "function"])
+def test_compiled_columns_are_the_operators(backend):
+    """The compiled column source (repeated base column, signs, slack) walks the iterates of
+    the same problem through ``Q.columns`` (a Gram of the dense ``Q``: no column source)."""
+    X, y = _data(40)
+    op = make_operator(X, "rbf", gamma=0.3, backend=backend)
+    assert L2SVRKernel(op, 1.0).column_source() is not None
+    fast = solve_l2svr(op, y, 1.0, 0.1, tol=1e-9)
+    dense = Gram(pairwise_kernels(X, metric="rbf", gamma=0.3))
+    plain = solve_l2svr(_NoSource(dense), y, 1.0, 0.1, tol=1e-9)
+    assert fast.dual == pytest.approx(plain.dual, rel=1e-9)
+    np.testing.assert_allclose(fast.solution["coef"], plain.solution["coef"], atol=1e-5)
+
+
+class _NoSource(Gram):
+    """A Gram without a column source: the iterate asks ``Q.columns``."""
+
+    def __init__(self, gram):
+        super().__init__(gram.dense())
+
+    def column_source(self):
+        return None
+
+
+# -- the solver against cvxpy ------------------------------------------------------------------------
+def _prediction_bound(gap, K_diag):
+    """``|f(x) − f*(x)| ≤ √(2·gap) · √(k(x, x) + 1)``: the primal is 1-strongly convex in
+    ``(w, b)``, so ``½‖(w, b) − (w*, b*)‖² ≤ P(w, b) − P* ≤ gap``."""
+    return np.sqrt(2.0 * gap) * np.sqrt(K_diag + 1.0)
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize(
+    "solver,tol", [("mfw", 1e-10), ("mfw", 1e-2), ("lsfw", 1e-2)], ids=["mfw", "mfw-loose", "lsfw"]
+)
+@pytest.mark.parametrize("C,epsilon", [(1.0, 0.1), (10.0, 0.5), (0.1, 0.0)])
+def test_l2svr_matches_cvxpy(C, epsilon, solver, tol, weighted):
+    from kernfw.reference import l2svr_reference
+
+    X, y = _data(50, seed=2)
+    s = _weights(50) if weighted else None
+    K = pairwise_kernels(X, metric="rbf", gamma=0.4)
+    ref = l2svr_reference(K, y, C, epsilon, s)
+    res = solve_l2svr(Gram(K), y, C, epsilon, sample_weight=s, solver=solver, tol=tol)
+    P = ref["objective"]
+    assert res.converged
+    slack = res.rounding + 1e-8 * abs(P)
+    assert res.dual <= P + slack  # weak duality, and P* within the certified gap
+    assert res.primal >= P - slack
+    assert res.primal - res.dual == pytest.approx(res.gap, abs=1e-9 * abs(P))
+    assert res.gap <= tol * abs(res.dual) + res.rounding
+    sol = res.solution
+    f = K[:, sol["support"]] @ sol["coef"][sol["support"]] + sol["b"]
+    bound = _prediction_bound(res.gap + res.rounding, np.ones(50))
+    assert np.all(np.abs(f - ref["f_train"]) <= bound + 1e-6 * np.abs(ref["f_train"]).max())
+    if tol < 1e-8:  # the multipliers too
+        np.testing.assert_allclose(sol["gamma"][:50], ref["alpha"], atol=1e-4 * C)
+        np.testing.assert_allclose(sol["gamma"][50:], ref["alpha_star"], atol=1e-4 * C)
+
+
+def test_zero_gap_when_every_target_is_inside_the_tube():
+    X, y = _data(20)
+    res = solve_l2svr(Gram(pairwise_kernels(X)), 0.01 * np.sign(y), 1.0, 0.1)
+    assert res.converged and res.gap == 0.0 and res.solution["support"].size == 0
+
+
+def test_convergence_warning_at_a_tiny_budget():
+    X, y = _data(80)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        res = solve_l2svr(Gram(pairwise_kernels(X, metric="rbf")), y, 1.0, 0.1, max_iter=3)
+    assert not res.converged and res.gap > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"C": 0.0}, "C must be"),
+        ({"epsilon": -1.0}, "epsilon must be"),
+        ({"sample_weight": -np.ones(10)}, "weights must be positive"),
+        ({"solver": "cvm"}, "solver must be"),
+    ],
+)
+def test_solver_rejects_bad_input(kwargs, match):
+    X, y = _data(10)
+    args = {"C": 1.0, "epsilon": 0.1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        solve_l2svr(Gram(pairwise_kernels(X)), y, **args)
+
+
+# -- the estimator ---------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+# tol=1e-14: the sample-weight checks compare predictions to 1e-7 (the certificate stops
+# at its rounding bound, ~1e-11 relative, and warns)
+@parametrize_with_checks([L2SVR(tol=1e-14), L2SVR(kernel="linear", tol=1e-14)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_default_fit_beats_the_mean_and_is_certified():
+    X, y = make_friedman1(n_samples=600, noise=1.0, random_state=0)
+    reg = L2SVR().fit(X[:400], y[:400])
+    assert reg.converged_ and reg.duality_gap_ <= 0.1 * abs(reg.dual_objective_) + 1e-9
+    assert reg.score(X[400:], y[400:]) > 0.8
+    assert reg.dual_coef_.shape == (1, reg.support_.size) == (1, reg.n_support_[0])
+
+
+def test_backends_agree():
+    """precomputed Gram, on-the-fly RBF and a ready operator: the same fit."""
+    X, y = _data(80)
+    Xt = _data(20, seed=5)[0]
+    fits = [
+        L2SVR(gamma=0.3, tol=1e-9).fit(X, y).predict(Xt),
+        L2SVR(kernel="precomputed", tol=1e-9)
+        .fit(pairwise_kernels(X, metric="rbf", gamma=0.3), y)
+        .predict(pairwise_kernels(Xt, X, metric="rbf", gamma=0.3)),
+        L2SVR(kernel=make_operator(X, "rbf", gamma=0.3, backend="function"), tol=1e-9)
+        .fit(X, y)
+        .predict(Xt),
+    ]
+    for f in fits[1:]:
+        np.testing.assert_allclose(f, fits[0], atol=1e-4)
+
+
+def test_linear_kernel_on_sparse_features_matches_dense():
+    import scipy.sparse as sp
+
+    X, y = _data(60)
+    dense = L2SVR(kernel="linear", tol=1e-9).fit(X, y)
+    sparse = L2SVR(kernel="linear", tol=1e-9).fit(sp.csr_matrix(X), y)
+    assert isinstance(make_operator(sp.csr_matrix(X), "linear"), Features)
+    np.testing.assert_allclose(sparse.predict(X), dense.predict(X), atol=1e-4)
+
+
+def test_zero_weights_remove_rows_and_integer_weights_repeat_them():
+    X, y = _data(40)
+    s = np.random.default_rng(0).integers(0, 3, 40)
+    weighted = L2SVR(tol=1e-12).fit(X, y, sample_weight=s)
+    repeated = L2SVR(tol=1e-12).fit(np.repeat(X, s, axis=0), np.repeat(y, s))
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=1e-5, atol=1e-6)
+    assert np.all(s[weighted.support_] > 0)
+
+
+def test_approximated_kernel():
+    X, y = make_friedman1(n_samples=400, noise=1.0, random_state=0)
+    reg = L2SVR(approx="nystroem", n_components=100, random_state=0).fit(X[:300], y[:300])
+    assert reg.kernel_approx_ is not None and reg.converged_
+    assert reg.score(X[300:], y[300:]) > 0.7
+
+
+@pytest.mark.parametrize(
+    "params,fit_kwargs,match",
+    [
+        ({"epsilon": -0.1}, {}, "epsilon"),
+        ({"C": 0}, {}, "C"),
+        ({}, {"sample_weight": -np.ones(30)}, "(?i)negative"),
+        ({}, {"sample_weight": np.zeros(30)}, "non-zero"),
+    ],
+)
+def test_estimator_rejects_bad_input(params, fit_kwargs, match):
+    X, y = _data(30)
+    with pytest.raises(ValueError, match=match):
+        L2SVR(**params).fit(X, y, **fit_kwargs)
+
+
+def test_nan_targets_are_refused():
+    X, y = _data(30)
+    y[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        L2SVR().fit(X, y)
