@@ -459,7 +459,7 @@ COMMANDS = [
         "a cross-validated grid search (C x gamma by default) with shared kernels; "
         "--plot: the CV score's heat-map",
         configure_search,
-        run_search,
+        lambda args: run_search(args, make_estimator),
     ),
     Command(
         "compare",

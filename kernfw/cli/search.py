@@ -101,11 +101,12 @@ def _rows(results):
     return header, rows
 
 
-def run_search(args):
+def run_search(args, make_estimator):
+    """Run ``kernfw search``; ``make_estimator(args, X, y)`` builds the model of ``--model``
+    (:func:`kernfw.cli.commands.make_estimator`)."""
     from sklearn.exceptions import ConvergenceWarning
 
     from ..model_selection import KernelGridSearchCV
-    from .commands import make_estimator
     from .data import prepare
     from .models import MODELS
 
