@@ -132,10 +132,13 @@ class L2SVRKernel(KernelOperator):
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
-        base = np.asarray(self.base.columns(self._points(idx)), dtype=np.float64) + 1.0
-        out = np.concatenate([base, base, base[:1]]) * np.multiply.outer(
-            self.signs, self.signs[idx]
-        )
+        out = np.zeros((self.n, idx.size))
+        points = np.flatnonzero(idx < self.n - 1)  # the slack's column is zero: no kernel
+        if points.size:
+            base = np.asarray(self.base.columns(self._points(idx[points])), dtype=np.float64)
+            base += 1.0
+            signs = np.multiply.outer(self.signs[:-1], self.signs[idx[points]])
+            out[:-1, points] = np.concatenate([base, base]) * signs
         out[idx, np.arange(idx.size)] += self.inv_c[idx]
         return out
 
