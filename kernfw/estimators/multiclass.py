@@ -145,7 +145,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         on the benchmark suite are at most the median of random orders).  None
         draws a new order for every fit: at ``tol=3e-2`` two such fits predict
         the same label on 97.7–98.9 % of held-out points (the points within the
-        tolerance's slack of a decision boundary; ``tol=3e-3``: 99.5–99.9 %, at
+        tolerance's slack of a decision boundary; ``tol=3e-3``: 99.4–99.9 %, at
         1.5–2.1× the time; docs/benchmarks.md, "Two default fits").
     cache_size : float, default=200
         Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
