@@ -524,3 +524,30 @@ def test_progress_modes(capsys):
 
     est = cli.attach_progress(cli.MODELS["multiclass"].estimator_class()(), "bar")
     assert any(isinstance(c, ProgressBar) for c in est._skl_callbacks)
+
+
+def test_search_on_svmlight_and_csv_files_writes_a_table_and_a_heat_map(tmp_path, iris_files):
+    svm, _ = iris_files
+    X, y = load_iris(return_X_y=True)
+    csv_file = tmp_path / "iris.csv"
+    np.savetxt(csv_file, np.column_stack([X, y]), delimiter=",", header="a,b,c,d,label")
+    for data in (svm, csv_file):
+        plot, out = tmp_path / "heat.png", tmp_path / "search.csv"
+        proc = run(
+            "search", "--model", "l2svc", "--data", str(data), "--grid", "C=0.1,1,10",
+            "--grid", "gamma=0.1,1", "--cv", "3", "--jobs", "2", "--out", str(out),
+            "--plot", str(plot), "--progress", "lines",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "6/6 path x fold tasks" in proc.stderr  # 2 gamma paths x 3 folds
+        assert "certified    18 of 18 fits met their tol" in proc.stdout
+        with open(out) as handle:
+            rows = list(csv.DictReader(handle))
+        assert len(rows) == 6 and {"C", "gamma", "mean_duality_gap"} <= set(rows[0])
+        assert all(0.5 < float(r["mean_test_score"]) <= 1 for r in rows)
+        assert plot.stat().st_size > 1000
+
+
+def test_search_refuses_a_parameter_the_model_lacks():
+    proc = run("search", "--model", "l2svc", "--data", "iris", "--grid", "lam=0.1,1")
+    assert_one_line_error(proc, "--grid lam: not a parameter of L2SVC")

@@ -49,6 +49,7 @@ from .report import (
     save_table,
     write_rows,
 )
+from .search import configure_search, run_search
 
 __all__ = ["Command", "COMMANDS", "make_estimator"]
 
@@ -452,6 +453,13 @@ COMMANDS = [
     ),
     Command(
         "sweep", "fit one model per value of a hyperparameter (joblib)", configure_sweep, run_sweep
+    ),
+    Command(
+        "search",
+        "a cross-validated grid search (C x gamma by default) with shared kernels; "
+        "--plot: the CV score's heat-map",
+        configure_search,
+        lambda args: run_search(args, make_estimator),
     ),
     Command(
         "compare",

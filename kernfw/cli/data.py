@@ -1,4 +1,4 @@
-"""Data for the command line: bundled datasets, svmlight and .npz files, the split."""
+"""Data for the command line: bundled datasets, svmlight, CSV and .npz files, the split."""
 
 import os
 
@@ -18,7 +18,8 @@ DATASETS = {
 
 
 def load_data(spec):
-    """Load ``(X, y, description)`` from a bundled name, an svmlight file or an .npz.
+    """Load ``(X, y, description)`` from a bundled name, an svmlight file, a CSV file
+    (``.csv``: numbers, the label in the last column, an optional header row) or an .npz.
 
     Raises
     ------
@@ -37,6 +38,8 @@ def load_data(spec):
         )
     if spec.endswith(".npz"):
         X, y = _load_npz(spec)
+    elif spec.lower().endswith(".csv"):
+        X, y = _load_csv(spec)
     else:
         X, y = _load_svmlight(spec)
     if X.shape[0] == 0 or X.shape[1] == 0:
@@ -51,6 +54,20 @@ def _load_svmlight(path):
         return load_svmlight_file(path)
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise CLIError(f"cannot read {path!r} as an svmlight file: {one_line(exc)}") from exc
+
+
+def _load_csv(path):
+    """Features and labels of a CSV file of numbers, the label in the last column."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+        header = any(c.isalpha() and c not in "eE" for c in first.replace("nan", ""))
+        table = np.loadtxt(path, delimiter=",", skiprows=int(header), ndmin=2)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise CLIError(f"cannot read {path!r} as a CSV file of numbers: {one_line(exc)}") from exc
+    if table.shape[1] < 2:
+        raise CLIError(f"{path!r}: a CSV file needs feature columns and a last label column")
+    return table[:, :-1], table[:, -1]
 
 
 #: the first bytes of a zip archive (what ``numpy.savez`` writes) and of a single .npy array

@@ -67,12 +67,20 @@ __all__ = [
     "accepts_kernel_operator",
     "with_callbacks",
     "FLOAT32_GRAM_TOL",
+    "PRECISIONS",
+    "PRECISION_PARAMETER_CONSTRAINTS",
 ]
 
 #: smallest ``tol`` at which an estimator keeps the kernel values it computes from
 #: features in float32 (a Gram, or the columns of an on-the-fly kernel): their
 #: rounding, about 1e-7 relative, is then far below what the tolerance certifies
 FLOAT32_GRAM_TOL = 1e-4
+
+#: the ``precision`` choices of the kernel values an estimator computes from features
+PRECISIONS = ("auto", "float32", "float64")
+
+#: ``_parameter_constraints`` of ``precision``
+PRECISION_PARAMETER_CONSTRAINTS = {"precision": [StrOptions(set(PRECISIONS))]}
 
 #: ``_parameter_constraints`` of the kernel approximation (``approx``, ``n_components``)
 APPROX_PARAMETER_CONSTRAINTS = {
@@ -90,6 +98,7 @@ KERNEL_PARAMETER_CONSTRAINTS = {
     "degree": [Interval(Real, 0, None, closed="left")],
     "coef0": [Real],
     **APPROX_PARAMETER_CONSTRAINTS,
+    **PRECISION_PARAMETER_CONSTRAINTS,
 }
 
 
@@ -393,8 +402,12 @@ class KernelInputMixin:
         return GRAM_MAX_MB
 
     def _gram_dtype(self):
-        """Type of the kernel values computed from features (None: the dtype of ``X``):
-        float32 when the estimator's ``tol`` is at least :data:`FLOAT32_GRAM_TOL`."""
+        """Type of the kernel values computed from features (None: the dtype of ``X``): the
+        estimator's ``precision``; ``"auto"`` is float32 when its ``tol`` is at least
+        :data:`FLOAT32_GRAM_TOL`, else the dtype of ``X``."""
+        precision = getattr(self, "precision", "auto")
+        if precision != "auto":
+            return np.dtype(precision).type
         tol = getattr(self, "tol", None)
         return np.float32 if tol is not None and tol >= FLOAT32_GRAM_TOL else None
 

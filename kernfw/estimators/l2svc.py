@@ -31,6 +31,7 @@ from ._base import (
 )
 from ._docs import with_kernel_parameters
 from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
+from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
 
@@ -76,11 +77,18 @@ class SupportKernelMixin(KernelInputMixin):
         return gram_budget(X, self.cache_size)
 
     def _gram_dtype(self):
-        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend.  The
-        Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
-        ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
-        one solves the problem of the float32-rounded kernel."""
-        return None if self.backend == "dask" else super()._gram_dtype()
+        """The kernel values' type of ``precision`` on the local backend.  The Dask
+        backend's shards evaluate the kernel in float64 (``precision="float32"`` is refused
+        there): below ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it
+        on the local one solves the problem of the float32-rounded kernel."""
+        if self.backend != "dask":
+            return super()._gram_dtype()
+        if getattr(self, "precision", "auto") == "float32":
+            raise ValueError(
+                "precision='float32' runs on the local backend only: the Dask shards "
+                "evaluate the kernel in float64; use backend='local' or precision='auto'"
+            )
+        return None
 
     def _features_dtype(self):
         """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
@@ -154,7 +162,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
 
 
 @with_kernel_parameters()
-class L2SVC(ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
+class L2SVC(ProbabilityMixin, ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """L2-SVM classifier (the core vector machine's formulation) trained by FW / MFW.
 
     Each binary problem ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` s.t.
@@ -230,6 +238,7 @@ KernelOperator, default="rbf"
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6), or of the start ``e_a`` of "dcd" and the order of its
         passes; None starts at point 0 (and "dcd" orders its passes by ``default_rng(0)``).
+        Also shuffles the calibration folds of ``probability=True``.
     backend : {"local", "dask"}, default="local"
         Where the solver runs: "local" (this process) or "dask".  With "dask",
         data-parallel MFW on the current Dask cluster (the default
@@ -238,9 +247,21 @@ KernelOperator, default="rbf"
         of the solver state for the whole fit (:mod:`kernfw.distributed`).
         The shards evaluate the kernel in float64: at ``tol < 1e-4`` the
         iterates are those of "local" (which keeps float32 kernel values from
-        ``tol = 1e-4`` on; then both are certified to ``tol`` but their
-        iterations differ by rounding).  The fitted model is the same in-memory
+        ``tol = 1e-4`` on at ``precision="auto"``; then both are certified to
+        ``tol`` but their iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
+        :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
+        internal cross-validation folds (sharing the training kernel; on the
+        local backend) and fits a
+        map from their held-out decision values (divided by the mean margin ``ρ``)
+        to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
+        smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
+        scores of :meth:`decision_function` otherwise (one-vs-rest decisions,
+        one-vs-one votes with confidences, DDAG ranks); both keep the order of the
+        scores, so the most probable class is the predicted one (math.md §9).
+        ``random_state`` shuffles the folds.
 
     Attributes
     ----------
@@ -283,6 +304,8 @@ KernelOperator, default="rbf"
     kernel_approx_ : transformer or None
         The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
         ``PolynomialCountSketch``) when ``approx`` is set, else None.
+    calibration_ : kernfw.calibration.Calibration
+        The map from decision values to probabilities (only with ``probability=True``).
 
     See Also
     --------
@@ -312,6 +335,7 @@ KernelOperator, default="rbf"
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "backend": [StrOptions({"local", "dask"})],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -327,11 +351,13 @@ KernelOperator, default="rbf"
         tol=0.3,
         max_iter=None,
         cache_size=200,
+        precision="auto",
         multi_class="ovo",
         n_jobs=None,
         verbose=0,
         random_state=None,
         backend="local",
+        probability=False,
     ):
         self.C = C
         self.kernel = kernel
@@ -344,11 +370,13 @@ KernelOperator, default="rbf"
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
+        self.precision = precision
         self.multi_class = multi_class
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.random_state = random_state
         self.backend = backend
+        self.probability = probability
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
@@ -418,6 +446,7 @@ KernelOperator, default="rbf"
         self.solver_ = solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
+        self._fit_probability(op, y_enc)
         return self
 
     def _set_model(self, X, y_enc, indices, fits, op):
@@ -433,6 +462,44 @@ KernelOperator, default="rbf"
         self.n_support_ = np.bincount(y_enc[self.support_], minlength=self.classes_.size)
         self._store_result(results)
         self._set_predictor(X, op)
+
+    # -- probabilities -----------------------------------------------------------------------
+    def _heldout_scores(self, op, y_enc, train, val, state=None):
+        """Calibration scores on the points ``val`` of the binary problems fitted on
+        ``op.subset(train)`` (see :mod:`._probability`).  The fold problems start cold: a
+        start from the full model's ``α`` costs one kernel column per support point, as
+        much as the solve it would shorten.  A problem left with one class (tiny data)
+        decides for that class everywhere."""
+        problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
+        solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
+        jobs = (
+            delayed(_fit_binary)(
+                op.subset(train[problems[q].index]),
+                problems[q].y,
+                self.C,
+                self.solver_,
+                self.tol,
+                self.max_iter,
+                None,
+                solver_seed(self.random_state),
+            )
+            for q in solved
+        )
+        decision = np.tile([np.sign(p.y.sum()) for p in problems], (val.size, 1))
+        rho = np.ones(len(problems))
+        for q, (sup, c, b, result) in zip(solved, Parallel(n_jobs=self.n_jobs)(jobs)):
+            block = np.asarray(op.block(val, train[problems[q].index[sup]]), dtype=np.float64)
+            decision[:, q] = block @ c + b
+            rho[q] = result.solution["rho"]
+        return _calibration_scores(decision, rho, problems, self.classes_.size, self.multi_class)
+
+    def _proba_scores(self, X):
+        """Calibration scores of new inputs (:func:`_calibration_scores`)."""
+        check_is_fitted(self)
+        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
+        return _calibration_scores(
+            decision, self.rho_, self.problems_, self.classes_.size, self.multi_class
+        )
 
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):
@@ -480,3 +547,10 @@ KernelOperator, default="rbf"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         return self._kernel_tags(tags)
+
+
+def _calibration_scores(decision, rho, problems, n_classes, scheme):
+    """The scores of :func:`combine_decisions` (whose argmax is ``predict``) of the binary
+    decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
+    different points (the folds, the full model) on one scale (math.md §9.4)."""
+    return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)

@@ -152,6 +152,7 @@ KernelOperator, default="rbf"
         tol=0.1,
         max_iter=None,
         cache_size=200,
+        precision="auto",
         verbose=0,
         random_state=None,
     ):
@@ -167,6 +168,7 @@ KernelOperator, default="rbf"
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
+        self.precision = precision
         self.verbose = verbose
         self.random_state = random_state
 

@@ -14,6 +14,7 @@ from ..operators import LowRankFeatures
 from ..solvers.multiclass import SOLVERS, solve_multiclass
 from ._base import (
     APPROX_PARAMETER_CONSTRAINTS,
+    PRECISION_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
     resolve_lam,
@@ -21,6 +22,7 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
+from ._probability import ProbabilityMixin
 
 __all__ = ["MultiClassSVM"]
 
@@ -39,8 +41,15 @@ def _rowwise_product(A, B):
     return np.einsum("ij,jk->ik", A, B)
 
 
+def _float64(K):
+    """A kernel block as float64 (a float32 Gram's blocks are float32)."""
+    return np.asarray(K, dtype=np.float64)
+
+
 @with_kernel_parameters()
-class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
+class MultiClassSVM(
+    ProbabilityMixin, ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator
+):
     """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
 
     Minimizes ``P(W) = λ/2 ‖W‖² + (1/n) Σ_i Φ(s_i; y_i)`` (scores ``s_i = Wᵀφ(x_i)``,
@@ -104,11 +113,10 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         not depend on the scale of the data, of ``C`` or of the loss.  The
         default is one step tighter than where test accuracy stops changing
         on the benchmark suite (see docs/benchmarks/defaults.md).
-        With ``tol >= 1e-4`` a Gram matrix computed from features is stored
-        in float32 (as libsvm's kernel cache; the RBF Gram is computed in
-        float32, within 5e-6 of the float64 kernel): the solver reads half the
-        memory, and the rounding is far below the certified gap; smaller
-        ``tol`` keeps the precision of ``X``.  ``tol=0`` runs the whole
+        At ``precision="auto"`` a ``tol >= 1e-4`` stores a Gram matrix computed
+        from features in float32 (the RBF Gram is computed in float32, within 5e-6
+        of the float64 kernel): the solver reads half the memory, and the rounding
+        is far below the certified gap.  ``tol=0`` runs the whole
         ``max_iter`` budget; a positive ``tol`` below the certificate's rounding
         bound stops where the gap reaches that bound (user guide, "Conventions and
         what the defaults mean").
@@ -138,15 +146,16 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         the passes in all).  Fastest on the
         benchmark suite (docs/benchmarks/multiclass.md (d)).
     random_state : int, RandomState instance or None, default=2
-        Block order of "bcfw" (and the landmarks or random features of
-        ``approx``).  The default fixes it, so two fits of the same data at the
-        defaults are the same model, as :class:`sklearn.svm.SVC`'s are (a fixed
-        order is one draw of the random orders: 2 is the first seed whose passes
-        on the benchmark suite are at most the median of random orders).  None
-        draws a new order for every fit: at ``tol=3e-2`` two such fits predict
-        the same label on 97.7–98.9 % of held-out points (the points within the
-        tolerance's slack of a decision boundary; ``tol=3e-3``: 99.4–99.9 %, at
-        1.5–2.1× the time; docs/benchmarks.md, "Two default fits").
+        Block order of "bcfw", the landmarks or random features of ``approx``,
+        and the calibration folds of ``probability=True``.  The default fixes
+        them, so two fits of the same data at the defaults are the same model, as
+        :class:`sklearn.svm.SVC`'s are (a fixed order is one draw of the random
+        orders: 2 is the first seed whose passes on the benchmark suite are at
+        most the median of random orders).  None draws a new order for every
+        fit: at ``tol=3e-2`` two such fits predict the same label on 97.7–98.9 %
+        of held-out points (the points within the tolerance's slack of a
+        decision boundary; ``tol=3e-3``: 99.4–99.9 %, at 1.5–2.1× the time;
+        docs/benchmarks.md, "Two default fits").
     cache_size : float, default=200
         Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
         when the kernel is evaluated on the fly.
@@ -155,6 +164,16 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         the examples that are not block-optimal (liblinear-style active set;
         the certified gap is unaffected), and leave out the inactive classes
         of each example (exact block steps).
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
+        :class:`sklearn.svm.SVC`): ``fit`` also fits the model on 5 internal
+        cross-validation folds (sharing the training kernel, warm-started from the
+        full model's dual) and fits a map from scores to probabilities on their
+        held-out scores: Platt's sigmoid ``σ(f/T)`` of the decision ``f`` for two
+        classes (Platt's smoothed targets, no offset), temperature scaling
+        ``softmax(s/T)`` otherwise; both keep the order of the scores, so the most
+        probable class is the predicted one (math.md §9).  ``random_state``
+        shuffles the folds.
 
     Notes
     -----
@@ -192,6 +211,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     kernel_approx_ : transformer or None
         The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
         ``PolynomialCountSketch``) when ``approx`` is set, else None.
+    calibration_ : kernfw.calibration.Calibration
+        The map from scores to probabilities (only with ``probability=True``).
 
     Examples
     --------
@@ -218,6 +239,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "degree": [Interval(Real, 0, None, closed="left")],
         "coef0": [Real],
         **APPROX_PARAMETER_CONSTRAINTS,
+        **PRECISION_PARAMETER_CONSTRAINTS,
         "solver": [StrOptions(set(SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -228,6 +250,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "random_state": ["random_state"],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "shrinking": ["boolean"],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -254,7 +277,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         check_every="auto",
         random_state=2,
         cache_size=200.0,
+        precision="auto",
         shrinking=True,
+        probability=False,
     ):
         self.loss = loss
         self.k = k
@@ -278,7 +303,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.check_every = check_every
         self.random_state = random_state
         self.cache_size = cache_size
+        self.precision = precision
         self.shrinking = shrinking
+        self.probability = probability
 
     # -- input ---------------------------------------------------------------------------
     def _warm_start_point(self, loss, classes, n):
@@ -331,23 +358,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         A_init = self._warm_start_point(loss, classes, op.n)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
-            result = solve_multiclass(
-                op,
-                y_enc,
-                loss=loss,
-                lam=self.lam_,
-                smoothing=self.smoothing,
-                solver=self.solver,
-                n_classes=classes.size,
-                A_init=A_init,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                max_time=self.max_time,
-                check_every=self.check_every,
-                callback=callback,
-                random_state=solver_seed(self.random_state),
-                shrinking=self.shrinking,
-                shrink_classes=self.shrinking,
+            result = self._solve(
+                op, y_enc, loss, self.lam_, classes.size, A_init, callback=callback
             )
         finally:
             self._end_callbacks()
@@ -355,7 +367,64 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.classes_ = classes
         self._fit_loss = loss
         self._set_model(result["A"], X, op)
+        self._fit_probability(op, y_enc, result["S"])
         return self
+
+    def _solve(self, op, y_enc, loss, lam, n_classes, A_init, S_init=None, callback=None):
+        """One run of :func:`~kernfw.solvers.multiclass.solve_multiclass` with the
+        estimator's settings."""
+        return solve_multiclass(
+            op,
+            y_enc,
+            loss=loss,
+            lam=lam,
+            smoothing=self.smoothing,
+            solver=self.solver,
+            n_classes=n_classes,
+            A_init=A_init,
+            S_init=S_init,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            max_time=self.max_time,
+            check_every=self.check_every,
+            callback=callback,
+            random_state=solver_seed(self.random_state),
+            shrinking=self.shrinking,
+            shrink_classes=self.shrinking,
+        )
+
+    def _heldout_scores(self, op, y_enc, train, val, state):
+        """Scores on the points ``val`` of the model fitted on ``op.subset(train)``, started
+        from the full model's dual on ``train`` (see :mod:`._probability`).
+
+        ``state`` is the full model's training scores ``S = K Aᵀ/(λn)``: the start's scores
+        are ``S`` on ``train`` less the part of the held-out points, one block
+        ``K[train, val ∩ support]`` instead of a product with the fold's Gram.
+        """
+        lam = resolve_lam(self.C, self.lam, train.size)
+        A0 = self.dual_coef_[:, train]
+        KA = state[train] * (self.lam_ * op.n)
+        out = val[np.any(self.dual_coef_[:, val] != 0, axis=0)]
+        if out.size:
+            KA -= _rowwise_product(_float64(op.block(train, out)), self.dual_coef_[:, out].T)
+        sub = op.subset(train)
+        A = self._solve(
+            sub, y_enc[train], self._fit_loss, lam, A0.shape[0], A0, KA / (lam * train.size)
+        )["A"]
+        support = np.flatnonzero(np.any(A != 0, axis=0))
+        coef = A[:, support].T / (lam * train.size)
+        F = op.features()
+        if F is not None:  # K = F Fᵀ: scores F_val (F_Sᵀ coef), no kernel block
+            S = _rowwise_product(
+                F[val], safe_sparse_dot(F[train[support]].T, coef, dense_output=True)
+            )
+        else:
+            S = _rowwise_product(_float64(op.block(val, train[support])), coef)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def _proba_scores(self, X):
+        """The scores of :meth:`decision_function` (what the calibration map reads)."""
+        return self.decision_function(X)
 
     def _set_model(self, A, X, op):
         """Store ``dual_coef_`` and what prediction needs (only support points)."""

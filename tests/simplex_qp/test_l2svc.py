@@ -350,7 +350,12 @@ _INDEFINITE_GRAM = dict.fromkeys(
 # the precomputed checks use linear Grams of points near (100, 100) with random
 # labels: K̃ is so elongated that MFW converges slowly, hence the budget
 @parametrize_with_checks(
-    [L2SVC(), L2SVC(kernel="precomputed", max_iter=3000), L2SVC(multi_class="ovr")],
+    [
+        L2SVC(),
+        L2SVC(kernel="precomputed", max_iter=3000),
+        L2SVC(multi_class="ovr"),
+        L2SVC(probability=True, random_state=0),
+    ],
     expected_failed_checks=lambda est: _INDEFINITE_GRAM if est.kernel == "precomputed" else {},
 )
 def test_sklearn_compatible(estimator, check):

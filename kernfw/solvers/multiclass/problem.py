@@ -87,8 +87,9 @@ class MulticlassDual:
         """``S = K Aᵀ / (λn)`` from scratch (one ``matmat``)."""
         return self.kernel_times(At) / self.scale
 
-    def start(self, A_init=None):
-        """Initial ``(At, S)``: ``A = 0`` (feasible for every loss) or ``A_init`` (m × n)."""
+    def start(self, A_init=None, S_init=None):
+        """Initial ``(At, S)``: ``A = 0`` (feasible for every loss) or ``A_init`` (m × n),
+        with its scores ``S_init = K A_initᵀ/(λn)`` (n × m) when known (else one product)."""
         if A_init is None:
             At = np.zeros((self.n, self.m))
             return At, np.zeros((self.n, self.m))
@@ -96,7 +97,12 @@ class MulticlassDual:
         if A.shape != (self.m, self.n):
             raise ValueError(f"A_init must have shape (m, n) = ({self.m}, {self.n}), got {A.shape}")
         At = np.ascontiguousarray(A.T)
-        return At, self.scores(At)
+        if S_init is None:
+            return At, self.scores(At)
+        S = np.array(S_init, dtype=np.float64, order="C")
+        if S.shape != (self.n, self.m):
+            raise ValueError(f"S_init must have shape (n, m) = ({self.n}, {self.m}), got {S.shape}")
+        return At, S
 
     def radius(self):
         """``R = sqrt(P(0)/λ)``: every minimizer has ``‖w*‖ ≤ R`` (§1.11)."""
