@@ -150,7 +150,7 @@ class MultiClassSVM(
         and the calibration folds of ``probability=True``.  The default fixes
         them, so two fits of the same data at the defaults are the same model, as
         :class:`sklearn.svm.SVC`'s are (a fixed order is one draw of the random
-        orders: 2 is the first seed whose passes on the benchmark suite are at
+        orders: 2 is the first value whose passes on the benchmark suite are at
         most the median of random orders).  None draws a new order for every
         fit: at ``tol=3e-2`` two such fits predict the same label on 97.7–98.9 %
         of held-out points (the points within the tolerance's slack of a
