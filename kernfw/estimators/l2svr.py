@@ -71,7 +71,9 @@ KernelOperator, default="rbf"
         "Regression"); lower it for a more accurate fit.
     max_iter : int, default=None
         Budget in iterations (one kernel column each), which ``n_iter_`` counts
-        (None: ``max(100000, 20 (2n + 1))``).
+        (None: ``max(100000, 20 (2n + 1))``).  Up to 200 training points the problem is
+        first solved exactly by an active-set method (math.md §2.15), whose iterations
+        ``n_iter_`` counts too.
     cache_size : float, default=200
         Kernel cache in MB, as ``SVR``'s: the column cache of on-the-fly kernels (Gram
         matrices up to 32 MB are precomputed instead, see
