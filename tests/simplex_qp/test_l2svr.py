@@ -239,3 +239,13 @@ def test_nan_targets_are_refused():
     y[3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         L2SVR().fit(X, y)
+
+
+@pytest.mark.cvxpy
+def test_compare_verifies_the_estimator():
+    """``kernfw.reference.compare`` (and ``kernfw compare --model l2svr``) on the centred targets."""
+    from kernfw.reference import compare
+
+    X, y = make_friedman1(n_samples=60, noise=1.0, random_state=3)
+    report = compare(L2SVR(epsilon=0.5), X, y + 10.0)
+    assert report.verified, report.reason
