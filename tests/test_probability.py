@@ -228,3 +228,30 @@ def test_tiny_training_sets_still_calibrate():
     for est in (MultiClassSVM(probability=True), L2SVC(probability=True)):
         P = est.fit(X, y).predict_proba(X)
         np.testing.assert_allclose(P.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize(
+    "est,sparse",
+    [
+        (MultiClassSVM(approx="nystroem", n_components=50), False),
+        (MultiClassSVM(kernel="linear"), True),
+        (MultiClassSVM(loss="topk_hinge", k=2), False),
+        (L2SVC(kernel="linear"), True),
+        (L2SVC(approx="rff", n_components=50), False),
+    ],
+    ids=repr,
+)
+def test_every_backend_calibrates(est, sparse):
+    """Explicit features (low-rank or sparse linear) score the held-out fold by the primal
+    weights; the rest by a block of the kernel."""
+    import scipy.sparse as sp
+
+    X, y = make_blobs(200, centers=4, cluster_std=3.0, random_state=0)
+    X -= X.mean(axis=0)  # centred: the linear MultiClassSVM has no intercept
+    X = sp.csr_matrix(X) if sparse else X
+    est = clone(est).set_params(probability=True, random_state=0).fit(X, y)
+    P = est.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(est.classes_[np.argmax(P, axis=1)], est.predict(X))
+    prior = np.tile(np.bincount(y) / y.size, (y.size, 1))
+    assert log_loss(y, P) < log_loss(y, prior) - 0.2  # informative probabilities

@@ -14,6 +14,7 @@ DATASETS = {
     "iris": "load_iris",
     "wine": "load_wine",
     "breast_cancer": "load_breast_cancer",
+    "diabetes": "load_diabetes",  # regression targets (for --model l2svr)
 }
 
 
@@ -127,11 +128,13 @@ def _npz_array(data, name, path):
         ) from None
 
 
-def _split(X, y, test_size, seed):
+def _split(X, y, test_size, seed, by_class=True):
+    """The train/test split, stratified by class when ``by_class`` and every class has two
+    points (never for regression targets)."""
     from sklearn.model_selection import train_test_split
 
     _, counts = np.unique(y, return_counts=True)
-    stratify = y if counts.min() >= 2 else None
+    stratify = y if by_class and counts.min() >= 2 else None
     try:
         return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
     except ValueError as exc:
@@ -140,7 +143,8 @@ def _split(X, y, test_size, seed):
 
 def prepare(args, kind):
     """Data, split and (optionally) standardization of ``args``; returns a dict with
-    ``name``, ``shape``, ``n_classes``, ``X_train``, ``X_test``, ``y_train``, ``y_test``.
+    ``name``, ``shape``, ``n_classes`` (None for a regressor's real targets), ``X_train``,
+    ``X_test``, ``y_train``, ``y_test``.
 
     ``kind`` is the model's kind (:class:`kernfw.cli.models.Model`): structured
     models get labels ``0 … m−1``.
@@ -149,7 +153,8 @@ def prepare(args, kind):
     n_classes = np.unique(y).size
     if kind == "structured":  # MultiClass wants labels 0 … m−1
         y = np.unique(y, return_inverse=True)[1]
-    X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed)
+    by_class = kind != "regressor"
+    X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed, by_class)
     if args.standardize:
         from sklearn.preprocessing import StandardScaler
 
@@ -158,7 +163,7 @@ def prepare(args, kind):
     return {
         "name": name,
         "shape": X.shape,
-        "n_classes": n_classes,
+        "n_classes": n_classes if by_class else None,
         "X_train": X_train,
         "X_test": X_test,
         "y_train": y_train,

@@ -32,7 +32,13 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
-from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
+from ._multiclass_decomposition import (
+    DECISION_SHAPES,
+    SCHEMES,
+    binary_problems,
+    combine_decisions,
+    shaped_decisions,
+)
 from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
@@ -257,6 +263,12 @@ KernelOperator, default="rbf"
         One-vs-one (``m(m−1)/2`` problems, votes as SVC), one-vs-rest (``m``
         problems) or DDAG (the one-vs-one problems evaluated as a decision
         DAG: ``m − 1`` machines per prediction).
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        The shape of :meth:`decision_function`, as :class:`sklearn.svm.SVC`'s:
+        "ovr" one score per class (n_samples, m); "ovo" the decisions of the
+        one-vs-one problems (``multi_class`` "ovo" or "ddag"), shape
+        (n_samples, m(m−1)/2), pairs ``(i, j)`` in ``SVC``'s order and sign
+        (positive for ``classes_[i]``).  ``predict`` does not depend on it.
     n_jobs : int, default=None
         Binary problems trained in parallel (joblib; None means 1 unless in a
         ``joblib.parallel_config`` context).
@@ -360,6 +372,7 @@ KernelOperator, default="rbf"
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "multi_class": [StrOptions(set(SCHEMES))],
+        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
@@ -383,6 +396,7 @@ KernelOperator, default="rbf"
         precision="auto",
         class_weight=None,
         multi_class="ovo",
+        decision_function_shape="ovr",
         n_jobs=None,
         verbose=0,
         random_state=None,
@@ -403,6 +417,7 @@ KernelOperator, default="rbf"
         self.precision = precision
         self.class_weight = class_weight
         self.multi_class = multi_class
+        self.decision_function_shape = decision_function_shape
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.random_state = random_state
@@ -552,10 +567,12 @@ KernelOperator, default="rbf"
 
     def _proba_scores(self, X):
         """Calibration scores of new inputs (:func:`_calibration_scores`)."""
-        check_is_fitted(self)
-        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
         return _calibration_scores(
-            decision, self.rho_, self.problems_, self.classes_.size, self.multi_class
+            self._binary_decisions(X),
+            self.rho_,
+            self.problems_,
+            self.classes_.size,
+            self.multi_class,
         )
 
     # -- prediction ------------------------------------------------------------------------
@@ -568,6 +585,9 @@ KernelOperator, default="rbf"
         one-vs-rest decisions for "ovr", votes with confidences for "ovo" (as
         ``SVC(decision_function_shape="ovr")``), and for "ddag" the step at
         which the DAG removed each class (``m − 1`` for the predicted one).
+        With ``decision_function_shape="ovo"`` (and one-vs-one problems) the
+        pairwise decisions instead, shape (n_samples, m(m−1)/2), with ``SVC``'s
+        sign (:func:`~kernfw.estimators._multiclass_decomposition.shaped_decisions`).
 
         Parameters
         ----------
@@ -578,11 +598,20 @@ KernelOperator, default="rbf"
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, m)
+        ndarray of shape (n_samples,), (n_samples, m) or (n_samples, m(m−1)/2)
         """
+        return shaped_decisions(
+            self._binary_decisions(X),
+            self.problems_,
+            self.classes_.size,
+            self.multi_class,
+            self.decision_function_shape,
+        )
+
+    def _binary_decisions(self, X):
+        """``h_p(x)`` of every binary problem, shape (n_samples, n_problems)."""
         check_is_fitted(self)
-        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
-        return combine_decisions(decision, self.problems_, self.classes_.size, self.multi_class)
+        return self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
 
     def predict(self, X):
         """Class labels: the sign of ``h`` (binary) or the largest score.
@@ -596,7 +625,9 @@ KernelOperator, default="rbf"
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
+        scores = combine_decisions(
+            self._binary_decisions(X), self.problems_, self.classes_.size, self.multi_class
+        )
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]

@@ -149,6 +149,10 @@ KernelOperator, default="rbf"
         Those points (not set for precomputed kernels or operators).
     dual_coef_ : ndarray of shape (1, n_SV)
         Their weights ``α_i`` (summing to 1).
+    n_support_ : ndarray of shape (1,), dtype int32
+        ``n_SV``, as ``OneClassSVM``'s.  There is no ``intercept_``: the score
+        ``R² − ‖φ(x) − c‖²`` holds ``k(x, x)``, so it is not a kernel expansion plus a
+        constant (``offset_`` is ``OneClassSVM``'s).
     boundary_tol_ : float
         ``τ``, the round-off slack of the sphere: a point is an inlier when
         ``‖φ(x) − c‖² ≤ R² + τ`` with ``τ = 64·ε_dtype·(max_i k(x_i, x_i) +
@@ -284,6 +288,7 @@ KernelOperator, default="rbf"
         support = sol["support"]
         self.support_ = support if kept is None else kept[support]
         self.dual_coef_ = sol["alpha"][support][None, :]
+        self.n_support_ = np.array([self.support_.size], dtype=np.int32)
         self.center_norm2_ = float(sol["alpha"][support] @ sol["v"][support])
         R2 = max(sol["radius2"] if soft else result.primal, 0.0)
         self.radius_ = float(np.sqrt(R2))

@@ -14,6 +14,7 @@ and the linear kernel on the same columns are the same group.
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -55,6 +56,13 @@ _ONLINE_CONSTRAINTS = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
+
+
+def _dense(X):
+    """Features as a dense float64 array: the explicit groups and the feature scaling work
+    on dense columns, so scipy.sparse input is densified (its kernels were computed on the
+    sparse rows by the operators)."""
+    return X.toarray().astype(float, copy=False) if sp.issparse(X) else np.asarray(X, dtype=float)
 
 
 def _feature_scale(X, column_groups):
@@ -375,7 +383,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
                 )
             Xf, columns = np.zeros((mk.n, 1)), []
         else:
-            Xf = np.asarray(Xv, dtype=float)
+            Xf = _dense(Xv)
             columns = _check_columns(self.groups or [], Xf.shape[1])
             if self.approx is not None and mk is not None:  # kernels → explicit feature groups
                 Xf = _append_feature_blocks(Xf, columns, mk)
@@ -412,7 +420,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
             explicit = np.zeros((n_new, m))
             cross = [op.cross(K) for op, K in zip(self._predict_op.operators, test)]
         else:
-            Xt = self._test_kernels(X)
+            Xt = _dense(self._test_kernels(X))
             n_new = Xt.shape[0]
             Xe = np.hstack([Xt] + [op.transform(Xt) for op in self._approx_ops])
             explicit = (Xe * self.feature_scale_) @ self.coef_.reshape(m, -1).T
@@ -601,14 +609,19 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self._solve(self.model_, Xs, Y, groups, len(Y))
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = isinstance(self.model, MultiClass)
+        return tags
+
     def _check_inputs(self, X, reset):
         """The inputs of a :class:`~kernfw.structured.MultiClass` model (one row of features per
-        example) through scikit-learn's validation: finite, dense (the groups' kernels read
-        rows), ``n_features_in_`` set by ``fit`` and checked after; other models' inputs
-        (sequences) are checked by the model itself."""
+        example) through scikit-learn's validation: finite, dense or scipy.sparse (densified:
+        the groups' kernels read dense rows), ``n_features_in_`` set by ``fit`` and checked
+        after; other models' inputs (sequences) are checked by the model itself."""
         if not isinstance(self.model, MultiClass):
             return X
-        return validate_data(self, X, reset=reset, accept_sparse=False, dtype=np.float64)
+        return _dense(validate_data(self, X, reset=reset, accept_sparse="csr", dtype=np.float64))
 
     def predict(self, X):
         """Decode every input: ``argmax_y f(x, y)``.
@@ -619,7 +632,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
 
         Returns
         -------
-        list of outputs
+        list of outputs (an int array for ``MultiClass``)
         """
         check_is_fitted(self)
         X = self._check_inputs(X, reset=False)
@@ -647,7 +660,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                 out.append(model_decode_chain(theta + node, GT))
             else:
                 out.append(int(np.argmax(self.coef_.reshape(q, -1) @ x + node[0])))
-        return out
+        return np.asarray(out) if isinstance(model, MultiClass) else out
 
     def score(self, X, y):
         """``1 − mean task loss`` (higher is better; per-letter accuracy for a normalized Chain).
