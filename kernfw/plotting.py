@@ -14,7 +14,9 @@ Save with ``fig.savefig("out.png")``.
 - :func:`plot_topk_errors`: top-k test errors ± std of :func:`kernfw.evaluate`;
 - :func:`plot_group_norms`: online-MKL group norms over epochs (math.md §4);
 - :func:`plot_approx_tradeoff`: validation score and fit time against
-  ``n_components`` of a kernel approximation, with the exact kernel's (math.md §8).
+  ``n_components`` of a kernel approximation, with the exact kernel's (math.md §8);
+- :func:`plot_search_heatmap`: the cross-validated score of a grid search over two
+  parameters (``C`` × ``gamma``), the best cell marked.
 """
 
 import numpy as np
@@ -26,6 +28,7 @@ __all__ = [
     "plot_topk_errors",
     "plot_group_norms",
     "plot_approx_tradeoff",
+    "plot_search_heatmap",
     "as_history",
 ]
 
@@ -387,3 +390,73 @@ def plot_approx_tradeoff(results, *, exact=None, axes=None, title=None):
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _grid_table(cv_results, rows, cols, score):
+    """The row values, column values and the best ``score`` of each (row, column) cell
+    over the grid's other parameters (NaN where no candidate was fitted)."""
+    params = cv_results["params"]
+    if not params or rows not in params[0] or cols not in params[0]:
+        raise ValueError(f"the grid has no parameters {rows!r} and {cols!r}")
+    row_values = sorted({p[rows] for p in params})
+    col_values = sorted({p[cols] for p in params})
+    table = np.full((len(row_values), len(col_values)), np.nan)
+    for p, value in zip(params, np.asarray(cv_results[score], dtype=float)):
+        i, j = row_values.index(p[rows]), col_values.index(p[cols])
+        if np.isfinite(value) and not value <= table[i, j]:
+            table[i, j] = value
+    return row_values, col_values, table
+
+
+def plot_search_heatmap(search, *, rows="C", cols="gamma", score="mean_test_score", ax=None,
+                        title=None):  # fmt: skip
+    """The cross-validated score of a grid search as a heat-map over two parameters.
+
+    Parameters
+    ----------
+    search : fitted search object or dict
+        A :class:`~kernfw.model_selection.KernelGridSearchCV` (or scikit-learn's
+        ``GridSearchCV``), or its ``cv_results_``.  With more parameters in the grid,
+        a cell shows the best score over the others.
+    rows, cols : str
+        The parameters of the rows and the columns (default ``C`` × ``gamma``).
+    score : str
+        The ``cv_results_`` key shown (default ``"mean_test_score"``).
+    ax : matplotlib Axes or None
+        Where to draw.
+    title : str or None
+        Axes title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    results = getattr(search, "cv_results_", search)
+    row_values, col_values, table = _grid_table(results, rows, cols, score)
+    if ax is None:
+        ax = _figure(1, 1, width=1.0 + 0.75 * len(col_values), height=1.0 + 0.6 * len(row_values))[
+            1
+        ][0, 0]
+    image = ax.imshow(table, origin="lower", cmap="viridis", aspect="auto")
+    ax.figure.colorbar(image, ax=ax, label=score)
+    ax.set_xticks(range(len(col_values)), [f"{v:.3g}" for v in col_values], rotation=45)
+    ax.set_yticks(range(len(row_values)), [f"{v:.3g}" for v in row_values])
+    ax.set_xlabel(cols)
+    ax.set_ylabel(rows)
+    middle = np.nanmean([np.nanmin(table), np.nanmax(table)]) if np.isfinite(table).any() else 0
+    for (i, j), value in np.ndenumerate(table):
+        if np.isfinite(value):
+            color = "black" if value > middle else "white"  # readable on viridis
+            ax.text(j, i, f"{value:.3f}", ha="center", va="center", fontsize="x-small", color=color)
+    if np.isfinite(table).any():
+        i, j = np.unravel_index(np.nanargmax(table), table.shape)
+        ax.add_patch(_best_cell(i, j))
+    if title:
+        ax.set_title(title)
+    return ax.figure
+
+
+def _best_cell(i, j):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2)

@@ -35,7 +35,14 @@ BACKENDS = {
 LAYERS = [
     # the root package imports nothing at import time (its public names load lazily)
     ("kernfw", "kernfw._validation", "kernfw._threads"),
-    ("kernfw.fw", "kernfw.operators", "kernfw.losses", "kernfw.structured", "kernfw.datasets"),
+    (
+        "kernfw.fw",
+        "kernfw.operators",
+        "kernfw.losses",
+        "kernfw.calibration",
+        "kernfw.structured",
+        "kernfw.datasets",
+    ),
     ("kernfw.kernels",),
     ("kernfw.solvers",),
     ("kernfw.distributed",),
@@ -63,6 +70,7 @@ SIMPLEX_QP = [
     "dense",
     "certificate",
     "start",
+    "exact",
     "_numba",
     "iterate",
     "cvm",

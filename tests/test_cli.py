@@ -218,13 +218,14 @@ def test_svmlight_and_npz_files(capsys, iris_files):
 
 @pytest.mark.parametrize("model", sorted(cli.MODELS))
 def test_every_model_fits(capsys, model):
+    data = "diabetes" if model == "l2svr" else "iris"
     status, out, err = run_main(
-        capsys, "fit", "--model", model, "--data", "iris", "--progress", "none"
+        capsys, "fit", "--model", model, "--data", data, "--progress", "none"
     )
     assert status == 0, err
     online = model.startswith("online-mkl")
     assert ("no certificate" if online else "certified gap") in out
-    assert ("inside" if model == "meb" else "accuracy") in out
+    assert {"meb": "inside", "l2svr": "R² "}.get(model, "accuracy") in out
     if model in ("cskl", "lpmkl", "online-mkl"):
         assert "(5 of 5 kernels)" in out or "of 5 kernels" in out
 
@@ -274,6 +275,27 @@ def test_solver_help_lists_every_choice():
             for choice in getattr(option, "options", ()):
                 assert choice in solver_help.replace(" ", ""), (model.name, choice)
     assert "cvm" in solver_help
+
+
+def test_l2svr_on_regression_targets_beside_svr(capsys):
+    """``kernfw fit --model l2svr``: real targets, unstratified split, R² beside SVR()."""
+    status, out, err = run_main(
+        capsys,
+        "fit",
+        "--model",
+        "l2svr",
+        "--data",
+        "diabetes",
+        "--epsilon",
+        "0.5",
+        "--standardize",
+        "--baseline",
+        "--progress",
+        "none",
+    )
+    assert status == 0, err
+    assert "442 samples x 10 features, real targets" in out and "epsilon=0.5" in out
+    assert "SVR() at its defaults: R² train" in out and "kernfw / SVR" in out
 
 
 def test_l2svc_multi_class_ddag_and_other_generated_options(capsys):
@@ -389,6 +411,7 @@ def test_kernel_help_names_what_works_for_each_model():
         cli.build_parser()._subparsers._group_actions[0].choices["fit"].format_help().split()
     )
     kernel_help = help_text.split("--kernel KERNEL", 1)[1].split(" --gamma ", 1)[0]
+    kernel_help = kernel_help.replace("- ", "-")  # argparse wraps lines after a hyphen
     assert "precomputed" not in kernel_help, kernel_help
     assert "cskl, lpmkl, online-mkl: comma-separated base kernels" in kernel_help
     assert "rbf,poly,linear" in kernel_help and "default 'rbf'" in kernel_help
@@ -524,3 +547,30 @@ def test_progress_modes(capsys):
 
     est = cli.attach_progress(cli.MODELS["multiclass"].estimator_class()(), "bar")
     assert any(isinstance(c, ProgressBar) for c in est._skl_callbacks)
+
+
+def test_search_on_svmlight_and_csv_files_writes_a_table_and_a_heat_map(tmp_path, iris_files):
+    svm, _ = iris_files
+    X, y = load_iris(return_X_y=True)
+    csv_file = tmp_path / "iris.csv"
+    np.savetxt(csv_file, np.column_stack([X, y]), delimiter=",", header="a,b,c,d,label")
+    for data in (svm, csv_file):
+        plot, out = tmp_path / "heat.png", tmp_path / "search.csv"
+        proc = run(
+            "search", "--model", "l2svc", "--data", str(data), "--grid", "C=0.1,1,10",
+            "--grid", "gamma=0.1,1", "--cv", "3", "--jobs", "2", "--out", str(out),
+            "--plot", str(plot), "--progress", "lines",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "6/6 path x fold tasks" in proc.stderr  # 2 gamma paths x 3 folds
+        assert "certified    18 of 18 fits met their tol" in proc.stdout
+        with open(out) as handle:
+            rows = list(csv.DictReader(handle))
+        assert len(rows) == 6 and {"C", "gamma", "mean_duality_gap"} <= set(rows[0])
+        assert all(0.5 < float(r["mean_test_score"]) <= 1 for r in rows)
+        assert plot.stat().st_size > 1000
+
+
+def test_search_refuses_a_parameter_the_model_lacks():
+    proc = run("search", "--model", "l2svc", "--data", "iris", "--grid", "lam=0.1,1")
+    assert_one_line_error(proc, "--grid lam: not a parameter of L2SVC")

@@ -156,3 +156,19 @@ def test_kernel_weights_bars(tmp_path):
         plot_kernel_weights([1.0, 2.0], names=["a"])
     with pytest.raises(ValueError, match="finite"):
         plot_kernel_weights([np.nan])
+
+
+def test_search_heat_map_shows_the_best_score_per_cell():
+    from kernfw.plotting import plot_search_heatmap
+
+    results = {
+        "params": [{"C": c, "gamma": g, "k": k} for c in (1, 10) for g in (0.1, 1) for k in (1, 2)],
+        "mean_test_score": np.array([0.5, 0.6, 0.7, 0.2, 0.9, 0.1, 0.3, 0.4]),
+    }
+    fig = plot_search_heatmap(results, title="t")
+    table = fig.axes[0].images[0].get_array()
+    np.testing.assert_array_equal(table, [[0.6, 0.7], [0.9, 0.4]])  # the best over k
+    best = [p for p in fig.axes[0].patches]
+    assert len(best) == 1 and best[0].get_xy() == (-0.5, 0.5)  # C=10, gamma=0.1
+    with pytest.raises(ValueError, match="no parameters"):
+        plot_search_heatmap(results, rows="lam")

@@ -49,6 +49,7 @@ from .report import (
     save_table,
     write_rows,
 )
+from .search import configure_search, run_search
 
 __all__ = ["Command", "COMMANDS", "make_estimator"]
 
@@ -107,7 +108,7 @@ def _warm_up(est, kind, X, y):
     """
     from sklearn.base import clone
 
-    if kind == "outlier":
+    if kind in ("outlier", "regressor"):
         rows = np.arange(min(3 * WARM_UP_ROWS, X.shape[0]))
     else:
         y = np.asarray(y)
@@ -123,7 +124,13 @@ def _warm_up(est, kind, X, y):
 
 
 #: the score columns of ``kernfw sweep`` per model kind (None: the estimator's score)
-_SCORING = {"classifier": None, "structured": accuracy, "outlier": inside_fraction, "mkl": None}
+_SCORING = {
+    "classifier": None,
+    "regressor": None,  # the estimator's score: R²
+    "structured": accuracy,
+    "outlier": inside_fraction,
+    "mkl": None,
+}
 
 
 # ---------------------------------------------------------------------------
@@ -155,7 +162,8 @@ def configure_fit(parser):
     parser.add_argument(
         "--baseline",
         action="store_true",
-        help="also fit scikit-learn's SVC() (OneClassSVM() for --model meb) "
+        help="also fit scikit-learn's SVC() (OneClassSVM() for --model meb, SVR() for "
+        "--model l2svr) "
         "at its defaults on the same split; print its accuracy, time "
         "and the time ratio",
     )
@@ -215,13 +223,18 @@ def run_fit(args):
 
 def _baseline_lines(kind, data, kernfw_time):
     """Fit scikit-learn's counterpart at its defaults on the same split."""
-    from sklearn.svm import SVC, OneClassSVM
+    from sklearn.svm import SVC, SVR, OneClassSVM
 
-    baseline = OneClassSVM() if kind == "outlier" else SVC()
+    baseline = {"outlier": OneClassSVM, "regressor": SVR}.get(kind, SVC)()
     start = time.perf_counter()
     _fit_estimator(baseline, kind, data["X_train"], data["y_train"])
     wall = time.perf_counter() - start
-    if kind == "outlier":
+    if kind == "regressor":
+        score = (
+            f"R² train {baseline.score(data['X_train'], data['y_train']):.4f}  "
+            f"test {baseline.score(data['X_test'], data['y_test']):.4f}"
+        )
+    elif kind == "outlier":
         score = (
             f"inside train {inside_fraction(baseline, data['X_train']):.4f}  "
             f"test {inside_fraction(baseline, data['X_test']):.4f}"
@@ -333,7 +346,7 @@ def run_sweep(args):
             checkpoint=args.checkpoint,
             save_models=args.save_models,
         )
-    score = "fraction inside" if model.kind == "outlier" else "accuracy"
+    score = {"outlier": "fraction inside", "regressor": "R²"}.get(model.kind, "accuracy")
     print_block(
         [
             ("model", params_text(est)),
@@ -452,6 +465,13 @@ COMMANDS = [
     ),
     Command(
         "sweep", "fit one model per value of a hyperparameter (joblib)", configure_sweep, run_sweep
+    ),
+    Command(
+        "search",
+        "a cross-validated grid search (C x gamma by default) with shared kernels; "
+        "--plot: the CV score's heat-map",
+        configure_search,
+        lambda args: run_search(args, make_estimator),
     ),
     Command(
         "compare",

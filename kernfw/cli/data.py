@@ -1,4 +1,4 @@
-"""Data for the command line: bundled datasets, svmlight and .npz files, the split."""
+"""Data for the command line: bundled datasets, svmlight, CSV and .npz files, the split."""
 
 import os
 
@@ -14,11 +14,13 @@ DATASETS = {
     "iris": "load_iris",
     "wine": "load_wine",
     "breast_cancer": "load_breast_cancer",
+    "diabetes": "load_diabetes",  # regression targets (for --model l2svr)
 }
 
 
 def load_data(spec):
-    """Load ``(X, y, description)`` from a bundled name, an svmlight file or an .npz.
+    """Load ``(X, y, description)`` from a bundled name, an svmlight file, a CSV file
+    (``.csv``: numbers, the label in the last column, an optional header row) or an .npz.
 
     Raises
     ------
@@ -37,6 +39,8 @@ def load_data(spec):
         )
     if spec.endswith(".npz"):
         X, y = _load_npz(spec)
+    elif spec.lower().endswith(".csv"):
+        X, y = _load_csv(spec)
     else:
         X, y = _load_svmlight(spec)
     if X.shape[0] == 0 or X.shape[1] == 0:
@@ -51,6 +55,20 @@ def _load_svmlight(path):
         return load_svmlight_file(path)
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise CLIError(f"cannot read {path!r} as an svmlight file: {one_line(exc)}") from exc
+
+
+def _load_csv(path):
+    """Features and labels of a CSV file of numbers, the label in the last column."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+        header = any(c.isalpha() and c not in "eE" for c in first.replace("nan", ""))
+        table = np.loadtxt(path, delimiter=",", skiprows=int(header), ndmin=2)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise CLIError(f"cannot read {path!r} as a CSV file of numbers: {one_line(exc)}") from exc
+    if table.shape[1] < 2:
+        raise CLIError(f"{path!r}: a CSV file needs feature columns and a last label column")
+    return table[:, :-1], table[:, -1]
 
 
 #: the first bytes of a zip archive (what ``numpy.savez`` writes) and of a single .npy array
@@ -110,11 +128,13 @@ def _npz_array(data, name, path):
         ) from None
 
 
-def _split(X, y, test_size, seed):
+def _split(X, y, test_size, seed, by_class=True):
+    """The train/test split, stratified by class when ``by_class`` and every class has two
+    points (never for regression targets)."""
     from sklearn.model_selection import train_test_split
 
     _, counts = np.unique(y, return_counts=True)
-    stratify = y if counts.min() >= 2 else None
+    stratify = y if by_class and counts.min() >= 2 else None
     try:
         return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
     except ValueError as exc:
@@ -123,7 +143,8 @@ def _split(X, y, test_size, seed):
 
 def prepare(args, kind):
     """Data, split and (optionally) standardization of ``args``; returns a dict with
-    ``name``, ``shape``, ``n_classes``, ``X_train``, ``X_test``, ``y_train``, ``y_test``.
+    ``name``, ``shape``, ``n_classes`` (None for a regressor's real targets), ``X_train``,
+    ``X_test``, ``y_train``, ``y_test``.
 
     ``kind`` is the model's kind (:class:`kernfw.cli.models.Model`): structured
     models get labels ``0 … m−1``.
@@ -132,7 +153,8 @@ def prepare(args, kind):
     n_classes = np.unique(y).size
     if kind == "structured":  # MultiClass wants labels 0 … m−1
         y = np.unique(y, return_inverse=True)[1]
-    X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed)
+    by_class = kind != "regressor"
+    X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed, by_class)
     if args.standardize:
         from sklearn.preprocessing import StandardScaler
 
@@ -141,7 +163,7 @@ def prepare(args, kind):
     return {
         "name": name,
         "shape": X.shape,
-        "n_classes": n_classes,
+        "n_classes": n_classes if by_class else None,
         "X_train": X_train,
         "X_test": X_test,
         "y_train": y_train,

@@ -15,9 +15,10 @@ class Model:
     sweep_params : tuple of str
         The parameters ``kernfw sweep`` varies by default, in order of
         preference: the first one the estimator has is used.
-    kind : {"classifier", "structured", "outlier", "mkl"}
-        How labels are passed, how the fit is summarized, and (``mkl``) that
-        ``--kernel`` gives the list of base kernels.
+    kind : {"classifier", "regressor", "structured", "outlier", "mkl"}
+        How labels (targets) are passed, how the fit is summarized (a regressor by R²,
+        beside ``SVR()`` for ``--baseline``), and (``mkl``) that ``--kernel`` gives the
+        list of base kernels.
     """
 
     def __init__(self, name, sweep_params=("C", "lam"), kind="classifier"):
@@ -56,6 +57,7 @@ def sweep_direction(param):
 MODELS = {
     "multiclass": Model("MultiClassSVM"),
     "l2svc": Model("L2SVC"),
+    "l2svr": Model("L2SVR", kind="regressor"),
     "meb": Model("MinimumEnclosingBall", sweep_params=("gamma",), kind="outlier"),
     "structured": Model("StructuredSVM", kind="structured"),
     "cskl": Model("CSKLClassifier", kind="mkl"),

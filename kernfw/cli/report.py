@@ -107,7 +107,8 @@ def accuracy(estimator, X, y):
 def describe_data(data):
     n, d = data["shape"]
     return (
-        f"{data['name']}: {n} samples x {d} features, {data['n_classes']} classes; "
+        f"{data['name']}: {n} samples x {d} features, "
+        f"{'real targets' if data['n_classes'] is None else str(data['n_classes']) + ' classes'}; "
         f"train {len(data['y_train'])} / test {len(data['y_test'])}"
     )
 
@@ -204,7 +205,8 @@ def certificate_lines(est):
 
 
 def accuracy_lines(est, kind, data):
-    """Accuracy (train, test) and top-k test errors; ball membership for outlier models."""
+    """Accuracy (train, test) and top-k test errors; ball membership for outlier models;
+    R² (train, test) for regressors."""
     from sklearn.metrics import top_k_accuracy_score
 
     if kind == "outlier":
@@ -223,6 +225,9 @@ def accuracy_lines(est, kind, data):
             )
         )
         return lines
+    if kind == "regressor":
+        train, test = (est.score(data[f"X_{s}"], data[f"y_{s}"]) for s in ("train", "test"))
+        return [("R²", f"train {train:.4f}  test {test:.4f}")]
     lines = []
     weights = getattr(est, "kernel_weights_", None)
     if weights is not None:

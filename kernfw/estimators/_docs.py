@@ -29,7 +29,15 @@ approx : {{None, "nystroem", "rff", "sketch"}}, default=None
     points through it.  Not with "precomputed" kernels or ready operators.{approx_note}
 n_components : int, default=1000
     ``m``, the number of features of ``approx`` (for ``"nystroem"`` at most
-    ``n``: larger values are clipped to ``n``, where ``K̃ = K``)."""
+    ``n``: larger values are clipped to ``n``, where ``K̃ = K``).
+precision : {{"auto", "float32", "float64"}}, default="auto"
+    Type of the kernel values computed from features (a stored Gram, the columns
+    of an on-the-fly kernel, approximated features ``Φ``).  "float32" rounds them
+    to about 1e-7 relative (as libsvm's kernel cache): the solver reads half the
+    memory, and the certificate is that of the rounded kernel; "float64" keeps
+    them exact to float64 rounding.  "auto" is "float32" when ``tol >= 1e-4``
+    (that rounding is then far below the certified gap) and the precision of
+    ``X`` otherwise.  A precomputed Gram or a ready operator is used as it is."""
 
 
 def with_kernel_parameters(approx_note=""):

@@ -38,12 +38,16 @@ __all__ = [
     "BinaryProblem",
     "binary_problems",
     "combine_decisions",
+    "DECISION_SHAPES",
+    "shaped_decisions",
     "ovo_votes",
     "ddag_scores",
 ]
 
 #: the decompositions :func:`binary_problems` knows
 SCHEMES = ("ovo", "ovr", "ddag")
+#: the shapes of ``decision_function``, as :class:`sklearn.svm.SVC`'s ``decision_function_shape``
+DECISION_SHAPES = ("ovr", "ovo")
 
 
 class BinaryProblem(NamedTuple):
@@ -197,3 +201,37 @@ def combine_decisions(decision, problems, n_classes, scheme="ovo"):
     if scheme == "ddag":
         return ddag_scores(decision, classes, n_classes)
     return ovo_votes(decision, classes, n_classes)
+
+
+def shaped_decisions(decision, problems, n_classes, scheme="ovo", shape="ovr"):
+    """``decision_function`` in the shape :class:`sklearn.svm.SVC` gives it.
+
+    ``shape="ovr"``: one score per class (:func:`combine_decisions`).  ``shape="ovo"``
+    (one-vs-one problems, ``scheme`` "ovo" or "ddag", ``m > 2``): the pairwise decisions
+    themselves, shape (n_samples, m(m−1)/2), pairs ``(i, j)`` in the order of
+    :func:`binary_problems` (as ``SVC``'s columns) and with ``SVC``'s sign, positive for
+    class ``i`` (``−h_p``).  Binary models give ``h`` in either shape.
+
+    Parameters
+    ----------
+    decision : ndarray of shape (n_samples, n_problems)
+        ``h_p(x)`` of every problem, in the order of :func:`binary_problems`.
+    problems : sequence of BinaryProblem or of class tuples
+    n_classes : int
+    scheme : {"ovo", "ovr", "ddag"}
+    shape : {"ovr", "ovo"}
+
+    Returns
+    -------
+    ndarray of shape (n_samples,), (n_samples, m) or (n_samples, m(m−1)/2)
+    """
+    if shape not in DECISION_SHAPES:
+        raise ValueError(f"decision_function_shape must be one of {DECISION_SHAPES}, got {shape!r}")
+    if shape == "ovr" or n_classes == 2:
+        return combine_decisions(decision, problems, n_classes, scheme)
+    if _check_scheme(scheme) == "ovr":
+        raise ValueError(
+            "decision_function_shape='ovo' gives the one-vs-one decisions: it needs "
+            "multi_class='ovo' or 'ddag', not 'ovr'"
+        )
+    return -np.asarray(decision)

@@ -22,15 +22,24 @@ from ..kernels import COLUMN_GRAM_MAX_MB
 from ..operators import KernelOperator
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import L2SVM_SOLVERS, choose_l2svm_solver, solve_l2svm
+from ..solvers.simplex_qp.exact import EXACT_MAX
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
+    example_weights,
     solver_seed,
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
-from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
+from ._multiclass_decomposition import (
+    DECISION_SHAPES,
+    SCHEMES,
+    binary_problems,
+    combine_decisions,
+    shaped_decisions,
+)
+from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
 
@@ -76,11 +85,23 @@ class SupportKernelMixin(KernelInputMixin):
         return gram_budget(X, self.cache_size)
 
     def _gram_dtype(self):
-        """float32 kernel values at ``tol >= FLOAT32_GRAM_TOL`` on the local backend.  The
-        Dask backend's shards evaluate the kernel in float64 at every ``tol``: below
-        ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it on the local
-        one solves the problem of the float32-rounded kernel."""
-        return None if self.backend == "dask" else super()._gram_dtype()
+        """The kernel values' type of ``precision`` on the local backend.  The Dask
+        backend's shards evaluate the kernel in float64 (``precision="float32"`` is refused
+        there): below ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it
+        on the local one solves the problem of the float32-rounded kernel.  The exact solve
+        of a small problem (``solver="active_set"``, math.md §2.16) keeps float64 at
+        ``precision="auto"``: its optimum is exact."""
+        if self.backend != "dask":
+            exact = getattr(self, "_solver", None) == "active_set"
+            if exact and getattr(self, "precision", "auto") == "auto":
+                return None
+            return super()._gram_dtype()
+        if getattr(self, "precision", "auto") == "float32":
+            raise ValueError(
+                "precision='float32' runs on the local backend only: the Dask shards "
+                "evaluate the kernel in float64; use backend='local' or precision='auto'"
+            )
+        return None
 
     def _features_dtype(self):
         """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
@@ -94,12 +115,15 @@ class SupportKernelMixin(KernelInputMixin):
 def l2svm_fit_solver(solver, backend, kernel, approx, X):
     """The L2-SVM algorithm of a fit, resolved before its operator is built (math.md §2.13).
 
-    ``"auto"`` is ``"dcd"`` when the kernel comes with explicit features ``K = XXᵀ``
+    ``"auto"`` is ``"active_set"`` on at most
+    :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points (the active-set method on
+    the stored ``K̃``, math.md §2.16), else ``"dcd"`` when the kernel comes with explicit
+    features ``K = XXᵀ``
     (an approximation ``approx``; ``kernel="linear"`` on sparse ``X`` or on fewer features
     than points, which :func:`kernfw.kernels.make_operator` keeps as features; a ready
     operator with features, :func:`~kernfw.solvers.simplex_qp.choose_l2svm_solver`) and
     ``"mfw"`` otherwise and on the Dask backend, whose shards evaluate the exact kernel
-    (so neither ``approx`` nor ``"dcd"`` runs there: ValueError).
+    (so neither ``approx`` nor ``"dcd"`` nor ``"active_set"`` runs there: ValueError).
 
     Parameters
     ----------
@@ -111,7 +135,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     Returns
     -------
     str
-        One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"dcd"``.
+        One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"active_set"``, ``"dcd"``.
     """
     if backend == "dask":
         if approx is not None:
@@ -119,13 +143,20 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
                 f"approx={approx!r} runs on the local backend only: the Dask shards "
                 "evaluate the exact kernel; use backend='local' or approx=None"
             )
-        if solver == "dcd":
-            raise ValueError("solver='dcd' runs locally only; use backend='local' or solver='mfw'")
+        if solver in ("dcd", "active_set"):
+            raise ValueError(
+                f"solver={solver!r} runs locally only; use backend='local' or solver='mfw'"
+            )
         return "mfw" if solver == "auto" else solver
     if solver != "auto":
         return solver
     if isinstance(kernel, KernelOperator):
-        return choose_l2svm_solver(kernel)
+        return "active_set" if kernel.n <= EXACT_MAX else choose_l2svm_solver(kernel)
+    try:
+        if _num_samples(X) <= EXACT_MAX:
+            return "active_set"
+    except (TypeError, ValueError):  # no length to read: validation will refuse X
+        pass
     if approx is not None:
         return "dcd"
     if not (isinstance(kernel, str) and kernel == "linear"):
@@ -137,8 +168,9 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     return "dcd" if sp.issparse(X) or narrow else "mfw"
 
 
-def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
-    """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
+def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, weights=None):
+    """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices
+    (``weights``: its examples' positive weights, or None)."""
     result = solve_l2svm(
         op,
         y_pm,
@@ -148,13 +180,14 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
         max_iter=max_iter,
         callback=callback,
         random_state=random_state,
+        sample_weight=weights,
     )
     sol = result.solution
     return sol["support"], sol["coef"], sol["b"], result
 
 
 @with_kernel_parameters()
-class L2SVC(ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
+class L2SVC(ProbabilityMixin, ClassifierMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """L2-SVM classifier (the core vector machine's formulation) trained by FW / MFW.
 
     Each binary problem ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` s.t.
@@ -185,16 +218,19 @@ KernelOperator, default="rbf"
         :class:`~kernfw.operators.KernelOperator` on the training points is
         used as is (``X`` is then only checked for its length).
     {kernel_parameters}
-    solver : {"auto", "mfw", "lsfw", "cvm", "dcd"}, default="auto"
+    solver : {"auto", "mfw", "lsfw", "cvm", "active_set", "dcd"}, default="auto"
         The algorithm.  "mfw": Frank-Wolfe with away and drop steps; "lsfw":
         plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
         exact line search.  "cvm": the core vector machine baseline (core-set
         iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "dcd": passes
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "active_set": the
+        active-set method on the stored ``K̃`` (math.md §2.16), to the optimum
+        whatever ``tol``; for small problems.  "dcd": passes
         of vertex-coordinate steps (math.md §2.13), each step O(d) on explicit
-        features (the linear kernel; needs them).  "auto": "dcd" when the kernel
+        features (the linear kernel; needs them).  "auto": "active_set" on at most 64
+        training points, else "dcd" when the kernel
         comes with explicit features (``kernel="linear"`` on sparse input or on
-        fewer features than points) and the compiled backend is available,
+        fewer features than points),
         "mfw" otherwise (and always with ``backend="dask"``);
         :func:`kernfw.solvers.simplex_qp.choose_l2svm_solver`.
     tol : float, default=0.3
@@ -217,10 +253,22 @@ KernelOperator, default="rbf"
         features or more (see :func:`gram_budget`).  MFW requests most columns
         only once or twice, so the cache size matters little (see
         ``docs/benchmarks/l2svm.md``, "Cache size").
+    class_weight : dict, "balanced" or None, default=None
+        Weights ``c_k`` of the classes, as :class:`sklearn.svm.SVC`'s: example ``i`` gets
+        the weight ``w_i = c_{y_i} · sample_weight_i`` on its slack, ``C w_i ξ_i²``
+        (math.md §2.14).  "balanced": ``c_k = n / (m · n_k)`` (scikit-learn's
+        :func:`~sklearn.utils.class_weight.compute_class_weight`, with ``n`` and ``n_k``
+        summed over ``sample_weight``); None: all 1.
     multi_class : {"ovo", "ovr", "ddag"}, default="ovo"
         One-vs-one (``m(m−1)/2`` problems, votes as SVC), one-vs-rest (``m``
         problems) or DDAG (the one-vs-one problems evaluated as a decision
         DAG: ``m − 1`` machines per prediction).
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        The shape of :meth:`decision_function`, as :class:`sklearn.svm.SVC`'s:
+        "ovr" one score per class (n_samples, m); "ovo" the decisions of the
+        one-vs-one problems (``multi_class`` "ovo" or "ddag"), shape
+        (n_samples, m(m−1)/2), pairs ``(i, j)`` in ``SVC``'s order and sign
+        (positive for ``classes_[i]``).  ``predict`` does not depend on it.
     n_jobs : int, default=None
         Binary problems trained in parallel (joblib; None means 1 unless in a
         ``joblib.parallel_config`` context).
@@ -230,6 +278,7 @@ KernelOperator, default="rbf"
         Chooses the first point of the CVM start ``α₀ = ½(e_a + e_b)``
         (math.md §2.6), or of the start ``e_a`` of "dcd" and the order of its
         passes; None starts at point 0 (and "dcd" orders its passes by ``default_rng(0)``).
+        Also shuffles the calibration folds of ``probability=True``.
     backend : {"local", "dask"}, default="local"
         Where the solver runs: "local" (this process) or "dask".  With "dask",
         data-parallel MFW on the current Dask cluster (the default
@@ -238,9 +287,21 @@ KernelOperator, default="rbf"
         of the solver state for the whole fit (:mod:`kernfw.distributed`).
         The shards evaluate the kernel in float64: at ``tol < 1e-4`` the
         iterates are those of "local" (which keeps float32 kernel values from
-        ``tol = 1e-4`` on; then both are certified to ``tol`` but their
-        iterations differ by rounding).  The fitted model is the same in-memory
+        ``tol = 1e-4`` on at ``precision="auto"``; then both are certified to
+        ``tol`` but their iterations differ by rounding).  The fitted model is the same in-memory
         model.  Needs a kernel given by name or callable.
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
+        :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
+        internal cross-validation folds (sharing the training kernel; on the
+        local backend) and fits a
+        map from their held-out decision values (divided by the mean margin ``ρ``)
+        to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
+        smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
+        scores of :meth:`decision_function` otherwise (one-vs-rest decisions,
+        one-vs-one votes with confidences, DDAG ranks); both keep the order of the
+        scores, so the most probable class is the predicted one (math.md §9).
+        ``random_state`` shuffles the folds.
 
     Attributes
     ----------
@@ -283,6 +344,8 @@ KernelOperator, default="rbf"
     kernel_approx_ : transformer or None
         The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
         ``PolynomialCountSketch``) when ``approx`` is set, else None.
+    calibration_ : kernfw.calibration.Calibration
+        The map from decision values to probabilities (only with ``probability=True``).
 
     See Also
     --------
@@ -307,11 +370,14 @@ KernelOperator, default="rbf"
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
         "multi_class": [StrOptions(set(SCHEMES))],
+        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "backend": [StrOptions({"local", "dask"})],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -327,11 +393,15 @@ KernelOperator, default="rbf"
         tol=0.3,
         max_iter=None,
         cache_size=200,
+        precision="auto",
+        class_weight=None,
         multi_class="ovo",
+        decision_function_shape="ovr",
         n_jobs=None,
         verbose=0,
         random_state=None,
         backend="local",
+        probability=False,
     ):
         self.C = C
         self.kernel = kernel
@@ -344,16 +414,20 @@ KernelOperator, default="rbf"
         self.tol = tol
         self.max_iter = max_iter
         self.cache_size = cache_size
+        self.precision = precision
+        self.class_weight = class_weight
         self.multi_class = multi_class
+        self.decision_function_shape = decision_function_shape
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.random_state = random_state
         self.backend = backend
+        self.probability = probability
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the binary L2-SVM(s) on ``X``, ``y``.
 
         Parameters
@@ -362,63 +436,89 @@ KernelOperator, default="rbf"
             Training inputs (a Gram matrix for ``kernel="precomputed"``).
         y : array-like of shape (n,)
             Labels (any hashable values, at least two classes).
+        sample_weight : array-like of shape (n,), default=None
+            Nonnegative weights of the examples' slacks, ``C w_i ξ_i²`` (math.md §2.14;
+            multiplied by ``class_weight``).  An integer weight counts as that many
+            copies of the example; an example of weight 0 is left out of the
+            problems (as if removed).
 
         Returns
         -------
         self
         """
         self._solver = l2svm_fit_solver(self.solver, self.backend, self.kernel, self.approx, X)
-        X, y, op = self._validate_training_data(X, y)
+        X, (y, classes, weights), op = self._validate_training_data(X, y, sample_weight)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
-        check_classification_targets(y)
-        classes, y_enc = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
-        problems = binary_problems(y_enc, classes.size, self.multi_class)
+        kept = slice(None) if weights is None else np.flatnonzero(weights > 0)
+        y_enc = np.searchsorted(classes, y)  # rows of weight 0 take part in no problem
+        problems = binary_problems(y_enc[kept], classes.size, self.multi_class)
+        if weights is not None:  # the problems' rows among the kept ones
+            problems = [p._replace(index=kept[p.index]) for p in problems]
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
         seed = solver_seed(self.random_state)
-        solver = self._solver
         try:
-            jobs = (
-                delayed(_fit_binary)(
-                    op if p.index.size == op.n else op.subset(p.index),
-                    p.y,
-                    self.C,
-                    solver,
-                    self.tol,
-                    self.max_iter,
-                    callback,
-                    seed,
-                )
-                for p in problems
-            )
-            if self.backend == "dask":  # data-parallel MFW on the Dask cluster
-                from ..distributed import fit_l2svm_problems
-
-                fits = fit_l2svm_problems(
-                    X,
-                    op,
-                    y_enc,
-                    problems,
-                    self.C,
-                    solver,
-                    self.tol,
-                    self.max_iter,
-                    callback,
-                    self.cache_size,
-                    random_state=seed,
-                )
-            else:
-                fits = Parallel(n_jobs=self.n_jobs)(jobs)
+            fits = self._fit_problems(X, op, y_enc, problems, weights, callback, seed)
         finally:
             self._end_callbacks()
         self.classes_ = classes
-        self.solver_ = solver
+        self.solver_ = self._solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
+        if weights is None:
+            self._fit_probability(op, y_enc)
+        else:  # the folds of the rows that count, with their weights
+            self._fit_probability(op.subset(kept), y_enc[kept], weights[kept])
         return self
+
+    def _check_targets(self, y, sample_weight):
+        """``(y, classes, weights)``: the labels, the classes of the examples of positive
+        weight (at least two) and the examples' weights (None: all 1)."""
+        check_classification_targets(y)
+        weights = example_weights(sample_weight, _num_samples(y), self.class_weight, y)
+        classes = np.unique(y if weights is None else y[weights > 0])
+        if classes.size < 2:
+            raise ValueError(
+                f"L2SVC needs at least 2 classes (of positive weight); got 1 class ({classes[0]!r})"
+            )
+        return y, classes, weights
+
+    def _fit_problems(self, X, op, y_enc, problems, weights, callback, seed):
+        """The ``(support, coef, b, result)`` of every binary problem, in parallel (joblib)
+        or on the Dask cluster."""
+        if self.backend == "dask":  # data-parallel MFW on the Dask cluster
+            from ..distributed import fit_l2svm_problems
+
+            return fit_l2svm_problems(
+                X,
+                op,
+                y_enc,
+                problems,
+                self.C,
+                self._solver,
+                self.tol,
+                self.max_iter,
+                callback,
+                self.cache_size,
+                random_state=seed,
+                weights=weights,
+            )
+        jobs = (
+            delayed(_fit_binary)(
+                op if p.index.size == op.n else op.subset(p.index),
+                p.y,
+                self.C,
+                self._solver,
+                self.tol,
+                self.max_iter,
+                callback,
+                seed,
+                weights=None if weights is None else weights[p.index],
+            )
+            for p in problems
+        )
+        return Parallel(n_jobs=self.n_jobs)(jobs)
 
     def _set_model(self, X, y_enc, indices, fits, op):
         """Merge the binary solutions on the union of their supports."""
@@ -434,6 +534,47 @@ KernelOperator, default="rbf"
         self._store_result(results)
         self._set_predictor(X, op)
 
+    # -- probabilities -----------------------------------------------------------------------
+    def _heldout_scores(self, op, y_enc, train, val, state=None):
+        """Calibration scores on the points ``val`` of the binary problems fitted on
+        ``op.subset(train)`` (see :mod:`._probability`).  The fold problems start cold: a
+        start from the full model's ``α`` costs one kernel column per support point, as
+        much as the solve it would shorten.  A problem left with one class (tiny data)
+        decides for that class everywhere.  ``state``: the points' weights, or None."""
+        problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
+        solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
+        jobs = (
+            delayed(_fit_binary)(
+                op.subset(train[problems[q].index]),
+                problems[q].y,
+                self.C,
+                self.solver_,
+                self.tol,
+                self.max_iter,
+                None,
+                solver_seed(self.random_state),
+                None if state is None else state[train[problems[q].index]],
+            )
+            for q in solved
+        )
+        decision = np.tile([np.sign(p.y.sum()) for p in problems], (val.size, 1))
+        rho = np.ones(len(problems))
+        for q, (sup, c, b, result) in zip(solved, Parallel(n_jobs=self.n_jobs)(jobs)):
+            block = np.asarray(op.block(val, train[problems[q].index[sup]]), dtype=np.float64)
+            decision[:, q] = block @ c + b
+            rho[q] = result.solution["rho"]
+        return _calibration_scores(decision, rho, problems, self.classes_.size, self.multi_class)
+
+    def _proba_scores(self, X):
+        """Calibration scores of new inputs (:func:`_calibration_scores`)."""
+        return _calibration_scores(
+            self._binary_decisions(X),
+            self.rho_,
+            self.problems_,
+            self.classes_.size,
+            self.multi_class,
+        )
+
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):
         """Decision values.
@@ -444,6 +585,9 @@ KernelOperator, default="rbf"
         one-vs-rest decisions for "ovr", votes with confidences for "ovo" (as
         ``SVC(decision_function_shape="ovr")``), and for "ddag" the step at
         which the DAG removed each class (``m − 1`` for the predicted one).
+        With ``decision_function_shape="ovo"`` (and one-vs-one problems) the
+        pairwise decisions instead, shape (n_samples, m(m−1)/2), with ``SVC``'s
+        sign (:func:`~kernfw.estimators._multiclass_decomposition.shaped_decisions`).
 
         Parameters
         ----------
@@ -454,11 +598,20 @@ KernelOperator, default="rbf"
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, m)
+        ndarray of shape (n_samples,), (n_samples, m) or (n_samples, m(m−1)/2)
         """
+        return shaped_decisions(
+            self._binary_decisions(X),
+            self.problems_,
+            self.classes_.size,
+            self.multi_class,
+            self.decision_function_shape,
+        )
+
+    def _binary_decisions(self, X):
+        """``h_p(x)`` of every binary problem, shape (n_samples, n_problems)."""
         check_is_fitted(self)
-        decision = self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
-        return combine_decisions(decision, self.problems_, self.classes_.size, self.multi_class)
+        return self._support_decision(self._new_input(X), self.dual_coef_.T) + self.intercept_
 
     def predict(self, X):
         """Class labels: the sign of ``h`` (binary) or the largest score.
@@ -472,7 +625,9 @@ KernelOperator, default="rbf"
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
+        scores = combine_decisions(
+            self._binary_decisions(X), self.problems_, self.classes_.size, self.multi_class
+        )
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
@@ -480,3 +635,10 @@ KernelOperator, default="rbf"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         return self._kernel_tags(tags)
+
+
+def _calibration_scores(decision, rho, problems, n_classes, scheme):
+    """The scores of :func:`combine_decisions` (whose argmax is ``predict``) of the binary
+    decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
+    different points (the folds, the full model) on one scale (math.md §9.4)."""
+    return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)

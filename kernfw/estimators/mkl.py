@@ -56,7 +56,13 @@ from ._base import (
     fitted_approximation,
     with_callbacks,
 )
-from ._multiclass_decomposition import SCHEMES, binary_problems, combine_decisions
+from ._multiclass_decomposition import (
+    DECISION_SHAPES,
+    SCHEMES,
+    binary_problems,
+    combine_decisions,
+    shaped_decisions,
+)
 
 __all__ = ["CSKLClassifier", "LpMKLClassifier", "default_kernels", "MKL_GRAM_MAX_MB"]
 
@@ -185,7 +191,7 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 )
             X = None
         else:
-            X, y = validate_data(self, X, y, dtype=(np.float64, np.float32))
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
             kernel = self.kernel
             specs = default(X) if kernel is None else list(kernel)
             if not specs and (kernel is not None or default is default_kernels):
@@ -242,16 +248,23 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                     )
                 out.append(G[:, self.support_])
             return out
-        return validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
+        return validate_data(
+            self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self._is_precomputed()
+        tags.input_tags.sparse = not self._is_precomputed()
         return tags
+
+    def _class_scores(self, X):
+        """The decision of a binary model, one score per class otherwise."""
+        return self.decision_function(X)
 
     def predict(self, X):
         """Class labels: the sign of the decision (two classes) or the largest score."""
-        scores = self.decision_function(X)
+        scores = self._class_scores(X)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
@@ -295,16 +308,30 @@ class _WeightedSVMClassifier(_MKLClassifier):
         -------
         ndarray of shape (n_test,) for two classes (positive: ``classes_[1]``),
         else (n_test, m): one-vs-rest scores, one-vs-one votes with confidences (as
-        ``SVC``) or DDAG ranks (:func:`~kernfw.estimators._multiclass_decomposition.combine_decisions`).
+        ``SVC``) or DDAG ranks (:func:`~kernfw.estimators._multiclass_decomposition.combine_decisions`);
+        with ``decision_function_shape="ovo"`` the pairwise decisions, (n_test, m(m−1)/2)
+        (:func:`~kernfw.estimators._multiclass_decomposition.shaped_decisions`).
         """
+        return shaped_decisions(
+            self._binary_decisions(X),
+            self.binary_problems_,
+            self.classes_.size,
+            self.multi_class,
+            self.decision_function_shape,
+        )
+
+    def _class_scores(self, X):
+        return combine_decisions(
+            self._binary_decisions(X), self.binary_problems_, self.classes_.size, self.multi_class
+        )
+
+    def _binary_decisions(self, X):
+        """``h_p(x)`` of every binary problem, shape (n_test, n_problems)."""
         check_is_fitted(self)
         test = self._test_kernels(X)
         if self._is_precomputed():  # the test Grams of the selected kernels
             test = [test[j] for j in self.selected_kernels_]
-        decisions = self._predict_op.cross_matmat(test, self.dual_coef_.T) + self.intercept_
-        return combine_decisions(
-            decisions, self.binary_problems_, self.classes_.size, self.multi_class
-        )
+        return self._predict_op.cross_matmat(test, self.dual_coef_.T) + self.intercept_
 
     def _problems(self, y):
         """The binary problems of ``multi_class`` (shared decomposition) for the solver."""
@@ -390,6 +417,12 @@ default="projected_gradient"
         only; solved in one libsvm one-vs-one call), all sharing ``γ``; the
         weights follow the sum over the binary problems of ``J`` (and of
         ``d_j``).  "ovo" predicts by votes, "ddag" by the decision DAG.
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        The shape of :meth:`decision_function`, as :class:`sklearn.svm.SVC`'s:
+        "ovr" one score per class (n_samples, m); "ovo" the decisions of the
+        one-vs-one problems (``multi_class`` "ovo" or "ddag"), shape
+        (n_samples, m(m−1)/2), pairs ``(i, j)`` in ``SVC``'s order and sign
+        (positive for ``classes_[i]``).  ``predict`` does not depend on it.
 
     Attributes
     ----------
@@ -457,6 +490,7 @@ default="projected_gradient"
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "multi_class": [StrOptions(set(SCHEMES))],
+        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
     }
 
     def __init__(
@@ -475,6 +509,7 @@ default="projected_gradient"
         random_state=None,
         verbose=0,
         multi_class="ovr",
+        decision_function_shape="ovr",
     ):
         self.kernel = kernel
         self.t = t
@@ -490,6 +525,7 @@ default="projected_gradient"
         self.random_state = random_state
         self.verbose = verbose
         self.multi_class = multi_class
+        self.decision_function_shape = decision_function_shape
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
@@ -562,6 +598,8 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         Print one line per outer iteration.
     multi_class : {"ovr", "ovo", "ddag"}, default="ovr"
         As :class:`CSKLClassifier`.
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        As :class:`CSKLClassifier`.
 
     Attributes
     ----------
@@ -588,6 +626,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "multi_class": [StrOptions(set(SCHEMES))],
+        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
     }
 
     def __init__(
@@ -604,6 +643,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         random_state=None,
         verbose=0,
         multi_class="ovr",
+        decision_function_shape="ovr",
     ):
         self.kernel = kernel
         self.p = p
@@ -617,6 +657,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         self.random_state = random_state
         self.verbose = verbose
         self.multi_class = multi_class
+        self.decision_function_shape = decision_function_shape
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)

@@ -15,6 +15,7 @@ from ..operators import LowRankFeatures, shift_kernel
 from ..solvers.multiclass import SOLVERS, solve_multiclass
 from ._base import (
     APPROX_PARAMETER_CONSTRAINTS,
+    PRECISION_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
     resolve_lam,
@@ -22,6 +23,7 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
+from ._probability import ProbabilityMixin
 
 __all__ = ["MultiClassSVM"]
 
@@ -40,6 +42,11 @@ def _rowwise_product(A, B):
     return np.einsum("ij,jk->ik", A, B)
 
 
+def _float64(K):
+    """A kernel block as float64 (a float32 Gram's blocks are float32)."""
+    return np.asarray(K, dtype=np.float64)
+
+
 def _check_weighted_classes(y, weights):
     """Raise unless at least two classes of ``y`` have a positive weight (a zero weight is
     the example removed)."""
@@ -51,7 +58,9 @@ def _check_weighted_classes(y, weights):
 
 
 @with_kernel_parameters()
-class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
+class MultiClassSVM(
+    ProbabilityMixin, ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator
+):
     """Multi-category kernel SVM trained by dual Frank-Wolfe with a certified duality gap.
 
     Minimizes ``P(W) = λ/2 ‖W‖² + (1/n) Σ_i Φ(s_i; y_i)`` (scores ``s_i = Wᵀφ(x_i)``,
@@ -134,11 +143,10 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         not depend on the scale of the data, of ``C`` or of the loss.  The
         default is one step tighter than where test accuracy stops changing
         on the benchmark suite (see docs/benchmarks/defaults.md).
-        With ``tol >= 1e-4`` a Gram matrix computed from features is stored
-        in float32 (as libsvm's kernel cache; the RBF Gram is computed in
-        float32, within 5e-6 of the float64 kernel): the solver reads half the
-        memory, and the rounding is far below the certified gap; smaller
-        ``tol`` keeps the precision of ``X``.  ``tol=0`` runs the whole
+        At ``precision="auto"`` a ``tol >= 1e-4`` stores a Gram matrix computed
+        from features in float32 (the RBF Gram is computed in float32, within 5e-6
+        of the float64 kernel): the solver reads half the memory, and the rounding
+        is far below the certified gap.  ``tol=0`` runs the whole
         ``max_iter`` budget; a positive ``tol`` below the certificate's rounding
         bound stops where the gap reaches that bound (user guide, "Conventions and
         what the defaults mean").
@@ -167,8 +175,17 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         since the last certificate (at most 50 passes; ``max_iter`` bounds
         the passes in all).  Fastest on the
         benchmark suite (docs/benchmarks/multiclass.md (d)).
-    random_state : int, RandomState instance or None, default=None
-        Block order of "bcfw".
+    random_state : int, RandomState instance or None, default=2
+        Block order of "bcfw", the landmarks or random features of ``approx``,
+        and the calibration folds of ``probability=True``.  The default fixes
+        them, so two fits of the same data at the defaults are the same model, as
+        :class:`sklearn.svm.SVC`'s are (a fixed order is one draw of the random
+        orders: 2 is the first value whose passes on the benchmark suite are at
+        most the median of random orders).  None draws a new order for every
+        fit: at ``tol=3e-2`` two such fits predict the same label on 97.7–98.9 %
+        of held-out points (the points within the tolerance's slack of a
+        decision boundary; ``tol=3e-3``: 99.4–99.9 %, at 1.5–2.1× the time;
+        docs/benchmarks.md, "Two default fits").
     cache_size : float, default=200
         Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
         when the kernel is evaluated on the fly.
@@ -177,6 +194,16 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         the examples that are not block-optimal (liblinear-style active set;
         the certified gap is unaffected), and leave out the inactive classes
         of each example (exact block steps).
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
+        :class:`sklearn.svm.SVC`): ``fit`` also fits the model on 5 internal
+        cross-validation folds (sharing the training kernel, warm-started from the
+        full model's dual) and fits a map from scores to probabilities on their
+        held-out scores: Platt's sigmoid ``σ(f/T)`` of the decision ``f`` for two
+        classes (Platt's smoothed targets, no offset), temperature scaling
+        ``softmax(s/T)`` otherwise; both keep the order of the scores, so the most
+        probable class is the predicted one (math.md §9).  ``random_state``
+        shuffles the folds.
 
     Notes
     -----
@@ -194,19 +221,26 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     classes_ : ndarray of shape (m,)
         Class labels (any hashable, sorted).
     dual_coef_ : ndarray of shape (m, n)
-        Dual variables ``A`` (column ``i`` is ``α_i``); scores are
-        ``K(X, X_train) Aᵀ / (λn) + intercept_``.  After ``max_iter=0`` (no step taken) or
+        Dual variables ``A`` of *every* training example (column ``i`` is ``α_i``,
+        one row per class: the multi-category dual, not ``SVC``'s ``m − 1`` rows
+        of one-vs-one coefficients on the support vectors); scores are
+        ``K(X, X_train) Aᵀ / (λn) + intercept_``, i.e. ``K(X, support_vectors_)
+        dual_coef_[:, support_]ᵀ / (λn) + intercept_``.  After ``max_iter=0`` (no step taken) or
         on trivial data it may be all zero: then ``support_`` is empty, every
         score is 0 and ``predict`` returns ``classes_[0]``.
-    support_ : ndarray of int
-        Training examples with ``α_i ≠ 0``.
-    coef_ : ndarray of shape (m, d)
-        ``Wᵀ`` (only for ``kernel="linear"``).
+    support_ : ndarray of shape (n_SV,)
+        Indices of the training examples with ``α_i ≠ 0`` (the support vectors).
+    support_vectors_ : ndarray of shape (n_SV, d)
+        Their features (not set for ``kernel="precomputed"`` or a KernelOperator).
+    n_support_ : ndarray of shape (m,), dtype int32
+        Support vectors per class (by their training label), as ``SVC``'s.
     intercept_ : ndarray of shape (m,)
         The intercepts ``b = s² Σ_i α_i / (λn)`` (``s = intercept_scaling``):
         ``s(x) = Wᵀφ(x) + b``; zeros with ``fit_intercept=False``.
     class_weight_ : ndarray of shape (m,)
         The weight of each class's loss terms (ones with ``class_weight=None``).
+    coef_ : ndarray of shape (m, d)
+        ``Wᵀ`` (only for ``kernel="linear"``).
     lam_ : float
         The ``λ`` used (``lam``, or ``1/(C·n)``).
     n_iter_, duality_gap_, primal_objective_, dual_objective_, converged_, history_, fit_time_
@@ -220,6 +254,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
     kernel_approx_ : transformer or None
         The fitted kernel approximation (``Nystroem``, ``RBFSampler`` or
         ``PolynomialCountSketch``) when ``approx`` is set, else None.
+    calibration_ : kernfw.calibration.Calibration
+        The map from scores to probabilities (only with ``probability=True``).
 
     Examples
     --------
@@ -246,6 +282,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "degree": [Interval(Real, 0, None, closed="left")],
         "coef0": [Real],
         **APPROX_PARAMETER_CONSTRAINTS,
+        **PRECISION_PARAMETER_CONSTRAINTS,
         "solver": [StrOptions(set(SOLVERS))],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -256,6 +293,7 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         "random_state": ["random_state"],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "shrinking": ["boolean"],
+        "probability": ["boolean"],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
@@ -283,9 +321,11 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         verbose=0,
         max_time=None,
         check_every="auto",
-        random_state=None,
+        random_state=2,
         cache_size=200.0,
+        precision="auto",
         shrinking=True,
+        probability=False,
         class_weight=None,
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -312,7 +352,9 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         self.check_every = check_every
         self.random_state = random_state
         self.cache_size = cache_size
+        self.precision = precision
         self.shrinking = shrinking
+        self.probability = probability
         self.class_weight = class_weight
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -377,35 +419,25 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         A_init = self._warm_start_point(loss, classes, op.n)
         callback = self._fw_callback(self.max_iter, X, y)
         shift = self.intercept_scaling**2 if self.fit_intercept else 0.0
+        # the Gram computed here from the features is private to the fit (unless the
+        # calibration folds read it): shifted in place; a user's Gram is never written to
+        overwrite = self._owns_kernel() and not self.probability
+        op_fit = shift_kernel(op, shift, overwrite=overwrite)
+        self._fit_weights = None if weights is None else weights * (op.n / n_eff)
         try:
-            result = solve_multiclass(
-                # the Gram computed here from the features is private to the fit: shifted
-                # in place (a user's Gram or operator is never written to)
-                shift_kernel(op, shift, overwrite=self._owns_kernel()),
-                y_enc,
-                loss=loss,
-                lam=self.lam_,
-                smoothing=self.smoothing,
-                solver=self.solver,
-                n_classes=classes.size,
-                A_init=A_init,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                max_time=self.max_time,
-                check_every=self.check_every,
-                callback=callback,
-                random_state=solver_seed(self.random_state),
-                shrinking=self.shrinking,
-                shrink_classes=self.shrinking,
-                weights=None if weights is None else weights * (op.n / n_eff),
-            )
+            result = self._solve(
+                op_fit, y_enc, loss, self.lam_, classes.size, A_init, callback=callback,
+                weights=self._fit_weights,
+            )  # fmt: skip
         finally:
             self._end_callbacks()
         self._store_result(result)
         self.classes_ = classes
         self._fit_loss = loss
         self._set_model(result["A"], X, op)
+        self.n_support_ = np.bincount(y_enc[self.support_], minlength=classes.size).astype(np.int32)
         self.intercept_ = shift * result["A"].sum(axis=1) / (self.lam_ * op.n)
+        self._fit_probability(op_fit, y_enc, result["S"])
         return self
 
     def _owns_kernel(self):
@@ -425,6 +457,70 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
         _check_weighted_classes(y_enc, weights)
         return None if np.all(weights == 1.0) else weights
 
+    def _solve(
+        self, op, y_enc, loss, lam, n_classes, A_init, S_init=None, callback=None, weights=None
+    ):
+        """One run of :func:`~kernfw.solvers.multiclass.solve_multiclass` with the
+        estimator's settings (``weights``: the per-example weights ``v_i`` of the
+        solver, mean 1)."""
+        return solve_multiclass(
+            op,
+            y_enc,
+            loss=loss,
+            lam=lam,
+            smoothing=self.smoothing,
+            solver=self.solver,
+            n_classes=n_classes,
+            A_init=A_init,
+            S_init=S_init,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            max_time=self.max_time,
+            check_every=self.check_every,
+            callback=callback,
+            random_state=solver_seed(self.random_state),
+            shrinking=self.shrinking,
+            shrink_classes=self.shrinking,
+            weights=weights,
+        )
+
+    def _heldout_scores(self, op, y_enc, train, val, state):
+        """Scores on the points ``val`` of the model fitted on ``op.subset(train)``, started
+        from the full model's dual on ``train`` (see :mod:`._probability`).
+
+        ``state`` is the full model's training scores ``S = K Aᵀ/(λn)``: the start's scores
+        are ``S`` on ``train`` less the part of the held-out points, one block
+        ``K[train, val ∩ support]`` instead of a product with the fold's Gram.
+        """
+        v = None if self._fit_weights is None else self._fit_weights[train]
+        lam = resolve_lam(self.C, self.lam, train.size if v is None else v.sum())
+        if v is not None:  # the fold's weights, mean 1, and its λn = 1/C (weighted n)
+            v = v * (train.size / v.sum())
+        A0 = self.dual_coef_[:, train]
+        KA = state[train] * (self.lam_ * op.n)
+        out = val[np.any(self.dual_coef_[:, val] != 0, axis=0)]
+        if out.size:
+            KA -= _rowwise_product(_float64(op.block(train, out)), self.dual_coef_[:, out].T)
+        sub = op.subset(train)
+        A = self._solve(
+            sub, y_enc[train], self._fit_loss, lam, A0.shape[0], A0, KA / (lam * train.size),
+            weights=v,
+        )["A"]  # fmt: skip
+        support = np.flatnonzero(np.any(A != 0, axis=0))
+        coef = A[:, support].T / (lam * train.size)
+        F = op.features()
+        if F is not None:  # K = F Fᵀ: scores F_val (F_Sᵀ coef), no kernel block
+            S = _rowwise_product(
+                F[val], safe_sparse_dot(F[train[support]].T, coef, dense_output=True)
+            )
+        else:
+            S = _rowwise_product(_float64(op.block(val, train[support])), coef)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def _proba_scores(self, X):
+        """The scores of :meth:`decision_function` (what the calibration map reads)."""
+        return self.decision_function(X)
+
     def _set_model(self, A, X, op):
         """Store ``dual_coef_`` and what prediction needs (only support points)."""
         scale = self.lam_ * op.n
@@ -439,6 +535,8 @@ class MultiClassSVM(ClassifierMixin, KernelInputMixin, FWEstimatorMixin, BaseEst
             self.coef_ = np.asarray(safe_sparse_dot(A, X, dense_output=True)) / scale
         else:
             self._set_predictor(X, op)
+        if not (self._kernel_is_operator() or self._kernel_is_precomputed()):
+            self.support_vectors_ = X[self.support_]
 
     # -- prediction ------------------------------------------------------------------------
     def decision_function(self, X):

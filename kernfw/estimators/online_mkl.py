@@ -14,6 +14,7 @@ and the linear kernel on the same columns are the same group.
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -55,6 +56,13 @@ _ONLINE_CONSTRAINTS = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
+
+
+def _dense(X):
+    """Features as a dense float64 array: the explicit groups and the feature scaling work
+    on dense columns, so scipy.sparse input is densified (its kernels were computed on the
+    sparse rows by the operators)."""
+    return X.toarray().astype(float, copy=False) if sp.issparse(X) else np.asarray(X, dtype=float)
 
 
 def _feature_scale(X, column_groups):
@@ -220,9 +228,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     eta0 : float or "auto", default="auto"
         Learning rate: ``η_t = η_0/√t`` (proximal) or the prox of ``η_0√t R``
         applied to ``η_0/√t`` times the gradient sum (dual averaging; math.md §4.2).
-        "auto" depends on the loss (math.md §4.7): 1 for the hinge, ``1 + log(q − 1)``
-        for the CRF over ``q`` classes or states (4.2 for the 26 letters of OCR), whose
-        scores must be larger than the hinge's margin for confident marginals.
+        "auto" (math.md §4.7) is ``s`` for the proximal method and ``3s/(λ√n)`` for dual
+        averaging (``3s·C·√n`` at ``λ = 1/(C·n)``: the regularizer weighs ``3s`` against
+        the proximal term after one epoch, whatever ``n``), with the loss's scale ``s``:
+        1 for the hinge, ``1 + log(q − 1)`` for the CRF over ``q`` classes, whose scores
+        must be larger than the hinge's margin for confident marginals.
     max_iter : int, default=10
         Budget in passes over the training set (epochs, each in a new random
         order; one pass = ``n`` online rounds), which ``n_iter_`` counts.  An
@@ -240,8 +250,9 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
     solver : {"dual_averaging", "proximal"}, default="dual_averaging"
         Regularized dual averaging ([Xiao2010]; the proxes applied to the running
         sum of subgradients: a group stays exactly zero while its averaged
-        gradient is below the threshold of ``R``, so kernels that carry no signal
-        are dropped), or the online proximal algorithm of [Martins2011]
+        gradient is below the threshold of ``R``; at the defaults kernels of
+        pure-noise features are dropped unless the classes overlap enough that the
+        optimum at ``C`` uses them to fit training points), or the online proximal algorithm of [Martins2011]
         (subgradient step, then the prox of each term of ``R``; every example
         whose own gradient exceeds the threshold revives a group, so its groups
         are seldom exactly zero).
@@ -372,7 +383,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
                 )
             Xf, columns = np.zeros((mk.n, 1)), []
         else:
-            Xf = np.asarray(Xv, dtype=float)
+            Xf = _dense(Xv)
             columns = _check_columns(self.groups or [], Xf.shape[1])
             if self.approx is not None and mk is not None:  # kernels → explicit feature groups
                 Xf = _append_feature_blocks(Xf, columns, mk)
@@ -409,7 +420,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
             explicit = np.zeros((n_new, m))
             cross = [op.cross(K) for op, K in zip(self._predict_op.operators, test)]
         else:
-            Xt = self._test_kernels(X)
+            Xt = _dense(self._test_kernels(X))
             n_new = Xt.shape[0]
             Xe = np.hstack([Xt] + [op.transform(Xt) for op in self._approx_ops])
             explicit = (Xe * self.feature_scale_) @ self.coef_.reshape(m, -1).T
@@ -456,7 +467,9 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         (plus ``"transitions"`` for a chain); all of ``φ`` as one group for
         other models.
     C, lam, loss, regularizer, lam2, eta0, max_iter, radius, averaging, solver, objective_sample
-        As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples).
+        As :class:`OnlineMKLClassifier` (``λ = 1/(C·n)``, n the number of examples;
+        ``eta0="auto"`` grows with ``n`` on a ``MultiClass`` model only, chains and other
+        models take the loss's scale ``s``).
     random_state, verbose
         As :class:`OnlineMKLClassifier`.
 
@@ -596,14 +609,19 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         self._solve(self.model_, Xs, Y, groups, len(Y))
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = isinstance(self.model, MultiClass)
+        return tags
+
     def _check_inputs(self, X, reset):
         """The inputs of a :class:`~kernfw.structured.MultiClass` model (one row of features per
-        example) through scikit-learn's validation: finite, dense (the groups' kernels read
-        rows), ``n_features_in_`` set by ``fit`` and checked after; other models' inputs
-        (sequences) are checked by the model itself."""
+        example) through scikit-learn's validation: finite, dense or scipy.sparse (densified:
+        the groups' kernels read dense rows), ``n_features_in_`` set by ``fit`` and checked
+        after; other models' inputs (sequences) are checked by the model itself."""
         if not isinstance(self.model, MultiClass):
             return X
-        return validate_data(self, X, reset=reset, accept_sparse=False, dtype=np.float64)
+        return _dense(validate_data(self, X, reset=reset, accept_sparse="csr", dtype=np.float64))
 
     def predict(self, X):
         """Decode every input: ``argmax_y f(x, y)``.
@@ -614,7 +632,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
 
         Returns
         -------
-        list of outputs
+        list of outputs (an int array for ``MultiClass``)
         """
         check_is_fitted(self)
         X = self._check_inputs(X, reset=False)
@@ -642,7 +660,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                 out.append(model_decode_chain(theta + node, GT))
             else:
                 out.append(int(np.argmax(self.coef_.reshape(q, -1) @ x + node[0])))
-        return out
+        return np.asarray(out) if isinstance(model, MultiClass) else out
 
     def score(self, X, y):
         """``1 − mean task loss`` (higher is better; per-letter accuracy for a normalized Chain).

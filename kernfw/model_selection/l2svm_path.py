@@ -24,13 +24,27 @@ from ..solvers.simplex_qp import solve_l2svm
 __all__ = ["applies", "RowModel", "fit_l2svc_path"]
 
 
+#: the L2SVC parameters this path honours (the kernel's through the shared operator); a
+#: path whose estimator sets any other parameter away from its default (probabilities,
+#: another decision shape, a parameter added later) is fitted by the estimator itself
+HONOURED = frozenset(
+    {"C", "kernel", "gamma", "degree", "coef0", "n_components", "solver", "tol", "max_iter",
+     "cache_size", "multi_class", "n_jobs", "verbose", "random_state"}
+)  # fmt: skip
+
+
 def applies(estimator, path, shared, fit_params):
     """Whether a path of ``estimator`` runs here: an L2SVC on the local backend with an
-    exact kernel shared by the search, ``C`` as the path and no fit parameters."""
-    if not (isinstance(estimator, L2SVC) and shared and path == "C" and not fit_params):
+    exact kernel shared by the search, ``C`` as the path, no fit parameters, and every
+    parameter outside :data:`HONOURED` at its default."""
+    if not (type(estimator) is L2SVC and shared and path == "C" and not fit_params):
         return False
-    params = estimator.get_params(deep=False)
-    return params["backend"] == "local" and params["approx"] is None
+    params, defaults = estimator.get_params(deep=False), L2SVC().get_params(deep=False)
+    others = {k for k in params if k not in HONOURED} | {"backend", "approx"}
+    try:
+        return all(params[k] == defaults[k] for k in others)
+    except (KeyError, ValueError, TypeError):  # an unknown or array-valued parameter
+        return False
 
 
 class RowModel(ClassifierMixin, BaseEstimator):

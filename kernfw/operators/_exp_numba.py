@@ -9,54 +9,28 @@ where it is called: the RBF Gram tiles (:mod:`kernfw.operators._rbf_gram_numba`)
 RBF columns (:mod:`kernfw.operators._columns_numba`).
 """
 
+import math
+
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
 __all__ = ["exp_in_place"]
 
+
+def _taylor(degree, dtype):
+    """The Taylor coefficients ``1/k!`` of ``e^r``, from ``k = degree`` down to 0."""
+    return tuple(dtype(1.0 / math.factorial(k)) for k in range(degree, -1, -1))
+
+
 # (log₂e, ln2_hi, ln2_lo, lowest exponent, ½, 0, exponent bias, mantissa bits, Taylor
 # coefficients from the highest degree down); below the lowest exponent e^x is 0
-_F32 = (
-    np.float32(1.4426950408889634),
-    np.float32(0.693145751953125),
-    np.float32(1.428606765330187e-06),
-    np.float32(-87.0),
-    np.float32(0.5),
-    np.float32(0.0),
-    np.int32(127),
-    np.int32(23),
-    tuple(np.float32(1.0 / f) for f in (720, 120, 24, 6, 2, 1, 1)),
-)
-_F64 = (
-    1.4426950408889634,
-    6.93147180369123816490e-01,  # fdlibm's split
-    1.90821492927058770002e-10,
-    -708.0,
-    0.5,
-    0.0,
-    np.int64(1023),
-    np.int64(52),
-    tuple(
-        1.0 / f
-        for f in (
-            6227020800,
-            479001600,
-            39916800,
-            3628800,
-            362880,
-            40320,
-            5040,
-            720,
-            120,
-            24,
-            6,
-            2,
-            1,
-            1,
-        )
-    ),
-)
+_F32 = tuple(np.float32(c) for c in (1.4426950408889634, 0.693145751953125, 1.428606765330187e-06))
+_F32 += (np.float32(-87.0), np.float32(0.5), np.float32(0.0), np.int32(127), np.int32(23))
+_F32 += (_taylor(6, np.float32),)
+# ln 2 split as fdlibm's
+_F64 = (1.4426950408889634, 6.93147180369123816490e-01, 1.90821492927058770002e-10)
+_F64 += (-708.0, 0.5, 0.0, np.int64(1023), np.int64(52), _taylor(13, float))
 
 
 def _constants(x):

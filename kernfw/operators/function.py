@@ -201,6 +201,14 @@ class KernelFunction(KernelOperator):
         self._columns.store(idx, cols)
         return cols
 
+    def block(self, rows, cols):
+        """``K[rows][:, cols]`` evaluated directly (no column of ``K`` computed or cached)."""
+        rows, cols = as_index(rows, self.n), as_index(cols, self.n)
+        sq = self._train_sq_norms()
+        return self.kernel.block(self.X[rows], self.X[cols], sq[rows], sq[cols]).astype(
+            self.dtype, copy=False
+        )
+
     def matmat(self, V):
         V = check_block(V, self.n)
         out = np.empty(V.shape, dtype=np.result_type(self.dtype, V.dtype))

@@ -160,6 +160,15 @@ def _l2svc(est, X, y):
     return total
 
 
+@_reference("L2SVR")
+def _l2svr(est, X, y):
+    """math.md §2.15: the regression on the targets centred at their mean."""
+    from .svr import l2svr_reference
+
+    y = np.asarray(y, dtype=np.float64)
+    return l2svr_reference(_gram(est, X), y - y.mean(), est.C, est.epsilon)["objective"]
+
+
 @_reference("MinimumEnclosingBall")
 def _meb(est, X, y):
     """math.md §2.2: the squared radius ``r*²`` of the minimum enclosing ball; with

@@ -44,18 +44,25 @@ def structural_constraints(model, X, Y, labelings=None):
     return np.array(rows), np.array(losses, dtype=float), np.array(owner, dtype=np.intp)
 
 
-def structural_objective(model, X, Y, lam, w, labelings=None):
-    """``P(w) = λ/2‖w‖² + (1/n) Σ_i max_y [L_i(y) − ⟨w, ψ_i(y)⟩]`` by enumeration."""
+def _weights(sample_weight, n):
+    return np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+
+
+def structural_objective(model, X, Y, lam, w, labelings=None, sample_weight=None):
+    """``P(w) = λ/2‖w‖² + (1/n) Σ_i c_i max_y [L_i(y) − ⟨w, ψ_i(y)⟩]`` by enumeration
+    (``c_i`` the ``sample_weight``, 1 by default; math.md §3.11)."""
     Psi, losses, owner = structural_constraints(model, X, Y, labelings)
     slack = np.full(len(X), -np.inf)
     np.maximum.at(slack, owner, losses - Psi @ w)
-    return 0.5 * lam * float(w @ w) + float(slack.mean())
+    c = _weights(sample_weight, len(X))
+    return 0.5 * lam * float(w @ w) + float(c @ slack) / len(X)
 
 
-def structural_primal(model, X, Y, lam, labelings=None):
-    """Solve the n-slack structural SVM primal (§3.1) with cvxpy/Clarabel.
+def structural_primal(model, X, Y, lam, labelings=None, sample_weight=None):
+    """Solve the n-slack structural SVM primal (§3.1, §3.11) with cvxpy/Clarabel.
 
-    ``min_{w, ξ} λ/2‖w‖² + (1/n) Σ_i ξ_i  s.t.  ξ_i ≥ L_i(y) − ⟨w, ψ_i(y)⟩  ∀ i, y``.
+    ``min_{w, ξ} λ/2‖w‖² + (1/n) Σ_i c_i ξ_i  s.t.  ξ_i ≥ L_i(y) − ⟨w, ψ_i(y)⟩  ∀ i, y``
+    (``c_i`` the ``sample_weight``, 1 by default).
 
     Returns
     -------
@@ -68,10 +75,12 @@ def structural_primal(model, X, Y, lam, labelings=None):
     Psi, losses, owner = structural_constraints(model, X, Y, labelings)
     w = cp.Variable(Psi.shape[1])
     xi = cp.Variable(len(X))
+    c = _weights(sample_weight, len(X))
     problem = cp.Problem(
-        cp.Minimize(0.5 * lam * cp.sum_squares(w) + cp.sum(xi) / len(X)),
+        cp.Minimize(0.5 * lam * cp.sum_squares(w) + (c @ xi) / len(X)),
         [xi[owner] >= losses - Psi @ w],
     )
     solve_problem(problem)
     w_opt = np.asarray(w.value, dtype=float)
-    return {"w": w_opt, "primal": structural_objective(model, X, Y, lam, w_opt, labelings)}
+    primal = structural_objective(model, X, Y, lam, w_opt, labelings, sample_weight)
+    return {"w": w_opt, "primal": primal}

@@ -136,11 +136,13 @@ class StructuredModel(ABC):
             return [self.decode(x, w) for x in X]
         return [self.loss_augmented_decode(x, y, w) for x, y in zip(X, Y)]
 
-    def batch_joint_feature(self, X, Y):
-        """``Σ_i φ(x_i, y_i)`` over prepared ``X``, shape (D,)."""
+    def batch_joint_feature(self, X, Y, weights=None):
+        """``Σ_i c_i φ(x_i, y_i)`` over prepared ``X``, shape (D,) (``c_i = 1`` without
+        ``weights``, the per-example weights of math.md §3.11)."""
         total = np.zeros(self.size_joint_feature)
-        for x, y in zip(X, Y):
-            total += self.joint_feature(x, y)
+        c = np.ones(len(Y)) if weights is None else weights
+        for x, y, c_i in zip(X, Y, c):
+            total += c_i * np.asarray(self.joint_feature(x, y), dtype=float)
         return total
 
     def batch_loss(self, Y_true, Y):

@@ -318,11 +318,11 @@ class Chain(StructuredModel):
                 out[i] = labels[j]
         return out
 
-    def batch_joint_feature(self, X, Y):
-        return self.flat_joint_feature(self.prepare(X), np.concatenate(Y))
+    def batch_joint_feature(self, X, Y, weights=None):
+        return self.flat_joint_feature(self.prepare(X), np.concatenate(Y), weights)
 
-    def flat_joint_feature(self, batch, y):
-        """``Σ_i φ(x_i, y_i)`` from the states of every position of ``batch``.
+    def flat_joint_feature(self, batch, y, weights=None):
+        """``Σ_i c_i φ(x_i, y_i)`` from the states of every position of ``batch``.
 
         Parameters
         ----------
@@ -330,6 +330,8 @@ class Chain(StructuredModel):
             Prepared sequences (:meth:`prepare`).
         y : array of int, shape (N,)
             States of all positions, sequence after sequence.
+        weights : ndarray of shape (n,) or None
+            Per-sequence weights ``c_i`` (None: 1).
 
         Returns
         -------
@@ -339,12 +341,14 @@ class Chain(StructuredModel):
         q, d = self.n_states, self.n_features
         qd, N = q * d, batch.features.shape[0]
         y = np.asarray(y).astype(np.intp, copy=False)
-        onehot = sp.csr_matrix((np.ones(N), (y, np.arange(N))), shape=(q, N))
+        at = np.ones(N) if weights is None else np.repeat(weights, batch.lengths)
+        onehot = sp.csr_matrix((at, (y, np.arange(N))), shape=(q, N))
         out = np.empty(self.size_joint_feature)
         out[:qd] = (onehot @ batch.features).ravel()
-        out[qd : qd + q] = np.bincount(y[batch.starts], minlength=q)
-        out[qd + q : qd + 2 * q] = np.bincount(y[batch.ends], minlength=q)
-        out[qd + 2 * q :] = np.bincount(y[batch.inner] * q + y[batch.inner + 1], minlength=q * q)
+        out[qd : qd + q] = np.bincount(y[batch.starts], at[batch.starts], minlength=q)
+        out[qd + q : qd + 2 * q] = np.bincount(y[batch.ends], at[batch.ends], minlength=q)
+        pairs = y[batch.inner] * q + y[batch.inner + 1]
+        out[qd + 2 * q :] = np.bincount(pairs, at[batch.inner], minlength=q * q)
         return out
 
     def batch_loss(self, Y_true, Y):

@@ -160,9 +160,11 @@ class MultiClass(StructuredModel):
             scores += self.cost[np.asarray(Y, dtype=np.intp)]
         return scores.argmax(axis=1)
 
-    def batch_joint_feature(self, X, Y):
+    def batch_joint_feature(self, X, Y, weights=None):
         onehot = np.zeros((X.shape[0], self.n_classes))
-        onehot[np.arange(X.shape[0]), np.asarray(Y, dtype=np.intp)] = 1.0
+        onehot[np.arange(X.shape[0]), np.asarray(Y, dtype=np.intp)] = (
+            1.0 if weights is None else weights
+        )
         return np.asarray(X.T @ onehot).T.ravel()
 
     def batch_loss(self, Y_true, Y):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -635,3 +636,28 @@ def test_decision_function_reads_the_selected_kernels(precomputed):
     K = sum(g * op.cross(Xte) for g, op in zip(clf.kernel_weights_, ops))
     expected = K[:, clf.support_] @ clf.dual_coef_.T + clf.intercept_
     np.testing.assert_allclose(scores, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        CSKLClassifier(),
+        LpMKLClassifier(),
+        LpMKLClassifier(kernel=["linear", ("rbf", {"gamma": 0.02})], multi_class="ovr"),
+        CSKLClassifier(approx="nystroem", n_components=40, random_state=0),
+        OnlineMKLClassifier(random_state=0),
+    ],
+    ids=["cskl", "lpmkl", "lpmkl-ovr", "cskl-nystroem", "online"],
+)
+def test_sparse_csr_input_gives_the_dense_fit(est):
+    # the kernels of sparse rows come from the operators (sklearn.metrics.pairwise)
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:240] / 16.0, y[:240]
+    dense = clone(est).fit(X, y)
+    sparse = clone(est).fit(sp.csr_matrix(X), y)
+    d = dense.decision_function(X)
+    np.testing.assert_allclose(
+        sparse.decision_function(sp.csr_matrix(X)), d, atol=1e-4 * abs(d).max()
+    )
+    np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(X)), dense.predict(X))
+    np.testing.assert_allclose(sparse.kernel_weights_, dense.kernel_weights_, atol=1e-6)

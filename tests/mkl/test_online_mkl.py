@@ -825,13 +825,23 @@ def test_structured_matching_is_hinge_only():
 
 
 def test_default_eta0_depends_on_the_loss():
-    """``eta0="auto"``: 1 for the hinge, ``1 + log(q − 1)`` for the CRF (math.md §4.7); the
-    string round-trips through get_params / clone and ``eta0_`` holds the value used."""
+    """``eta0="auto"``: the loss's scale ``s`` (1 for the hinge, ``1 + log(q − 1)`` for the
+    CRF) on chains and for the proximal method, ``3s/(λ√n)`` for multi-class dual averaging
+    (math.md §4.7); the string round-trips through get_params / clone and ``eta0_`` holds the
+    value used."""
     from kernfw.datasets import make_chains
 
     assert default_eta0("hinge", 26) == 1.0
     assert default_eta0("crf", 26) == pytest.approx(1.0 + np.log(25.0))
     assert default_eta0("crf", 2) == 1.0  # two classes: the logistic loss, the hinge's scale
+    assert default_eta0("hinge", 3, lam=0.01, n_examples=400) == pytest.approx(3.0 / (0.01 * 20))
+    assert default_eta0("crf", 3, 0.01, 400) == pytest.approx(15.0 * (1.0 + np.log(2.0)))
+    Xm = np.random.default_rng(0).normal(size=(64, 3))
+    ym = np.arange(64) % 3
+    clf = OnlineMKLClassifier(["linear"], max_iter=1, random_state=0)
+    assert clf.fit(Xm, ym).eta0_ == pytest.approx(3.0 * np.sqrt(64))  # λ = 1/n: 3√n
+    assert clf.set_params(C=0.5).fit(Xm, ym).eta0_ == pytest.approx(1.5 * np.sqrt(64))
+    assert clf.set_params(solver="proximal").fit(Xm, ym).eta0_ == 1.0
     est = OnlineMKLStructured(Chain(3), loss="crf", max_iter=2, random_state=0)
     assert est.get_params()["eta0"] == "auto" and clone(est).get_params()["eta0"] == "auto"
     X, Y = make_chains(30, random_state=0)

@@ -193,3 +193,16 @@ def test_l2svc_path_warm_starts_and_matches_the_fold_fits(three_classes):
     warm = [cert["n_iter"] for *_, cert in _l2svc_rows(task, op, y, scorer, options)]
     cold = [L2SVC(gamma=0.2, **step).fit(X[train], y[train]).n_iter_.sum() for _, step in steps]
     assert sum(warm[1:]) < 0.8 * sum(cold[1:])
+
+
+def test_l2svc_path_only_for_the_parameters_it_honours():
+    from kernfw.model_selection.l2svm_path import applies
+
+    assert applies(L2SVC(C=2.0, gamma=0.1, tol=1e-3), "C", True, {})
+    assert not applies(L2SVC(), "C", True, {"sample_weight": np.ones(3)})
+    assert not applies(L2SVC(), "lam", True, {})
+    assert not applies(L2SVC(approx="nystroem"), "C", True, {})
+    changed = [k for k in ("probability", "decision_function_shape") if k in L2SVC().get_params()]
+    for name in changed:
+        value = {"probability": True, "decision_function_shape": "ovo"}[name]
+        assert not applies(L2SVC(**{name: value}), "C", True, {})

@@ -1063,6 +1063,7 @@ _INDEFINITE_GRAM = dict.fromkeys(
         MultiClassSVM(max_iter=5000, tol=1e-14),
         MultiClassSVM(kernel="linear", solver="bcfw", max_iter=5000, tol=1e-14),
         MultiClassSVM(kernel="precomputed", max_iter=5000, tol=1e-14),
+        MultiClassSVM(max_iter=200, tol=1e-2, probability=True, random_state=0),
     ],
     expected_failed_checks=lambda est: _INDEFINITE_GRAM if est.kernel == "precomputed" else {},
 )

@@ -34,6 +34,14 @@ def _weights(n, seed=1):
     return np.random.default_rng(seed).uniform(0.5, 2.0, n)
 
 
+def _slack(n):
+    """The slack vertex ``e_{2n}`` (``γ = 0``): the FW start of problems above 200 points, given
+    as a warm start so that small problems run the FW steps instead of the exact start."""
+    alpha = np.zeros(2 * n + 1)
+    alpha[-1] = 1.0
+    return alpha
+
+
 # -- the operator ----------------------------------------------------------------------------------
 def test_signed_kernel_operator_matches_the_formula():
     X, _ = _data(20)
@@ -60,9 +68,10 @@ def test_compiled_columns_are_the_operators(backend):
     X, y = _data(40)
     op = make_operator(X, "rbf", gamma=0.3, backend=backend)
     assert L2SVRKernel(op, 1.0).column_source() is not None
-    fast = solve_l2svr(op, y, 1.0, 0.1, tol=1e-9)
+    fast = solve_l2svr(op, y, 1.0, 0.1, tol=1e-9, alpha0=_slack(40))
     dense = Gram(pairwise_kernels(X, metric="rbf", gamma=0.3))
-    plain = solve_l2svr(_NoSource(dense), y, 1.0, 0.1, tol=1e-9)
+    plain = solve_l2svr(_NoSource(dense), y, 1.0, 0.1, tol=1e-9, alpha0=_slack(40))
+    assert fast.n_iter > 100
     assert fast.dual == pytest.approx(plain.dual, rel=1e-9)
     np.testing.assert_allclose(fast.solution["coef"], plain.solution["coef"], atol=1e-5)
 
@@ -87,18 +96,23 @@ def _prediction_bound(gap, K_diag):
 @pytest.mark.cvxpy
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize(
-    "solver,tol", [("mfw", 1e-10), ("mfw", 1e-2), ("lsfw", 1e-2)], ids=["mfw", "mfw-loose", "lsfw"]
+    "solver,tol,start",
+    [("mfw", 1e-10, "slack"), ("mfw", 1e-2, "slack"), ("lsfw", 1e-2, "slack"), ("mfw", 0.3, None)],
+    ids=["mfw", "mfw-loose", "lsfw", "exact-start"],
 )
 @pytest.mark.parametrize("C,epsilon", [(1.0, 0.1), (10.0, 0.5), (0.1, 0.0)])
-def test_l2svr_matches_cvxpy(C, epsilon, solver, tol, weighted):
+def test_l2svr_matches_cvxpy(C, epsilon, solver, tol, start, weighted):
     from kernfw.reference import l2svr_reference
 
     X, y = _data(50, seed=2)
     s = _weights(50) if weighted else None
     K = pairwise_kernels(X, metric="rbf", gamma=0.4)
     ref = l2svr_reference(K, y, C, epsilon, s)
-    res = solve_l2svr(Gram(K), y, C, epsilon, sample_weight=s, solver=solver, tol=tol)
+    alpha0 = None if start is None else _slack(50)
+    res = solve_l2svr(Gram(K), y, C, epsilon, s, solver=solver, tol=tol, alpha0=alpha0)
     P = ref["objective"]
+    if start is None:  # up to 200 points: the exact optimum, certified at once
+        assert res.gap <= 1e-9 * abs(P) + res.rounding and res.n_iter >= 1
     assert res.converged
     slack = res.rounding + 1e-8 * abs(P)
     assert res.dual <= P + slack  # weak duality, and P* within the certified gap
@@ -109,7 +123,7 @@ def test_l2svr_matches_cvxpy(C, epsilon, solver, tol, weighted):
     f = K[:, sol["support"]] @ sol["coef"][sol["support"]] + sol["b"]
     bound = _prediction_bound(res.gap + res.rounding, np.ones(50))
     assert np.all(np.abs(f - ref["f_train"]) <= bound + 1e-6 * np.abs(ref["f_train"]).max())
-    if tol < 1e-8:  # the multipliers too
+    if tol < 1e-8 or start is None:  # the multipliers too
         np.testing.assert_allclose(sol["gamma"][:50], ref["alpha"], atol=1e-4 * C)
         np.testing.assert_allclose(sol["gamma"][50:], ref["alpha_star"], atol=1e-4 * C)
 
@@ -123,7 +137,9 @@ def test_zero_gap_when_every_target_is_inside_the_tube():
 def test_convergence_warning_at_a_tiny_budget():
     X, y = _data(80)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
-        res = solve_l2svr(Gram(pairwise_kernels(X, metric="rbf")), y, 1.0, 0.1, max_iter=3)
+        res = solve_l2svr(
+            Gram(pairwise_kernels(X, metric="rbf")), y, 1.0, 0.1, max_iter=3, alpha0=_slack(80)
+        )
     assert not res.converged and res.gap > 0
 
 
@@ -144,10 +160,9 @@ def test_solver_rejects_bad_input(kwargs, match):
 
 
 # -- the estimator ---------------------------------------------------------------------------------
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-# tol=1e-14: the sample-weight checks compare predictions to 1e-7 (the certificate stops
-# at its rounding bound, ~1e-11 relative, and warns)
-@parametrize_with_checks([L2SVR(tol=1e-14), L2SVR(kernel="linear", tol=1e-14)])
+# at the defaults: the checks' problems (at most 200 points) are solved exactly first, so the
+# sample-weight checks, which compare predictions to 1e-7, pass at tol=0.3
+@parametrize_with_checks([L2SVR(), L2SVR(kernel="linear")])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -155,7 +170,7 @@ def test_sklearn_compatible(estimator, check):
 def test_default_fit_beats_the_mean_and_is_certified():
     X, y = make_friedman1(n_samples=600, noise=1.0, random_state=0)
     reg = L2SVR().fit(X[:400], y[:400])
-    assert reg.converged_ and reg.duality_gap_ <= 0.1 * abs(reg.dual_objective_) + 1e-9
+    assert reg.converged_ and reg.duality_gap_ <= 0.3 * abs(reg.dual_objective_) + 1e-9
     assert reg.score(X[400:], y[400:]) > 0.8
     assert reg.dual_coef_.shape == (1, reg.support_.size) == (1, reg.n_support_[0])
 
@@ -200,7 +215,8 @@ def test_approximated_kernel():
     X, y = make_friedman1(n_samples=400, noise=1.0, random_state=0)
     reg = L2SVR(approx="nystroem", n_components=100, random_state=0).fit(X[:300], y[:300])
     assert reg.kernel_approx_ is not None and reg.converged_
-    assert reg.score(X[300:], y[300:]) > 0.7
+    exact = L2SVR().fit(X[:300], y[:300]).score(X[300:], y[300:])
+    assert reg.score(X[300:], y[300:]) > exact - 0.1
 
 
 @pytest.mark.parametrize(
@@ -223,3 +239,13 @@ def test_nan_targets_are_refused():
     y[3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         L2SVR().fit(X, y)
+
+
+@pytest.mark.cvxpy
+def test_compare_verifies_the_estimator():
+    """``kernfw.reference.compare`` (and ``kernfw compare --model l2svr``) on the centred targets."""
+    from kernfw.reference import compare
+
+    X, y = make_friedman1(n_samples=60, noise=1.0, random_state=3)
+    report = compare(L2SVR(epsilon=0.5), X, y + 10.0)
+    assert report.verified, report.reason

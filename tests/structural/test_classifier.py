@@ -80,6 +80,16 @@ def test_grid_search_and_sweep_with_folds():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_cross_val_score_and_grid_search_on_chains():
+    # lists of sequences: scikit-learn indexes them per fold; the score is per-position accuracy
+    X, Y = make_chains(30, n_states=3, random_state=0)
+    est = StructuredSVM(Chain(3), lam=0.1, max_iter=20, random_state=0)
+    assert cross_val_score(est, X, Y, cv=3).min() >= 0.8
+    search = GridSearchCV(est, {"lam": [0.1, 0.01]}, cv=3).fit(X, Y)
+    assert search.best_score_ >= 0.8 and search.best_estimator_.score(X, Y) >= 0.8
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_sweep_with_folds_on_chains():
     # outputs of different lengths stay a list; the folds index X and Y alike
     X, Y = make_chains(30, n_states=3, random_state=0)

@@ -897,8 +897,9 @@ def solve_online_mkl(
         ``λ₂`` of ``"elastic"`` / ``"sparse_group_lasso"`` (None: ``λ``).
     eta0 : float > 0 or "auto"
         ``η_t = η_0/√t`` (t counts rounds over all epochs); "auto" is
-        :func:`default_eta0` of the loss (1 for the hinge, ``1 + log(q − 1)`` for the CRF
-        over ``q`` states; math.md §4.7).
+        :func:`default_eta0` (math.md §4.7): ``s·3/(λ√n)`` for dual averaging on a
+        ``MultiClass`` model, ``s`` otherwise, ``s`` the loss's scale (1 for the hinge,
+        ``1 + log(q − 1)`` for the CRF over ``q`` states).
     max_iter : int >= 1
         Epochs (random order per epoch).
     radius : None, "auto" or float > 0
@@ -947,7 +948,10 @@ def solve_online_mkl(
     if isinstance(eta0, str):
         if eta0 != "auto":
             raise ValueError(f"eta0 must be a positive number or 'auto', got {eta0!r}")
-        eta0 = default_eta0(loss, oracle.q if oracle.factored else 2)
+        grows = solver == "dual_averaging" and isinstance(model, MultiClass)
+        eta0 = default_eta0(
+            loss, oracle.q if oracle.factored else 2, lam if grows else None, oracle.n
+        )
     eta0 = check_positive("eta0", eta0)
     groups = list(groups)
     explicit = [g.indices for g in groups if isinstance(g, ExplicitGroup)]
@@ -1005,24 +1009,43 @@ def solve_online_mkl(
     return result
 
 
-def default_eta0(loss, n_states):
-    """``η₀`` of ``eta0="auto"`` (math.md §4.7): 1 for the hinge; ``1 + log(q − 1)`` for the
-    CRF over ``q`` states (classes, or a chain's letters), the per-letter score at which the
-    CRF is as sure of a state as the logistic loss at the hinge's margin 1.
+#: ``τ = η₀λ√n`` of ``eta0="auto"`` for multi-class dual averaging and the hinge: after the
+#: first epoch the regularizer's weight λ is this many times the proximal weight ``1/(η₀√t)``
+EPOCH_TAU = 3.0
+
+
+def default_eta0(loss, n_states, lam=None, n_examples=None):
+    """``η₀`` of ``eta0="auto"`` (math.md §4.7).
+
+    The loss sets a scale ``s``: 1 for the hinge, ``1 + log(q − 1)`` for the CRF over ``q``
+    states (the per-letter score at which the CRF is as sure of a state as the logistic
+    loss at the hinge's margin 1).  Without ``lam`` (the proximal method, and chains or
+    other structured outputs) ``η₀ = s``.  With ``lam`` (multi-class dual averaging)
+    ``η₀ = s·τ/(λ√n)``, ``τ`` = :data:`EPOCH_TAU`: the iterate ``prox_{η₀√t R}(η₀G_t/√t)``
+    weighs the regularizer against the proximal term by ``η₀λ√t``, which the rule sets to
+    ``s·τ`` after the first epoch whatever ``n`` and ``λ`` (with ``λ = 1/(C n)`` the step
+    grows as ``C√n``): the iterate reaches the scale of the regularized optimum, and a
+    group's threshold rises towards the leading groups' averaged gradients, so kernels that
+    carry less signal are exactly zero.
 
     Parameters
     ----------
     loss : {"hinge", "crf"}
     n_states : int
         ``q``.
+    lam : float > 0 or None
+        ``λ``; None: the loss's scale alone.
+    n_examples : int or None
+        ``n``, the rounds of one epoch (used with ``lam``).
 
     Returns
     -------
     float
     """
-    if loss == "hinge":
-        return 1.0
-    return 1.0 + math.log(max(int(n_states), 2) - 1)
+    scale = 1.0 if loss == "hinge" else 1.0 + math.log(max(int(n_states), 2) - 1)
+    if lam is None:
+        return scale
+    return scale * EPOCH_TAU / (float(lam) * math.sqrt(max(int(n_examples), 1)))
 
 
 def _objective_sample(size, n, rng):

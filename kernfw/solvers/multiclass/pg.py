@@ -55,6 +55,7 @@ def solve_multiclass_subgradient(
     problem,
     *,
     A_init=None,
+    S_init=None,
     tol=1e-3,
     max_iter=1000,
     max_time=None,
@@ -69,6 +70,8 @@ def solve_multiclass_subgradient(
         The problem (``smoothing`` must be 0: PG is defined on the plain primal).
     A_init : ndarray (m, n) or None
         Starting dual point (default 0, i.e. ``w = 0``).
+    S_init : ndarray (n, m) or None
+        Its scores ``K A_initᵀ/(λn)``, when known.
     tol, max_iter, max_time, check_every, callback
         As in :func:`kernfw.solvers.multiclass.solve_multiclass`.
 
@@ -82,7 +85,7 @@ def solve_multiclass_subgradient(
         raise ValueError(
             "the projected-subgradient baseline (solver='pg') is defined for smoothing=0 only"
         )
-    At, S = problem.start(A_init)
+    At, S = problem.start(A_init, S_init)
     iterate = _MulticlassPG(problem, At, S)
     return run(
         iterate,

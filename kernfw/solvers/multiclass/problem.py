@@ -106,8 +106,9 @@ class MulticlassDual:
         """``S = K Aᵀ / (λn)`` from scratch (one ``matmat``)."""
         return self.kernel_times(At) / self.scale
 
-    def start(self, A_init=None):
-        """Initial ``(At, S)``: ``A = 0`` (feasible for every loss) or ``A_init`` (m × n)."""
+    def start(self, A_init=None, S_init=None):
+        """Initial ``(At, S)``: ``A = 0`` (feasible for every loss) or ``A_init`` (m × n),
+        with its scores ``S_init = K A_initᵀ/(λn)`` (n × m) when known (else one product)."""
         if A_init is None:
             At = np.zeros((self.n, self.m))
             return At, np.zeros((self.n, self.m))
@@ -118,7 +119,14 @@ class MulticlassDual:
         if self.weights is not None:  # α̃_i = α_i / v_i (0 where v_i = 0)
             v = self.weights[:, None]
             At = np.divide(At, v, out=np.zeros_like(At), where=v > 0)
-        return At, self.scores(At)
+        if S_init is None:
+            return At, self.scores(At)
+        S = np.array(S_init, dtype=np.float64, order="C")
+        if S.shape != (self.n, self.m):
+            raise ValueError(f"S_init must have shape (n, m) = ({self.n}, {self.m}), got {S.shape}")
+        if self.weights is not None:  # s̃_i = v_i s_i
+            S *= self.weights[:, None]
+        return At, S
 
     def original(self, solution):
         """A solution ``{"A", "S"}`` in the variables of the weighted problem: ``α_i =

@@ -20,6 +20,7 @@ def solve_multiclass(
     solver="lsfw",
     n_classes=None,
     A_init=None,
+    S_init=None,
     tol=1e-3,
     max_iter=1000,
     max_time=None,
@@ -61,6 +62,9 @@ def solve_multiclass(
     A_init : ndarray of shape (m, n) or None
         Warm start: a feasible dual point (e.g. a previous solution; the
         feasible set does not depend on ``λ`` or ``σ``).
+    S_init : ndarray of shape (n, m) or None
+        The scores ``K A_initᵀ/(λn)`` of ``A_init`` when the caller knows them (e.g. from
+        a model on a superset of the points): the start then needs no product with ``K``.
     tol : float or StoppingRule
         Stop when the certified gap (plus its rounding bound) is at most ``tol·|P|``;
         a :class:`~kernfw.fw.StoppingRule` for another scale (e.g. an absolute gap).
@@ -129,6 +133,7 @@ def solve_multiclass(
         result = solve_multiclass_subgradient(
             problem,
             A_init=A_init,
+            S_init=S_init,
             tol=tol,
             max_iter=max_iter,
             max_time=max_time,
@@ -137,7 +142,7 @@ def solve_multiclass(
         )
         result.solution = problem.original(result.solution)
         return result
-    At, S = problem.start(A_init)
+    At, S = problem.start(A_init, S_init)
     rule = "standard" if solver == "stdfw" else "line_search"
     if solver == "bcfw":
         iterate = BlockFW(

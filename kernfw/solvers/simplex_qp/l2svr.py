@@ -25,6 +25,7 @@ from ...fw.result import rounding_bound
 from ...operators.base import KernelOperator, as_index, check_block
 from ...operators.gram import Gram
 from .certificate import simplex_certificate
+from .dense import solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
 from .solve import check_tol, drive, remedy
 from .start import check_alpha0
@@ -132,10 +133,13 @@ class L2SVRKernel(KernelOperator):
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
-        base = np.asarray(self.base.columns(self._points(idx)), dtype=np.float64) + 1.0
-        out = np.concatenate([base, base, base[:1]]) * np.multiply.outer(
-            self.signs, self.signs[idx]
-        )
+        out = np.zeros((self.n, idx.size))
+        points = np.flatnonzero(idx < self.n - 1)  # the slack's column is zero: no kernel
+        if points.size:
+            base = np.asarray(self.base.columns(self._points(idx[points])), dtype=np.float64)
+            base += 1.0
+            signs = np.multiply.outer(self.signs[:-1], self.signs[idx[points]])
+            out[:-1, points] = np.concatenate([base, base]) * signs
         out[idx, np.arange(idx.size)] += self.inv_c[idx]
         return out
 
@@ -244,13 +248,23 @@ def l2svr_recover(alpha, B, n):
     return {"coef": beta, "b": float(beta.sum()), "support": support, "gamma": gamma}
 
 
-def _start(n, alpha0):
-    """The slack vertex ``α = e_{2n}`` (``γ = 0``: the zero model), or ``alpha0``."""
+#: problems of at most this many points are solved exactly first (:func:`_start`)
+DENSE_MAX_POINTS = 200
+
+
+def _start(Q, q, alpha0):
+    """``(α₀, iterations)``: ``alpha0``; else, up to :data:`DENSE_MAX_POINTS` points, the exact
+    optimum of the simplex QP by the active-set method of math.md §3.10 on the stored ``Q``
+    (the iterate then certifies it at once) and its iterations, else the slack vertex
+    ``α = e_{2n}`` (``γ = 0``: the zero model)."""
     if alpha0 is not None:
-        return check_alpha0(alpha0, 2 * n + 1)
-    start = np.zeros(2 * n + 1)
+        return check_alpha0(alpha0, Q.n), 0
+    start = np.zeros(Q.n)
     start[-1] = 1.0
-    return start
+    if Q.n > 2 * DENSE_MAX_POINTS + 1:
+        return start, 0
+    alpha, _, n_iter = solve_dense_simplex_qp(Q.dense(), q, beta0=start, tol=0.0)
+    return alpha, n_iter
 
 
 def solve_l2svr(
@@ -287,9 +301,12 @@ def solve_l2svr(
     tol : float > 0 or StoppingRule
         The regression's duality gap relative to its dual value: ``P − D ≤ tol·|D|``.
     max_iter : int or None
-        Iterations (one kernel column each; None: ``max(100000, 20·(2n + 1))``).
+        Iterations (one kernel column each; None: ``max(100000, 20·(2n + 1))``).  Up to
+        200 points ``n_iter`` also counts the iterations of the exact active-set start.
     alpha0 : array-like of shape (2n + 1,) or None
-        Warm start on the simplex of the same ``B`` (None: the slack vertex, ``γ = 0``).
+        Warm start on the simplex of the same ``B``.  None: up to 200 points the exact
+        optimum of the active-set method (math.md §2.15), which the first certificate
+        certifies; beyond, the slack vertex (``γ = 0``).
     random_state, callback, max_time, check_every
         As :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`.
 
@@ -317,7 +334,8 @@ def solve_l2svr(
     max_iter = max(100_000, 20 * Q.n) if max_iter is None else max_iter
     rng = None if random_state is None else np.random.default_rng(random_state)
     with one_blas_thread():
-        iterate = L2SVRIterate(Q, p, B, solver, _start(n, alpha0), rng)
+        start, exact_iterations = _start(Q, np.r_[2.0 * p / B, 0.0], alpha0)
+        iterate = L2SVRIterate(Q, p, B, solver, start, rng)
         result = drive(
             iterate,
             tol,
@@ -329,4 +347,5 @@ def solve_l2svr(
             name=f"{solver.upper()} (L2-SVR simplex QP)",
         )
     result.solution.update(l2svr_recover(result.solution["alpha"], B, n), B=B)
+    result.n_iter += exact_iterations  # the active-set method's iterations count too
     return result

@@ -8,9 +8,11 @@ loss-augmented scores by Viterbi (ties to the smallest state, as
 :func:`kernfw.structured.chain.viterbi_one`), and takes the block step of
 :meth:`~kernfw.solvers.structural.iterate.BCFW.block_step` with the same formulas:
 
-    g_i = ⟨z, w⟩/n − ℓ_i + L_i(ŷ)/n,   γ = clip(g_i / (‖z‖²/(λn²)), 0, 1)  (or 2n/(k+2n)),
+    g_i = ⟨z, w⟩/n − ℓ_i + c_i L_i(ŷ)/n,   γ = clip(g_i / (‖z‖²/(λn²)), 0, 1)  (or 2n/(k+2n)),
 
-``z = A_{x_i}(s(ŷ) − s̄_i)``.  ``z`` is never formed: with ``ΔE = E_ŷ − Ē_i``
+``z = c_i A_{x_i}(s(ŷ) − s̄_i)`` (``c_i`` the word's weight, math.md §3.11; 1 without
+weights; the formulas below are those of ``c_i = 1``, scaled by ``c_i`` and ``c_i²``).
+``z`` is never formed: with ``ΔE = E_ŷ − Ē_i``
 (T × q) and ``ΔC = C_ŷ − C̄_i`` (q × q),
 
     ⟨z, w⟩ = Σ_{t,l} ΔE_{tl} θ_t(l) + ⟨ΔC, G⟩,
@@ -151,10 +153,21 @@ def _viterbi(theta, T, labels, a, unit, augment, w, q, gstart, delta, prev, back
 #: (n + 1,), the true state of every position ``labels`` (N,), the word Grams
 #: ``grams``, ``gram_offsets`` (:func:`word_grams`), where each block's statistics
 #: start in the flat statistics (``stat_offsets``), the number of states ``q`` and
-#: whether the Hamming loss is divided by ``T`` (``normalize``)
+#: whether the Hamming loss is divided by ``T`` (``normalize``), and the words' weights
+#: ``c_i`` (``weights``, math.md §3.11: block ``i``'s ``z`` and loss scale by ``c_i``)
 Chains = namedtuple(
     "Chains",
-    ["features", "offsets", "labels", "grams", "gram_offsets", "stat_offsets", "q", "normalize"],
+    [
+        "features",
+        "offsets",
+        "labels",
+        "grams",
+        "gram_offsets",
+        "stat_offsets",
+        "q",
+        "normalize",
+        "weights",
+    ],
 )
 
 #: what a BCFW pass changes in place: ``w = (U, b^s, b^e, G)``, the block statistics
@@ -275,14 +288,16 @@ def chain_pass(order, ch, st, lam, standard, k0, averaging, avg_k0):
         _node_scores(ch.features, a, T, w, q, theta)
         _viterbi(theta, T, ch.labels, a, unit, True, w, q, gstart, delta, prev, back, y_hat)
         zw, wrong = _direction(ch, st, i, a, T, theta, y_hat, dE, dC)
-        loss_s = wrong * unit / n
-        gap = zw / n - st.block_loss[i] + loss_s
+        ci = ch.weights[i]  # z = c_i A_{x_i}(s(ŷ) − s̄_i) (§3.11)
+        loss_s = ci * wrong * unit / n
+        gap = ci * zw / n - st.block_loss[i] + loss_s
         if standard:
             gamma = block_standard_step(k0 + s, n)
         else:
-            gamma = quadratic_step(gap, _z_sq_norm(ch, i, T, dE, dC) / (lam * n * n), 1.0)
+            zz = ci * ci * _z_sq_norm(ch, i, T, dE, dC)
+            gamma = quadratic_step(gap, zz / (lam * n * n), 1.0)
         if gamma > 0.0:
-            _move(ch, st, i, a, T, gamma, gamma / (lam * n), dE, dC)
+            _move(ch, st, i, a, T, gamma, gamma * ci / (lam * n), dE, dC)
             delta_loss = gamma * (loss_s - st.block_loss[i])
             st.block_loss[i] += delta_loss
             st.ell[0] += delta_loss

@@ -102,13 +102,14 @@ class BCFW(BlockCoordinateIterate):
     """Block-coordinate Frank-Wolfe on the structural SVM dual (one oracle call per block step).
 
     Block ``i`` stores ``s̄_i`` (the statistics of its mean labeling) and
-    ``ℓ_i``; with ``ŷ`` the oracle answer and ``z = A_{x_i}(s(ŷ) − s̄_i)``
-    (``= λn (w_i − w_s)``) the block gap and the exact step are
+    ``ℓ_i``; with ``ŷ`` the oracle answer and ``z = c_i A_{x_i}(s(ŷ) − s̄_i)``
+    (``= λn (w_i − w_s)``; ``c_i`` the example's weight, 1 without weights, §3.11)
+    the block gap and the exact step are
 
-        g_i = ⟨z, w⟩/n − ℓ_i + L_i(ŷ)/n,   γ = clip(g_i / (‖z‖²/(λn²)), 0, 1)
+        g_i = ⟨z, w⟩/n − ℓ_i + c_i L_i(ŷ)/n,   γ = clip(g_i / (‖z‖²/(λn²)), 0, 1)
 
     (or ``2n/(k+2n)``), then ``w −= γ z/(λn)``, ``s̄_i += γ (s(ŷ) − s̄_i)``,
-    ``ℓ_i += γ (L_i(ŷ)/n − ℓ_i)``.  The last ``g_i`` of every block is kept in
+    ``ℓ_i += γ (c_i L_i(ŷ)/n − ℓ_i)``.  The last ``g_i`` of every block is kept in
     ``block_gaps``.  With ``averaging`` the certificate and solution are those
     of the weighted average ``(w̄, ℓ̄)`` (weights ``2/(k+2)``), which is dual
     feasible.  On a chain problem (``problem.chain``) :meth:`step` runs the pass in
@@ -152,6 +153,7 @@ class BCFW(BlockCoordinateIterate):
                 offsets.astype(np.int64),
                 problem.model.n_states,
                 problem.model.normalize,
+                np.ones(problem.n) if problem.weights is None else problem.weights,
             )
 
     def step(self, t):
@@ -192,18 +194,20 @@ class BCFW(BlockCoordinateIterate):
         gap : float
             The block gap ``g_i`` (``Σ_i g_i = P(w) − D``, §3.3).
         z : ndarray (D,)
-            ``A_{x_i}(s(ŷ) − s̄_i) = λn (w_i − w_s)``.
+            ``c_i A_{x_i}(s(ŷ) − s̄_i) = λn (w_i − w_s)`` (``c_i`` the example's
+            weight, math.md §3.11).
         ds : ndarray
             ``s(ŷ) − s̄_i``.
         loss_s : float
-            ``L_i(ŷ)/n``.
+            ``c_i L_i(ŷ)/n``.
         """
         p, model = self.problem, self.problem.model
         x, y = p.X[i], p.Y[i]
+        c = p.block_weight(i)
         y_hat = model.loss_augmented_decode(x, y, self.w)
         ds = model.statistics(x, y_hat) - self.block_stats[i]
-        z = model.expand(x, ds)
-        loss_s = model.loss(y, y_hat) / p.n
+        z = c * model.expand(x, ds)
+        loss_s = c * model.loss(y, y_hat) / p.n
         gap = float(z @ self.w) / p.n - self.block_loss[i] + loss_s
         return gap, z, ds, loss_s
 

@@ -2,10 +2,12 @@
 
 The primal
 
-    P(w) = λ/2 ‖w‖² + (1/n) Σ_i H_i(w),   H_i(w) = max_y L_i(y) − ⟨w, ψ_i(y)⟩,
+    P(w) = λ/2 ‖w‖² + (1/n) Σ_i c_i H_i(w),   H_i(w) = max_y L_i(y) − ⟨w, ψ_i(y)⟩,
 
 with ``ψ_i(y) = φ(x_i, y_i) − φ(x_i, y)``, has the dual
-``D(α) = −λ/2 ‖w(α)‖² + ℓ(α)`` over a product of simplices, one block per example.
+``D(α) = −λ/2 ‖w(α)‖² + ℓ(α)`` over a product of simplices, one block per example (with per-example weights
+``c_i``, math.md §3.11, block ``i`` enters ``w`` and ``ℓ`` scaled by ``c_i``; ``c_i = 1``
+without them).
 The solvers keep a dual-feasible pair ``(w(α), ℓ(α))``; the duality gap ``P − D``
 certifies ``P(w) − P*``.
 
@@ -28,6 +30,18 @@ from . import _numba
 __all__ = ["StructuredProblem"]
 
 
+def _check_weights(sample_weight, n):
+    """The weights ``c_i`` as a float array of length ``n`` (finite, ``≥ 0``), or None."""
+    if sample_weight is None:
+        return None
+    c = np.asarray(sample_weight, dtype=np.float64)
+    if c.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},), got {c.shape}")
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ValueError("sample_weight must be finite and nonnegative")
+    return c
+
+
 class StructuredProblem:
     """Training data of an n-slack structural SVM and its whole-pass oracle (§3.1).
 
@@ -39,6 +53,9 @@ class StructuredProblem:
         Inputs ``x_i`` and outputs ``y_i``.
     lam : float
         Regularization ``λ > 0``.
+    sample_weight : array-like of shape (n,) or None
+        Weights ``c_i ≥ 0`` of the examples' loss terms (math.md §3.11): the primal is
+        ``λ/2 ‖w‖² + (1/n) Σ_i c_i H_i(w)``.  None: every ``c_i = 1``.
 
     Attributes
     ----------
@@ -46,13 +63,15 @@ class StructuredProblem:
     n : int
         Number of examples.
     phi_true : ndarray (D,)
-        ``Σ_i φ(x_i, y_i)``.
+        ``Σ_i c_i φ(x_i, y_i)``.
+    weights : ndarray (n,) or None
+        The ``c_i`` (None: all 1).
     chain : bool
         Whether the model is a :class:`~kernfw.structured.Chain`, whose passes run in
         the compiled chain core (then ``labels`` holds the true state of every position).
     """
 
-    def __init__(self, model, X, Y, lam):
+    def __init__(self, model, X, Y, lam, sample_weight=None):
         if not lam > 0:
             raise ValueError(f"lam must be > 0, got {lam}")
         if model.size_joint_feature is None:
@@ -67,10 +86,22 @@ class StructuredProblem:
                 f"X and Y have different numbers of examples: {self.n} != {len(self.Y)}"
             )
         self.dim = int(model.size_joint_feature)
-        self.phi_true = model.batch_joint_feature(self.X, self.Y)
+        self.weights = _check_weights(sample_weight, self.n)
+        self.phi_true = self._joint_feature(self.Y)
         self.chain = type(model) is Chain
         if self.chain:
             self.labels = np.concatenate(self.Y).astype(np.int64)
+
+    def block_weight(self, i):
+        """``c_i``, the weight of example ``i``'s loss term."""
+        return 1.0 if self.weights is None else float(self.weights[i])
+
+    def _joint_feature(self, Y):
+        """``Σ_i c_i φ(x_i, y_i)`` of outputs ``Y`` (a user's model without weights is
+        called as it was written)."""
+        if self.weights is None:
+            return self.model.batch_joint_feature(self.X, Y)
+        return self.model.batch_joint_feature(self.X, Y, weights=self.weights)
 
     def oracle_pass(self, w):
         """Loss-augmented decoding of every example at ``w``.
@@ -78,9 +109,9 @@ class StructuredProblem:
         Returns
         -------
         phi_hat : ndarray (D,)
-            ``Σ_i φ(x_i, ŷ_i)``.
+            ``Σ_i c_i φ(x_i, ŷ_i)``.
         loss : float
-            ``Σ_i L_i(ŷ_i)``.
+            ``Σ_i c_i L_i(ŷ_i)``.
         """
         model, X = self.model, self.X
         if self.chain:
@@ -88,9 +119,14 @@ class StructuredProblem:
             w = np.ascontiguousarray(w, dtype=np.float64)
             args = (model.n_states, model.normalize, True, y_hat)
             loss = _numba.chain_oracle_pass(X.features, X.offsets, self.labels, w, *args)
-            return model.flat_joint_feature(X, y_hat), float(loss)
+            if self.weights is not None:
+                Y_hat = np.split(y_hat, X.offsets[1:-1])
+                loss = self.weights @ model.batch_loss(self.Y, Y_hat)
+            return model.flat_joint_feature(X, y_hat, self.weights), float(loss)
         Y_hat = model.batch_decode(X, w, self.Y)
-        return model.batch_joint_feature(X, Y_hat), float(np.sum(model.batch_loss(self.Y, Y_hat)))
+        losses = model.batch_loss(self.Y, Y_hat)
+        loss = np.sum(losses) if self.weights is None else self.weights @ losses
+        return self._joint_feature(Y_hat), float(loss)
 
     def primal(self, w):
         """The primal objective ``P(w)`` (one oracle pass)."""
@@ -106,7 +142,7 @@ class StructuredProblem:
     def certificate(self, w, ell, extra=None, oracle=None):
         """``Certificate(P(w), D, g)`` of the dual-feasible pair ``(w, ℓ)`` (§3.3).
 
-        The gap is summed as ``g = λ‖w‖² + (1/n) Σ_i H_i(w) − ℓ`` (§3.3), not as
+        The gap is summed as ``g = λ‖w‖² + (1/n) Σ_i c_i H_i(w) − ℓ`` (§3.3, §3.11), not as
         the difference of ``P`` and ``D``; its rounding bound
         (:func:`~kernfw.fw.result.rounding_bound`) is taken over the
         ``D + n`` terms of ``‖w‖²``, ``⟨w, Σ_i φ(x_i, ŷ_i) − φ(x_i, y_i)⟩`` and the
@@ -116,7 +152,7 @@ class StructuredProblem:
         """
         phi_hat, loss = oracle or self.oracle_pass(w)
         reg = self.lam * float(w @ w)  # λ‖w‖²
-        hinge = (loss + float(w @ (phi_hat - self.phi_true))) / self.n  # (1/n) Σ_i H_i(w)
+        hinge = (loss + float(w @ (phi_hat - self.phi_true))) / self.n  # (1/n) Σ_i c_i H_i(w)
         size = np.abs(np.asarray(phi_hat)) + np.abs(self.phi_true)
         magnitude = reg + (abs(loss) + float(np.abs(w) @ size)) / self.n + abs(ell)
         return Certificate(

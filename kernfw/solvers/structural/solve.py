@@ -54,7 +54,17 @@ def _run(iterate, method, remedy, *, check_every=1, keep_best=True, **budget):
 
 
 def solve_structural_fw(
-    model, X, Y, lam, *, step="line_search", max_iter=50, tol=1e-3, max_time=None, callback=None
+    model,
+    X,
+    Y,
+    lam,
+    *,
+    step="line_search",
+    max_iter=50,
+    tol=1e-3,
+    max_time=None,
+    callback=None,
+    sample_weight=None,
 ):
     """Batch Frank-Wolfe for the structural SVM (paper Algorithm 2, math.md §3.4).
 
@@ -76,6 +86,8 @@ def solve_structural_fw(
         Wall-clock budget (s).
     callback : callable or None
         ``callback(row) -> bool`` on each history row.
+    sample_weight : array-like of shape (n,) or None
+        Weights ``c_i ≥ 0`` of the examples' loss terms (math.md §3.11); None: all 1.
 
     Returns
     -------
@@ -83,7 +95,7 @@ def solve_structural_fw(
         ``solution["w"]``; history columns ``oracle_calls`` and ``pass``.
     """
     return _run(
-        BatchFW(StructuredProblem(model, X, Y, lam), step=step),
+        BatchFW(StructuredProblem(model, X, Y, lam, sample_weight), step=step),
         "batch FW",
         "increase max_iter, loosen tol, or use the BCFW or the cutting plane",
         tol=tol,
@@ -108,6 +120,7 @@ def solve_structural_bcfw(
     random_state=None,
     max_time=None,
     callback=None,
+    sample_weight=None,
 ):
     """Block-coordinate Frank-Wolfe for the structural SVM (Algorithm 4, math.md §3.5).
 
@@ -136,6 +149,8 @@ def solve_structural_bcfw(
         Seed of the block order.
     max_time, callback
         As in :func:`kernfw.fw.run`.
+    sample_weight
+        As in :func:`solve_structural_fw`.
 
     Returns
     -------
@@ -145,7 +160,7 @@ def solve_structural_bcfw(
         (oracle calls of the optimization, gap passes excluded).
     """
     iterate = BCFW(
-        StructuredProblem(model, X, Y, lam),
+        StructuredProblem(model, X, Y, lam, sample_weight),
         averaging=check_averaging(averaging),
         step=step,
         sample=sample,
@@ -164,7 +179,7 @@ def solve_structural_bcfw(
 
 
 def solve_structural_cutting_plane(
-    model, X, Y, lam, *, max_iter=200, tol=1e-3, max_time=None, callback=None
+    model, X, Y, lam, *, max_iter=200, tol=1e-3, max_time=None, callback=None, sample_weight=None
 ):
     """1-slack cutting plane (SVMstruct, math.md §3.10) for the structural SVM, certified.
 
@@ -179,7 +194,7 @@ def solve_structural_cutting_plane(
     tol : float or StoppingRule
         Stop when the duality gap ``P(w) − D(β) ≤ tol·|P(w)|`` (the n-slack gap of
         math.md §3.3, computed every iteration from the pass that makes the cut).
-    max_time, callback
+    max_time, callback, sample_weight
         As in :func:`solve_structural_fw`.
 
     Returns
@@ -189,7 +204,7 @@ def solve_structural_cutting_plane(
         ``oracle_calls``, ``pass`` and ``cuts`` (working-set size).
     """
     return _run(
-        CuttingPlane(StructuredProblem(model, X, Y, lam)),
+        CuttingPlane(StructuredProblem(model, X, Y, lam, sample_weight)),
         "cutting plane",
         "increase max_iter or loosen tol",
         tol=tol,
@@ -213,6 +228,7 @@ def solve_structural_ssg(
     random_state=None,
     max_time=None,
     callback=None,
+    sample_weight=None,
 ):
     """SSG / SSG-wavg baseline for the structural SVM (math.md §3.6).
 
@@ -229,7 +245,7 @@ def solve_structural_ssg(
         Passes (``n`` stochastic steps each); the run always uses them all.
     check_every : int
         Passes between two primal evaluations (one oracle pass each).
-    sample, random_state, max_time, callback
+    sample, random_state, max_time, callback, sample_weight
         As in :func:`solve_structural_bcfw`.
 
     Returns
@@ -240,7 +256,7 @@ def solve_structural_ssg(
     """
     check_every = check_every_passes(check_every)
     iterate = StructuralSSG(
-        StructuredProblem(model, X, Y, lam),
+        StructuredProblem(model, X, Y, lam, sample_weight),
         averaging=check_averaging(averaging),
         project=project,
         sample=sample,

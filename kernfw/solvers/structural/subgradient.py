@@ -19,9 +19,10 @@ class StructuralSSG(BlockCoordinateIterate):
     Step ``k = 0, 1, …`` on block ``i``: ``ŷ`` = the loss-augmented oracle at
     ``w``, ``γ = 1/(k+1)`` (``η_k = 1/(λ(k+1))`` on ``λ/2‖w‖² + H_i(w)``) and
 
-        w ← (1 − γ) w + γ ψ_i(ŷ)/λ,
+        w ← (1 − γ) w + γ c_i ψ_i(ŷ)/λ,
 
-    optionally projected on ``‖w‖ ≤ sqrt(P(0)/λ)``, ``P(0) = (1/n) Σ_i max_y L_i(y)``.
+    (``c_i`` the example's weight, 1 without weights; math.md §3.11), optionally projected
+    on ``‖w‖ ≤ sqrt(P(0)/λ)``, ``P(0) = (1/n) Σ_i c_i max_y L_i(y)``.
     With ``averaging`` (SSG-wavg) the weighted average ``w̄`` (weights
     ``2/(k+2)``, as BCFW-wavg) is certified and returned.  The iterate is not
     dual feasible: the certificate has the primal ``P`` only (``dual`` NaN,
@@ -48,7 +49,8 @@ class StructuralSSG(BlockCoordinateIterate):
             max_losses = [problem.model.max_loss(y) for y in problem.Y]
             if any(v is None for v in max_losses):
                 raise ValueError("project=True needs model.max_loss(y) (the radius sqrt(P(0)/λ))")
-            self.radius = math.sqrt(float(np.mean(max_losses)) / problem.lam)
+            c = np.ones(problem.n) if problem.weights is None else problem.weights
+            self.radius = math.sqrt(float(c @ np.asarray(max_losses)) / problem.n / problem.lam)
         self.average = WeightedAverage() if averaging else None
         self.oracle_calls = 0
 
@@ -57,6 +59,7 @@ class StructuralSSG(BlockCoordinateIterate):
         x, y = p.X[i], p.Y[i]
         y_hat = model.loss_augmented_decode(x, y, self.w)
         psi = model.expand(x, model.statistics(x, y) - model.statistics(x, y_hat))  # ψ_i(ŷ)
+        psi *= p.block_weight(i)  # the subgradient of c_i H_i (§3.11)
         gamma = 1.0 / (self.k + 1.0)
         self.w *= 1.0 - gamma
         self.w += (gamma / p.lam) * psi
