@@ -120,8 +120,8 @@ def test_weighted_fit_every_backend(kind):
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_integer_weights_are_repeated_rows(kernel, loss, solver):
     X, y, w = data(n=10, seed=3)
-    tol = 1e-12 if solver == "bcfw" else 1e-4
-    params = dict(kernel=kernel, solver=solver, tol=tol, **loss)
+    tol, budget = (1e-12, 3000) if solver == "bcfw" else (1e-4, 2000)
+    params = dict(kernel=kernel, solver=solver, tol=tol, max_iter=budget, **loss)
     weighted = fit(X, y, w, **params)
     keep = w.astype(int)
     if loss.get("cost") is not None and loss["cost"].shape[0] == len(y):  # (per-example)
@@ -148,10 +148,11 @@ def test_zero_weights_are_removed_rows():
 def test_class_weight_balanced_is_sample_weight():
     X, y, _ = data(n=14, seed=5)
     y = np.r_[np.zeros(8, int), np.ones(4, int), np.full(2, 2)]
-    balanced = fit(X, y, None, class_weight="balanced", tol=1e-12)
+    # (a fixed gamma: "scale" weighs the variance by sample_weight, not by class_weight)
+    balanced = fit(X, y, None, class_weight="balanced", tol=1e-12, gamma=0.5)
     expected = len(y) / (3 * np.bincount(y))
     np.testing.assert_allclose(balanced.class_weight_, expected)
-    weighted = fit(X, y, expected[y], tol=1e-12)
+    weighted = fit(X, y, expected[y], tol=1e-12, gamma=0.5)
     np.testing.assert_allclose(balanced.decision_function(X), weighted.decision_function(X),
                                atol=1e-7)  # fmt: skip
 
