@@ -70,6 +70,7 @@ SIMPLEX_QP = [
     "dense",
     "certificate",
     "start",
+    "exact",
     "_numba",
     "iterate",
     "cvm",

@@ -161,7 +161,7 @@ def test_online_mkl_reports_no_certificate_and_converges_at_its_rate(data, kerne
     from kernfw import OnlineMKLClassifier
 
     X, y = data
-    est = OnlineMKLClassifier(kernels, lam=0.1, random_state=0)
+    est = OnlineMKLClassifier(kernels, lam=0.1, eta0=1.0, random_state=0)
     budget = "max_iter" if "max_iter" in est.get_params() else "n_epochs"
     report = compare(est.set_params(**{budget: 300}), X[:, :4], y)
     # a comparison without a certificate measures, it does not verify
@@ -173,6 +173,7 @@ def test_online_mkl_reports_no_certificate_and_converges_at_its_rate(data, kerne
     assert excess.size == 301 and excess.min() >= -1e-6 * max(1.0, abs(optimum))
     assert report.objective == pytest.approx(optimum + excess[-1])
     # the claim (math.md §4.2, the O(1/ε²) analysis of [Martins2011]): F − F* = O(1/√T) with
+    # (the step size pinned: the rate is a property of η_t = η0/√t, not of "auto")
     # η_t = η0/√t.  Epochs 21–40 and 201–300 (centres 30.5 and 250.5) should then differ
     # by √(250.5/30.5) ≈ 2.9 on average; 2.5 leaves room for the stochastic order.
     early, late = excess[21:41].mean(), excess[201:301].mean()

@@ -272,13 +272,22 @@ def _float32_map(estimator):
 _FLOAT32_ORDER = "float32 feature map: row order moves decisions by float32 rounding"
 
 
+#: Nyström draws its landmarks among the training rows: the fit on repeated rows and the
+#: weighted fit (whose rows of weight 0 are candidates too) approximate the kernel on
+#: different landmarks, so their decisions differ by the approximation, not by the weights
+_NYSTROEM_LANDMARKS = "Nystroem landmarks are drawn from the rows given: weights != repeats"
+
+
 def _expected_failures(estimator):
-    if not _float32_map(estimator):
-        return {}
-    return {
-        "check_methods_sample_order_invariance": _FLOAT32_ORDER,
-        "check_methods_subset_invariance": _FLOAT32_ORDER,
-    }
+    failures = {}
+    if isinstance(estimator, MinimumEnclosingBall) and estimator.approx == "nystroem":
+        failures["check_sample_weight_equivalence_on_sparse_data"] = _NYSTROEM_LANDMARKS
+    # L2SVC and the ball solve the checks' small problems exactly on float64 features
+    # (math.md §2.15)
+    if _float32_map(estimator) and not isinstance(estimator, (L2SVC, MinimumEnclosingBall)):
+        failures["check_methods_sample_order_invariance"] = _FLOAT32_ORDER
+        failures["check_methods_subset_invariance"] = _FLOAT32_ORDER
+    return failures
 
 
 @pytest.mark.parametrize(

@@ -72,6 +72,7 @@ def fit_l2svm_problems(
     cache_size=500.0,
     client=None,
     random_state=None,
+    weights=None,
 ):
     """Train the binary L2-SVMs of :class:`~kernfw.L2SVC` on the Dask cluster.
 
@@ -96,6 +97,9 @@ def fit_l2svm_problems(
         Column-slice cache per shard (MB).
     client : distributed.Client, str or None
         See :func:`~kernfw.distributed.get_client`.
+    weights : ndarray of shape (n,) or None
+        Nonnegative per-example weights (math.md §2.14; None: all 1); the problems'
+        ``index`` leave out the rows of weight 0, and so do the shards.
 
     Returns
     -------
@@ -106,7 +110,8 @@ def fit_l2svm_problems(
     kernel = pairwise_kernel(op)
     options = _solver_options(solver, tol, max_iter, callback, random_state, cache_size)
     fits = []
-    with ShardedRows(X, kernel, labels=np.asarray(y_enc), client=client) as shards:
+    labels = np.asarray(y_enc)
+    with ShardedRows(X, kernel, labels=labels, client=client, weights=weights) as shards:
         for classes, idx, _ in problems:
             members = None if len(classes) == 1 or idx.size == y_enc.size else list(classes)
             spec = {"members": members, "positive": classes[-1], "C": C, "ball": False}
@@ -120,7 +125,16 @@ def fit_l2svm_problems(
 
 
 def solve_meb(
-    X, op, solver, tol, max_iter, callback=None, cache_size=500.0, random_state=None, client=None
+    X,
+    op,
+    solver,
+    tol,
+    max_iter,
+    callback=None,
+    cache_size=500.0,
+    random_state=None,
+    client=None,
+    weights=None,
 ):
     """The minimum enclosing ball of :class:`~kernfw.MinimumEnclosingBall` on the cluster.
 
@@ -137,6 +151,9 @@ def solve_meb(
         Column-slice cache per shard (MB).
     client : distributed.Client, str or None
         See :func:`~kernfw.distributed.get_client`.
+    weights : ndarray of shape (n,) or None
+        Nonnegative weights of the points: those of weight 0 are left out (the other
+        weights do not change the hard ball, math.md §2.14).
 
     Returns
     -------
@@ -146,7 +163,7 @@ def solve_meb(
         (NaN elsewhere: the other entries stay on the workers).
     """
     options = _solver_options(solver, tol, max_iter, callback, random_state, cache_size)
-    with ShardedRows(X, pairwise_kernel(op), client=client) as shards:
+    with ShardedRows(X, pairwise_kernel(op), client=client, weights=weights) as shards:
         result = solve_sharded_simplex_qp(shards, {"ball": True}, **options)
     sol = result.solution
     n = X.shape[0]

@@ -22,6 +22,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import (
     _check_sample_weight,
     _num_samples,
@@ -64,6 +65,7 @@ __all__ = [
     "fitted_approximation",
     "resolve_lam",
     "solver_seed",
+    "example_weights",
     "accepts_kernel_operator",
     "with_callbacks",
     "FLOAT32_GRAM_TOL",
@@ -273,6 +275,45 @@ def _concatenate_histories(histories):
     return out
 
 
+def example_weights(sample_weight, n, class_weight=None, y=None):
+    """The per-example weights ``w_i = s_i · c_{y_i}`` of a fit, or None when all are 1.
+
+    ``s = sample_weight`` (validated by :func:`sklearn.utils.validation._check_sample_weight`:
+    shape ``(n,)``, finite, nonnegative, not all zero) and ``c = class_weight`` (None, a
+    dict ``{label: weight}`` or ``"balanced"``, scikit-learn's
+    :func:`~sklearn.utils.class_weight.compute_class_weight`: ``n / (m · count(label))``
+    over the labels ``y``).  Weights scale each example's loss term (math.md §2.14); an
+    example of weight 0 is left out of the problem.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n,) or None
+    n : int
+        The number of training examples.
+    class_weight : dict, "balanced" or None
+    y : array-like of shape (n,) or None
+        The labels (needed with ``class_weight``).
+
+    Returns
+    -------
+    ndarray of shape (n,) (float64) or None
+    """
+    if sample_weight is None and class_weight is None:
+        return None
+    w = _check_sample_weight(
+        sample_weight, np.empty((n, 0)), dtype=np.float64, copy=True, ensure_non_negative=True
+    )
+    if class_weight is not None:  # over the examples that count: "balanced" sums weights
+        y = np.asarray(y)
+        kept = w > 0
+        classes, y_enc = np.unique(y[kept], return_inverse=True)
+        c = compute_class_weight(class_weight, classes=classes, y=y[kept], sample_weight=w[kept])
+        w[kept] *= c[y_enc]
+        if not np.any(w > 0):
+            raise ValueError("every example has weight zero after class_weight")
+    return w
+
+
 def solver_seed(random_state):
     """The one conversion of an estimator's ``random_state`` for the solvers.
 
@@ -420,9 +461,17 @@ class KernelInputMixin:
         """``approx``, or None (also for estimators without the parameter)."""
         return getattr(self, "approx", None)
 
+    def _check_targets(self, y, sample_weight):
+        """The targets of a fit from the validated labels ``y`` (and ``sample_weight``),
+        checked before the kernel operator is built; the default is ``y`` itself."""
+        return y
+
     def _validate_training_data(self, X, y=None, sample_weight=None):
-        """Validated ``(X, y)`` and the training kernel operator; with ``sample_weight``
-        (nonnegative, not all 0) ``gamma="scale"`` weighs the rows of ``X`` as they do."""
+        """Validated ``(X, targets)`` and the training kernel operator.
+
+        ``targets`` is :meth:`_check_targets` of the validated ``y`` (``y`` unless an
+        estimator says otherwise); ``gamma="scale"`` is taken over the rows weighted by
+        ``sample_weight`` (:func:`~kernfw.kernels.resolve_gamma`)."""
         approx = self._approx()
         if approx is not None and (self._kernel_is_operator() or self._kernel_is_precomputed()):
             what = "kernel='precomputed'" if self._kernel_is_precomputed() else "a KernelOperator"
@@ -438,6 +487,7 @@ class KernelInputMixin:
             if y is not None:
                 y = np.asarray(y)
                 check_consistent_length(np.empty(op.n), y)
+            y = self._check_targets(y, sample_weight)
             self.kernel_approx_, self._approx_op = None, None
             return X, y, op
         kwargs = {"dtype": (np.float64, np.float32)}
@@ -451,10 +501,12 @@ class KernelInputMixin:
             raise ValueError(
                 f"kernel='precomputed' needs a square Gram matrix, got shape {X.shape}"
             )
+        y = self._check_targets(y, sample_weight)
         gamma = self.gamma
         if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
             weights = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
-            gamma = resolve_gamma(gamma, X, weights) if weights.sum() > 0 else gamma
+            if not self._kernel_is_precomputed() and weights.sum() > 0:
+                gamma = resolve_gamma(gamma, X, weights)
         op = make_operator(
             X,
             self.kernel,

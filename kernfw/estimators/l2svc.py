@@ -22,10 +22,12 @@ from ..kernels import COLUMN_GRAM_MAX_MB
 from ..operators import KernelOperator
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import L2SVM_SOLVERS, choose_l2svm_solver, solve_l2svm
+from ..solvers.simplex_qp.exact import EXACT_MAX
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
+    example_weights,
     solver_seed,
     with_callbacks,
 )
@@ -86,8 +88,13 @@ class SupportKernelMixin(KernelInputMixin):
         """The kernel values' type of ``precision`` on the local backend.  The Dask
         backend's shards evaluate the kernel in float64 (``precision="float32"`` is refused
         there): below ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it
-        on the local one solves the problem of the float32-rounded kernel."""
+        on the local one solves the problem of the float32-rounded kernel.  The exact solve
+        of a small problem (``solver="active_set"``, math.md §2.16) keeps float64 at
+        ``precision="auto"``: its optimum is exact."""
         if self.backend != "dask":
+            exact = getattr(self, "_solver", None) == "active_set"
+            if exact and getattr(self, "precision", "auto") == "auto":
+                return None
             return super()._gram_dtype()
         if getattr(self, "precision", "auto") == "float32":
             raise ValueError(
@@ -108,12 +115,15 @@ class SupportKernelMixin(KernelInputMixin):
 def l2svm_fit_solver(solver, backend, kernel, approx, X):
     """The L2-SVM algorithm of a fit, resolved before its operator is built (math.md §2.13).
 
-    ``"auto"`` is ``"dcd"`` when the kernel comes with explicit features ``K = XXᵀ``
+    ``"auto"`` is ``"active_set"`` on at most
+    :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points (the active-set method on
+    the stored ``K̃``, math.md §2.16), else ``"dcd"`` when the kernel comes with explicit
+    features ``K = XXᵀ``
     (an approximation ``approx``; ``kernel="linear"`` on sparse ``X`` or on fewer features
     than points, which :func:`kernfw.kernels.make_operator` keeps as features; a ready
     operator with features, :func:`~kernfw.solvers.simplex_qp.choose_l2svm_solver`) and
     ``"mfw"`` otherwise and on the Dask backend, whose shards evaluate the exact kernel
-    (so neither ``approx`` nor ``"dcd"`` runs there: ValueError).
+    (so neither ``approx`` nor ``"dcd"`` nor ``"active_set"`` runs there: ValueError).
 
     Parameters
     ----------
@@ -125,7 +135,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     Returns
     -------
     str
-        One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"dcd"``.
+        One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"active_set"``, ``"dcd"``.
     """
     if backend == "dask":
         if approx is not None:
@@ -133,13 +143,20 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
                 f"approx={approx!r} runs on the local backend only: the Dask shards "
                 "evaluate the exact kernel; use backend='local' or approx=None"
             )
-        if solver == "dcd":
-            raise ValueError("solver='dcd' runs locally only; use backend='local' or solver='mfw'")
+        if solver in ("dcd", "active_set"):
+            raise ValueError(
+                f"solver={solver!r} runs locally only; use backend='local' or solver='mfw'"
+            )
         return "mfw" if solver == "auto" else solver
     if solver != "auto":
         return solver
     if isinstance(kernel, KernelOperator):
-        return choose_l2svm_solver(kernel)
+        return "active_set" if kernel.n <= EXACT_MAX else choose_l2svm_solver(kernel)
+    try:
+        if _num_samples(X) <= EXACT_MAX:
+            return "active_set"
+    except (TypeError, ValueError):  # no length to read: validation will refuse X
+        pass
     if approx is not None:
         return "dcd"
     if not (isinstance(kernel, str) and kernel == "linear"):
@@ -151,8 +168,9 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     return "dcd" if sp.issparse(X) or narrow else "mfw"
 
 
-def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
-    """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices."""
+def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, weights=None):
+    """One binary L2-SVM: ``(support, coef, b, result)`` in the sub-problem's indices
+    (``weights``: its examples' positive weights, or None)."""
     result = solve_l2svm(
         op,
         y_pm,
@@ -162,6 +180,7 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state):
         max_iter=max_iter,
         callback=callback,
         random_state=random_state,
+        sample_weight=weights,
     )
     sol = result.solution
     return sol["support"], sol["coef"], sol["b"], result
@@ -199,16 +218,19 @@ KernelOperator, default="rbf"
         :class:`~kernfw.operators.KernelOperator` on the training points is
         used as is (``X`` is then only checked for its length).
     {kernel_parameters}
-    solver : {"auto", "mfw", "lsfw", "cvm", "dcd"}, default="auto"
+    solver : {"auto", "mfw", "lsfw", "cvm", "active_set", "dcd"}, default="auto"
         The algorithm.  "mfw": Frank-Wolfe with away and drop steps; "lsfw":
         plain Frank-Wolfe (as in :class:`~kernfw.MultiClassSVM`); both with the
         exact line search.  "cvm": the core vector machine baseline (core-set
         iterations, each solving the QP on the core set;
-        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "dcd": passes
+        :class:`kernfw.solvers.simplex_qp.CoreVectorIterate`).  "active_set": the
+        active-set method on the stored ``K̃`` (math.md §2.16), to the optimum
+        whatever ``tol``; for small problems.  "dcd": passes
         of vertex-coordinate steps (math.md §2.13), each step O(d) on explicit
-        features (the linear kernel; needs them).  "auto": "dcd" when the kernel
+        features (the linear kernel; needs them).  "auto": "active_set" on at most 64
+        training points, else "dcd" when the kernel
         comes with explicit features (``kernel="linear"`` on sparse input or on
-        fewer features than points) and the compiled backend is available,
+        fewer features than points),
         "mfw" otherwise (and always with ``backend="dask"``);
         :func:`kernfw.solvers.simplex_qp.choose_l2svm_solver`.
     tol : float, default=0.3
@@ -231,6 +253,12 @@ KernelOperator, default="rbf"
         features or more (see :func:`gram_budget`).  MFW requests most columns
         only once or twice, so the cache size matters little (see
         ``docs/benchmarks/l2svm.md``, "Cache size").
+    class_weight : dict, "balanced" or None, default=None
+        Weights ``c_k`` of the classes, as :class:`sklearn.svm.SVC`'s: example ``i`` gets
+        the weight ``w_i = c_{y_i} · sample_weight_i`` on its slack, ``C w_i ξ_i²``
+        (math.md §2.14).  "balanced": ``c_k = n / (m · n_k)`` (scikit-learn's
+        :func:`~sklearn.utils.class_weight.compute_class_weight`, with ``n`` and ``n_k``
+        summed over ``sample_weight``); None: all 1.
     multi_class : {"ovo", "ovr", "ddag"}, default="ovo"
         One-vs-one (``m(m−1)/2`` problems, votes as SVC), one-vs-rest (``m``
         problems) or DDAG (the one-vs-one problems evaluated as a decision
@@ -342,6 +370,7 @@ KernelOperator, default="rbf"
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
         "multi_class": [StrOptions(set(SCHEMES))],
         "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
         "n_jobs": [Integral, None],
@@ -365,6 +394,7 @@ KernelOperator, default="rbf"
         max_iter=None,
         cache_size=200,
         precision="auto",
+        class_weight=None,
         multi_class="ovo",
         decision_function_shape="ovr",
         n_jobs=None,
@@ -385,6 +415,7 @@ KernelOperator, default="rbf"
         self.max_iter = max_iter
         self.cache_size = cache_size
         self.precision = precision
+        self.class_weight = class_weight
         self.multi_class = multi_class
         self.decision_function_shape = decision_function_shape
         self.n_jobs = n_jobs
@@ -396,7 +427,7 @@ KernelOperator, default="rbf"
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the binary L2-SVM(s) on ``X``, ``y``.
 
         Parameters
@@ -405,64 +436,89 @@ KernelOperator, default="rbf"
             Training inputs (a Gram matrix for ``kernel="precomputed"``).
         y : array-like of shape (n,)
             Labels (any hashable values, at least two classes).
+        sample_weight : array-like of shape (n,), default=None
+            Nonnegative weights of the examples' slacks, ``C w_i ξ_i²`` (math.md §2.14;
+            multiplied by ``class_weight``).  An integer weight counts as that many
+            copies of the example; an example of weight 0 is left out of the
+            problems (as if removed).
 
         Returns
         -------
         self
         """
         self._solver = l2svm_fit_solver(self.solver, self.backend, self.kernel, self.approx, X)
-        X, y, op = self._validate_training_data(X, y)
+        X, (y, classes, weights), op = self._validate_training_data(X, y, sample_weight)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
-        check_classification_targets(y)
-        classes, y_enc = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
-        problems = binary_problems(y_enc, classes.size, self.multi_class)
+        kept = slice(None) if weights is None else np.flatnonzero(weights > 0)
+        y_enc = np.searchsorted(classes, y)  # rows of weight 0 take part in no problem
+        problems = binary_problems(y_enc[kept], classes.size, self.multi_class)
+        if weights is not None:  # the problems' rows among the kept ones
+            problems = [p._replace(index=kept[p.index]) for p in problems]
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
         seed = solver_seed(self.random_state)
-        solver = self._solver
         try:
-            jobs = (
-                delayed(_fit_binary)(
-                    op if p.index.size == op.n else op.subset(p.index),
-                    p.y,
-                    self.C,
-                    solver,
-                    self.tol,
-                    self.max_iter,
-                    callback,
-                    seed,
-                )
-                for p in problems
-            )
-            if self.backend == "dask":  # data-parallel MFW on the Dask cluster
-                from ..distributed import fit_l2svm_problems
-
-                fits = fit_l2svm_problems(
-                    X,
-                    op,
-                    y_enc,
-                    problems,
-                    self.C,
-                    solver,
-                    self.tol,
-                    self.max_iter,
-                    callback,
-                    self.cache_size,
-                    random_state=seed,
-                )
-            else:
-                fits = Parallel(n_jobs=self.n_jobs)(jobs)
+            fits = self._fit_problems(X, op, y_enc, problems, weights, callback, seed)
         finally:
             self._end_callbacks()
         self.classes_ = classes
-        self.solver_ = solver
+        self.solver_ = self._solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
-        self._fit_probability(op, y_enc)
+        if weights is None:
+            self._fit_probability(op, y_enc)
+        else:  # the folds of the rows that count, with their weights
+            self._fit_probability(op.subset(kept), y_enc[kept], weights[kept])
         return self
+
+    def _check_targets(self, y, sample_weight):
+        """``(y, classes, weights)``: the labels, the classes of the examples of positive
+        weight (at least two) and the examples' weights (None: all 1)."""
+        check_classification_targets(y)
+        weights = example_weights(sample_weight, _num_samples(y), self.class_weight, y)
+        classes = np.unique(y if weights is None else y[weights > 0])
+        if classes.size < 2:
+            raise ValueError(
+                f"L2SVC needs at least 2 classes (of positive weight); got 1 class ({classes[0]!r})"
+            )
+        return y, classes, weights
+
+    def _fit_problems(self, X, op, y_enc, problems, weights, callback, seed):
+        """The ``(support, coef, b, result)`` of every binary problem, in parallel (joblib)
+        or on the Dask cluster."""
+        if self.backend == "dask":  # data-parallel MFW on the Dask cluster
+            from ..distributed import fit_l2svm_problems
+
+            return fit_l2svm_problems(
+                X,
+                op,
+                y_enc,
+                problems,
+                self.C,
+                self._solver,
+                self.tol,
+                self.max_iter,
+                callback,
+                self.cache_size,
+                random_state=seed,
+                weights=weights,
+            )
+        jobs = (
+            delayed(_fit_binary)(
+                op if p.index.size == op.n else op.subset(p.index),
+                p.y,
+                self.C,
+                self._solver,
+                self.tol,
+                self.max_iter,
+                callback,
+                seed,
+                weights=None if weights is None else weights[p.index],
+            )
+            for p in problems
+        )
+        return Parallel(n_jobs=self.n_jobs)(jobs)
 
     def _set_model(self, X, y_enc, indices, fits, op):
         """Merge the binary solutions on the union of their supports."""
@@ -484,7 +540,7 @@ KernelOperator, default="rbf"
         ``op.subset(train)`` (see :mod:`._probability`).  The fold problems start cold: a
         start from the full model's ``α`` costs one kernel column per support point, as
         much as the solve it would shorten.  A problem left with one class (tiny data)
-        decides for that class everywhere."""
+        decides for that class everywhere.  ``state``: the points' weights, or None."""
         problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
         solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
         jobs = (
@@ -497,6 +553,7 @@ KernelOperator, default="rbf"
                 self.max_iter,
                 None,
                 solver_seed(self.random_state),
+                None if state is None else state[train[problems[q].index]],
             )
             for q in solved
         )

@@ -11,14 +11,17 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ..fw import StoppingRule
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp, solve_soft_ball
+from ..solvers.simplex_qp.exact import EXACT_MAX
+from ..solvers.simplex_qp.soft_ball import soft_ball_caps
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
+    example_weights,
     solver_seed,
     with_callbacks,
 )
@@ -86,14 +89,16 @@ KernelOperator, default="rbf"
         fraction of support points), as ``OneClassSVM``'s ``nu`` (default 0.5).  ``nu=0``
         (or any ``ν n ≤ 1``) is the hard ball: the minimum enclosing ball, which contains
         every training point (no training outliers), solved by ``solver``.
-    solver : {"mfw", "lsfw", "cvm"}, default="mfw"
+    solver : {"auto", "mfw", "lsfw", "cvm", "active_set"}, default="auto"
         The algorithm for the hard ball (``nu=0``): away-step (MFW) or plain
         Frank-Wolfe ("lsfw"), both with exact line search (compiled with numba when
-        available), or "cvm": the core vector machine's core-set iterations (each solves
-        the QP on the core set).  The soft ball (``ν n > 1``) is solved by pairwise
-        Frank-Wolfe, MFW's away steps paired with its FW steps on the capped simplex;
-        it accepts the default "mfw" only (pass ``nu=0`` with "lsfw", "cvm" or
-        ``backend="dask"``).
+        available), "cvm": the core vector machine's core-set iterations (each solves
+        the QP on the core set), or "active_set": the active-set method on the stored ``K``
+        (math.md §2.16), to the optimum whatever ``tol``, for small problems.  The soft
+        ball (``ν n > 1``) is solved by pairwise Frank-Wolfe, MFW's away steps paired
+        with its FW steps on the capped simplex ("mfw"), or by "active_set"; it refuses "lsfw"
+        and "cvm" (pass ``nu=0`` with those or with ``backend="dask"``).  "auto":
+        "active_set" on at most 64 training points, "mfw" otherwise.
     tol : float, default=2e-4
         Relative tolerance on the certified duality gap.  For the soft ball (``ν n > 1``,
         the default) the rule is the relative gap of its objective, ``(P − D)/P ≤ tol``.
@@ -130,6 +135,9 @@ KernelOperator, default="rbf"
         point: ``R² = max_i ‖φ(x_i) − c‖²`` (the primal value; within a factor
         ``1 + tol`` of ``r*²``).  For the soft ball (``ν n > 1``), the radius that
         minimizes the primal at ``c``: the ``⌈νn⌉``-th largest ``‖φ(x_i) − c‖²``.
+    solver_ : str
+        The algorithm used (``solver`` with "auto" resolved; "mfw" stands for the soft
+        ball's pairwise steps).
     radius_lower_ : float
         Square root of the dual value ``f(α) ≤ r*²``: ``radius_lower_ ≤ r* ≤ radius_``
         (hard ball; NaN for the soft ball, whose dual value is not a radius).
@@ -182,7 +190,7 @@ KernelOperator, default="rbf"
     _parameter_constraints = {
         **KERNEL_PARAMETER_CONSTRAINTS,
         "nu": [Interval(Real, 0, 1, closed="both")],
-        "solver": [StrOptions(set(SOLVERS))],
+        "solver": [StrOptions({"auto", *SOLVERS})],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "cache_size": [Interval(Real, 0, None, closed="left")],
@@ -200,7 +208,7 @@ KernelOperator, default="rbf"
         approx=None,
         n_components=1000,
         nu=0.5,
-        solver="mfw",
+        solver="auto",
         tol=2e-4,
         max_iter=None,
         cache_size=200,
@@ -227,7 +235,7 @@ KernelOperator, default="rbf"
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Find the minimum enclosing ball of ``X``.
 
         Parameters
@@ -235,6 +243,12 @@ KernelOperator, default="rbf"
         X : {array-like, sparse matrix} of shape (n, d), or (n, n) Gram matrix
             Training inputs (a Gram matrix for ``kernel="precomputed"``).
         y : ignored
+        sample_weight : array-like of shape (n,), default=None
+            Nonnegative weights of the points (math.md §2.14).  The soft ball weighs each
+            point's slack, ``R² + Σ_i w_i ξ_i / (νΣw)``: an integer weight counts as that
+            many copies of the point, and ``nu`` bounds the weighted fraction of training
+            points outside.  The hard ball (``nu=0``) contains every point of positive
+            weight whatever the weights; a point of weight 0 is left out (as if removed).
 
         Returns
         -------
@@ -245,55 +259,37 @@ KernelOperator, default="rbf"
                 f"approx={self.approx!r} runs on the local backend only: the Dask shards "
                 "evaluate the exact kernel; use backend='local' or approx=None"
             )
-        X, _, op = self._validate_training_data(X, None)
+        self._solver = self._expected_solver(X)  # float64 kernel values for "active_set"
+        X, _, op = self._validate_training_data(X, None, sample_weight)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
         if self._approx_op is not None:  # k(x_i, x_i) exact, not ‖Φ_i‖² (math.md §8.4)
             diag = self._approx_op.exact_new_diag(X, features=op.X)
-        soft = self.nu * op.n > 1.0
-        if soft and (self.solver != "mfw" or self.backend != "local"):
-            raise ValueError(
-                f"the soft ball (nu={self.nu}, nu * n > 1) is solved by pairwise Frank-Wolfe "
-                "in this process: use solver='mfw' and backend='local' (or nu=0)"
-            )
+        weights = example_weights(sample_weight, op.n)
+        kept = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
+        present = None if kept is None else (weights > 0).astype(np.float64)
+        if self.backend == "dask":  # the shards leave the rows of weight 0 out themselves
+            kept = None
+        sub = op if kept is None else op.subset(kept)
+        q = diag if kept is None else diag[kept]
+        w = None if weights is None else weights[weights > 0]
+        caps = None if self.nu == 0 else soft_ball_caps(self.nu, sub.n, w)
+        soft = self.nu * sub.n > 1.0 if caps is None else bool(np.any(caps < 1.0))
+        solver = self._resolve_solver(soft, sub.n)
         callback = self._fw_callback(self.max_iter, X)
         try:
-            if soft:
-                result = solve_soft_ball(
-                    op, self.nu, q=diag, tol=self.tol, max_iter=self.max_iter, callback=callback
-                )
-            elif self.backend == "dask":  # data-parallel MFW on the Dask cluster
-                from ..distributed import solve_meb
-
-                result = solve_meb(
-                    X,
-                    op,
-                    self.solver,
-                    StoppingRule(self.tol, "dual"),
-                    self.max_iter,
-                    callback,
-                    self.cache_size,
-                    solver_seed(self.random_state),
-                )
-            else:
-                result = solve_simplex_qp(
-                    op,
-                    q=diag,
-                    solver=self.solver,
-                    tol=StoppingRule(self.tol, "dual"),
-                    max_iter=self.max_iter,
-                    callback=callback,
-                    random_state=solver_seed(self.random_state),
-                )
+            result = self._solve(X, sub, q, w if soft else None, soft, solver, callback, present)
         finally:
             self._end_callbacks()
         self._store_result(result)
+        self.solver_ = solver
         sol = result.solution
-        self.support_ = sol["support"]
-        self.dual_coef_ = sol["alpha"][self.support_][None, :]
+        support = sol["support"]
+        self.support_ = support if kept is None else kept[support]
+        self.dual_coef_ = sol["alpha"][support][None, :]
         self.n_support_ = np.array([self.support_.size], dtype=np.int32)
-        self.center_norm2_ = float(sol["alpha"][self.support_] @ sol["v"][self.support_])
+        self.center_norm2_ = float(sol["alpha"][support] @ sol["v"][support])
         R2 = max(sol["radius2"] if soft else result.primal, 0.0)
         self.radius_ = float(np.sqrt(R2))
         self.radius_lower_ = np.nan if soft else float(np.sqrt(max(result.dual, 0.0)))
@@ -304,6 +300,72 @@ KernelOperator, default="rbf"
         self._train_diag = float(diag[0]) if np.allclose(diag, diag[0]) else None
         self._set_predictor(X, op)
         return self
+
+    def _expected_solver(self, X):
+        """ "active_set" when the fit will solve exactly (``solver="active_set"``, or "auto" on at most
+        ``EXACT_MAX`` points), else ""."""
+        if self.solver == "active_set":
+            return "active_set"
+        try:
+            small = self.backend == "local" and _num_samples(X) <= EXACT_MAX
+        except TypeError:  # no length to read (a kernel operator with X=None)
+            small = False
+        return "active_set" if self.solver == "auto" and small else ""
+
+    def _resolve_solver(self, soft, n):
+        """The algorithm of the fit: "auto" is "active_set" on at most ``EXACT_MAX`` points
+        (math.md §2.16), else "mfw"; the soft ball takes "mfw" (its pairwise steps) and
+        "active_set" on this process only."""
+        solver = self.solver
+        if solver == "auto":
+            solver = "active_set" if n <= EXACT_MAX and self.backend == "local" else "mfw"
+        if soft and (solver not in ("mfw", "active_set") or self.backend != "local"):
+            raise ValueError(
+                f"the soft ball (nu={self.nu}, nu * n > 1) is solved by pairwise Frank-Wolfe "
+                "in this process: use solver='mfw' or 'auto' and backend='local' (or nu=0)"
+            )
+        if solver == "active_set" and self.backend != "local":
+            raise ValueError("solver='active_set' runs locally only; use backend='local'")
+        return solver
+
+    def _solve(self, X, op, q, weights, soft, solver, callback, present=None):
+        """The :class:`~kernfw.fw.FWResult` of the soft ball (``weights``: its points'
+        positive weights, or None) or of the hard ball, locally or on the Dask cluster
+        (``present``: 1 for the rows of positive weight, 0 for the others, or None)."""
+        if soft:
+            return solve_soft_ball(
+                op,
+                self.nu,
+                q=q,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                callback=callback,
+                sample_weight=weights,
+                solver="active_set" if solver == "active_set" else "pairwise",
+            )
+        if self.backend == "dask":  # data-parallel MFW on the Dask cluster
+            from ..distributed import solve_meb
+
+            return solve_meb(
+                X,
+                op,
+                solver,
+                StoppingRule(self.tol, "dual"),
+                self.max_iter,
+                callback,
+                self.cache_size,
+                solver_seed(self.random_state),
+                weights=present,
+            )
+        return solve_simplex_qp(
+            op,
+            q=q,
+            solver=solver,
+            tol=StoppingRule(self.tol, "dual"),
+            max_iter=self.max_iter,
+            callback=callback,
+            random_state=solver_seed(self.random_state),
+        )
 
     def _self_similarity(self, X):
         """``k(x, x)`` of the new points."""

@@ -8,8 +8,8 @@ evaluates the column it needs itself, with :func:`evaluate_column`: fused distan
 the columns in a compiled least-recently-used cache.  The values are the
 operator's up to rounding (the compiled RBF column sums its inner products in its
 own order and uses its own ``exp``, within about 1 ulp), except that the L2-SVM's
-diagonal term ``1/C`` (a per-point term in general) is left to the step, which adds it
-in float64.
+diagonal term ``1/(C w_j)`` (a per-point term in general) is left to the step, which adds
+it in float64.
 """
 
 import numpy as np
@@ -120,8 +120,8 @@ def _gram_column(K, j, out):
 @njit(cache=True)
 def _l2svm_column(y, j, out):
     """``out ← y_j y ⊙ (out + 1)``: the modified kernel of math.md §2.1 without its
-    diagonal term ``e_j / C``, which the step adds to ``u_j`` in float64 (``out`` may be a
-    float32 cache row, where ``K_jj + 1 + 1/C`` would round ``1/C`` away)."""
+    diagonal term ``e_j / (C w_j)``, which the step adds to ``u_j`` in float64 (``out`` may
+    be a float32 cache row, where ``K_jj + 1 + 1/C`` would round ``1/C`` away)."""
     yj = y[j]
     for k in range(out.shape[0]):
         out[k] = (out[k] + 1.0) * (yj * y[k])

@@ -50,7 +50,8 @@ class ColumnSource(NamedTuple):
         (math.md §2.1), None for ``K`` itself.  ``N`` may exceed the ``n`` points of
         ``matrix``: point ``i`` is then ``i mod n`` (the regression's copies, §2.15).
     inv_c : ndarray of shape (N,) or None
-        The diagonal term ``c_i`` of that kernel (``1/C`` for the L2-SVM; None for ``K``).
+        The diagonal term ``c_i`` of that kernel (``1/(C w_i)`` for the L2-SVM with the
+        per-example weights ``w_i`` of §2.14, ``1/C`` unweighted; None for ``K``).
     """
 
     code: int

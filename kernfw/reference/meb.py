@@ -23,10 +23,19 @@ def _offset(F, diag):
     return diag - np.einsum("ij,ij->i", F, F)
 
 
-def meb_reference(K, diag=None):
+def _weights(sample_weight, n):
+    """The weights ``w`` (all 1 for None) as float64, checked nonnegative."""
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,) or np.any(w < 0) or not np.any(w > 0):
+        raise ValueError(f"sample_weight must be nonnegative of shape ({n},), not all zero")
+    return w
+
+
+def meb_reference(K, diag=None, sample_weight=None):
     """Minimum enclosing ball of the points with Gram matrix ``K`` (math.md §2.2).
 
-    Solves ``min_{c, r²} r²`` s.t. ``‖F_i − c‖² ≤ r²`` for all ``i``.
+    Solves ``min_{c, r²} r²`` s.t. ``‖F_i − c‖² ≤ r²`` for all ``i`` of positive weight
+    (math.md §2.14: other weights do not change the hard ball).
 
     Parameters
     ----------
@@ -36,6 +45,8 @@ def meb_reference(K, diag=None):
         The points' squared norms when they are not ``diag(K)``: the distances are then
         ``diag_i − 2⟨F_i, c⟩ + ‖c‖²`` (an approximated kernel with its exact
         self-similarities, math.md §8.4).  None: ``diag(K)``.
+    sample_weight : array-like of shape (n,) or None
+        Nonnegative weights: the points of weight 0 are left out.
 
     Returns
     -------
@@ -46,21 +57,23 @@ def meb_reference(K, diag=None):
     cp = require_cvxpy()
     F = factor_gram(K)
     n, r = F.shape
+    kept = np.flatnonzero(_weights(sample_weight, n) > 0)
     c = cp.Variable(r)
     r2 = cp.Variable()
     distance = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")), axis=1)
-    inside = distance + _offset(F, diag) <= r2
+    inside = (distance + _offset(F, diag))[kept] <= r2
     value = solve_problem(cp.Problem(cp.Minimize(r2), [inside]))
-    alpha = np.asarray(inside.dual_value, dtype=np.float64).ravel()
-    alpha = np.maximum(alpha, 0.0)
+    alpha = np.zeros(n)
+    alpha[kept] = np.maximum(np.asarray(inside.dual_value, dtype=np.float64).ravel(), 0.0)
     alpha /= alpha.sum()
     return {"radius2": value, "radius": float(np.sqrt(max(value, 0.0))), "alpha": alpha}
 
 
-def soft_ball_reference(K, nu, diag=None):
-    """The ν-soft ball of the points with Gram matrix ``K`` (math.md §2.9).
+def soft_ball_reference(K, nu, diag=None, sample_weight=None):
+    """The ν-soft ball of the points with Gram matrix ``K`` (math.md §2.9, §2.14).
 
-    Solves ``min R² + 1/(νn) Σ ξ_i`` s.t. ``‖F_i − c‖² ≤ R² + ξ_i``, ``ξ ≥ 0``.
+    Solves ``min R² + Σ w_i ξ_i / (νΣw)`` s.t. ``‖F_i − c‖² ≤ R² + ξ_i``, ``ξ ≥ 0``
+    (``w = 1``: ``1/(νn) Σ ξ_i``).
 
     Parameters
     ----------
@@ -70,12 +83,14 @@ def soft_ball_reference(K, nu, diag=None):
         ν, the largest fraction of points outside.
     diag : array-like of shape (n,) or None
         The points' squared norms, as in :func:`meb_reference`.
+    sample_weight : array-like of shape (n,) or None
+        Nonnegative weights ``w_i`` of the slacks (None: all 1).
 
     Returns
     -------
     dict
         ``objective`` (P*), ``alpha`` (the multipliers of the distance constraints, on the
-        capped simplex ``0 ≤ α_i ≤ 1/(νn)``, ``1ᵀα = 1``).
+        capped simplex ``0 ≤ α_i ≤ w_i/(νΣw)``, ``1ᵀα = 1``).
     """
     cp = require_cvxpy()
     F = factor_gram(K)
@@ -83,16 +98,18 @@ def soft_ball_reference(K, nu, diag=None):
     c, r2, xi = cp.Variable(r), cp.Variable(), cp.Variable(n, nonneg=True)
     distance = cp.sum(cp.square(F - np.ones((n, 1)) @ cp.reshape(c, (1, r), order="C")), axis=1)
     inside = distance + _offset(F, diag) <= r2 + xi
-    objective = r2 + cp.sum(xi) / (nu * n)
+    w = _weights(sample_weight, n)
+    objective = r2 + (w @ xi) / (nu * w.sum())
     value = solve_problem(cp.Problem(cp.Minimize(objective), [inside]))
     alpha = np.maximum(np.asarray(inside.dual_value, dtype=np.float64).ravel(), 0.0)
     return {"objective": value, "alpha": alpha / alpha.sum()}
 
 
-def l2svm_reference(K, y, C):
+def l2svm_reference(K, y, C, sample_weight=None):
     """The L2-SVM of CVM (math.md §2.1) on the Gram matrix ``K``.
 
-    Solves ``min ‖w‖² + b² − 2ρ + C Σ ξ_i²`` s.t. ``y_i (w·F_i + b) ≥ ρ − ξ_i``.
+    Solves ``min ‖w‖² + b² − 2ρ + C Σ s_i ξ_i²`` s.t. ``y_i (w·F_i + b) ≥ ρ − ξ_i`` over
+    the examples of positive weight ``s_i`` (math.md §2.14; ``s = 1``: all of them).
 
     Parameters
     ----------
@@ -102,6 +119,8 @@ def l2svm_reference(K, y, C):
         Labels in {−1, +1}.
     C : float > 0
         Penalty of the squared slacks.
+    sample_weight : array-like of shape (n,) or None
+        Nonnegative weights ``s_i`` of the slacks; examples of weight 0 are left out.
 
     Returns
     -------
@@ -115,11 +134,15 @@ def l2svm_reference(K, y, C):
     y = np.asarray(y, dtype=np.float64)
     F = factor_gram(K)
     n, r = F.shape
+    s = _weights(sample_weight, n)
+    kept = np.flatnonzero(s > 0)
     w, b, rho, xi = cp.Variable(r), cp.Variable(), cp.Variable(), cp.Variable(n)
-    margin = cp.multiply(y, F @ w + b) >= rho - xi
-    objective = cp.sum_squares(w) + cp.square(b) - 2 * rho + C * cp.sum_squares(xi)
+    margin = cp.multiply(y[kept], F[kept] @ w + b) >= rho - xi[kept]
+    penalty = C * cp.sum(cp.multiply(s[kept], cp.square(xi[kept])))
+    objective = cp.sum_squares(w) + cp.square(b) - 2 * rho + penalty
     value = solve_problem(cp.Problem(cp.Minimize(objective), [margin]))
-    alpha = np.asarray(margin.dual_value, dtype=np.float64) / 2.0
+    alpha = np.zeros(n)
+    alpha[kept] = np.asarray(margin.dual_value, dtype=np.float64) / 2.0
     return {
         "objective": value,
         "rho": float(rho.value),

@@ -123,6 +123,28 @@ def test_multiclass_same_model(client, multi_class):
     np.testing.assert_array_equal(dist.predict(X), local.predict(X))
 
 
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_weighted_fits_same_model(client, multi_class):
+    """Sample and class weights on the shards (math.md §2.14): the per-example diagonal
+    1/(C w_i) and the rows of weight 0 left out give the single process's model."""
+    X, y = make_classification(
+        n_samples=150, n_features=6, n_informative=4, n_classes=3, random_state=2
+    )
+    w = np.random.default_rng(2).integers(0, 4, size=150).astype(float)
+    params = {"multi_class": multi_class, "tol": 5e-5, "solver": "mfw", "class_weight": "balanced"}
+    local = L2SVC(**params).fit(X, y, sample_weight=w)
+    dist = L2SVC(backend="dask", **params).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(dist.n_iter_, local.n_iter_)
+    np.testing.assert_array_equal(dist.support_, local.support_)
+    assert np.all(w[dist.support_] > 0)
+    np.testing.assert_allclose(dist.dual_coef_, local.dual_coef_, rtol=1e-9, atol=1e-12)
+    ball = MinimumEnclosingBall(nu=0, gamma=0.2, tol=1e-7, solver="mfw")
+    local = clone(ball).fit(X, sample_weight=w)
+    dist = clone(ball).set_params(backend="dask").fit(X, sample_weight=w)
+    np.testing.assert_array_equal(dist.support_, local.support_)
+    np.testing.assert_allclose(dist.radius_, local.radius_, rtol=1e-10)
+
+
 def test_meb_same_iterates_as_single_process(client):
     X = np.random.default_rng(3).normal(size=(300, 4))
     local = MinimumEnclosingBall(nu=0, gamma=0.2, tol=1e-7, random_state=5).fit(X)

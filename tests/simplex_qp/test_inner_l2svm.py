@@ -122,7 +122,9 @@ def test_pairwise_step_is_the_exact_line_search():
             options={"xatol": 1e-12},
         )
         a, w = alpha.copy(), v.copy()
-        gamma, ava, not_psd = lib._pairwise_step(K, y, 1.0 / svm.C, a, w, alpha @ v, i, j)
+        gamma, ava, not_psd = lib._pairwise_step(
+            K, y, np.full(y.size, 1.0 / svm.C), a, w, alpha @ v, i, j
+        )
         assert not not_psd
         assert gamma == pytest.approx(line.x, abs=1e-8)
         np.testing.assert_allclose(a, alpha + gamma * d, atol=1e-15)
@@ -152,7 +154,8 @@ def test_a_warm_start_at_the_optimum_takes_no_step():
     first = svm.solve(_op(K))
     lib = pytest.importorskip("kernfw.solvers.simplex_qp._numba")
     A = np.array(first.state)
-    _, _, n_iter, status, _ = lib.solve_problems(K, svm.codes, 1.0 / svm.C, A, 1e-8, 1000)
+    inv_c = np.full(K.shape[0], 1.0 / svm.C)
+    _, _, n_iter, status, _ = lib.solve_problems(K, svm.codes, inv_c, A, 1e-8, 1000)
     assert np.all(n_iter == 0) and np.all(status == lib.STATUS_CONVERGED)
     np.testing.assert_array_equal(A, np.array(first.state))
 

@@ -539,11 +539,13 @@ def test_random_state_changes_the_start_point():
     assert len(set(starts.values())) == 3
     # the estimator passes its random_state on
     fits = [
-        MinimumEnclosingBall(nu=0, kernel="linear", max_iter=0, random_state=s).fit(X)
+        MinimumEnclosingBall(nu=0, kernel="linear", solver="mfw", max_iter=0, random_state=s).fit(X)
         for s in (3, 5)
     ]
     assert tuple(fits[0].support_) == starts[3] and tuple(fits[1].support_) == starts[5]
-    again = MinimumEnclosingBall(nu=0, kernel="linear", max_iter=0, random_state=3).fit(X)
+    again = MinimumEnclosingBall(
+        nu=0, kernel="linear", solver="mfw", max_iter=0, random_state=3
+    ).fit(X)
     np.testing.assert_array_equal(again.support_, fits[0].support_)
 
 
@@ -553,7 +555,7 @@ def test_random_state_changes_the_start_point():
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_training_points_on_the_sphere_are_inliers_in_any_batch(dtype, kernel, tol):
     X = (3 * np.random.RandomState(0).uniform(size=(20, 3))).astype(dtype)
-    ball = MinimumEnclosingBall(nu=0, kernel=kernel, tol=tol).fit(X)
+    ball = MinimumEnclosingBall(nu=0, kernel=kernel, tol=tol, solver="mfw").fit(X)
     # kernel values are kept in float32 at tol >= 1e-4 (the default), else in X's type
     assert ball._gram_dtype() == (np.float32 if tol >= 1e-4 else None)
     values = ball._gram_dtype() or dtype

@@ -413,7 +413,13 @@ class L2SVM(InnerSVM):
         else:
             A = np.array(warm, dtype=np.float64)
         gaps, quads, status, index = _solve_in_threads(
-            pairwise.solve_problems, K, self.codes, 1.0 / self.C, A, self.tol, _max_iter(n)
+            pairwise.solve_problems,
+            K,
+            self.codes,
+            np.full(n, 1.0 / self.C),
+            A,
+            self.tol,
+            _max_iter(n),
         )
         if (status == pairwise.STATUS_NOT_PSD).any():
             from ..simplex_qp.certificate import raise_not_psd

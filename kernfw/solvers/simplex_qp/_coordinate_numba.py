@@ -1,11 +1,12 @@
 """The compiled passes of the vertex-coordinate L2-SVM solver (math.md §2.13).
 
 A pass visits the points in a given order; at point ``i`` it reads
-``(K̃α)_i = z_iᵀu/S + α_i/C`` in O(d) (``z_i = y_i (x_i, 1)``, ``u = Σ_i β_i z_i``,
-``α = β/S``), takes the exact line search of the dual along the vertex direction
-``e_i − α`` (:func:`vertex_step`: a Frank-Wolfe step toward ``e_i``, or an away step
-from it, possibly a drop step) and updates ``u`` in O(d).  The passes, the primal vector
-and the margins ``K̃α`` come for dense features, CSR features and weighted column blocks
+``(K̃α)_i = z_iᵀu/S + α_i/(C w_i)`` in O(d) (``z_i = y_i (x_i, 1)``, ``u = Σ_i β_i z_i``,
+``α = β/S``; ``inv_c`` holds the diagonal terms ``1/(C w_i)``, math.md §2.14), takes
+the exact line search of the dual along the vertex direction ``e_i − α``
+(:func:`vertex_step`: a Frank-Wolfe step toward ``e_i``, or an away step from it,
+possibly a drop step) and updates ``u`` in O(d).  The passes, the primal vector and the
+margins ``K̃α`` come for dense features, CSR features and weighted column blocks
 of dense features; the scalars are the named fields of :data:`STATE`.  The iterate is
 :class:`kernfw.solvers.simplex_qp.coordinate.CoordinateIterate`.
 """
@@ -103,8 +104,9 @@ def _rescale_if_far(beta, w, state):
 
 
 @njit(cache=True)
-def _coordinate_update(i, product, yi, inv_C, diag_i, beta, w, state):
-    """The vertex step at point ``i`` given ``product = x_iᵀw + bias``.
+def _coordinate_update(i, product, yi, inv_c_i, diag_i, beta, w, state):
+    """The vertex step at point ``i`` given ``product = x_iᵀw + bias`` (``inv_c_i`` the
+    diagonal term ``1/(C w_i)`` of ``K̃_ii``, math.md §2.14).
 
     Returns ``δ``, the change of ``β_i``, and updates every scalar of ``state``; the
     caller adds ``δ y_i x_i`` to ``w``.  A step that reaches the vertex ``e_i`` first
@@ -112,7 +114,7 @@ def _coordinate_update(i, product, yi, inv_C, diag_i, beta, w, state):
     """
     s = state[0]
     mass = s["mass"]
-    load = yi * product + beta[i] * inv_C  # (K̃β)_i
+    load = yi * product + beta[i] * inv_c_i  # (K̃β)_i
     margin = load / mass
     if margin < s["min_margin"]:
         s["min_margin"] = margin
@@ -152,7 +154,7 @@ def _jump(i, yi, diag_i, beta, w, state):
 
 
 @njit(cache=True)
-def dense_pass(X, y, inv_C, diag, order, beta, w, state):
+def dense_pass(X, y, inv_c, diag, order, beta, w, state):
     """One pass of vertex steps over the points ``order`` of dense features ``X`` (n × d).
 
     ``w`` (d,) and ``state[0]["bias"]`` hold ``u = Σ_i β_i y_i (x_i, 1)``; every
@@ -165,7 +167,7 @@ def dense_pass(X, y, inv_C, diag, order, beta, w, state):
         product = state[0]["bias"]
         for k in range(d):
             product += X[i, k] * w[k]
-        delta = _coordinate_update(i, product, yi, inv_C, diag[i], beta, w, state)
+        delta = _coordinate_update(i, product, yi, inv_c[i], diag[i], beta, w, state)
         if delta == 0.0:
             continue
         scale = delta * yi
@@ -175,7 +177,7 @@ def dense_pass(X, y, inv_C, diag, order, beta, w, state):
 
 
 @njit(cache=True)
-def sparse_pass(indptr, indices, data, y, inv_C, diag, order, beta, w, state):
+def sparse_pass(indptr, indices, data, y, inv_c, diag, order, beta, w, state):
     """:func:`dense_pass` on CSR features ``(indptr, indices, data)``: O(nnz(x_i)) per step."""
     for t in range(order.shape[0]):
         i = order[t]
@@ -183,7 +185,7 @@ def sparse_pass(indptr, indices, data, y, inv_C, diag, order, beta, w, state):
         product = state[0]["bias"]
         for p in range(indptr[i], indptr[i + 1]):
             product += data[p] * w[indices[p]]
-        delta = _coordinate_update(i, product, yi, inv_C, diag[i], beta, w, state)
+        delta = _coordinate_update(i, product, yi, inv_c[i], diag[i], beta, w, state)
         if delta == 0.0:
             continue
         scale = delta * yi
@@ -193,7 +195,7 @@ def sparse_pass(indptr, indices, data, y, inv_C, diag, order, beta, w, state):
 
 
 @njit(cache=True)
-def blocks_pass(X, starts, ends, weights, y, inv_C, diag, order, beta, w, state):
+def blocks_pass(X, starts, ends, weights, y, inv_c, diag, order, beta, w, state):
     """:func:`dense_pass` on weighted column blocks of ``X`` (math.md §2.13, feature blocks).
 
     The features are ``x_i = (√c_1 X_{i,B_1}, …, √c_q X_{i,B_q})`` for the column ranges
@@ -211,7 +213,7 @@ def blocks_pass(X, starts, ends, weights, y, inv_C, diag, order, beta, w, state)
             x_r, w_r = row[starts[r] : ends[r]], w[starts[r] : ends[r]]
             for k in range(x_r.shape[0]):  # indices from 0: no wraparound test in the loop
                 product += x_r[k] * w_r[k]
-        delta = _coordinate_update(i, product, yi, inv_C, diag[i], beta, w, state)
+        delta = _coordinate_update(i, product, yi, inv_c[i], diag[i], beta, w, state)
         if delta == 0.0:
             continue
         scale = delta * yi
@@ -286,11 +288,12 @@ def _record_magnitude(i, magnitude, beta, state):
 
 
 @njit(cache=True)
-def dense_margins(X, y, inv_C, beta, w, w_abs, state, out):
-    """``out = K̃α``: ``(K̃α)_i = (y_i (x_iᵀw + bias) + β_i/C) / S`` for every ``i``.
+def dense_margins(X, y, inv_c, beta, w, w_abs, state, out):
+    """``out = K̃α``: ``(K̃α)_i = (y_i (x_iᵀw + bias) + β_i/(C w_i)) / S`` for every ``i``
+    (``inv_c`` holds ``1/(C w_i)``, math.md §2.14).
 
     Also sets ``state``'s ``max_magnitude`` and ``mean_magnitude``: the largest and the
-    α-weighted sum of ``(|x_i|ᵀ w_abs + S + β_i/C) / S``, which bound the terms summed
+    α-weighted sum of ``(|x_i|ᵀ w_abs + S + β_i/(C w_i)) / S``, which bound the terms summed
     (through ``w``) into each ``v_i``.
     """
     s = state[0]
@@ -303,12 +306,12 @@ def dense_margins(X, y, inv_C, beta, w, w_abs, state, out):
         for k in range(d):
             product += X[i, k] * w[k]
             spread += abs(X[i, k]) * w_abs[k]
-        out[i] = (y[i] * product + beta[i] * inv_C) / s["mass"]
-        _record_magnitude(i, (spread + beta[i] * inv_C) / s["mass"], beta, state)
+        out[i] = (y[i] * product + beta[i] * inv_c[i]) / s["mass"]
+        _record_magnitude(i, (spread + beta[i] * inv_c[i]) / s["mass"], beta, state)
 
 
 @njit(cache=True)
-def sparse_margins(indptr, indices, data, y, inv_C, beta, w, w_abs, state, out):
+def sparse_margins(indptr, indices, data, y, inv_c, beta, w, w_abs, state, out):
     """:func:`dense_margins` on CSR features."""
     s = state[0]
     s["max_magnitude"] = 0.0
@@ -319,12 +322,12 @@ def sparse_margins(indptr, indices, data, y, inv_C, beta, w, w_abs, state, out):
         for p in range(indptr[i], indptr[i + 1]):
             product += data[p] * w[indices[p]]
             spread += abs(data[p]) * w_abs[indices[p]]
-        out[i] = (y[i] * product + beta[i] * inv_C) / s["mass"]
-        _record_magnitude(i, (spread + beta[i] * inv_C) / s["mass"], beta, state)
+        out[i] = (y[i] * product + beta[i] * inv_c[i]) / s["mass"]
+        _record_magnitude(i, (spread + beta[i] * inv_c[i]) / s["mass"], beta, state)
 
 
 @njit(cache=True)
-def blocks_margins(X, starts, ends, weights, y, inv_C, beta, w, w_abs, state, out):
+def blocks_margins(X, starts, ends, weights, y, inv_c, beta, w, w_abs, state, out):
     """:func:`dense_margins` on weighted column blocks (:func:`blocks_pass`, ``w = c∘û``,
     ``w_abs`` from :func:`blocks_primal`)."""
     s = state[0]
@@ -340,5 +343,5 @@ def blocks_margins(X, starts, ends, weights, y, inv_C, beta, w, w_abs, state, ou
             for k in range(x_r.shape[0]):
                 product += x_r[k] * w_r[k]
                 spread += abs(x_r[k]) * a_r[k]
-        out[i] = (y[i] * product + beta[i] * inv_C) / s["mass"]
-        _record_magnitude(i, (spread + beta[i] * inv_C) / s["mass"], beta, state)
+        out[i] = (y[i] * product + beta[i] * inv_c[i]) / s["mass"]
+        _record_magnitude(i, (spread + beta[i] * inv_c[i]) / s["mass"], beta, state)

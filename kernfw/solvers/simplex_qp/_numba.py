@@ -35,8 +35,9 @@ State shared with the caller
 ``con`` (float64[6, n])
     Rows ``DIAG`` (``diag(Q)``), ``Q`` (``q``), ``HALF_Q`` (``q/2``; zeros when
     ``q = 0``), and for a column source ``SQ_NORMS`` (``‖x_k‖²``), ``LABELS``
-    (``y``, L2-SVM) and ``INV_C`` (the L2-SVM's diagonal term, ``1/C`` for every
-    point; that of the regression's points, math.md §2.15).
+    (``y``, L2-SVM) and ``INV_C`` (the L2-SVM's diagonal term, ``1/(C w_k)`` with the
+    per-example weights of math.md §2.14, ``1/C`` unweighted; that of the regression's
+    points, math.md §2.15).
 ``state`` (one record of dtype :data:`STATE`)
     The scalars: ``state[0].scale`` is ``s``, ``state[0].gap`` the FW gap of the
     cached vertex, and so on (the fields are listed in :data:`STATE`).
@@ -367,7 +368,7 @@ def step_cached(vec, ind, con, state, src, slab, slot_of, slots):
     the column in each row, ``slots[1]`` its last use) or computed by
     :func:`~kernfw.operators._columns_numba.evaluate_column` into the least
     recently used row, then :func:`apply` reading that row in place (the L2-SVM's diagonal
-    term, ``con[INV_C, j]``, as its ``shift``).  The state's
+    term ``1/(C w_j)``, ``con[INV_C, j]``, as its ``shift``).  The state's
     ``clock``, ``rows_used``, ``hits`` and ``misses`` count the cache's use; ``vec[SCRATCH]``
     is scratch.  Returns the step size (0 when no step is taken, see ``step_kind``)."""
     st = state[0]
@@ -416,7 +417,8 @@ def stop_estimate_met(st):
 # The binary problems of one weight vector of multiple kernel learning share the dense,
 # exactly symmetric ``K_γ`` (the ``KernelStack`` buffer) and are solved in one call,
 # with no Python per iteration.  Each problem is the simplex QP of math.md §2.1,
-# ``max_{α∈Δ_n} −αᵀQα`` with ``Q_ij = y_i y_j (K_ij + 1) + δ_ij/C``, solved by pairwise
+# ``max_{α∈Δ_n} −αᵀQα`` with ``Q_ij = y_i y_j (K_ij + 1) + δ_ij/(C w_i)`` (the
+# per-example weights of math.md §2.14; ``inv_c`` holds ``1/(C w_i)``), solved by pairwise
 # Frank-Wolfe steps (math.md §2.3, "Pairwise steps"): mass moves from the away vertex
 # ``j* = argmax_{α_j>0} v_j`` to the FW vertex ``i* = argmin_i v_i`` of ``v = Qα`` along
 # ``e_{i*} − e_{j*}``, by the exact line search clipped to ``[0, α_{j*}]``.  A step reads
@@ -451,7 +453,7 @@ def _fresh(K, y, inv_c, alpha, v):
                 v[i] += w * row[i]
     ava = 0.0
     for i in range(n):
-        v[i] = y[i] * (v[i] + bias) + alpha[i] * inv_c
+        v[i] = y[i] * (v[i] + bias) + alpha[i] * inv_c[i]
         ava += alpha[i] * v[i]
     return ava
 
@@ -499,8 +501,8 @@ def _pairwise_step(K, y, inv_c, alpha, v, ava, i, j):
     not_psd : bool
         ``dᵀQd`` is negative beyond rounding: ``Q`` is not PSD (no step is taken).
     """
-    q_ii = K[i, i] + 1.0 + inv_c
-    q_jj = K[j, j] + 1.0 + inv_c
+    q_ii = K[i, i] + 1.0 + inv_c[i]
+    q_jj = K[j, j] + 1.0 + inv_c[j]
     q_ij = y[i] * y[j] * (K[i, j] + 1.0)
     curv = q_ii + q_jj - 2.0 * q_ij
     scale = max(abs(q_ii), abs(q_jj), 2.0 * abs(q_ij), 1e-300)
@@ -514,8 +516,8 @@ def _pairwise_step(K, y, inv_c, alpha, v, ava, i, j):
     row_i, row_j, yi, yj = K[i], K[j], y[i], y[j]
     for k in range(y.shape[0]):
         v[k] += gamma * y[k] * (yi * (row_i[k] + 1.0) - yj * (row_j[k] + 1.0))
-    v[i] += gamma * inv_c
-    v[j] -= gamma * inv_c
+    v[i] += gamma * inv_c[i]
+    v[j] -= gamma * inv_c[j]
     alpha[i] += gamma
     alpha[j] = 0.0 if gamma >= alpha[j] else alpha[j] - gamma
     return gamma, ava, False
@@ -569,8 +571,8 @@ def solve_problems(K, Y, inv_c, A, tol, max_iter):
         The kernel ``K_γ``, symmetric bit for bit.
     Y : float64 array (r, n)
         Labels ``±1`` of each problem.
-    inv_c : float
-        ``1/C``.
+    inv_c : float64 array (n,)
+        ``1/(C w_i)``: the diagonal term of each example (``1/C`` unweighted).
     A : float64 array (r, n)
         Start points on the simplex, overwritten by the solutions ``α``.
     tol : float

@@ -1,7 +1,9 @@
 """The compiled (numba) pairwise Frank-Wolfe steps of the ν-soft ball (math.md §2.9).
 
 The dual is ``max f(α) = qᵀα − αᵀKα`` over the capped simplex
-``Δ_u = {0 ≤ α ≤ u, 1ᵀα = 1}``, with the gradient ``g = q − 2v``, ``v = Kα``.  A step of
+``Δ_u = {0 ≤ α ≤ u, 1ᵀα = 1}``, with the gradient ``g = q − 2v``, ``v = Kα``; the caps
+are one number ``u = 1/(νn)``, or per example ``u_i = w_i/(νΣw)`` with weights
+(``weighted``, math.md §2.14).  A step of
 :class:`kernfw.solvers.simplex_qp.soft_ball.SoftBallIterate` is:
 
 - :func:`select_pair` — ``i = argmax_{α_i<u} g_i`` and the away coordinate
@@ -20,8 +22,9 @@ State shared with the caller
 ----------------------------
 ``vec`` (float64[3, n])
     Rows ``ALPHA`` (α), ``V`` (``v = Kα``) and ``SCRATCH``.
-``con`` (float64[3, n])
-    Rows ``Q`` (q), ``DIAG`` (``diag(K)``) and ``SQ_NORMS`` (``‖x_k‖²`` of an RBF view).
+``con`` (float64[4, n])
+    Rows ``Q`` (q), ``DIAG`` (``diag(K)``), ``SQ_NORMS`` (``‖x_k‖²`` of an RBF view) and
+    ``CAP`` (the caps ``u_i``; read when ``weighted``).
 ``state`` (one record of dtype :data:`STATE`)
     The scalars (the cap ``u``, the budget ``t = νn``, the last pair and step, the
     estimate's coefficients, the column source and the cache's counters).
@@ -54,7 +57,7 @@ __all__ = [
 
 #: rows of ``vec`` and of ``con``
 ALPHA, V, SCRATCH = range(3)
-Q, DIAG, SQ_NORMS = range(3)
+Q, DIAG, SQ_NORMS, CAP = range(4)
 
 #: a coordinate has room below the cap when ``α_i < u (1 − ROOM)``
 ROOM = 1e-12
@@ -62,8 +65,9 @@ ROOM = 1e-12
 #: the scalar state of the compiled soft-ball iterate, one record
 STATE = np.dtype(
     [
-        ("cap", np.float64),  # u = 1/(νn)
-        ("t", np.float64),  # νn, the LMO's budget
+        ("cap", np.float64),  # u = 1/(νn) (unweighted)
+        ("t", np.float64),  # νn, the LMO's budget (unweighted)
+        ("weighted", np.bool_),  # per-example caps con[CAP] (math.md §2.14)
         ("i", np.int64),  # the last pair (−1: no pair with g_i > g_j)
         ("j", np.int64),
         ("gamma", np.float64),  # its step
@@ -90,16 +94,18 @@ STATE = np.dtype(
 
 @njit(cache=True)
 def select_pair(vec, con, state):
-    """The pair of the next step, kept in ``i`` and ``j``: ``i = argmax_{α_i<u} g_i`` and
+    """The pair of the next step, kept in ``i`` and ``j``: ``i = argmax_{α_i<u_i} g_i`` and
     ``j = argmin_{α_j>0} g_j`` with ``g = q − 2v`` (the first index of each extremum).
     Returns False (and ``i = j = −1``) when no pair has ``g_i > g_j``: ``α`` is optimal."""
     st = state[0]
-    alpha, v, q = vec[ALPHA], vec[V], con[Q]
-    limit = st.cap * (1.0 - ROOM)
+    alpha, v, q, caps = vec[ALPHA], vec[V], con[Q], con[CAP]
+    limit, weighted = st.cap * (1.0 - ROOM), st.weighted
     high, low, i, j = -math.inf, math.inf, -1, -1
     for k in range(alpha.shape[0]):
         g = q[k] - 2.0 * v[k]
         a = alpha[k]
+        if weighted:
+            limit = caps[k] * (1.0 - ROOM)
         if a < limit and g > high:
             high, i = g, k
         if a > 0.0 and g < low:
@@ -116,19 +122,20 @@ def select_pair(vec, con, state):
 def pair_step(col_i, col_j, vec, con, state):
     """The exact line search along ``e_i − e_j`` (the state's pair, with ``col_i = K_{:,i}``,
     ``col_j = K_{:,j}``): slope ``g_i − g_j``, curvature ``2(K_ii + K_jj − 2K_ij)``, capped
-    at ``min(u − α_i, α_j)`` (``α_i = u`` or ``α_j = 0`` exactly at the cap), then
+    at ``min(u_i − α_i, α_j)`` (``α_i = u_i`` or ``α_j = 0`` exactly at the cap), then
     ``v ← v + γ(K_{:,i} − K_{:,j})``.  Returns ``γ``."""
     st = state[0]
     alpha, v, q, diag = vec[ALPHA], vec[V], con[Q], con[DIAG]
     i, j = st.i, st.j
     slope = (q[i] - 2.0 * v[i]) - (q[j] - 2.0 * v[j])
     curvature = 2.0 * (diag[i] + diag[j] - 2.0 * col_j[i])  # K_ij = K[i, j]
-    room, mass = st.cap - alpha[i], alpha[j]
+    cap_i = con[CAP, i] if st.weighted else st.cap
+    room, mass = cap_i - alpha[i], alpha[j]
     step_max = min(room, mass)
     gamma = quadratic_step(slope, curvature, step_max)
     if gamma >= step_max:
         gamma = step_max
-        alpha[i] = st.cap if room <= mass else alpha[i] + gamma
+        alpha[i] = cap_i if room <= mass else alpha[i] + gamma
         alpha[j] = 0.0 if mass <= room else alpha[j] - gamma
     else:
         alpha[i] += gamma
@@ -181,8 +188,26 @@ def _top_sum(x, t):
 
 
 @njit(cache=True)
+def _capped_top(x, caps):
+    """``max_{0≤s≤u, 1ᵀs=1} sᵀx``: the largest ``x_k`` take their caps ``u_k`` until the mass
+    1 is spent (by a sort, O(n log n))."""
+    order = np.argsort(-x)
+    total, mass = 0.0, 1.0
+    for p in range(order.shape[0]):
+        k = order[p]
+        take = min(caps[k], mass)
+        total += take * x[k]
+        mass -= take
+        if mass <= 0.0:
+            break
+    return total
+
+
+@njit(cache=True)
 def estimate_met(vec, con, state):
-    """The exact FW gap ``G = u·max_{0≤s≤1, 1ᵀs=νn} sᵀg − αᵀg`` and ``f(α) = qᵀα − αᵀv``
+    """The exact FW gap ``G = max_{s∈Δ_u} sᵀg − αᵀg`` (``u·max_{0≤s≤1, 1ᵀs=νn} sᵀg``
+    unweighted, by a partition; :func:`_capped_top` with per-example caps) and
+    ``f(α) = qᵀα − αᵀv``
     (kept in ``gap`` and ``dual``), and whether the stopping rule's estimate
     ``G ≤ a·f + b`` (``a·|f| + b`` when ``estimate_absolute``) holds."""
     st = state[0]
@@ -193,7 +218,8 @@ def estimate_met(vec, con, state):
         qa += q[k] * alpha[k]
         av += v[k] * alpha[k]
     st.dual = qa - av
-    st.gap = st.cap * _top_sum(g, st.t) - (qa - 2.0 * av)
+    top = _capped_top(g, con[CAP]) if st.weighted else st.cap * _top_sum(g, st.t)
+    st.gap = top - (qa - 2.0 * av)
     f = abs(st.dual) if st.estimate_absolute else st.dual
     return max(st.gap, 0.0) <= st.estimate_a * f + st.estimate_b
 

@@ -71,12 +71,15 @@ class CoordinateIterate(FWIterate):
         ``x_i = (√c_1 X_{i,B_1}, …)``
         (:func:`~kernfw.solvers.simplex_qp._coordinate_numba.blocks_pass`), read without
         scaling ``X``.
+    sample_weight : ndarray of shape (n,) or None
+        Positive per-example weights ``w_i`` of the slacks: the diagonal term of
+        ``K̃_ii`` is ``1/(C w_i)`` (math.md §2.14; None: ``1/C``).
     """
 
     #: ``tol`` is relative to the dual value ``|D| = ρ`` (math.md §2.5)
     gap_scale = "dual"
 
-    def __init__(self, X, y, C, alpha0, rng, start=0, blocks=None):
+    def __init__(self, X, y, C, alpha0, rng, start=0, blocks=None, sample_weight=None):
         self.sparse = not isinstance(X, np.ndarray)
         if blocks is not None and self.sparse:
             raise ValueError("weighted column blocks need dense features")
@@ -84,7 +87,9 @@ class CoordinateIterate(FWIterate):
         self.blocks = blocks
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.n, self.d = X.shape
-        self.inv_C = 1.0 / float(C)
+        self.inv_c = np.full(self.n, 1.0 / float(C))  # 1/(C w_i)
+        if sample_weight is not None:
+            self.inv_c /= sample_weight
         self.rng = rng
         self.passes = 0
         self.run_length = 1
@@ -99,7 +104,7 @@ class CoordinateIterate(FWIterate):
             self._margins = passes.sparse_margins if self.sparse else passes.dense_margins
             self._primal = passes.sparse_primal if self.sparse else passes.dense_primal
             sq_norms = _row_sq_norms(X, self.sparse)
-        self.diag = sq_norms + 1.0 + self.inv_C  # K̃_ii
+        self.diag = sq_norms + 1.0 + self.inv_c  # K̃_ii
         self.state = np.zeros(1, dtype=passes.STATE)
         self.beta = np.zeros(self.n)
         if alpha0 is None:
@@ -131,13 +136,13 @@ class CoordinateIterate(FWIterate):
         )
 
     def _refresh(self):
-        """``u = Σ β_i z_i``, ``S`` and ``βᵀK̃β = ‖u‖² + ‖β‖²/C`` recomputed from ``β``
+        """``u = Σ β_i z_i``, ``S`` and ``βᵀK̃β = ‖u‖² + Σ β_i²/(C w_i)`` recomputed from ``β``
         (the passes' incremental updates drift by rounding)."""
         s = self.state[0]
         self._primal(*self._args(), self.y, self.beta, self.w, self.w_abs)
         s["bias"] = self.beta @ self.y
         s["mass"] = self.beta.sum()
-        s["quad"] = self._primal_sq_norm() + s["bias"] ** 2 + self.inv_C * (self.beta @ self.beta)
+        s["quad"] = self._primal_sq_norm() + s["bias"] ** 2 + (self.beta * self.inv_c) @ self.beta
 
     def configure_runs(self, tol, check_every, max_passes):
         """Runs of at most ``check_every`` passes, ended early by the estimate of the rule of
@@ -179,7 +184,7 @@ class CoordinateIterate(FWIterate):
             self.state[0]["min_margin"] = math.inf
             order = self.rng.permutation(self.active)
             self._pass(
-                *self._args(), self.y, self.inv_C, self.diag, order, self.beta, self.w, self.state
+                *self._args(), self.y, self.inv_c, self.diag, order, self.beta, self.w, self.state
             )
             self.passes += 1
             if self._estimate_met():
@@ -194,7 +199,7 @@ class CoordinateIterate(FWIterate):
         if not self._v_current:
             self._refresh()
             self._margins(
-                *self._args(), self.y, self.inv_C, self.beta, self.w, self.w_abs, self.state, self.v
+                *self._args(), self.y, self.inv_c, self.beta, self.w, self.w_abs, self.state, self.v
             )
             self._v_current = True
         return self.v

@@ -24,6 +24,7 @@ __all__ = [
     "L2SVMKernel",
     "L2SVM_SOLVERS",
     "check_binary_labels",
+    "check_l2svm_weights",
     "choose_l2svm_solver",
     "solve_l2svm",
     "solve_l2svm_blocks",
@@ -57,8 +58,28 @@ def check_binary_labels(y, n):
     return y.astype(np.float64)
 
 
+def check_l2svm_weights(sample_weight, n):
+    """Per-example weights ``w_i > 0`` of shape (n,) as float64, or None for ``w = 1``.
+
+    The weighted L2-SVM (math.md §2.14) puts ``1/(C w_i)`` on the diagonal of its dual, so
+    an example of weight 0 has no place in it: the caller leaves it out (it does not
+    constrain the optimum), and a zero or negative weight here is a ValueError.
+    """
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or not np.all(w > 0):
+        raise ValueError(
+            "the L2-SVM's weights must be positive and finite (leave examples of weight "
+            "0 out of the problem: they do not constrain it)"
+        )
+    return w
+
+
 class L2SVMKernel(KernelOperator):
-    """The modified kernel ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C`` of the L2-SVM (§2.1).
+    """The modified kernel ``K̃_ij = y_i y_j (K_ij + 1) + δ_ij / (C w_i)`` of the L2-SVM (§2.1).
 
     An operator wrapper: it answers the operator protocol from the base
     operator without forming any ``n × n`` matrix.
@@ -71,6 +92,14 @@ class L2SVMKernel(KernelOperator):
         Labels ``y_i`` in {−1, +1}.
     C : float > 0
         Penalty ``C`` of the squared slacks.
+    sample_weight : array-like of shape (n,) or None
+        Per-example weights ``w_i > 0`` of the slacks, ``C Σ w_i ξ_i²`` (math.md §2.14;
+        None: all 1).
+
+    Attributes
+    ----------
+    inv_c : ndarray of shape (n,)
+        The diagonal term ``1/(C w_i)`` of each example.
 
     Notes
     -----
@@ -79,7 +108,7 @@ class L2SVMKernel(KernelOperator):
     so that the decision function is ``h(x) = cross(x, S) @ α_S``.
     """
 
-    def __init__(self, base, y, C):
+    def __init__(self, base, y, C, sample_weight=None):
         if not isinstance(base, KernelOperator):
             raise TypeError(f"base must be a KernelOperator, got {type(base).__name__}")
         if (
@@ -92,20 +121,25 @@ class L2SVMKernel(KernelOperator):
         self.base = base
         self.y = check_binary_labels(y, base.n)
         self.C = float(C)
+        self.sample_weight = check_l2svm_weights(sample_weight, base.n)
         self.n = base.n
         self.dtype = np.result_type(base.dtype, np.float64)
+        self.inv_c = np.full(self.n, 1.0 / self.C)
+        if self.sample_weight is not None:
+            self.inv_c /= self.sample_weight
         self._signed_y = (-self.y[:, None], self.y[:, None])  # y_i y for y_i = −1, +1
 
     def column_source(self):
         """The base operator's :class:`~kernfw.operators.base.ColumnSource` with this
-        kernel's labels ``y`` and ``1/C``, or None when the base operator has none."""
+        kernel's labels ``y`` and diagonal terms ``1/(C w_i)``, or None when the base
+        operator has none."""
         inner = self.base.column_source()
         if inner is None:
             return None
-        return inner._replace(labels=self.y, inv_c=np.full(self.n, 1.0 / self.C))
+        return inner._replace(labels=self.y, inv_c=self.inv_c)
 
     def diag(self):
-        return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + 1.0 / self.C
+        return np.asarray(self.base.diag(), dtype=np.float64) + 1.0 + self.inv_c
 
     def columns(self, idx):
         idx = as_index(idx, self.n)
@@ -113,10 +147,10 @@ class L2SVMKernel(KernelOperator):
         if idx.size == 1:  # the solvers' case: y_i y is y or −y, one pass
             i = int(idx[0])
             out *= self._signed_y[int(self.y[i] > 0)]
-            out[i, 0] += 1.0 / self.C
+            out[i, 0] += self.inv_c[i]
             return out
         out *= np.multiply.outer(self.y, self.y[idx])
-        out[idx, np.arange(idx.size)] += 1.0 / self.C
+        out[idx, np.arange(idx.size)] += self.inv_c[idx]
         return out
 
     def matmat(self, V):
@@ -124,7 +158,7 @@ class L2SVMKernel(KernelOperator):
         yV = V * (self.y if V.ndim == 1 else self.y[:, None])
         out = self.base.matmat(yV) + yV.sum(axis=0)
         out *= self.y if V.ndim == 1 else self.y[:, None]
-        out += V / self.C
+        out += V * (self.inv_c if V.ndim == 1 else self.inv_c[:, None])
         return out
 
     def cross(self, X_new, idx=None):
@@ -133,7 +167,8 @@ class L2SVMKernel(KernelOperator):
 
     def subset(self, idx):
         idx = as_index(idx, self.n)
-        return L2SVMKernel(self.base.subset(idx), self.y[idx], self.C)
+        w = None if self.sample_weight is None else self.sample_weight[idx]
+        return L2SVMKernel(self.base.subset(idx), self.y[idx], self.C, w)
 
 
 def choose_l2svm_solver(op):
@@ -150,7 +185,7 @@ def choose_l2svm_solver(op):
     return "mfw" if op.features() is None else "dcd"
 
 
-def _solve_coordinate(op, y, C, **options):
+def _solve_coordinate(op, y, C, sample_weight, **options):
     """:func:`solve_l2svm` with ``solver="dcd"``: vertex-coordinate passes (math.md §2.13)."""
     X = op.features()
     if X is None:
@@ -158,11 +193,22 @@ def _solve_coordinate(op, y, C, **options):
             "solver='dcd' needs explicit features (the linear kernel on X, or low-rank "
             f"features); got a {type(op).__name__} without them: use solver='mfw'"
         )
-    return _run_coordinate(X, None, y, C, **options)
+    return _run_coordinate(X, None, y, C, sample_weight=sample_weight, **options)
 
 
 def _run_coordinate(
-    X, blocks, y, C, tol, max_iter, alpha0, random_state, callback, max_time, check_every
+    X,
+    blocks,
+    y,
+    C,
+    tol,
+    max_iter,
+    alpha0,
+    random_state,
+    callback,
+    max_time,
+    check_every,
+    sample_weight=None,
 ):
     """The passes on the features ``X`` (weighted column ``blocks`` of it, or all of it)."""
     n = X.shape[0]
@@ -177,7 +223,8 @@ def _run_coordinate(
     alpha0 = None if alpha0 is None else check_alpha0(alpha0, n)
     rng = np.random.default_rng(0 if random_state is None else random_state)
     start = 0 if random_state is None else int(rng.integers(n))
-    iterate = CoordinateIterate(X, y, C, alpha0, rng, start, blocks)
+    w = check_l2svm_weights(sample_weight, n)
+    iterate = CoordinateIterate(X, y, C, alpha0, rng, start, blocks, w)
     check_every = DCD_CHECK_EVERY if check_every is None else check_every
     iterate.configure_runs(tol, check_every, int(max_iter))
     return run(
@@ -204,13 +251,14 @@ def solve_l2svm(
     callback=None,
     max_time=None,
     check_every=None,
+    sample_weight=None,
 ):
     """Train the binary L2-SVM of CVM (math.md §2.1) as a quadratic over the simplex.
 
-    Solves ``max_{α∈Δₙ} −αᵀK̃α`` with ``K̃ = L2SVMKernel(op, y, C)`` by
+    Solves ``max_{α∈Δₙ} −αᵀK̃α`` with ``K̃ = L2SVMKernel(op, y, C, sample_weight)`` by
     :func:`solve_simplex_qp` (``q = 0``), and recovers the primal solution::
 
-        w = Σ α_i y_i φ(x_i),  b = Σ α_i y_i,  ξ_i = α_i / C,  ρ = αᵀK̃α,
+        w = Σ α_i y_i φ(x_i),  b = Σ α_i y_i,  ξ_i = α_i / (C w_i),  ρ = αᵀK̃α,
         h(x) = Σ_{i∈S} α_i y_i (k(x_i, x) + 1).
 
     Parameters
@@ -222,7 +270,7 @@ def solve_l2svm(
         Labels in {−1, +1}.
     C : float > 0
         Penalty ``C`` of ``C Σ ξ_i²``.
-    solver : {"auto", "mfw", "lsfw", "cvm", "dcd"}
+    solver : {"auto", "mfw", "lsfw", "cvm", "active_set", "dcd"}
         The algorithms of :func:`solve_simplex_qp`, or ``"dcd"``: passes of
         vertex-coordinate steps on explicit features (math.md §2.13;
         ``max_iter`` then counts passes, None is 1000, and ``check_every`` bounds
@@ -237,24 +285,28 @@ def solve_l2svm(
     alpha0 : array-like of shape (n,) or None
         Warm start on the simplex, e.g. the previous ``alpha`` when only the
         kernel (weights) changed.
+    sample_weight : array-like of shape (n,) or None
+        Positive per-example weights ``w_i``: the slack penalty ``C Σ w_i ξ_i²`` (math.md
+        §2.14; None: all 1).  An example of weight 0 does not constrain the problem:
+        leave it out (a weight ``≤ 0`` is a ValueError).
 
     Returns
     -------
     FWResult
-        ``solution`` holds ``alpha`` (n,), ``v`` (``K̃α``; ``v_i = y_i h(x_i) + α_i/C``),
+        ``solution`` holds ``alpha`` (n,), ``v`` (``K̃α``; ``v_i = y_i h(x_i) + α_i/(C w_i)``),
         ``support`` (sorted indices with ``α_i > 0``), ``coef`` (``α_S ⊙ y_S``:
         dual coefficients of ``h`` on the support), ``b`` and ``rho``.
         ``dual = −ρ``; ``primal = dual + gap`` is the primal objective
         ``‖w‖² + b² − 2ρ' + CΣξ²`` at ``(w, b, ξ)`` above with the feasible
         margin ``ρ' = min_i v_i``.
     """
-    K_tilde = L2SVMKernel(op, y, C)
+    K_tilde = L2SVMKernel(op, y, C, sample_weight)
     if solver == "auto":
         solver = choose_l2svm_solver(op)
     options = dict(tol=tol, max_iter=max_iter, alpha0=alpha0, random_state=random_state)
     options.update(callback=callback, max_time=max_time, check_every=check_every)
     if solver == "dcd":
-        result = _solve_coordinate(op, K_tilde.y, C, **options)
+        result = _solve_coordinate(op, K_tilde.y, C, K_tilde.sample_weight, **options)
     else:
         result = solve_simplex_qp(K_tilde, None, solver=solver, **options)
     return _with_model(result, K_tilde.y)
@@ -296,6 +348,7 @@ def solve_l2svm_blocks(
     random_state=None,
     check_every=None,
     callback=None,
+    sample_weight=None,
 ):
     """The binary L2-SVM on weighted column blocks of ``X`` by vertex-coordinate passes.
 
@@ -311,7 +364,7 @@ def solve_l2svm_blocks(
         Dense features (float32 or float64, C-contiguous).
     blocks : FeatureBlockWeights
         The column ranges ``B_r``, their weights ``c_r > 0`` and ``‖x_i‖²``.
-    y, C, tol, max_iter, alpha0, random_state, check_every, callback
+    y, C, tol, max_iter, alpha0, random_state, check_every, callback, sample_weight
         As :func:`solve_l2svm` with ``solver="dcd"``.
 
     Returns
@@ -326,6 +379,17 @@ def solve_l2svm_blocks(
         raise ValueError("block weights must be positive (leave zero-weight blocks out)")
     y = check_binary_labels(y, X.shape[0])
     result = _run_coordinate(
-        X, blocks, y, C, tol, max_iter, alpha0, random_state, callback, None, check_every
+        X,
+        blocks,
+        y,
+        C,
+        tol,
+        max_iter,
+        alpha0,
+        random_state,
+        callback,
+        None,
+        check_every,
+        sample_weight,
     )
     return _with_model(result, y)

@@ -44,9 +44,11 @@ from ...fw import Certificate, FWIterate, run
 from ...fw.capped_simplex import sum_top_t, top_t_vertex
 from ...fw.result import rounding_bound
 from . import _soft_ball_numba as core
+from .dense import capped_vertex
+from .exact import ExactIterate
 from .iterate import column_cache
 
-__all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2"]
+__all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2", "soft_ball_caps"]
 
 #: pairwise steps between the compiled estimates of the FW gap (each O(n))
 ESTIMATE_EVERY = 16
@@ -56,16 +58,38 @@ LANDMARKS = 64
 _COLUMN_BLOCK = 256
 
 
-def soft_ball_radius2(d, nu):
+def soft_ball_caps(nu, n, sample_weight=None):
+    """The caps of the ν-soft ball's dual: ``u_i = w_i / (ν Σ_j w_j)`` (math.md §2.14), or
+    None for ``w = 1`` (one cap ``u = 1/(νn)``)."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
+        raise ValueError(
+            f"the soft ball's weights must be positive and finite, of shape ({n},) (leave "
+            "points of weight 0 out: they do not enter the problem)"
+        )
+    return w / (nu * float(w.sum()))
+
+
+def soft_ball_radius2(d, nu, sample_weight=None):
     """The radius ``R²`` of the ν-soft ball: the ``⌈νn⌉``-th largest distance ``d_i``.
 
     It minimizes the primal ``R² + u Σ (d_i − R²)_+`` over ``R²`` and leaves strictly
     outside at most ``⌈νn⌉ − 1 < νn`` points (the ν-property: the fraction of training
-    outliers is at most ν).
+    outliers is at most ν).  With weights ``w`` (math.md §2.14) it is the largest ``d_i``
+    at which the weight of the points at or beyond it reaches ``νΣw``: the weighted
+    fraction of training outliers is at most ν.
     """
     d = np.asarray(d, dtype=np.float64)
-    k = min(max(math.ceil(nu * d.size - 1e-9), 1), d.size)
-    return float(np.partition(d, d.size - k)[d.size - k])
+    if sample_weight is None:
+        k = min(max(math.ceil(nu * d.size - 1e-9), 1), d.size)
+        return float(np.partition(d, d.size - k)[d.size - k])
+    w = np.asarray(sample_weight, dtype=np.float64)
+    order = np.argsort(-d, kind="stable")
+    reached = np.cumsum(w[order])
+    k = int(np.searchsorted(reached, nu * reached[-1] * (1.0 - 1e-12)))
+    return float(d[order[min(k, d.size - 1)]])
 
 
 def _column_source(source, n, con, st):
@@ -100,30 +124,49 @@ class SoftBallIterate(FWIterate):
         ν, the largest fraction of training points left outside the ball.
     q : array-like of shape (n,) or None
         The linear term (None: ``diag(K)``; math.md §8.4 for another).
+    sample_weight : ndarray of shape (n,) or None
+        Positive weights ``w_i`` of the points' slacks: the caps ``u_i = w_i/(νΣw)``
+        (math.md §2.14; None: ``u = 1/(νn)``).
     """
 
     gap_scale = "primal"
 
-    def __init__(self, Q, nu, q=None):
+    def __init__(self, Q, nu, q=None, sample_weight=None):
         self.Q, self.n, self.nu = Q, Q.n, float(nu)
         self.t = self.nu * self.n  # the LMO budget: Δ_u = u · {0 ≤ s ≤ 1, 1ᵀs = t}
         self.u = 1.0 / self.t
-        self._vec, self._con = np.zeros((3, self.n)), np.zeros((3, self.n))
+        self.caps = soft_ball_caps(self.nu, self.n, sample_weight)
+        self.sample_weight = sample_weight
+        self._vec, self._con = np.zeros((3, self.n)), np.zeros((4, self.n))
         self.alpha, self.v = self._vec[core.ALPHA], self._vec[core.V]
         self._con[core.DIAG] = Q.diag()
         self._con[core.Q] = self._con[core.DIAG] if q is None else np.ravel(q)
         self.kdiag, self.q = self._con[core.DIAG], self._con[core.Q]
         self._state = np.zeros(1, dtype=core.STATE)
         self._st = st = self._state[0]  # a view: the fields read and write the record
-        st["cap"], st["t"] = self.u, self.t
+        st["cap"], st["t"], st["weighted"] = self.u, self.t, self.caps is not None
+        if self.caps is not None:
+            self._con[core.CAP] = self.caps
         st["check_every"], st["estimate_b"] = ESTIMATE_EVERY, -math.inf  # no estimate yet
         self.steps, self._run_length, self._max_steps = 0, 1, math.inf
         self._source = _column_source(Q.column_source(), self.n, self._con, st)
         landmarks = np.linspace(0, self.n - 1, min(self.n, LANDMARKS)).astype(np.intp)
         self.alpha[landmarks] = 1.0 / landmarks.size
         self._fill_v()
-        self.alpha[:] = top_t_vertex(self._gradient(), self.t) * self.u
+        self.alpha[:] = self._vertex(self._gradient())
         self._fill_v()
+
+    def _vertex(self, g):
+        """The LMO vertex ``argmax_{s∈Δ_u} sᵀg``."""
+        if self.caps is None:
+            return top_t_vertex(g, self.t) * self.u
+        return capped_vertex(g, self.caps)
+
+    def _lmo_value(self, g):
+        """``max_{s∈Δ_u} sᵀg``."""
+        if self.caps is None:
+            return self.u * sum_top_t(g, self.t)
+        return float(capped_vertex(g, self.caps) @ g)
 
     def _fill_v(self):
         """``v = Kα``: from the columns of the support of ``α`` (about ``νn`` of them, against
@@ -169,7 +212,7 @@ class SoftBallIterate(FWIterate):
         aka = float(self.alpha @ self.v)
         qa = float(self.q @ self.alpha)
         dual = qa - aka
-        gap = self.u * sum_top_t(g, self.t) - float(self.alpha @ g)
+        gap = self._lmo_value(g) - float(self.alpha @ g)
         magnitude = abs(qa) + 2.0 * abs(aka) + 2.0 * float(np.max(np.abs(g)))
         return Certificate(
             primal=dual + gap,
@@ -208,7 +251,7 @@ class SoftBallIterate(FWIterate):
             "alpha": self.alpha.copy(),
             "v": self.v.copy(),
             "support": support,
-            "radius2": soft_ball_radius2(d, self.nu),
+            "radius2": soft_ball_radius2(d, self.nu, self.sample_weight),
         }
 
 
@@ -222,6 +265,8 @@ def solve_soft_ball(
     check_every=100,
     callback=None,
     max_time=None,
+    sample_weight=None,
+    solver="pairwise",
 ):
     """The ν-soft minimum enclosing ball by pairwise Frank-Wolfe (math.md §2.9).
 
@@ -245,6 +290,13 @@ def solve_soft_ball(
         the stopping rule holds (:meth:`SoftBallIterate.configure_runs`).
     callback, max_time
         As in :func:`kernfw.fw.run`.
+    sample_weight : array-like of shape (n,) or None
+        Positive weights ``w_i`` of the points: ``R² + Σ_i w_i ξ_i / (νΣw)``, the caps
+        ``u_i = w_i/(νΣw)`` (math.md §2.14; None: all 1).  Leave points of weight 0 out.
+        The problem is soft when some cap is below 1 (``νn > 1`` unweighted).
+    solver : {"pairwise", "active_set"}
+        Pairwise Frank-Wolfe, or the active-set method on the stored ``K`` (small
+        problems, math.md §2.16; to the optimum whatever ``tol``).
 
     Returns
     -------
@@ -254,21 +306,40 @@ def solve_soft_ball(
     """
     if not 0.0 < nu <= 1.0:
         raise ValueError(f"nu must lie in (0, 1], got {nu}")
-    if nu * Q.n <= 1.0:
+    if solver not in ("pairwise", "active_set"):
+        raise ValueError(f"solver must be 'pairwise' or 'active_set', got {solver!r}")
+    caps = soft_ball_caps(nu, Q.n, sample_weight)
+    if (nu * Q.n <= 1.0) if caps is None else bool(np.all(caps >= 1.0)):
         raise ValueError(
-            f"nu * n = {nu * Q.n:.3g} <= 1 leaves no point outside: solve the hard ball"
+            f"nu * n = {nu * Q.n:.3g} <= 1 (every cap u_i >= 1) leaves no point outside: "
+            "solve the hard ball"
         )
-    iterate = SoftBallIterate(Q, nu, q)
     if max_iter is None:
         max_iter = max(100_000, 20 * Q.n)
-    iterate.configure_runs(tol, check_every, max_iter)
-    return run(
+    if solver == "active_set":
+        iterate = ExactIterate(Q, Q.diag() if q is None else q, _full_caps(caps, nu, Q.n))
+        check_every = 1
+    else:
+        iterate = SoftBallIterate(Q, nu, q, sample_weight)
+        iterate.configure_runs(tol, check_every, max_iter)
+        check_every = 1
+    result = run(
         iterate,
         tol=tol,
         max_iter=max_iter,
         max_time=max_time,
-        check_every=1,
+        check_every=check_every,
         callback=callback,
         remedy="increase max_iter or tol",
-        name="pairwise Frank-Wolfe (soft ball)",
+        name=f"{'active-set' if solver == 'active_set' else 'pairwise Frank-Wolfe'} (soft ball)",
     )
+    sol = result.solution
+    if "radius2" not in sol:  # the exact solve: R² from the distances at its centre
+        d = np.asarray(iterate.q) - 2.0 * sol["v"] + float(sol["alpha"] @ sol["v"])
+        sol["radius2"] = soft_ball_radius2(d, nu, sample_weight)
+    return result
+
+
+def _full_caps(caps, nu, n):
+    """The caps as an array: ``caps``, or ``1/(νn)`` everywhere."""
+    return np.full(n, 1.0 / (nu * n)) if caps is None else caps

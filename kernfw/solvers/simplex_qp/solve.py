@@ -15,15 +15,17 @@ from ...fw import StoppingRule, run
 from ...operators.base import KernelOperator
 from .cvm import CoreVectorIterate
 from .dense import solve_dense_simplex_qp
+from .exact import ExactIterate
 from .iterate import SimplexQPIterate, SimplexQPRuns
 from .start import check_alpha0
 
 __all__ = ["solve_simplex_qp", "make_iterate", "drive", "check_tol", "SOLVERS"]
 
 #: the algorithms (``solver``): Frank-Wolfe with exact line search, modified (away-step)
-#: Frank-Wolfe, and the core vector machine baseline (core-set iterations,
-#: :mod:`kernfw.solvers.simplex_qp.cvm`)
-SOLVERS = ("lsfw", "mfw", "cvm")
+#: Frank-Wolfe, the core vector machine baseline (core-set iterations,
+#: :mod:`kernfw.solvers.simplex_qp.cvm`) and the exact active-set solve of small
+#: problems (:mod:`kernfw.solvers.simplex_qp.exact`)
+SOLVERS = ("lsfw", "mfw", "cvm", "active_set")
 
 
 def _check_choice(name, value, options):
@@ -85,9 +87,12 @@ def remedy(solver):
 
 
 def make_iterate(Q, q, solver, alpha0, rng, tol=None):
-    """The iterate of ``solver``: CVM core-set iterations (to the outer ``tol``), or FW / MFW."""
+    """The iterate of ``solver``: CVM core-set iterations (to the outer ``tol``), the exact
+    active-set solve (``alpha0`` unused), or FW / MFW."""
     if solver == "cvm":
         return CoreVectorIterate(Q, q, rng, tol, _core_qp, alpha0=alpha0)
+    if solver == "active_set":
+        return ExactIterate(Q, q)
     return SimplexQPIterate(Q, q, solver, alpha0, rng)
 
 
@@ -126,14 +131,17 @@ def solve_simplex_qp(
         start); a warm start fetches the columns of its support once.
     q : array-like of shape (n,) or None
         Linear term ``q`` (None means 0; the MEB uses ``q = diag(Q)``).
-    solver : {"mfw", "lsfw", "cvm"}
+    solver : {"mfw", "lsfw", "cvm", "active_set"}
         "mfw": Frank-Wolfe with away steps and drop steps (linear
         convergence); "lsfw": plain Frank-Wolfe toward ``i* = argmax g``.
         Both use the exact line search and run compiled (numba).  "cvm": the core
         vector machine baseline
         (:class:`~kernfw.solvers.simplex_qp.CoreVectorIterate`): each iteration adds
         the FW vertex to the core set and re-solves the QP on the core set by
-        MFW; an iteration is then a core-set iteration.
+        MFW; an iteration is then a core-set iteration.  "active_set": the active-set
+        method on the stored ``Q`` (small problems, math.md §2.16;
+        :class:`~kernfw.solvers.simplex_qp.exact.ExactIterate`), to optimality
+        whatever ``tol``; an iteration is an active-set iteration.
     tol : float > 0 or StoppingRule
         Tolerance of the stopping rule ``gap + rounding ≤ tol·s`` (math.md §2.5) on the
         problem's scale ``s``: the squared radius ``r² = f(α) + c`` of a ball when ``q`` is
@@ -197,7 +205,7 @@ def solve_simplex_qp(
     if max_time is not None:
         max_time = check_positive("max_time", max_time)
     if check_every is None:
-        check_every = 1 if solver == "cvm" else _default_check_every(n)
+        check_every = 1 if solver in ("cvm", "active_set") else _default_check_every(n)
     rng = None if random_state is None else np.random.default_rng(random_state)
     alpha0 = None if alpha0 is None else check_alpha0(alpha0, n)
     # one column per iteration is memory-bound O(n d) work: BLAS threads only

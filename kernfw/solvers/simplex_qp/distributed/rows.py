@@ -97,6 +97,9 @@ class ShardedRows:
         The kernel ``k``.
     labels : ndarray of int of shape (n,) or None
         Encoded class labels (classification).
+    weights : ndarray of shape (n,) or None
+        Nonnegative per-example weights (math.md §2.14; None: all 1): the rows of weight
+        0 take part in no problem, the others weigh their slacks.
     client : distributed.Client, str or None
         See :func:`get_client`.
     n_shards : int or None
@@ -110,7 +113,7 @@ class ShardedRows:
         The worker address of each block.
     """
 
-    def __init__(self, X, kernel, labels=None, client=None, n_shards=None):
+    def __init__(self, X, kernel, labels=None, client=None, n_shards=None, weights=None):
         self.client = get_client(client)
         workers = sorted(self.client.scheduler_info()["workers"])
         if not workers:  # workers (re)starting: give them a moment to register
@@ -134,7 +137,11 @@ class ShardedRows:
             for k, worker in enumerate(self.workers):
                 lo, hi = self.bounds[k], self.bounds[k + 1]
                 data = self.client.scatter(
-                    [X[lo:hi], None if labels is None else labels[lo:hi]],
+                    [
+                        X[lo:hi],
+                        None if labels is None else labels[lo:hi],
+                        None if weights is None else weights[lo:hi],
+                    ],
                     workers=[worker],
                     hash=False,
                 )
@@ -145,6 +152,7 @@ class ShardedRows:
                         int(lo),
                         kernel,
                         data[1],
+                        data[2],
                         workers=[worker],
                         allow_other_workers=False,
                         actor=True,

@@ -116,14 +116,17 @@ class _Problem:
         self.rows = rows
         self.index = shard.start + rows
         self.y = y
-        self.inv_C = None if C is None else 1.0 / C
+        # the diagonal term 1/(C w_i) of the L2-SVM (math.md §2.14)
+        self.inv_c = None if C is None else np.full(rows.size, 1.0 / C)
+        if self.inv_c is not None and shard.weights is not None:
+            self.inv_c /= shard.weights[rows]
         base_diag = np.asarray(shard.kernel.diag(self.X), dtype=np.float64)
         if ball:  # MEB: Q = K, q = diag(K)
             self.diag = base_diag
             self.q = base_diag
             self.half_q = 0.5 * base_diag
         else:  # L2-SVM: Q = K̃, q = 0
-            self.diag = base_diag + 1.0 + self.inv_C
+            self.diag = base_diag + 1.0 + self.inv_c
             self.q = self.half_q = None
         m = rows.size
         self.beta = np.zeros(m)
@@ -153,12 +156,12 @@ class _Problem:
         k = np.asarray(k.toarray() if sp.issparse(k) else k, dtype=np.float64)[0]
         if self.y is None:
             col = k
-        else:  # K̃_ij = y_i y_j (K_ij + 1) + δ_ij / C
+        else:  # K̃_ij = y_i y_j (K_ij + 1) + δ_ij / (C w_i)
             col = np.add(k, 1.0)
             col *= self.y if vertex.y > 0 else -self.y
             pos = self.local(j)
             if pos >= 0:
-                col[pos] += self.inv_C
+                col[pos] += self.inv_c[pos]
         if self.max_cached > 0:
             if len(self.cache) >= self.max_cached:
                 self.cache.popitem(last=False)
@@ -220,9 +223,12 @@ class RowShard:
         The kernel ``k``.
     labels : ndarray of shape (m,) or None
         Encoded class labels of the rows (classification), or None.
+    weights : ndarray of shape (m,) or None
+        Nonnegative weights of the rows (None: all 1); rows of weight 0 take part in no
+        problem.
     """
 
-    def __init__(self, X, start, kernel, labels=None):
+    def __init__(self, X, start, kernel, labels=None, weights=None):
         if isinstance(X, np.ndarray) and not (X.flags.aligned and X.flags.c_contiguous):
             # a block unpickled from a network frame can be unaligned: numpy's
             # matrix products then skip BLAS (several times slower); copy it once
@@ -231,6 +237,7 @@ class RowShard:
         self.start = int(start)
         self.kernel = kernel
         self.labels = labels
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
         self.sq = _sq_norms(X) if isinstance(X, np.ndarray) and X.dtype == np.float64 else None
         self.problem = None
 
@@ -276,6 +283,8 @@ class RowShard:
             rows = np.arange(self.X.shape[0])
         else:
             rows = np.flatnonzero(np.isin(self.labels, members))
+        if self.weights is not None:  # rows of weight 0 are out (math.md §2.14)
+            rows = rows[self.weights[rows] > 0]
         y = None if positive is None else np.where(self.labels[rows] == positive, 1.0, -1.0)
         p = self.problem = _Problem(self, rows, y, C, ball, cache_size)
         if rows.size == 0:
@@ -405,5 +414,5 @@ class RowShard:
                 out[lo : lo + block] = K @ signed
             else:
                 out[lo : lo + block] = p.y[local] * ((K + 1.0) @ signed)
-                out[lo : lo + block] += weights[rows] * p.inv_C
+                out[lo : lo + block] += weights[rows] * p.inv_c[local]
         return index[mine], out
