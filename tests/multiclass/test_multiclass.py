@@ -1128,8 +1128,10 @@ def test_estimator_objective_equals_solver(solver):
     assert list(clf.classes_) == ["cat", "dog", "emu", "fox", "gnu"]
     assert clf.dual_coef_.shape == (M, N)
     S = clf.decision_function(X0)
+    # the intercept of intercept_scaling s = 1: b = s² A1/(λn) (math.md §1.15)
+    np.testing.assert_allclose(clf.intercept_, clf.dual_coef_.sum(axis=1) / (LAM * N))
     np.testing.assert_allclose(
-        S, rbf_kernel(X0, gamma=GAMMA) @ clf.dual_coef_.T / (LAM * N), atol=1e-10
+        S, rbf_kernel(X0, gamma=GAMMA) @ clf.dual_coef_.T / (LAM * N) + clf.intercept_, atol=1e-10
     )
     assert clf.primal_objective_ - clf.dual_objective_ == pytest.approx(clf.duality_gap_, abs=1e-10)
     for key in ("iteration", "time", "primal", "dual", "gap", "step"):
