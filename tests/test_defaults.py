@@ -68,7 +68,9 @@ def test_resolve_lam_maps_C_to_lambda():
 def test_C_gives_the_optimum_of_linearsvc_crammer_singer(small, C):
     """λ = 1/(C·n): kernfw's optimum is LinearSVC(crammer_singer)'s at the same C."""
     X, y = small
-    clf = MultiClassSVM(kernel="linear", C=C, tol=1e-6, max_iter=100000, random_state=0).fit(X, y)
+    clf = MultiClassSVM(
+        kernel="linear", fit_intercept=False, C=C, tol=1e-6, max_iter=100000, random_state=0
+    ).fit(X, y)
     lam = 1.0 / (C * len(y))
     assert clf.lam_ == pytest.approx(lam)
     ref = LinearSVC(
@@ -81,7 +83,9 @@ def test_C_gives_the_optimum_of_linearsvc_crammer_singer(small, C):
     assert P_ref >= P - clf.duality_gap_ - 1e-9
     assert P_ref <= P + 1e-4 * P
     # the mapping is what makes them agree: λ = 1/C gives another optimum
-    wrong = MultiClassSVM(kernel="linear", lam=1.0 / C, tol=1e-6, max_iter=100000).fit(X, y)
+    wrong = MultiClassSVM(
+        kernel="linear", fit_intercept=False, lam=1.0 / C, tol=1e-6, max_iter=100000
+    ).fit(X, y)
     assert abs(crammer_singer_primal(wrong.coef_, X, y, lam) - P_ref) > 10 * clf.duality_gap_
 
 

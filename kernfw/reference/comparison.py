@@ -140,7 +140,7 @@ def _multiclass(est, X, y):
         smoothing=est.smoothing,
         n_classes=m,
         sample_weight=est.class_weight_[y_idx],
-        intercept_scaling=est.intercept_scaling if est.fit_intercept else None,
+        intercept_scaling=est.intercept_scaling if est._fits_intercept() else None,
     )
     return result["value"]
 
