@@ -282,3 +282,9 @@ def test_no_internal_labels_or_outside_paths():
             if FORBIDDEN.search(line):
                 found.setdefault(str(path.relative_to(ROOT)), []).append(number)
     assert not found, f"internal labels or outside paths (file: lines): {found}"
+
+
+def test_benchmark_pages_stay_short():
+    """docs/benchmarks/ holds one current result per question, not a lab notebook."""
+    size = sum(p.stat().st_size for p in (DOCS / "benchmarks").rglob("*") if p.is_file())
+    assert size < 120_000, size
