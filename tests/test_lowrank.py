@@ -282,6 +282,10 @@ def _expected_failures(estimator):
     failures = {}
     if isinstance(estimator, MinimumEnclosingBall) and estimator.approx == "nystroem":
         failures["check_sample_weight_equivalence_on_sparse_data"] = _NYSTROEM_LANDMARKS
+    if isinstance(estimator, MultiClassSVM) and estimator.approx == "nystroem":
+        # and at the default tol the fits agree within their certified gaps, not to 1e-7
+        failures["check_sample_weight_equivalence_on_dense_data"] = _NYSTROEM_LANDMARKS
+        failures["check_sample_weight_equivalence_on_sparse_data"] = _NYSTROEM_LANDMARKS
     # L2SVC and the ball solve the checks' small problems exactly on float64 features
     # (math.md §2.15)
     if _float32_map(estimator) and not isinstance(estimator, (L2SVC, MinimumEnclosingBall)):
