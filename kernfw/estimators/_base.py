@@ -275,6 +275,24 @@ def _concatenate_histories(histories):
     return out
 
 
+def class_weights(class_weight, classes, y, sample_weight=None):
+    """The weight ``c_k`` of each class in ``classes``: scikit-learn's
+    :func:`~sklearn.utils.class_weight.compute_class_weight`, whose "balanced" weights
+    are ``Σ_i s_i / (m · Σ_{y_i = k} s_i)`` with the sample weights ``s`` (written here:
+    scikit-learn's own function takes ``sample_weight`` from version 1.7 on)."""
+    if not (isinstance(class_weight, str) and class_weight == "balanced"):
+        return compute_class_weight(class_weight, classes=classes, y=y)
+    classes, y = np.asarray(classes), np.asarray(y)
+    y_enc = np.searchsorted(classes, y)
+    if np.any(y_enc >= classes.size) or np.any(classes[np.minimum(y_enc, classes.size - 1)] != y):
+        raise ValueError("classes should include all valid labels that can be in y")
+    s = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    totals = np.bincount(y_enc, weights=s, minlength=classes.size)
+    if np.any(totals <= 0):
+        raise ValueError("class_weight='balanced' needs a positive weight in every class")
+    return s.sum() / (classes.size * totals)
+
+
 def example_weights(sample_weight, n, class_weight=None, y=None):
     """The per-example weights ``w_i = s_i · c_{y_i}`` of a fit, or None when all are 1.
 
@@ -307,7 +325,7 @@ def example_weights(sample_weight, n, class_weight=None, y=None):
         y = np.asarray(y)
         kept = w > 0
         classes, y_enc = np.unique(y[kept], return_inverse=True)
-        c = compute_class_weight(class_weight, classes=classes, y=y[kept], sample_weight=w[kept])
+        c = class_weights(class_weight, classes, y[kept], w[kept])
         w[kept] *= c[y_enc]
         if not np.any(w > 0):
             raise ValueError("every example has weight zero after class_weight")

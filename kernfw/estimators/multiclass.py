@@ -5,7 +5,6 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
@@ -18,6 +17,7 @@ from ._base import (
     PRECISION_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
+    class_weights,
     resolve_lam,
     solver_seed,
     with_callbacks,
@@ -459,9 +459,7 @@ class MultiClassSVM(
         the class (``class_weight_``); None when every one is 1.  A negative or
         non-finite weight, or fewer than two classes with a positive weight, raise."""
         sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
-        self.class_weight_ = compute_class_weight(
-            self.class_weight, classes=classes, y=y, sample_weight=sample_weight
-        )
+        self.class_weight_ = class_weights(self.class_weight, classes, y, sample_weight)
         weights = sample_weight * self.class_weight_[y_enc]
         _check_weighted_classes(y_enc, weights)
         return None if np.all(weights == 1.0) else weights
