@@ -275,6 +275,15 @@ def _concatenate_histories(histories):
     return out
 
 
+def check_sample_weight(sample_weight, X, **kwargs):
+    """scikit-learn's ``_check_sample_weight`` with nonnegative weights, refusing all
+    zeros as scikit-learn 1.7 does (1.6, the declared minimum, lets them through)."""
+    w = _check_sample_weight(sample_weight, X, ensure_non_negative=True, **kwargs)
+    if not np.any(w > 0):
+        raise ValueError("Sample weights must contain at least one non-zero number.")
+    return w
+
+
 def class_weights(class_weight, classes, y, sample_weight=None):
     """The weight ``c_k`` of each class in ``classes``: scikit-learn's
     :func:`~sklearn.utils.class_weight.compute_class_weight`, whose "balanced" weights
@@ -318,9 +327,7 @@ def example_weights(sample_weight, n, class_weight=None, y=None):
     """
     if sample_weight is None and class_weight is None:
         return None
-    w = _check_sample_weight(
-        sample_weight, np.empty((n, 0)), dtype=np.float64, copy=True, ensure_non_negative=True
-    )
+    w = check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64, copy=True)
     if class_weight is not None:  # over the examples that count: "balanced" sums weights
         y = np.asarray(y)
         kept = w > 0

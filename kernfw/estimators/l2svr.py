@@ -12,7 +12,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp.l2svr import L2SVR_SOLVERS, solve_l2svr
@@ -20,6 +20,7 @@ from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
+    check_sample_weight,
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
@@ -210,10 +211,8 @@ KernelOperator, default="rbf"
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
         y = np.asarray(y, dtype=np.float64)
-        s = _check_sample_weight(
-            sample_weight, np.empty(op.n), dtype=np.float64, ensure_non_negative=True
-        )
-        keep = np.flatnonzero(s > 0)  # not empty: _check_sample_weight refuses all zeros
+        s = check_sample_weight(sample_weight, np.empty(op.n), dtype=np.float64)
+        keep = np.flatnonzero(s > 0)  # not empty: check_sample_weight refuses all zeros
         offset = float(np.average(y, weights=s))
         train = op if keep.size == op.n else op.subset(keep)
         callback = self._fw_callback(self.max_iter, X, y)

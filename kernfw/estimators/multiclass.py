@@ -17,6 +17,7 @@ from ._base import (
     PRECISION_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
     KernelInputMixin,
+    check_sample_weight,
     class_weights,
     resolve_lam,
     solver_seed,
@@ -458,7 +459,7 @@ class MultiClassSVM(
         """The weights ``w_i`` of the loss terms: ``sample_weight`` times the weight of
         the class (``class_weight_``); None when every one is 1.  A negative or
         non-finite weight, or fewer than two classes with a positive weight, raise."""
-        sample_weight = _check_sample_weight(sample_weight, X, ensure_non_negative=True)
+        sample_weight = check_sample_weight(sample_weight, X)
         self.class_weight_ = class_weights(self.class_weight, classes, y, sample_weight)
         weights = sample_weight * self.class_weight_[y_enc]
         _check_weighted_classes(y_enc, weights)
