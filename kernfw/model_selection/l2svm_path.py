@@ -87,7 +87,7 @@ class RowModel(ClassifierMixin, BaseEstimator):
             if self.support.size
             else np.zeros((rows.size, 0))
         )
-        decision = (K + 1.0) @ self.dual_coef.T
+        decision = K @ self.dual_coef.T + self.dual_coef.sum(axis=1)  # Σ coef (k + 1)
         scores = combine_decisions(decision, self.problems, self.classes.size, self.multi_class)
         return scores
 
