@@ -22,8 +22,10 @@ from sklearn.preprocessing import StandardScaler
 
 import kernfw
 
-#: constructions of the estimators that take arguments, and small budgets
+#: constructions of the estimators that take arguments, and small budgets (a fixed
+#: random_state where the block order is drawn)
 ESTIMATORS = {
+    "StructuredSVM": lambda: kernfw.StructuredSVM(random_state=0),
     "OnlineMKLStructured": lambda: kernfw.OnlineMKLStructured(
         kernfw.structured.MultiClass(3), max_iter=5
     ),

@@ -26,7 +26,13 @@ from ..solvers.structural import (
     solve_structural_ssg,
 )
 from ..structured import MultiClass
-from ._base import FWEstimatorMixin, resolve_lam, solver_seed, with_callbacks
+from ._base import (
+    FWEstimatorMixin,
+    example_weights,
+    resolve_lam,
+    solver_seed,
+    with_callbacks,
+)
 
 __all__ = ["StructuredSVM"]
 
@@ -112,7 +118,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         (``Chain``, ``Matching``, your own) take ``y`` in their format.
     C : float, default=1.0
         Inverse regularization ``C > 0``: ``λ = 1/(C·n)`` (``n`` training
-        examples) unless ``lam`` is given.
+        examples; with weights ``n`` is their sum ``Σ_i w_i``) unless ``lam`` is given.
     lam : float or None, default=None
         Regularization ``λ > 0`` of the primal above; overrides ``C``.
     solver : {"auto", "bcfw", "stdbcfw", "lsfw", "stdfw", "pairwise", "cutting_plane", \
@@ -297,7 +303,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on examples ``X`` (sequence of inputs) and outputs ``y``.
 
         Parameters
@@ -307,6 +313,12 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             a matrix (n, d), dense or scipy.sparse, for ``MultiClass``).
         y : sequence of length n
             Outputs in the model's format (``Y`` in the docs of the models).
+        sample_weight : array-like of shape (n,), default=None
+            Per-example weights ``w_i ≥ 0`` of the loss terms (None: 1; class weights
+            are sample weights, e.g. ``sklearn.utils.class_weight.compute_sample_weight``
+            of the labels): the primal is ``λ/2‖w‖² + (1/Σ_i w_i) Σ_i w_i H_i(w)``
+            with ``λ = 1/(C Σ_i w_i)``, so a weight of 0 is the example removed and an
+            integer weight ``k`` the example repeated ``k`` times (math.md §3.11).
 
         Returns
         -------
@@ -327,55 +339,17 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             self._check_sparse(X)
             Y = y
             model = copy.deepcopy(self.model).initialize(X, Y)
-        self.lam_ = resolve_lam(self.C, self.lam, len(Y))
+        weights, n_eff = self._loss_weights(sample_weight, len(Y))
+        self.lam_ = resolve_lam(self.C, self.lam, n_eff)
         solver = self.solver
         if solver == "auto":
             solver = "pairwise" if isinstance(model, MultiClass) else "bcfw"
         callback = self._fw_callback(self.max_iter, X, Y)
-        budget = dict(max_iter=self.max_iter, tol=self.tol)
-        blocks = dict(
-            sample=self.sample,
-            random_state=solver_seed(self.random_state),
-            callback=callback,
-            check_every=self.check_every,
-        )
         try:
-            if solver in ("lsfw", "stdfw"):
-                result = solve_structural_fw(
-                    model, X, Y, self.lam_, step=_STEP_RULES[solver], callback=callback, **budget
-                )
-            elif solver in ("bcfw", "stdbcfw"):
-                result = solve_structural_bcfw(
-                    model,
-                    X,
-                    Y,
-                    self.lam_,
-                    averaging=self.averaging,
-                    step=_STEP_RULES[solver],
-                    **budget,
-                    **blocks,
-                )
-            elif solver == "cutting_plane":
-                result = solve_structural_cutting_plane(
-                    model, X, Y, self.lam_, callback=callback, **budget
-                )
-            elif solver == "ssg":
-                result = solve_structural_ssg(
-                    model,
-                    X,
-                    Y,
-                    self.lam_,
-                    averaging=self.averaging,
-                    max_iter=self.max_iter,
-                    **blocks,
-                )
-            else:
-                result = self._fit_pairwise(model, X, Y, blocks, handover=self.solver == "auto")
-                if not result.converged and self.solver == "auto":
-                    solver = "cutting_plane"
-                    result = solve_structural_cutting_plane(
-                        model, X, Y, self.lam_, callback=callback, **budget
-                    )
+            result = self._solve(solver, model, X, Y, weights, callback)
+            if solver == "pairwise" and self.solver == "auto" and not result.converged:
+                solver = "cutting_plane"
+                result = self._solve(solver, model, X, Y, weights, callback)
         finally:
             self._end_callbacks()
         self.model_ = model
@@ -388,10 +362,63 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         self.solver_ = solver
         return self
 
-    def _fit_pairwise(self, model, X, Y, blocks, handover=False):
+    def _loss_weights(self, sample_weight, n):
+        """``(v, Σ_i w_i)``: the weights ``v_i = n w_i / Σ_j w_j`` (mean 1) of the solvers'
+        loss terms from the sample weights ``w_i`` (``v`` is None when every ``w_i`` is 1),
+        and the weighted number of examples.
+
+        With ``λ = 1/(C Σ_i w_i)`` the solvers' primal ``λ/2‖w‖² + (1/n) Σ_i v_i H_i(w)``
+        is ``λ/2‖w‖² + (1/Σ_i w_i) Σ_i w_i H_i(w)`` (math.md §3.11)."""
+        w = example_weights(sample_weight, n)
+        if w is None or np.all(w == 1.0):
+            return None, n
+        total = float(w.sum())
+        return w * (n / total), total
+
+    def _solve(self, solver, model, X, Y, weights, callback):
+        """One run of ``solver`` (resolved) on the examples with loss weights ``weights``."""
+        budget = dict(max_iter=self.max_iter, tol=self.tol)
+        blocks = dict(
+            sample=self.sample,
+            random_state=solver_seed(self.random_state),
+            callback=callback,
+            check_every=self.check_every,
+        )
+        args = (model, X, Y, self.lam_)
+        if solver in ("lsfw", "stdfw"):
+            return solve_structural_fw(
+                *args, step=_STEP_RULES[solver], callback=callback, sample_weight=weights, **budget
+            )
+        if solver in ("bcfw", "stdbcfw"):
+            return solve_structural_bcfw(
+                *args,
+                averaging=self.averaging,
+                step=_STEP_RULES[solver],
+                sample_weight=weights,
+                **budget,
+                **blocks,
+            )
+        if solver == "cutting_plane":
+            return solve_structural_cutting_plane(
+                *args, callback=callback, sample_weight=weights, **budget
+            )
+        if solver == "ssg":
+            return solve_structural_ssg(
+                *args,
+                averaging=self.averaging,
+                max_iter=self.max_iter,
+                sample_weight=weights,
+                **blocks,
+            )
+        return self._fit_pairwise(
+            model, X, Y, blocks, handover=self.solver == "auto", weights=weights
+        )
+
+    def _fit_pairwise(self, model, X, Y, blocks, handover=False, weights=None):
         """The multi-class dual with pairwise block steps (math.md §3.7, §3.9), linear kernel;
         its result gains ``w`` = ``coef_``.  With ``handover`` an unconverged run does not
-        warn (the cutting plane takes over)."""
+        warn (the cutting plane takes over); ``weights``: the loss weights ``v_i`` (math.md
+        §1.15: the same weighted problem)."""
         if not isinstance(model, MultiClass):
             raise ValueError(
                 f"solver='pairwise' needs a MultiClass model, got {type(model).__name__}"
@@ -410,6 +437,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
                 solver="bcfw",
                 block_step="pairwise",
                 n_classes=m,
+                weights=weights,
                 tol=self.tol,
                 max_iter=self.max_iter,
                 name="StructuredSVM solver='pairwise'",
@@ -515,20 +543,23 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         """
         return 1.0 - self.task_loss(X, y)
 
-    def primal_objective(self, X, y):
+    def primal_objective(self, X, y, sample_weight=None):
         """``P(coef_)`` on data ``(X, Y)`` with the fitted ``λ`` (one oracle pass).
 
         Parameters
         ----------
         X, y : sequences
             Inputs and outputs.
+        sample_weight : array-like of shape (n,), default=None
+            Weights ``w_i`` of the loss terms, as in :meth:`fit`.
 
         Returns
         -------
         float
-            ``λ/2‖w‖² + (1/n) Σ_i H_i(w)``.
+            ``λ/2‖w‖² + (1/Σ_i w_i) Σ_i w_i H_i(w)`` (``w_i = 1``: the mean of ``H_i``).
         """
         check_is_fitted(self)
         if self._is_classifier():
             y = np.searchsorted(self.classes_, np.asarray(y))
-        return StructuredProblem(self.model_, X, y, self.lam_).primal(self.coef_)
+        weights, _ = self._loss_weights(sample_weight, len(y))
+        return StructuredProblem(self.model_, X, y, self.lam_, weights).primal(self.coef_)

@@ -144,3 +144,109 @@ def test_bad_weights_are_clear_errors():
         StructuredProblem(MultiClass(3), X, y, LAM, sample_weight=-np.ones(len(y)))
     with pytest.raises(ValueError, match="shape"):
         StructuredProblem(MultiClass(3), X, y, LAM, sample_weight=np.ones(3))
+
+
+# -- StructuredSVM.fit(X, y, sample_weight) ---------------------------------------------------
+ESTIMATOR_SOLVERS = {  # solver -> (tol, max_iter) the estimator reaches on these problems
+    "pairwise": (1e-6, 20000),
+    "cutting_plane": (1e-6, 2000),
+    "bcfw": (3e-3, 20000),
+    "lsfw": (1e-3, 20000),
+}
+
+
+def _estimator(model, solver, **params):
+    from kernfw import StructuredSVM
+
+    tol, max_iter = ESTIMATOR_SOLVERS[solver]
+    return StructuredSVM(model, solver=solver, tol=tol, max_iter=max_iter, random_state=0, **params)
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize(
+    "case, solver",
+    [("multiclass", s) for s in ESTIMATOR_SOLVERS]
+    + [("chain", "bcfw"), ("chain", "cutting_plane")],
+)
+def test_estimator_reaches_the_weighted_cvxpy_optimum(case, solver):
+    """λ = 1/(C Σ_i w_i) and loss weights v_i = n w_i / Σ_j w_j: the primal is
+    λ/2‖w‖² + (1/Σ w) Σ_i w_i H_i(w) (math.md §3.11), certified within the gap."""
+    from kernfw.reference import structural_primal
+
+    make_model, data = CASES[case]
+    X, Y = data()
+    w = weights(len(Y))
+    est = _estimator(make_model(), solver, C=2.0)
+    if case == "chain" and solver == "bcfw":  # sublinear on this small λ: a looser gap
+        est.set_params(tol=3e-2)
+    est.fit(X, Y, sample_weight=w)
+    assert est.lam_ == pytest.approx(1.0 / (2.0 * w.sum()))
+    v = w * len(Y) / w.sum()
+    ref = structural_primal(est.model_, X, Y, est.lam_, sample_weight=v)["primal"]
+    assert est.converged_
+    assert -1e-7 <= est.primal_objective_ - ref <= est.duality_gap_ + 1e-7
+    assert est.dual_objective_ <= ref + 1e-7
+    assert est.primal_objective(X, Y, sample_weight=w) == pytest.approx(
+        est.primal_objective_, rel=1e-9
+    )
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["pairwise", "cutting_plane", "bcfw"])
+@pytest.mark.parametrize("case", ["multiclass", "chain"])
+def test_estimator_integer_weights_equal_repeated_rows_zero_weights_removed_rows(case, solver):
+    if case == "chain" and solver == "pairwise":
+        pytest.skip("pairwise steps are for MultiClass models")
+    make_model, data = CASES[case]
+    X, Y = data()
+    w = weights(len(Y))
+    rows = np.repeat(np.arange(len(Y)), w.astype(int))
+    pick = (lambda Z: Z[rows]) if isinstance(X, np.ndarray) else (lambda Z: [Z[i] for i in rows])
+    X_rep, Y_rep = pick(X), pick(Y) if not isinstance(Y, np.ndarray) else Y[rows]
+    kept = np.flatnonzero(w > 0)
+    pick = (lambda Z: Z[kept]) if isinstance(X, np.ndarray) else (lambda Z: [Z[i] for i in kept])
+    X_kept, Y_kept = pick(X), pick(Y) if not isinstance(Y, np.ndarray) else Y[kept]
+    weighted = _estimator(make_model(), solver).fit(X, Y, sample_weight=w)
+    repeated = _estimator(make_model(), solver).fit(X_rep, Y_rep)
+    removed = _estimator(make_model(), solver).fit(X_kept, Y_kept, sample_weight=w[kept])
+    assert weighted.lam_ == repeated.lam_ == removed.lam_  # 1/(C Σ w) = 1/(C n_rep)
+    for other in (repeated, removed):  # the same problem: optima within the two gaps
+        bound = weighted.duality_gap_ + other.duality_gap_ + 1e-10
+        assert abs(weighted.primal_objective_ - other.primal_objective_) <= bound
+        # P is λ-strongly convex: ‖w − w*‖² ≤ 2 gap / λ for each fit
+        dist = np.sqrt(2 * weighted.duality_gap_ / weighted.lam_) + np.sqrt(
+            2 * other.duality_gap_ / other.lam_
+        )
+        assert np.linalg.norm(weighted.coef_ - other.coef_) <= dist + 1e-8
+    if solver == "bcfw":  # its gap leaves the two fits' distance bound above their distance
+        return
+    unweighted = _estimator(make_model(), solver).fit(X, Y)
+    assert np.linalg.norm(unweighted.coef_ - weighted.coef_) > 10 * (
+        np.sqrt(2 * weighted.duality_gap_ / weighted.lam_)
+        + np.sqrt(2 * unweighted.duality_gap_ / unweighted.lam_)
+    )
+
+
+def test_estimator_unit_weights_are_the_unweighted_fit():
+    from kernfw import StructuredSVM
+
+    X, y = multiclass_data()
+    a = StructuredSVM(random_state=0).fit(X, y)
+    b = StructuredSVM(random_state=0).fit(X, y, sample_weight=np.ones(len(y)))
+    c = StructuredSVM(random_state=0).fit(X, y, sample_weight=np.full(len(y), 3.0))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert c.lam_ == pytest.approx(a.lam_ / 3)  # λ = 1/(C Σ w): C scales with the weights
+
+
+def test_estimator_bad_weights_are_clear_errors():
+    from kernfw import StructuredSVM
+
+    X, y = multiclass_data()
+    with pytest.raises(ValueError, match="(?i)negative"):
+        StructuredSVM().fit(X, y, sample_weight=-np.ones(len(y)))
+    with pytest.raises(ValueError, match="non-zero"):
+        StructuredSVM().fit(X, y, sample_weight=np.zeros(len(y)))
+    with pytest.raises(ValueError, match=r"shape|length|samples"):
+        StructuredSVM().fit(X, y, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="finite|NaN|infinity"):
+        StructuredSVM().fit(X, y, sample_weight=np.full(len(y), np.nan))
