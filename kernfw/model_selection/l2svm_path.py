@@ -14,7 +14,10 @@ for the whole path, and each fit is one compiled call of pairwise FW
 iteration or certificate, which for a one-vs-one fit of 10 classes (45 small
 problems) is most of the time.  The first ``C`` of a path starts from the uniform
 ``α = 1/n`` (math.md §2.6).  On any other operator or solver each fit is
-:func:`~kernfw.solvers.simplex_qp.solve_l2svm` on the problem's rows of the operator.
+:func:`~kernfw.solvers.simplex_qp.solve_l2svm_screened` on the problem's rows of the
+operator: the points the previous solution proves are not support vectors at the new
+``C`` are left out of the fit, and the certificate is taken on the full problem (safe
+sample screening, math.md §2.17).
 
 The fold's models are scored on rows of the search's data through the shared kernel
 (:class:`RowModel`): the test rows' kernel values against the support vectors are
@@ -30,7 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..estimators._base import solver_seed
 from ..estimators._multiclass_decomposition import binary_problems, combine_decisions
 from ..estimators.l2svc import L2SVC, l2svm_fit_solver
-from ..solvers.simplex_qp import GramFit, solve_l2svm, solve_l2svm_gram
+from ..solvers.simplex_qp import GramFit, PathStart, solve_l2svm_gram, solve_l2svm_screened
 
 __all__ = ["applies", "RowModel", "follow_c", "fit_l2svc_path"]
 
@@ -127,8 +130,9 @@ def follow_c(solve, Cs):
 
     Parameters
     ----------
-    solve : callable ``(C, alpha0) -> GramFit``
-        The problem's solver (``alpha0`` None: its cold start).
+    solve : callable ``(C, start) -> (GramFit, start)``
+        The problem's solver: the fit at ``C`` from ``start`` (None: its cold start) and
+        the start it gives the next ``C``.
     Cs : sequence of float
         Increasing ``C``.
 
@@ -137,12 +141,11 @@ def follow_c(solve, Cs):
     list of (GramFit, float)
         Each fit and its seconds.
     """
-    fits, alpha = [], None
+    fits, start = [], None
     for C in Cs:
-        start = time.perf_counter()
-        fit = solve(C, alpha)
-        fits.append((fit, time.perf_counter() - start))
-        alpha = fit.alpha
+        begin = time.perf_counter()
+        fit, start = solve(C, start)
+        fits.append((fit, time.perf_counter() - begin))
     return fits
 
 
@@ -157,14 +160,16 @@ def _stored_gram(operator):
 
 def _gram_solvers(operator, train, problems, params):
     """Per problem, its fits by :func:`solve_l2svm_gram` on its principal submatrix of the
-    operator's stored Gram (exactly symmetric as the Gram is)."""
+    operator's stored Gram (exactly symmetric as the Gram is), started from ``α``."""
 
     def solver(rows, y):
         K_p = operator.block(rows, rows)  # taken once for the path
 
         def solve(C, alpha0):
-            return solve_l2svm_gram(K_p, y, C, alpha0, tol=params["tol"],
-                                    max_iter=params["max_iter"])  # fmt: skip
+            fit = solve_l2svm_gram(
+                K_p, y, C, alpha0, tol=params["tol"], max_iter=params["max_iter"]
+            )
+            return fit, fit.alpha
 
         return solve
 
@@ -172,18 +177,20 @@ def _gram_solvers(operator, train, problems, params):
 
 
 def _operator_solvers(operator, train, problems, params):
-    """Per problem, its fits by :func:`solve_l2svm` on its rows of the operator."""
+    """Per problem, its fits by :func:`solve_l2svm_screened` on its rows of the operator,
+    started (and screened) from the :class:`PathStart` of the previous ``C``."""
     fold = operator.subset(train)
     method = l2svm_fit_solver(params["solver"], "local", fold, None, None)
-    seed = solver_seed(params["random_state"])
+    options = {"solver": method, "tol": params["tol"], "max_iter": params["max_iter"],
+               "random_state": solver_seed(params["random_state"])}  # fmt: skip
 
     def solver(op, y):
-        def solve(C, alpha0):
-            res = solve_l2svm(op, y, C, solver=method, tol=params["tol"],
-                              max_iter=params["max_iter"], alpha0=alpha0, random_state=seed)  # fmt: skip
+        def solve(C, start):
+            res = solve_l2svm_screened(op, y, C, start=start, **options)
             alpha = np.asarray(res.solution["alpha"], dtype=np.float64)
-            return GramFit(alpha, float(res.gap), float(res.solution["rho"]), int(res.n_iter),
-                           bool(res.converged))  # fmt: skip
+            fit = GramFit(alpha, float(res.gap), float(res.solution["rho"]), int(res.n_iter),
+                          bool(res.converged))  # fmt: skip
+            return fit, PathStart.of(res, C)
 
         return solve
 
