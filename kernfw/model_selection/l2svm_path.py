@@ -67,17 +67,21 @@ class RowModel(ClassifierMixin, BaseEstimator):
     ``X`` of :meth:`decision_function` and :meth:`predict` is a column of row indices
     into the data the shared kernel ``operator`` was computed on; the decision is
     L2SVC's, ``h_p(x) = Σ_i dual_coef_[p, i] (k(x_i, x) + 1)`` combined over the
-    problems as the estimator combines them.
+    problems as the estimator combines them.  ``blocks`` (``(lo, hi, problems)``: the
+    support columns ``lo:hi`` enter only those problems, as a class's support vectors
+    enter only its one-vs-one problems) restricts the products to the nonzero blocks
+    of ``dual_coef``; None multiplies all of it.
     """
 
     def __init__(self, operator=None, classes=None, problems=None, support=None,
-                 dual_coef=None, multi_class="ovo"):  # fmt: skip
+                 dual_coef=None, multi_class="ovo", blocks=None):  # fmt: skip
         self.operator = operator
         self.classes = classes
         self.problems = problems
         self.support = support
         self.dual_coef = dual_coef
         self.multi_class = multi_class
+        self.blocks = blocks
 
     @property
     def classes_(self):
@@ -90,7 +94,11 @@ class RowModel(ClassifierMixin, BaseEstimator):
             if self.support.size
             else np.zeros((rows.size, 0))
         )
-        decision = K @ self.dual_coef.T + self.dual_coef.sum(axis=1)  # Σ coef (k + 1)
+        coef = self.dual_coef
+        decision = np.tile(coef.sum(axis=1), (rows.size, 1))  # Σ coef (k + 1): the "+ 1"
+        blocks = [(0, coef.shape[1], slice(None))] if self.blocks is None else self.blocks
+        for lo, hi, problems in blocks:
+            decision[:, problems] += K[:, lo:hi] @ coef[problems, lo:hi].T
         scores = combine_decisions(decision, self.problems, self.classes.size, self.multi_class)
         return scores
 
@@ -101,17 +109,28 @@ class RowModel(ClassifierMixin, BaseEstimator):
         return self.classes[np.argmax(scores, axis=1)]
 
 
-def _model(operator, train, classes, problems, fits, multi_class):
+def _model(operator, train, y_enc, classes, problems, fits, multi_class):
     """The :class:`RowModel` of the fold's solutions (:class:`GramFit`, one per problem;
-    support in the search's rows)."""
-    local = [np.flatnonzero(f.alpha > 0) for f in fits]
-    supports = [train[p.index[S]] for p, S in zip(problems, local)]
-    support = np.unique(np.concatenate(supports)) if supports else np.zeros(0, np.intp)
+    support in the search's rows, ordered by class: one block of columns per class)."""
+    local = [p.index[np.flatnonzero(f.alpha > 0)] for p, f in zip(problems, fits)]
+    rows = np.concatenate([train[t] for t in local]) if local else np.zeros(0, np.intp)
+    labels = np.concatenate([y_enc[t] for t in local]) if local else np.zeros(0, np.intp)
+    rows, first = np.unique(rows, return_index=True)
+    order = np.lexsort((rows, labels[first]))
+    support, support_class = rows[order], labels[first][order]
+    column = np.empty(support.size, dtype=np.intp)  # of each row of ``rows`` (sorted)
+    column[order] = np.arange(support.size)
     dual_coef = np.zeros((len(problems), support.size))
-    for k, (p, f, S, sup) in enumerate(zip(problems, fits, local, supports)):
-        dual_coef[k, np.searchsorted(support, sup)] = f.alpha[S] * p.y[S]  # coef = α_S ⊙ y_S
+    for k, (p, f, t) in enumerate(zip(problems, fits, local)):
+        S = np.flatnonzero(f.alpha > 0)  # coef = α_S ⊙ y_S
+        dual_coef[k, column[np.searchsorted(rows, train[t])]] = f.alpha[S] * p.y[S]
+    bounds = np.flatnonzero(np.diff(support_class)) + 1
+    blocks = [
+        (int(lo), int(hi), np.flatnonzero(np.any(dual_coef[:, lo:hi] != 0, axis=1)))
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, support.size])
+    ]
     pairs = [p.classes for p in problems]
-    return RowModel(operator, classes, pairs, support, dual_coef, multi_class)
+    return RowModel(operator, classes, pairs, support, dual_coef, multi_class, blocks)
 
 
 def _certificate(fits):
@@ -233,5 +252,5 @@ def fit_l2svc_path(estimator, operator, train, y, steps):
     for k, (index, _) in enumerate(steps):
         fits = [path[k][0] for path in paths]
         fit_time = sum(path[k][1] for path in paths)
-        model = _model(operator, train, classes, problems, fits, params["multi_class"])
+        model = _model(operator, train, y_enc, classes, problems, fits, params["multi_class"])
         yield index, model, fit_time, _certificate(fits)
