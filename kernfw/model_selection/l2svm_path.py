@@ -68,9 +68,9 @@ class RowModel(ClassifierMixin, BaseEstimator):
     into the data the shared kernel ``operator`` was computed on; the decision is
     L2SVC's, ``h_p(x) = Σ_i dual_coef_[p, i] (k(x_i, x) + 1)`` combined over the
     problems as the estimator combines them.  ``blocks`` (``(lo, hi, problems)``: the
-    support columns ``lo:hi`` enter only those problems, as a class's support vectors
-    enter only its one-vs-one problems) restricts the products to the nonzero blocks
-    of ``dual_coef``; None multiplies all of it.
+    columns ``lo:hi`` enter only those problems, as a class's training rows enter only
+    its one-vs-one problems) restricts the products to the blocks of ``dual_coef`` that
+    may be nonzero; None multiplies all of it.
     """
 
     def __init__(self, operator=None, classes=None, problems=None, support=None,
@@ -109,28 +109,51 @@ class RowModel(ClassifierMixin, BaseEstimator):
         return self.classes[np.argmax(scores, axis=1)]
 
 
-def _model(operator, train, y_enc, classes, problems, fits, multi_class):
-    """The :class:`RowModel` of the fold's solutions (:class:`GramFit`, one per problem;
-    support in the search's rows, ordered by class: one block of columns per class)."""
-    local = [p.index[np.flatnonzero(f.alpha > 0)] for p, f in zip(problems, fits)]
-    rows = np.concatenate([train[t] for t in local]) if local else np.zeros(0, np.intp)
-    labels = np.concatenate([y_enc[t] for t in local]) if local else np.zeros(0, np.intp)
-    rows, first = np.unique(rows, return_index=True)
-    order = np.lexsort((rows, labels[first]))
-    support, support_class = rows[order], labels[first][order]
-    column = np.empty(support.size, dtype=np.intp)  # of each row of ``rows`` (sorted)
-    column[order] = np.arange(support.size)
-    dual_coef = np.zeros((len(problems), support.size))
-    for k, (p, f, t) in enumerate(zip(problems, fits, local)):
-        S = np.flatnonzero(f.alpha > 0)  # coef = α_S ⊙ y_S
-        dual_coef[k, column[np.searchsorted(rows, train[t])]] = f.alpha[S] * p.y[S]
-    bounds = np.flatnonzero(np.diff(support_class)) + 1
+class _FoldBlocks:
+    """The shared operator's blocks ``K[rows, columns]`` for the models of one fold, each
+    computed once: the models of a path (one per ``C``) score the same rows (test, and
+    train with ``return_train_score``) against the same columns (the fold's training
+    rows)."""
+
+    def __init__(self, operator):
+        self.operator = operator
+        self._blocks = []
+
+    def block(self, rows, cols):
+        for r, c, K in self._blocks:
+            if c is cols and r.shape == rows.shape and np.array_equal(r, rows):
+                return K
+        K = self.operator.block(rows, cols)
+        self._blocks.append((rows, cols, K))
+        return K
+
+
+def _layout(train, y_enc, problems):
+    """``(columns, position, blocks)`` of the fold's models: the training rows ordered by
+    class, the column of each training position, and per class its columns ``lo:hi``
+    with the problems that class enters (:class:`RowModel`'s ``blocks``)."""
+    order = np.argsort(y_enc, kind="stable")
+    position = np.empty(order.size, dtype=np.intp)
+    position[order] = np.arange(order.size)
+    counts = np.bincount(y_enc)
+    bounds = np.r_[0, np.cumsum(counts)]
+    members = [set(np.unique(y_enc[p.index]).tolist()) for p in problems]
     blocks = [
-        (int(lo), int(hi), np.flatnonzero(np.any(dual_coef[:, lo:hi] != 0, axis=1)))
-        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, support.size])
+        (int(bounds[c]), int(bounds[c + 1]), np.array([k for k, m in enumerate(members) if c in m]))
+        for c in range(counts.size)
     ]
+    return train[order], position, blocks
+
+
+def _model(operator, layout, classes, problems, fits, multi_class):
+    """The :class:`RowModel` of the fold's solutions (:class:`GramFit`, one per problem):
+    one column per training row (zero where ``α_i = 0``), in the fold's layout."""
+    columns, position, blocks = layout
+    dual_coef = np.zeros((len(problems), columns.size))
+    for k, (p, f) in enumerate(zip(problems, fits)):
+        dual_coef[k, position[p.index]] = f.alpha * p.y  # coef = α ⊙ y
     pairs = [p.classes for p in problems]
-    return RowModel(operator, classes, pairs, support, dual_coef, multi_class, blocks)
+    return RowModel(operator, classes, pairs, columns, dual_coef, multi_class, blocks)
 
 
 def _certificate(fits):
@@ -177,22 +200,27 @@ def _stored_gram(operator):
     return K
 
 
-def _gram_solvers(operator, train, problems, params):
-    """Per problem, its fits by :func:`solve_l2svm_gram` on its principal submatrix of the
-    operator's stored Gram (exactly symmetric as the Gram is), started from ``α``."""
+def _gram_solvers(K, train, problems, params):
+    """Per problem, in turn, its fits by :func:`solve_l2svm_gram` on its principal
+    submatrix of the stored Gram ``K`` (exactly symmetric as ``K`` is), started from
+    ``α``.  A generator: the submatrices are written one after the other into the same
+    memory (fresh memory for each would cost a page fault per 4 kB page)."""
+    size = max(p.index.size for p in problems)
+    block, rows_of_k = np.empty(size * size), np.empty(size * K.shape[1])
+    for p in problems:
+        rows, m = train[p.index], p.index.size
+        K_rows = np.take(
+            K, rows, axis=0, out=rows_of_k[: m * K.shape[1]].reshape(m, -1), mode="clip"
+        )
+        K_p = np.take(K_rows, rows, axis=1, out=block[: m * m].reshape(m, m), mode="clip")
 
-    def solver(rows, y):
-        K_p = operator.block(rows, rows)  # taken once for the path
-
-        def solve(C, alpha0):
+        def solve(C, alpha0, K_p=K_p, y=p.y):
             fit = solve_l2svm_gram(
                 K_p, y, C, alpha0, tol=params["tol"], max_iter=params["max_iter"]
             )
             return fit, fit.alpha
 
-        return solve
-
-    return [solver(train[p.index], p.y) for p in problems]
+        yield solve
 
 
 def _operator_solvers(operator, train, problems, params):
@@ -244,13 +272,15 @@ def fit_l2svc_path(estimator, operator, train, y, steps):
     if classes.size < 2:
         raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
     problems = binary_problems(y_enc, classes.size, params["multi_class"])
-    if params["solver"] == "auto" and _stored_gram(operator) is not None:
-        solvers = _gram_solvers(operator, train, problems, params)
+    K = _stored_gram(operator) if params["solver"] == "auto" else None
+    if K is not None:
+        solvers = _gram_solvers(K, train, problems, params)  # one problem at a time
     else:
         solvers = _operator_solvers(operator, train, problems, params)
     paths = [follow_c(solve, [step["C"] for _, step in steps]) for solve in solvers]
+    layout, blocks = _layout(train, y_enc, problems), _FoldBlocks(operator)
     for k, (index, _) in enumerate(steps):
         fits = [path[k][0] for path in paths]
         fit_time = sum(path[k][1] for path in paths)
-        model = _model(operator, train, y_enc, classes, problems, fits, params["multi_class"])
+        model = _model(blocks, layout, classes, problems, fits, params["multi_class"])
         yield index, model, fit_time, _certificate(fits)
