@@ -42,11 +42,13 @@ __all__ = ["evaluate_grid", "SHARED_MAX_MB"]
 SHARED_MAX_MB = 4096.0
 
 
-def _batches(paths, n, extra=False):
+def _batches(paths, n, extra=False, at_most=None):
     """The paths cut into consecutive batches whose float64 Grams fit :data:`SHARED_MAX_MB`
-    (``extra``: besides one more n × n matrix, the squared distances)."""
+    (``extra``: besides one more n × n matrix, the squared distances), of at most
+    ``at_most`` paths."""
     gram_mb = max(n * n * 8 / 2**20, 1e-9)
     per_path = max(1, int((SHARED_MAX_MB - extra * gram_mb) // gram_mb))
+    per_path = per_path if at_most is None else max(1, min(per_path, at_most))
     return [paths[k : k + per_path] for k in range(0, len(paths), per_path)]
 
 
@@ -92,16 +94,16 @@ def _rbf_family(estimator, paths, path, X, fit_params):
 
 
 @contextlib.contextmanager
-def _shared(estimator, X, path, parallel, distances=None):
+def _shared(estimator, X, path, parallel, distances=None, out=None):
     """:func:`~kernfw.sweeps.shared.shared_operator` of one path (the RBF Gram read off
-    ``distances`` when given); when its kernel cannot be built (a bad kernel
+    ``distances`` when given, into ``out``); when its kernel cannot be built (a bad kernel
     parameter), no shared kernel: the path's fits then fail one by one and get
     ``error_score``, as in ``GridSearchCV``.  Invalid features (NaN, text) raise the
     estimator's error at once."""
     if distances is not None:
         try:
             gamma = resolve_gamma(estimator.get_params(deep=False)["gamma"], distances.X)
-            yield estimator, distances.gram(gamma), []
+            yield estimator, distances.gram(gamma, out=out), []
         except (TypeError, ValueError):  # a bad gamma: the path's fits fail one by one
             yield estimator, None, []
         return
@@ -179,12 +181,22 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
     found = {}
     run = {"n_jobs": n_jobs if parallel else 1, "pre_dispatch": pre_dispatch,
            "prefer": "threads" if threads else None, "progress": progress, "total": n_tasks}  # fmt: skip
+    # threads: batches of one path per worker, whose kernels reuse the same memory (fresh
+    # memory costs a page fault per 4 kB: more than the kernel's exp)
+    batches = _batches(
+        paths, _num_samples(X), extra=threads, at_most=n_workers if threads else None
+    )
+    memory = [np.empty((_num_samples(X),) * 2) for _ in batches[0]] if threads else []
     with one_blas_thread() if threads else contextlib.nullcontext():  # threads share the pools
-        for batch in _batches(paths, _num_samples(X), extra=threads):
+        for batch in batches:
             with contextlib.ExitStack() as stack:
                 shells = [
-                    stack.enter_context(_shared(est, X, path, parallel and not threads, distances))
-                    for est in _path_estimators(estimator, batch)
+                    stack.enter_context(
+                        _shared(est, X, path, parallel and not threads, distances, out)
+                    )
+                    for est, out in zip(
+                        _path_estimators(estimator, batch), memory or [None] * len(batch)
+                    )
                 ]
                 tasks = _tasks(estimator, candidates, batch, splits, path, shells, fit_params)
                 jobs = (

@@ -268,7 +268,7 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
 
 def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary):
     from kernfw.model_selection.candidates import group_paths, path_parameter
-    from kernfw.model_selection.evaluate import _rbf_family
+    from kernfw.model_selection.evaluate import _batches, _rbf_family
 
     X, y = binary
     candidates = [{"C": c, "gamma": g} for g in (0.05, 0.5) for c in (0.1, 1.0)]
@@ -277,6 +277,8 @@ def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary):
     assert _rbf_family(L2SVC(kernel="poly"), paths, "C", X, {}) is None
     assert _rbf_family(L2SVC(), paths, "C", X, {"sample_weight": np.ones(len(y))}) is None
     assert _rbf_family(MultiClassSVM(), paths, "C", X, {}) is None
+    # one path per thread at a time, their kernels in memory reused from batch to batch
+    assert [len(b) for b in _batches(list(range(5)), 100, extra=True, at_most=2)] == [2, 2, 1]
     search = KernelGridSearchCV(L2SVC(), {"C": [0.1, 10.0], "gamma": [0.05, "scale"]}, cv=3)
     r = search.fit(X, y).cv_results_
     assert np.all(r["mean_converged"] == 1.0) and np.all(r["mean_n_iter"] > 0)
