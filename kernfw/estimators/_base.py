@@ -467,6 +467,10 @@ class KernelInputMixin:
         """Largest n × n Gram (MB) that ``make_operator`` precomputes for ``X``."""
         return GRAM_MAX_MB
 
+    def _kernel_cache_mb(self, X):
+        """Column cache (MB) of a kernel evaluated on the fly for ``X``: ``cache_size``."""
+        return self.cache_size
+
     def _gram_dtype(self):
         """Type of the kernel values computed from features (None: the dtype of ``X``): the
         estimator's ``precision``; ``"auto"`` is float32 when its ``tol`` is at least
@@ -538,7 +542,7 @@ class KernelInputMixin:
             gamma,
             self.degree,
             self.coef0,
-            cache_size=self.cache_size,
+            cache_size=self._kernel_cache_mb(X),
             gram_max_mb=self._gram_max_mb(X),
             gram_dtype=self._gram_dtype() if approx is None else self._features_dtype(),
             approx=approx,
