@@ -827,7 +827,7 @@ def _column_typed(cols, t, i):
     return computed
 
 
-@_visit_jit
+@njit(inline="always")
 def _add_column(col, St, nz, un, cnt):
     """``Sᵀ[nz[q]] += col · un[q]`` for ``q < cnt``: two rows per sweep over the column
     (each entry read once)."""
@@ -844,7 +844,7 @@ def _add_column(col, St, nz, un, cnt):
             row0[l] += col[l] * u0
 
 
-@_visit_jit
+@njit(inline="always")
 def _add_scaled_column(col, shift, d, di, St, nz, un, cnt):
     """:func:`_add_column` of the column ``K̃_{:,i} = d_i d ⊙ (col + c)`` (``c`` the shift,
     ``d`` the point scales; math.md §1.15), formed in float64 as the column is read: the
