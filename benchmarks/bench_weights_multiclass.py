@@ -17,8 +17,8 @@ Parts (``--parts``, default all):
   Rotten Tomatoes, the 10-class problem of 13,000 points): accuracy and time.
 
 Fits are interleaved (A, B, B, A, ...) and repeated; times (wall clock, and CPU for the
-CPU ratio) are medians and ratios are of medians.  Every timed model is fitted once untimed first (numba's cached code
-loaded).  Run from the repository root::
+CPU ratio) are medians and ratios are of medians.  Every timed model is fitted once
+untimed first (numba's cached code loaded).  Run from the repository root::
 
     python benchmarks/bench_weights_multiclass.py
     python benchmarks/bench_weights_multiclass.py --parts balanced --repeats 5
