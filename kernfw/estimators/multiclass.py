@@ -23,7 +23,6 @@ from ._base import (
     check_sample_weight,
     class_weights,
     resolve_lam,
-    solver_seed,
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
@@ -64,6 +63,17 @@ def _check_weighted_classes(y, weights):
             "MultiClassSVM needs at least 2 classes with a positive weight; the sample "
             "weights are zero for all but one class (or all weights are zero)"
         )
+
+
+def _largest_class_share(y):
+    """The share of the labels ``y`` in their most frequent class (0 for no labels)."""
+    if y is None or np.ndim(y) != 1 or np.size(y) == 0:
+        return 0.0
+    try:
+        counts = np.unique(np.asarray(y), return_counts=True)[1]
+    except TypeError:  # labels of mixed types: the validation of y raises later
+        return 0.0
+    return float(counts.max() / counts.sum())
 
 
 @with_kernel_parameters()
@@ -407,6 +417,7 @@ class MultiClassSVM(
         """
         if sample_weight is not None and y is not None:  # before the kernel is built
             _check_weighted_classes(y, _check_sample_weight(sample_weight, np.asarray(y)))
+        self._largest_class_share = _largest_class_share(y)  # (read by the fit plan)
         X, y, op = self._validate_training_data(X, y, sample_weight)
         check_classification_targets(y)
         self._check_psd(op)
@@ -452,17 +463,10 @@ class MultiClassSVM(
         self._fit_probability(op_fit, y_enc, result["S"])
         return self
 
-    def _check_targets(self, y, sample_weight):
-        """The labels as given; records the share of the largest class (unweighted), which
-        :meth:`_computes_columns` reads before the kernel is built."""
-        counts = np.unique(np.asarray(y), return_counts=True)[1] if y is not None else []
-        self._largest_class_share = counts.max() / counts.sum() if len(counts) else 0.0
-        return y
-
     def _computes_columns(self, X):
         """Whether the fit computes the RBF kernel's columns where blocks move (a kernel
         evaluated on the fly whose column cache can hold the whole Gram) instead of
-        storing the Gram first.
+        storing the Gram first (the fit plan's backend, :meth:`_gram_max_mb`).
 
         BCFW reads the column of a block only when the block moves.  When one class holds
         at least :data:`MAJORITY_SHARE` of the points, most of its points lie among their
@@ -471,22 +475,24 @@ class MultiClassSVM(
         docs/benchmarks.md ("Weights and the intercept"), against under a tenth on the
         balanced 10-class problem of the defaults, where the Gram's tiles (half of it, by
         symmetry) cost less than the columns of nine points in ten.  A column of at most
-        ``DIRECT_MAX_FEATURES`` dense features costs what a row of the Gram costs.  Not for other kernels, sparse or
-        wider features (their Gram comes from one BLAS product), ``probability=True`` (the
-        folds share one Gram) or a Gram above the budget.
+        ``DIRECT_MAX_FEATURES`` dense features costs what a row of the Gram costs.  Not
+        for other kernels, sparse or wider features (their Gram comes from one BLAS
+        product), ``probability=True`` (the folds share one Gram) or a Gram above the
+        budget.
         """
         if not (self.solver == "bcfw" and isinstance(self.kernel, str) and self.kernel == "rbf"):
             return False
-        if self.approx is not None or self.probability or sp.issparse(X) or X.ndim != 2:
+        if self.approx is not None or self.probability or sp.issparse(X) or np.ndim(X) != 2:
             return False
         if getattr(self, "_largest_class_share", 0.0) < MAJORITY_SHARE:
             return False
-        return X.shape[1] <= DIRECT_MAX_FEATURES and self._gram_mb(X) <= GRAM_MAX_MB
+        return np.shape(X)[1] <= DIRECT_MAX_FEATURES and self._gram_mb(X) <= GRAM_MAX_MB
 
     def _gram_mb(self, X):
-        """Size (MB) of the Gram of ``X`` in the type of the kernel values."""
-        dtype = np.dtype(self._gram_dtype() or X.dtype)
-        return X.shape[0] ** 2 * dtype.itemsize / 2**20
+        """Size (MB) of the Gram of ``X`` in the type of its kernel values."""
+        dtype = self._gram_dtype() or getattr(X, "dtype", np.float64)
+        itemsize = 4 if np.dtype(dtype) == np.float32 else 8
+        return np.shape(X)[0] ** 2 * itemsize / 2**20
 
     def _gram_max_mb(self, X):
         return 0.0 if self._computes_columns(X) else super()._gram_max_mb(X)
@@ -538,7 +544,7 @@ class MultiClassSVM(
             max_time=self.max_time,
             check_every=self.check_every,
             callback=callback,
-            random_state=solver_seed(self.random_state),
+            random_state=self._plan.solver_seed,
             shrinking=self.shrinking,
             shrink_classes=self.shrinking,
             weights=weights,

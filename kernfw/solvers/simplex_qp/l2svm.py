@@ -10,14 +10,17 @@ formed), the label check, :func:`solve_l2svm` and the recovery of the SVM
 
 import math
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
 from ..._validation import check_positive
 from ...fw import run
 from ...operators.base import KernelOperator, as_index, check_block
+from . import _numba
+from .certificate import raise_not_psd
 from .coordinate import CoordinateIterate
-from .solve import SOLVERS, check_tol, solve_simplex_qp
+from .solve import SOLVERS, _default_max_iter, check_tol, solve_simplex_qp
 from .start import check_alpha0
 
 __all__ = [
@@ -28,6 +31,8 @@ __all__ = [
     "choose_l2svm_solver",
     "solve_l2svm",
     "solve_l2svm_blocks",
+    "solve_l2svm_gram",
+    "GramFit",
     "l2svm_recover",
 ]
 
@@ -393,3 +398,65 @@ def solve_l2svm_blocks(
         sample_weight,
     )
     return _with_model(result, y)
+
+
+class GramFit(NamedTuple):
+    """The solution of :func:`solve_l2svm_gram`: ``alpha`` (n,) on the simplex, its FW
+    ``gap`` (the certified primal–dual gap, ``≥ 0``), ``rho = αᵀK̃α``, the iterations
+    ``n_iter`` and whether the stopping rule was met (``converged``)."""
+
+    alpha: np.ndarray
+    gap: float
+    rho: float
+    n_iter: int
+    converged: bool
+
+
+def solve_l2svm_gram(K, y, C, alpha0=None, tol=1e-6, max_iter=None):
+    """The binary L2-SVM (math.md §2.1) on a stored Gram by compiled pairwise FW steps.
+
+    One compiled call (:func:`kernfw.solvers.simplex_qp._numba.solve_problems`, the
+    pairwise steps of math.md §2.3) and no Python object per iteration or certificate:
+    for the many small problems of a grid search (one-vs-one pairs × folds × ``C``),
+    where :func:`solve_l2svm`'s fixed set-up would cost more than the iterations.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n), float64, C-contiguous
+        The kernel on the problem's points, symmetric bit for bit (a principal
+        submatrix of such a matrix is).
+    y : ndarray of shape (n,)
+        Labels in {−1, +1}.
+    C : float > 0
+        Penalty of ``C Σ ξ_i²``.
+    alpha0 : ndarray of shape (n,) or None
+        Start on the simplex (the solution at a neighbouring ``C``: math.md §7.1); None
+        is the uniform start ``α = 1/n``, the optimum's limit as ``C → 0`` (math.md §2.6).
+    tol : float > 0
+        The rule of :func:`solve_l2svm`: ``gap + rounding ≤ tol·ρ``.
+    max_iter : int or None
+        Pairwise steps allowed (None: :func:`solve_l2svm`'s default budget).
+
+    Returns
+    -------
+    GramFit
+    """
+    n = K.shape[0]
+    if K.shape != (n, n) or K.dtype != np.float64 or not K.flags.c_contiguous:
+        raise ValueError(f"K must be a C-contiguous float64 (n, n) array, got {K.dtype} {K.shape}")
+    labels = np.asarray(y, dtype=np.float64)
+    if labels.shape != (n,) or not np.all(np.abs(labels) == 1.0):
+        labels = check_binary_labels(y, n)  # its error (or mixed ±1 of another type)
+    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not 0 < C < math.inf:
+        raise ValueError(f"C must be a positive finite number, got {C!r}")
+    tol = check_positive("tol", tol)
+    alpha = np.full((1, n), 1.0 / n) if alpha0 is None else check_alpha0(alpha0, n)[None].copy()
+    budget = _default_max_iter(n) if max_iter is None else int(max_iter)
+    inv_c = np.full(n, 1.0 / C)
+    gaps, quads, n_iter, status, index = _numba.solve_problems(
+        K, labels[None], inv_c, alpha, tol, budget
+    )
+    if status[0] == _numba.STATUS_NOT_PSD:
+        raise_not_psd(float("nan"), int(index[0]))
+    converged = bool(status[0] == _numba.STATUS_CONVERGED)
+    return GramFit(alpha[0], max(float(gaps[0]), 0.0), float(quads[0]), int(n_iter[0]), converged)
