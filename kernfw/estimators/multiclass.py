@@ -67,13 +67,12 @@ def _check_weighted_classes(y, weights):
 
 def _largest_class_share(y):
     """The share of the labels ``y`` in their most frequent class (0 for no labels)."""
-    if y is None or np.ndim(y) != 1 or np.size(y) == 0:
-        return 0.0
     try:
-        counts = np.unique(np.asarray(y), return_counts=True)[1]
-    except TypeError:  # labels of mixed types: the validation of y raises later
+        y = np.asarray(y)
+        counts = np.unique(y, return_counts=True)[1] if y.ndim == 1 else []
+    except (TypeError, ValueError):  # labels the validation of y refuses (later)
         return 0.0
-    return float(counts.max() / counts.sum())
+    return float(counts.max() / counts.sum()) if len(counts) else 0.0
 
 
 @with_kernel_parameters()
@@ -482,17 +481,18 @@ class MultiClassSVM(
         """
         if not (self.solver == "bcfw" and isinstance(self.kernel, str) and self.kernel == "rbf"):
             return False
-        if self.approx is not None or self.probability or sp.issparse(X) or np.ndim(X) != 2:
+        shape = getattr(X, "shape", ())  # (the input as given: not yet validated)
+        if self.approx is not None or self.probability or sp.issparse(X) or len(shape) != 2:
             return False
         if getattr(self, "_largest_class_share", 0.0) < MAJORITY_SHARE:
             return False
-        return np.shape(X)[1] <= DIRECT_MAX_FEATURES and self._gram_mb(X) <= GRAM_MAX_MB
+        return shape[1] <= DIRECT_MAX_FEATURES and self._gram_mb(X) <= GRAM_MAX_MB
 
     def _gram_mb(self, X):
         """Size (MB) of the Gram of ``X`` in the type of its kernel values."""
         dtype = self._gram_dtype() or getattr(X, "dtype", np.float64)
         itemsize = 4 if np.dtype(dtype) == np.float32 else 8
-        return np.shape(X)[0] ** 2 * itemsize / 2**20
+        return X.shape[0] ** 2 * itemsize / 2**20
 
     def _gram_max_mb(self, X):
         return 0.0 if self._computes_columns(X) else super()._gram_max_mb(X)
