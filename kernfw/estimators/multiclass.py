@@ -209,7 +209,11 @@ class MultiClassSVM(
         docs/benchmarks.md, "Two default fits").
     cache_size : float, default=200
         Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
-        when the kernel is evaluated on the fly.
+        when the kernel is evaluated on the fly.  An RBF fit on at most 32 dense
+        features whose largest class holds at least half of the points computes each
+        kernel column when its block first moves, instead of the whole Gram first, into
+        a cache that can hold every column (at most the Gram's size; docs/benchmarks.md,
+        "Weights and the intercept").
     shrinking : bool, default=True
         Active-set shrinking of "bcfw".  Between two certificates, visit only
         the examples that are not block-optimal (liblinear-style active set;
