@@ -652,6 +652,27 @@ class SupportKernelMixin(KernelInputMixin):
     def _features_dtype(self):
         return self._gram_dtype() if getattr(self, "_solver", None) == "dcd" else np.float64
 
+    def _validate_training_data(self, X, y=None, sample_weight=None, plan=None):
+        """:meth:`KernelInputMixin._validate_training_data`, and a ready operator tested for
+        indefiniteness (a few products ``K v``: an indefinite ``K`` certifies nothing)."""
+        X, y, op = super()._validate_training_data(X, y, sample_weight, plan)
+        if self._kernel_is_operator():
+            check_psd(op)
+        return X, y, op
+
+    def _store_support(self, X, op, result, coef, rows=None):
+        """The fitted attributes of a fit of one problem: the certificate of ``result``,
+        ``solver_`` (the plan's), ``support_`` (the problem's support among the training
+        ``rows``; None: all), ``dual_coef_`` (``coef`` on it, shape (1, n_SV)),
+        ``n_support_`` and the predictor on the support points."""
+        self._store_result(result)
+        self.solver_ = self._plan.solver
+        support = result.solution["support"]
+        self.support_ = support if rows is None else rows[support]
+        self.dual_coef_ = coef[support][None, :]
+        self.n_support_ = np.array([self.support_.size], dtype=np.int32)
+        self._set_predictor(X, op)
+
 
 def resolve_lam(C, lam, n_samples):
     """The regularization λ of the papers from the scikit-learn ``C``.

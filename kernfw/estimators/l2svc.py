@@ -19,7 +19,6 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
 from ..operators import KernelOperator
-from ..operators.psd import check_psd
 from ..solvers.simplex_qp import (
     L2SVM_SOLVERS,
     choose_l2svm_solver,
@@ -392,8 +391,6 @@ KernelOperator, default="rbf"
         """
         plan = self._fit_plan(X, sample_weight)
         X, (y, classes, weights), op = self._validate_training_data(X, y, sample_weight, plan)
-        if self._kernel_is_operator():
-            check_psd(op)  # a few products K v: an indefinite K certifies nothing
         kept = slice(None) if weights is None else np.flatnonzero(weights > 0)
         y_enc = np.searchsorted(classes, y)  # rows of weight 0 take part in no problem
         problems = binary_problems(y_enc[kept], classes.size, self.multi_class)
