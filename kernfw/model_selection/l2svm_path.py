@@ -33,6 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..estimators._base import solver_seed
 from ..estimators._multiclass_decomposition import binary_problems, combine_decisions
 from ..estimators.l2svc import L2SVC, l2svm_fit_solver
+from ..operators.gram import take_block
 from ..solvers.simplex_qp import GramFit, PathStart, solve_l2svm_gram, solve_l2svm_screened
 
 __all__ = ["applies", "RowModel", "follow_c", "fit_l2svc_path"]
@@ -107,6 +108,14 @@ class RowModel(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes[(scores > 0).astype(int)]
         return self.classes[np.argmax(scores, axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """The accuracy on the rows ``X`` (the search's default score): the fraction of
+        ``y`` predicted, as ``accuracy_score`` computes it for the labels the fold's
+        targets already passed, without its checks (once per fit of the search)."""
+        if sample_weight is not None:
+            return super().score(X, y, sample_weight=sample_weight)
+        return float(np.mean(self.predict(X) == np.asarray(y).ravel()))
 
 
 class _FoldBlocks:
@@ -206,13 +215,10 @@ def _gram_solvers(K, train, problems, params):
     ``α``.  A generator: the submatrices are written one after the other into the same
     memory (fresh memory for each would cost a page fault per 4 kB page)."""
     size = max(p.index.size for p in problems)
-    block, rows_of_k = np.empty(size * size), np.empty(size * K.shape[1])
+    block = np.empty(size * size)
     for p in problems:
         rows, m = train[p.index], p.index.size
-        K_rows = np.take(
-            K, rows, axis=0, out=rows_of_k[: m * K.shape[1]].reshape(m, -1), mode="clip"
-        )
-        K_p = np.take(K_rows, rows, axis=1, out=block[: m * m].reshape(m, m), mode="clip")
+        K_p = take_block(K, rows, rows, out=block[: m * m].reshape(m, m))
 
         def solve(C, alpha0, K_p=K_p, y=p.y):
             fit = solve_l2svm_gram(

@@ -7,6 +7,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -248,6 +249,8 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
             assert len(model.blocks) == 3 and model.support.size == train.size
             full = clone(model).set_params(blocks=None).decision_function(test[:, None])
             np.testing.assert_allclose(model.decision_function(test[:, None]), full, atol=1e-12)
+            predicted = model.predict(test[:, None])
+            assert model.score(test[:, None], y[test]) == accuracy_score(y[test], predicted)
     est.set_params(multi_class="ovo")
     # per binary problem and C: ρ of the compiled fit and of solve_l2svm within their gaps
     _, y_enc = np.unique(y[train], return_inverse=True)
