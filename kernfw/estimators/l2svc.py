@@ -447,19 +447,25 @@ KernelOperator, default="rbf"
                 random_state=plan.solver_seed,
                 weights=weights,
             )
+        return self._fit_binaries(op, [(p.index, p.y) for p in problems], weights, callback)
+
+    def _fit_binaries(self, op, problems, weights=None, callback=None):
+        """The ``(support, coef, b, result)`` of the binary problems ``(rows, y)`` on those
+        rows of ``op``, in parallel (joblib), by the fit's plan (``weights``: the weights of
+        the rows of ``op``, or None)."""
         jobs = (
             delayed(_fit_binary)(
-                op if p.index.size == op.n else op.subset(p.index),
-                p.y,
+                op if rows.size == op.n else op.subset(rows),
+                y,
                 self.C,
-                plan.solver,
+                self._plan.solver,
                 self.tol,
                 self.max_iter,
                 callback,
-                plan.solver_seed,
-                weights=None if weights is None else weights[p.index],
+                self._plan.solver_seed,
+                weights=None if weights is None else weights[rows],
             )
-            for p in problems
+            for rows, y in problems
         )
         return Parallel(n_jobs=self.n_jobs)(jobs)
 
@@ -509,21 +515,9 @@ KernelOperator, default="rbf"
                 )  # fmt: skip
                 for q in solved
             ]
-        jobs = (
-            delayed(_fit_binary)(
-                op.subset(train[problems[q].index]),
-                problems[q].y,
-                self.C,
-                self.solver_,
-                self.tol,
-                self.max_iter,
-                None,
-                self._plan.solver_seed,
-                None if weights is None else weights[train[problems[q].index]],
-            )
-            for q in solved
+        fits = self._fit_binaries(
+            op, [(train[problems[q].index], problems[q].y) for q in solved], weights
         )
-        fits = Parallel(n_jobs=self.n_jobs)(jobs)
         return [(sup, c, b, result.solution["rho"]) for sup, c, b, result in fits]
 
     def _proba_scores(self, X):
