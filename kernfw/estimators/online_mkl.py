@@ -370,7 +370,8 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         self
         """
         no_default = self.groups is not None and not self._is_precomputed()
-        mk, y, Xv = self._training_data(X, y, (lambda X: []) if no_default else default_kernels)
+        no_kernels = lambda X, sample_weight=None: []  # noqa: E731
+        mk, y, Xv, _ = self._training_data(X, y, no_kernels if no_default else default_kernels)
         self._approx_ops = []
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         m = self.classes_.size

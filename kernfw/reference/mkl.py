@@ -14,7 +14,10 @@
 Binary problems are given as rows of a code matrix in ``{−1, 0, +1}`` (``0``:
 the point is not in that problem), so one-vs-rest and one-vs-one problems
 with shared kernel weights are covered; a 1-D ``y`` in ``{−1, +1}`` is one row.
-Every kernel is factored ``K_j = F_j F_jᵀ`` (:func:`factor_gram`).
+Every kernel is factored ``K_j = F_j F_jᵀ`` (:func:`factor_gram`).  ``sample_weight``
+(positive ``w_i``) weighs the examples' slack terms of the inner SVMs (math.md §5.8):
+the boxes ``α_i ≤ C w_i`` (C-SVM) and ``α_i ≤ w_i/Σ_j w_j`` (ν-SVM), the L2-SVM's
+``Σ_i α_i²/(C w_i)``; in :func:`online_mkl_reference` the loss terms, normalized by ``Σ w``.
 """
 
 import numpy as np
@@ -42,22 +45,24 @@ def _codes(y):
     return codes
 
 
-def _svm_parts(cp, codes, svm, C, nu):
-    """Variables α_r, the constraints and ``a(α)`` of the inner SVM duals (math.md §5.2, §2.1)."""
+def _svm_parts(cp, codes, svm, C, nu, w=None):
+    """Variables α_r, the constraints and ``a(α)`` of the inner SVM duals (math.md §5.2, §2.1,
+    with per-example weights ``w`` §5.8; None: all 1)."""
     r, n = codes.shape
+    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
     alphas, constraints, offset = [], [], 0
     for code in codes:
         a = cp.Variable(n)
         inside = code != 0
         constraints += [a >= 0, a[~inside] == 0] if np.any(~inside) else [a >= 0]
         if svm == "c":
-            constraints += [a <= C, code @ a == 0]
+            constraints += [a <= C * w, code @ a == 0]
             offset = offset + cp.sum(a)
         elif svm == "nu":
-            constraints += [a <= 1.0 / inside.sum(), code @ a == 0, cp.sum(a) >= nu]
+            constraints += [a <= w / w[inside].sum(), code @ a == 0, cp.sum(a) >= nu]
         else:
             constraints += [cp.sum(a) == 1]
-            offset = offset - cp.square(code @ a) - cp.sum_squares(a) / C
+            offset = offset - cp.square(code @ a) - cp.sum(cp.multiply(1.0 / (C * w), a**2))
         alphas.append(a)
     return alphas, constraints, offset
 
@@ -70,13 +75,13 @@ def _quad_forms(cp, factors, codes, alphas):
     ]
 
 
-def _solve_mkl(grams, y, penalty, svm, C, nu):
+def _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight=None):
     cp = require_cvxpy()
     if svm not in _SVMS:
         raise ValueError(f"svm must be one of {_SVMS}, got {svm!r}")
     codes = _codes(y)
     factors = [factor_gram(K) for K in grams]
-    alphas, constraints, offset = _svm_parts(cp, codes, svm, C, nu)
+    alphas, constraints, offset = _svm_parts(cp, codes, svm, C, nu, sample_weight)
     d = _quad_forms(cp, factors, codes, alphas)
     c = 1.0 if svm == "l2" else 0.5
     pen, extra = penalty(cp, d)
@@ -88,7 +93,7 @@ def _solve_mkl(grams, y, penalty, svm, C, nu):
     return {"value": value, "alpha": alpha, "d": d_val}
 
 
-def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
+def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5, sample_weight=None):
     """CSKL optimum ``J* = max_α a(α) − c g_t(d(α))`` (math.md §5.2, §6).
 
     Parameters
@@ -101,6 +106,8 @@ def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
         Budget of the capped simplex.
     svm : {"c", "nu", "l2"}
     C, nu : float
+    sample_weight : ndarray (n,) or None
+        Positive weights of the examples' slack terms (module docstring).
 
     Returns
     -------
@@ -111,19 +118,19 @@ def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
         u = cp.Variable()
         return t * u + sum(cp.pos(dj - u) for dj in d), []
 
-    return _solve_mkl(grams, y, penalty, svm, C, nu)
+    return _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight)
 
 
-def l1_mkl_reference(grams, y, svm="c", C=1.0, nu=0.5):
+def l1_mkl_reference(grams, y, svm="c", C=1.0, nu=0.5, sample_weight=None):
     """l1-MKL (SimpleMKL's problem): ``max_α a(α) − c max_j d_j(α)``."""
 
     def penalty(cp, d):
         return cp.max(cp.hstack(d)), []
 
-    return _solve_mkl(grams, y, penalty, svm, C, nu)
+    return _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight)
 
 
-def lp_mkl_reference(grams, y, p, svm="c", C=1.0, nu=0.5):
+def lp_mkl_reference(grams, y, p, svm="c", C=1.0, nu=0.5, sample_weight=None):
     """lp-MKL (Kloft et al.): ``max_α a(α) − c ‖d(α)‖_{p*}``, ``p* = p/(p−1)`` (math.md §5.5).
 
     An auxiliary ``u ≥ d`` keeps the problem DCP (the norm is nondecreasing on
@@ -137,7 +144,7 @@ def lp_mkl_reference(grams, y, p, svm="c", C=1.0, nu=0.5):
         u = cp.Variable(len(d))
         return cp.norm(u, dual_p), [u >= cp.hstack(d)]
 
-    return _solve_mkl(grams, y, penalty, svm, C, nu)
+    return _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight)
 
 
 def prox_squared_l1_reference(v, tau):
