@@ -80,6 +80,7 @@ SIMPLEX_QP = [
     "_coordinate_numba",
     "coordinate",
     "l2svm",
+    "screening",
     "l2svr",
     "distributed.shard",
     "distributed.rows",

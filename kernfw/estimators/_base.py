@@ -42,6 +42,14 @@ from ..operators import (
 from ..operators.lowrank import APPROXIMATIONS
 from ..operators.psd import check_psd
 from ._interrupt import FIT_METHODS, restore_on_interrupt
+from ._plan import (
+    FLOAT32_GRAM_TOL,
+    PRECISIONS,
+    FitPlan,
+    check_approx,
+    gram_budget,
+    kernel_values_dtype,
+)
 
 try:  # scikit-learn >= 1.9: the callback API (est.set_callbacks(ProgressBar()))
     from sklearn.callback import CallbackSupportMixin, with_callbacks
@@ -58,6 +66,7 @@ except ImportError:  # older scikit-learn: no callbacks; ``verbose`` prints prog
 __all__ = [
     "FWEstimatorMixin",
     "KernelInputMixin",
+    "SupportKernelMixin",
     "ProgressPrinter",
     "KERNEL_PARAMETER_CONSTRAINTS",
     "APPROX_PARAMETER_CONSTRAINTS",
@@ -72,14 +81,6 @@ __all__ = [
     "PRECISIONS",
     "PRECISION_PARAMETER_CONSTRAINTS",
 ]
-
-#: smallest ``tol`` at which an estimator keeps the kernel values it computes from
-#: features in float32 (a Gram, or the columns of an on-the-fly kernel): their
-#: rounding, about 1e-7 relative, is then far below what the tolerance certifies
-FLOAT32_GRAM_TOL = 1e-4
-
-#: the ``precision`` choices of the kernel values an estimator computes from features
-PRECISIONS = ("auto", "float32", "float64")
 
 #: ``_parameter_constraints`` of ``precision``
 PRECISION_PARAMETER_CONSTRAINTS = {"precision": [StrOptions(set(PRECISIONS))]}
@@ -468,42 +469,58 @@ class KernelInputMixin:
         return GRAM_MAX_MB
 
     def _gram_dtype(self):
-        """Type of the kernel values computed from features (None: the dtype of ``X``): the
-        estimator's ``precision``; ``"auto"`` is float32 when its ``tol`` is at least
-        :data:`FLOAT32_GRAM_TOL`, else the dtype of ``X``."""
-        precision = getattr(self, "precision", "auto")
-        if precision != "auto":
-            return np.dtype(precision).type
-        tol = getattr(self, "tol", None)
-        return np.float32 if tol is not None and tol >= FLOAT32_GRAM_TOL else None
+        """Type of the kernel values computed from features (None: the dtype of ``X``):
+        :func:`~kernfw.estimators._plan.kernel_values_dtype` of the estimator's
+        ``precision``, ``tol``, resolved solver and backend."""
+        return kernel_values_dtype(
+            getattr(self, "precision", "auto"),
+            getattr(self, "tol", None),
+            getattr(self, "_solver", None),
+            getattr(self, "backend", "local"),
+        )
 
     def _features_dtype(self):
         """Storage type of approximated features ``Φ`` (None: the dtype of ``X``): that of
         :meth:`_gram_dtype`."""
         return self._gram_dtype()
 
-    def _approx(self):
-        """``approx``, or None (also for estimators without the parameter)."""
-        return getattr(self, "approx", None)
+    def _plan_solver(self, X, sample_weight):
+        """The algorithm of a fit on ``X`` (``solver`` as given; "auto" resolved by the
+        estimators that have it)."""
+        return getattr(self, "solver", None)
+
+    def _fit_plan(self, X, sample_weight=None):
+        """The :class:`~kernfw.estimators._plan.FitPlan` of a fit on ``X``, resolved once,
+        before the kernel operator is built (``approx`` is checked here, and only here)."""
+        approx, backend = getattr(self, "approx", None), getattr(self, "backend", "local")
+        check_approx(approx, self.kernel, backend)
+        self._solver = self._plan_solver(X, sample_weight)
+        random_state = getattr(self, "random_state", None)
+        self._plan = FitPlan(
+            solver=self._solver,
+            backend=backend,
+            gram_max_mb=self._gram_max_mb(X),
+            dtype=self._gram_dtype() if approx is None else self._features_dtype(),
+            approx=approx,
+            n_components=getattr(self, "n_components", None),
+            approx_seed=approx_seed(random_state),
+            solver_seed=solver_seed(random_state),
+        )
+        return self._plan
 
     def _check_targets(self, y, sample_weight):
         """The targets of a fit from the validated labels ``y`` (and ``sample_weight``),
         checked before the kernel operator is built; the default is ``y`` itself."""
         return y
 
-    def _validate_training_data(self, X, y=None, sample_weight=None):
-        """Validated ``(X, targets)`` and the training kernel operator.
+    def _validate_training_data(self, X, y=None, sample_weight=None, plan=None):
+        """Validated ``(X, targets)`` and the training kernel operator of the fit's ``plan``
+        (None: :meth:`_fit_plan`).
 
         ``targets`` is :meth:`_check_targets` of the validated ``y`` (``y`` unless an
         estimator says otherwise); ``gamma="scale"`` is taken over the rows weighted by
         ``sample_weight`` (:func:`~kernfw.kernels.resolve_gamma`)."""
-        approx = self._approx()
-        if approx is not None and (self._kernel_is_operator() or self._kernel_is_precomputed()):
-            what = "kernel='precomputed'" if self._kernel_is_precomputed() else "a KernelOperator"
-            raise ValueError(
-                f"approx={approx!r} needs the kernel as a name or a callable on the features; "
-                f"{what} gives no features to approximate (pass approx=None)"
-            )
+        plan = self._fit_plan(X, sample_weight) if plan is None else plan
         if self._kernel_is_operator():
             op = self.kernel
             n = op.n if X is None else _num_samples(X)
@@ -539,14 +556,14 @@ class KernelInputMixin:
             self.degree,
             self.coef0,
             cache_size=self.cache_size,
-            gram_max_mb=self._gram_max_mb(X),
-            gram_dtype=self._gram_dtype() if approx is None else self._features_dtype(),
-            approx=approx,
-            n_components=getattr(self, "n_components", None),
-            random_state=approx_seed(getattr(self, "random_state", None)),
+            gram_max_mb=plan.gram_max_mb,
+            gram_dtype=plan.dtype,
+            approx=plan.approx,
+            n_components=plan.n_components,
+            random_state=plan.approx_seed,
         )
         self.kernel_approx_ = fitted_approximation(op)
-        self._approx_op = None if approx is None else op.subset(np.arange(0))  # the maps Φ
+        self._approx_op = None if plan.approx is None else op.subset(np.arange(0))  # maps Φ
         return X, y, op
 
     def _set_predictor(self, X, op):
@@ -613,6 +630,22 @@ class KernelInputMixin:
         tags.input_tags.pairwise = self._kernel_is_precomputed()
         tags.input_tags.sparse = not (self._kernel_is_precomputed() or self._kernel_is_operator())
         return tags
+
+
+class SupportKernelMixin(KernelInputMixin):
+    """:class:`KernelInputMixin` of the simplex-QP estimators (:class:`~kernfw.L2SVC`,
+    :class:`~kernfw.MinimumEnclosingBall`, :class:`~kernfw.L2SVR`), which fetch one kernel
+    column per iteration: the Gram budget of :func:`~kernfw.estimators._plan.gram_budget`,
+    and approximated features ``Φ`` in float64 for the Frank-Wolfe solvers (their steps
+    test the curvature ``dᵀQd`` to 1e-8 of its scale, below the float32 rounding of
+    products of float32 features: two equal points would look like negative curvature),
+    in the type of :meth:`_gram_dtype` for the coordinate passes (``solver="dcd"``)."""
+
+    def _gram_max_mb(self, X):
+        return gram_budget(X, self.cache_size)
+
+    def _features_dtype(self):
+        return self._gram_dtype() if getattr(self, "_solver", None) == "dcd" else np.float64
 
 
 def resolve_lam(C, lam, n_samples):

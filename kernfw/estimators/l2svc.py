@@ -18,7 +18,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
-from ..kernels import COLUMN_GRAM_MAX_MB
 from ..operators import KernelOperator
 from ..operators.psd import check_psd
 from ..solvers.simplex_qp import L2SVM_SOLVERS, choose_l2svm_solver, solve_l2svm
@@ -26,9 +25,8 @@ from ..solvers.simplex_qp.exact import EXACT_MAX
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
-    KernelInputMixin,
+    SupportKernelMixin,
     example_weights,
-    solver_seed,
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
@@ -39,77 +37,10 @@ from ._multiclass_decomposition import (
     combine_decisions,
     shaped_decisions,
 )
+from ._plan import WIDE_FEATURES, WIDE_GRAM_MB, gram_budget
 from ._probability import ProbabilityMixin
 
-__all__ = ["L2SVC", "gram_budget", "l2svm_fit_solver"]
-
-#: with at least this many features, a Gram up to ``max(WIDE_GRAM_MB, cache_size)`` MB is
-#: precomputed: one BLAS-3 product beats ~n memory-bound column products (k(X, x_i) reads X)
-WIDE_FEATURES = 50
-#: Gram budget (MB) for wide inputs, whatever the (small) column cache
-WIDE_GRAM_MB = 256.0
-
-
-def gram_budget(X, cache_size):
-    """Largest Gram (MB) to precompute for inputs ``X`` (see :data:`WIDE_FEATURES`).
-
-    MFW fetches about one kernel column per iteration and needs roughly as many
-    iterations as there are points, so on-the-fly columns cost about ``n²``
-    kernel values too, but each column is a matrix-vector product that reads
-    all of ``X``.  Few features: the columns win (and need no ``n²`` memory);
-    many features: the Gram, up to ``max(WIDE_GRAM_MB, cache_size)`` MB.
-
-    Parameters
-    ----------
-    X : array-like of shape (n, d) or None
-        Training inputs.
-    cache_size : float
-        The estimator's ``cache_size`` (MB).
-
-    Returns
-    -------
-    float
-        The largest Gram matrix (MB) to precompute.
-    """
-    if X is not None and getattr(X, "ndim", 0) == 2 and X.shape[1] >= WIDE_FEATURES:
-        return max(COLUMN_GRAM_MAX_MB, WIDE_GRAM_MB, float(cache_size))
-    return COLUMN_GRAM_MAX_MB
-
-
-class SupportKernelMixin(KernelInputMixin):
-    """:class:`~kernfw.estimators._base.KernelInputMixin` with the Gram budget of the
-    column-wise solvers (:func:`gram_budget`), shared by :class:`L2SVC` and
-    :class:`~kernfw.estimators.meb.MinimumEnclosingBall`."""
-
-    def _gram_max_mb(self, X):
-        return gram_budget(X, self.cache_size)
-
-    def _gram_dtype(self):
-        """The kernel values' type of ``precision`` on the local backend.  The Dask
-        backend's shards evaluate the kernel in float64 (``precision="float32"`` is refused
-        there): below ``FLOAT32_GRAM_TOL`` the two backends take the same iterates, from it
-        on the local one solves the problem of the float32-rounded kernel.  The exact solve
-        of a small problem (``solver="active_set"``, math.md §2.16) keeps float64 at
-        ``precision="auto"``: its optimum is exact."""
-        if self.backend != "dask":
-            exact = getattr(self, "_solver", None) == "active_set"
-            if exact and getattr(self, "precision", "auto") == "auto":
-                return None
-            return super()._gram_dtype()
-        if getattr(self, "precision", "auto") == "float32":
-            raise ValueError(
-                "precision='float32' runs on the local backend only: the Dask shards "
-                "evaluate the kernel in float64; use backend='local' or precision='auto'"
-            )
-        return None
-
-    def _features_dtype(self):
-        """Approximated features ``Φ`` in float32 (at ``tol >= FLOAT32_GRAM_TOL``) for the
-        coordinate passes ("dcd", :func:`l2svm_fit_solver`), in float64 for the
-        Frank-Wolfe solvers: their steps test the curvature ``dᵀQd`` to 1e-8 of its scale,
-        below the float32 rounding of products of float32 features (two equal points
-        would look like negative curvature)."""
-        return super()._gram_dtype() if getattr(self, "_solver", None) == "dcd" else np.float64
+__all__ = ["L2SVC", "WIDE_FEATURES", "WIDE_GRAM_MB", "gram_budget", "l2svm_fit_solver"]
 
 
 def l2svm_fit_solver(solver, backend, kernel, approx, X):
@@ -123,7 +54,8 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
     than points, which :func:`kernfw.kernels.make_operator` keeps as features; a ready
     operator with features, :func:`~kernfw.solvers.simplex_qp.choose_l2svm_solver`) and
     ``"mfw"`` otherwise and on the Dask backend, whose shards evaluate the exact kernel
-    (so neither ``approx`` nor ``"dcd"`` nor ``"active_set"`` runs there: ValueError).
+    (so neither ``"dcd"`` nor ``"active_set"`` runs there: ValueError; nor ``approx``,
+    which :func:`~kernfw.estimators._plan.check_approx` refuses first).
 
     Parameters
     ----------
@@ -138,11 +70,6 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
         One of ``"mfw"``, ``"lsfw"``, ``"cvm"``, ``"active_set"``, ``"dcd"``.
     """
     if backend == "dask":
-        if approx is not None:
-            raise ValueError(
-                f"approx={approx!r} runs on the local backend only: the Dask shards "
-                "evaluate the exact kernel; use backend='local' or approx=None"
-            )
         if solver in ("dcd", "active_set"):
             raise ValueError(
                 f"solver={solver!r} runs locally only; use backend='local' or solver='mfw'"
@@ -446,8 +373,8 @@ KernelOperator, default="rbf"
         -------
         self
         """
-        self._solver = l2svm_fit_solver(self.solver, self.backend, self.kernel, self.approx, X)
-        X, (y, classes, weights), op = self._validate_training_data(X, y, sample_weight)
+        plan = self._fit_plan(X, sample_weight)
+        X, (y, classes, weights), op = self._validate_training_data(X, y, sample_weight, plan)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
         kept = slice(None) if weights is None else np.flatnonzero(weights > 0)
@@ -457,13 +384,12 @@ KernelOperator, default="rbf"
             problems = [p._replace(index=kept[p.index]) for p in problems]
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
-        seed = solver_seed(self.random_state)
         try:
-            fits = self._fit_problems(X, op, y_enc, problems, weights, callback, seed)
+            fits = self._fit_problems(X, op, y_enc, problems, weights, callback, plan)
         finally:
             self._end_callbacks()
         self.classes_ = classes
-        self.solver_ = self._solver
+        self.solver_ = plan.solver
         self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
         if weights is None:
@@ -471,6 +397,9 @@ KernelOperator, default="rbf"
         else:  # the folds of the rows that count, with their weights
             self._fit_probability(op.subset(kept), y_enc[kept], weights[kept])
         return self
+
+    def _plan_solver(self, X, sample_weight):
+        return l2svm_fit_solver(self.solver, self.backend, self.kernel, self.approx, X)
 
     def _check_targets(self, y, sample_weight):
         """``(y, classes, weights)``: the labels, the classes of the examples of positive
@@ -484,10 +413,10 @@ KernelOperator, default="rbf"
             )
         return y, classes, weights
 
-    def _fit_problems(self, X, op, y_enc, problems, weights, callback, seed):
-        """The ``(support, coef, b, result)`` of every binary problem, in parallel (joblib)
-        or on the Dask cluster."""
-        if self.backend == "dask":  # data-parallel MFW on the Dask cluster
+    def _fit_problems(self, X, op, y_enc, problems, weights, callback, plan):
+        """The ``(support, coef, b, result)`` of every binary problem of the fit's ``plan``,
+        in parallel (joblib) or on the Dask cluster."""
+        if plan.backend == "dask":  # data-parallel MFW on the Dask cluster
             from ..distributed import fit_l2svm_problems
 
             return fit_l2svm_problems(
@@ -496,12 +425,12 @@ KernelOperator, default="rbf"
                 y_enc,
                 problems,
                 self.C,
-                self._solver,
+                plan.solver,
                 self.tol,
                 self.max_iter,
                 callback,
                 self.cache_size,
-                random_state=seed,
+                random_state=plan.solver_seed,
                 weights=weights,
             )
         jobs = (
@@ -509,11 +438,11 @@ KernelOperator, default="rbf"
                 op if p.index.size == op.n else op.subset(p.index),
                 p.y,
                 self.C,
-                self._solver,
+                plan.solver,
                 self.tol,
                 self.max_iter,
                 callback,
-                seed,
+                plan.solver_seed,
                 weights=None if weights is None else weights[p.index],
             )
             for p in problems
@@ -552,7 +481,7 @@ KernelOperator, default="rbf"
                 self.tol,
                 self.max_iter,
                 None,
-                solver_seed(self.random_state),
+                self._plan.solver_seed,
                 None if state is None else state[train[problems[q].index]],
             )
             for q in solved

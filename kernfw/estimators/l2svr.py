@@ -19,12 +19,11 @@ from ..solvers.simplex_qp.l2svr import L2SVR_SOLVERS, solve_l2svr
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
-    KernelInputMixin,
+    SupportKernelMixin,
     check_sample_weight,
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
-from .l2svc import gram_budget
 
 __all__ = ["L2SVR"]
 
@@ -33,7 +32,7 @@ __all__ = ["L2SVR"]
     approx_note="The solver then takes the features' kernel columns one at a time "
     "(Frank-Wolfe on the features; no compiled column source)."
 )
-class L2SVR(RegressorMixin, KernelInputMixin, FWEstimatorMixin, BaseEstimator):
+class L2SVR(RegressorMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
     """L2-loss ε-insensitive support vector regression trained by FW / MFW (math.md §2.15).
 
     With the targets centred at their (weighted) mean ``ȳ``, it solves::
@@ -78,7 +77,7 @@ KernelOperator, default="rbf"
     cache_size : float, default=200
         Kernel cache in MB, as ``SVR``'s: the column cache of on-the-fly kernels (Gram
         matrices up to 32 MB are precomputed instead, see
-        :func:`kernfw.estimators.l2svc.gram_budget`).
+        :func:`kernfw.estimators._plan.gram_budget`).
     verbose : int, default=0
         Print one line per certified iterate.
     random_state : int, RandomState instance or None, default=None
@@ -175,14 +174,6 @@ KernelOperator, default="rbf"
         self.verbose = verbose
         self.random_state = random_state
 
-    def _gram_max_mb(self, X):
-        return gram_budget(X, self.cache_size)
-
-    def _features_dtype(self):
-        """Approximated features in float64: the Frank-Wolfe steps test the curvature
-        ``dᵀQd`` to 1e-8 of its scale, below the rounding of float32 products."""
-        return np.float64
-
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -207,7 +198,8 @@ KernelOperator, default="rbf"
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
-        X, y, op = self._validate_training_data(X, y, sample_weight)
+        plan = self._fit_plan(X, sample_weight)
+        X, y, op = self._validate_training_data(X, y, sample_weight, plan)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite K certifies nothing
         y = np.asarray(y, dtype=np.float64)
@@ -223,7 +215,7 @@ KernelOperator, default="rbf"
                 self.C,
                 self.epsilon,
                 sample_weight=s[keep],
-                solver=self.solver,
+                solver=plan.solver,
                 tol=self.tol,
                 max_iter=self.max_iter,
                 callback=callback,
@@ -231,7 +223,7 @@ KernelOperator, default="rbf"
         finally:
             self._end_callbacks()
         sol = result.solution
-        self.solver_ = self.solver
+        self.solver_ = plan.solver
         self.support_ = keep[sol["support"]]
         self.n_support_ = np.array([self.support_.size], dtype=np.int32)
         self.dual_coef_ = sol["coef"][sol["support"]][None, :]

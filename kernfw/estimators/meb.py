@@ -21,12 +21,11 @@ from ..solvers.simplex_qp.soft_ball import soft_ball_caps
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
     FWEstimatorMixin,
+    SupportKernelMixin,
     example_weights,
-    solver_seed,
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
-from .l2svc import SupportKernelMixin
 
 __all__ = ["MinimumEnclosingBall"]
 
@@ -254,13 +253,8 @@ KernelOperator, default="rbf"
         -------
         self
         """
-        if self.approx is not None and self.backend == "dask":
-            raise ValueError(
-                f"approx={self.approx!r} runs on the local backend only: the Dask shards "
-                "evaluate the exact kernel; use backend='local' or approx=None"
-            )
-        self._solver = self._expected_solver(X)  # float64 kernel values for "active_set"
-        X, _, op = self._validate_training_data(X, None, sample_weight)
+        plan = self._fit_plan(X, sample_weight)
+        X, _, op = self._validate_training_data(X, None, sample_weight, plan)
         if self._kernel_is_operator():
             check_psd(op)  # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
@@ -276,14 +270,18 @@ KernelOperator, default="rbf"
         w = None if weights is None else weights[weights > 0]
         caps = None if self.nu == 0 else soft_ball_caps(self.nu, sub.n, w)
         soft = self.nu * sub.n > 1.0 if caps is None else bool(np.any(caps < 1.0))
-        solver = self._resolve_solver(soft, sub.n)
+        if soft and (plan.solver not in ("mfw", "active_set") or plan.backend != "local"):
+            raise ValueError(
+                f"the soft ball (nu={self.nu}, nu * n > 1) is solved by pairwise Frank-Wolfe "
+                "in this process: use solver='mfw' or 'auto' and backend='local' (or nu=0)"
+            )
         callback = self._fw_callback(self.max_iter, X)
         try:
-            result = self._solve(X, sub, q, w if soft else None, soft, solver, callback, present)
+            result = self._solve(X, sub, q, w if soft else None, soft, plan, callback, present)
         finally:
             self._end_callbacks()
         self._store_result(result)
-        self.solver_ = solver
+        self.solver_ = plan.solver
         sol = result.solution
         support = sol["support"]
         self.support_ = support if kept is None else kept[support]
@@ -301,37 +299,26 @@ KernelOperator, default="rbf"
         self._set_predictor(X, op)
         return self
 
-    def _expected_solver(self, X):
-        """ "active_set" when the fit will solve exactly (``solver="active_set"``, or "auto" on at most
-        ``EXACT_MAX`` points), else ""."""
-        if self.solver == "active_set":
-            return "active_set"
-        try:
-            small = self.backend == "local" and _num_samples(X) <= EXACT_MAX
-        except TypeError:  # no length to read (a kernel operator with X=None)
-            small = False
-        return "active_set" if self.solver == "auto" and small else ""
-
-    def _resolve_solver(self, soft, n):
+    def _plan_solver(self, X, sample_weight):
         """The algorithm of the fit: "auto" is "active_set" on at most ``EXACT_MAX`` points
-        (math.md §2.16), else "mfw"; the soft ball takes "mfw" (its pairwise steps) and
-        "active_set" on this process only."""
-        solver = self.solver
-        if solver == "auto":
-            solver = "active_set" if n <= EXACT_MAX and self.backend == "local" else "mfw"
-        if soft and (solver not in ("mfw", "active_set") or self.backend != "local"):
-            raise ValueError(
-                f"the soft ball (nu={self.nu}, nu * n > 1) is solved by pairwise Frank-Wolfe "
-                "in this process: use solver='mfw' or 'auto' and backend='local' (or nu=0)"
-            )
-        if solver == "active_set" and self.backend != "local":
+        of positive weight (math.md §2.16) on this process, else "mfw"."""
+        if self.solver == "active_set" and self.backend != "local":
             raise ValueError("solver='active_set' runs locally only; use backend='local'")
-        return solver
+        if self.solver != "auto":
+            return self.solver
+        try:
+            n = self.kernel.n if self._kernel_is_operator() else _num_samples(X)
+            if sample_weight is not None:  # validated later: the rows of positive weight
+                n = int(np.count_nonzero(np.asarray(sample_weight, dtype=np.float64) > 0))
+        except (TypeError, ValueError):  # nothing to count: validation will refuse it
+            n = EXACT_MAX + 1
+        return "active_set" if n <= EXACT_MAX and self.backend == "local" else "mfw"
 
-    def _solve(self, X, op, q, weights, soft, solver, callback, present=None):
+    def _solve(self, X, op, q, weights, soft, plan, callback, present=None):
         """The :class:`~kernfw.fw.FWResult` of the soft ball (``weights``: its points'
         positive weights, or None) or of the hard ball, locally or on the Dask cluster
-        (``present``: 1 for the rows of positive weight, 0 for the others, or None)."""
+        (``present``: 1 for the rows of positive weight, 0 for the others, or None), by the
+        fit's ``plan``."""
         if soft:
             return solve_soft_ball(
                 op,
@@ -341,30 +328,30 @@ KernelOperator, default="rbf"
                 max_iter=self.max_iter,
                 callback=callback,
                 sample_weight=weights,
-                solver="active_set" if solver == "active_set" else "pairwise",
+                solver="active_set" if plan.solver == "active_set" else "pairwise",
             )
-        if self.backend == "dask":  # data-parallel MFW on the Dask cluster
+        if plan.backend == "dask":  # data-parallel MFW on the Dask cluster
             from ..distributed import solve_meb
 
             return solve_meb(
                 X,
                 op,
-                solver,
+                plan.solver,
                 StoppingRule(self.tol, "dual"),
                 self.max_iter,
                 callback,
                 self.cache_size,
-                solver_seed(self.random_state),
+                plan.solver_seed,
                 weights=present,
             )
         return solve_simplex_qp(
             op,
             q=q,
-            solver=solver,
+            solver=plan.solver,
             tol=StoppingRule(self.tol, "dual"),
             max_iter=self.max_iter,
             callback=callback,
-            random_state=solver_seed(self.random_state),
+            random_state=plan.solver_seed,
         )
 
     def _self_similarity(self, X):

@@ -20,7 +20,6 @@ from ._base import (
     check_sample_weight,
     class_weights,
     resolve_lam,
-    solver_seed,
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
@@ -486,7 +485,7 @@ class MultiClassSVM(
             max_time=self.max_time,
             check_every=self.check_every,
             callback=callback,
-            random_state=solver_seed(self.random_state),
+            random_state=self._plan.solver_seed,
             shrinking=self.shrinking,
             shrink_classes=self.shrinking,
             weights=weights,

@@ -5,7 +5,9 @@
 simplex.  Along ``C`` the scaled start of [Chu2015] is, on the simplex, the previous
 solution itself (math.md §7.1), so each binary problem of the fold (one-vs-one,
 one-vs-rest or DDAG, as the estimator splits it) starts from its solution at the
-previous ``C``.  The fold's models are scored on rows of the search's data through
+previous ``C``, with the points that solution proves are not support vectors at the
+new ``C`` left out of the fit and the certificate taken on the full problem (safe sample
+screening, math.md §2.17).  The fold's models are scored on rows of the search's data through
 the shared kernel (:class:`RowModel`): the test rows' kernel values against the
 support vectors are read from it, not recomputed.
 """
@@ -19,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..estimators._base import solver_seed
 from ..estimators._multiclass_decomposition import binary_problems, combine_decisions
 from ..estimators.l2svc import L2SVC, l2svm_fit_solver
-from ..solvers.simplex_qp import solve_l2svm
+from ..solvers.simplex_qp import PathStart, solve_l2svm_screened
 
 __all__ = ["applies", "RowModel", "fit_l2svc_path"]
 
@@ -141,19 +143,19 @@ def fit_l2svc_path(estimator, operator, train, y, steps):
     for index, step in steps:
         start = time.perf_counter()
         results = [
-            solve_l2svm(
+            solve_l2svm_screened(
                 op,
                 p.y,
                 step["C"],
+                start=a0,
                 solver=solver,
                 tol=params["tol"],
                 max_iter=params["max_iter"],
-                alpha0=a0,
                 random_state=seed,
             )  # fmt: skip
             for op, p, a0 in zip(ops, problems, starts)
         ]
         fit_time = time.perf_counter() - start
-        starts = [r.solution["alpha"] for r in results]
+        starts = [PathStart.of(r, step["C"]) for r in results]
         model = _model(operator, train, classes, problems, results, params["multi_class"])
         yield index, model, fit_time, _certificate(results)

@@ -8,11 +8,12 @@
   multi-category dual after its change of variables, math.md §1.15).
 
 :class:`ShiftedScaled` rewrites the answers of its base operator; the base kernel is
-never copied, except the stored Gram matrix that compiled solvers read
+never copied, except when a stored Gram matrix is asked for
 (:meth:`ShiftedScaled.stored_gram`: one transformed copy made on the first request by
 one compiled pass, or the base's own matrix transformed in place when the base is private
 to the wrapper, ``overwrite=True``) and explicit features (one column appended, rows
-scaled).
+scaled).  Compiled code that can form ``K̃`` as it reads the base's matrix asks
+:meth:`ShiftedScaled.scaled_gram` instead: the matrix, ``c`` and ``d``, no pass over them.
 """
 
 import copy
@@ -190,6 +191,22 @@ class ShiftedScaled(KernelOperator):
             out[...] = self._rows(np.asarray(K), slice(None), slice(None))
         self._grams[bool(by_columns)] = (K, out)
         return out
+
+    def scaled_gram(self, by_columns=False):
+        """``(K₀, c, d)`` of the base's stored matrix ``K₀`` (``K̃_ij = d_i d_j (K₀_ij + c)``)
+        without transforming it: no copy and no pass over ``K₀``.  The Gram of ``K̃`` once
+        it is stored (:meth:`stored_gram` was asked first), and that Gram, transformed, when
+        the base is itself a shifted or scaled kernel."""
+        if self._inner is not None:
+            return self._inner.scaled_gram(by_columns)
+        form = self.base.scaled_gram(by_columns)
+        if form is None:
+            return None
+        K, shift, scale = form
+        if shift == 0.0 and scale is None:
+            return K, self.shift, self.scale
+        K = self.stored_gram(by_columns)
+        return None if K is None else (K, 0.0, None)
 
     def _transform_in_place(self):
         """``overwrite``: transform the base's stored C- or F-ordered writable matrix in

@@ -223,6 +223,18 @@ class KernelOperator(ABC):
         """
         return None
 
+    def scaled_gram(self, by_columns=False):
+        """A stored matrix ``K₀`` with a shift ``c`` and point scales ``d`` such that
+        ``K_ij = d_i d_j (K₀_ij + c)``, as ``(K₀, c, d)`` (``d`` None: all ones), or None
+        when no Gram is stored.
+
+        Compiled code that reads kernel columns forms ``K_ij`` from ``K₀`` as it reads it,
+        instead of a transformed copy of the matrix.  The default is
+        ``(stored_gram(by_columns), 0.0, None)``; ``by_columns`` as there.
+        """
+        K = self.stored_gram(by_columns=by_columns)
+        return None if K is None else (K, 0.0, None)
+
     def matmat64(self, V):
         """``K @ V`` summed in float64 arithmetic (float64 result), also on float32 values.
 

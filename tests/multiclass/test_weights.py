@@ -120,6 +120,25 @@ def test_weighted_fit_every_backend(kind):
     assert_certified(est, ref)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("kernel", ["rbf", "precomputed"])
+def test_shifted_scaled_gram_read_by_the_passes(kernel, weighted):
+    """BCFW's passes on a stored Gram form ``d_i d_j (K_ij + c)`` from the stored ``K`` as
+    they read its columns (the intercept's shift, the weights' scales, or both): the
+    certified optimum is the reference's, and the user's Gram is left as it was."""
+    X, y, w = data(n=15, seed=5)
+    w = w if weighted else None
+    K = rbf_kernel(X, gamma=0.4)
+    Xfit = K.copy() if kernel == "precomputed" else X
+    est = fit(Xfit, y, w, kernel=kernel, gamma=0.4, tol=1e-9, C=2.0, fit_intercept=True)
+    assert est.converged_
+    ref = multiclass_primal(factor_gram(K), y, lam=est.lam_, sample_weight=w,
+                            intercept_scaling=1.0)  # fmt: skip
+    assert_certified(est, ref)
+    if kernel == "precomputed":
+        np.testing.assert_array_equal(Xfit, K)
+
+
 @pytest.mark.parametrize("solver", ["bcfw", "lsfw"])
 @pytest.mark.parametrize("loss", LOSSES[::2], ids=lambda p: p["loss"])
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
@@ -244,6 +263,10 @@ def test_shifted_scaled_operator(kind):
     np.testing.assert_allclose(op.block([0, 3], [1, 4]), expected[np.ix_([0, 3], [1, 4])])
     np.testing.assert_allclose(op.subset([1, 2, 5]).dense(), expected[np.ix_([1, 2, 5], [1, 2, 5])])
     if kind == "gram":
+        K0, c, scale = op.scaled_gram(by_columns=True)  # the base's matrix, untransformed
+        assert K0 is base.stored_gram(by_columns=True) and c == 2.5 and scale is d
+        np.testing.assert_allclose(scale[:, None] * (K0 + c) * scale[None, :], expected)
+        assert base.scaled_gram() == (base.stored_gram(), 0.0, None)
         G = op.stored_gram(by_columns=True)
         np.testing.assert_allclose(G, expected, atol=1e-12)
         assert np.array_equal(G, G.T)  # symmetric bit for bit, as the base

@@ -18,7 +18,9 @@ score storage depends on the operator:
 - kernel columns (:func:`_column_pass`): the scores ``S = K Aᵀ/(λn)`` are stored (as
   ``Sᵀ``, m × n, during a pass) and ``S += K_{:,i} δᵀ/(λn)``: one kernel column, ``O(n)``
   per class that moved; the columns are the rows of a dense Gram matrix
-  (``stored_gram(by_columns=True)`` of the operator) or those of the chunk's blocks, asked of the operator.
+  (``scaled_gram(by_columns=True)`` of the operator: a weighted or shifted kernel is
+  formed from the stored one as its columns are read) or those of the chunk's blocks,
+  asked of the operator.
 
 :func:`_certify` computes the LMO of every block, the block gaps and the sums of the
 duality gap in one loop.  Every LMO uses the *stable* order of math.md §0 (ties go to
@@ -780,9 +782,46 @@ def _sparse_pass(
         gaps[t] = buf[THETA, BLOCK_GAP]
 
 
+@_visit_jit
+def _add_column(col, St, nz, un, cnt):
+    """``Sᵀ[nz[q]] += col · un[q]`` for ``q < cnt``: two rows per sweep over the column
+    (each entry read once)."""
+    n = col.shape[0]
+    for q in range(0, cnt - 1, 2):
+        row0, u0, row1, u1 = St[nz[q]], un[q], St[nz[q + 1]], un[q + 1]
+        for l in range(n):
+            k = col[l]
+            row0[l] += k * u0
+            row1[l] += k * u1
+    if cnt % 2:
+        row0, u0 = St[nz[cnt - 1]], un[cnt - 1]
+        for l in range(n):
+            row0[l] += col[l] * u0
+
+
+@_visit_jit
+def _add_scaled_column(col, shift, d, di, St, nz, un, cnt):
+    """:func:`_add_column` of the column ``K̃_{:,i} = d_i d ⊙ (col + c)`` (``c`` the shift,
+    ``d`` the point scales; math.md §1.15), formed in float64 as the column is read: the
+    stored ``K₀`` is never transformed."""
+    n = col.shape[0]
+    for q in range(cnt):
+        un[q] *= di
+    for q in range(0, cnt - 1, 2):
+        row0, u0, row1, u1 = St[nz[q]], un[q], St[nz[q + 1]], un[q + 1]
+        for l in range(n):
+            k = (col[l] + shift) * d[l]
+            row0[l] += k * u0
+            row1[l] += k * u1
+    if cnt % 2:
+        row0, u0 = St[nz[cnt - 1]], un[cnt - 1]
+        for l in range(n):
+            row0[l] += ((col[l] + shift) * d[l]) * u0
+
+
 @njit(inline="always")
 def _column_pass(
-    mode, hinge, order, rows, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps
+    mode, hinge, order, rows, Kcols, form, St, At, spec, classes, n_classes, k0, steps, gaps
 ):
     """:func:`_dense_pass` on kernel columns, keeping ``Sᵀ = A K/(λn)`` (m × n).
 
@@ -790,9 +829,12 @@ def _column_pass(
     (the rows of a Gram matrix by columns, or the chunk's columns); a
     block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
     of the classes that moved: ``O(n)`` contiguous work per class, the same
-    sums as ``S[:, j] += K_{:,i} u_j``.
+    sums as ``S[:, j] += K_{:,i} u_j``.  ``form = (c, d)``: the columns read are those of
+    ``K₀`` and ``K_{:,i} = d_i d ⊙ (K₀_{:,i} + c)``
+    (:meth:`~kernfw.operators.KernelOperator.scaled_gram`; ``d`` empty: ``K₀`` itself).
     """
-    m, n = St.shape
+    shift, d = form
+    m = St.shape[0]
     buf, s, upd, work = _buffers(mode, hinge, m)
     idx = np.empty(max(spec.r, 1), dtype=np.int64)
     nz, un = np.empty(m, dtype=np.int64), np.empty(m)
@@ -807,18 +849,11 @@ def _column_pass(
         )
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd, k0 + t):
-            col = Kcols[rows[t]]
-            cnt = _moved(cl, nc, upd, nz, un)  # rows of Sᵀ that change, two per sweep
-            for q in range(0, cnt - 1, 2):  # over the column (each entry read once)
-                row0, u0, row1, u1 = St[nz[q]], un[q], St[nz[q + 1]], un[q + 1]
-                for l in range(n):
-                    k = col[l]
-                    row0[l] += k * u0
-                    row1[l] += k * u1
-            if cnt % 2:
-                row0, u0 = St[nz[cnt - 1]], un[cnt - 1]
-                for l in range(n):
-                    row0[l] += col[l] * u0
+            cnt = _moved(cl, nc, upd, nz, un)  # the rows of Sᵀ that change
+            if d.shape[0]:
+                _add_scaled_column(Kcols[rows[t]], shift, d, d[i], St, nz, un, cnt)
+            else:
+                _add_column(Kcols[rows[t]], St, nz, un, cnt)
         steps[t] = step
         gaps[t] = buf[THETA, BLOCK_GAP]
 
@@ -846,10 +881,11 @@ def _family(mode, hinge):
         )  # fmt: skip
 
     @njit(cache=True)
-    def columns(order, rows, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps):
+    def columns(order, rows, Kcols, form, St, At, spec, classes, n_classes, k0, steps, gaps):
         _column_pass(
-            mode, hinge, order, rows, Kcols, St, At, spec, classes, n_classes, k0, steps, gaps
-        )
+            mode, hinge, order, rows, Kcols, form, St, At, spec, classes, n_classes, k0, steps,
+            gaps,
+        )  # fmt: skip
 
     @njit(cache=True)
     def certify(S, At, spec):

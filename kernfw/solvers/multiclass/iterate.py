@@ -276,8 +276,9 @@ class BlockFW(BlockCoordinateIterate):
     def _store_scores(self, S):
         """Where the scores live: ``W = Xᵀ Aᵀ/(λn)`` for explicit features ``X``
         (:meth:`~kernfw.operators.KernelOperator.features`), else ``S`` with the kernel
-        columns read from a stored Gram matrix
-        (:meth:`~kernfw.operators.KernelOperator.stored_gram`) or asked of the operator."""
+        columns read from a stored Gram matrix (:meth:`~kernfw.operators.KernelOperator.scaled_gram`:
+        the stored ``K₀`` of a weighted or shifted kernel ``d_i d_j (K₀_ij + c)``, which the
+        passes transform as they read it; math.md §1.15) or asked of the operator."""
         p = self.problem
         X = p.op.features()
         self.X = self.K = None
@@ -292,7 +293,12 @@ class BlockFW(BlockCoordinateIterate):
             self.state = np.zeros((self.X.shape[1], p.m)) if W is None else np.asarray(W)
             self.state = np.ascontiguousarray(self.state, dtype=np.float64)
             return
-        self.K = p.op.stored_gram(by_columns=True)
+        form = p.op.scaled_gram(by_columns=True)
+        if form is not None:  # K = d_i d_j (K₀ + c): the passes form it from K₀
+            self.K, shift, d = form
+            if d is None:  # (an empty d: K₀ itself)
+                d = np.ones(p.n if shift else 0)
+            self._form = (float(shift), np.asarray(d, dtype=np.float64))
         self.state = S
 
     def _all_classes(self):
@@ -331,10 +337,11 @@ class BlockFW(BlockCoordinateIterate):
                 run, *arrays = self._feature_pass
                 run(blocks, *arrays, self.state, *tail)
             elif self.K is not None:
-                self.compiled.columns(blocks, blocks, self.K, St, *tail)
+                self.compiled.columns(blocks, blocks, self.K, self._form, St, *tail)
             else:  # the columns of the chunk's blocks, asked of the operator
                 columns = np.ascontiguousarray(self.problem.op.columns(blocks).T)
-                self.compiled.columns(blocks, np.arange(blocks.size), columns, St, *tail)
+                form = (0.0, np.ones(0))
+                self.compiled.columns(blocks, np.arange(blocks.size), columns, form, St, *tail)
         if St is not None:
             self.state[...] = St.T
 

@@ -23,6 +23,8 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
   passes of vertex-coordinate steps (``_coordinate_numba``: the compiled passes);
 - :mod:`~kernfw.solvers.simplex_qp.l2svm` — the modified kernel :class:`L2SVMKernel` and
   :func:`solve_l2svm`;
+- :mod:`~kernfw.solvers.simplex_qp.screening` — safe sample screening of the L2-SVM along
+  ``C`` and the screened fit (:func:`solve_l2svm_screened`);
 - :mod:`~kernfw.solvers.simplex_qp.l2svr` — the L2-loss support vector regression on the
   simplex of its ``2n`` signed points and a slack vertex (:func:`solve_l2svr`);
 - :mod:`~kernfw.solvers.simplex_qp.distributed` — the iterate with its rows sharded over
@@ -43,6 +45,7 @@ from .l2svm import (
     solve_l2svm_blocks,
 )
 from .l2svr import L2SVR_SOLVERS, L2SVRKernel, l2svr_recover, solve_l2svr
+from .screening import PathStart, screen_l2svm, solve_l2svm_screened
 from .soft_ball import solve_soft_ball
 from .solve import SOLVERS, solve_simplex_qp
 
@@ -54,6 +57,9 @@ __all__ = [
     "solve_l2svm",
     "solve_l2svm_blocks",
     "l2svm_recover",
+    "solve_l2svm_screened",
+    "screen_l2svm",
+    "PathStart",
     "solve_l2svr",
     "l2svr_recover",
     "L2SVRKernel",

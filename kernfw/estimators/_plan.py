@@ -1,0 +1,149 @@
+"""The fit plan: what a fit of a kernel estimator runs, resolved once before anything is built.
+
+A fit of :class:`~kernfw.L2SVC`, :class:`~kernfw.MinimumEnclosingBall`,
+:class:`~kernfw.L2SVR` or :class:`~kernfw.MultiClassSVM` first turns its parameters and
+the shape of its data into a :class:`FitPlan` (the estimator's ``_fit_plan``): the
+algorithm (``solver="auto"`` resolved), the backend, the type of the kernel values, the
+largest Gram matrix to precompute, the kernel approximation and the seeds.  The kernel
+operator is then built from the plan and the solver run by it; nothing later asks again.
+"""
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from sklearn.utils.validation import _num_features
+
+from ..kernels import COLUMN_GRAM_MAX_MB
+from ..operators import KernelOperator
+
+__all__ = [
+    "FitPlan",
+    "FLOAT32_GRAM_TOL",
+    "PRECISIONS",
+    "WIDE_FEATURES",
+    "WIDE_GRAM_MB",
+    "check_approx",
+    "gram_budget",
+    "kernel_values_dtype",
+]
+
+#: smallest ``tol`` at which an estimator keeps the kernel values it computes from
+#: features in float32 (a Gram, or the columns of an on-the-fly kernel): their
+#: rounding, about 1e-7 relative, is then far below what the tolerance certifies
+FLOAT32_GRAM_TOL = 1e-4
+
+#: the ``precision`` choices of the kernel values an estimator computes from features
+PRECISIONS = ("auto", "float32", "float64")
+
+#: with at least this many features, a Gram up to ``max(WIDE_GRAM_MB, cache_size)`` MB is
+#: precomputed: one BLAS-3 product beats ~n memory-bound column products (k(X, x_i) reads X)
+WIDE_FEATURES = 50
+#: Gram budget (MB) for wide inputs, whatever the (small) column cache
+WIDE_GRAM_MB = 256.0
+
+
+class FitPlan(NamedTuple):
+    """What one fit runs, resolved from the parameters and the data's shape.
+
+    Attributes
+    ----------
+    solver : str
+        The algorithm (``solver="auto"`` resolved).
+    backend : str
+        ``"local"`` (this process) or ``"dask"`` (the rows sharded over a Dask cluster).
+    gram_max_mb : float
+        The largest Gram matrix (MB) the operator precomputes for the training points.
+    dtype : type or None
+        The type of the kernel values computed from features (approximated features
+        ``Φ`` with ``approx``); None: that of ``X``.
+    approx : str or None
+        The kernel approximation (None: the exact kernel).
+    n_components : int or None
+        Its number of features.
+    approx_seed : None, int or RandomState
+        The approximation's ``random_state``.
+    solver_seed : None, int or Generator
+        The solver's ``random_state`` (a RandomState is drawn from once, here).
+    """
+
+    solver: str
+    backend: str
+    gram_max_mb: float
+    dtype: Any
+    approx: Any
+    n_components: Any
+    approx_seed: Any
+    solver_seed: Any
+
+
+def gram_budget(X, cache_size):
+    """Largest Gram (MB) to precompute for inputs ``X`` (see :data:`WIDE_FEATURES`).
+
+    MFW fetches about one kernel column per iteration and needs roughly as many
+    iterations as there are points, so on-the-fly columns cost about ``n²``
+    kernel values too, but each column is a matrix-vector product that reads
+    all of ``X``.  Few features: the columns win (and need no ``n²`` memory);
+    many features: the Gram, up to ``max(WIDE_GRAM_MB, cache_size)`` MB.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d) or None
+        Training inputs.
+    cache_size : float
+        The estimator's ``cache_size`` (MB).
+
+    Returns
+    -------
+    float
+        The largest Gram matrix (MB) to precompute.
+    """
+    try:
+        wide = _num_features(X) >= WIDE_FEATURES
+    except TypeError:  # no features to count (None, a 1-D input): validation decides
+        wide = False
+    return max(COLUMN_GRAM_MAX_MB, WIDE_GRAM_MB, float(cache_size)) if wide else COLUMN_GRAM_MAX_MB
+
+
+def kernel_values_dtype(precision, tol, solver=None, backend="local"):
+    """The type of the kernel values a fit computes from features (None: that of ``X``).
+
+    ``precision`` when it is not ``"auto"``; ``"auto"`` is float32 at ``tol >=``
+    :data:`FLOAT32_GRAM_TOL` (its rounding is then far below the certified gap) except
+    for the exact solve of a small problem (``solver="active_set"``, math.md §2.16, whose
+    optimum is exact).  The Dask backend's shards evaluate the kernel in float64
+    (``precision="float32"`` is a ValueError there): below ``FLOAT32_GRAM_TOL`` the two
+    backends take the same iterates, from it on the local one solves the problem of the
+    float32-rounded kernel.
+    """
+    if backend == "dask":
+        if precision == "float32":
+            raise ValueError(
+                "precision='float32' runs on the local backend only: the Dask shards "
+                "evaluate the kernel in float64; use backend='local' or precision='auto'"
+            )
+        return None
+    if precision != "auto":
+        return np.dtype(precision).type
+    if solver == "active_set" or tol is None or tol < FLOAT32_GRAM_TOL:
+        return None
+    return np.float32
+
+
+def check_approx(approx, kernel, backend):
+    """Raise a ValueError for an ``approx`` the fit cannot run: a precomputed Gram or a
+    ready operator gives no features to approximate, and the Dask shards evaluate the
+    exact kernel."""
+    if approx is None:
+        return
+    precomputed = isinstance(kernel, str) and kernel == "precomputed"
+    if precomputed or isinstance(kernel, KernelOperator):
+        what = "kernel='precomputed'" if precomputed else "a KernelOperator"
+        raise ValueError(
+            f"approx={approx!r} needs the kernel as a name or a callable on the features; "
+            f"{what} gives no features to approximate (pass approx=None)"
+        )
+    if backend == "dask":
+        raise ValueError(
+            f"approx={approx!r} runs on the local backend only: the Dask shards "
+            "evaluate the exact kernel; use backend='local' or approx=None"
+        )
