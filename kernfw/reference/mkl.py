@@ -194,7 +194,7 @@ def prox_group_reference(groups, kind, tau, tau2=0.0):
     return [z.value for z in zs]
 
 
-def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):
+def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None, sample_weight=None):
     """``F = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i max_y [ℓ(y_i, y) + f(x_i, y) − f(x_i, y_i)]``.
 
     Parameters
@@ -209,6 +209,8 @@ def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):
         ``λ``.
     cost : ndarray (m, m) or None
         ``ℓ[y_true, y]`` (None: 0/1).
+    sample_weight : ndarray (n,) or None
+        Weights ``w_i`` of the loss terms: the mean becomes ``Σ_i w_i L_i / Σ_i w_i``.
     """
     S = np.asarray(group_scores, dtype=float)
     S = S.sum(axis=0) if S.ndim == 3 else S
@@ -217,15 +219,16 @@ def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):
     rows = np.arange(n)
     aug = S + cost[y_idx]
     losses = aug.max(axis=1) - S[rows, y_idx]
-    return 0.5 * lam * float(np.sum(norms)) ** 2 + float(losses.mean())
+    return 0.5 * lam * float(np.sum(norms)) ** 2 + float(np.average(losses, weights=sample_weight))
 
 
-def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None):
+def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None, sample_weight=None):
     """Batch optimum of the online-MKL objective ``F`` (math.md §4.1, §6).
 
     Group ``k`` has parameters ``Θ_k`` (r_k × m) in the factor coordinates of
     ``K_k = F_k F_kᵀ``; ``f(x_i, y) = Σ_k F_k[i] Θ_k[:, y]``; ``cost`` is
-    ``ℓ[y_true, y]`` (None: 0/1).
+    ``ℓ[y_true, y]`` (None: 0/1); ``sample_weight`` the weights ``w_i`` of the loss terms
+    (``Σ_i w_i L_i / Σ_i w_i``; None: the mean).
 
     Returns
     -------
@@ -245,8 +248,9 @@ def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None):
     losses = cp.max(aug, axis=1) - own
     u = cp.Variable()
     norms = [cp.norm(th, "fro") for th in thetas]
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     problem = cp.Problem(
-        cp.Minimize(0.5 * lam * cp.square(u) + cp.sum(losses) / n), [u >= sum(norms)]
+        cp.Minimize(0.5 * lam * cp.square(u) + (w / w.sum()) @ losses), [u >= sum(norms)]
     )
     value = solve_problem(problem)
     nv = np.array([float(np.linalg.norm(th.value)) for th in thetas])
