@@ -8,6 +8,14 @@ candidates one after the other on ``operator.subset(train)``, warm-started
 (:func:`~kernfw.model_selection.fits.fit_path`).  The tasks — one per (path, fold) —
 run on joblib workers (any joblib backend: ``parallel_config(backend="dask")`` runs
 them on a Dask cluster).
+
+When every path is an :class:`~kernfw.L2SVC` path of the RBF kernel on dense
+features (:func:`~kernfw.model_selection.l2svm_path.applies`), the kernels of all
+``γ`` are read off one matrix of squared distances
+(:class:`~kernfw.operators.rbf_family.SquaredDistances`, math.md §7.2), and the tasks
+run in threads (their fits are compiled calls that release the GIL,
+:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`): the kernels stay in this
+process's memory, shared without copies or memory maps.
 """
 
 import contextlib
@@ -18,7 +26,10 @@ from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples
 
+from .._threads import one_blas_thread
 from .._validation import check_features
+from ..operators.pairwise import resolve_gamma
+from ..operators.rbf_family import SquaredDistances
 from ..sweeps.shared import shared_operator
 from . import l2svm_path
 from .candidates import group_paths, path_parameter
@@ -31,9 +42,11 @@ __all__ = ["evaluate_grid", "SHARED_MAX_MB"]
 SHARED_MAX_MB = 4096.0
 
 
-def _batches(paths, n):
-    """The paths cut into consecutive batches whose float64 Grams fit :data:`SHARED_MAX_MB`."""
-    per_path = max(1, int(SHARED_MAX_MB // max(n * n * 8 / 2**20, 1e-9)))
+def _batches(paths, n, extra=False):
+    """The paths cut into consecutive batches whose float64 Grams fit :data:`SHARED_MAX_MB`
+    (``extra``: besides one more n × n matrix, the squared distances)."""
+    gram_mb = max(n * n * 8 / 2**20, 1e-9)
+    per_path = max(1, int((SHARED_MAX_MB - extra * gram_mb) // gram_mb))
     return [paths[k : k + per_path] for k in range(0, len(paths), per_path)]
 
 
@@ -59,12 +72,39 @@ def _tasks(estimator, candidates, paths, splits, path, shells, fit_params):
     return tasks
 
 
+def _rbf_family(estimator, paths, path, X, fit_params):
+    """The squared distances of ``X`` when every path is an L2SVC path of the RBF kernel
+    on dense finite features (the search's kernels then come from them, one
+    ``exp(−γ D)`` per path) and ``D`` with one kernel fits :data:`SHARED_MAX_MB`, else
+    None."""
+    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "fiu" and X.size):
+        return None
+    if 2 * X.shape[0] ** 2 * 8 / 2**20 > SHARED_MAX_MB:
+        return None
+    for est in _path_estimators(estimator, paths):
+        params = est.get_params(deep=False)
+        if not (l2svm_path.applies(est, path, True, fit_params) and params["kernel"] == "rbf"):
+            return None
+    X = np.asarray(X, dtype=np.float64)
+    if not np.all(np.isfinite(X)):
+        return None  # the estimator's error, raised by the generic route
+    return SquaredDistances(X)
+
+
 @contextlib.contextmanager
-def _shared(estimator, X, path, parallel):
-    """:func:`~kernfw.sweeps.shared.shared_operator` of one path; when its kernel cannot
-    be built (a bad kernel parameter), no shared kernel: the path's fits then fail
-    one by one and get ``error_score``, as in ``GridSearchCV``.  Invalid features (NaN,
-    text) raise the estimator's error at once."""
+def _shared(estimator, X, path, parallel, distances=None):
+    """:func:`~kernfw.sweeps.shared.shared_operator` of one path (the RBF Gram read off
+    ``distances`` when given); when its kernel cannot be built (a bad kernel
+    parameter), no shared kernel: the path's fits then fail one by one and get
+    ``error_score``, as in ``GridSearchCV``.  Invalid features (NaN, text) raise the
+    estimator's error at once."""
+    if distances is not None:
+        try:
+            gamma = resolve_gamma(estimator.get_params(deep=False)["gamma"], distances.X)
+            yield estimator, distances.gram(gamma), []
+        except (TypeError, ValueError):  # a bad gamma: the path's fits fail one by one
+            yield estimator, None, []
+        return
     with contextlib.ExitStack() as stack:
         try:
             shared = stack.enter_context(shared_operator(estimator, X, path or "", parallel))
@@ -77,6 +117,24 @@ def _shared(estimator, X, path, parallel):
 def _path_estimators(estimator, paths):
     """The estimator with each path's shared parameters set."""
     return [clone(estimator).set_params(**shared) for shared, _ in paths]
+
+
+def _run(jobs, found, run):
+    """Run the (path, fold) ``jobs`` on joblib workers, their rows into ``found``
+    (``run``: joblib's ``n_jobs``, ``pre_dispatch``, ``prefer``; the ``progress``
+    callback, the ``total`` of tasks and the count ``done`` so far)."""
+    runner = Parallel(
+        n_jobs=run["n_jobs"],
+        pre_dispatch=run["pre_dispatch"],
+        return_as="generator_unordered",
+        prefer=run["prefer"],
+    )
+    for rows in runner(jobs):
+        for index, fold, entry, cert in rows:
+            found[(index, fold)] = (entry, cert)
+        run["done"] = run.get("done", 0) + 1
+        if run["progress"] is not None:
+            run["progress"](run["done"], run["total"])
 
 
 def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, options,
@@ -114,32 +172,26 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
     n_workers = max(1, effective_n_jobs(n_jobs))
     n_tasks = len(paths) * len(splits)
     parallel = n_workers > 1 and n_tasks > 1
-    blas = max(1, cpu_count() // min(n_workers, n_tasks)) if parallel else None
+    distances = _rbf_family(estimator, paths, path, X, fit_params)
+    threads = distances is not None  # compiled fits without the GIL, kernels in memory
+    blas = max(1, cpu_count() // min(n_workers, n_tasks)) if parallel and not threads else None
     options = {**options, "warm": warm, "blas_threads": blas}
-    found, done = {}, 0
-    for batch in _batches(paths, _num_samples(X)):
-        with contextlib.ExitStack() as stack:
-            shells = [
-                stack.enter_context(_shared(est, X, path, parallel))
-                for est in _path_estimators(estimator, batch)
-            ]
-            jobs = (
-                delayed(fit_path)(task, X, y, fit_params, scorer, options, shell, *grams)
-                for task, shell, grams in _tasks(
-                    estimator, candidates, batch, splits, path, shells, fit_params
+    found = {}
+    run = {"n_jobs": n_jobs if parallel else 1, "pre_dispatch": pre_dispatch,
+           "prefer": "threads" if threads else None, "progress": progress, "total": n_tasks}  # fmt: skip
+    with one_blas_thread() if threads else contextlib.nullcontext():  # threads share the pools
+        for batch in _batches(paths, _num_samples(X), extra=threads):
+            with contextlib.ExitStack() as stack:
+                shells = [
+                    stack.enter_context(_shared(est, X, path, parallel and not threads, distances))
+                    for est in _path_estimators(estimator, batch)
+                ]
+                tasks = _tasks(estimator, candidates, batch, splits, path, shells, fit_params)
+                jobs = (
+                    delayed(fit_path)(task, X, y, fit_params, scorer, options, shell, *grams)
+                    for task, shell, grams in tasks
                 )
-            )
-            runner = Parallel(
-                n_jobs=n_jobs if parallel else 1,
-                pre_dispatch=pre_dispatch,
-                return_as="generator_unordered",
-            )
-            for rows in runner(jobs):
-                for index, fold, entry, cert in rows:
-                    found[(index, fold)] = (entry, cert)
-                done += 1
-                if progress is not None:
-                    progress(done, n_tasks)
+                _run(jobs, found, run)
     order = [(i, f) for i in range(len(candidates)) for f in range(len(splits))]
     return [found[at][0] for at in order], [found[at][1] for at in order]
 

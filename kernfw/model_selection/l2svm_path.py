@@ -1,15 +1,27 @@
 """The L2SVC path of one fold through the solver's warm-start hook.
 
-:class:`~kernfw.L2SVC` has no ``warm_start``; its solver has:
-:func:`~kernfw.solvers.simplex_qp.solve_l2svm` takes a start ``alpha0`` on the
-simplex.  Along ``C`` the scaled start of [Chu2015] is, on the simplex, the previous
-solution itself (math.md §7.1), so each binary problem of the fold (one-vs-one,
-one-vs-rest or DDAG, as the estimator splits it) starts from its solution at the
-previous ``C``, with the points that solution proves are not support vectors at the
-new ``C`` left out of the fit and the certificate taken on the full problem (safe sample
-screening, math.md §2.17).  The fold's models are scored on rows of the search's data through
-the shared kernel (:class:`RowModel`): the test rows' kernel values against the
-support vectors are read from it, not recomputed.
+:class:`~kernfw.L2SVC` has no ``warm_start``; its solvers have a start ``alpha0`` on
+the simplex.  Along ``C`` the scaled start of [Chu2015] is, on the simplex, the
+previous solution itself (math.md §7.1), so each binary problem of the fold
+(one-vs-one, one-vs-rest or DDAG, as the estimator splits it) follows ``C`` upwards
+from its solution at the previous ``C``, in one loop (:func:`follow_c`).
+
+On a shared kernel stored as a float64 Gram, symmetric bit for bit (what the search
+builds for the RBF kernel, :class:`kernfw.operators.rbf_family.SquaredDistances`),
+with ``solver="auto"``, each problem's kernel is its principal submatrix, taken once
+for the whole path, and each fit is one compiled call of pairwise FW
+(:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`): no Python object per
+iteration or certificate, which for a one-vs-one fit of 10 classes (45 small
+problems) is most of the time.  The first ``C`` of a path starts from the uniform
+``α = 1/n`` (math.md §2.6).  On any other operator or solver each fit is
+:func:`~kernfw.solvers.simplex_qp.solve_l2svm_screened` on the problem's rows of the
+operator: the points the previous solution proves are not support vectors at the new
+``C`` are left out of the fit, and the certificate is taken on the full problem (safe
+sample screening, math.md §2.17).
+
+The fold's models are scored on rows of the search's data through the shared kernel
+(:class:`RowModel`): the test rows' kernel values against the support vectors are
+read from it, not recomputed.
 """
 
 import time
@@ -21,9 +33,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..estimators._base import solver_seed
 from ..estimators._multiclass_decomposition import binary_problems, combine_decisions
 from ..estimators.l2svc import L2SVC, l2svm_fit_solver
-from ..solvers.simplex_qp import PathStart, solve_l2svm_screened
+from ..solvers.simplex_qp import GramFit, PathStart, solve_l2svm_gram, solve_l2svm_screened
 
-__all__ = ["applies", "RowModel", "fit_l2svc_path"]
+__all__ = ["applies", "RowModel", "follow_c", "fit_l2svc_path"]
 
 
 #: the L2SVC parameters this path honours (the kernel's through the shared operator); a
@@ -78,7 +90,7 @@ class RowModel(ClassifierMixin, BaseEstimator):
             if self.support.size
             else np.zeros((rows.size, 0))
         )
-        decision = (K + 1.0) @ self.dual_coef.T
+        decision = K @ self.dual_coef.T + self.dual_coef.sum(axis=1)  # Σ coef (k + 1)
         scores = combine_decisions(decision, self.problems, self.classes.size, self.multi_class)
         return scores
 
@@ -89,23 +101,101 @@ class RowModel(ClassifierMixin, BaseEstimator):
         return self.classes[np.argmax(scores, axis=1)]
 
 
-def _model(operator, train, classes, problems, results, multi_class):
-    """The :class:`RowModel` of the fold's solutions (support in the search's rows)."""
-    supports = [train[p.index[r.solution["support"]]] for p, r in zip(problems, results)]
+def _model(operator, train, classes, problems, fits, multi_class):
+    """The :class:`RowModel` of the fold's solutions (:class:`GramFit`, one per problem;
+    support in the search's rows)."""
+    local = [np.flatnonzero(f.alpha > 0) for f in fits]
+    supports = [train[p.index[S]] for p, S in zip(problems, local)]
     support = np.unique(np.concatenate(supports)) if supports else np.zeros(0, np.intp)
     dual_coef = np.zeros((len(problems), support.size))
-    for k, (sup, r) in enumerate(zip(supports, results)):
-        dual_coef[k, np.searchsorted(support, sup)] = r.solution["coef"]
+    for k, (p, f, S, sup) in enumerate(zip(problems, fits, local, supports)):
+        dual_coef[k, np.searchsorted(support, sup)] = f.alpha[S] * p.y[S]  # coef = α_S ⊙ y_S
     pairs = [p.classes for p in problems]
     return RowModel(operator, classes, pairs, support, dual_coef, multi_class)
 
 
-def _certificate(results):
+def _certificate(fits):
+    """The fit's certificate: the sum of its problems' gaps certifies the sum of their
+    objectives."""
     return {
-        "duality_gap": float(sum(r.gap for r in results)),
-        "n_iter": float(sum(r.n_iter for r in results)),
-        "converged": float(all(r.converged for r in results)),
+        "duality_gap": float(sum(f.gap for f in fits)),
+        "n_iter": float(sum(f.n_iter for f in fits)),
+        "converged": float(all(f.converged for f in fits)),
     }
+
+
+def follow_c(solve, Cs):
+    """The one loop along ``C`` of one binary problem: each fit started from the
+    solution at the previous ``C`` (math.md §7.1), the first from ``solve``'s cold start.
+
+    Parameters
+    ----------
+    solve : callable ``(C, start) -> (GramFit, start)``
+        The problem's solver: the fit at ``C`` from ``start`` (None: its cold start) and
+        the start it gives the next ``C``.
+    Cs : sequence of float
+        Increasing ``C``.
+
+    Returns
+    -------
+    list of (GramFit, float)
+        Each fit and its seconds.
+    """
+    fits, start = [], None
+    for C in Cs:
+        begin = time.perf_counter()
+        fit, start = solve(C, start)
+        fits.append((fit, time.perf_counter() - begin))
+    return fits
+
+
+def _stored_gram(operator):
+    """The operator's matrix when it stores a float64 Gram, C-ordered and symmetric bit
+    for bit (what :func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram` takes), else None."""
+    K = operator.stored_gram(by_columns=True)
+    if type(K) is not np.ndarray or K.dtype != np.float64 or not K.flags.c_contiguous:
+        return None
+    return K
+
+
+def _gram_solvers(operator, train, problems, params):
+    """Per problem, its fits by :func:`solve_l2svm_gram` on its principal submatrix of the
+    operator's stored Gram (exactly symmetric as the Gram is), started from ``α``."""
+
+    def solver(rows, y):
+        K_p = operator.block(rows, rows)  # taken once for the path
+
+        def solve(C, alpha0):
+            fit = solve_l2svm_gram(
+                K_p, y, C, alpha0, tol=params["tol"], max_iter=params["max_iter"]
+            )
+            return fit, fit.alpha
+
+        return solve
+
+    return [solver(train[p.index], p.y) for p in problems]
+
+
+def _operator_solvers(operator, train, problems, params):
+    """Per problem, its fits by :func:`solve_l2svm_screened` on its rows of the operator,
+    started (and screened) from the :class:`PathStart` of the previous ``C``."""
+    fold = operator.subset(train)
+    method = l2svm_fit_solver(params["solver"], "local", fold, None, None)
+    options = {"solver": method, "tol": params["tol"], "max_iter": params["max_iter"],
+               "random_state": solver_seed(params["random_state"])}  # fmt: skip
+
+    def solver(op, y):
+        def solve(C, start):
+            res = solve_l2svm_screened(op, y, C, start=start, **options)
+            alpha = np.asarray(res.solution["alpha"], dtype=np.float64)
+            fit = GramFit(alpha, float(res.gap), float(res.solution["rho"]), int(res.n_iter),
+                          bool(res.converged))  # fmt: skip
+            return fit, PathStart.of(res, C)
+
+        return solve
+
+    ops = [fold if p.index.size == fold.n else fold.subset(p.index) for p in problems]
+    return [solver(op, p.y) for op, p in zip(ops, problems)]
 
 
 def fit_l2svc_path(estimator, operator, train, y, steps):
@@ -135,27 +225,13 @@ def fit_l2svc_path(estimator, operator, train, y, steps):
     if classes.size < 2:
         raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
     problems = binary_problems(y_enc, classes.size, params["multi_class"])
-    fold = operator.subset(train)
-    ops = [fold if p.index.size == fold.n else fold.subset(p.index) for p in problems]
-    solver = l2svm_fit_solver(params["solver"], "local", fold, None, None)
-    seed = solver_seed(params["random_state"])
-    starts = [None] * len(problems)
-    for index, step in steps:
-        start = time.perf_counter()
-        results = [
-            solve_l2svm_screened(
-                op,
-                p.y,
-                step["C"],
-                start=a0,
-                solver=solver,
-                tol=params["tol"],
-                max_iter=params["max_iter"],
-                random_state=seed,
-            )  # fmt: skip
-            for op, p, a0 in zip(ops, problems, starts)
-        ]
-        fit_time = time.perf_counter() - start
-        starts = [PathStart.of(r, step["C"]) for r in results]
-        model = _model(operator, train, classes, problems, results, params["multi_class"])
-        yield index, model, fit_time, _certificate(results)
+    if params["solver"] == "auto" and _stored_gram(operator) is not None:
+        solvers = _gram_solvers(operator, train, problems, params)
+    else:
+        solvers = _operator_solvers(operator, train, problems, params)
+    paths = [follow_c(solve, [step["C"] for _, step in steps]) for solve in solvers]
+    for k, (index, _) in enumerate(steps):
+        fits = [path[k][0] for path in paths]
+        fit_time = sum(path[k][1] for path in paths)
+        model = _model(operator, train, classes, problems, fits, params["multi_class"])
+        yield index, model, fit_time, _certificate(fits)

@@ -1,12 +1,13 @@
 """Compiled (numba) cores of :class:`kernfw.operators.gram.Gram`: :func:`mirror_lower` (the
 lower triangle of a square matrix copied onto its upper triangle, tile by tile: a tile and
-its transposed partner stay in cache, so the transposed read is cheap) and
-:func:`gram_times` (a float32 Gram times float64 vectors summed in float64, math.md §1.5)."""
+its transposed partner stay in cache, so the transposed read is cheap),
+:func:`gram_times` (a float32 Gram times float64 vectors summed in float64, math.md §1.5)
+and :func:`take_block` (the block ``K[rows][:, cols]``, read once)."""
 
 import numpy as np
 from numba import njit
 
-__all__ = ["mirror_lower", "gram_times"]
+__all__ = ["mirror_lower", "gram_times", "take_block"]
 
 #: rows and columns of a tile
 _TILE = 64
@@ -38,3 +39,12 @@ def gram_times(K, V, out):
             for j in range(r):
                 acc[j] += k * V[l, j]
         out[i] = acc
+
+
+@njit(cache=True, nogil=True)
+def take_block(K, rows, cols, out):
+    """``out[a, b] = K[rows[a], cols[b]]``: the block read row by row, no intermediate."""
+    for a in range(rows.shape[0]):
+        src, dst = K[rows[a]], out[a]
+        for b in range(cols.shape[0]):
+            dst[b] = src[cols[b]]

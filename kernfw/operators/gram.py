@@ -15,6 +15,10 @@ from .rbf_gram import rbf_gram
 
 __all__ = ["Gram", "materialize", "mirror_lower"]
 
+#: entries from which :meth:`Gram.block` reads its block by a compiled loop (one pass,
+#: no intermediate rows) rather than numpy's fancy indexing
+_COMPILED_BLOCK = 4096
+
 
 class Gram(KernelOperator):
     """A precomputed dense Gram matrix ``K`` (float64 or float32, kept as given).
@@ -171,7 +175,12 @@ class Gram(KernelOperator):
         return out
 
     def block(self, rows, cols):
-        return self.K[np.ix_(as_index(rows, self.n), as_index(cols, self.n))]
+        rows, cols = as_index(rows, self.n), as_index(cols, self.n)
+        if type(self.K) is not np.ndarray or rows.size * cols.size < _COMPILED_BLOCK:
+            return self.K[np.ix_(rows, cols)]
+        out = np.empty((rows.size, cols.size), dtype=self.K.dtype)
+        _gram_numba.take_block(self.K, rows, cols, out)
+        return out
 
     def detach_arrays(self, store):
         index = next((q for q, K in enumerate(store) if K is self.K), None)

@@ -206,3 +206,66 @@ def test_l2svc_path_only_for_the_parameters_it_honours():
     for name in changed:
         value = {"probability": True, "decision_function_shape": "ovo"}[name]
         assert not applies(L2SVC(**{name: value}), "C", True, {})
+
+
+def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
+    """The RBF path of the search (kernels read off one distance matrix, fold problems
+    by compiled pairwise FW on their submatrices): each fit certified, each fold model
+    deciding as the L2SVC fitted on the fold alone, within the certified gaps; the
+    one-at-a-time solves of the operator route reach the same objectives."""
+    from kernfw.estimators._multiclass_decomposition import binary_problems
+    from kernfw.kernels import make_operator
+    from kernfw.model_selection import l2svm_path
+    from kernfw.model_selection.fits import _l2svc_rows
+    from kernfw.operators.rbf_family import SquaredDistances
+
+    X, y = three_classes
+    family = SquaredDistances(X).gram(0.2)
+    train, test = next(StratifiedKFold(3).split(X, y))
+    Cs = [0.1, 1.0, 10.0, 100.0]
+    steps = list(enumerate({"C": c} for c in Cs))
+    est = L2SVC(gamma=0.2, tol=1e-6)
+    task = {"estimator": est, "train": train, "test": test, "steps": steps, "fold": 0}
+    options = {"return_train_score": False, "error_score": "raise"}
+    decisions = []
+
+    def scorer(model, rows, y_true):
+        decisions.append(model.decision_function(rows))
+        return 0.0
+
+    assert l2svm_path._stored_gram(family) is not None  # the compiled route
+    for (_, _, _, cert), (_, step), decision in zip(
+        _l2svc_rows(task, family, y, scorer, options), steps, decisions
+    ):
+        alone = L2SVC(gamma=0.2, tol=1e-6, **step).fit(X[train], y[train])
+        assert cert["converged"] == 1.0 and 0 <= cert["duality_gap"]
+        np.testing.assert_allclose(decision, alone.decision_function(X[test]), atol=1e-3)
+    # per binary problem and C: ρ of the compiled fit and of solve_l2svm within their gaps
+    _, y_enc = np.unique(y[train], return_inverse=True)
+    problems = binary_problems(y_enc, 3)
+    params = est.get_params()
+    fast = l2svm_path._gram_solvers(family, train, problems, params)
+    slow = l2svm_path._operator_solvers(make_operator(X, "rbf", gamma=0.2), train, problems, params)
+    for solve_fast, solve_slow in zip(fast, slow):
+        for (a, _), (b, _) in zip(
+            l2svm_path.follow_c(solve_fast, Cs), l2svm_path.follow_c(solve_slow, Cs)
+        ):
+            assert a.converged and b.converged
+            assert abs(a.rho - b.rho) <= a.gap + b.gap + 1e-12
+
+
+def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary):
+    from kernfw.model_selection.candidates import group_paths, path_parameter
+    from kernfw.model_selection.evaluate import _rbf_family
+
+    X, y = binary
+    candidates = [{"C": c, "gamma": g} for g in (0.05, 0.5) for c in (0.1, 1.0)]
+    paths = group_paths(candidates, path_parameter(L2SVC(), candidates))
+    assert _rbf_family(L2SVC(), paths, "C", X, {}) is not None
+    assert _rbf_family(L2SVC(kernel="poly"), paths, "C", X, {}) is None
+    assert _rbf_family(L2SVC(), paths, "C", X, {"sample_weight": np.ones(len(y))}) is None
+    assert _rbf_family(MultiClassSVM(), paths, "C", X, {}) is None
+    search = KernelGridSearchCV(L2SVC(), {"C": [0.1, 10.0], "gamma": [0.05, "scale"]}, cv=3)
+    r = search.fit(X, y).cv_results_
+    assert np.all(r["mean_converged"] == 1.0) and np.all(r["mean_n_iter"] > 0)
+    assert np.all(np.array([r[f"split{k}_duality_gap"] for k in range(3)]) >= 0)

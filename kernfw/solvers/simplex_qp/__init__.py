@@ -37,12 +37,14 @@ from .dense import simplex_fw_gap, solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
 from .l2svm import (
     L2SVM_SOLVERS,
+    GramFit,
     L2SVMKernel,
     check_binary_labels,
     choose_l2svm_solver,
     l2svm_recover,
     solve_l2svm,
     solve_l2svm_blocks,
+    solve_l2svm_gram,
 )
 from .l2svr import L2SVR_SOLVERS, L2SVRKernel, l2svr_recover, solve_l2svr
 from .screening import PathStart, screen_l2svm, solve_l2svm_screened
@@ -56,6 +58,8 @@ __all__ = [
     "solve_soft_ball",
     "solve_l2svm",
     "solve_l2svm_blocks",
+    "solve_l2svm_gram",
+    "GramFit",
     "l2svm_recover",
     "solve_l2svm_screened",
     "screen_l2svm",

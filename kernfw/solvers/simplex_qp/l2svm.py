@@ -8,26 +8,29 @@ formed), the label check, :func:`solve_l2svm` and the recovery of the SVM
 ``(b, ρ, coefficients)`` from ``α`` (:func:`l2svm_recover`).
 """
 
-import math
-import numbers
+from typing import NamedTuple
 
 import numpy as np
 
 from ..._validation import check_positive
 from ...fw import run
 from ...operators.base import KernelOperator, as_index, check_block
+from . import _numba
+from .certificate import raise_not_psd
 from .coordinate import CoordinateIterate
-from .solve import SOLVERS, check_tol, solve_simplex_qp
+from .solve import SOLVERS, check_max_iter, check_tol, default_max_iter, solve_simplex_qp
 from .start import check_alpha0
 
 __all__ = [
     "L2SVMKernel",
     "L2SVM_SOLVERS",
     "check_binary_labels",
-    "check_l2svm_weights",
+    "check_example_weights",
     "choose_l2svm_solver",
     "solve_l2svm",
     "solve_l2svm_blocks",
+    "solve_l2svm_gram",
+    "GramFit",
     "l2svm_recover",
 ]
 
@@ -58,12 +61,13 @@ def check_binary_labels(y, n):
     return y.astype(np.float64)
 
 
-def check_l2svm_weights(sample_weight, n):
+def check_example_weights(sample_weight, n, owner="the L2-SVM's"):
     """Per-example weights ``w_i > 0`` of shape (n,) as float64, or None for ``w = 1``.
 
-    The weighted L2-SVM (math.md §2.14) puts ``1/(C w_i)`` on the diagonal of its dual, so
-    an example of weight 0 has no place in it: the caller leaves it out (it does not
-    constrain the optimum), and a zero or negative weight here is a ValueError.
+    The weighted L2-SVM (math.md §2.14) and the regression (§2.15) put ``1/(C w_i)`` on
+    the diagonal of their duals, so an example of weight 0 has no place in them: the caller
+    leaves it out (it does not constrain the optimum), and a zero or negative weight here
+    is a ValueError naming the ``owner``'s weights.
     """
     if sample_weight is None:
         return None
@@ -72,7 +76,7 @@ def check_l2svm_weights(sample_weight, n):
         raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
     if not np.all(np.isfinite(w)) or not np.all(w > 0):
         raise ValueError(
-            "the L2-SVM's weights must be positive and finite (leave examples of weight "
+            f"{owner} weights must be positive and finite (leave examples of weight "
             "0 out of the problem: they do not constrain it)"
         )
     return w
@@ -111,17 +115,10 @@ class L2SVMKernel(KernelOperator):
     def __init__(self, base, y, C, sample_weight=None):
         if not isinstance(base, KernelOperator):
             raise TypeError(f"base must be a KernelOperator, got {type(base).__name__}")
-        if (
-            isinstance(C, bool)
-            or not isinstance(C, numbers.Real)
-            or not C > 0
-            or not math.isfinite(C)
-        ):
-            raise ValueError(f"C must be a positive finite number, got {C!r}")
         self.base = base
         self.y = check_binary_labels(y, base.n)
-        self.C = float(C)
-        self.sample_weight = check_l2svm_weights(sample_weight, base.n)
+        self.C = check_positive("C", C)
+        self.sample_weight = check_example_weights(sample_weight, base.n)
         self.n = base.n
         self.dtype = np.result_type(base.dtype, np.float64)
         self.inv_c = np.full(self.n, 1.0 / self.C)
@@ -214,16 +211,13 @@ def _run_coordinate(
     n = X.shape[0]
     y = check_binary_labels(y, n)
     tol = check_tol(tol)
-    if max_iter is None:
-        max_iter = DCD_MAX_PASSES
-    elif isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
-        raise ValueError(f"max_iter must be a nonnegative integer or None, got {max_iter!r}")
+    max_iter = check_max_iter(max_iter, DCD_MAX_PASSES)
     if max_time is not None:
         max_time = check_positive("max_time", max_time)
     alpha0 = None if alpha0 is None else check_alpha0(alpha0, n)
     rng = np.random.default_rng(0 if random_state is None else random_state)
     start = 0 if random_state is None else int(rng.integers(n))
-    w = check_l2svm_weights(sample_weight, n)
+    w = check_example_weights(sample_weight, n)
     iterate = CoordinateIterate(X, y, C, alpha0, rng, start, blocks, w)
     check_every = DCD_CHECK_EVERY if check_every is None else check_every
     iterate.configure_runs(tol, check_every, int(max_iter))
@@ -393,3 +387,63 @@ def solve_l2svm_blocks(
         sample_weight,
     )
     return _with_model(result, y)
+
+
+class GramFit(NamedTuple):
+    """The solution of :func:`solve_l2svm_gram`: ``alpha`` (n,) on the simplex, its FW
+    ``gap`` (the certified primal–dual gap, ``≥ 0``), ``rho = αᵀK̃α``, the iterations
+    ``n_iter`` and whether the stopping rule was met (``converged``)."""
+
+    alpha: np.ndarray
+    gap: float
+    rho: float
+    n_iter: int
+    converged: bool
+
+
+def solve_l2svm_gram(K, y, C, alpha0=None, tol=1e-6, max_iter=None):
+    """The binary L2-SVM (math.md §2.1) on a stored Gram by compiled pairwise FW steps.
+
+    One compiled call (:func:`kernfw.solvers.simplex_qp._numba.solve_problems`, the
+    pairwise steps of math.md §2.3) and no Python object per iteration or certificate:
+    for the many small problems of a grid search (one-vs-one pairs × folds × ``C``),
+    where :func:`solve_l2svm`'s fixed set-up would cost more than the iterations.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n), float64, C-contiguous
+        The kernel on the problem's points, symmetric bit for bit (a principal
+        submatrix of such a matrix is).
+    y : ndarray of shape (n,)
+        Labels in {−1, +1}.
+    C : float > 0
+        Penalty of ``C Σ ξ_i²``.
+    alpha0 : ndarray of shape (n,) or None
+        Start on the simplex (the solution at a neighbouring ``C``: math.md §7.1); None
+        is the uniform start ``α = 1/n``, the optimum's limit as ``C → 0`` (math.md §2.6).
+    tol : float > 0
+        The rule of :func:`solve_l2svm`: ``gap + rounding ≤ tol·ρ``.
+    max_iter : int or None
+        Pairwise steps allowed (None: :func:`solve_l2svm`'s default budget).
+
+    Returns
+    -------
+    GramFit
+    """
+    n = K.shape[0]
+    if K.shape != (n, n) or K.dtype != np.float64 or not K.flags.c_contiguous:
+        raise ValueError(f"K must be a C-contiguous float64 (n, n) array, got {K.dtype} {K.shape}")
+    labels = np.asarray(y, dtype=np.float64)
+    if labels.shape != (n,) or not np.all(np.abs(labels) == 1.0):
+        labels = check_binary_labels(y, n)  # its error (or mixed ±1 of another type)
+    C, tol = check_positive("C", C), check_positive("tol", tol)
+    alpha = np.full((1, n), 1.0 / n) if alpha0 is None else check_alpha0(alpha0, n)[None].copy()
+    budget = check_max_iter(max_iter, default_max_iter(n))
+    inv_c = np.full(n, 1.0 / C)
+    gaps, quads, n_iter, status, index = _numba.solve_problems(
+        K, labels[None], inv_c, alpha, tol, budget
+    )
+    if status[0] == _numba.STATUS_NOT_PSD:
+        raise_not_psd(float("nan"), int(index[0]))
+    converged = bool(status[0] == _numba.STATUS_CONVERGED)
+    return GramFit(alpha[0], max(float(gaps[0]), 0.0), float(quads[0]), int(n_iter[0]), converged)

@@ -21,20 +21,21 @@ import numbers
 import numpy as np
 
 from ..._threads import one_blas_thread
+from ..._validation import check_positive
 from ...fw.result import rounding_bound
 from ...operators.base import KernelOperator, as_index, check_block
 from ...operators.gram import Gram
 from .certificate import simplex_certificate
 from .dense import solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
-from .solve import check_tol, drive, remedy
+from .l2svm import check_example_weights
+from .solve import check_max_iter, check_tol, default_max_iter, drive
 from .start import check_alpha0
 
 __all__ = [
     "L2SVRKernel",
     "L2SVRIterate",
     "L2SVR_SOLVERS",
-    "check_regression_weights",
     "mass_bound",
     "solve_l2svr",
     "l2svr_recover",
@@ -44,36 +45,13 @@ __all__ = [
 L2SVR_SOLVERS = ("mfw", "lsfw")
 
 
-def check_regression_weights(sample_weight, n):
-    """Per-example weights ``s_i > 0`` of shape (n,) as float64 (ones for None).
-
-    The dual puts ``1/(2C s_i)`` on the diagonal (math.md §2.15), so an example of weight 0
-    has no place in it: the caller leaves it out (it does not constrain the fit), and a
-    zero, negative or non-finite weight here is a ValueError.
-    """
-    if sample_weight is None:
-        return np.ones(n)
-    s = np.asarray(sample_weight, dtype=np.float64)
-    if s.shape != (n,):
-        raise ValueError(f"sample_weight must have shape ({n},), got {s.shape}")
-    if not np.all(np.isfinite(s)) or not np.all(s > 0):
-        raise ValueError(
-            "the regression's weights must be positive and finite (leave examples of "
-            "weight 0 out of the problem: they do not constrain it)"
-        )
-    return s
-
-
 def _check_penalty(C, epsilon):
     """``C > 0`` and ``ε ≥ 0`` as floats (ValueError otherwise)."""
-    for name, value in (("C", C), ("epsilon", epsilon)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"{name} must be a real number, got {value!r}")
-    if not (math.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a positive finite number, got {C!r}")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise ValueError(f"epsilon must be a real number, got {epsilon!r}")
     if not (math.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
-    return float(C), float(epsilon)
+    return check_positive("C", C), float(epsilon)
 
 
 class L2SVRKernel(KernelOperator):
@@ -104,9 +82,10 @@ class L2SVRKernel(KernelOperator):
     def __init__(self, base, C, sample_weight=None):
         if not isinstance(base, KernelOperator):
             raise TypeError(f"base must be a KernelOperator, got {type(base).__name__}")
-        self.base, self.C = base, _check_penalty(C, 0.0)[0]
+        self.base, self.C = base, check_positive("C", C)
         m = base.n
-        self.sample_weight = check_regression_weights(sample_weight, m)
+        w = check_example_weights(sample_weight, m, "the regression's")
+        self.sample_weight = np.ones(m) if w is None else w
         self.n = 2 * m + 1
         self.dtype = np.float64
         self.signs = np.r_[np.ones(m), -np.ones(m), 0.0]
@@ -331,21 +310,13 @@ def solve_l2svr(
     B = mass_bound(y, C, epsilon, Q.sample_weight)
     p = np.r_[y, -y] - epsilon
     tol = check_tol(tol)
-    max_iter = max(100_000, 20 * Q.n) if max_iter is None else max_iter
+    max_iter = check_max_iter(max_iter, default_max_iter(Q.n))
     rng = None if random_state is None else np.random.default_rng(random_state)
     with one_blas_thread():
         start, exact_iterations = _start(Q, np.r_[2.0 * p / B, 0.0], alpha0)
         iterate = L2SVRIterate(Q, p, B, solver, start, rng)
-        result = drive(
-            iterate,
-            tol,
-            int(max_iter),
-            check_every,
-            max_time=max_time,
-            callback=callback,
-            remedy=remedy(solver),
-            name=f"{solver.upper()} (L2-SVR simplex QP)",
-        )
+        budget = {"max_time": max_time, "callback": callback}
+        result = drive(iterate, tol, max_iter, check_every, solver, "L2-SVR simplex QP", **budget)
     result.solution.update(l2svr_recover(result.solution["alpha"], B, n), B=B)
     result.n_iter += exact_iterations  # the active-set method's iterations count too
     return result

@@ -47,6 +47,7 @@ from . import _soft_ball_numba as core
 from .dense import capped_vertex
 from .exact import ExactIterate
 from .iterate import column_cache
+from .solve import check_max_iter, default_max_iter
 
 __all__ = ["SoftBallIterate", "solve_soft_ball", "soft_ball_radius2", "soft_ball_caps"]
 
@@ -314,8 +315,7 @@ def solve_soft_ball(
             f"nu * n = {nu * Q.n:.3g} <= 1 (every cap u_i >= 1) leaves no point outside: "
             "solve the hard ball"
         )
-    if max_iter is None:
-        max_iter = max(100_000, 20 * Q.n)
+    max_iter = check_max_iter(max_iter, default_max_iter(Q.n))
     if solver == "active_set":
         iterate = ExactIterate(Q, Q.diag() if q is None else q, _full_caps(caps, nu, Q.n))
         check_every = 1

@@ -19,7 +19,7 @@ from .exact import ExactIterate
 from .iterate import SimplexQPIterate, SimplexQPRuns
 from .start import check_alpha0
 
-__all__ = ["solve_simplex_qp", "make_iterate", "drive", "check_tol", "SOLVERS"]
+__all__ = ["solve_simplex_qp", "make_iterate", "drive", "check_tol", "check_max_iter", "SOLVERS"]
 
 #: the algorithms (``solver``): Frank-Wolfe with exact line search, modified (away-step)
 #: Frank-Wolfe, the core vector machine baseline (core-set iterations,
@@ -37,6 +37,21 @@ def _check_choice(name, value, options):
 def check_tol(tol):
     """``tol``: a :class:`~kernfw.fw.StoppingRule` as it is, else a positive number."""
     return tol if isinstance(tol, StoppingRule) else check_positive("tol", tol)
+
+
+def check_max_iter(max_iter, default):
+    """``max_iter`` as an int (``default`` for None); a ValueError unless it is a
+    nonnegative integer."""
+    if max_iter is None:
+        return int(default)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
+        raise ValueError(f"max_iter must be a nonnegative integer or None, got {max_iter!r}")
+    return int(max_iter)
+
+
+def default_max_iter(n):
+    """The iteration budget of a problem of ``n`` points when ``max_iter`` is None."""
+    return max(100_000, 20 * n)
 
 
 def _check_operator(Q):
@@ -65,20 +80,25 @@ def _core_qp(Q_core, q_core, alpha0, tol):
         return alpha, n_iter
     iterate = SimplexQPIterate(Q_core, q_core, "mfw", alpha0, None)
     rule = StoppingRule(tol, "absolute")
-    res = drive(iterate, rule, _default_max_iter(Q_core.n), name="MFW (CVM core QP)")
+    res = drive(iterate, rule, default_max_iter(Q_core.n), problem="CVM core QP")
     return res.solution["alpha"], res.n_iter
 
 
-def drive(iterate, tol, max_iter, check_every=None, **options):
-    """:func:`kernfw.fw.run` on a simplex-QP iterate: FW / MFW take runs of ``check_every``
-    iterations per step (None: the default, 100; :meth:`SimplexQPIterate.configure_runs`),
-    certified after each; other iterates are certified every ``check_every`` steps."""
+def drive(iterate, tol, max_iter, check_every=None, solver="mfw", problem="simplex QP", **options):
+    """:func:`kernfw.fw.run` on a simplex-QP iterate of ``solver``: FW / MFW take runs of
+    ``check_every`` iterations per step (None: the default, 100;
+    :meth:`SimplexQPIterate.configure_runs`), certified after each; other iterates are
+    certified every ``check_every`` steps.  The run is named ``"MFW (simplex QP)"`` (the
+    solver and the ``problem``; ``name=`` overrides it) with the :func:`remedy` of
+    ``solver`` (``remedy=`` overrides it); ``options`` go to :func:`kernfw.fw.run` (``max_time``, ``callback``)."""
     if check_every is None:
         check_every = _default_check_every(iterate.n)
     if isinstance(iterate, SimplexQPRuns):
         iterate.configure_runs(tol, check_every, max_iter)
         check_every = 1
-    return run(iterate, tol=tol, max_iter=max_iter, check_every=check_every, **options)
+    options.setdefault("name", f"{solver.upper()} ({problem})")
+    options.setdefault("remedy", remedy(solver))
+    return run(iterate, tol=tol, max_iter=int(max_iter), check_every=check_every, **options)
 
 
 def remedy(solver):
@@ -94,10 +114,6 @@ def make_iterate(Q, q, solver, alpha0, rng, tol=None):
     if solver == "active_set":
         return ExactIterate(Q, q)
     return SimplexQPIterate(Q, q, solver, alpha0, rng)
-
-
-def _default_max_iter(n):
-    return max(100_000, 20 * n)
 
 
 def _default_check_every(n):
@@ -198,10 +214,7 @@ def solve_simplex_qp(
         q = np.asarray(q, dtype=np.float64).ravel()
         if q.shape != (n,) or not np.all(np.isfinite(q)):
             raise ValueError(f"q must be a finite array of shape ({n},), got shape {q.shape}")
-    if max_iter is None:
-        max_iter = _default_max_iter(n)
-    elif isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
-        raise ValueError(f"max_iter must be a nonnegative integer or None, got {max_iter!r}")
+    max_iter = check_max_iter(max_iter, default_max_iter(n))
     if max_time is not None:
         max_time = check_positive("max_time", max_time)
     if check_every is None:
@@ -212,13 +225,5 @@ def solve_simplex_qp(
     # contend (and libsvm, the usual peer, is single-threaded as well)
     with one_blas_thread():
         iterate = make_iterate(Q, q, solver, alpha0, rng, tol)
-        return drive(
-            iterate,
-            tol,
-            int(max_iter),
-            check_every,
-            max_time=max_time,
-            callback=callback,
-            remedy=remedy(solver),
-            name=f"{solver.upper()} (simplex QP)",
-        )
+        budget = {"max_time": max_time, "callback": callback}
+        return drive(iterate, tol, max_iter, check_every, solver, **budget)

@@ -34,9 +34,9 @@ def check_alpha0(alpha0, n):
     alpha = np.array(alpha0, dtype=np.float64).ravel()
     if alpha.shape != (n,):
         raise ValueError(f"alpha0 must have shape ({n},), got {np.shape(alpha0)}")
-    if not np.all(np.isfinite(alpha)) or np.any(alpha < 0):
-        raise ValueError("alpha0 must be finite and nonnegative")
     total = alpha.sum()
+    if not np.isfinite(total) or not alpha.min(initial=0.0) >= 0:  # two reductions: NaN fails both
+        raise ValueError("alpha0 must be finite and nonnegative")
     if not total > 0 or abs(total - 1.0) > 1e-6:
         raise ValueError(f"alpha0 must lie on the unit simplex (sum 1), its sum is {total:.6g}")
     return alpha / total

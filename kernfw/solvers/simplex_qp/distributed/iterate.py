@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from .. import _numba as core
 from ..certificate import NEGATIVE_CURVATURE, ball_shift
 from ..iterate import SCALE_LIMIT, SimplexQPRuns
-from ..solve import SOLVERS, check_tol, drive, remedy
+from ..solve import SOLVERS, check_max_iter, check_tol, default_max_iter, drive
 
 __all__ = ["ShardedSimplexQPIterate", "solve_sharded_simplex_qp"]
 
@@ -273,23 +273,16 @@ def solve_sharded_simplex_qp(
         if n < 1:
             raise ValueError("the problem needs at least one point")
         shift_range = (min(s[1] for s in setup), max(s[2] for s in setup))
-        if max_iter is None:
-            max_iter = max(100_000, 20 * n)
+        max_iter = check_max_iter(max_iter, default_max_iter(n))
         # the problem's point of rank r (CVM start): rank 0 unless random_state is given
         rank = 0 if random_state is None else int(np.random.default_rng(random_state).integers(n))
         first = _global_index(shards, problem, counts, rank)
         iterate = ShardedSimplexQPIterate(
             shards, n, bool(problem["ball"]), solver, shift_range, first
         )
+        budget = {"max_time": max_time, "callback": callback}
         result = drive(
-            iterate,
-            tol,
-            int(max_iter),
-            check_every,
-            max_time=max_time,
-            callback=callback,
-            remedy=remedy(solver),
-            name=f"distributed {solver.upper()} (simplex QP)",
+            iterate, tol, max_iter, check_every, solver, "distributed simplex QP", **budget
         )
         sol = result.solution
         sol["v_support"] = _support_products(shards, sol["support"], sol["alpha_support"])
