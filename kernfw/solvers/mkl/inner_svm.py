@@ -52,7 +52,7 @@ from ..._threads import available_threads, in_ranges
 from ...operators import Gram, KernelStack
 from ..simplex_qp import _numba as pairwise
 from ..simplex_qp.exact import EXACT_MAX
-from ..simplex_qp.l2svm import check_l2svm_weights
+from ..simplex_qp.l2svm import check_example_weights
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -150,7 +150,9 @@ class InnerSVM:
     def __init__(self, codes, tol, sample_weight=None):
         self.codes = np.asarray(codes, dtype=float)
         self.tol = float(tol)
-        self.sample_weight = check_l2svm_weights(sample_weight, self.codes.shape[1])
+        self.sample_weight = check_example_weights(
+            sample_weight, self.codes.shape[1], "the inner SVM's"
+        )
 
     def _libsvm_tol(self):
         """libsvm's tolerance: ``tol``, or :data:`SMALL_LIBSVM_TOL` on small problems."""
