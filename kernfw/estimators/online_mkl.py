@@ -632,6 +632,8 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         import copy
 
         X = self._check_inputs(X, reset=True)
+        if not hasattr(Y, "__len__"):  # an array-like of labels (has __array__)
+            Y = np.asarray(Y)
         weights = example_weights(sample_weight, _num_samples(Y))
         self.model_ = copy.deepcopy(self.model).initialize(X, Y)
         groups, self.group_names_, scale = self._build_groups(X, weights)
