@@ -80,6 +80,7 @@ SIMPLEX_QP = [
     "_coordinate_numba",
     "coordinate",
     "l2svm",
+    "_screening_numba",
     "screening",
     "l2svr",
     "distributed.shard",

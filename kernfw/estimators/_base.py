@@ -468,6 +468,10 @@ class KernelInputMixin:
         """Largest n × n Gram (MB) that ``make_operator`` precomputes for ``X``."""
         return GRAM_MAX_MB
 
+    def _kernel_cache_mb(self, X):
+        """Column cache (MB) of a kernel evaluated on the fly for ``X``: ``cache_size``."""
+        return self.cache_size
+
     def _gram_dtype(self):
         """Type of the kernel values computed from features (None: the dtype of ``X``):
         :func:`~kernfw.estimators._plan.kernel_values_dtype` of the estimator's
@@ -500,6 +504,7 @@ class KernelInputMixin:
             solver=self._solver,
             backend=backend,
             gram_max_mb=self._gram_max_mb(X),
+            cache_mb=self._kernel_cache_mb(X),
             dtype=self._gram_dtype() if approx is None else self._features_dtype(),
             approx=approx,
             n_components=getattr(self, "n_components", None),
@@ -555,7 +560,7 @@ class KernelInputMixin:
             gamma,
             self.degree,
             self.coef0,
-            cache_size=self.cache_size,
+            cache_size=plan.cache_mb,
             gram_max_mb=plan.gram_max_mb,
             gram_dtype=plan.dtype,
             approx=plan.approx,
@@ -646,6 +651,27 @@ class SupportKernelMixin(KernelInputMixin):
 
     def _features_dtype(self):
         return self._gram_dtype() if getattr(self, "_solver", None) == "dcd" else np.float64
+
+    def _validate_training_data(self, X, y=None, sample_weight=None, plan=None):
+        """:meth:`KernelInputMixin._validate_training_data`, and a ready operator tested for
+        indefiniteness (a few products ``K v``: an indefinite ``K`` certifies nothing)."""
+        X, y, op = super()._validate_training_data(X, y, sample_weight, plan)
+        if self._kernel_is_operator():
+            check_psd(op)
+        return X, y, op
+
+    def _store_support(self, X, op, result, coef, rows=None):
+        """The fitted attributes of a fit of one problem: the certificate of ``result``,
+        ``solver_`` (the plan's), ``support_`` (the problem's support among the training
+        ``rows``; None: all), ``dual_coef_`` (``coef`` on it, shape (1, n_SV)),
+        ``n_support_`` and the predictor on the support points."""
+        self._store_result(result)
+        self.solver_ = self._plan.solver
+        support = result.solution["support"]
+        self.support_ = support if rows is None else rows[support]
+        self.dual_coef_ = coef[support][None, :]
+        self.n_support_ = np.array([self.support_.size], dtype=np.int32)
+        self._set_predictor(X, op)
 
 
 def resolve_lam(C, lam, n_samples):

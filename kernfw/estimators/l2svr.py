@@ -14,7 +14,6 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..operators.psd import check_psd
 from ..solvers.simplex_qp.l2svr import L2SVR_SOLVERS, solve_l2svr
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
@@ -200,8 +199,6 @@ KernelOperator, default="rbf"
             )
         plan = self._fit_plan(X, sample_weight)
         X, y, op = self._validate_training_data(X, y, sample_weight, plan)
-        if self._kernel_is_operator():
-            check_psd(op)  # a few products K v: an indefinite K certifies nothing
         y = np.asarray(y, dtype=np.float64)
         s = check_sample_weight(sample_weight, np.empty(op.n), dtype=np.float64)
         keep = np.flatnonzero(s > 0)  # not empty: check_sample_weight refuses all zeros
@@ -222,14 +219,8 @@ KernelOperator, default="rbf"
             )
         finally:
             self._end_callbacks()
-        sol = result.solution
-        self.solver_ = plan.solver
-        self.support_ = keep[sol["support"]]
-        self.n_support_ = np.array([self.support_.size], dtype=np.int32)
-        self.dual_coef_ = sol["coef"][sol["support"]][None, :]
-        self.intercept_ = np.array([sol["b"] + offset])
-        self._store_result(result)
-        self._set_predictor(X, op)
+        self._store_support(X, op, result, result.solution["coef"], keep)
+        self.intercept_ = np.array([result.solution["b"] + offset])
         return self
 
     def predict(self, X):

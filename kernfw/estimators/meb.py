@@ -14,7 +14,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ..fw import StoppingRule
-from ..operators.psd import check_psd
 from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp, solve_soft_ball
 from ..solvers.simplex_qp.exact import EXACT_MAX
 from ..solvers.simplex_qp.soft_ball import soft_ball_caps
@@ -255,15 +254,13 @@ KernelOperator, default="rbf"
         """
         plan = self._fit_plan(X, sample_weight)
         X, _, op = self._validate_training_data(X, None, sample_weight, plan)
-        if self._kernel_is_operator():
-            check_psd(op)  # a few products K v: an indefinite Q certifies nothing
         diag = op.diag()
         if self._approx_op is not None:  # k(x_i, x_i) exact, not ‖Φ_i‖² (math.md §8.4)
             diag = self._approx_op.exact_new_diag(X, features=op.X)
         weights = example_weights(sample_weight, op.n)
         kept = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
         present = None if kept is None else (weights > 0).astype(np.float64)
-        if self.backend == "dask":  # the shards leave the rows of weight 0 out themselves
+        if plan.backend == "dask":  # the shards leave the rows of weight 0 out themselves
             kept = None
         sub = op if kept is None else op.subset(kept)
         q = diag if kept is None else diag[kept]
@@ -280,13 +277,9 @@ KernelOperator, default="rbf"
             result = self._solve(X, sub, q, w if soft else None, soft, plan, callback, present)
         finally:
             self._end_callbacks()
-        self._store_result(result)
-        self.solver_ = plan.solver
         sol = result.solution
         support = sol["support"]
-        self.support_ = support if kept is None else kept[support]
-        self.dual_coef_ = sol["alpha"][support][None, :]
-        self.n_support_ = np.array([self.support_.size], dtype=np.int32)
+        self._store_support(X, op, result, sol["alpha"], kept)
         self.center_norm2_ = float(sol["alpha"][support] @ sol["v"][support])
         R2 = max(sol["radius2"] if soft else result.primal, 0.0)
         self.radius_ = float(np.sqrt(R2))
@@ -296,7 +289,6 @@ KernelOperator, default="rbf"
         )
         self.offset_ = -(R2 + self.boundary_tol_)
         self._train_diag = float(diag[0]) if np.allclose(diag, diag[0]) else None
-        self._set_predictor(X, op)
         return self
 
     def _plan_solver(self, X, sample_weight):

@@ -33,6 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..estimators._base import solver_seed
 from ..estimators._multiclass_decomposition import binary_problems, combine_decisions
 from ..estimators.l2svc import L2SVC, l2svm_fit_solver
+from ..operators.gram import take_block
 from ..solvers.simplex_qp import GramFit, PathStart, solve_l2svm_gram, solve_l2svm_screened
 
 __all__ = ["applies", "RowModel", "follow_c", "fit_l2svc_path"]
@@ -67,17 +68,21 @@ class RowModel(ClassifierMixin, BaseEstimator):
     ``X`` of :meth:`decision_function` and :meth:`predict` is a column of row indices
     into the data the shared kernel ``operator`` was computed on; the decision is
     L2SVC's, ``h_p(x) = Σ_i dual_coef_[p, i] (k(x_i, x) + 1)`` combined over the
-    problems as the estimator combines them.
+    problems as the estimator combines them.  ``blocks`` (``(lo, hi, problems)``: the
+    columns ``lo:hi`` enter only those problems, as a class's training rows enter only
+    its one-vs-one problems) restricts the products to the blocks of ``dual_coef`` that
+    may be nonzero; None multiplies all of it.
     """
 
     def __init__(self, operator=None, classes=None, problems=None, support=None,
-                 dual_coef=None, multi_class="ovo"):  # fmt: skip
+                 dual_coef=None, multi_class="ovo", blocks=None):  # fmt: skip
         self.operator = operator
         self.classes = classes
         self.problems = problems
         self.support = support
         self.dual_coef = dual_coef
         self.multi_class = multi_class
+        self.blocks = blocks
 
     @property
     def classes_(self):
@@ -90,7 +95,11 @@ class RowModel(ClassifierMixin, BaseEstimator):
             if self.support.size
             else np.zeros((rows.size, 0))
         )
-        decision = K @ self.dual_coef.T + self.dual_coef.sum(axis=1)  # Σ coef (k + 1)
+        coef = self.dual_coef
+        decision = np.tile(coef.sum(axis=1), (rows.size, 1))  # Σ coef (k + 1): the "+ 1"
+        blocks = [(0, coef.shape[1], slice(None))] if self.blocks is None else self.blocks
+        for lo, hi, problems in blocks:
+            decision[:, problems] += K[:, lo:hi] @ coef[problems, lo:hi].T
         scores = combine_decisions(decision, self.problems, self.classes.size, self.multi_class)
         return scores
 
@@ -100,18 +109,60 @@ class RowModel(ClassifierMixin, BaseEstimator):
             return self.classes[(scores > 0).astype(int)]
         return self.classes[np.argmax(scores, axis=1)]
 
+    def score(self, X, y, sample_weight=None):
+        """The accuracy on the rows ``X`` (the search's default score): the fraction of
+        ``y`` predicted, as ``accuracy_score`` computes it for the labels the fold's
+        targets already passed, without its checks (once per fit of the search)."""
+        if sample_weight is not None:
+            return super().score(X, y, sample_weight=sample_weight)
+        return float(np.mean(self.predict(X) == np.asarray(y).ravel()))
 
-def _model(operator, train, classes, problems, fits, multi_class):
-    """The :class:`RowModel` of the fold's solutions (:class:`GramFit`, one per problem;
-    support in the search's rows)."""
-    local = [np.flatnonzero(f.alpha > 0) for f in fits]
-    supports = [train[p.index[S]] for p, S in zip(problems, local)]
-    support = np.unique(np.concatenate(supports)) if supports else np.zeros(0, np.intp)
-    dual_coef = np.zeros((len(problems), support.size))
-    for k, (p, f, S, sup) in enumerate(zip(problems, fits, local, supports)):
-        dual_coef[k, np.searchsorted(support, sup)] = f.alpha[S] * p.y[S]  # coef = α_S ⊙ y_S
+
+class _FoldBlocks:
+    """The shared operator's blocks ``K[rows, columns]`` for the models of one fold, each
+    computed once: the models of a path (one per ``C``) score the same rows (test, and
+    train with ``return_train_score``) against the same columns (the fold's training
+    rows)."""
+
+    def __init__(self, operator):
+        self.operator = operator
+        self._blocks = []
+
+    def block(self, rows, cols):
+        for r, c, K in self._blocks:
+            if c is cols and r.shape == rows.shape and np.array_equal(r, rows):
+                return K
+        K = self.operator.block(rows, cols)
+        self._blocks.append((rows, cols, K))
+        return K
+
+
+def _layout(train, y_enc, problems):
+    """``(columns, position, blocks)`` of the fold's models: the training rows ordered by
+    class, the column of each training position, and per class its columns ``lo:hi``
+    with the problems that class enters (:class:`RowModel`'s ``blocks``)."""
+    order = np.argsort(y_enc, kind="stable")
+    position = np.empty(order.size, dtype=np.intp)
+    position[order] = np.arange(order.size)
+    counts = np.bincount(y_enc)
+    bounds = np.r_[0, np.cumsum(counts)]
+    members = [set(np.unique(y_enc[p.index]).tolist()) for p in problems]
+    blocks = [
+        (int(bounds[c]), int(bounds[c + 1]), np.array([k for k, m in enumerate(members) if c in m]))
+        for c in range(counts.size)
+    ]
+    return train[order], position, blocks
+
+
+def _model(operator, layout, classes, problems, fits, multi_class):
+    """The :class:`RowModel` of the fold's solutions (:class:`GramFit`, one per problem):
+    one column per training row (zero where ``α_i = 0``), in the fold's layout."""
+    columns, position, blocks = layout
+    dual_coef = np.zeros((len(problems), columns.size))
+    for k, (p, f) in enumerate(zip(problems, fits)):
+        dual_coef[k, position[p.index]] = f.alpha * p.y  # coef = α ⊙ y
     pairs = [p.classes for p in problems]
-    return RowModel(operator, classes, pairs, support, dual_coef, multi_class)
+    return RowModel(operator, classes, pairs, columns, dual_coef, multi_class, blocks)
 
 
 def _certificate(fits):
@@ -158,22 +209,24 @@ def _stored_gram(operator):
     return K
 
 
-def _gram_solvers(operator, train, problems, params):
-    """Per problem, its fits by :func:`solve_l2svm_gram` on its principal submatrix of the
-    operator's stored Gram (exactly symmetric as the Gram is), started from ``α``."""
+def _gram_solvers(K, train, problems, params):
+    """Per problem, in turn, its fits by :func:`solve_l2svm_gram` on its principal
+    submatrix of the stored Gram ``K`` (exactly symmetric as ``K`` is), started from
+    ``α``.  A generator: the submatrices are written one after the other into the same
+    memory (fresh memory for each would cost a page fault per 4 kB page)."""
+    size = max(p.index.size for p in problems)
+    block = np.empty(size * size)
+    for p in problems:
+        rows, m = train[p.index], p.index.size
+        K_p = take_block(K, rows, rows, out=block[: m * m].reshape(m, m))
 
-    def solver(rows, y):
-        K_p = operator.block(rows, rows)  # taken once for the path
-
-        def solve(C, alpha0):
+        def solve(C, alpha0, K_p=K_p, y=p.y):
             fit = solve_l2svm_gram(
                 K_p, y, C, alpha0, tol=params["tol"], max_iter=params["max_iter"]
             )
             return fit, fit.alpha
 
-        return solve
-
-    return [solver(train[p.index], p.y) for p in problems]
+        yield solve
 
 
 def _operator_solvers(operator, train, problems, params):
@@ -225,13 +278,15 @@ def fit_l2svc_path(estimator, operator, train, y, steps):
     if classes.size < 2:
         raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
     problems = binary_problems(y_enc, classes.size, params["multi_class"])
-    if params["solver"] == "auto" and _stored_gram(operator) is not None:
-        solvers = _gram_solvers(operator, train, problems, params)
+    K = _stored_gram(operator) if params["solver"] == "auto" else None
+    if K is not None:
+        solvers = _gram_solvers(K, train, problems, params)  # one problem at a time
     else:
         solvers = _operator_solvers(operator, train, problems, params)
     paths = [follow_c(solve, [step["C"] for _, step in steps]) for solve in solvers]
+    layout, blocks = _layout(train, y_enc, problems), _FoldBlocks(operator)
     for k, (index, _) in enumerate(steps):
         fits = [path[k][0] for path in paths]
         fit_time = sum(path[k][1] for path in paths)
-        model = _model(operator, train, classes, problems, fits, params["multi_class"])
+        model = _model(blocks, layout, classes, problems, fits, params["multi_class"])
         yield index, model, fit_time, _certificate(fits)

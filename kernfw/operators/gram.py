@@ -13,7 +13,7 @@ from .gram_check import check_gram
 from .pairwise import PairwiseKernel
 from .rbf_gram import rbf_gram
 
-__all__ = ["Gram", "materialize", "mirror_lower"]
+__all__ = ["Gram", "materialize", "mirror_lower", "take_block"]
 
 #: entries from which :meth:`Gram.block` reads its block by a compiled loop (one pass,
 #: no intermediate rows) rather than numpy's fancy indexing
@@ -178,9 +178,7 @@ class Gram(KernelOperator):
         rows, cols = as_index(rows, self.n), as_index(cols, self.n)
         if type(self.K) is not np.ndarray or rows.size * cols.size < _COMPILED_BLOCK:
             return self.K[np.ix_(rows, cols)]
-        out = np.empty((rows.size, cols.size), dtype=self.K.dtype)
-        _gram_numba.take_block(self.K, rows, cols, out)
-        return out
+        return take_block(self.K, rows, cols)
 
     def detach_arrays(self, store):
         index = next((q for q, K in enumerate(store) if K is self.K), None)
@@ -197,6 +195,22 @@ class Gram(KernelOperator):
         op = copy.copy(self)
         op.K = store[self.K.index]
         return op
+
+
+def take_block(K, rows, cols, out=None):
+    """The block ``K[rows][:, cols]`` of a stored matrix, read in one compiled pass.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, m), C-contiguous
+    rows, cols : ndarray of int (intp), valid indices
+    out : ndarray of shape (len(rows), len(cols)), dtype of ``K``, C-contiguous, or None
+        Memory for the block (reused memory costs no page faults).
+    """
+    if out is None:
+        out = np.empty((rows.size, cols.size), dtype=K.dtype)
+    _gram_numba.take_block(K, rows, cols, out)
+    return out
 
 
 def _float32_rbf(kernel, X, dtype):

@@ -4,8 +4,10 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -240,11 +242,21 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
         alone = L2SVC(gamma=0.2, tol=1e-6, **step).fit(X[train], y[train])
         assert cert["converged"] == 1.0 and 0 <= cert["duality_gap"]
         np.testing.assert_allclose(decision, alone.decision_function(X[test]), atol=1e-3)
+    # the fold model's products by class blocks of its coefficients equal the full product
+    for multi_class in ("ovo", "ovr"):
+        est.set_params(multi_class=multi_class)
+        for _, model, _, _ in l2svm_path.fit_l2svc_path(est, family, train, y, steps):
+            assert len(model.blocks) == 3 and model.support.size == train.size
+            full = clone(model).set_params(blocks=None).decision_function(test[:, None])
+            np.testing.assert_allclose(model.decision_function(test[:, None]), full, atol=1e-12)
+            predicted = model.predict(test[:, None])
+            assert model.score(test[:, None], y[test]) == accuracy_score(y[test], predicted)
+    est.set_params(multi_class="ovo")
     # per binary problem and C: ρ of the compiled fit and of solve_l2svm within their gaps
     _, y_enc = np.unique(y[train], return_inverse=True)
     problems = binary_problems(y_enc, 3)
     params = est.get_params()
-    fast = l2svm_path._gram_solvers(family, train, problems, params)
+    fast = l2svm_path._gram_solvers(family.K, train, problems, params)
     slow = l2svm_path._operator_solvers(make_operator(X, "rbf", gamma=0.2), train, problems, params)
     for solve_fast, solve_slow in zip(fast, slow):
         for (a, _), (b, _) in zip(

@@ -211,3 +211,10 @@ def test_without_a_start_the_screened_fit_is_the_plain_fit():
     plain = solve_l2svm(op, y, 1.0, sample_weight=w, tol=1e-6)
     assert res.solution["screened"].size == 0
     np.testing.assert_array_equal(res.solution["alpha"], plain.solution["alpha"])
+
+
+def test_a_start_of_another_problem_is_an_error():
+    op, y, w = _problem(30, 1, "rbf")
+    start = PathStart(np.full(20, 0.05), np.zeros(20), 1.0)
+    with pytest.raises(ValueError, match="shape \\(30,\\)"):
+        solve_l2svm_screened(op, y, 2.0, start)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...fw.result import rounding_bound
+from . import _screening_numba as compiled
 from .l2svm import L2SVMKernel, solve_l2svm
 
 __all__ = [
@@ -92,7 +93,8 @@ def best_margin(sq_norm, margins, cost):
     consecutive sorted margins ``A`` is a quadratic ``‖u‖² + W_k r² − 2S_k r + Q_k`` and
     ``r²/A`` is stationary at ``r = (‖u‖² + Q_k)/S_k``; each segment's stationary point,
     clipped to it, is a candidate, and the value is recomputed exactly at the best one
-    (any ``r > 0`` gives a valid primal value).
+    (any ``r > 0`` gives a valid primal value).  Compiled:
+    :func:`~kernfw.solvers.simplex_qp._screening_numba.best_margin`.
 
     Parameters
     ----------
@@ -108,22 +110,9 @@ def best_margin(sq_norm, margins, cost):
     float
         ``ρ_P ≥ 0``, a lower bound of ``ρ*``.
     """
-    order = np.argsort(margins, kind="stable")
-    m, c = margins[order], cost[order]
-    W, S, Q = np.cumsum(c), np.cumsum(c * m), np.cumsum(c * m * m)
-    upper = np.append(m[1:], np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stationary = np.where(S > 0, (sq_norm + Q) / S, upper)
-    r = np.clip(stationary, np.maximum(m, 0.0), upper)
-    r = np.where(np.isfinite(r), r, np.maximum(m, 0.0))
-    A = sq_norm + W * r * r - 2.0 * S * r + Q
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.where((r > 0) & (A > 0), r * r / A, 0.0)
-    best = float(r[int(np.argmax(value))]) if value.size else 0.0
-    if best <= 0:
-        return 0.0
-    A = sq_norm + float(cost @ np.maximum(best - margins, 0.0) ** 2)
-    return best * best / A if A > 0 else 0.0
+    margins = np.ascontiguousarray(margins, dtype=np.float64)
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    return float(compiled.best_margin(float(sq_norm), margins, cost))
 
 
 def screening_gap(alpha, v, inv_c, n_iter=0):
@@ -146,11 +135,7 @@ def screening_gap(alpha, v, inv_c, n_iter=0):
     -------
     (float, float, float)
     """
-    margins = v - alpha * inv_c
-    rho = float(alpha @ v)
-    sq_norm = max(float(alpha @ margins), 0.0)
-    error = rounding_bound(n_iter + alpha.size, float(np.max(np.abs(v))) + float(np.max(inv_c)))
-    gap = max(rho - best_margin(sq_norm, margins, 1.0 / inv_c), 0.0) + 4.0 * error
+    _, rho, gap, error = _screen(alpha, v, inv_c, np.ones(alpha.size), n_iter)
     return rho, gap, error
 
 
@@ -159,6 +144,7 @@ def margin_slack(gap, rho, norms):
 
     A margin ``m_i > ρ + t_i`` proves ``α*_i = 0``: ``δ = ρ − ρ*`` is unknown, at most
     ``Ĝ``, and the optimum's margin is at least ``m_i − s_i√δ`` while ``ρ* = ρ − δ``.
+    Compiled: :func:`~kernfw.solvers.simplex_qp._screening_numba.margin_slack`.
 
     Parameters
     ----------
@@ -171,9 +157,16 @@ def margin_slack(gap, rho, norms):
     -------
     ndarray of shape (n,)
     """
-    g = min(gap, rho)
-    root = np.sqrt(max(g, 0.0))
-    return np.where(root <= norms / 2.0, norms * root - g, norms * norms / 4.0)
+    norms = np.ascontiguousarray(norms, dtype=np.float64)
+    return compiled.margin_slack(float(gap), float(rho), norms)
+
+
+def _screen(alpha, v, inv_c, norms, n_iter):
+    """``(mask, ρ, G, e)`` of the compiled rule."""
+    args = [np.ascontiguousarray(a, dtype=np.float64) for a in (alpha, v, inv_c, norms)]
+    rounding = rounding_bound(n_iter + args[0].size, 1.0)  # e per unit of max|v| + max 1/c
+    mask, rho, gap, error = compiled.screen(*args, rounding)
+    return mask, float(rho), float(gap), float(error)
 
 
 def screen_l2svm(alpha, v, inv_c, norms, n_iter=0):
@@ -194,11 +187,10 @@ def screen_l2svm(alpha, v, inv_c, norms, n_iter=0):
     -------
     ndarray of bool, shape (n,)
         True where ``α*_i = 0`` is proven: ``m_i − ρ > t_i`` (:func:`margin_slack`) with the
-        gap of :func:`screening_gap`.
+        gap of :func:`screening_gap` (both less the rounding of ``v``).  Compiled:
+        :func:`~kernfw.solvers.simplex_qp._screening_numba.screen`.
     """
-    rho, gap, error = screening_gap(alpha, v, inv_c, n_iter)
-    margins = v - alpha * inv_c
-    return margins - rho - 2.0 * error > margin_slack(gap, rho, norms)
+    return _screen(alpha, v, inv_c, norms, n_iter)[0]
 
 
 def _kept_start(alpha, keep):
@@ -239,6 +231,11 @@ def solve_l2svm_screened(op, y, C, start=None, sample_weight=None, **options):
     alpha0, kept_iter = None, 0
     if start is not None:
         alpha0 = np.asarray(start.alpha, dtype=np.float64)
+        if alpha0.shape != (op.n,) or np.shape(start.v) != (op.n,):
+            raise ValueError(
+                f"the start must be a solution of this problem: alpha and v of shape "
+                f"({op.n},), got {alpha0.shape} and {np.shape(start.v)}"
+            )
         v = shift_c(alpha0, start.v, K_tilde.inv_c * (C / start.C), K_tilde.inv_c)
         norms = np.sqrt(np.asarray(op.diag(), dtype=np.float64) + 1.0)
         mask = screen_l2svm(alpha0, v, K_tilde.inv_c, norms, start.n_iter)
