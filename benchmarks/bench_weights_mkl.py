@@ -2,7 +2,7 @@
 repeated rows, at the defaults, on digits.
 
 The first 900 digits (pixels / 16) train, the other 897 test; every training row gets an
-integer weight drawn uniformly from {0, 1, 2, 3} (seed 0), and the weighted fit is compared
+integer weight drawn uniformly from {0, 1, 2, 3} (``default_rng(0)``), and the weighted fit is compared
 with the fit on the rows repeated that many times (weight 0: the row left out).
 
 - ``CSKLClassifier()``, ``LpMKLClassifier()`` and ``StructuredSVM(random_state=0)`` are
