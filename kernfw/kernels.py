@@ -116,20 +116,22 @@ def _single_operator(
     approx=None,
     products=None,
     out=None,
+    sample_weight=None,
 ):
+    w = sample_weight
     if approx is not None:
-        return _lowrank_operator(X, spec, approx, gram_dtype)
+        return _lowrank_operator(X, spec, approx, gram_dtype, w)
     if isinstance(spec.name, KernelOperator):
-        return normalize(spec.name, spec.normalization)
+        return normalize(spec.name, spec.normalization, w)
     if isinstance(spec.name, str) and spec.name == "precomputed":
         gram = Gram(X)  # validated: finite, square, symmetric (bit for bit: then flagged)
         check_psd(gram)  # a few Lanczos products K v: an indefinite K has no certified dual
-        return normalize(gram, spec.normalization)
+        return normalize(gram, spec.normalization, w)
     X = check_features(X)
     params = dict(spec.params)
     Xk = X if spec.columns is None else X[:, _check_columns(spec.columns, X.shape[1])]
     if "gamma" in params:
-        params["gamma"] = resolve_gamma(params["gamma"], Xk)
+        params["gamma"] = resolve_gamma(params["gamma"], Xk, w)
     if backend == "features" and not (spec.name == "linear" and spec.columns is None):
         raise ValueError(
             "backend='features' needs the linear kernel on all feature columns; "
@@ -137,7 +139,7 @@ def _single_operator(
         )
     if spec.name == "linear" and spec.columns is None and backend in ("auto", "features"):
         if backend == "features" or sp.issparse(X) or X.shape[1] < X.shape[0]:
-            return normalize(Features(X, check=False), spec.normalization)
+            return normalize(Features(X, check=False), spec.normalization, w)
     kernel = PairwiseKernel(spec.name, params, spec.columns)
     n = X.shape[0]
     dtype = np.dtype(X.dtype if gram_dtype is None else gram_dtype)
@@ -146,10 +148,10 @@ def _single_operator(
         op = Gram.from_kernel(kernel, X, dtype, products if X is Xk else None, out)
     else:
         op = KernelFunction(X, kernel, cache_size=cache_size, check=False, dtype=dtype)
-    return normalize(op, spec.normalization)
+    return normalize(op, spec.normalization, w)
 
 
-def _lowrank_operator(X, spec, approx, dtype):
+def _lowrank_operator(X, spec, approx, dtype, sample_weight=None):
     """The :class:`~kernfw.operators.LowRankFeatures` of ``spec`` on ``X``; ``approx`` is
     ``(name, n_components, random_state)``."""
     name, n_components, random_state = approx
@@ -163,7 +165,8 @@ def _lowrank_operator(X, spec, approx, dtype):
     columns = None if spec.columns is None else _check_columns(spec.columns, X.shape[1])
     params = dict(spec.params)
     if "gamma" in params:
-        params["gamma"] = resolve_gamma(params["gamma"], X if columns is None else X[:, columns])
+        Xk = X if columns is None else X[:, columns]
+        params["gamma"] = resolve_gamma(params["gamma"], Xk, sample_weight)
     return fit_lowrank(
         X,
         spec.name,
@@ -174,6 +177,7 @@ def _lowrank_operator(X, spec, approx, dtype):
         dtype=dtype,
         columns=columns,
         normalization=spec.normalization,
+        sample_weight=sample_weight,
     )
 
 
@@ -225,6 +229,7 @@ def make_operator(
     approx=None,
     n_components=DEFAULT_N_COMPONENTS,
     random_state=None,
+    sample_weight=None,
 ):
     """Build the kernel operator for training inputs ``X``.
 
@@ -271,6 +276,11 @@ def make_operator(
     random_state : None, int or RandomState
         Landmarks or random projections of the approximations; a list of specs draws
         one seed per kernel from it.
+    sample_weight : array-like of shape (n,) or None
+        Weights of the training points in the statistics taken from them (a weighted
+        fit): ``gamma="scale"`` and the exact kernels' ``normalization`` count point ``i``
+        ``sample_weight[i]`` times, so that integer weights give the kernel of the
+        repeated points.  None: all 1.
 
     Returns
     -------
@@ -285,13 +295,18 @@ def make_operator(
                 f"approx={approx!r} needs the kernel as a name or a callable on the features; "
                 "a ready KernelOperator gives no features to approximate (pass approx=None)"
             )
-        return normalize(kernel, normalization)
+        return normalize(kernel, normalization, sample_weight)
     if isinstance(kernel, (list, tuple)) and not (len(kernel) == 2 and isinstance(kernel[1], dict)):
         if len(kernel) == 0:
             raise ValueError("empty kernel list")
         if all(isinstance(k, str) and k == "precomputed" for k in kernel) and approx is None:
             grams = _gram_list(X, len(kernel))
-            ops = [make_operator(K, "precomputed", normalization=normalization) for K in grams]
+            ops = [
+                make_operator(
+                    K, "precomputed", normalization=normalization, sample_weight=sample_weight
+                )
+                for K in grams
+            ]
         elif approx is None:
             ops = make_operators(
                 X,
@@ -304,6 +319,7 @@ def make_operator(
                 cache_size=cache_size,
                 gram_max_mb=gram_max_mb,
                 gram_dtype=gram_dtype,
+                sample_weight=sample_weight,
             )
         else:
             rng = check_random_state(random_state)
@@ -322,15 +338,20 @@ def make_operator(
                     approx,
                     n_components,
                     int(rng.randint(np.iinfo(np.int32).max)),
+                    sample_weight,
                 )
                 for k in kernel
             ]
         return MultiKernel(ops)
     if isinstance(kernel, str) and kernel == "precomputed" and _is_gram_stack(X) and not approx:
-        return make_operator(X, ["precomputed"] * len(X), normalization=normalization)
+        return make_operator(
+            X, ["precomputed"] * len(X), normalization=normalization, sample_weight=sample_weight
+        )
     spec = parse_spec(kernel, gamma, degree, coef0, normalization)
     lowrank = None if approx is None else (approx, n_components, random_state)
-    return _single_operator(X, spec, backend, cache_size, gram_max_mb, gram_dtype, lowrank)
+    return _single_operator(
+        X, spec, backend, cache_size, gram_max_mb, gram_dtype, lowrank, sample_weight=sample_weight
+    )
 
 
 def make_operators(
@@ -360,8 +381,8 @@ def make_operators(
         symmetric (the stack then adopts it instead of copying it); the slots of other
         backends are left as they are.
     **common
-        ``normalization``, ``cache_size``, ``gram_max_mb`` and ``gram_dtype`` of
-        :func:`make_operator`, for every spec.
+        ``normalization``, ``cache_size``, ``gram_max_mb``, ``gram_dtype`` and
+        ``sample_weight`` of :func:`make_operator`, for every spec.
 
     Returns
     -------

@@ -27,8 +27,9 @@ import kernfw
 ESTIMATORS = {
     "StructuredSVM": lambda: kernfw.StructuredSVM(random_state=0),
     "OnlineMKLStructured": lambda: kernfw.OnlineMKLStructured(
-        kernfw.structured.MultiClass(3), max_iter=5
+        kernfw.structured.MultiClass(3), max_iter=5, random_state=0
     ),
+    "OnlineMKLClassifier": lambda: kernfw.OnlineMKLClassifier(max_iter=5, random_state=0),
 }
 
 
@@ -56,7 +57,8 @@ def _data(est):
         X, y = make_regression(n_samples=60, n_features=4, noise=1.0, random_state=0)
     else:
         X, y = make_blobs(n_samples=60, centers=3, cluster_std=3.0, random_state=0)
-        y = y if is_classifier(est) or "y" in inspect.signature(est.fit).parameters else None
+        takes_y = {"y", "Y"} & set(inspect.signature(est.fit).parameters)  # Y: structured
+        y = y if is_classifier(est) or takes_y else None
     return X, y, rng.integers(0, 4, size=X.shape[0]).astype(float)
 
 

@@ -255,3 +255,20 @@ def test_every_backend_calibrates(est, sparse):
     np.testing.assert_array_equal(est.classes_[np.argmax(P, axis=1)], est.predict(X))
     prior = np.tile(np.bincount(y) / y.size, (y.size, 1))
     assert log_loss(y, P) < log_loss(y, prior) - 0.2  # informative probabilities
+
+
+def test_l2svc_fold_fits_on_a_stored_gram_are_the_solvers():
+    """One-vs-one fold problems on a stored Gram are solved by one compiled call each
+    (``solve_l2svm_gram`` on their principal submatrices): the held-out scores are those of
+    the estimator's solver on the same problems (the unique optimum, to the tolerance)."""
+    X, y = make_blobs(90, centers=3, cluster_std=2.5, random_state=4)
+    est = L2SVC(probability=True, tol=1e-10, gamma=0.3).fit(X, y)
+    y_enc = np.searchsorted(est.classes_, y)
+    train, val = calibration_folds(y_enc, 0)[0]
+    gram = make_operator(X, "rbf", gamma=0.3, backend="gram")
+    columns = make_operator(X, "rbf", gamma=0.3, backend="function")
+    assert gram.stored_gram() is not None and columns.stored_gram() is None
+    scores = est._heldout_scores(gram, y_enc, train, val)
+    expected = est._heldout_scores(columns, y_enc, train, val)
+    assert np.ptp(expected) > 0.1
+    np.testing.assert_allclose(scores, expected, atol=1e-6)

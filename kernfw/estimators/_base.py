@@ -468,6 +468,10 @@ class KernelInputMixin:
         """Largest n × n Gram (MB) that ``make_operator`` precomputes for ``X``."""
         return GRAM_MAX_MB
 
+    def _kernel_cache_mb(self, X):
+        """Column cache (MB) of a kernel evaluated on the fly for ``X``: ``cache_size``."""
+        return self.cache_size
+
     def _gram_dtype(self):
         """Type of the kernel values computed from features (None: the dtype of ``X``):
         :func:`~kernfw.estimators._plan.kernel_values_dtype` of the estimator's
@@ -500,6 +504,7 @@ class KernelInputMixin:
             solver=self._solver,
             backend=backend,
             gram_max_mb=self._gram_max_mb(X),
+            cache_mb=self._kernel_cache_mb(X),
             dtype=self._gram_dtype() if approx is None else self._features_dtype(),
             approx=approx,
             n_components=getattr(self, "n_components", None),
@@ -555,7 +560,7 @@ class KernelInputMixin:
             gamma,
             self.degree,
             self.coef0,
-            cache_size=self.cache_size,
+            cache_size=plan.cache_mb,
             gram_max_mb=plan.gram_max_mb,
             gram_dtype=plan.dtype,
             approx=plan.approx,

@@ -53,6 +53,9 @@ class FitPlan(NamedTuple):
         ``"local"`` (this process) or ``"dask"`` (the rows sharded over a Dask cluster).
     gram_max_mb : float
         The largest Gram matrix (MB) the operator precomputes for the training points.
+    cache_mb : float
+        The column cache (MB) of a kernel evaluated on the fly (``cache_size``, or a
+        cache of every column where the solver computes columns only where it needs them).
     dtype : type or None
         The type of the kernel values computed from features (approximated features
         ``Φ`` with ``approx``); None: that of ``X``.
@@ -69,6 +72,7 @@ class FitPlan(NamedTuple):
     solver: str
     backend: str
     gram_max_mb: float
+    cache_mb: float
     dtype: Any
     approx: Any
     n_components: Any

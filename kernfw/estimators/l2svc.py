@@ -19,7 +19,12 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
 from ..operators import KernelOperator
-from ..solvers.simplex_qp import L2SVM_SOLVERS, choose_l2svm_solver, solve_l2svm
+from ..solvers.simplex_qp import (
+    L2SVM_SOLVERS,
+    choose_l2svm_solver,
+    solve_l2svm,
+    solve_l2svm_gram,
+)
 from ..solvers.simplex_qp.exact import EXACT_MAX
 from ._base import (
     KERNEL_PARAMETER_CONSTRAINTS,
@@ -110,6 +115,18 @@ def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, weig
     )
     sol = result.solution
     return sol["support"], sol["coef"], sol["b"], result
+
+
+def _fit_binary_gram(op, rows, y_pm, C, tol, max_iter):
+    """One binary L2-SVM on the rows ``rows`` of the stored Gram of ``op``, in one compiled
+    call (:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`, pairwise FW from the uniform
+    start): ``(support, coef, b, ρ)`` in the sub-problem's indices, as :func:`_fit_binary`'s
+    (math.md §2.1: ``coef = α_S ⊙ y_S``, ``b = Σ_i α_i y_i``, ``ρ = αᵀK̃α``)."""
+    K = np.ascontiguousarray(op.block(rows, rows), dtype=np.float64)  # symmetric as K is
+    fit = solve_l2svm_gram(K, y_pm, C, tol=tol, max_iter=max_iter)
+    support = np.flatnonzero(fit.alpha)
+    coef = fit.alpha[support] * y_pm[support]
+    return support, coef, float(fit.alpha @ y_pm), fit.rho
 
 
 @with_kernel_parameters()
@@ -430,19 +447,25 @@ KernelOperator, default="rbf"
                 random_state=plan.solver_seed,
                 weights=weights,
             )
+        return self._fit_binaries(op, [(p.index, p.y) for p in problems], weights, callback)
+
+    def _fit_binaries(self, op, problems, weights=None, callback=None):
+        """The ``(support, coef, b, result)`` of the binary problems ``(rows, y)`` on those
+        rows of ``op``, in parallel (joblib), by the fit's plan (``weights``: the weights of
+        the rows of ``op``, or None)."""
         jobs = (
             delayed(_fit_binary)(
-                op if p.index.size == op.n else op.subset(p.index),
-                p.y,
+                op if rows.size == op.n else op.subset(rows),
+                y,
                 self.C,
-                plan.solver,
+                self._plan.solver,
                 self.tol,
                 self.max_iter,
                 callback,
-                plan.solver_seed,
-                weights=None if weights is None else weights[p.index],
+                self._plan.solver_seed,
+                weights=None if weights is None else weights[rows],
             )
-            for p in problems
+            for rows, y in problems
         )
         return Parallel(n_jobs=self.n_jobs)(jobs)
 
@@ -469,27 +492,33 @@ KernelOperator, default="rbf"
         decides for that class everywhere.  ``state``: the points' weights, or None."""
         problems = binary_problems(y_enc[train], self.classes_.size, self.multi_class)
         solved = [q for q, p in enumerate(problems) if np.unique(p.y).size == 2]
-        jobs = (
-            delayed(_fit_binary)(
-                op.subset(train[problems[q].index]),
-                problems[q].y,
-                self.C,
-                self.solver_,
-                self.tol,
-                self.max_iter,
-                None,
-                self._plan.solver_seed,
-                None if state is None else state[train[problems[q].index]],
-            )
-            for q in solved
-        )
         decision = np.tile([np.sign(p.y.sum()) for p in problems], (val.size, 1))
         rho = np.ones(len(problems))
-        for q, (sup, c, b, result) in zip(solved, Parallel(n_jobs=self.n_jobs)(jobs)):
+        for q, (sup, c, b, rho_q) in zip(
+            solved, self._fold_fits(op, train, problems, solved, state)
+        ):
             block = np.asarray(op.block(val, train[problems[q].index[sup]]), dtype=np.float64)
             decision[:, q] = block @ c + b
-            rho[q] = result.solution["rho"]
+            rho[q] = rho_q
         return _calibration_scores(decision, rho, problems, self.classes_.size, self.multi_class)
+
+    def _fold_fits(self, op, train, problems, solved, weights):
+        """``(support, coef, b, ρ)`` of the binary problems ``solved`` of a calibration fold
+        (rows ``train``).  On a stored Gram without weights each is one compiled solve on
+        its principal submatrix (:func:`_fit_binary_gram`: the many small pair problems of
+        one-vs-one cost no Python per iteration or certificate); else the estimator's
+        solver on ``op.subset`` (:func:`_fit_binary`)."""
+        if weights is None and op.stored_gram() is not None:
+            return [
+                _fit_binary_gram(
+                    op, train[problems[q].index], problems[q].y, self.C, self.tol, self.max_iter
+                )  # fmt: skip
+                for q in solved
+            ]
+        fits = self._fit_binaries(
+            op, [(train[problems[q].index], problems[q].y) for q in solved], weights
+        )
+        return [(sup, c, b, result.solution["rho"]) for sup, c, b, result in fits]
 
     def _proba_scores(self, X):
         """Calibration scores of new inputs (:func:`_calibration_scores`)."""

@@ -53,6 +53,7 @@ from ._base import (
     FWEstimatorMixin,
     approx_seed,
     check_base_kernels,
+    example_weights,
     fitted_approximation,
     with_callbacks,
 )
@@ -76,7 +77,7 @@ MKL_GRAM_MAX_MB = 8192.0
 DEFAULT_RBF_FACTORS = (0.1, 1.0, 10.0)
 
 
-def default_kernels(X):
+def default_kernels(X, sample_weight=None):
     """The kernel family used when ``kernel=None``: 5 specs on all features of ``X``.
 
     RBF kernels ``exp(−γ‖x − x'‖²)`` at ``γ = f·γ_scale`` for ``f`` in
@@ -87,12 +88,14 @@ def default_kernels(X):
     ----------
     X : array-like of shape (n, d)
         Training features.
+    sample_weight : array-like of shape (n,) or None
+        Weights of the rows in ``Var X`` (row ``i`` counted ``sample_weight[i]`` times).
 
     Returns
     -------
     list of kernel specs
     """
-    scale = resolve_gamma("scale", X)
+    scale = resolve_gamma("scale", X, sample_weight)
     return [("rbf", {"gamma": f * scale}) for f in DEFAULT_RBF_FACTORS] + [
         "linear",
         ("poly", {"degree": 2, "gamma": scale, "coef0": 1.0}),
@@ -161,16 +164,21 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
         its automatic backend)."""
         return {}
 
-    def _training_kernels(self, X, y):
-        """``(MultiKernel of normalized kernels, labels)`` from the training input."""
-        mk, y, _ = self._training_data(X, y)
-        return mk, y
+    def _training_kernels(self, X, y, sample_weight=None):
+        """``(MultiKernel of normalized kernels, labels, weights)`` from the training input
+        (see :meth:`_training_data`)."""
+        mk, y, _, weights = self._training_data(X, y, sample_weight=sample_weight)
+        return mk, y, weights
 
-    def _training_data(self, X, y, default=default_kernels):
-        """``(MultiKernel or None, labels, validated features or None)`` for ``fit``.
+    def _training_data(self, X, y, default=default_kernels, sample_weight=None):
+        """``(MultiKernel or None, labels, validated features or None, weights)`` for ``fit``.
 
-        ``kernel=None`` takes the specs ``default(X)``; an empty list gives no
-        MultiKernel (None) when ``default`` allows it (feature groups only).
+        ``kernel=None`` takes the specs ``default(X, sample_weight=...)``; an empty list
+        gives no MultiKernel (None) when ``default`` allows it (feature groups only).
+        ``weights`` are those of :meth:`_example_weights` (``sample_weight`` times
+        ``class_weight``); the examples of weight 0 are left out of the returned kernels
+        and labels (``_kept_rows`` holds the rows kept, None when all are), and
+        ``gamma="scale"`` and the kernels' normalization count example ``i`` ``w_i`` times.
         """
         if self._is_precomputed():
             if self.approx is not None:
@@ -179,34 +187,59 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                     "features; kernel='precomputed' gives no features to approximate "
                     "(pass approx=None)"
                 )
-            checked = (check_gram(G, name=f"Gram matrix {j}") for j, G in enumerate(_gram_list(X)))
+            checked = [check_gram(G, name=f"Gram matrix {j}") for j, G in enumerate(_gram_list(X))]
+            y = column_or_1d(y, warn=True)
+            if y.shape[0] != checked[0][0].shape[0]:
+                n = checked[0][0].shape[0]
+                raise ValueError(f"y has {y.shape[0]} labels but the Gram matrices are {n} x {n}")
+            weights, kept = self._example_weights(sample_weight, y)
+            if kept is not None:
+                checked = [(K[np.ix_(kept, kept)], exact) for K, exact in checked]
+                y = y[kept]
             grams = [Gram(K, check=False, symmetric=exact) for K, exact in checked]
             check_base_kernels(grams, self)
-            ops = [normalize(gram, NORMALIZATION) for gram in grams]
-            y = column_or_1d(y, warn=True)
+            ops = [normalize(gram, NORMALIZATION, weights) for gram in grams]
             mk = MultiKernel(ops)
-            if y.shape[0] != mk.n:
-                raise ValueError(
-                    f"y has {y.shape[0]} labels but the Gram matrices are {mk.n} x {mk.n}"
-                )
             X = None
         else:
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+            weights, kept = self._example_weights(sample_weight, y)
+            if kept is not None:
+                X, y = X[kept], y[kept]
             kernel = self.kernel
-            specs = default(X) if kernel is None else list(kernel)
+            specs = default(X, sample_weight=weights) if kernel is None else list(kernel)
             if not specs and (kernel is not None or default is default_kernels):
                 raise ValueError("empty kernel list: multiple kernel learning needs p >= 1 kernels")
-            mk = self._kernels(X, specs) if specs else None
+            mk = self._kernels(X, specs, weights) if specs else None
             if mk is not None:
                 check_base_kernels(mk.operators, self)
         self.kernel_approx_ = None if mk is None else fitted_approximation(mk)
         self._approx_op = None if self.kernel_approx_ is None else mk.subset(np.arange(0))
         check_classification_targets(y)
-        return mk, y, X
+        return mk, y, X, weights
 
-    def _kernels(self, X, specs):
+    def _example_weights(self, sample_weight, y):
+        """``(w, kept)``: the weights ``w_i`` (``sample_weight`` times ``class_weight``) of
+        the examples of positive weight, and the rows of those examples.  ``w`` is None
+        when every weight is 1, ``kept`` when no weight is 0 (math.md §5.8: an example of
+        weight 0 does not constrain the inner SVMs)."""
+        self._kept_rows, self._n_rows = None, len(y)
+        w = example_weights(sample_weight, len(y), getattr(self, "class_weight", None), y)
+        if w is None:
+            return None, None
+        kept = np.flatnonzero(w > 0)
+        if kept.size < w.size:
+            self._kept_rows, w = kept, w[kept]
+        return (None if np.all(w == 1.0) else w), self._kept_rows
+
+    def _training_rows(self, idx):
+        """The rows of the training input of the fitted examples ``idx``."""
+        return idx if self._kept_rows is None else self._kept_rows[idx]
+
+    def _kernels(self, X, specs, weights=None):
         """The MultiKernel of the kernel ``specs`` on the features ``X``: exact kernels, or
-        feature blocks with ``approx`` (float32 features from ``tol >= FLOAT32_GRAM_TOL``)."""
+        feature blocks with ``approx`` (float32 features from ``tol >= FLOAT32_GRAM_TOL``);
+        ``weights``: the rows' weights in ``gamma="scale"`` and the normalization."""
         if self.approx is not None:
             tol = getattr(self, "tol", None)
             return make_operator(
@@ -217,16 +250,18 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
                 approx=self.approx,
                 n_components=self.n_components,
                 random_state=approx_seed(self.random_state),
+                sample_weight=weights,
             )
         options = [self._backend(spec) for spec in specs]
         p, n = len(specs), X.shape[0]
         if self._exact_grams:
             _check_gram_memory(n, p, self)
+        common = dict(normalization=NORMALIZATION, sample_weight=weights)
         if not (self._exact_grams and stack_fits(p, n)):
-            return MultiKernel(make_operators(X, specs, options, normalization=NORMALIZATION))
+            return MultiKernel(make_operators(X, specs, options, **common))
         # the solver's stack of the base kernels, with the Grams computed into it (one copy)
         out = np.empty((p, n, n))
-        mk = MultiKernel(make_operators(X, specs, options, normalization=NORMALIZATION, out=out))
+        mk = MultiKernel(make_operators(X, specs, options, out=out, **common))
         mk.stack = KernelStack(mk, out)
         return mk
 
@@ -277,25 +312,27 @@ class _WeightedSVMClassifier(_MKLClassifier):
 
     def _store_model(self, mk, y, result):
         sol = result.solution
+        n_train = mk.n if self._kept_rows is None else self._n_rows
         self._store_result(result)
         self.classes_ = sol["classes"]
         self.n_kernels_ = mk.p
-        self.n_train_ = mk.n
         self.kernel_weights_ = sol["gamma"]
         self.selected_kernels_ = np.flatnonzero(sol["gamma"] > 0)
         self.n_active_groups_ = int(self.selected_kernels_.size)
         self.objective_ = float(result.primal)
         self.kernel_scores_ = sol["d"]
-        self.support_ = support_of(sol["coef"])
-        self.dual_coef_ = sol["coef"][:, self.support_]
+        support = support_of(sol["coef"])  # among the examples fitted (weight > 0)
+        self.support_ = self._training_rows(support)
+        self.n_train_ = n_train
+        self.dual_coef_ = sol["coef"][:, support]
         self.intercept_ = sol["intercept"]
         self.n_support_ = np.bincount(
-            np.searchsorted(self.classes_, y[self.support_]), minlength=self.classes_.size
+            np.searchsorted(self.classes_, y[support]), minlength=self.classes_.size
         )
         # prediction reads the selected kernels on the support only
         selected = [mk.operators[j] for j in self.selected_kernels_]
         weights = self.kernel_weights_[self.selected_kernels_]
-        self._predict_op = MultiKernel(selected, weights).predictor(self.support_)
+        self._predict_op = MultiKernel(selected, weights).predictor(support)
 
     def decision_function(self, X):
         """Decision values of the SVM on ``K_γ``.
@@ -423,6 +460,11 @@ default="projected_gradient"
         one-vs-one problems (``multi_class`` "ovo" or "ddag"), shape
         (n_samples, m(m−1)/2), pairs ``(i, j)`` in ``SVC``'s order and sign
         (positive for ``classes_[i]``).  ``predict`` does not depend on it.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of the slack terms of each class in the inner SVMs, as ``SVC``'s: None all
+        1, a dict ``{label: weight}``, or "balanced", ``Σ_i s_i / (m · Σ_{y_i = k} s_i)``
+        with the sample weights ``s`` (scikit-learn's formula).  Multiplies
+        ``sample_weight`` (math.md §5.8).
 
     Attributes
     ----------
@@ -491,6 +533,7 @@ default="projected_gradient"
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "multi_class": [StrOptions(set(SCHEMES))],
         "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -510,6 +553,7 @@ default="projected_gradient"
         verbose=0,
         multi_class="ovr",
         decision_function_shape="ovr",
+        class_weight=None,
     ):
         self.kernel = kernel
         self.t = t
@@ -526,22 +570,28 @@ default="projected_gradient"
         self.verbose = verbose
         self.multi_class = multi_class
         self.decision_function_shape = decision_function_shape
+        self.class_weight = class_weight
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Learn the kernel weights and the SVM.
 
         Parameters
         ----------
         X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
         y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), default=None
+            Per-example weights ``≥ 0`` of the inner SVMs' slack terms (None: 1), times
+            ``class_weight`` (math.md §5.8): ``J(γ)`` is the weighted SVM's optimal dual
+            value.  A weight of 0 is the example removed (``support_`` indexes the rows
+            given), an integer weight ``k`` the example repeated ``k`` times.
 
         Returns
         -------
         self
         """
-        mk, y = self._training_kernels(X, y)
+        mk, y, weights = self._training_kernels(X, y, sample_weight)
         check_t(self.t, mk.p)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
@@ -558,6 +608,7 @@ default="projected_gradient"
                 tol=self.tol,
                 max_iter=self.max_iter,
                 callback=callback,
+                sample_weight=weights,
             )
         finally:
             self._end_callbacks()
@@ -600,6 +651,8 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         As :class:`CSKLClassifier`.
     decision_function_shape : {"ovr", "ovo"}, default="ovr"
         As :class:`CSKLClassifier`.
+    class_weight : dict, "balanced" or None, default=None
+        As :class:`CSKLClassifier`.
 
     Attributes
     ----------
@@ -627,6 +680,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "multi_class": [StrOptions(set(SCHEMES))],
         "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -644,6 +698,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         verbose=0,
         multi_class="ovr",
         decision_function_shape="ovr",
+        class_weight=None,
     ):
         self.kernel = kernel
         self.p = p
@@ -658,12 +713,13 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         self.verbose = verbose
         self.multi_class = multi_class
         self.decision_function_shape = decision_function_shape
+        self.class_weight = class_weight
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Learn the kernel weights and the SVM (see :class:`CSKLClassifier.fit`)."""
-        mk, y = self._training_kernels(X, y)
+        mk, y, weights = self._training_kernels(X, y, sample_weight)
         callback = self._fw_callback(self.max_iter, X, y)
         try:
             result = solve_lp_mkl(
@@ -677,6 +733,7 @@ class LpMKLClassifier(_WeightedSVMClassifier):
                 tol=self.tol,
                 max_iter=self.max_iter,
                 callback=callback,
+                sample_weight=weights,
             )
         finally:
             self._end_callbacks()

@@ -3,14 +3,17 @@
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ..kernels import GRAM_MAX_MB
 from ..losses import LOSSES, make_loss
 from ..operators import LowRankFeatures, shift_kernel
+from ..operators.rbf_gram import DIRECT_MAX_FEATURES
 from ..solvers.multiclass import SOLVERS, solve_multiclass
 from ._base import (
     APPROX_PARAMETER_CONSTRAINTS,
@@ -26,6 +29,11 @@ from ._docs import with_kernel_parameters
 from ._probability import ProbabilityMixin
 
 __all__ = ["MultiClassSVM"]
+
+#: the share of the points in the largest class from which an RBF fit computes the
+#: kernel's columns where blocks move instead of storing the Gram
+#: (:meth:`MultiClassSVM._computes_columns`)
+MAJORITY_SHARE = 0.5
 
 
 def _rowwise_product(A, B):
@@ -55,6 +63,16 @@ def _check_weighted_classes(y, weights):
             "MultiClassSVM needs at least 2 classes with a positive weight; the sample "
             "weights are zero for all but one class (or all weights are zero)"
         )
+
+
+def _largest_class_share(y):
+    """The share of the labels ``y`` in their most frequent class (0 for no labels)."""
+    try:
+        y = np.asarray(y)
+        counts = np.unique(y, return_counts=True)[1] if y.ndim == 1 else []
+    except (TypeError, ValueError):  # labels the validation of y refuses (later)
+        return 0.0
+    return float(counts.max() / counts.sum()) if len(counts) else 0.0
 
 
 @with_kernel_parameters()
@@ -191,7 +209,11 @@ class MultiClassSVM(
         docs/benchmarks.md, "Two default fits").
     cache_size : float, default=200
         Kernel column cache (MB) for one fit, as :class:`sklearn.svm.SVC`'s,
-        when the kernel is evaluated on the fly.
+        when the kernel is evaluated on the fly.  An RBF fit on at most 32 dense
+        features whose largest class holds at least half of the points computes each
+        kernel column when its block first moves, instead of the whole Gram first, into
+        a cache that can hold every column (at most the Gram's size; docs/benchmarks.md,
+        "Weights and the intercept").
     shrinking : bool, default=True
         Active-set shrinking of "bcfw".  Between two certificates, visit only
         the examples that are not block-optimal (liblinear-style active set;
@@ -398,6 +420,7 @@ class MultiClassSVM(
         """
         if sample_weight is not None and y is not None:  # before the kernel is built
             _check_weighted_classes(y, _check_sample_weight(sample_weight, np.asarray(y)))
+        self._largest_class_share = _largest_class_share(y)  # (read by the fit plan)
         X, y, op = self._validate_training_data(X, y, sample_weight)
         check_classification_targets(y)
         self._check_psd(op)
@@ -442,6 +465,46 @@ class MultiClassSVM(
         self.intercept_ = shift * result["A"].sum(axis=1) / (self.lam_ * op.n)
         self._fit_probability(op_fit, y_enc, result["S"])
         return self
+
+    def _computes_columns(self, X):
+        """Whether the fit computes the RBF kernel's columns where blocks move (a kernel
+        evaluated on the fly whose column cache can hold the whole Gram) instead of
+        storing the Gram first (the fit plan's backend, :meth:`_gram_max_mb`).
+
+        BCFW reads the column of a block only when the block moves.  When one class holds
+        at least :data:`MAJORITY_SHARE` of the points, most of its points lie among their
+        own class, their margins are met by their neighbours' steps and their blocks never
+        move: a quarter to two thirds of the points on the 10:1 problems of
+        docs/benchmarks.md ("Weights and the intercept"), against under a tenth on the
+        balanced 10-class problem of the defaults, where the Gram's tiles (half of it, by
+        symmetry) cost less than the columns of nine points in ten.  A column of at most
+        ``DIRECT_MAX_FEATURES`` dense features costs what a row of the Gram costs.  Not
+        for other kernels, sparse or wider features (their Gram comes from one BLAS
+        product), ``probability=True`` (the folds share one Gram) or a Gram above the
+        budget.
+        """
+        if not (self.solver == "bcfw" and isinstance(self.kernel, str) and self.kernel == "rbf"):
+            return False
+        shape = getattr(X, "shape", ())  # (the input as given: not yet validated)
+        if self.approx is not None or self.probability or sp.issparse(X) or len(shape) != 2:
+            return False
+        if getattr(self, "_largest_class_share", 0.0) < MAJORITY_SHARE:
+            return False
+        return shape[1] <= DIRECT_MAX_FEATURES and self._gram_mb(X) <= GRAM_MAX_MB
+
+    def _gram_mb(self, X):
+        """Size (MB) of the Gram of ``X`` in the type of its kernel values."""
+        dtype = self._gram_dtype() or getattr(X, "dtype", np.float64)
+        itemsize = 4 if np.dtype(dtype) == np.float32 else 8
+        return X.shape[0] ** 2 * itemsize / 2**20
+
+    def _gram_max_mb(self, X):
+        return 0.0 if self._computes_columns(X) else super()._gram_max_mb(X)
+
+    def _kernel_cache_mb(self, X):
+        if self._computes_columns(X):  # a cache of every column: no column computed twice
+            return max(self.cache_size, self._gram_mb(X) + 1.0)
+        return self.cache_size
 
     def _fits_intercept(self):
         """Whether the fit adds ``intercept_scaling²`` to the kernel (resolves "auto")."""

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ..kernels import make_operator
 from ..solvers.mkl.online import (
@@ -33,6 +33,7 @@ from ..structured import Chain, MultiClass
 from ._base import (
     FWEstimatorMixin,
     check_base_kernels,
+    example_weights,
     resolve_lam,
     solver_seed,
     with_callbacks,
@@ -65,11 +66,13 @@ def _dense(X):
     return X.toarray().astype(float, copy=False) if sp.issparse(X) else np.asarray(X, dtype=float)
 
 
-def _feature_scale(X, column_groups):
-    """Per-column scale: the columns of each group scaled to mean ``‖x_g‖² = 1``."""
+def _feature_scale(X, column_groups, sample_weight=None):
+    """Per-column scale: the columns of each group scaled to mean ``‖x_g‖² = 1`` (the mean
+    over the rows weighted by ``sample_weight``, None: all 1)."""
     scale = np.ones(X.shape[1])
     for g in column_groups:
-        sq = float(np.mean(np.sum(np.asarray(X[:, g], dtype=float) ** 2, axis=1)))
+        sq_rows = np.sum(np.asarray(X[:, g], dtype=float) ** 2, axis=1)
+        sq = float(np.average(sq_rows, weights=sample_weight))
         scale[g] = 1.0 / np.sqrt(sq) if sq > 0 else 1.0
     return scale
 
@@ -149,8 +152,10 @@ class _OnlineMKLMixin(FWEstimatorMixin):
             if name != "self":
                 setattr(self, name, value)
 
-    def _solve(self, model, X, Y, groups, n):
-        lam = resolve_lam(self.C, self.lam, n)
+    def _solve(self, model, X, Y, groups, weights=None):
+        """Run the solver on the examples ``(X, Y)`` with loss weights ``weights`` (None: 1);
+        ``λ = 1/(C Σ_i w_i)`` unless ``lam`` is given (math.md §4.9)."""
+        lam = resolve_lam(self.C, self.lam, _num_samples(Y) if weights is None else weights.sum())
         callback = self._fw_callback(self.max_iter, X, Y)
         try:
             result = solve_online_mkl(
@@ -170,6 +175,7 @@ class _OnlineMKLMixin(FWEstimatorMixin):
                 objective_sample=self.objective_sample,
                 random_state=solver_seed(self.random_state),
                 callback=callback,
+                sample_weight=weights,
             )
         finally:
             self._end_callbacks()
@@ -274,6 +280,11 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         of ``approx``.
     verbose : int, default=0
         Print one line per epoch.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of the loss terms of each class, as ``SVC``'s: None all 1, a dict
+        ``{label: weight}``, or "balanced", ``Σ_i s_i / (m · Σ_{y_i = k} s_i)`` with the
+        sample weights ``s`` (scikit-learn's formula).  Multiplies ``sample_weight``
+        (math.md §4.9).
 
     Attributes
     ----------
@@ -327,6 +338,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         **_ONLINE_CONSTRAINTS,
         "groups": [None, list],
         "cost": [None, "array-like"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -349,6 +361,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         n_components=1000,
         random_state=None,
         verbose=0,
+        class_weight=None,
     ):
         self._store_arguments(locals())
 
@@ -357,20 +370,28 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Run ``max_iter`` epochs of the online algorithm.
 
         Parameters
         ----------
         X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
         y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), default=None
+            Per-example weights ``≥ 0`` of the loss terms (None: 1), times
+            ``class_weight`` (math.md §4.9): ``F = R(θ) + Σ_i w_i L_i(θ) / Σ_i w_i`` with
+            ``λ = 1/(C Σ_i w_i)``, and each round steps along its example's weight times
+            the subgradient.  An example of weight 0 is never visited (the fit is that
+            on the other rows; ``support_`` indexes the rows given).
 
         Returns
         -------
         self
         """
         no_default = self.groups is not None and not self._is_precomputed()
-        mk, y, Xv = self._training_data(X, y, (lambda X: []) if no_default else default_kernels)
+        no_kernels = lambda X, sample_weight=None: []  # noqa: E731
+        default = no_kernels if no_default else default_kernels
+        mk, y, Xv, weights = self._training_data(X, y, default, sample_weight=sample_weight)
         self._approx_ops = []
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         m = self.classes_.size
@@ -389,7 +410,7 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
                 Xf = _append_feature_blocks(Xf, columns, mk)
                 self._approx_ops = [op.subset(np.arange(0)) for op in mk.operators]
                 mk = None  # the blocks now live in Xf only
-        self.feature_scale_ = _feature_scale(Xf, columns)
+        self.feature_scale_ = _feature_scale(Xf, columns, weights)
         if self._approx_ops:  # Xf is this fit's own copy: scaled in place
             Xf *= self.feature_scale_
             Xs = Xf
@@ -400,14 +421,13 @@ class OnlineMKLClassifier(_OnlineMKLMixin, _MKLClassifier):
         groups = [ExplicitGroup(_unary_indices(model, g, d)) for g in columns] + (
             [] if mk is None else list(mk.operators)
         )
-        self._solve(model, Xs, y_idx, groups, y_idx.size)
+        self._solve(model, Xs, y_idx, groups, weights)
         self.n_kernels_ = len(self._approx_ops) if self._approx_ops else 0 if mk is None else mk.p
         self.n_groups_ = len(groups)
-        self.n_train_ = y_idx.size
+        self.n_train_ = self._n_rows
         self.selected_kernels_ = self.active_groups_
-        self._predict_op = (
-            None if mk is None or self.support_.size == 0 else mk.predictor(self.support_)
-        )
+        support, self.support_ = self.support_, self._training_rows(self.support_)
+        self._predict_op = None if mk is None or support.size == 0 else mk.predictor(support)
         return self
 
     def scores(self, X):
@@ -526,13 +546,18 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
             return [np.asarray(x, dtype=float) * scale for x in self.model_.prepare(X)]
         return X
 
-    def _build_groups(self, X):
-        """``(groups for the solver, names, feature scale)`` from the group specs."""
+    def _build_groups(self, X, weights=None):
+        """``(groups for the solver, names, feature scale)`` from the group specs; the
+        statistics of the kernels and feature groups count each position with its
+        example's weight (``weights``, None: 1)."""
         model = self.model_
         positions = factored_positions(model, X)
+        pw = None
+        if positions is not None and weights is not None:
+            pw = np.repeat(weights, np.diff(positions[1]))
         specs = self.groups
         if specs is None:
-            specs = (default_kernels(positions[0]) if positions is not None else []) + (
+            specs = (default_kernels(positions[0], pw) if positions is not None else []) + (
                 ["transitions"] if isinstance(model, Chain) else []
             )
             if positions is None:
@@ -569,12 +594,13 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
                         positions[0],
                         spec,
                         normalization=NORMALIZATION,
+                        sample_weight=pw,
                         **_backend(spec),
                     )
                 )
                 names.append(f"kernel {spec!r}")
         if positions is not None:
-            scale = _feature_scale(positions[0], columns)
+            scale = _feature_scale(positions[0], columns, pw)
         else:
             scale = None
         check_base_kernels(kernels, self)
@@ -586,13 +612,18 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, Y):
+    def fit(self, X, Y, sample_weight=None):
         """Run ``max_iter`` epochs of the online algorithm on examples ``(X, Y)``.
 
         Parameters
         ----------
         X : sequence of inputs (as the model takes them)
         Y : sequence of outputs
+        sample_weight : array-like of shape (n,), default=None
+            Per-example weights ``≥ 0`` of the loss terms (None: 1; math.md §4.9):
+            ``F = R(θ) + Σ_i w_i L_i(θ) / Σ_i w_i`` with ``λ = 1/(C Σ_i w_i)``; each round
+            steps along its example's weight times the subgradient, and an example of
+            weight 0 is never visited.
 
         Returns
         -------
@@ -601,12 +632,15 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         import copy
 
         X = self._check_inputs(X, reset=True)
+        if not hasattr(Y, "__len__"):  # an array-like of labels (has __array__)
+            Y = np.asarray(Y)
+        weights = example_weights(sample_weight, _num_samples(Y))
         self.model_ = copy.deepcopy(self.model).initialize(X, Y)
-        groups, self.group_names_, scale = self._build_groups(X)
+        groups, self.group_names_, scale = self._build_groups(X, weights)
         self.feature_scale_ = scale
         Xs = X if scale is None else self._inputs(X, scale)
         self._kernel_ops = [g for g in groups if not isinstance(g, ExplicitGroup)]
-        self._solve(self.model_, Xs, Y, groups, len(Y))
+        self._solve(self.model_, Xs, Y, groups, weights)
         return self
 
     def __sklearn_tags__(self):

@@ -208,6 +208,16 @@ class ShiftedScaled(KernelOperator):
         K = self.stored_gram(by_columns)
         return None if K is None else (K, 0.0, None)
 
+    def scaled_column_source(self):
+        """``(source, c, d)`` of the base's column source (``K̃_ij = d_i d_j (K₀_ij + c)``);
+        None when the base has none or is itself shifted or scaled."""
+        if self._inner is not None:
+            return self._inner.scaled_column_source()
+        form = self.base.scaled_column_source()
+        if form is None or form[1] != 0.0 or form[2] is not None:
+            return None
+        return form[0], self.shift, self.scale
+
     def _transform_in_place(self):
         """``overwrite``: transform the base's stored C- or F-ordered writable matrix in
         place (one compiled pass) and keep it as the Gram of ``K̃``; False when the base

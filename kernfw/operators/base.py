@@ -278,6 +278,17 @@ class KernelOperator(ABC):
             return None
         return ColumnSource(SOURCE_GRAM, self.stored_gram(by_columns=True).T)
 
+    def scaled_column_source(self):
+        """A :class:`ColumnSource` of ``K₀`` with a shift ``c`` and point scales ``d`` such that
+        ``K_ij = d_i d_j (K₀_ij + c)``, as ``(source, c, d)`` (``d`` None: all ones), or None.
+
+        What :meth:`scaled_gram` is to :meth:`stored_gram`: compiled code that computes the
+        columns of ``K₀`` forms those of ``K`` from them.  The default is
+        ``(column_source(), 0.0, None)``.
+        """
+        source = self.column_source()
+        return None if source is None else (source, 0.0, None)
+
     def map_operators(self, fn):
         """A shallow copy with ``fn`` applied to every child operator.
 

@@ -312,18 +312,22 @@ def _map_dtype(transformer, dtype):
     return np.dtype(np.float64)
 
 
-def _fit_stats(raw, normalization):
-    """Training statistics of ``normalization`` on the raw features ``raw`` (n × m)."""
+def _fit_stats(raw, normalization, sample_weight=None):
+    """Training statistics of ``normalization`` on the raw features ``raw`` (n × m), row
+    ``i`` counted ``sample_weight[i]`` times (None: once)."""
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if normalization == "trace":
-        total = float(np.sum(_sq_norms(raw), dtype=np.float64))
+        sq = np.asarray(_sq_norms(raw), dtype=np.float64)
+        total = float(np.sum(sq) if w is None else w @ sq)
         if total == 0:
             raise ValueError(
                 "trace normalization needs a kernel with positive trace; the approximated "
                 "kernel is zero on these points"
             )
-        return {"scale": raw.shape[0] / total}
+        return {"scale": (raw.shape[0] if w is None else float(w.sum())) / total}
     if normalization == "center":
-        return {"mean": raw.mean(axis=0, dtype=np.float64).astype(raw.dtype)}
+        mean = raw.mean(axis=0, dtype=np.float64) if w is None else w @ raw / w.sum()
+        return {"mean": np.asarray(mean).astype(raw.dtype)}
     if normalization == "unit_diagonal" and np.any(_sq_norms(raw) <= 0):
         raise ValueError(
             "unit-diagonal normalization needs k(x_i, x_i) > 0 for every point; a point has "
@@ -354,6 +358,7 @@ def fit_lowrank(
     dtype=None,
     columns=None,
     normalization=None,
+    sample_weight=None,
 ):
     """Fit the kernel approximation ``approx`` of ``kernel`` on ``X``: a :class:`LowRankFeatures`.
 
@@ -379,6 +384,8 @@ def fit_lowrank(
         Feature columns the kernel sees.
     normalization : {None, "trace", "unit_diagonal", "center"}
         Folded into the features (module docstring).
+    sample_weight : array-like of shape (n,) or None
+        Weights of the rows in the normalization's statistics (a weighted fit; None: 1).
 
     Returns
     -------
@@ -399,6 +406,6 @@ def fit_lowrank(
         transformer.fit(Xk)
     map_dtype = _map_dtype(transformer, dtype)
     raw = np.asarray(_raw_features(transformer, Xk, map_dtype), dtype=dtype)
-    stats = _fit_stats(raw, normalization)
+    stats = _fit_stats(raw, normalization, sample_weight)
     Phi = np.ascontiguousarray(_postprocess(raw, normalization, stats))
     return LowRankFeatures(transformer, Phi, columns, normalization, stats, map_dtype)

@@ -6,7 +6,10 @@
 
 Each is a thin wrapper that rewrites the operator's answers; the base kernel
 is never copied.  Cross kernels of new points are normalized with the
-training statistics, so predictions stay consistent.
+training statistics, so predictions stay consistent.  With per-point weights
+``w`` (a weighted fit) the statistics are those of the points counted ``w_i``
+times: ``K ← (Σ_i w_i) K / Σ_i w_i K_ii`` and the weighted means of the centering,
+so that integer weights give the normalization of the repeated points.
 """
 
 import copy
@@ -30,6 +33,8 @@ class Normalized(KernelOperator):
         The kernel ``K`` to normalize.
     kind : {"trace", "unit_diagonal", "center"}
         The normalization (see the module docstring).
+    sample_weight : array-like of shape (n,) or None
+        Nonnegative weights of the points in the statistics (None: all 1).
 
     Notes
     -----
@@ -40,19 +45,22 @@ class Normalized(KernelOperator):
     applied as ``K − r1ᵀ − 1rᵀ + g11ᵀ``, which equals ``HKH``.
     """
 
-    def __init__(self, base, kind, _stats=None):
+    def __init__(self, base, kind, _stats=None, sample_weight=None):
         if not (isinstance(kind, str) and kind in NORMALIZATIONS):
             raise ValueError(f"unknown normalization {kind!r}; expected one of {NORMALIZATIONS}")
         if not isinstance(base, KernelOperator):
             raise TypeError(f"can only normalize a KernelOperator, got {type(base).__name__}")
         self.base, self.kind = base, kind
         self.n, self.dtype = base.n, base.dtype
-        self._stats = _stats if _stats is not None else self._fit_stats(base, kind)
+        if _stats is None:
+            _stats = self._fit_stats(base, kind, _point_weights(sample_weight, base.n))
+        self._stats = _stats
 
     @staticmethod
-    def _fit_stats(base, kind):
+    def _fit_stats(base, kind, w=None):
         if kind == "trace":
-            tr = float(np.sum(base.diag(), dtype=np.float64))
+            diag = np.asarray(base.diag(), dtype=np.float64)
+            tr = float(np.sum(diag) if w is None else w @ diag)
             if tr < 0:  # tr K = Σ λ_i < 0: some eigenvalue is negative
                 raise NotPSDError(
                     f"trace normalization needs a kernel with positive trace; this one has "
@@ -63,18 +71,17 @@ class Normalized(KernelOperator):
                     "trace normalization needs a kernel with positive trace; this one has "
                     "trace 0 (a zero kernel on these points)"
                 )
-            return {"scale": base.n / tr}
+            return {"scale": (base.n if w is None else float(w.sum())) / tr}
         if kind == "unit_diagonal":
             d = base.diag()
             if np.any(d <= 0):
                 raise ValueError("unit-diagonal normalization needs K_ii > 0 for every point")
             return {"inv_sqrt_diag": 1.0 / np.sqrt(d)}
-        row_mean = base.matmat(np.ones(base.n, dtype=base.dtype)) / base.n
-        return {
-            "row_mean": row_mean,
-            "grand_mean": float(row_mean.mean(dtype=np.float64)),
-            "train": base,
-        }
+        # the mean over the training points: weights 1/n, or w/Σw
+        mean = (np.full(base.n, 1.0 / base.n) if w is None else w / w.sum()).astype(base.dtype)
+        row_mean = base.matmat(mean)
+        grand_mean = float(mean @ row_mean)
+        return {"row_mean": row_mean, "grand_mean": grand_mean, "train": base, "mean": mean}
 
     def map_operators(self, fn):
         out = copy.copy(self)
@@ -152,7 +159,7 @@ class Normalized(KernelOperator):
             if np.any(new <= 0):
                 raise ValueError("unit-diagonal normalization needs k(x, x) > 0 for new points")
             return C / np.sqrt(new)[:, None] * st["inv_sqrt_diag"][cols]
-        new_mean = st["train"].cross(X_new).mean(axis=1, keepdims=True)
+        new_mean = (st["train"].cross(X_new) @ st["mean"])[:, None]
         return C - new_mean - st["row_mean"][cols] + st["grand_mean"]
 
     def new_diag(self, X_new):
@@ -162,7 +169,7 @@ class Normalized(KernelOperator):
             return st["scale"] * d
         if self.kind == "unit_diagonal":
             return np.ones_like(d)
-        return d - 2 * st["train"].cross(X_new).mean(axis=1) + st["grand_mean"]
+        return d - 2 * (st["train"].cross(X_new) @ st["mean"]) + st["grand_mean"]
 
     def subset(self, idx):
         idx = as_index(idx, self.n)
@@ -173,14 +180,31 @@ class Normalized(KernelOperator):
         return Normalized(self.base.predictor(idx), self.kind, _stats=self._stats_on(idx))
 
     def _stats_on(self, idx):
-        """The statistics restricted to the points ``idx`` (scalars and the training
-        operator are kept)."""
-        return {k: (v[idx] if isinstance(v, np.ndarray) else v) for k, v in self._stats.items()}
+        """The statistics restricted to the points ``idx`` (scalars, the training operator
+        and its mean weights are kept)."""
+        return {
+            k: (v[idx] if isinstance(v, np.ndarray) and k != "mean" else v)
+            for k, v in self._stats.items()
+        }
 
 
-def normalize(op, kind):
+def _point_weights(sample_weight, n):
+    """Per-point weights of the statistics as float64 of shape (n,), or None."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+        raise ValueError(
+            f"the weights of a normalization must be finite, nonnegative, not all zero and "
+            f"of shape ({n},); got shape {w.shape}"
+        )
+    return w
+
+
+def normalize(op, kind, sample_weight=None):
     """Normalize a kernel operator: ``kind`` in ("trace", "unit_diagonal", "center").
 
-    ``kind=None`` returns ``op`` unchanged.
+    ``kind=None`` returns ``op`` unchanged.  ``sample_weight``: the points' weights in the
+    statistics (module docstring; None: all 1).
     """
-    return op if kind is None else Normalized(op, kind)
+    return op if kind is None else Normalized(op, kind, sample_weight=sample_weight)

@@ -14,7 +14,10 @@
 Binary problems are given as rows of a code matrix in ``{−1, 0, +1}`` (``0``:
 the point is not in that problem), so one-vs-rest and one-vs-one problems
 with shared kernel weights are covered; a 1-D ``y`` in ``{−1, +1}`` is one row.
-Every kernel is factored ``K_j = F_j F_jᵀ`` (:func:`factor_gram`).
+Every kernel is factored ``K_j = F_j F_jᵀ`` (:func:`factor_gram`).  ``sample_weight``
+(positive ``w_i``) weighs the examples' slack terms of the inner SVMs (math.md §5.8):
+the boxes ``α_i ≤ C w_i`` (C-SVM) and ``α_i ≤ w_i/Σ_j w_j`` (ν-SVM), the L2-SVM's
+``Σ_i α_i²/(C w_i)``; in :func:`online_mkl_reference` the loss terms, normalized by ``Σ w``.
 """
 
 import numpy as np
@@ -42,22 +45,24 @@ def _codes(y):
     return codes
 
 
-def _svm_parts(cp, codes, svm, C, nu):
-    """Variables α_r, the constraints and ``a(α)`` of the inner SVM duals (math.md §5.2, §2.1)."""
+def _svm_parts(cp, codes, svm, C, nu, w=None):
+    """Variables α_r, the constraints and ``a(α)`` of the inner SVM duals (math.md §5.2, §2.1,
+    with per-example weights ``w`` §5.8; None: all 1)."""
     r, n = codes.shape
+    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
     alphas, constraints, offset = [], [], 0
     for code in codes:
         a = cp.Variable(n)
         inside = code != 0
         constraints += [a >= 0, a[~inside] == 0] if np.any(~inside) else [a >= 0]
         if svm == "c":
-            constraints += [a <= C, code @ a == 0]
+            constraints += [a <= C * w, code @ a == 0]
             offset = offset + cp.sum(a)
         elif svm == "nu":
-            constraints += [a <= 1.0 / inside.sum(), code @ a == 0, cp.sum(a) >= nu]
+            constraints += [a <= w / w[inside].sum(), code @ a == 0, cp.sum(a) >= nu]
         else:
             constraints += [cp.sum(a) == 1]
-            offset = offset - cp.square(code @ a) - cp.sum_squares(a) / C
+            offset = offset - cp.square(code @ a) - cp.sum(cp.multiply(1.0 / (C * w), a**2))
         alphas.append(a)
     return alphas, constraints, offset
 
@@ -70,13 +75,13 @@ def _quad_forms(cp, factors, codes, alphas):
     ]
 
 
-def _solve_mkl(grams, y, penalty, svm, C, nu):
+def _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight=None):
     cp = require_cvxpy()
     if svm not in _SVMS:
         raise ValueError(f"svm must be one of {_SVMS}, got {svm!r}")
     codes = _codes(y)
     factors = [factor_gram(K) for K in grams]
-    alphas, constraints, offset = _svm_parts(cp, codes, svm, C, nu)
+    alphas, constraints, offset = _svm_parts(cp, codes, svm, C, nu, sample_weight)
     d = _quad_forms(cp, factors, codes, alphas)
     c = 1.0 if svm == "l2" else 0.5
     pen, extra = penalty(cp, d)
@@ -88,7 +93,7 @@ def _solve_mkl(grams, y, penalty, svm, C, nu):
     return {"value": value, "alpha": alpha, "d": d_val}
 
 
-def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
+def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5, sample_weight=None):
     """CSKL optimum ``J* = max_α a(α) − c g_t(d(α))`` (math.md §5.2, §6).
 
     Parameters
@@ -101,6 +106,8 @@ def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
         Budget of the capped simplex.
     svm : {"c", "nu", "l2"}
     C, nu : float
+    sample_weight : ndarray (n,) or None
+        Positive weights of the examples' slack terms (module docstring).
 
     Returns
     -------
@@ -111,19 +118,19 @@ def cskl_reference(grams, y, t, svm="c", C=1.0, nu=0.5):
         u = cp.Variable()
         return t * u + sum(cp.pos(dj - u) for dj in d), []
 
-    return _solve_mkl(grams, y, penalty, svm, C, nu)
+    return _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight)
 
 
-def l1_mkl_reference(grams, y, svm="c", C=1.0, nu=0.5):
+def l1_mkl_reference(grams, y, svm="c", C=1.0, nu=0.5, sample_weight=None):
     """l1-MKL (SimpleMKL's problem): ``max_α a(α) − c max_j d_j(α)``."""
 
     def penalty(cp, d):
         return cp.max(cp.hstack(d)), []
 
-    return _solve_mkl(grams, y, penalty, svm, C, nu)
+    return _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight)
 
 
-def lp_mkl_reference(grams, y, p, svm="c", C=1.0, nu=0.5):
+def lp_mkl_reference(grams, y, p, svm="c", C=1.0, nu=0.5, sample_weight=None):
     """lp-MKL (Kloft et al.): ``max_α a(α) − c ‖d(α)‖_{p*}``, ``p* = p/(p−1)`` (math.md §5.5).
 
     An auxiliary ``u ≥ d`` keeps the problem DCP (the norm is nondecreasing on
@@ -137,7 +144,7 @@ def lp_mkl_reference(grams, y, p, svm="c", C=1.0, nu=0.5):
         u = cp.Variable(len(d))
         return cp.norm(u, dual_p), [u >= cp.hstack(d)]
 
-    return _solve_mkl(grams, y, penalty, svm, C, nu)
+    return _solve_mkl(grams, y, penalty, svm, C, nu, sample_weight)
 
 
 def prox_squared_l1_reference(v, tau):
@@ -187,7 +194,7 @@ def prox_group_reference(groups, kind, tau, tau2=0.0):
     return [z.value for z in zs]
 
 
-def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):
+def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None, sample_weight=None):
     """``F = (λ/2)(Σ_k ‖θ_k‖)² + (1/n) Σ_i max_y [ℓ(y_i, y) + f(x_i, y) − f(x_i, y_i)]``.
 
     Parameters
@@ -202,6 +209,8 @@ def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):
         ``λ``.
     cost : ndarray (m, m) or None
         ``ℓ[y_true, y]`` (None: 0/1).
+    sample_weight : ndarray (n,) or None
+        Weights ``w_i`` of the loss terms: the mean becomes ``Σ_i w_i L_i / Σ_i w_i``.
     """
     S = np.asarray(group_scores, dtype=float)
     S = S.sum(axis=0) if S.ndim == 3 else S
@@ -210,15 +219,16 @@ def online_mkl_objective(group_scores, norms, y_idx, lam, cost=None):
     rows = np.arange(n)
     aug = S + cost[y_idx]
     losses = aug.max(axis=1) - S[rows, y_idx]
-    return 0.5 * lam * float(np.sum(norms)) ** 2 + float(losses.mean())
+    return 0.5 * lam * float(np.sum(norms)) ** 2 + float(np.average(losses, weights=sample_weight))
 
 
-def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None):
+def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None, sample_weight=None):
     """Batch optimum of the online-MKL objective ``F`` (math.md §4.1, §6).
 
     Group ``k`` has parameters ``Θ_k`` (r_k × m) in the factor coordinates of
     ``K_k = F_k F_kᵀ``; ``f(x_i, y) = Σ_k F_k[i] Θ_k[:, y]``; ``cost`` is
-    ``ℓ[y_true, y]`` (None: 0/1).
+    ``ℓ[y_true, y]`` (None: 0/1); ``sample_weight`` the weights ``w_i`` of the loss terms
+    (``Σ_i w_i L_i / Σ_i w_i``; None: the mean).
 
     Returns
     -------
@@ -238,8 +248,9 @@ def online_mkl_reference(grams, y_idx, lam, n_classes=None, cost=None):
     losses = cp.max(aug, axis=1) - own
     u = cp.Variable()
     norms = [cp.norm(th, "fro") for th in thetas]
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     problem = cp.Problem(
-        cp.Minimize(0.5 * lam * cp.square(u) + cp.sum(losses) / n), [u >= sum(norms)]
+        cp.Minimize(0.5 * lam * cp.square(u) + (w / w.sum()) @ losses), [u >= sum(norms)]
     )
     value = solve_problem(problem)
     nv = np.array([float(np.linalg.norm(th.value)) for th in thetas])

@@ -735,6 +735,21 @@ def test_bad_input(problem):
         clf.predict([np.zeros((3, 60))])
 
 
+#: the epochs visit the examples in a random order drawn over the rows given: a weighted fit
+#: and the fit on repeated rows (other rows, in another order, W rounds per epoch instead of
+#: n₊) are two different stochastic runs of the same weighted objective, equal in
+#: expectation, not to 1e-7 (math.md §4.9; scikit-learn's SGD estimators fail these checks
+#: too).  What the weights make exact is tested in test_online_mkl_weights.py: a weight of 0
+#: is the row removed (the same run), unit and uniformly scaled weights the unweighted run.
+_STOCHASTIC_ORDER = dict.fromkeys(
+    (
+        "check_sample_weight_equivalence_on_dense_data",
+        "check_sample_weight_equivalence_on_sparse_data",
+    ),
+    "online steps in a random order of the rows: weighted and repeated rows are other runs",
+)
+
+
 @parametrize_with_checks(
     [
         OnlineMKLClassifier(["linear", "rbf"], max_iter=2, random_state=0),
@@ -743,7 +758,8 @@ def test_bad_input(problem):
         # Chain model's inputs are sequences, which the checks cannot make
         OnlineMKLStructured(MultiClass(4), max_iter=2, random_state=0),
         OnlineMKLStructured(MultiClass(4), loss="crf", max_iter=2, random_state=0),
-    ]
+    ],
+    expected_failed_checks=lambda estimator: _STOCHASTIC_ORDER,
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

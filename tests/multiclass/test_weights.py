@@ -139,6 +139,26 @@ def test_shifted_scaled_gram_read_by_the_passes(kernel, weighted):
         np.testing.assert_array_equal(Xfit, K)
 
 
+@pytest.mark.parametrize("intercept", [False, True])
+def test_columns_computed_where_blocks_move_on_imbalanced_classes(intercept):
+    """With a majority class the RBF fit computes the kernel's columns where its blocks
+    move (no Gram stored first, :meth:`MultiClassSVM._computes_columns`), with the balanced
+    weights (and an intercept) formed as the columns are read: the certified optimum is the
+    reference's.  Balanced classes keep the stored Gram."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 4))
+    y = np.r_[np.zeros(30, int), np.ones(5, int), np.full(5, 2)]
+    X[y == 1] += 1.5
+    est = fit(X, y, None, gamma=0.4, tol=1e-9, class_weight="balanced", fit_intercept=intercept)
+    assert est.converged_ and est._computes_columns(X)
+    effective = est.class_weight_[y]
+    ref = multiclass_primal(factor_gram(rbf_kernel(X, gamma=0.4)), y, lam=est.lam_,
+                            sample_weight=effective, intercept_scaling=1.0 if intercept else None)  # fmt: skip
+    assert_certified(est, ref)
+    balanced = fit(X, np.arange(40) % 3, None, gamma=0.4, tol=1e-3)
+    assert not balanced._computes_columns(X)
+
+
 @pytest.mark.parametrize("solver", ["bcfw", "lsfw"])
 @pytest.mark.parametrize("loss", LOSSES[::2], ids=lambda p: p["loss"])
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])

@@ -16,8 +16,9 @@ from kernfw.solvers.mkl.inner_svm import L2SVM, coding_matrix, one_vs_rest
 pytest.importorskip("numba")
 
 
-def _problem(n=40, seed=0, C=2.0, tol=1e-10):
-    """``(K_γ, L2SVM)``: a stacked weighted kernel and three one-vs-rest problems."""
+def _problem(n=80, seed=0, C=2.0, tol=1e-10):
+    """``(K_γ, L2SVM)``: a stacked weighted kernel and three one-vs-rest problems (more than
+    EXACT_MAX points: the compiled pairwise FW solves them, not the exact active set)."""
     X = np.random.default_rng(seed).normal(size=(n, 3))
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5).astype(int)
     specs = [("rbf", {"gamma": 0.5}), "linear", ("poly", {"degree": 2})]
@@ -137,7 +138,7 @@ def test_pairwise_step_is_the_exact_line_search():
 def test_problems_split_over_threads_give_the_same_numbers(monkeypatch):
     """Slices of the problems in three threads: each problem is solved as alone, so the
     solutions and certificates are the single thread's, bit for bit."""
-    K, svm = _problem(n=60, seed=2, tol=1e-8)
+    K, svm = _problem(n=80, seed=2, tol=1e-8)  # above EXACT_MAX: the compiled pairwise FW
     monkeypatch.setattr(inner_svm, "THREADED_MIN_POINTS", 10**9)
     alone = svm.solve(_op(K))
     calls = []

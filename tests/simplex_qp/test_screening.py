@@ -218,3 +218,44 @@ def test_a_start_of_another_problem_is_an_error():
     start = PathStart(np.full(20, 0.05), np.zeros(20), 1.0)
     with pytest.raises(ValueError, match="shape \\(30,\\)"):
         solve_l2svm_screened(op, y, 2.0, start)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_search_path_screens_and_its_fits_stay_certified(monkeypatch):
+    """The grid search's L2SVC path on a kernel kept as features (the screened route): the
+    rule removes points, and every fit is certified and agrees with the plain fit."""
+    from kernfw import L2SVC
+    from kernfw.model_selection.l2svm_path import fit_l2svc_path
+    from kernfw.operators import Features
+    from kernfw.solvers.simplex_qp import screening
+
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(300) < 0.5, 1, 0)
+    X = rng.normal(size=(300, 2))
+    X[:, 0] += 3.0 * (2 * y - 1)
+    removed = []
+    rule = screening.screen_l2svm
+
+    def spy(*args):
+        mask = rule(*args)
+        removed.append(int(mask.sum()))
+        return mask
+
+    monkeypatch.setattr(screening, "screen_l2svm", spy)
+    train = np.arange(200)
+    Cs = [0.5, 1.0, 2.0, 4.0]
+    steps = [(k, {"C": C}) for k, C in enumerate(Cs)]
+    estimator = L2SVC(kernel="linear", tol=1e-6)
+    fits = list(fit_l2svc_path(estimator, Features(X), train, y, steps))
+    assert len(removed) == len(Cs) - 1 and max(removed) >= 0.25 * train.size
+    yb = np.where(y[train] == 1, 1.0, -1.0)
+    for (_, model, _, cert), C in zip(fits, Cs):
+        assert cert["converged"] == 1.0
+        plain = solve_l2svm(Features(X[train]), yb, C, tol=1e-10, solver="dcd")
+        # the models lie in balls of radius √gap around the optimum (math.md §2.17)
+        h = (X[200:] @ X[train].T + 1.0) @ (plain.solution["alpha"] * yb)
+        h_path = model.decision_function(np.arange(200, 300)[:, None])
+        radius = np.sqrt(cert["duality_gap"]) + np.sqrt(plain.gap)
+        bound = radius * np.sqrt(np.sum(X[200:] ** 2, axis=1) + 1.0)
+        assert np.all(np.abs(h_path - h) <= bound + 1e-12)
+        assert np.mean(np.where(h > 0, 1, 0) == model.predict(np.arange(200, 300)[:, None])) > 0.99

@@ -95,6 +95,7 @@ def solve_lp_mkl(
     inner_tol=None,
     callback=None,
     max_time=None,
+    sample_weight=None,
 ):
     """lp-norm MKL by alternating SVM solves and the closed-form update (math.md §5.5).
 
@@ -107,7 +108,7 @@ def solve_lp_mkl(
     p : float >= 1
         The norm on the weights ``θ`` (``p = 1``: l1-MKL by multiplicative
         updates, slower than :func:`solve_l1_mkl`; ``p > 1``: non-sparse weights).
-    svm, C, nu, problems, tol, max_iter, inner_tol, callback, max_time
+    svm, C, nu, problems, tol, max_iter, inner_tol, callback, max_time, sample_weight
         As :func:`~kernfw.solvers.mkl.cskl.solve_cskl` (stop when ``gap ≤ tol·|J|``).
 
     Returns
@@ -123,7 +124,15 @@ def solve_lp_mkl(
     tol = check_positive("tol", tol)
     with thread_limit(mk.p * mk.n**2):  # one pass over the kernels: small work, one thread
         objective, classes = weight_objective(
-            mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
+            mk,
+            y,
+            svm=svm,
+            C=C,
+            nu=nu,
+            tol=tol,
+            inner_tol=inner_tol,
+            problems=problems,
+            sample_weight=sample_weight,
         )
         iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)), tol=tol)
         result = run(

@@ -339,6 +339,7 @@ def solve_cskl(
     gamma0=None,
     callback=None,
     max_time=None,
+    sample_weight=None,
 ):
     """Controlled-sparsity kernel learning by alternating SVM solves and weight updates.
 
@@ -390,6 +391,10 @@ def solve_cskl(
         ``callback(row) -> bool`` per outer iteration (see :func:`kernfw.fw.run`).
     max_time : float or None
         Wall-clock budget (s).
+    sample_weight : array-like of shape (n,) or None
+        Positive per-example weights ``w_i`` of the inner SVMs' slack terms (math.md
+        §5.8): ``J`` is the weighted SVM's optimal dual value.  None: all 1; leave
+        examples of weight 0 out.
 
     Returns
     -------
@@ -425,7 +430,15 @@ def solve_cskl(
     tol = check_positive("tol", tol)
     with thread_limit(p * mk.n**2):  # one pass over the kernels: small work, one thread
         objective, classes = weight_objective(
-            mk, y, svm=svm, C=C, nu=nu, tol=tol, inner_tol=inner_tol, problems=problems
+            mk,
+            y,
+            svm=svm,
+            C=C,
+            nu=nu,
+            tol=tol,
+            inner_tol=inner_tol,
+            problems=problems,
+            sample_weight=sample_weight,
         )
         iterate = CSKLIterate(objective, t, solver, line_search, _start(gamma0, t, p), tol=tol)
         result = run(

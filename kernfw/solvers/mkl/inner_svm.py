@@ -22,6 +22,15 @@ versus the rest (all three SVMs), or one versus one (``svm="c"``, through
 libsvm's own multi-class solver).  ``J`` and ``d`` are then sums over the
 binary problems (the shared-weights objective).
 
+Per-example weights ``w_i > 0`` (``sample_weight``, math.md §5.8) scale each example's
+slack term: the C-SVM's box becomes ``0 ≤ α_i ≤ C w_i``, the ν-SVM's
+``0 ≤ α_i ≤ w_i/Σ_j w_j``, and the L2-SVM's diagonal term ``1/C`` becomes ``1/(C w_i)``, so
+``a(α) = −(1ᵀ(y∘α))² − Σ_i α_i²/(C w_i)``; ``d`` and ``c`` are unchanged.  On at most
+:data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points the inner solves are exact (the
+L2-SVM by the active-set method of math.md §2.16, libsvm at the tolerance
+:data:`SMALL_LIBSVM_TOL`): ``J`` and ``d`` then do not depend on the path of the inner
+solver, and integer weights give the fit of the repeated rows.
+
 The C- and ν-SVM run libsvm (:class:`sklearn.svm.SVC` / :class:`~sklearn.svm.NuSVC`
 with ``kernel="precomputed"``); the L2-SVM runs kernfw's pairwise Frank-Wolfe on a
 stored dense ``K_γ`` (:func:`kernfw.solvers.simplex_qp._numba.solve_problems`), else
@@ -42,6 +51,8 @@ from sklearn.svm import SVC, NuSVC
 from ..._threads import available_threads, in_ranges
 from ...operators import Gram, KernelStack
 from ..simplex_qp import _numba as pairwise
+from ..simplex_qp.exact import EXACT_MAX
+from ..simplex_qp.l2svm import check_example_weights
 from .feature_blocks import FeatureBlocks, WeightedFeatureBlocks
 
 __all__ = [
@@ -61,6 +72,8 @@ __all__ = [
 ]
 
 SVM_KINDS = ("l2", "c", "nu")
+#: libsvm's tolerance on problems of at most EXACT_MAX points (solved to rounding)
+SMALL_LIBSVM_TOL = 1e-12
 
 
 def one_vs_rest(y_idx, n_classes):
@@ -126,14 +139,28 @@ class InnerSVM:
         Binary problems as rows of :func:`coding_matrix`.
     tol : float
         Tolerance of the inner solver.
+    sample_weight : array-like of shape (n,) or None
+        Positive weights ``w_i`` of the examples' slack terms (module docstring); None:
+        all 1.  An example of weight 0 does not constrain the problem: leave it out.
     """
 
     #: the constant c of J = a(α) − c γᵀd
     curvature = 0.5
 
-    def __init__(self, codes, tol):
+    def __init__(self, codes, tol, sample_weight=None):
         self.codes = np.asarray(codes, dtype=float)
         self.tol = float(tol)
+        self.sample_weight = check_example_weights(
+            sample_weight, self.codes.shape[1], "the inner SVM's"
+        )
+
+    def _libsvm_tol(self):
+        """libsvm's tolerance: ``tol``, or :data:`SMALL_LIBSVM_TOL` on small problems."""
+        return SMALL_LIBSVM_TOL if self.n <= EXACT_MAX else self.tol
+
+    def _weights_of(self, rows=slice(None)):
+        """The weights of the examples ``rows`` (None without weights)."""
+        return None if self.sample_weight is None else self.sample_weight[rows]
 
     @property
     def n(self):
@@ -157,35 +184,40 @@ def _libsvm_coef(model, n):
     return v
 
 
-def _hinge_gap(K, v, b, y, C, alpha_sum):
-    """Duality gap ``P − D`` of the binary C-SVM at ``(v, b)`` (primal from w = Σ v_i φ_i)."""
+def _hinge_gap(K, v, b, y, C, alpha_sum, w=None):
+    """Duality gap ``P − D`` of the binary C-SVM at ``(v, b)`` (primal from w = Σ v_i φ_i;
+    the hinge of example ``i`` costs ``C w_i``, ``w`` None: 1)."""
     Kv = K @ v
     quad = float(v @ Kv)
-    margins = y * (Kv + b)
-    primal = 0.5 * quad + C * np.maximum(1.0 - margins, 0.0).sum()
+    hinge = np.maximum(1.0 - y * (Kv + b), 0.0)
+    primal = 0.5 * quad + C * (hinge.sum() if w is None else float(w @ hinge))
     return primal - (alpha_sum - 0.5 * quad)
 
 
-def _nu_gap(K, v, b, y, nu):
+def _nu_gap(K, v, b, y, nu, w=None):
     """Duality gap of the binary ν-SVM at ``(v, b)``; ``ρ`` chosen optimally.
 
-    Primal ``½‖w‖² − νρ + (1/n) Σ (ρ − m_i)^+`` with margins ``m_i = y_i h(x_i)``;
-    the best ``ρ`` is a breakpoint ``m_i`` (the function is convex and
-    piecewise linear, with slope ``−ν`` left of all margins).
+    Primal ``½‖w‖² − νρ + (1/W) Σ w_i (ρ − m_i)^+`` with margins ``m_i = y_i h(x_i)``
+    and ``W = Σ w_i`` (``w`` None: all 1, ``W = n``); the best ``ρ`` is a breakpoint
+    ``m_i`` (the function is convex and piecewise linear, with slope ``−ν`` left of all
+    margins).
     """
-    n = y.size
     Kv = K @ v
     quad = float(v @ Kv)
-    m = np.sort(y * (Kv + b))
-    below = np.cumsum(m)  # Σ_{i≤k} m_(i)
-    k = np.arange(1, n + 1)
-    loss = -nu * m + (k * m - below) / n  # ρ = m_(k): (ρ − m_i)^+ for i ≤ k
+    margins = y * (Kv + b)
+    order = np.argsort(margins)
+    m = margins[order]
+    c = np.ones(y.size) if w is None else w[order]
+    below = np.cumsum(c * m)  # Σ_{i≤k} w_(i) m_(i)
+    k = np.cumsum(c)  # Σ_{i≤k} w_(i)
+    loss = -nu * m + (k * m - below) / k[-1]  # ρ = m_(k): (ρ − m_i)^+ for i ≤ k
     primal = 0.5 * quad + float(loss.min())
     return primal - (-0.5 * quad)
 
 
-def _quiet_fit(model, K, y):
-    """Fit a libsvm model; an early stop at the iteration cap shows in the inner gap.
+def _quiet_fit(model, K, y, sample_weight=None):
+    """Fit a libsvm model (with per-example weights of its box, ``sample_weight``); an
+    early stop at the iteration cap shows in the inner gap.
 
     ``K`` is a combination of validated kernels and the model's parameters are kernfw's
     own: scikit-learn's finiteness test and parameter validation are skipped (through
@@ -196,7 +228,7 @@ def _quiet_fit(model, K, y):
         config_context(assume_finite=True, skip_parameter_validation=True),
     ):
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return model.fit(K, y)
+        return model.fit(K, y, sample_weight=sample_weight)
 
 
 def _libsvm_max_iter(n):
@@ -218,12 +250,14 @@ class LibsvmC(InnerSVM):
     y_idx : ndarray of int or None
         Class indices; given when the rows are all one-vs-one pairs ``(i, j)``
         (``+1`` = class ``j``, in libsvm's pair order): one libsvm call solves them.
+    sample_weight : array-like of shape (n,) or None
+        Weights ``w_i > 0``: the box ``0 ≤ α_i ≤ C w_i`` (libsvm's own ``sample_weight``).
     """
 
     curvature = 0.5
 
-    def __init__(self, codes, C, tol, y_idx=None):
-        super().__init__(codes, tol)
+    def __init__(self, codes, C, tol, y_idx=None, sample_weight=None):
+        super().__init__(codes, tol, sample_weight)
         self.C = float(C)
         self.y_idx = y_idx
         self.ovo = y_idx is not None
@@ -232,7 +266,7 @@ class LibsvmC(InnerSVM):
         return SVC(
             C=self.C,
             kernel="precomputed",
-            tol=self.tol,
+            tol=self._libsvm_tol(),
             cache_size=1,
             max_iter=_libsvm_max_iter(self.n),
         )
@@ -242,13 +276,14 @@ class LibsvmC(InnerSVM):
         if self.ovo:
             return self._solve_ovo(K)
         coef, intercept, gap = [], [], 0.0
+        w = self.sample_weight
         for y in self.codes:
-            model = _quiet_fit(self._svc(), K, y)
+            model = _quiet_fit(self._svc(), K, y, w)
             v = _libsvm_coef(model, self.n)
             b = float(model.intercept_[0])
             coef.append(v)
             intercept.append(b)
-            gap += _hinge_gap(K, v, b, y, self.C, np.abs(v).sum())
+            gap += _hinge_gap(K, v, b, y, self.C, np.abs(v).sum(), w)
         coef = np.array(coef)
         return SVMSolution(coef, np.array(intercept), float(np.abs(coef).sum()), gap)
 
@@ -260,7 +295,7 @@ class LibsvmC(InnerSVM):
         ``dual_coef_[a]`` on those of class b, positive for class a; the
         problems here are positive for class b, so signs (and the intercept) flip.
         """
-        model = _quiet_fit(self._svc(), K, self.y_idx)
+        model = _quiet_fit(self._svc(), K, self.y_idx, self.sample_weight)
         m = int(self.y_idx.max()) + 1
         sv_class = self.y_idx[model.support_]
         coef, gap = [], 0.0
@@ -274,7 +309,8 @@ class LibsvmC(InnerSVM):
         intercept = -model.intercept_
         for v, b, y in zip(coef, intercept, self.codes):
             sub = y != 0
-            gap += _hinge_gap(K[np.ix_(sub, sub)], v[sub], b, y[sub], self.C, np.abs(v).sum())
+            K_sub, w_sub = K[np.ix_(sub, sub)], self._weights_of(sub)
+            gap += _hinge_gap(K_sub, v[sub], b, y[sub], self.C, np.abs(v).sum(), w_sub)
         return SVMSolution(coef, intercept, float(np.abs(coef).sum()), gap)
 
 
@@ -286,21 +322,24 @@ class LibsvmNu(InnerSVM):
     """ν-SVM by libsvm (``NuSVC(kernel="precomputed")``), one versus the rest.
 
     libsvm rescales the ν-SVM dual; the multipliers of math.md §5.2
-    (``0 ≤ α ≤ 1/n``, ``1ᵀα = ν``) are ``α = ν |v| / Σ|v|`` with ``v`` =
-    ``dual_coef_`` (math.md §5.6), and the intercept scales alike.
+    (``0 ≤ α ≤ 1/n``, ``1ᵀα = ν``; with weights ``0 ≤ α_i ≤ w_i/Σ_j w_j``) are
+    ``α = ν |v| / Σ|v|`` with ``v`` = ``dual_coef_`` (math.md §5.6), and the intercept
+    scales alike.
     """
 
     curvature = 0.5
 
-    def __init__(self, codes, nu, tol):
-        super().__init__(codes, tol)
+    def __init__(self, codes, nu, tol, sample_weight=None):
+        super().__init__(codes, tol, sample_weight)
         self.nu = float(nu)
+        w = np.ones(self.n) if self.sample_weight is None else self.sample_weight
         for y in self.codes:
-            feasible = 2.0 * min(np.sum(y > 0), np.sum(y < 0)) / y.size
+            feasible = 2.0 * min(w[y > 0].sum(), w[y < 0].sum()) / w.sum()
             if not 0 < self.nu <= feasible:
                 raise ValueError(
                     f"nu={self.nu} is infeasible: the nu-SVM needs 0 < nu <= "
-                    f"2 min(n_+, n_-) / n = {feasible:.4g} for every binary problem"
+                    f"2 min(n_+, n_-) / n = {feasible:.4g} for every binary problem (n_± the "
+                    "weighted counts of the two sides)"
                 )
 
     def solve(self, op, warm=None, cutoff=None):
@@ -310,17 +349,17 @@ class LibsvmNu(InnerSVM):
             model = NuSVC(
                 nu=self.nu,
                 kernel="precomputed",
-                tol=self.tol,
+                tol=self._libsvm_tol(),
                 cache_size=1,
                 max_iter=_libsvm_max_iter(self.n),
             )
-            _quiet_fit(model, K, y)
+            _quiet_fit(model, K, y, self.sample_weight)
             v = _libsvm_coef(model, self.n)
             scale = self.nu / np.abs(v).sum()
             v, b = scale * v, scale * float(model.intercept_[0])
             coef.append(v)
             intercept.append(b)
-            gap += _nu_gap(K, v, b, y, self.nu)
+            gap += _nu_gap(K, v, b, y, self.nu, self.sample_weight)
         return SVMSolution(np.array(coef), np.array(intercept), 0.0, gap)
 
 
@@ -330,28 +369,36 @@ class L2SVM(InnerSVM):
     of approximated kernels, math.md §2.13), pairwise Frank-Wolfe (compiled) on a stored
     dense ``K_γ`` and away-step Frank-Wolfe otherwise.
 
-    ``J = max_{α∈Δ} −αᵀK̃α = −[Σ_j γ_j d_j + (1ᵀ(y∘α))² + ‖α‖²/C]``, so
-    ``a(α) = −(1ᵀv)² − ‖α‖²/C`` and ``c = 1``.  The intercept is
+    ``J = max_{α∈Δ} −αᵀK̃α = −[Σ_j γ_j d_j + (1ᵀ(y∘α))² + Σ_i α_i²/(C w_i)]``, so
+    ``a(α) = −(1ᵀv)² − Σ_i α_i²/(C w_i)`` and ``c = 1`` (``w_i = 1`` without weights).  The intercept is
     ``b = Σ_i α_i y_i`` (``h(x) = Σ_i α_i y_i (k(x_i, x) + 1)``).
 
     On a dense, exactly symmetric ``K_γ`` (the :class:`~kernfw.operators.KernelStack`
     buffer) all binary problems are solved in one compiled call by pairwise FW steps
     (:func:`kernfw.solvers.simplex_qp._numba.solve_problems`, math.md §2.3, with the stopping rule of
     :func:`~kernfw.solvers.simplex_qp.solve_l2svm`); otherwise each problem by
-    :func:`~kernfw.solvers.simplex_qp.solve_l2svm` (away-step FW) on the operator.
+    :func:`~kernfw.solvers.simplex_qp.solve_l2svm` (away-step FW) on the operator.  On at
+    most :data:`~kernfw.solvers.simplex_qp.exact.EXACT_MAX` points ``"auto"`` solves each
+    problem exactly (``solver="active_set"``, math.md §2.16).
     """
 
     curvature = 1.0
 
-    def __init__(self, codes, C, tol, solver="auto"):
-        super().__init__(codes, tol)
+    def __init__(self, codes, C, tol, solver="auto", sample_weight=None):
+        super().__init__(codes, tol, sample_weight)
         self.C = float(C)
         self.solver = solver
+        #: the diagonal terms ``1/(C w_i)`` of ``K̃``
+        self.inv_c = np.full(self.n, 1.0 / self.C)
+        if self.sample_weight is not None:
+            self.inv_c /= self.sample_weight
 
     def solve(self, op, warm=None, cutoff=None):
         if isinstance(op, WeightedFeatureBlocks):
             alphas, gaps = self._solve_blocks(op, warm, cutoff)
             return self._solution(alphas, gaps)
+        if self.solver == "auto" and self.n <= EXACT_MAX:
+            return self._solution(*self._solve_each(op, warm, solver="active_set"))
         # a stored Gram: "auto" is compiled pairwise FW there, all problems in one call
         K = _stored_symmetric_gram(op) if self.solver == "auto" else None
         if K is not None:
@@ -364,7 +411,7 @@ class L2SVM(InnerSVM):
         """The :class:`SVMSolution` of the solutions ``α`` (r, n) with certified ``gaps``."""
         coef = self.codes * alphas
         intercept = coef.sum(axis=1)
-        offset = -float(intercept @ intercept) - float(np.vdot(alphas, alphas)) / self.C
+        offset = -float(intercept @ intercept) - float(np.sum(alphas**2 * self.inv_c))
         return SVMSolution(coef, intercept, offset, float(gaps.sum()), state=list(alphas))
 
     def _solve_blocks(self, op, warm, cutoff=None):
@@ -388,18 +435,30 @@ class L2SVM(InnerSVM):
                 tol=self.tol,
                 alpha0=None if warm is None else warm[r],
                 callback=stop,
+                sample_weight=self.sample_weight,
             )
             alphas.append(np.asarray(res.solution["alpha"], dtype=float))
             gaps.append(float(res.gap))
         return np.array(alphas), np.array(gaps)
 
-    def _solve_each(self, op, warm):
+    def _solve_each(self, op, warm, solver=None):
+        """Every problem by :func:`~kernfw.solvers.simplex_qp.solve_l2svm` on ``op`` with
+        ``solver`` (None: the inner SVM's)."""
         from ..simplex_qp import solve_l2svm
 
+        solver = self.solver if solver is None else solver
         alphas, gaps = [], []
         for r, y in enumerate(self.codes):
             alpha0 = None if warm is None else warm[r]
-            res = solve_l2svm(op, y, self.C, solver=self.solver, tol=self.tol, alpha0=alpha0)
+            res = solve_l2svm(
+                op,
+                y,
+                self.C,
+                solver=solver,
+                tol=self.tol,
+                alpha0=alpha0,
+                sample_weight=self.sample_weight,
+            )
             alphas.append(np.asarray(res.solution["alpha"], dtype=float))
             gaps.append(float(res.gap))
         return np.array(alphas), np.array(gaps)
@@ -416,7 +475,7 @@ class L2SVM(InnerSVM):
             pairwise.solve_problems,
             K,
             self.codes,
-            np.full(n, 1.0 / self.C),
+            self.inv_c,
             A,
             self.tol,
             _max_iter(n),
@@ -441,11 +500,11 @@ class L2SVM(InnerSVM):
         point farthest from ``a`` in the feature space of ``K̃`` (math.md §2.6), ``e_a``
         when every point coincides with ``a``."""
         r, n = self.codes.shape
-        diag = np.diagonal(K) + 1.0 + 1.0 / self.C
+        diag = np.diagonal(K) + 1.0 + self.inv_c
         A = np.zeros((r, n))
         for row, y in zip(A, self.codes):
             col_a = y * y[0] * (K[0] + 1.0)
-            col_a[0] += 1.0 / self.C
+            col_a[0] += self.inv_c[0]
             dist2 = diag - 2.0 * col_a + diag[0]
             b = int(np.argmax(dist2))
             row[0] += 0.5 if dist2[b] > 0 else 1.0
@@ -501,11 +560,14 @@ def _stored_symmetric_gram(op):
     return K
 
 
-def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=None):
+def make_inner_svm(
+    svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=None, sample_weight=None
+):
     """The inner SVM of kind ``svm`` in ``("l2", "c", "nu")`` for class indices ``y_idx``.
 
     ``problems``: binary problems ``(classes, index, y)`` sharing the weights
     (default :func:`one_vs_rest`); pairs (one-vs-one) need ``svm="c"``.
+    ``sample_weight``: positive weights of the examples' slack terms (module docstring).
     """
     if svm not in SVM_KINDS:
         raise ValueError(f"svm must be one of {SVM_KINDS}, got {svm!r}")
@@ -518,11 +580,12 @@ def make_inner_svm(svm, y_idx, n_classes, *, C=1.0, nu=0.5, tol=1e-6, problems=N
         raise ValueError(
             "one-vs-one problems (multi_class='ovo' or 'ddag') are available for svm='c' only"
         )
+    w = sample_weight
     if svm == "c":
-        return LibsvmC(codes, C, tol, y_idx=y_idx if pairs else None)
+        return LibsvmC(codes, C, tol, y_idx=y_idx if pairs else None, sample_weight=w)
     if svm == "nu":
-        return LibsvmNu(codes, nu, tol)
-    return L2SVM(codes, C, tol)
+        return LibsvmNu(codes, nu, tol, sample_weight=w)
+    return L2SVM(codes, C, tol, sample_weight=w)
 
 
 # -- J(γ) and d(α) -------------------------------------------------------------------

@@ -595,7 +595,13 @@ class OnlineMKLIterate(FWIterate):
         Order of the examples (a new permutation per epoch).
     averaging : {"none", "uniform", "weighted", "epoch"}
     objective_sample : ndarray of int or None
-        Examples on which the per-epoch objective is evaluated (None: all).
+        Examples on which the per-epoch objective is evaluated (None: all visited).
+    weights : ndarray of shape (n,) or None
+        Weights ``v_i`` of the examples' loss terms, mean 1 over the visited examples
+        (math.md §4.9): a round on example ``i`` steps along ``v_i`` times its
+        subgradient.  None: all 1.
+    examples : ndarray of int or None
+        The examples an epoch visits (those of positive weight); None: all ``n``.
     """
 
     #: positions whose products with the support are computed in one matrix product
@@ -616,8 +622,11 @@ class OnlineMKLIterate(FWIterate):
         rng,
         averaging,
         objective_sample=None,
+        weights=None,
+        examples=None,
     ):
         self.oracle, self.params, self.offsets = oracle, params, offsets
+        self.weights, self.examples = weights, examples
         self.reg, self.eta0, self.radius = regularizer, eta0, radius
         self.max_iter, self.rng = max_iter, rng
         self.avg = None if averaging == "none" else self._make_average(averaging)
@@ -639,6 +648,19 @@ class OnlineMKLIterate(FWIterate):
             if total > self.radius:
                 p.rescale(np.full(p.M, self.radius / total))
 
+    def gradient(self, i, w, knode=None):
+        """``(L_i, direction, δ)`` of :meth:`_Oracle.evaluate`, the negative subgradient
+        (``direction``, ``δ``) scaled by the example's weight ``v_i`` (math.md §4.9)."""
+        loss, direction, delta = self.oracle.evaluate(i, w, knode)
+        if self.weights is None:
+            return loss, direction, delta
+        v = float(self.weights[i])
+        return (
+            loss,
+            None if direction is None else v * direction,
+            None if delta is None else v * delta,
+        )
+
     def round(self, i):
         """One online round on example ``i``: decode, step, prox in sequence, project."""
         self.rounds += 1
@@ -648,7 +670,7 @@ class OnlineMKLIterate(FWIterate):
         if p.Mk:
             P = self._positions(i)
             knode, nodes = p.kernel_nodes(p.groups.at(P))
-        _, direction, delta = self.oracle.evaluate(i, p.w, knode)
+        _, direction, delta = self.gradient(i, p.w, knode)
         if direction is not None or delta is not None:
             p.step(eta, direction, P, delta, nodes)
             self.mistakes += 1
@@ -663,7 +685,10 @@ class OnlineMKLIterate(FWIterate):
         if self.avg is not None:
             self.avg.restart()
         eta = 0.0
-        order = self.rng.permutation(self.oracle.n)
+        if self.examples is None:
+            order = self.rng.permutation(self.oracle.n)
+        else:  # the examples of positive weight, as the data without the others
+            order = self.examples[self.rng.permutation(self.examples.size)]
         ahead = 0
         for r, i in enumerate(order.tolist()):
             if self.params.Mk and r == ahead:
@@ -727,10 +752,14 @@ class OnlineMKLIterate(FWIterate):
 
     def objective(self, predictor=None):
         """``F = R(θ) + (1/n) Σ_i L_i(θ)`` of the returned predictor (the loss term on the
-        examples of ``objective_sample``)."""
+        examples of ``objective_sample``); with weights ``R(θ) + Σ_i v_i L_i(θ) / Σ_i v_i``
+        over the visited examples (math.md §4.9)."""
         w, A, norms = self.predictor() if predictor is None else predictor
-        examples = np.arange(self.oracle.n) if self.sample is None else self.sample
-        total = 0.0
+        examples = self.sample
+        if examples is None:
+            examples = np.arange(self.oracle.n) if self.examples is None else self.examples
+        v = np.ones(examples.size) if self.weights is None else self.weights[examples]
+        losses = np.empty(examples.size)
         if self.params.Mk and self.params.n_support:
             off = self.offsets
             positions = np.concatenate([np.arange(off[i], off[i + 1]) for i in examples])
@@ -738,12 +767,16 @@ class OnlineMKLIterate(FWIterate):
             starts = np.concatenate([[0], np.cumsum(off[examples + 1] - off[examples])])
             for j, i in enumerate(examples.tolist()):
                 knode = scores[starts[j] : starts[j + 1]]
-                total += self.oracle.evaluate(i, w, knode, need_grad=False)[0]
+                losses[j] = self.oracle.evaluate(i, w, knode, need_grad=False)[0]
         else:
-            for i in examples.tolist():
-                total += self.oracle.evaluate(i, w, None, need_grad=False)[0]
+            for j, i in enumerate(examples.tolist()):
+                losses[j] = self.oracle.evaluate(i, w, None, need_grad=False)[0]
         l1 = float(np.abs(w[self.params.covered]).sum())
-        return self.reg.value(norms, l1) + total / examples.size
+        if self.weights is None:
+            loss = sum(losses.tolist()) / examples.size
+        else:
+            loss = float(v @ losses) / float(v.sum())
+        return self.reg.value(norms, l1) + loss
 
     def certificate(self):
         pred = self.predictor()
@@ -825,7 +858,7 @@ class DualAveragingIterate(OnlineMKLIterate):
             P = self._positions(i)
             K = p.groups.at(P)
             knode, _ = p.kernel_nodes(K)
-        _, direction, delta = self.oracle.evaluate(i, p.w, knode)
+        _, direction, delta = self.gradient(i, p.w, knode)
         if direction is not None and p.Me:
             self.G[p.covered] += direction[p.covered]
         if delta is not None and p.Mk and np.any(delta != 0):
@@ -872,6 +905,7 @@ def solve_online_mkl(
     random_state=None,
     callback=None,
     max_time=None,
+    sample_weight=None,
 ):
     """Online proximal MKL over a structured model (math.md §4.2, §4.6).
 
@@ -920,6 +954,12 @@ def solve_online_mkl(
     random_state : int, Generator or None
     callback, max_time
         As :func:`kernfw.fw.run`.
+    sample_weight : array-like of shape (n,) or None
+        Weights ``w_i ≥ 0`` of the examples' loss terms (math.md §4.9): the objective is
+        ``R(θ) + Σ_i w_i L_i(θ) / Σ_i w_i`` and a round on example ``i`` steps along
+        ``v_i = n₊ w_i / Σ_j w_j`` times its subgradient (``n₊`` the examples of positive
+        weight, the only ones an epoch visits: an example of weight 0 is the example
+        removed, with the same ``random_state`` the same run).  None: all 1.
 
     Returns
     -------
@@ -945,12 +985,14 @@ def solve_online_mkl(
     reg = make_regularizer(regularizer, lam, lam2)
     model.initialize(X, Y)
     oracle = _make_oracle(model, X, Y, loss)
+    weights, examples = _example_weights(sample_weight, oracle.n)
+    n_visited = oracle.n if examples is None else examples.size
     if isinstance(eta0, str):
         if eta0 != "auto":
             raise ValueError(f"eta0 must be a positive number or 'auto', got {eta0!r}")
         grows = solver == "dual_averaging" and isinstance(model, MultiClass)
         eta0 = default_eta0(
-            loss, oracle.q if oracle.factored else 2, lam if grows else None, oracle.n
+            loss, oracle.q if oracle.factored else 2, lam if grows else None, n_visited
         )
     eta0 = check_positive("eta0", eta0)
     groups = list(groups)
@@ -981,6 +1023,7 @@ def solve_online_mkl(
     )
     rng = np.random.default_rng(random_state)
     cls = OnlineMKLIterate if solver == "proximal" else DualAveragingIterate
+    sample = _objective_sample(objective_sample, n_visited, rng, examples)
     iterate = cls(
         oracle,
         params,
@@ -991,7 +1034,9 @@ def solve_online_mkl(
         int(max_iter),
         rng,
         averaging,
-        _objective_sample(objective_sample, oracle.n, rng),
+        sample,
+        weights=weights,
+        examples=examples,
     )
     radius = _radius(radius, iterate, reg)
     iterate.radius = radius
@@ -1048,16 +1093,33 @@ def default_eta0(loss, n_states, lam=None, n_examples=None):
     return scale * EPOCH_TAU / (float(lam) * math.sqrt(max(int(n_examples), 1)))
 
 
-def _objective_sample(size, n, rng):
+def _example_weights(sample_weight, n):
+    """``(v, examples)``: the loss weights ``v_i = n₊ w_i / Σ_j w_j`` (mean 1 over the ``n₊``
+    examples of positive weight; None when every ``w_i`` is 1) and those examples (None
+    when every weight is positive), from ``sample_weight`` (finite, ``≥ 0``, not all 0)."""
+    if sample_weight is None:
+        return None, None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        raise ValueError("sample_weight must be finite, nonnegative and not all zero")
+    examples = np.flatnonzero(w > 0)
+    v = w * (examples.size / w.sum())
+    return (None if np.all(v[examples] == 1.0) else v), (None if examples.size == n else examples)
+
+
+def _objective_sample(size, n, rng, examples=None):
     """The examples of the per-epoch objective: all (None, or ``size >= n``) or a fixed
-    random subset of ``size``."""
+    random subset of ``size`` of the ``n`` visited ones (``examples``, None: ``0 … n−1``)."""
     if size is None:
         return None
     if isinstance(size, bool) or int(size) != size or size < 1:
         raise ValueError(f"objective_sample must be None or a positive integer, got {size!r}")
     if size >= n:
         return None
-    return np.sort(rng.choice(n, size=int(size), replace=False))
+    sample = np.sort(rng.choice(n, size=int(size), replace=False))
+    return sample if examples is None else examples[sample]
 
 
 def _radius(radius, iterate, reg):

@@ -174,8 +174,11 @@ def encode_labels(y, n):
     return classes, y_idx
 
 
-def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, problems=None):
+def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, problems=None, sample_weight=None):
     """``J(γ)`` on the kernels ``mk`` by inner SVM solves, and the classes of ``y``.
+
+    ``sample_weight``: positive weights of the examples' slack terms in every inner SVM
+    (math.md §5.8; None: all 1).
 
     The inner tolerance ``ε₀`` defaults to ``min(1e-6, tol/100)``: the outer gradient
     ``−c d`` is only as accurate as the inner ``α``.  Given by the caller, it is also
@@ -188,7 +191,16 @@ def weight_objective(mk, y, *, svm, C, nu, tol, inner_tol, problems=None):
     classes, y_idx = encode_labels(y, mk.n)
     given = inner_tol is not None
     inner_tol = min(1e-6, tol / 100) if inner_tol is None else inner_tol
-    inner = make_inner_svm(svm, y_idx, classes.size, C=C, nu=nu, tol=inner_tol, problems=problems)
+    inner = make_inner_svm(
+        svm,
+        y_idx,
+        classes.size,
+        C=C,
+        nu=nu,
+        tol=inner_tol,
+        problems=problems,
+        sample_weight=sample_weight,
+    )
     objective = KernelWeightObjective(mk, inner)
     objective.final_tol_given = given
     return objective, classes

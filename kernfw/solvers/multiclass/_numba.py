@@ -41,9 +41,10 @@ import scipy.sparse as sp
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic, overload, register_jitable
 
 from ...fw._steps_numba import block_standard_step, quadratic_step
+from ...operators._columns_numba import cached_column
 from ._block_qp import KERNELS, block_qp_buffers, block_qp_step, pairwise_steps
 from ._lmo import (
     MAX_HINGE,
@@ -74,6 +75,7 @@ __all__ = [
     "FW",
     "PAIRWISE",
     "EXACT",
+    "COLUMN_STATE",
 ]
 
 
@@ -135,6 +137,24 @@ steps drop inactive classes (``BlockFW.shrinking``); ``avg`` the accumulator
 ``B = Σ_k (k(k+1)/2) Δ_k`` (n × m) of the averaged iterate (``BlockFW.averaging``;
 ``(0, m)`` without averaging).
 """
+
+
+#: the record of a column source's columns computed by the passes (what
+#: :func:`~kernfw.operators._columns_numba.cached_column` reads and counts: the source
+#: ``SOURCE_*`` and its RBF ``γ``, no L2-SVM transform, the cache's clock, rows in use,
+#: hits and misses)
+COLUMN_STATE = np.dtype(
+    [
+        ("source", np.int64),
+        ("rbf_gamma", np.float64),
+        ("l2svm", np.bool_),
+        ("clock", np.int64),
+        ("rows_used", np.int64),
+        ("hits", np.int64),
+        ("misses", np.int64),
+    ],
+    align=True,
+)
 
 
 #: dense features with at most this fraction of nonzeros are passed to the CSR kernel
@@ -782,7 +802,32 @@ def _sparse_pass(
         gaps[t] = buf[THETA, BLOCK_GAP]
 
 
-@_visit_jit
+def _column(cols, t, i):
+    """The column ``K₀_{:,i}`` of the block ``i = order[t]`` of a pass: ``cols`` is
+    ``(rows, Kcols)``, the rows ``Kcols[rows[t]]`` of a stored Gram by columns or of the
+    chunk's columns, or ``(src, sq_norms, labels, state, slab, slot_of, slots, scratch)``, a
+    column source whose column is computed into a row of the cache ``slab`` the first time
+    it is asked for (:func:`~kernfw.operators._columns_numba.cached_column`; ``state`` a
+    :data:`COLUMN_STATE` record).  Chosen when numba types the call."""
+    if len(cols) == 2:
+        return cols[1][cols[0][t]]
+    src, sq, labels, state, slab, slot_of, slots, scratch = cols
+    return slab[cached_column(src, sq, labels, state[0], i, slab, slot_of, slots, scratch)]
+
+
+@overload(_column, inline="always")
+def _column_typed(cols, t, i):
+    if len(cols) == 2:
+        return lambda cols, t, i: cols[1][cols[0][t]]
+
+    def computed(cols, t, i):
+        src, sq, labels, state, slab, slot_of, slots, scratch = cols
+        return slab[cached_column(src, sq, labels, state[0], i, slab, slot_of, slots, scratch)]
+
+    return computed
+
+
+@njit(inline="always")
 def _add_column(col, St, nz, un, cnt):
     """``Sᵀ[nz[q]] += col · un[q]`` for ``q < cnt``: two rows per sweep over the column
     (each entry read once)."""
@@ -799,7 +844,7 @@ def _add_column(col, St, nz, un, cnt):
             row0[l] += col[l] * u0
 
 
-@_visit_jit
+@njit(inline="always")
 def _add_scaled_column(col, shift, d, di, St, nz, un, cnt):
     """:func:`_add_column` of the column ``K̃_{:,i} = d_i d ⊙ (col + c)`` (``c`` the shift,
     ``d`` the point scales; math.md §1.15), formed in float64 as the column is read: the
@@ -820,13 +865,12 @@ def _add_scaled_column(col, shift, d, di, St, nz, un, cnt):
 
 
 @njit(inline="always")
-def _column_pass(
-    mode, hinge, order, rows, Kcols, form, St, At, spec, classes, n_classes, k0, steps, gaps
-):
+def _column_pass(mode, hinge, order, cols, form, St, At, spec, classes, n_classes, k0, steps, gaps):
     """:func:`_dense_pass` on kernel columns, keeping ``Sᵀ = A K/(λn)`` (m × n).
 
-    ``Kcols[rows[t]]`` is the kernel column ``K_{:,i}`` of the block ``i = order[t]``
-    (the rows of a Gram matrix by columns, or the chunk's columns); a
+    ``cols`` gives the kernel column ``K_{:,i}`` of the block ``i = order[t]``
+    (:func:`_column`: a row of a Gram matrix by columns or of the chunk's columns, or a
+    column computed when a block first moves); a
     block step reads one column and adds a multiple of it to the rows of ``Sᵀ``
     of the classes that moved: ``O(n)`` contiguous work per class, the same
     sums as ``S[:, j] += K_{:,i} u_j``.  ``form = (c, d)``: the columns read are those of
@@ -850,10 +894,11 @@ def _column_pass(
         n_classes[i] = nc
         if step != 0.0 and _apply_delta(i, cl, nc, At, spec, buf[DELTA], upd, k0 + t):
             cnt = _moved(cl, nc, upd, nz, un)  # the rows of Sᵀ that change
+            col = _column(cols, t, i)
             if d.shape[0]:
-                _add_scaled_column(Kcols[rows[t]], shift, d, d[i], St, nz, un, cnt)
+                _add_scaled_column(col, shift, d, d[i], St, nz, un, cnt)
             else:
-                _add_column(Kcols[rows[t]], St, nz, un, cnt)
+                _add_column(col, St, nz, un, cnt)
         steps[t] = step
         gaps[t] = buf[THETA, BLOCK_GAP]
 
@@ -881,11 +926,10 @@ def _family(mode, hinge):
         )  # fmt: skip
 
     @njit(cache=True)
-    def columns(order, rows, Kcols, form, St, At, spec, classes, n_classes, k0, steps, gaps):
+    def columns(order, cols, form, St, At, spec, classes, n_classes, k0, steps, gaps):
         _column_pass(
-            mode, hinge, order, rows, Kcols, form, St, At, spec, classes, n_classes, k0, steps,
-            gaps,
-        )  # fmt: skip
+            mode, hinge, order, cols, form, St, At, spec, classes, n_classes, k0, steps, gaps
+        )
 
     @njit(cache=True)
     def certify(S, At, spec):

@@ -281,7 +281,7 @@ class BlockFW(BlockCoordinateIterate):
         passes transform as they read it; math.md §1.15) or asked of the operator."""
         p = self.problem
         X = p.op.features()
-        self.X = self.K = None
+        self.X = self.K = self._source = None
         if X is not None:
             self.X = _numba.pass_features(X)
             if sp.issparse(self.X):
@@ -293,13 +293,19 @@ class BlockFW(BlockCoordinateIterate):
             self.state = np.zeros((self.X.shape[1], p.m)) if W is None else np.asarray(W)
             self.state = np.ascontiguousarray(self.state, dtype=np.float64)
             return
-        form = p.op.scaled_gram(by_columns=True)
-        if form is not None:  # K = d_i d_j (K₀ + c): the passes form it from K₀
-            self.K, shift, d = form
-            if d is None:  # (an empty d: K₀ itself)
-                d = np.ones(p.n if shift else 0)
-            self._form = (float(shift), np.asarray(d, dtype=np.float64))
         self.state = S
+        form = p.op.scaled_gram(by_columns=True)
+        if form is None:  # a column source: a block's column computed when it first moves
+            form = p.op.scaled_column_source()
+            if form is None:
+                return
+            self._source = _computed_columns(form[0], p.n)
+        else:
+            self.K = form[0]
+        shift, d = form[1], form[2]  # K = d_i d_j (K₀ + c): the passes form it from K₀
+        if d is None:  # (an empty d: K₀ itself)
+            d = np.ones(p.n if shift else 0)
+        self._form = (float(shift), np.asarray(d, dtype=np.float64))
 
     def _all_classes(self):
         """Every class of every block is active again (after each certificate): the
@@ -327,7 +333,8 @@ class BlockFW(BlockCoordinateIterate):
         """
         n = self.n_blocks
         St = None if self.X is not None else np.ascontiguousarray(self.state.T)
-        chunk = CHUNK if self.K is not None or St is None else COLUMN_BYTES // (8 * n) + 1
+        own = self.K is not None or self._source is not None  # no columns asked per chunk
+        chunk = CHUNK if own or St is None else COLUMN_BYTES // (8 * n) + 1
         for lo in range(0, order.size, chunk):
             hi = min(lo + chunk, order.size)
             blocks = order[lo:hi]
@@ -337,11 +344,15 @@ class BlockFW(BlockCoordinateIterate):
                 run, *arrays = self._feature_pass
                 run(blocks, *arrays, self.state, *tail)
             elif self.K is not None:
-                self.compiled.columns(blocks, blocks, self.K, self._form, St, *tail)
+                self.compiled.columns(blocks, (blocks, self.K), self._form, St, *tail)
+            elif self._source is not None:
+                self.compiled.columns(blocks, self._source, self._form, St, *tail)
             else:  # the columns of the chunk's blocks, asked of the operator
-                columns = np.ascontiguousarray(self.problem.op.columns(blocks).T)
-                form = (0.0, np.ones(0))
-                self.compiled.columns(blocks, np.arange(blocks.size), columns, form, St, *tail)
+                cols = (
+                    np.arange(blocks.size),
+                    np.ascontiguousarray(self.problem.op.columns(blocks).T),
+                )
+                self.compiled.columns(blocks, cols, (0.0, np.ones(0)), St, *tail)
         if St is not None:
             self.state[...] = St.T
 
@@ -444,6 +455,24 @@ class BlockFW(BlockCoordinateIterate):
     def solution(self):
         At, S = self._point() if self._certified is None else self._certified
         return {"A": At.T.copy(), "S": S.copy()}
+
+
+def _computed_columns(source, n):
+    """The arguments of a pass that computes kernel columns from a
+    :class:`~kernfw.operators.base.ColumnSource` (:func:`~kernfw.solvers.multiclass._numba._column`):
+    the source's matrix and squared norms, its record (:data:`~kernfw.solvers.multiclass._numba.COLUMN_STATE`)
+    and a least-recently-used cache of ``min(n, cache_mb / (itemsize · n))`` columns (at
+    least one; the slab's pages are touched as columns arrive, so a cache of all ``n``
+    columns is a Gram matrix filled where blocks move)."""
+    state = np.zeros(1, dtype=_numba.COLUMN_STATE)
+    state[0]["source"], state[0]["rbf_gamma"] = source.code, source.gamma
+    itemsize = source.matrix.itemsize
+    rows = int(min(n, max(1, source.cache_mb * 2**20 // (itemsize * n))))
+    slab = np.empty((rows, n), dtype=source.matrix.dtype)
+    slots = np.zeros((2, rows), dtype=np.int64)
+    sq = np.zeros(0) if source.sq_norms is None else np.asarray(source.sq_norms, np.float64)
+    scratch = np.empty(n)
+    return source.matrix, sq, np.zeros(0), state, slab, np.full(n, -1, np.int64), slots, scratch
 
 
 def _check_block_step(block_step, rule, loss, n_classes):
