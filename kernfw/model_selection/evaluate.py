@@ -41,6 +41,10 @@ __all__ = ["evaluate_grid", "SHARED_MAX_MB"]
 #: evaluated in batches whose kernels fit this budget
 SHARED_MAX_MB = 4096.0
 
+#: above this total size (MB) of the RBF kernels of a threaded search, its paths run in
+#: batches of one per worker whose kernels reuse the same memory; below, all at once
+REUSE_ABOVE_MB = 256.0
+
 
 def _batches(paths, n, extra=False, at_most=None):
     """The paths cut into consecutive batches whose float64 Grams fit :data:`SHARED_MAX_MB`
@@ -181,12 +185,12 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
     found = {}
     run = {"n_jobs": n_jobs if parallel else 1, "pre_dispatch": pre_dispatch,
            "prefer": "threads" if threads else None, "progress": progress, "total": n_tasks}  # fmt: skip
-    # threads: batches of one path per worker, whose kernels reuse the same memory (fresh
-    # memory costs a page fault per 4 kB: more than the kernel's exp)
-    batches = _batches(
-        paths, _num_samples(X), extra=threads, at_most=n_workers if threads else None
-    )
-    memory = [np.empty((_num_samples(X),) * 2) for _ in batches[0]] if threads else []
+    # threads, large kernels: batches of one path per worker, whose kernels reuse the same
+    # memory (fresh memory costs a page fault per 4 kB: more than the kernel's exp)
+    n = _num_samples(X)
+    reuse = threads and len(paths) * n * n * 8 / 2**20 > REUSE_ABOVE_MB
+    batches = _batches(paths, n, extra=threads, at_most=n_workers if reuse else None)
+    memory = [np.empty((n, n)) for _ in batches[0]] if reuse else []
     with one_blas_thread() if threads else contextlib.nullcontext():  # threads share the pools
         for batch in batches:
             with contextlib.ExitStack() as stack:

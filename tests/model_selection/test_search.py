@@ -266,7 +266,7 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
             assert abs(a.rho - b.rho) <= a.gap + b.gap + 1e-12
 
 
-def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary):
+def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary, monkeypatch):
     from kernfw.model_selection.candidates import group_paths, path_parameter
     from kernfw.model_selection.evaluate import _batches, _rbf_family
 
@@ -283,3 +283,8 @@ def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary):
     r = search.fit(X, y).cv_results_
     assert np.all(r["mean_converged"] == 1.0) and np.all(r["mean_n_iter"] > 0)
     assert np.all(np.array([r[f"split{k}_duality_gap"] for k in range(3)]) >= 0)
+    # large kernels: one path per worker at a time in reused memory, the same table
+    monkeypatch.setattr("kernfw.model_selection.evaluate.REUSE_ABOVE_MB", 0.0)
+    reused = KernelGridSearchCV(L2SVC(), search.param_grid, cv=3, n_jobs=2).fit(X, y).cv_results_
+    for key in ("mean_test_score", "split1_duality_gap", "split2_n_iter"):
+        np.testing.assert_array_equal(reused[key], r[key])
