@@ -201,7 +201,7 @@ def _mkl_problem(est, X, y):
     if approximated is not None:
         grams = [Phi @ Phi.T for Phi in approximated]
     else:
-        kernels, _ = est._training_kernels(X, y)
+        kernels, _, _ = est._training_kernels(X, y)
         grams = [np.asarray(op.dense(), dtype=np.float64) for op in kernels.operators]
     y_idx = _class_indices(est, y)
     scheme = getattr(est, "multi_class", "ovr")
