@@ -166,11 +166,28 @@ def evaluate_column(src, sq_norms, labels, st, j, out, scratch):
         _l2svm_column(labels, j, out)
 
 
+#: the counters of a column cache: requests so far, rows of the slab holding a column, hits
+#: and misses (what :func:`cache_row` reads and counts)
+COUNT_FIELDS = [
+    ("clock", np.int64),
+    ("rows_used", np.int64),
+    ("hits", np.int64),
+    ("misses", np.int64),
+]
+
+#: the fields a solver's state record holds for :func:`cached_column`: the column source
+#: (0: the operator; ``SOURCE_*``), the RBF kernel's ``γ``, whether to apply the L2-SVM
+#: transform ``K̃ = y_i y_j (K_ij + 1) + δ_ij c_i``, then the cache's counters
+COLUMN_FIELDS = [
+    ("source", np.int64),
+    ("rbf_gamma", np.float64),
+    ("l2svm", np.bool_),
+    *COUNT_FIELDS,
+]
+
 #: the counters of a column cache used outside a solver's state record
 #: (:class:`kernfw.operators.column_cache.ColumnCache`)
-COUNTS = np.dtype(
-    [("clock", np.int64), ("rows_used", np.int64), ("hits", np.int64), ("misses", np.int64)]
-)
+COUNTS = np.dtype(COUNT_FIELDS)
 
 
 @njit(cache=True)

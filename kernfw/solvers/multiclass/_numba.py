@@ -44,7 +44,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 
 from ...fw._steps_numba import block_standard_step, quadratic_step
-from ...operators._columns_numba import cached_column
+from ...operators._columns_numba import COLUMN_FIELDS, cached_column
 from ._block_qp import KERNELS, block_qp_buffers, block_qp_step, pairwise_steps
 from ._lmo import (
     MAX_HINGE,
@@ -143,18 +143,7 @@ steps drop inactive classes (``BlockFW.shrinking``); ``avg`` the accumulator
 #: :func:`~kernfw.operators._columns_numba.cached_column` reads and counts: the source
 #: ``SOURCE_*`` and its RBF ``γ``, no L2-SVM transform, the cache's clock, rows in use,
 #: hits and misses)
-COLUMN_STATE = np.dtype(
-    [
-        ("source", np.int64),
-        ("rbf_gamma", np.float64),
-        ("l2svm", np.bool_),
-        ("clock", np.int64),
-        ("rows_used", np.int64),
-        ("hits", np.int64),
-        ("misses", np.int64),
-    ],
-    align=True,
-)
+COLUMN_STATE = np.dtype(COLUMN_FIELDS, align=True)
 
 
 #: dense features with at most this fraction of nonzeros are passed to the CSR kernel

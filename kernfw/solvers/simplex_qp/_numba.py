@@ -55,6 +55,7 @@ from numba import njit
 from ...fw._steps_numba import away_step_max, quadratic_step
 from ...fw.result import UNIT_ROUNDOFF
 from ...operators._columns_numba import (
+    COLUMN_FIELDS,
     SOURCE_GRAM,
     SOURCE_RBF,
     SOURCE_RBF32,
@@ -129,15 +130,8 @@ STATE = np.dtype(
         ("estimate_a", np.float64),
         ("estimate_b", np.float64),
         ("estimate_absolute", np.bool_),
-        # the column source (0: the operator; SOURCE_*) and the L2-SVM transform
-        ("source", np.int64),
-        ("rbf_gamma", np.float64),  # γ of the RBF kernel
-        ("l2svm", np.bool_),  # apply K̃ = y_i y_j (K_ij + 1) + δ_ij c_i, c_i = con[INV_C, i]
-        # the compiled column cache
-        ("clock", np.int64),  # column requests so far
-        ("rows_used", np.int64),  # rows of the slab holding a column
-        ("hits", np.int64),
-        ("misses", np.int64),
+        # the column source, the L2-SVM transform (c_i = con[INV_C, i]) and the column cache
+        *COLUMN_FIELDS,
     ],
     align=True,
 )

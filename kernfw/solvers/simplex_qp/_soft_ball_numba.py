@@ -37,6 +37,7 @@ from numba import njit
 
 from ...fw._steps_numba import quadratic_step
 from ...operators._columns_numba import (
+    COLUMN_FIELDS,
     SOURCE_GRAM,
     SOURCE_RBF,
     SOURCE_RBF32,
@@ -78,15 +79,8 @@ STATE = np.dtype(
         ("estimate_a", np.float64),  # the stopping rule's estimate gap ≤ a·|f| + b
         ("estimate_b", np.float64),
         ("estimate_absolute", np.bool_),
-        # the column source (0: the operator; SOURCE_*), as _columns_numba reads it
-        ("source", np.int64),
-        ("rbf_gamma", np.float64),
-        ("l2svm", np.bool_),
-        # the compiled column cache
-        ("clock", np.int64),
-        ("rows_used", np.int64),
-        ("hits", np.int64),
-        ("misses", np.int64),
+        # the column source and the compiled column cache, as _columns_numba reads them
+        *COLUMN_FIELDS,
     ],
     align=True,
 )
