@@ -123,8 +123,9 @@ def test_pairwise_step_is_the_exact_line_search():
             options={"xatol": 1e-12},
         )
         a, w = alpha.copy(), v.copy()
+        glob, seg = np.arange(30), np.array([[0, 30]])  # the points: one run of K's rows
         gamma, ava, not_psd = lib._pairwise_step(
-            K, y, np.full(y.size, 1.0 / svm.C), a, w, alpha @ v, i, j
+            K, glob, seg, y, np.full(y.size, 1.0 / svm.C), a, w, alpha @ v, i, j
         )
         assert not not_psd
         assert gamma == pytest.approx(line.x, abs=1e-8)
