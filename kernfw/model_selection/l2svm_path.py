@@ -283,20 +283,20 @@ def _class_blocks(layout, n_classes):
     ]  # fmt: skip
 
 
-def _path_scores(K, test_index, layout, coef, n_classes, multi_class):
+def _path_scores(K, test_index, layout, coef, blocks, multi_class):
     """The decisions ``h_p`` on the test rows of every problem at every ``C`` of the
     path (``coef``: :func:`_coefficients`), combined into scores: shape (c, n_test) or
-    (c, n_test, n_classes).  One product per class block of the columns (a class's
-    columns enter only its problems)."""
+    (c, n_test, n_classes).  One product per class block of the columns (``blocks``,
+    :func:`_class_blocks`: a class's columns enter only its problems)."""
     columns, _, problems = layout
     KT = take_block(K, test_index, columns)
     decision = np.repeat(coef.sum(axis=2)[:, None, :], test_index.size, axis=1)  # the "+ 1"
-    for lo, hi, ks in _class_blocks(layout, n_classes):
+    for lo, hi, ks in blocks:
         W = coef[:, ks, lo:hi].reshape(-1, hi - lo)  # (c·|ks|, hi − lo)
         part = (KT[:, lo:hi] @ W.T).reshape(test_index.size, coef.shape[0], len(ks))
         decision[:, :, ks] += part.transpose(1, 0, 2)
     flat = decision.reshape(-1, len(problems))
-    scores = combine_decisions(flat, [p.classes for p in problems], n_classes, multi_class)
+    scores = combine_decisions(flat, [p.classes for p in problems], len(blocks), multi_class)
     return scores.reshape(coef.shape[0], test_index.size, *scores.shape[1:])
 
 
@@ -350,7 +350,8 @@ def fit_l2svc_path(estimator, operator, train, y, steps, test=None, position=Non
     (int, RowModel, float, dict)
         The candidate index, its fold model, its fit time and certificate.
     """
-    K = _stored_gram(operator) if estimator.get_params()["solver"] == "auto" else None
+    auto = estimator.get_params(deep=False)["solver"] == "auto"
+    K = _stored_gram(operator) if auto else None
     if K is not None:
         yield from _gram_path(estimator, operator, K, (train, test, position), y, steps)
         return
@@ -388,10 +389,10 @@ def _gram_path(estimator, operator, K, rows, y, steps):
     n_iter = fits.n_iter.sum(axis=1)
     share = n_iter / n_iter.sum() if n_iter.sum() else np.full(len(Cs), 1.0 / len(Cs))
     coef, scores = _coefficients(layout, fits), None
+    blocks, pairs = _class_blocks(layout, classes.size), [p.classes for p in problems]
     if test is not None:
         test_index = test if position is None else position[test]
-        scores = _path_scores(K, test_index, layout, coef, classes.size, params["multi_class"])
-    blocks, pairs = _class_blocks(layout, classes.size), [p.classes for p in problems]
+        scores = _path_scores(K, test_index, layout, coef, blocks, params["multi_class"])
     rows = _FoldBlocks(operator, position)
     for k, (index, _) in enumerate(steps):
         model = RowModel(rows, classes, pairs, columns, coef[k], params["multi_class"], blocks)

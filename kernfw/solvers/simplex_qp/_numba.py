@@ -469,19 +469,34 @@ def _add_row(v, w, row, seg):
         at += hi - lo
 
 
+@njit(cache=True, fastmath=True)
+def _extremes(alpha, v):
+    """``(min_i v_i, max_{α_j>0} v_j)`` (``−inf`` for an empty support): exact
+    reductions, vectorized (``fastmath``: ``v`` is finite, and a minimum rounds nothing)."""
+    lo, hi = math.inf, -math.inf
+    for k in range(v.shape[0]):
+        x = v[k]
+        lo = min(lo, x)
+        hi = max(hi, x if alpha[k] > 0.0 else -math.inf)
+    return lo, hi
+
+
 @njit(cache=True)
 def _vertices(alpha, v):
     """``(i*, j*)``: the FW vertex ``argmin_i v_i`` and the away vertex
-    ``argmax_{α_j>0} v_j`` (the first of ties).  The scan keeps both extremes in
-    registers (``v_fw``, ``v_aw``) instead of reading ``v`` at the indices found so far."""
+    ``argmax_{α_j>0} v_j`` (the first of ties; ``j* = −1`` for an empty support): the
+    extreme values by vectorized reductions (:func:`_extremes`), then the first index
+    holding each."""
+    lo, hi = _extremes(alpha, v)
     i_fw, j_aw = 0, -1
-    v_fw, v_aw = v[0], 0.0
     for k in range(v.shape[0]):
-        x = v[k]
-        if x < v_fw:
-            i_fw, v_fw = k, x
-        if alpha[k] > 0.0 and (j_aw < 0 or x > v_aw):
-            j_aw, v_aw = k, x
+        if v[k] == lo:
+            i_fw = k
+            break
+    for k in range(v.shape[0]):
+        if v[k] == hi and alpha[k] > 0.0:
+            j_aw = k
+            break
     return i_fw, j_aw
 
 
