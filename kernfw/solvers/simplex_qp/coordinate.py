@@ -41,7 +41,6 @@ __all__ = [
     "VertexCoordinateIterate",
     "CoordinateIterate",
     "operator_features",
-    "run_passes",
 ]
 
 
@@ -221,6 +220,22 @@ class VertexCoordinateIterate(FWIterate):
     def work_done(self, t):
         return self.passes
 
+    def drive(self, tol, max_passes, check_every, name, max_time=None, callback=None):
+        """:func:`kernfw.fw.run` on this iterate: runs of at most ``check_every`` passes,
+        ``max_passes`` in all, certified after each run (:meth:`configure_runs`); the run
+        is called ``name`` in its warnings."""
+        self.configure_runs(tol, check_every, int(max_passes))
+        return run(
+            self,
+            tol=tol,
+            max_iter=int(max_passes),
+            check_every=1,
+            max_time=max_time,
+            callback=callback,
+            remedy="increase max_iter or tol",
+            name=name,
+        )
+
     def _current_margins(self):
         if not self._v_current:
             self._refresh()
@@ -309,23 +324,6 @@ def operator_features(op):
             f"features); got a {type(op).__name__} without them: use solver='mfw'"
         )
     return X
-
-
-def run_passes(iterate, tol, max_passes, check_every, name, max_time=None, callback=None):
-    """:func:`kernfw.fw.run` on a :class:`VertexCoordinateIterate`: runs of at most
-    ``check_every`` passes, ``max_passes`` in all, certified after each run
-    (:meth:`~VertexCoordinateIterate.configure_runs`); the run is called ``name``."""
-    iterate.configure_runs(tol, check_every, int(max_passes))
-    return run(
-        iterate,
-        tol=tol,
-        max_iter=int(max_passes),
-        check_every=1,
-        max_time=max_time,
-        callback=callback,
-        remedy="increase max_iter or tol",
-        name=name,
-    )
 
 
 class FeatureBlockWeights(NamedTuple):

@@ -16,7 +16,7 @@ from ..._validation import check_positive
 from ...operators.base import KernelOperator, as_index, check_block
 from . import _numba
 from .certificate import raise_not_psd
-from .coordinate import CoordinateIterate, operator_features, run_passes
+from .coordinate import CoordinateIterate, operator_features
 from .solve import SOLVERS, check_max_iter, check_tol, default_max_iter, solve_simplex_qp
 from .start import check_alpha0
 
@@ -215,7 +215,7 @@ def _run_coordinate(
     iterate = CoordinateIterate(X, y, C, alpha0, rng, start, blocks, w)
     check_every = DCD_CHECK_EVERY if check_every is None else check_every
     name = "DCD (L2-SVM vertex-coordinate passes)"
-    return run_passes(iterate, tol, max_iter, check_every, name, max_time, callback)
+    return iterate.drive(tol, max_iter, check_every, name, max_time, callback)
 
 
 def solve_l2svm(

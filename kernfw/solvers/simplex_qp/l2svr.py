@@ -28,7 +28,7 @@ from ...fw.result import rounding_bound
 from ...operators.base import KernelOperator, as_index, check_block
 from ...operators.gram import Gram
 from .certificate import simplex_certificate
-from .coordinate import VertexCoordinateIterate, operator_features, run_passes
+from .coordinate import VertexCoordinateIterate, operator_features
 from .dense import solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
 from .l2svm import DCD_CHECK_EVERY, DCD_MAX_PASSES, check_example_weights, choose_l2svm_solver
@@ -328,7 +328,7 @@ def _run_passes(op, Q, p, B, start, tol, max_iter, random_state, check_every, bu
     iterate = L2SVRCoordinateIterate(X, Q, p, B, start, rng)
     check_every = DCD_CHECK_EVERY if check_every is None else check_every
     name = "DCD (L2-SVR vertex-coordinate passes)"
-    return run_passes(iterate, tol, max_passes, check_every, name, **budget)
+    return iterate.drive(tol, max_passes, check_every, name, **budget)
 
 
 def solve_l2svr(
