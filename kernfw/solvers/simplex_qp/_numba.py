@@ -417,8 +417,9 @@ def stop_estimate_met(st):
 # ``max_{α∈Δ_n} −αᵀQα`` with ``Q_ij = y_i y_j (K_ij + 1) + δ_ij/(C w_i)`` (the
 # per-example weights of math.md §2.14; ``inv_c`` holds ``1/(C w_i)``), solved by pairwise
 # Frank-Wolfe steps (math.md §2.3, "Pairwise steps"): mass moves from the away vertex
-# ``j* = argmax_{α_j>0} v_j`` to the FW vertex ``i* = argmin_i v_i`` of ``v = Qα`` along
-# ``e_{i*} − e_{j*}``, by the exact line search clipped to ``[0, α_{j*}]``.  A step reads
+# ``j*`` to the FW vertex ``i* = argmin_i v_i`` of ``v = Qα`` along ``e_{i*} − e_{j*}``, by
+# the exact line search clipped to ``[0, α_{j*}]``; ``j*`` is the active entry whose step
+# lowers ``αᵀQα`` most (the second-order choice, :func:`_away_vertex`).  A step reads
 # two rows of ``K`` and touches two entries of ``α``.  The FW gap
 # ``g = 2(αᵀv − v_{i*})`` decides the stop: ``g + ρ ≤ tol·αᵀQα`` (the rule of
 # ``solve_l2svm``, relative to the dual value; ``ρ`` the rounding bound of math.md §2.5);
@@ -470,34 +471,54 @@ def _add_row(v, w, row, seg):
 
 
 @njit(cache=True, fastmath=True)
-def _extremes(alpha, v):
-    """``(min_i v_i, max_{α_j>0} v_j)`` (``−inf`` for an empty support): exact
-    reductions, vectorized (``fastmath``: ``v`` is finite, and a minimum rounds nothing)."""
-    lo, hi = math.inf, -math.inf
+def _minimum(v):
+    """``min_i v_i``: an exact reduction, vectorized (``fastmath``: ``v`` is finite, and a
+    minimum rounds nothing)."""
+    lo = math.inf
     for k in range(v.shape[0]):
-        x = v[k]
-        lo = min(lo, x)
-        hi = max(hi, x if alpha[k] > 0.0 else -math.inf)
-    return lo, hi
+        lo = min(lo, v[k])
+    return lo
 
 
 @njit(cache=True)
-def _vertices(alpha, v):
-    """``(i*, j*)``: the FW vertex ``argmin_i v_i`` and the away vertex
-    ``argmax_{α_j>0} v_j`` (the first of ties; ``j* = −1`` for an empty support): the
-    extreme values by vectorized reductions (:func:`_extremes`), then the first index
-    holding each."""
-    lo, hi = _extremes(alpha, v)
-    i_fw, j_aw = 0, -1
+def _fw_vertex(v):
+    """The FW vertex ``i* = argmin_i v_i`` (the first of ties): the minimum by a
+    vectorized reduction (:func:`_minimum`), then the first index holding it."""
+    lo = _minimum(v)
     for k in range(v.shape[0]):
         if v[k] == lo:
-            i_fw = k
-            break
-    for k in range(v.shape[0]):
-        if v[k] == hi and alpha[k] > 0.0:
-            j_aw = k
-            break
-    return i_fw, j_aw
+            return k
+    return 0
+
+
+@njit(cache=True)
+def _away_vertex(row_i, seg, y, q_diag, alpha, v, i):
+    """The away vertex ``j*`` of the pairwise step towards ``i``: among ``α_j > 0`` with
+    ``v_j > v_i``, the one whose exact line search decreases ``αᵀQα`` most,
+    ``γ_j(2δ_j − γ_j c_j)`` with ``δ_j = v_j − v_i``, ``c_j = Q_ii + Q_jj − 2Q_ij`` and
+    ``γ_j = min(δ_j/c_j, α_j)`` (``α_j`` when ``c_j ≤ 0``): the second-order choice of
+    math.md §2.3.  ``i`` itself when no entry qualifies (the FW gap is then ≤ 0).
+    ``row_i`` is row ``i`` of ``K``, read along the runs ``seg`` of the problem's points
+    (:func:`_fresh`); ``q_diag`` holds ``Q_jj``."""
+    v_i, y_i, q_ii = v[i], y[i], q_diag[i]
+    best, j_aw = 0.0, i
+    at = 0
+    for s in range(seg.shape[0]):
+        lo, hi = seg[s, 0], seg[s, 1]
+        shift = at - lo
+        for g in range(lo, hi):
+            k = g + shift
+            a = alpha[k]
+            if a > 0.0:
+                delta = v[k] - v_i
+                if delta > 0.0:
+                    curv = q_ii + q_diag[k] - 2.0 * y_i * y[k] * (row_i[g] + 1.0)
+                    step = a if curv <= 0.0 else min(delta / curv, a)
+                    gain = step * (2.0 * delta - step * curv)
+                    if gain > best:
+                        best, j_aw = gain, k
+        at += hi - lo
+    return j_aw
 
 
 @njit(cache=True)
@@ -621,7 +642,7 @@ def _solve_one(K, glob, seg, y, inv_c, alpha, v, tol, max_iter, given, work, mov
     term updated; else it is computed here.  Before a certificate, ``v`` is recomputed
     exactly from ``α`` when steps have been taken since it was (:func:`_exact_again`,
     from the rows of the points moved since), so a start that meets the rule costs
-    O(n), and a converged problem returns an exact ``v``.  ``work`` (float64 (3, ≥ n))
+    O(n), and a converged problem returns an exact ``v``.  ``work`` (float64 (4, ≥ n))
     and ``moved`` (int64, ≥ 2n + 2, zero) are scratch memory."""
     n = y.shape[0]
     moved[1] = n
@@ -636,19 +657,23 @@ def _solve_one(K, glob, seg, y, inv_c, alpha, v, tol, max_iter, given, work, mov
     it = 0
     status, index = STATUS_MAX_ITER, -1
     gap = math.inf
+    q_diag = work[3]
+    for k in range(n):
+        q_diag[k] = K[glob[k], glob[k]] + 1.0 + inv_c[k]
     while True:
-        i_fw, j_aw = _vertices(alpha, v)
+        i_fw = _fw_vertex(v)
         gap, met = _gap_met(v, ava, i_fw, n + it, tol)
         if met and not exact:
             ava = _exact_again(K, glob, seg, y, inv_c, alpha, v, work, moved)
             exact = True
-            i_fw, j_aw = _vertices(alpha, v)
+            i_fw = _fw_vertex(v)
             gap, met = _gap_met(v, ava, i_fw, n + it, tol)
         if met:
             status = STATUS_CONVERGED
             break
         if it >= max_iter:
             break
+        j_aw = _away_vertex(K[glob[i_fw]], seg, y, q_diag, alpha, v, i_fw)
         if j_aw == i_fw:  # no pair to move mass between: rounding
             status = STATUS_STALLED
             break
@@ -708,7 +733,7 @@ def solve_problems(K, Y, inv_c, A, tol, max_iter):
     v = np.empty(n)
     glob = np.arange(n)
     seg = np.array([[0, n]], dtype=np.int64)
-    work, moved = np.empty((3, n)), np.zeros(2 * n + 2, dtype=np.int64)
+    work, moved = np.empty((4, n)), np.zeros(2 * n + 2, dtype=np.int64)
     for p in range(r):
         gaps[p], quads[p], n_iter[p], status[p], index[p] = _solve_one(
             K, glob, seg, Y[p], inv_c, A[p], v, tol, max_iter, False, work, moved
@@ -763,7 +788,7 @@ def solve_paths(K, glob, Y, seg, ends, seg_ends, Cs, tol, budget):
     for p in range(r):
         width = max(width, ends[p + 1] - ends[p])
     v, inv_c = np.empty(width), np.empty(width)
-    work, moved = np.empty((3, width)), np.zeros(2 * width + 2, dtype=np.int64)
+    work, moved = np.empty((4, width)), np.zeros(2 * width + 2, dtype=np.int64)
     for p in range(r):
         lo, hi = ends[p], ends[p + 1]
         m = hi - lo
