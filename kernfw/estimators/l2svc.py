@@ -34,6 +34,7 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
+from ._gram_problems import fit_gram_problems, problem_kernels
 from ._multiclass_decomposition import (
     DECISION_SHAPES,
     SCHEMES,
@@ -42,7 +43,7 @@ from ._multiclass_decomposition import (
     shaped_decisions,
 )
 from ._plan import WIDE_FEATURES, WIDE_GRAM_MB, gram_budget
-from ._probability import ProbabilityMixin
+from ._probability import ProbabilityMixin, calibration_folds
 
 __all__ = ["L2SVC", "WIDE_FEATURES", "WIDE_GRAM_MB", "gram_budget", "l2svm_fit_solver"]
 
@@ -398,19 +399,57 @@ KernelOperator, default="rbf"
             problems = [p._replace(index=kept[p.index]) for p in problems]
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
+        self.classes_ = classes
+        self.problems_ = [p.classes for p in problems]
+        kernels = self._problem_kernels(op, problems, weights, callback, plan)
+        if kernels is not None:  # the full and the fold problems on their kernel blocks
+            self._fit_on_blocks(X, op, kernels, y_enc, problems)
+            return self
         try:
             fits = self._fit_problems(X, op, y_enc, problems, weights, callback, plan)
         finally:
             self._end_callbacks()
-        self.classes_ = classes
         self.solver_ = plan.solver
-        self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
         if weights is None:
             self._fit_probability(op, y_enc)
         else:  # the folds of the rows that count, with their weights
             self._fit_probability(op.subset(kept), y_enc[kept], weights[kept])
         return self
+
+    def _problem_kernels(self, op, problems, weights, callback, plan):
+        """How a ``probability=True`` fit reads the kernel blocks of its problems when it
+        solves them and its folds' on those blocks (:mod:`._gram_problems`), or None:
+        ``solver="auto"`` resolved to ``"mfw"`` on the local backend, no weights, nothing
+        listening to iterations, a stored Gram or a kernel evaluated on the fly, and the
+        largest problem's block within ``max(cache_size, the Gram budget)`` MB."""
+        if not (self.probability and self.solver == "auto" and plan.solver == "mfw"):
+            return None
+        if plan.backend != "local" or weights is not None or callback is not None:
+            return None
+        size = max(p.index.size for p in problems)
+        if size * size * 8 / 2**20 > max(self.cache_size, plan.gram_max_mb):
+            return None
+        return problem_kernels(op)
+
+    def _fit_on_blocks(self, X, op, kernels, y_enc, problems):
+        """Fit the problems and the calibration folds' on their kernel blocks
+        (:func:`~kernfw.estimators._gram_problems.fit_gram_problems`; ``solver_`` is
+        ``"pairwise"``) and the calibration map on the folds' held-out scores."""
+        folds = calibration_folds(y_enc, self.random_state)
+        solved = fit_gram_problems(kernels, y_enc, problems, self.C, self.tol, self.max_iter, folds)
+        self._end_callbacks()
+        self.solver_ = "pairwise"
+        self._set_model(X, y_enc, [p.index for p in problems], solved.fits, op)
+        scores = None
+        for (_, val), rho in zip(folds, solved.fold_rho):
+            fold = _calibration_scores(
+                solved.heldout[val], rho, self.problems_, self.classes_.size, self.multi_class
+            )
+            if scores is None:
+                scores = np.zeros((y_enc.size,) + fold.shape[1:])
+            scores[val] = fold
+        self._set_calibration(scores, y_enc)
 
     def _plan_solver(self, X, sample_weight):
         return l2svm_fit_solver(self.solver, self.backend, self.kernel, self.approx, X)
