@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..fw import FWResult
-from ..operators import KernelFunction
-from ..operators.gram import take_block
+from ..operators import Gram, KernelFunction
+from ..operators.gram import mirror_lower, take_block
 from ..solvers.simplex_qp import solve_l2svm_gram
 
 __all__ = ["GramProblems", "ProblemKernels", "problem_kernels", "fit_gram_problems"]
@@ -61,10 +61,18 @@ def problem_kernels(op):
             )
     if type(op) is KernelFunction:
         return ProblemKernels(
-            lambda rows, out: op.subset(rows).fill_gram(out),
+            lambda rows, out: _computed_block(op, rows, out),
             lambda rows, cols: op.cross(op.X[rows], cols),
         )
     return None
+
+
+def _computed_block(op, rows, out):
+    """``K[rows][:, rows]`` of the on-the-fly kernel ``op`` written into ``out``: the Gram
+    of those points as a fit would store it (:meth:`~kernfw.operators.Gram.from_kernel`:
+    the RBF kernel by the compiled float32 tiles), made symmetric bit for bit."""
+    out[...] = Gram.from_kernel(op.kernel, op.X[rows], op.dtype).stored_gram()
+    return mirror_lower(out)
 
 
 class GramProblems(NamedTuple):

@@ -18,6 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
+from ..calibration import fit_pairwise_coupling
 from ..operators import KernelOperator
 from ..solvers.simplex_qp import (
     L2SVM_SOLVERS,
@@ -559,6 +560,15 @@ KernelOperator, default="rbf"
         )
         return [(sup, c, b, result.solution["rho"]) for sup, c, b, result in fits]
 
+    def _set_calibration(self, scores, y_enc):
+        """The calibration map of the held-out ``scores`` (:func:`_calibration_scores`):
+        Platt's map of each pair machine, coupled (math.md §9.5), for one-vs-one and DDAG
+        models of three classes or more; else the map of :class:`ProbabilityMixin`."""
+        if _pairwise_calibration(self.classes_.size, self.multi_class):
+            self.calibration_ = fit_pairwise_coupling(scores, y_enc, self.problems_)
+        else:
+            super()._set_calibration(scores, y_enc)
+
     def _proba_scores(self, X):
         """Calibration scores of new inputs (:func:`_calibration_scores`)."""
         return _calibration_scores(
@@ -631,8 +641,19 @@ KernelOperator, default="rbf"
         return self._kernel_tags(tags)
 
 
+def _pairwise_calibration(n_classes, scheme):
+    """Whether the probabilities couple the pair machines' (math.md §9.5): one-vs-one
+    and DDAG models of at least three classes."""
+    return n_classes >= 3 and scheme in ("ovo", "ddag")
+
+
 def _calibration_scores(decision, rho, problems, n_classes, scheme):
-    """The scores of :func:`combine_decisions` (whose argmax is ``predict``) of the binary
-    decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
-    different points (the folds, the full model) on one scale (math.md §9.4)."""
+    """The scores the calibration map reads (math.md §9.4): the pair machines' decisions
+    ``h_p / ρ_p`` of a one-vs-one or DDAG model of three classes or more (each on the scale
+    of its own margin); else the scores of :func:`combine_decisions` (whose argmax is
+    ``predict``) of the binary decisions ``h_p`` divided by the mean margin ``ρ``.  Either
+    puts the decisions of models fitted on different points (the folds, the full model)
+    on one scale."""
+    if _pairwise_calibration(n_classes, scheme):
+        return decision / rho
     return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)
