@@ -48,17 +48,18 @@ class ProblemKernels(NamedTuple):
 
 def problem_kernels(op):
     """The :class:`ProblemKernels` of the training operator ``op``: the blocks of its
-    stored Gram (float32 or float64, C-ordered, symmetric bit for bit), or the kernel
-    of a :class:`~kernfw.operators.KernelFunction` evaluated on the problem's points
-    (:meth:`~kernfw.operators.KernelFunction.fill_gram`, exactly symmetric); None for
+    stored Gram (float32 or float64; a block is made symmetric bit for bit,
+    :func:`~kernfw.operators.gram.mirror_lower`, as a Gram computed by BLAS products is
+    symmetric only up to rounding), or the kernel of a
+    :class:`~kernfw.operators.KernelFunction` evaluated on the problem's points; None for
     any other operator."""
-    K = op.stored_gram(by_columns=True)
-    if type(K) is np.ndarray and K.flags.c_contiguous and K is op.stored_gram():
-        if K.dtype in (np.float32, np.float64):  # (Kᵀ answered: not symmetric bit for bit)
-            return ProblemKernels(
-                lambda rows, out: take_block(K, rows, rows, out=out),
-                lambda rows, cols: take_block(K, rows, cols),
-            )
+    K = op.stored_gram()
+    if type(K) is np.ndarray and K.dtype in (np.float32, np.float64):
+        K = K if K.flags.c_contiguous else np.ascontiguousarray(K.T)  # (Kᵀ = K, rounded)
+        return ProblemKernels(
+            lambda rows, out: mirror_lower(take_block(K, rows, rows, out=out)),
+            lambda rows, cols: take_block(K, rows, cols),
+        )
     if type(op) is KernelFunction:
         return ProblemKernels(
             lambda rows, out: _computed_block(op, rows, out),
