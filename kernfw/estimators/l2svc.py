@@ -239,21 +239,28 @@ KernelOperator, default="rbf"
         Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
         :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
         internal cross-validation folds (sharing the training kernel; on the
-        local backend) and fits a
-        map from their held-out decision values (divided by the mean margin ``ρ``)
-        to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
-        smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
-        scores of :meth:`decision_function` otherwise (one-vs-rest decisions,
-        one-vs-one votes with confidences, DDAG ranks); both keep the order of the
-        scores, so the most probable class is the predicted one (math.md §9).
-        ``random_state`` shuffles the folds.
+        local backend) and fits a map from their held-out decision values to
+        probabilities (math.md §9): for one-vs-one and DDAG models of three
+        classes or more, Platt's sigmoid of each pair machine's decision ``h_p/ρ_p``
+        (with its offset), the pairs coupled into class probabilities as libsvm
+        couples them (the most probable class may then differ from ``predict``, as
+        for ``SVC``); otherwise Platt's sigmoid ``σ(f/T)`` for two classes (no
+        offset) and temperature scaling ``softmax(s/T)`` of the one-vs-rest
+        decisions, both of which keep the predicted class the most probable
+        (decisions divided by the mean margin ``ρ``).  With ``solver="auto"``
+        resolved to "mfw", no weights and a stored Gram or a kernel evaluated on
+        the fly, the problems and the folds' are solved pair by pair on their
+        kernel blocks by compiled pairwise FW (``solver_`` is then "pairwise"; the
+        model is certified to ``tol`` like the MFW one, and differs from it within
+        that tolerance).  ``random_state`` shuffles the folds.
 
     Attributes
     ----------
     classes_ : ndarray of shape (m,)
         Class labels.
     solver_ : str
-        The algorithm used (``solver`` with "auto" resolved).
+        The algorithm used (``solver`` with "auto" resolved; "pairwise" for the
+        pairwise FW of ``probability=True`` on kernel blocks).
     support_ : ndarray of int
         Indices of the training points that are support vectors of any binary
         problem (``α_i > 0``).
