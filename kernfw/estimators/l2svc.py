@@ -355,26 +355,7 @@ KernelOperator, default="rbf"
         backend="local",
         probability=False,
     ):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.approx = approx
-        self.n_components = n_components
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.cache_size = cache_size
-        self.precision = precision
-        self.class_weight = class_weight
-        self.multi_class = multi_class
-        self.decision_function_shape = decision_function_shape
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.random_state = random_state
-        self.backend = backend
-        self.probability = probability
+        self._store_arguments(locals())
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks
@@ -414,7 +395,9 @@ KernelOperator, default="rbf"
             self._fit_on_blocks(X, op, kernels, y_enc, problems)
             return self
         try:
-            fits = self._fit_problems(X, op, y_enc, problems, weights, callback, plan)
+            options = {"C": self.C, "tol": self.tol, "max_iter": self.max_iter}
+            options.update(callback=callback, cache_size=self.cache_size)
+            fits = plan.solve_l2svms(X, op, y_enc, problems, options, weights, self._fit_binaries)
         finally:
             self._end_callbacks()
         self.solver_ = plan.solver
@@ -473,28 +456,6 @@ KernelOperator, default="rbf"
                 f"L2SVC needs at least 2 classes (of positive weight); got 1 class ({classes[0]!r})"
             )
         return y, classes, weights
-
-    def _fit_problems(self, X, op, y_enc, problems, weights, callback, plan):
-        """The ``(support, coef, b, result)`` of every binary problem of the fit's ``plan``,
-        in parallel (joblib) or on the Dask cluster."""
-        if plan.backend == "dask":  # data-parallel MFW on the Dask cluster
-            from ..distributed import fit_l2svm_problems
-
-            return fit_l2svm_problems(
-                X,
-                op,
-                y_enc,
-                problems,
-                self.C,
-                plan.solver,
-                self.tol,
-                self.max_iter,
-                callback,
-                self.cache_size,
-                random_state=plan.solver_seed,
-                weights=weights,
-            )
-        return self._fit_binaries(op, [(p.index, p.y) for p in problems], weights, callback)
 
     def _fit_binaries(self, op, problems, weights=None, callback=None):
         """The ``(support, coef, b, result)`` of the binary problems ``(rows, y)`` on those
