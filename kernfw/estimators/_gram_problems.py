@@ -1,20 +1,21 @@
-"""The binary problems of an :class:`~kernfw.L2SVC` fit and of its calibration folds on
-one stored Gram.
+"""The binary problems of an :class:`~kernfw.L2SVC` fit and of its calibration folds,
+pair by pair on their kernel blocks.
 
 With ``probability=True`` a one-vs-one fit of ``m`` classes solves its ``m(m−1)/2`` pair
 problems once on all the points and once on each of the calibration folds' training
 points (math.md §9.1): on digits 270 problems of a few hundred points each, where a few
-milliseconds of Python set-up per solve would cost more than the solves.  When the
-training kernel is a stored Gram, :func:`fit_gram_problems` takes each problem's
-principal submatrix ``K_p`` once (float64, symmetric bit for bit as the Gram is), solves
-the problem on it by one compiled call of pairwise FW
-(:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`, math.md §2.3) from the uniform start
-(math.md §2.6), and then solves the problem of each fold on the fold's rows of ``K_p``,
-started from the full solution restricted to those rows and renormalized: a point of the
-fold's simplex, and on a stored Gram a start costs one pass over ``K_p`` like the uniform
-one (no kernel columns are computed).  Each fold model is certified to ``tol`` on its own
-problem, so the start changes where its solve begins, not what it must reach; the
-held-out decisions are those of the fold's model on the points it did not train on.
+milliseconds of Python set-up per solve would cost more than the solves.
+:func:`fit_gram_problems` takes each problem's principal submatrix ``K_p`` once (float64,
+symmetric bit for bit: from a stored Gram, or computed from the points when the kernel is
+evaluated on the fly, :class:`ProblemKernels`), solves the problem on it by one compiled
+call of pairwise FW (:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`, math.md §2.3)
+from the uniform start (math.md §2.6), and then solves the problem of each fold on the
+fold's rows of ``K_p``, started from the full solution restricted to those rows and
+renormalized: a point of the fold's simplex, whose start costs one pass over the fold's
+block like the uniform one (no kernel columns are computed).  Each fold model is certified
+to ``tol`` on its own problem, so the start changes where its solve begins, not what it
+must reach.  The held-out decisions of a fold are one kernel block between its held-out
+points and the support of all its problems (:class:`_FoldModels`).
 """
 
 import time
