@@ -398,6 +398,13 @@ class _WeightedSVMClassifier(_MKLClassifier):
             test = [test[j] for j in self.selected_kernels_]
         return self._predict_op.cross_matmat(test, self.dual_coef_.T) + self.intercept_
 
+    def _svm_options(self, y, weights, callback):
+        """The options of the alternating solvers shared by CSKL and lp-MKL: the inner SVM,
+        its binary problems and example weights, the stopping rule and the budget."""
+        options = {"svm": self.svm, "C": self.C, "nu": self.nu, "problems": self._problems(y)}
+        options.update(tol=self.tol, max_iter=self.max_iter, callback=callback)
+        return {**options, "sample_weight": weights}
+
     def _problems(self, y):
         """The binary problems of ``multi_class`` (shared decomposition) for the solver."""
         classes, y_idx = np.unique(y, return_inverse=True)
@@ -587,21 +594,8 @@ default="projected_gradient"
 
     def _solve(self, mk, y, weights, callback):
         check_t(self.t, mk.p)
-        return solve_cskl(
-            mk,
-            y,
-            self.t,
-            svm=self.svm,
-            C=self.C,
-            nu=self.nu,
-            problems=self._problems(y),
-            solver=self.solver,
-            exact=self.exact,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            callback=callback,
-            sample_weight=weights,
-        )
+        options = self._svm_options(y, weights, callback)
+        return solve_cskl(mk, y, self.t, solver=self.solver, exact=self.exact, **options)
 
     def _store_model(self, mk, y, result):
         super()._store_model(mk, y, result)
@@ -694,16 +688,4 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         self._store_arguments(locals())
 
     def _solve(self, mk, y, weights, callback):
-        return solve_lp_mkl(
-            mk,
-            y,
-            self.p,
-            svm=self.svm,
-            C=self.C,
-            nu=self.nu,
-            problems=self._problems(y),
-            tol=self.tol,
-            max_iter=self.max_iter,
-            callback=callback,
-            sample_weight=weights,
-        )
+        return solve_lp_mkl(mk, y, self.p, **self._svm_options(y, weights, callback))
