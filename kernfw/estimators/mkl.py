@@ -308,6 +308,18 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
 class _WeightedSVMClassifier(_MKLClassifier):
     """An SVM on ``K_γ = Σ_j γ_j K_j`` with learned weights (CSKL, lp-MKL)."""
 
+    _parameter_constraints = {
+        **_MKLClassifier._parameter_constraints,
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "nu": [Interval(Real, 0, 1, closed="right")],
+        "svm": [StrOptions(set(SVM_KINDS))],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "multi_class": [StrOptions(set(SCHEMES))],
+        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
     _exact_grams = True
 
     @with_callbacks
@@ -557,18 +569,10 @@ default="projected_gradient"
     """
 
     _parameter_constraints = {
-        **_MKLClassifier._parameter_constraints,
+        **_WeightedSVMClassifier._parameter_constraints,
         "t": [Interval(Real, 0, None, closed="neither")],
-        "C": [Interval(Real, 0, None, closed="neither")],
-        "nu": [Interval(Real, 0, 1, closed="right")],
-        "svm": [StrOptions(set(SVM_KINDS))],
         "solver": [StrOptions(set(SOLVERS))],
         "exact": ["boolean"],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "multi_class": [StrOptions(set(SCHEMES))],
-        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
-        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -656,16 +660,8 @@ class LpMKLClassifier(_WeightedSVMClassifier):
     """
 
     _parameter_constraints = {
-        **_MKLClassifier._parameter_constraints,
+        **_WeightedSVMClassifier._parameter_constraints,
         "p": [Interval(Real, 1, None, closed="left")],
-        "C": [Interval(Real, 0, None, closed="neither")],
-        "svm": [StrOptions(set(SVM_KINDS))],
-        "nu": [Interval(Real, 0, 1, closed="right")],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "multi_class": [StrOptions(set(SCHEMES))],
-        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
-        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
