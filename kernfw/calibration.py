@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import solve
-from scipy.special import expit, log_expit, log_softmax
+from scipy.special import expit, log_expit, log_softmax, logsumexp
 
 __all__ = [
     "Calibration",
@@ -33,6 +33,7 @@ __all__ = [
     "fit_calibration",
     "fit_pairwise_coupling",
     "pairwise_coupling",
+    "lift_to_top",
     "calibrated_log_proba",
     "log_loss_of",
 ]
@@ -363,6 +364,34 @@ def pairwise_coupling(R):
     p = np.linalg.solve(A, b)[:, :m, 0]
     np.maximum(p, 0.0, out=p)  # (nonnegative in exact arithmetic)
     return p / p.sum(axis=1, keepdims=True)
+
+
+def lift_to_top(log_p, winners):
+    """Log-probabilities whose class ``winners[r]`` is the most probable of row ``r``.
+
+    Where another class ranks first (or ties first with a lower index), the winner's
+    probability is raised just above the row's largest and the row renormalized (math.md
+    §9.5): the coupled probabilities then agree with the vote that ``predict`` reads.
+
+    Parameters
+    ----------
+    log_p : ndarray of shape (n, m)
+        Log-probabilities (rows sum to 1 in probability).
+    winners : ndarray of int, shape (n,)
+        The class of each row that must come first.
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+    """
+    rows = np.arange(log_p.shape[0])
+    top = log_p.max(axis=1)
+    behind = np.argmax(log_p, axis=1) != winners  # (a tie goes to the first class)
+    if not behind.any():
+        return log_p
+    out = log_p.copy()
+    out[rows[behind], winners[behind]] = top[behind] + 1e-9
+    return out - logsumexp(out, axis=1, keepdims=True)
 
 
 def _pairwise_log_proba(calibration, H):

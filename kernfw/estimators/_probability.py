@@ -123,6 +123,11 @@ class ProbabilityMixin:
             raise NotFittedError(
                 "predict_proba is not available when fitted with probability=False"
             )
+        return self._calibrated_log_proba(X)
+
+    def _calibrated_log_proba(self, X):
+        """The calibration map of the scores of ``X`` (:meth:`predict_log_proba` once
+        fitted)."""
         return calibrated_log_proba(self.calibration_, self._proba_scores(X))
 
     @available_if(_check_proba)

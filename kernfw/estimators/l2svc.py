@@ -17,7 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ..calibration import fit_pairwise_coupling
+from ..calibration import calibrated_log_proba, fit_pairwise_coupling, lift_to_top
 from ..operators import KernelOperator
 from ..solvers.simplex_qp import (
     L2SVM_SOLVERS,
@@ -234,11 +234,11 @@ KernelOperator, default="rbf"
         probabilities (math.md §9): for one-vs-one and DDAG models of three
         classes or more, Platt's sigmoid of each pair machine's decision ``h_p/ρ_p``
         (with its offset), the pairs coupled into class probabilities as libsvm
-        couples them (the most probable class may then differ from ``predict``, as
-        for ``SVC``); otherwise Platt's sigmoid ``σ(f/T)`` for two classes (no
-        offset) and temperature scaling ``softmax(s/T)`` of the one-vs-rest
-        decisions, both of which keep the predicted class the most probable
-        (decisions divided by the mean margin ``ρ``).  With ``solver="auto"``
+        couples them, the predicted class lifted to the most probable where the
+        coupling ranks another first; otherwise Platt's sigmoid ``σ(f/T)`` for two
+        classes (no offset) and temperature scaling ``softmax(s/T)`` of the
+        one-vs-rest decisions (divided by the mean margin ``ρ``).  The most probable
+        class is always the predicted one.  With ``solver="auto"``
         resolved to "mfw", no weights and a stored Gram or a kernel evaluated on
         the fly, the problems and the folds' are solved pair by pair on their
         kernel blocks by compiled pairwise FW (``solver_`` is then "pairwise"; the
@@ -527,6 +527,19 @@ KernelOperator, default="rbf"
             self.calibration_ = fit_pairwise_coupling(scores, y_enc, self.problems_)
         else:
             super()._set_calibration(scores, y_enc)
+
+    def _calibrated_log_proba(self, X):
+        """The calibration map of the scores of ``X``; for coupled pair machines the
+        predicted class lifted to the most probable (math.md §9.5)."""
+        decision = self._binary_decisions(X)
+        scores = _calibration_scores(
+            decision, self.rho_, self.problems_, self.classes_.size, self.multi_class
+        )
+        log_p = calibrated_log_proba(self.calibration_, scores)
+        if self.calibration_.kind != "pairwise":
+            return log_p
+        votes = combine_decisions(decision, self.problems_, self.classes_.size, self.multi_class)
+        return lift_to_top(log_p, np.argmax(votes, axis=1))
 
     def _proba_scores(self, X):
         """Calibration scores of new inputs (:func:`_calibration_scores`)."""
