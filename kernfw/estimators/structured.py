@@ -33,6 +33,7 @@ from ._base import (
     solver_seed,
     with_callbacks,
 )
+from ._plan import stopping_tol
 
 __all__ = ["StructuredSVM"]
 
@@ -165,7 +166,12 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         ``(P − D)/P ≤ tol``, i.e. ``P(coef_)`` is certified within a fraction
         ``tol`` of the optimum (``P(coef_) − P* ≤ P − D``), whatever the scale
         of the features, of ``C`` or of the task loss.  ``tol=0`` runs the whole
-        ``max_iter`` budget.
+        ``max_iter`` budget.  On at most 64 training examples (a small problem,
+        :data:`kernfw.fw.SMALL_PROBLEM_MAX`) the fit runs on past ``tol`` to the
+        rounding floor within ``max_iter`` (math.md §0, "Small problems"; "pairwise"
+        and "cutting_plane" get there, the sublinear block and batch FW may spend the
+        budget): a fit with integer weights is then the fit on repeated rows to
+        rounding; ``converged_`` still states ``gap + ρ ≤ tol·P``.
     check_every : int, default=5
         Passes between two duality-gap computations of "bcfw", "stdbcfw",
         "pairwise" and "ssg" (each costs one oracle pass); "lsfw", "stdfw" and
@@ -377,7 +383,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     def _solve(self, solver, model, X, Y, weights, callback):
         """One run of ``solver`` (resolved) on the examples with loss weights ``weights``."""
-        budget = dict(max_iter=self.max_iter, tol=self.tol)
+        budget = dict(max_iter=self.max_iter, tol=stopping_tol(self.tol, len(Y)))
         blocks = dict(
             sample=self.sample,
             random_state=solver_seed(self.random_state),
@@ -438,7 +444,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
                 block_step="pairwise",
                 n_classes=m,
                 weights=weights,
-                tol=self.tol,
+                tol=stopping_tol(self.tol, len(Y)),
                 max_iter=self.max_iter,
                 name="StructuredSVM solver='pairwise'",
                 remedy="increase max_iter, loosen tol, use a smaller C (a larger lam), "

@@ -106,11 +106,13 @@ class _Record:
 
 
 def _verdict(rule, cert, row, callback, record):
-    """The status that ends the run at this certificate, or None to go on."""
+    """The status that ends the run at this certificate, or None to go on: at the
+    rounding floor the run has converged if the rule is met there (always with
+    ``to_floor``, whose goal the floor is, when ``gap + ρ ≤ τ·s``)."""
     if rule.holds(cert):
         return "converged"
     if rule.certifies and rule.tol > 0 and (rule.at_floor(cert) or record.stalled(cert)):
-        return "rounding"
+        return "converged" if rule.met(cert) else "rounding"
     if callback is not None and callback(row):
         return "callback"
     return None
@@ -210,6 +212,8 @@ def run(
     status = status or "max_iter"
     if cert is None:
         cert, _ = record.certify(t, step)
+    if status in ("max_iter", "max_time") and getattr(rule, "to_floor", False) and rule.met(cert):
+        status = "converged"  # past tol towards the floor: the budget ends a certified run
     elapsed = time.perf_counter() - record.start
 
     converged = status == "converged"
