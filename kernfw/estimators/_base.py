@@ -195,6 +195,13 @@ class FWEstimatorMixin(CallbackSupportMixin):
             if name in vars(cls):
                 setattr(cls, name, restore_on_interrupt(vars(cls)[name]))
 
+    def _store_arguments(self, arguments):
+        """Keep every constructor argument as given, under its own name (scikit-learn's
+        rule: ``__init__`` stores, ``fit`` validates); ``arguments`` is ``locals()``."""
+        for name, value in arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
     def _fw_callback(self, max_iter, X=None, y=None, every=1):
         """The ``callback(row) -> bool`` for the FW loop (None if nothing listens)."""
         listeners = []

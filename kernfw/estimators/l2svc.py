@@ -346,26 +346,7 @@ KernelOperator, default="rbf"
         backend="local",
         probability=False,
     ):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.approx = approx
-        self.n_components = n_components
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.cache_size = cache_size
-        self.precision = precision
-        self.class_weight = class_weight
-        self.multi_class = multi_class
-        self.decision_function_shape = decision_function_shape
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.random_state = random_state
-        self.backend = backend
-        self.probability = probability
+        self._store_arguments(locals())
 
     # -- fit -------------------------------------------------------------------------------
     @with_callbacks

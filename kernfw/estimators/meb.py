@@ -215,21 +215,7 @@ KernelOperator, default="rbf"
         random_state=None,
         backend="local",
     ):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.approx = approx
-        self.n_components = n_components
-        self.nu = nu
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.cache_size = cache_size
-        self.precision = precision
-        self.verbose = verbose
-        self.random_state = random_state
-        self.backend = backend
+        self._store_arguments(locals())
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)

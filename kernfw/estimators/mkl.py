@@ -310,6 +310,34 @@ class _WeightedSVMClassifier(_MKLClassifier):
 
     _exact_grams = True
 
+    @with_callbacks
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Learn the kernel weights and the SVM.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
+        y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), default=None
+            Per-example weights ``≥ 0`` of the inner SVMs' slack terms (None: 1), times
+            ``class_weight`` (math.md §5.8): ``J(γ)`` is the weighted SVM's optimal dual
+            value.  A weight of 0 is the example removed (``support_`` indexes the rows
+            given), an integer weight ``k`` the example repeated ``k`` times.
+
+        Returns
+        -------
+        self
+        """
+        mk, y, weights = self._training_kernels(X, y, sample_weight)
+        callback = self._fw_callback(self.max_iter, X, y)
+        try:
+            result = self._solve(mk, y, weights, callback)
+        finally:
+            self._end_callbacks()
+        self._store_model(mk, y, result)
+        return self
+
     def _store_model(self, mk, y, result):
         sol = result.solution
         n_train = mk.n if self._kept_rows is None else self._n_rows
@@ -555,67 +583,30 @@ default="projected_gradient"
         decision_function_shape="ovr",
         class_weight=None,
     ):
-        self.kernel = kernel
-        self.t = t
-        self.C = C
-        self.nu = nu
-        self.svm = svm
-        self.solver = solver
-        self.exact = exact
-        self.tol = tol
-        self.max_iter = max_iter
-        self.approx = approx
-        self.n_components = n_components
-        self.random_state = random_state
-        self.verbose = verbose
-        self.multi_class = multi_class
-        self.decision_function_shape = decision_function_shape
-        self.class_weight = class_weight
+        self._store_arguments(locals())
 
-    @with_callbacks
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Learn the kernel weights and the SVM.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, d), or list / 3-D array of p Gram matrices (n, n)
-        y : array-like of shape (n,)
-        sample_weight : array-like of shape (n,), default=None
-            Per-example weights ``≥ 0`` of the inner SVMs' slack terms (None: 1), times
-            ``class_weight`` (math.md §5.8): ``J(γ)`` is the weighted SVM's optimal dual
-            value.  A weight of 0 is the example removed (``support_`` indexes the rows
-            given), an integer weight ``k`` the example repeated ``k`` times.
-
-        Returns
-        -------
-        self
-        """
-        mk, y, weights = self._training_kernels(X, y, sample_weight)
+    def _solve(self, mk, y, weights, callback):
         check_t(self.t, mk.p)
-        callback = self._fw_callback(self.max_iter, X, y)
-        try:
-            result = solve_cskl(
-                mk,
-                y,
-                self.t,
-                svm=self.svm,
-                C=self.C,
-                nu=self.nu,
-                problems=self._problems(y),
-                solver=self.solver,
-                exact=self.exact,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                callback=callback,
-                sample_weight=weights,
-            )
-        finally:
-            self._end_callbacks()
-        self._store_model(mk, y, result)
+        return solve_cskl(
+            mk,
+            y,
+            self.t,
+            svm=self.svm,
+            C=self.C,
+            nu=self.nu,
+            problems=self._problems(y),
+            solver=self.solver,
+            exact=self.exact,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            callback=callback,
+            sample_weight=weights,
+        )
+
+    def _store_model(self, mk, y, result):
+        super()._store_model(mk, y, result)
         if self.exact:
             self.relaxed_kernel_weights_ = result.solution["gamma_relaxed"]
-        return self
 
 
 class LpMKLClassifier(_WeightedSVMClassifier):
@@ -700,42 +691,19 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         decision_function_shape="ovr",
         class_weight=None,
     ):
-        self.kernel = kernel
-        self.p = p
-        self.C = C
-        self.svm = svm
-        self.nu = nu
-        self.tol = tol
-        self.max_iter = max_iter
-        self.approx = approx
-        self.n_components = n_components
-        self.random_state = random_state
-        self.verbose = verbose
-        self.multi_class = multi_class
-        self.decision_function_shape = decision_function_shape
-        self.class_weight = class_weight
+        self._store_arguments(locals())
 
-    @with_callbacks
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Learn the kernel weights and the SVM (see :class:`CSKLClassifier.fit`)."""
-        mk, y, weights = self._training_kernels(X, y, sample_weight)
-        callback = self._fw_callback(self.max_iter, X, y)
-        try:
-            result = solve_lp_mkl(
-                mk,
-                y,
-                self.p,
-                svm=self.svm,
-                C=self.C,
-                nu=self.nu,
-                problems=self._problems(y),
-                tol=self.tol,
-                max_iter=self.max_iter,
-                callback=callback,
-                sample_weight=weights,
-            )
-        finally:
-            self._end_callbacks()
-        self._store_model(mk, y, result)
-        return self
+    def _solve(self, mk, y, weights, callback):
+        return solve_lp_mkl(
+            mk,
+            y,
+            self.p,
+            svm=self.svm,
+            C=self.C,
+            nu=self.nu,
+            problems=self._problems(y),
+            tol=self.tol,
+            max_iter=self.max_iter,
+            callback=callback,
+            sample_weight=weights,
+        )

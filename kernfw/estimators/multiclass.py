@@ -361,34 +361,7 @@ class MultiClassSVM(
         fit_intercept="auto",
         intercept_scaling=1.0,
     ):
-        self.loss = loss
-        self.k = k
-        self.rho = rho
-        self.cost = cost
-        self.C = C
-        self.lam = lam
-        self.smoothing = smoothing
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.approx = approx
-        self.n_components = n_components
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.max_time = max_time
-        self.check_every = check_every
-        self.random_state = random_state
-        self.cache_size = cache_size
-        self.precision = precision
-        self.shrinking = shrinking
-        self.probability = probability
-        self.class_weight = class_weight
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
+        self._store_arguments(locals())
 
     # -- input ---------------------------------------------------------------------------
     def _warm_start_point(self, loss, classes, n):

@@ -145,13 +145,6 @@ def _transition_indices(model):
 class _OnlineMKLMixin(FWEstimatorMixin):
     """Fit/predict plumbing shared by the two online estimators."""
 
-    def _store_arguments(self, arguments):
-        """Keep every constructor argument as given, under its own name (scikit-learn's
-        rule: ``__init__`` stores, ``fit`` validates)."""
-        for name, value in arguments.items():
-            if name != "self":
-                setattr(self, name, value)
-
     def _solve(self, model, X, Y, groups, weights=None):
         """Run the solver on the examples ``(X, Y)`` with loss weights ``weights`` (None: 1);
         ``λ = 1/(C Σ_i w_i)`` unless ``lam`` is given (math.md §4.9)."""

@@ -276,17 +276,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         random_state=None,
         verbose=0,
     ):
-        self.model = model
-        self.C = C
-        self.lam = lam
-        self.solver = solver
-        self.averaging = averaging
-        self.max_iter = max_iter
-        self.tol = tol
-        self.check_every = check_every
-        self.sample = sample
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_arguments(locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
