@@ -707,8 +707,9 @@ def resolve_lam(C, lam, n_samples):
         Inverse regularization strength (``SVC``'s ``C``), > 0.
     lam : float or None
         Explicit ``λ``; None derives it from ``C``.
-    n_samples : int
-        Number of training examples ``n``.
+    n_samples : float
+        Number of training examples ``n`` (with weights their sum ``Σ_i w_i``, which
+        need not be an integer).
 
     Returns
     -------
@@ -717,4 +718,4 @@ def resolve_lam(C, lam, n_samples):
     """
     if lam is not None:
         return float(lam)
-    return 1.0 / (float(C) * int(n_samples))
+    return 1.0 / (float(C) * float(n_samples))
