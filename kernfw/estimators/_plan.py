@@ -16,6 +16,7 @@ from sklearn.utils.validation import _num_features
 from ..fw import SMALL_PROBLEM_MAX, StoppingRule
 from ..kernels import COLUMN_GRAM_MAX_MB
 from ..operators import KernelOperator
+from ..solvers.simplex_qp import solve_simplex_qp
 
 __all__ = [
     "FitPlan",
@@ -81,6 +82,43 @@ class FitPlan(NamedTuple):
     n_components: Any
     approx_seed: Any
     solver_seed: Any
+
+    # -- where the solver runs: the one branch on the backend ------------------------------
+    def local_rows(self, weights):
+        """The rows a fit solves on: those of positive ``weights`` (None: every row, also
+        on the Dask backend, whose shards leave the rows of weight 0 out themselves)."""
+        if self.backend == "dask" or weights is None or np.all(weights > 0):
+            return None
+        return np.flatnonzero(weights > 0)
+
+    def solve_l2svms(self, X, op, y_enc, problems, options, weights, local):
+        """``(support, coef, b, result)`` of the binary L2-SVMs ``problems`` (math.md §2.3):
+        on the Dask cluster, the rows sharded over its workers, or ``local()`` in this
+        process by ``local(op, [(rows, y) of each problem], weights, callback)``.
+        ``options``: ``C``, ``tol``, ``max_iter``, ``callback`` and ``cache_size`` (MB per
+        shard); ``weights``: the rows' weights, or None."""
+        if self.backend != "dask":
+            return local(op, [(p.index, p.y) for p in problems], weights, options["callback"])
+        from ..distributed import fit_l2svm_problems
+
+        seeds = {"random_state": self.solver_seed, "weights": weights}
+        return fit_l2svm_problems(X, op, y_enc, problems, solver=self.solver, **options, **seeds)
+
+    def solve_ball(self, X, op, q, options, present=None):
+        """The :class:`~kernfw.fw.FWResult` of the hard ball (math.md §2.2) on ``op`` with
+        ``q = diag K``: in this process, or on the Dask cluster with the rows sharded over
+        its workers (``present``: 1 for the rows of positive weight, 0 for the others, or
+        None).  ``options``: ``tol``, ``max_iter``, ``callback`` and ``cache_size``."""
+        if self.backend == "dask":
+            from ..distributed import solve_meb
+
+            return solve_meb(
+                X, op, self.solver, random_state=self.solver_seed, weights=present, **options
+            )
+        options = {k: v for k, v in options.items() if k != "cache_size"}
+        return solve_simplex_qp(
+            op, q=q, solver=self.solver, random_state=self.solver_seed, **options
+        )
 
 
 def gram_budget(X, cache_size):

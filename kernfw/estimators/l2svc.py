@@ -380,7 +380,9 @@ KernelOperator, default="rbf"
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
         try:
-            fits = self._fit_problems(X, op, y_enc, problems, weights, callback, plan)
+            options = {"C": self.C, "tol": self.tol, "max_iter": self.max_iter}
+            options.update(callback=callback, cache_size=self.cache_size)
+            fits = plan.solve_l2svms(X, op, y_enc, problems, options, weights, self._fit_binaries)
         finally:
             self._end_callbacks()
         self.classes_ = classes
@@ -407,28 +409,6 @@ KernelOperator, default="rbf"
                 f"L2SVC needs at least 2 classes (of positive weight); got 1 class ({classes[0]!r})"
             )
         return y, classes, weights
-
-    def _fit_problems(self, X, op, y_enc, problems, weights, callback, plan):
-        """The ``(support, coef, b, result)`` of every binary problem of the fit's ``plan``,
-        in parallel (joblib) or on the Dask cluster."""
-        if plan.backend == "dask":  # data-parallel MFW on the Dask cluster
-            from ..distributed import fit_l2svm_problems
-
-            return fit_l2svm_problems(
-                X,
-                op,
-                y_enc,
-                problems,
-                self.C,
-                plan.solver,
-                self.tol,
-                self.max_iter,
-                callback,
-                self.cache_size,
-                random_state=plan.solver_seed,
-                weights=weights,
-            )
-        return self._fit_binaries(op, [(p.index, p.y) for p in problems], weights, callback)
 
     def _fit_binaries(self, op, problems, weights=None, callback=None):
         """The ``(support, coef, b, result)`` of the binary problems ``(rows, y)`` on those

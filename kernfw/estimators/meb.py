@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ..fw import StoppingRule
-from ..solvers.simplex_qp import SOLVERS, solve_simplex_qp, solve_soft_ball
+from ..solvers.simplex_qp import SOLVERS, solve_soft_ball
 from ..solvers.simplex_qp.exact import EXACT_MAX
 from ..solvers.simplex_qp.soft_ball import soft_ball_caps
 from ._base import (
@@ -244,10 +244,9 @@ KernelOperator, default="rbf"
         if self._approx_op is not None:  # k(x_i, x_i) exact, not ‖Φ_i‖² (math.md §8.4)
             diag = self._approx_op.exact_new_diag(X, features=op.X)
         weights = example_weights(sample_weight, op.n)
-        kept = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
-        present = None if kept is None else (weights > 0).astype(np.float64)
-        if plan.backend == "dask":  # the shards leave the rows of weight 0 out themselves
-            kept = None
+        kept = plan.local_rows(weights)
+        some_zero = weights is not None and not np.all(weights > 0)
+        present = (weights > 0).astype(np.float64) if some_zero else None
         sub = op if kept is None else op.subset(kept)
         q = diag if kept is None else diag[kept]
         w = None if weights is None else weights[weights > 0]
@@ -308,29 +307,9 @@ KernelOperator, default="rbf"
                 sample_weight=weights,
                 solver="active_set" if plan.solver == "active_set" else "pairwise",
             )
-        if plan.backend == "dask":  # data-parallel MFW on the Dask cluster
-            from ..distributed import solve_meb
-
-            return solve_meb(
-                X,
-                op,
-                plan.solver,
-                StoppingRule(self.tol, "dual"),
-                self.max_iter,
-                callback,
-                self.cache_size,
-                plan.solver_seed,
-                weights=present,
-            )
-        return solve_simplex_qp(
-            op,
-            q=q,
-            solver=plan.solver,
-            tol=StoppingRule(self.tol, "dual"),
-            max_iter=self.max_iter,
-            callback=callback,
-            random_state=plan.solver_seed,
-        )
+        options = {"tol": StoppingRule(self.tol, "dual"), "max_iter": self.max_iter}
+        options.update(callback=callback, cache_size=self.cache_size)
+        return plan.solve_ball(X, op, q, options, present)
 
     def _self_similarity(self, X):
         """``k(x, x)`` of the new points."""
