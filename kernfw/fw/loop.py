@@ -63,6 +63,9 @@ class FWIterate(ABC):
 #: certificates, while within ``STALL_FACTOR·ρ`` of 0, is at its rounding floor
 STALL_CERTIFICATES = 10
 STALL_FACTOR = 1e3
+#: a run towards the floor (``to_floor``) past its tolerance ends when its best gap fell
+#: by less than this factor over :data:`STALL_CERTIFICATES` certificates
+FLOOR_DECREASE = 2.0
 
 
 class _Record:
@@ -104,6 +107,16 @@ class _Record:
         recent, before = gaps[-STALL_CERTIFICATES:], gaps[:-STALL_CERTIFICATES]
         return min(recent) >= min(before) - cert.rounding
 
+    def slowed(self):
+        """Whether the best gap fell by less than :data:`FLOOR_DECREASE` over the last
+        :data:`STALL_CERTIFICATES` certificates (a run towards the floor that no longer
+        gains: the block passes of a degenerate small problem can hover well above it)."""
+        gaps = [row["gap"] for row in self.rows]
+        if len(gaps) <= STALL_CERTIFICATES:
+            return False
+        recent, before = gaps[-STALL_CERTIFICATES:], gaps[:-STALL_CERTIFICATES]
+        return min(recent) * FLOOR_DECREASE > min(before)
+
 
 def _verdict(rule, cert, row, callback, record):
     """The status that ends the run at this certificate, or None to go on: at the
@@ -113,6 +126,8 @@ def _verdict(rule, cert, row, callback, record):
         return "converged"
     if rule.certifies and rule.tol > 0 and (rule.at_floor(cert) or record.stalled(cert)):
         return "converged" if rule.met(cert) else "rounding"
+    if getattr(rule, "to_floor", False) and rule.met(cert) and record.slowed():
+        return "converged"
     if callback is not None and callback(row):
         return "callback"
     return None
@@ -219,7 +234,8 @@ def run(
     converged = status == "converged"
     solution, final, n_iter = iterate.solution(), cert, iterate.work_done(t)
     best = record.best
-    if not converged and best is not None and best[1].gap < cert.gap:
+    past_tol = converged and getattr(rule, "to_floor", False)  # the best of the run on
+    if (past_tol or not converged) and best is not None and best[1].gap < cert.gap:
         solution, final = best
     _warn(
         status,
