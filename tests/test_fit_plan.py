@@ -54,11 +54,15 @@ def test_l2svc_plan_resolves_auto_from_the_shape(built, n, kernel, sparse, appro
 
 def test_frank_wolfe_solvers_keep_approximated_features_in_float64(built):
     X, y = _classification(200)
-    for est in (L2SVC(solver="mfw"), MinimumEnclosingBall(nu=0), L2SVR()):
+    for est in (L2SVC(solver="mfw"), MinimumEnclosingBall(nu=0), L2SVR(solver="mfw")):
         est.set_params(approx="nystroem", n_components=20, random_state=0)
         est.fit(X, y.astype(float))
         assert est._plan.dtype is np.float64 and built[-1]["gram_dtype"] is np.float64
         assert est.kernel_approx_.n_components == 20
+    for est in (L2SVC(), L2SVR()):  # "auto": the coordinate passes, on float32 features
+        est.set_params(approx="nystroem", n_components=20, random_state=0)
+        est.fit(X, y.astype(float))
+        assert est.solver_ == "dcd" and est._plan.dtype is np.float32
     mc = MultiClassSVM(approx="nystroem", n_components=20, random_state=0).fit(X, y)
     assert mc._plan.dtype is np.float32 and built[-1]["gram_dtype"] is np.float32
 

@@ -11,7 +11,8 @@ operator is then built from the plan and the solver run by it; nothing later ask
 from typing import Any, NamedTuple
 
 import numpy as np
-from sklearn.utils.validation import _num_features
+import scipy.sparse as sp
+from sklearn.utils.validation import _num_features, _num_samples
 
 from ..fw import SMALL_PROBLEM_MAX, StoppingRule
 from ..kernels import COLUMN_GRAM_MAX_MB
@@ -25,6 +26,7 @@ __all__ = [
     "WIDE_FEATURES",
     "WIDE_GRAM_MB",
     "check_approx",
+    "explicit_features",
     "gram_budget",
     "kernel_values_dtype",
     "small_problem",
@@ -176,6 +178,28 @@ def stopping_tol(tol, n):
     if tol > 0 and small_problem(n):
         return StoppingRule(float(tol), None, to_floor=True)
     return tol
+
+
+def explicit_features(kernel, approx, X):
+    """Whether the training kernel of a fit comes as explicit features ``K = XXᵀ``, on which
+    the vertex-coordinate passes run (``solver="dcd"``, math.md §2.13), resolved before the
+    operator is built.
+
+    True for an approximation ``approx``, for ``kernel="linear"`` on sparse ``X`` or on
+    fewer features than points (which :func:`kernfw.kernels.make_operator` keeps as
+    features) and for a ready operator with ``features()``; False otherwise.
+    """
+    if isinstance(kernel, KernelOperator):
+        return kernel.features() is not None
+    if approx is not None:
+        return True
+    if not (isinstance(kernel, str) and kernel == "linear"):
+        return False
+    try:
+        narrow = _num_features(X) < _num_samples(X)
+    except (TypeError, ValueError):  # no shape to read: validation will refuse X
+        narrow = False
+    return sp.issparse(X) or narrow
 
 
 def kernel_values_dtype(precision, tol, solver=None, backend="local", n=None):

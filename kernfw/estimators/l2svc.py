@@ -11,12 +11,11 @@ problems are trained in parallel with joblib.
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ..operators import KernelOperator
 from ..solvers.simplex_qp import (
@@ -41,7 +40,7 @@ from ._multiclass_decomposition import (
     combine_decisions,
     shaped_decisions,
 )
-from ._plan import WIDE_FEATURES, WIDE_GRAM_MB, gram_budget
+from ._plan import WIDE_FEATURES, WIDE_GRAM_MB, explicit_features, gram_budget
 from ._probability import ProbabilityMixin
 
 __all__ = ["L2SVC", "WIDE_FEATURES", "WIDE_GRAM_MB", "gram_budget", "l2svm_fit_solver"]
@@ -88,15 +87,7 @@ def l2svm_fit_solver(solver, backend, kernel, approx, X):
             return "active_set"
     except (TypeError, ValueError):  # no length to read: validation will refuse X
         pass
-    if approx is not None:
-        return "dcd"
-    if not (isinstance(kernel, str) and kernel == "linear"):
-        return "mfw"
-    try:
-        narrow = _num_features(X) < _num_samples(X)
-    except (TypeError, ValueError):  # no shape to read: validation will refuse X
-        narrow = False
-    return "dcd" if sp.issparse(X) or narrow else "mfw"
+    return "dcd" if explicit_features(kernel, approx, X) else "mfw"
 
 
 def _fit_binary(op, y_pm, C, solver, tol, max_iter, callback, random_state, weights=None):

@@ -4,7 +4,8 @@ The regression of the core vector regression [Tsang2005b] with the tube width ``
 scikit-learn's :class:`sklearn.svm.SVR` (math.md §2.15): its dual over the ``2n``
 multipliers of the tube is a quadratic over a scaled simplex, solved by the simplex-QP
 family (:func:`kernfw.solvers.simplex_qp.solve_l2svr`) with one kernel column per
-iteration, certified by the regression's own duality gap.
+iteration, or by vertex-coordinate passes on explicit features (math.md §2.13),
+certified by the regression's own duality gap.
 """
 
 from numbers import Integral, Real
@@ -23,16 +24,17 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
+from ._plan import explicit_features
 
 __all__ = ["L2SVR"]
 
 
 @with_kernel_parameters(
-    approx_note="The solver then takes the features' kernel columns one at a time "
-    "(Frank-Wolfe on the features; no compiled column source)."
+    approx_note='``solver="auto"`` then runs the vertex-coordinate passes on the '
+    'features (``"dcd"``).'
 )
 class L2SVR(RegressorMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator):
-    """L2-loss ε-insensitive support vector regression trained by FW / MFW (math.md §2.15).
+    """L2-loss ε-insensitive support vector regression trained by MFW or DCD (math.md §2.15).
 
     With the targets centred at their (weighted) mean ``ȳ``, it solves::
 
@@ -42,8 +44,10 @@ class L2SVR(RegressorMixin, SupportKernelMixin, FWEstimatorMixin, BaseEstimator)
     a quadratic over a scaled simplex of ``2n + 1`` vertices (the points with the signs
     ``±1`` of the core vector regression and a slack vertex), solved by Frank-Wolfe with
     away steps at the cost of one kernel column per iteration: no ``n × n`` matrix is
-    formed for large ``n`` (the kernel is evaluated on the fly with a column cache).
-    The iterations run compiled (numba).
+    formed for large ``n`` (the kernel is evaluated on the fly with a column cache).  On
+    explicit features (the linear kernel, an approximation ``approx``) passes of
+    vertex-coordinate steps cost O(d) per step instead (math.md §2.13).  The iterations
+    run compiled (numba).
 
     Parameters
     ----------
@@ -60,9 +64,14 @@ KernelOperator, default="rbf"
         As in :class:`sklearn.svm.SVR`; a ready
         :class:`~kernfw.operators.KernelOperator` on the training points is used as is.
     {kernel_parameters}
-    solver : {"mfw", "lsfw"}, default="mfw"
+    solver : {"auto", "mfw", "lsfw", "dcd"}, default="auto"
         The algorithm: Frank-Wolfe with away and drop steps ("mfw", linear convergence)
-        or plain Frank-Wolfe ("lsfw"), both with the exact line search.
+        or plain Frank-Wolfe ("lsfw"), both with the exact line search and one kernel
+        column per iteration; "dcd": passes of vertex-coordinate steps (math.md §2.13),
+        each step O(d) on explicit features (the linear kernel on sparse ``X`` or on
+        fewer features than points, ``approx``, an operator with features).  "auto" is
+        "dcd" when the kernel comes with explicit features, else "mfw"
+        (:func:`kernfw.estimators._plan.explicit_features`).
     tol : float, default=0.3
         Relative tolerance on the certified duality gap of the regression:
         ``(P − D)/|D| ≤ tol`` (math.md §2.15).  At the default the held-out R² is within
@@ -70,7 +79,8 @@ KernelOperator, default="rbf"
         "Regression"); lower it for a more accurate fit.
     max_iter : int, default=None
         Budget in iterations (one kernel column each), which ``n_iter_`` counts
-        (None: ``max(100000, 20 (2n + 1))``).  Up to 200 training points the problem is
+        (None: ``max(100000, 20 (2n + 1))``); passes over the ``2n + 1`` coordinates for
+        ``solver="dcd"`` (None: 1000).  Up to 200 training points the problem is
         first solved exactly by an active-set method (math.md §2.15), whose iterations
         ``n_iter_`` counts too.
     cache_size : float, default=200
@@ -80,7 +90,8 @@ KernelOperator, default="rbf"
     verbose : int, default=0
         Print one line per certified iterate.
     random_state : int, RandomState instance or None, default=None
-        Seeds the kernel approximation (``approx``); the solver itself is deterministic.
+        Seeds the kernel approximation (``approx``) and the order of the coordinates in
+        the passes of "dcd" (None: a fixed order); FW and MFW are deterministic.
 
     Attributes
     ----------
@@ -149,7 +160,7 @@ KernelOperator, default="rbf"
         coef0=0.0,
         approx=None,
         n_components=1000,
-        solver="mfw",
+        solver="auto",
         tol=0.3,
         max_iter=None,
         cache_size=200,
@@ -201,6 +212,7 @@ KernelOperator, default="rbf"
                 solver=plan.solver,
                 tol=self.tol,
                 max_iter=self.max_iter,
+                random_state=plan.solver_seed,
                 callback=callback,
             )
         finally:
@@ -208,6 +220,11 @@ KernelOperator, default="rbf"
         self._store_support(X, op, result, result.solution["coef"], keep)
         self.intercept_ = np.array([result.solution["b"] + offset])
         return self
+
+    def _plan_solver(self, X, sample_weight):
+        if self.solver != "auto":
+            return self.solver
+        return "dcd" if explicit_features(self.kernel, self.approx, X) else "mfw"
 
     def predict(self, X):
         """Predicted targets ``f(x) = Σ_i β_i k(x_i, x) + intercept_``.

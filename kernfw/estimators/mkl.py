@@ -308,6 +308,18 @@ class _MKLClassifier(ClassifierMixin, FWEstimatorMixin, BaseEstimator):
 class _WeightedSVMClassifier(_MKLClassifier):
     """An SVM on ``K_γ = Σ_j γ_j K_j`` with learned weights (CSKL, lp-MKL)."""
 
+    _parameter_constraints = {
+        **_MKLClassifier._parameter_constraints,
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "nu": [Interval(Real, 0, 1, closed="right")],
+        "svm": [StrOptions(set(SVM_KINDS))],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "multi_class": [StrOptions(set(SCHEMES))],
+        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
     _exact_grams = True
 
     @with_callbacks
@@ -397,6 +409,13 @@ class _WeightedSVMClassifier(_MKLClassifier):
         if self._is_precomputed():  # the test Grams of the selected kernels
             test = [test[j] for j in self.selected_kernels_]
         return self._predict_op.cross_matmat(test, self.dual_coef_.T) + self.intercept_
+
+    def _svm_options(self, y, weights, callback):
+        """The options of the alternating solvers shared by CSKL and lp-MKL: the inner SVM,
+        its binary problems and example weights, the stopping rule and the budget."""
+        options = {"svm": self.svm, "C": self.C, "nu": self.nu, "problems": self._problems(y)}
+        options.update(tol=self.tol, max_iter=self.max_iter, callback=callback)
+        return {**options, "sample_weight": weights}
 
     def _problems(self, y):
         """The binary problems of ``multi_class`` (shared decomposition) for the solver."""
@@ -550,18 +569,10 @@ default="projected_gradient"
     """
 
     _parameter_constraints = {
-        **_MKLClassifier._parameter_constraints,
+        **_WeightedSVMClassifier._parameter_constraints,
         "t": [Interval(Real, 0, None, closed="neither")],
-        "C": [Interval(Real, 0, None, closed="neither")],
-        "nu": [Interval(Real, 0, 1, closed="right")],
-        "svm": [StrOptions(set(SVM_KINDS))],
         "solver": [StrOptions(set(SOLVERS))],
         "exact": ["boolean"],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "multi_class": [StrOptions(set(SCHEMES))],
-        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
-        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -587,21 +598,8 @@ default="projected_gradient"
 
     def _solve(self, mk, y, weights, callback):
         check_t(self.t, mk.p)
-        return solve_cskl(
-            mk,
-            y,
-            self.t,
-            svm=self.svm,
-            C=self.C,
-            nu=self.nu,
-            problems=self._problems(y),
-            solver=self.solver,
-            exact=self.exact,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            callback=callback,
-            sample_weight=weights,
-        )
+        options = self._svm_options(y, weights, callback)
+        return solve_cskl(mk, y, self.t, solver=self.solver, exact=self.exact, **options)
 
     def _store_model(self, mk, y, result):
         super()._store_model(mk, y, result)
@@ -662,16 +660,8 @@ class LpMKLClassifier(_WeightedSVMClassifier):
     """
 
     _parameter_constraints = {
-        **_MKLClassifier._parameter_constraints,
+        **_WeightedSVMClassifier._parameter_constraints,
         "p": [Interval(Real, 1, None, closed="left")],
-        "C": [Interval(Real, 0, None, closed="neither")],
-        "svm": [StrOptions(set(SVM_KINDS))],
-        "nu": [Interval(Real, 0, 1, closed="right")],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "multi_class": [StrOptions(set(SCHEMES))],
-        "decision_function_shape": [StrOptions(set(DECISION_SHAPES))],
-        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -694,16 +684,4 @@ class LpMKLClassifier(_WeightedSVMClassifier):
         self._store_arguments(locals())
 
     def _solve(self, mk, y, weights, callback):
-        return solve_lp_mkl(
-            mk,
-            y,
-            self.p,
-            svm=self.svm,
-            C=self.C,
-            nu=self.nu,
-            problems=self._problems(y),
-            tol=self.tol,
-            max_iter=self.max_iter,
-            callback=callback,
-            sample_weight=weights,
-        )
+        return solve_lp_mkl(mk, y, self.p, **self._svm_options(y, weights, callback))

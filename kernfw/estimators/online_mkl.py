@@ -59,6 +59,10 @@ _ONLINE_CONSTRAINTS = {
 }
 
 
+#: the parameters the estimators hand to :func:`solve_online_mkl` as they are
+_SOLVER_PARAMETERS = "loss regularizer lam2 eta0 max_iter radius averaging solver objective_sample"
+
+
 def _dense(X):
     """Features as a dense float64 array: the explicit groups and the feature scaling work
     on dense columns, so scipy.sparse input is densified (its kernels were computed on the
@@ -151,25 +155,9 @@ class _OnlineMKLMixin(FWEstimatorMixin):
         lam = resolve_lam(self.C, self.lam, _num_samples(Y) if weights is None else weights.sum())
         callback = self._fw_callback(self.max_iter, X, Y)
         try:
-            result = solve_online_mkl(
-                model,
-                X,
-                Y,
-                groups,
-                loss=self.loss,
-                regularizer=self.regularizer,
-                lam=lam,
-                lam2=self.lam2,
-                eta0=self.eta0,
-                max_iter=self.max_iter,
-                radius=self.radius,
-                averaging=self.averaging,
-                solver=self.solver,
-                objective_sample=self.objective_sample,
-                random_state=solver_seed(self.random_state),
-                callback=callback,
-                sample_weight=weights,
-            )
+            options = {name: getattr(self, name) for name in _SOLVER_PARAMETERS.split()}
+            options.update(lam=lam, random_state=solver_seed(self.random_state), callback=callback)
+            result = solve_online_mkl(model, X, Y, groups, sample_weight=weights, **options)
         finally:
             self._end_callbacks()
         sol = result.solution

@@ -118,7 +118,7 @@ def test_vertex_step_is_the_one_dimensional_maximum(seed):
         best = minimize_scalar(
             minus_dual, bounds=(low, 1.0), method="bounded", options={"xatol": 1e-12}
         )
-        gamma = vertex_step(rho, v[i], Kt[i, i], alpha[i])
+        gamma = vertex_step(rho, v[i], Kt[i, i], alpha[i], 0.0)
         assert low - 1e-15 <= gamma <= 1.0
         assert minus_dual(gamma) <= best.fun + 1e-12
         assert gamma == pytest.approx(best.x, abs=1e-6)
@@ -302,3 +302,72 @@ def test_weighted_blocks_bad_inputs():
             sp.csr_matrix(X), y, 1.0, None, np.random.default_rng(0), 0,
             blocks=_blocks(X, [(0, 2)], [1.0]),
         )  # fmt: skip
+
+
+# -- a linear term: max qᵀα − αᵀQα with Q = ZZᵀ + diag(c) (the regression's form) ---------------
+def _linear_term_problem(seed, m=24):
+    """Coordinates sharing rows (two signed copies and a zero point), diagonal terms, a
+    linear term; the dense ``Q``."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(10, 3))
+    rows = np.r_[rng.integers(0, 10, m - 1), 0]
+    y = np.r_[rng.choice([-1.0, 1.0], m - 1), 0.0]  # the last coordinate: z = 0
+    inv_c = np.r_[rng.uniform(0.1, 1.0, m - 1), 0.0]
+    q = np.r_[rng.normal(size=m - 1), 0.0]
+    Z = y[:, None] * np.hstack([X[rows], np.ones((m, 1))])
+    return X, rows, y, inv_c, q, Z @ Z.T + np.diag(inv_c)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_vertex_step_with_a_linear_term_is_the_one_dimensional_maximum(seed):
+    *_, q, Q = _linear_term_problem(seed)
+    m = q.size
+    rng = np.random.default_rng(seed)
+    alpha = rng.dirichlet(np.ones(m) * 0.5)
+    v = Q @ alpha
+    rho = alpha @ v
+    for i in range(m):
+        d = -alpha.copy()
+        d[i] += 1.0
+        low = -alpha[i] / (1.0 - alpha[i])
+
+        def minus_f(gamma, d=d):
+            a = alpha + gamma * d
+            return a @ Q @ a - q @ a
+
+        best = minimize_scalar(
+            minus_f, bounds=(low, 1.0), method="bounded", options={"xatol": 1e-12}
+        )
+        gamma = vertex_step(rho, v[i], Q[i, i], alpha[i], q[i] - q @ alpha)
+        assert low - 1e-15 <= gamma <= 1.0
+        assert minus_f(gamma) <= best.fun + 1e-12
+
+
+@pytest.mark.cvxpy
+def test_linear_term_certificate_is_the_lp_gap_and_passes_reach_the_optimum():
+    import cvxpy as cp
+
+    from kernfw.solvers.simplex_qp import VertexCoordinateIterate
+
+    X, rows, y, inv_c, q, Q = _linear_term_problem(7)
+    m = q.size
+    rng = np.random.default_rng(3)
+    alpha = rng.dirichlet(np.ones(m))
+    it = VertexCoordinateIterate(X, rows, y, inv_c, q, alpha, rng)
+    cert = it.certificate()
+    g = q - 2.0 * Q @ alpha
+    s = cp.Variable(m)
+    lp = cp.Problem(cp.Maximize(g @ (s - alpha)), [s >= 0, cp.sum(s) == 1])
+    lp.solve()
+    assert cert.dual == pytest.approx(q @ alpha - alpha @ Q @ alpha, rel=1e-12)
+    assert cert.gap == pytest.approx(lp.value, rel=1e-7)
+    a = cp.Variable(m)
+    qp = cp.Problem(cp.Maximize(q @ a - cp.quad_form(a, cp.psd_wrap(Q))), [a >= 0, cp.sum(a) == 1])
+    qp.solve()
+    it.configure_runs(StoppingRule(1e-12, "absolute"), 10, 20000)
+    for t in range(2000):
+        it.step(t)
+        cert = it.certificate()
+        if cert.gap <= 1e-12:
+            break
+    assert cert.gap <= 1e-12 and cert.dual == pytest.approx(qp.value, abs=1e-7)

@@ -249,3 +249,148 @@ def test_compare_verifies_the_estimator():
     X, y = make_friedman1(n_samples=60, noise=1.0, random_state=3)
     report = compare(L2SVR(epsilon=0.5), X, y + 10.0)
     assert report.verified, report.reason
+
+
+# -- vertex-coordinate passes on explicit features (math.md §2.13) ----------------------------------
+def _features(layout, n=50, seed=2):
+    """Friedman features: dense float64, dense float32 or CSR (a third of the entries zero)."""
+    X, y = _data(n, seed=seed)
+    if layout == "float32":
+        return X.astype(np.float32), y
+    if layout == "sparse":
+        import scipy.sparse as sp
+
+        X = X * (np.random.default_rng(seed).random(X.shape) > 0.3)
+        return sp.csr_matrix(X), y
+    return X, y
+
+
+def _linear_gram(X):
+    import scipy.sparse as sp
+
+    X = X.toarray() if sp.issparse(X) else X.astype(np.float64)
+    return X @ X.T
+
+
+@pytest.mark.cvxpy
+@pytest.mark.parametrize("layout", ["dense", "float32", "sparse"])
+@pytest.mark.parametrize(
+    "C,epsilon,weighted", [(1.0, 0.1, False), (10.0, 0.5, True), (0.1, 0.0, True)]
+)
+def test_dcd_matches_cvxpy(layout, C, epsilon, weighted):
+    """The passes from the slack vertex reach the cvxpy optimum within the certified gap; the
+    certificate's ``v`` is ``Qα`` of the dense ``Q``."""
+    from kernfw.fw import StoppingRule
+    from kernfw.reference import l2svr_reference
+
+    X, y = _features(layout)
+    s = _weights(50) if weighted else None
+    K = _linear_gram(X)
+    ref = l2svr_reference(K, y, C, epsilon, s)
+    P = ref["objective"]
+    res = solve_l2svr(
+        Features(X), y, C, epsilon, s, solver="dcd", alpha0=_slack(50), max_iter=20000,
+        tol=StoppingRule(1e-9 * P, "absolute"),
+    )  # fmt: skip
+    assert res.converged and res.n_iter > 1
+    slack = res.rounding + 1e-7 * abs(P)
+    assert res.dual <= P + slack and res.primal >= P - slack
+    assert res.gap <= 1e-9 * P + res.rounding
+    sol = res.solution
+    Q = _signed_gram(K, C, np.ones(50) if s is None else s)
+    np.testing.assert_allclose(sol["v"], Q @ sol["alpha"], atol=1e-9 * np.abs(sol["v"]).max())
+    f = K[:, sol["support"]] @ sol["coef"][sol["support"]] + sol["b"]
+    bound = _prediction_bound(res.gap + res.rounding, np.diag(K))
+    assert np.all(np.abs(f - ref["f_train"]) <= bound + 1e-6 * np.abs(ref["f_train"]).max())
+    # D is (1/(2C max s))-strongly concave: ‖γ − γ*‖² ≤ 4C max(s) (D* − D) ≤ 4C max(s) gap
+    radius = np.sqrt(4.0 * C * (1.0 if s is None else s.max()) * (res.gap + res.rounding))
+    distance = np.linalg.norm(sol["gamma"] - np.r_[ref["alpha"], ref["alpha_star"]])
+    assert distance <= radius + 1e-4 * C
+
+
+@pytest.mark.cvxpy
+def test_dcd_certificate_is_the_regression_gap_of_cvxpy():
+    """At a loose tolerance the certified gap bounds the distance to the cvxpy optimum, and the
+    exact start of a small problem is certified at once."""
+    from kernfw.reference import l2svr_reference
+
+    X, y = _features("dense", seed=4)
+    K = _linear_gram(X)
+    P = l2svr_reference(K, y, 1.0, 0.1)["objective"]
+    loose = solve_l2svr(Features(X), y, 1.0, 0.1, solver="dcd", tol=1e-2, alpha0=_slack(50))
+    assert loose.converged and loose.gap <= 1e-2 * abs(loose.dual) + loose.rounding
+    assert loose.dual <= P + 1e-7 * P <= loose.primal + 2e-7 * P
+    exact = solve_l2svr(Features(X), y, 1.0, 0.1, solver="dcd", tol=1e-2)
+    assert exact.gap <= 1e-9 * P + exact.rounding and exact.dual == pytest.approx(P, rel=1e-7)
+
+
+def test_dcd_and_mfw_agree_within_their_gaps():
+    X, y = _data(300, seed=6)
+    fits = {
+        solver: solve_l2svr(Features(X), y, 2.0, 0.2, solver=solver, tol=1e-8, max_iter=10**6)
+        for solver in ("dcd", "mfw")
+    }
+    dcd, mfw = fits["dcd"], fits["mfw"]
+    assert dcd.converged and mfw.converged
+    assert abs(dcd.dual - mfw.dual) <= dcd.gap + mfw.gap + dcd.rounding + mfw.rounding
+    assert dcd.n_iter < 200 < mfw.n_iter  # passes against columns
+    f = {k: X @ (X.T @ r.solution["coef"]) + r.solution["b"] for k, r in fits.items()}
+    bound = _prediction_bound(dcd.gap + mfw.gap, np.einsum("ij,ij->i", X, X))
+    assert np.all(np.abs(f["dcd"] - f["mfw"]) <= 2 * bound)
+
+
+def test_dcd_steps_keep_alpha_on_the_simplex_with_the_slack():
+    from kernfw.solvers.simplex_qp import L2SVRCoordinateIterate
+
+    X, y = _data(200, seed=7)
+    Q = L2SVRKernel(Features(X), 1.0)
+    p = np.r_[y, -y] - 0.1
+    it = L2SVRCoordinateIterate(X, Q, p, 50.0, _slack(200), np.random.default_rng(0))
+    it.configure_runs(1e-12, 1, 100)
+    values = []
+    for t in range(5):
+        it.step(t)
+        cert = it.certificate()
+        values.append(cert.dual)
+        alpha = it.solution()["alpha"]
+        assert np.all(alpha >= 0.0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
+        assert cert.gap >= 0.0
+    assert np.all(np.diff(values) >= -1e-9 * abs(values[-1]))  # every step is an ascent step
+    gamma = 50.0 * it.solution()["alpha"][:-1]
+    assert np.count_nonzero(gamma[:200] * gamma[200:]) == 0  # never both sides of the tube
+
+
+def test_dcd_needs_explicit_features_and_auto_picks_it():
+    X, y = _data(30)
+    with pytest.raises(ValueError, match="explicit features"):
+        solve_l2svr(Gram(X @ X.T), y, 1.0, 0.1, solver="dcd")
+    for op, solver in ((Features(X), "dcd"), (Gram(X @ X.T), "mfw")):
+        auto = solve_l2svr(op, y, 1.0, 0.1, solver="auto", alpha0=_slack(30), tol=1e-6)
+        chosen = solve_l2svr(op, y, 1.0, 0.1, solver=solver, alpha0=_slack(30), tol=1e-6)
+        assert auto.n_iter == chosen.n_iter and auto.dual == chosen.dual
+    import scipy.sparse as sp
+
+    Xn, yn = _data(300)
+    assert L2SVR(kernel="linear").fit(Xn, yn).solver_ == "dcd"
+    assert L2SVR(kernel="linear").fit(sp.csr_matrix(Xn), yn).solver_ == "dcd"
+    assert L2SVR(approx="nystroem", n_components=20, random_state=0).fit(Xn, yn).solver_ == "dcd"
+    assert L2SVR(kernel=Features(Xn)).fit(Xn, yn).solver_ == "dcd"
+    assert L2SVR().fit(Xn, yn).solver_ == "mfw"  # RBF: kernel columns
+    assert L2SVR(kernel="linear", solver="mfw").fit(Xn, yn).solver_ == "mfw"
+    wide = np.hstack([Xn[:40]] * 10)  # more features than points: a Gram
+    assert L2SVR(kernel="linear").fit(wide, yn[:40]).solver_ == "mfw"
+
+
+def test_estimator_dcd_matches_mfw_and_weights_repeat_rows():
+    X, y = make_friedman1(n_samples=700, noise=1.0, random_state=8)
+    Xt = X[500:]
+    X, y = X[:500], y[:500]
+    dcd = L2SVR(kernel="linear", solver="dcd", tol=1e-8, max_iter=5000).fit(X, y)
+    mfw = L2SVR(kernel="linear", solver="mfw", tol=1e-8, max_iter=10**6).fit(X, y)
+    assert dcd.converged_ and mfw.converged_
+    np.testing.assert_allclose(dcd.predict(Xt), mfw.predict(Xt), atol=1e-3)
+    s = np.random.default_rng(0).integers(0, 3, 500)
+    kw = {"kernel": "linear", "solver": "dcd", "tol": 1e-10, "max_iter": 20000}
+    weighted = L2SVR(**kw).fit(X, y, sample_weight=s)
+    repeated = L2SVR(**kw).fit(np.repeat(X, s, axis=0), np.repeat(y, s))
+    np.testing.assert_allclose(weighted.predict(Xt), repeated.predict(Xt), atol=1e-4)

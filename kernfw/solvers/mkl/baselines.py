@@ -123,17 +123,8 @@ def solve_lp_mkl(
     p = float(p)
     tol = check_positive("tol", tol)
     with thread_limit(mk.p * mk.n**2):  # one pass over the kernels: small work, one thread
-        objective, classes = weight_objective(
-            mk,
-            y,
-            svm=svm,
-            C=C,
-            nu=nu,
-            tol=tol,
-            inner_tol=inner_tol,
-            problems=problems,
-            sample_weight=sample_weight,
-        )
+        inner = {"svm": svm, "C": C, "nu": nu, "inner_tol": inner_tol, "problems": problems}
+        objective, classes = weight_objective(mk, y, tol=tol, sample_weight=sample_weight, **inner)
         iterate = LpMKLIterate(objective, p, np.full(mk.p, mk.p ** (-1 / p)), tol=tol)
         result = run(
             iterate,

@@ -429,17 +429,8 @@ def solve_cskl(
         raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
     tol = check_positive("tol", tol)
     with thread_limit(p * mk.n**2):  # one pass over the kernels: small work, one thread
-        objective, classes = weight_objective(
-            mk,
-            y,
-            svm=svm,
-            C=C,
-            nu=nu,
-            tol=tol,
-            inner_tol=inner_tol,
-            problems=problems,
-            sample_weight=sample_weight,
-        )
+        inner = {"svm": svm, "C": C, "nu": nu, "inner_tol": inner_tol, "problems": problems}
+        objective, classes = weight_objective(mk, y, tol=tol, sample_weight=sample_weight, **inner)
         iterate = CSKLIterate(objective, t, solver, line_search, _start(gamma0, t, p), tol=tol)
         result = run(
             iterate,

@@ -106,11 +106,11 @@ class FeatureBlocks:
         <kernfw.solvers.simplex_qp._coordinate_numba.blocks_primal>` with unit weights).
         """
         ones = np.ones(self.p)
-        unit = np.ones(self.n)
+        rows, unit = np.arange(self.n), np.ones(self.n)
         total = np.zeros(self.features.shape[1])
         u = np.empty_like(total)
         u_abs = np.empty_like(total)
         for v in np.asarray(coef, dtype=np.float64):
-            blocks_primal(self.features, self.starts, self.ends, ones, unit, v, u, u_abs)
+            blocks_primal(self.features, self.starts, self.ends, ones, rows, unit, v, u, u_abs)
             total += u * u
         return np.add.reduceat(total, self.starts) if total.size else np.zeros(self.p)

@@ -589,8 +589,6 @@ class OnlineMKLIterate(FWIterate):
         ``η_t = η_0/√t``.
     radius : float or None
         Project on ``{‖θ‖ ≤ radius}`` after the prox.
-    max_iter : int
-        Epochs.
     rng : numpy.random.Generator
         Order of the examples (a new permutation per epoch).
     averaging : {"none", "uniform", "weighted", "epoch"}
@@ -610,25 +608,11 @@ class OnlineMKLIterate(FWIterate):
     #: NORM_ROWS × n_S values at once)
     NORM_ROWS = 32
 
-    def __init__(
-        self,
-        oracle,
-        params,
-        offsets,
-        regularizer,
-        eta0,
-        radius,
-        max_iter,
-        rng,
-        averaging,
-        objective_sample=None,
-        weights=None,
-        examples=None,
-    ):
+    def __init__(self, oracle, params, offsets, regularizer, eta0, radius, rng, averaging,
+                 objective_sample=None, weights=None, examples=None):  # fmt: skip
         self.oracle, self.params, self.offsets = oracle, params, offsets
         self.weights, self.examples = weights, examples
-        self.reg, self.eta0, self.radius = regularizer, eta0, radius
-        self.max_iter, self.rng = max_iter, rng
+        self.reg, self.eta0, self.radius, self.rng = regularizer, eta0, radius, rng
         self.avg = None if averaging == "none" else self._make_average(averaging)
         params.average = self.avg
         self.sample = objective_sample
@@ -1024,31 +1008,11 @@ def solve_online_mkl(
     rng = np.random.default_rng(random_state)
     cls = OnlineMKLIterate if solver == "proximal" else DualAveragingIterate
     sample = _objective_sample(objective_sample, n_visited, rng, examples)
-    iterate = cls(
-        oracle,
-        params,
-        offsets,
-        reg,
-        eta0,
-        None,
-        int(max_iter),
-        rng,
-        averaging,
-        sample,
-        weights=weights,
-        examples=examples,
-    )
-    radius = _radius(radius, iterate, reg)
-    iterate.radius = radius
-    result = run(
-        iterate,
-        tol=0.0,
-        max_iter=int(max_iter),
-        max_time=max_time,
-        callback=callback,
-        keep_best=False,
-        name="online MKL",
-    )
+    args = (oracle, params, offsets, reg, eta0, None, rng, averaging, sample)
+    iterate = cls(*args, weights=weights, examples=examples)
+    iterate.radius = radius = _radius(radius, iterate, reg)
+    budget = {"max_iter": int(max_iter), "max_time": max_time, "callback": callback}
+    result = run(iterate, tol=0.0, keep_best=False, name="online MKL", **budget)
     result.solution["radius"] = radius
     result.solution["eta0"] = eta0
     return result

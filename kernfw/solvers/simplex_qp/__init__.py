@@ -19,19 +19,21 @@ and the L2-SVM of the core vector machine (``Q`` the modified kernel ``K̃``,
 - :mod:`~kernfw.solvers.simplex_qp.solve` — :func:`solve_simplex_qp`;
 - :mod:`~kernfw.solvers.simplex_qp.soft_ball` — the ν-soft ball on the capped simplex
   (:func:`solve_soft_ball`);
-- :mod:`~kernfw.solvers.simplex_qp.coordinate` — the L2-SVM on explicit features by
-  passes of vertex-coordinate steps (``_coordinate_numba``: the compiled passes);
+- :mod:`~kernfw.solvers.simplex_qp.coordinate` — simplex QPs on explicit features (the
+  L2-SVM, the regression) by passes of vertex-coordinate steps (``_coordinate_numba``:
+  the compiled passes);
 - :mod:`~kernfw.solvers.simplex_qp.l2svm` — the modified kernel :class:`L2SVMKernel` and
   :func:`solve_l2svm`;
 - :mod:`~kernfw.solvers.simplex_qp.screening` — safe sample screening of the L2-SVM along
   ``C`` and the screened fit (:func:`solve_l2svm_screened`);
 - :mod:`~kernfw.solvers.simplex_qp.l2svr` — the L2-loss support vector regression on the
-  simplex of its ``2n`` signed points and a slack vertex (:func:`solve_l2svr`);
+  simplex of its ``2n`` signed points and a slack vertex (:func:`solve_l2svr`; MFW, or
+  the vertex-coordinate passes on features, :class:`L2SVRCoordinateIterate`);
 - :mod:`~kernfw.solvers.simplex_qp.distributed` — the iterate with its rows sharded over
   Dask workers.
 """
 
-from .coordinate import CoordinateIterate
+from .coordinate import CoordinateIterate, VertexCoordinateIterate
 from .cvm import CoreVectorIterate
 from .dense import simplex_fw_gap, solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
@@ -46,7 +48,13 @@ from .l2svm import (
     solve_l2svm_blocks,
     solve_l2svm_gram,
 )
-from .l2svr import L2SVR_SOLVERS, L2SVRKernel, l2svr_recover, solve_l2svr
+from .l2svr import (
+    L2SVR_SOLVERS,
+    L2SVRCoordinateIterate,
+    L2SVRKernel,
+    l2svr_recover,
+    solve_l2svr,
+)
 from .screening import PathStart, screen_l2svm, solve_l2svm_screened
 from .soft_ball import solve_soft_ball
 from .solve import SOLVERS, solve_simplex_qp
@@ -68,11 +76,13 @@ __all__ = [
     "l2svr_recover",
     "L2SVRKernel",
     "L2SVR_SOLVERS",
+    "L2SVRCoordinateIterate",
     "L2SVMKernel",
     "check_binary_labels",
     "SimplexQPIterate",
     "CoreVectorIterate",
     "CoordinateIterate",
+    "VertexCoordinateIterate",
     "L2SVM_SOLVERS",
     "choose_l2svm_solver",
     "SOLVERS",

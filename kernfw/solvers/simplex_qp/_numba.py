@@ -414,8 +414,9 @@ def stop_estimate_met(st):
 # ``max_{α∈Δ_n} −αᵀQα`` with ``Q_ij = y_i y_j (K_ij + 1) + δ_ij/(C w_i)`` (the
 # per-example weights of math.md §2.14; ``inv_c`` holds ``1/(C w_i)``), solved by pairwise
 # Frank-Wolfe steps (math.md §2.3, "Pairwise steps"): mass moves from the away vertex
-# ``j* = argmax_{α_j>0} v_j`` to the FW vertex ``i* = argmin_i v_i`` of ``v = Qα`` along
-# ``e_{i*} − e_{j*}``, by the exact line search clipped to ``[0, α_{j*}]``.  A step reads
+# ``j*`` to the FW vertex ``i* = argmin_i v_i`` of ``v = Qα`` along ``e_{i*} − e_{j*}``, by
+# the exact line search clipped to ``[0, α_{j*}]``; ``j*`` is the active entry whose step
+# lowers ``αᵀQα`` most (the second-order choice, :func:`_away_vertex`).  A step reads
 # two rows of ``K`` and touches two entries of ``α``.  The FW gap
 # ``g = 2(αᵀv − v_{i*})`` decides the stop: ``g + ρ ≤ tol·αᵀQα`` (the rule of
 # ``solve_l2svm``, relative to the dual value; ``ρ`` the rounding bound of math.md §2.5);
@@ -453,19 +454,36 @@ def _fresh(K, y, inv_c, alpha, v):
 
 
 @njit(cache=True)
-def _vertices(alpha, v):
-    """``(i*, j*)``: the FW vertex ``argmin_i v_i`` and the away vertex
-    ``argmax_{α_j>0} v_j`` (the first of ties).  The scan keeps both extremes in
-    registers (``v_fw``, ``v_aw``) instead of reading ``v`` at the indices found so far."""
-    i_fw, j_aw = 0, -1
-    v_fw, v_aw = v[0], 0.0
+def _fw_vertex(v):
+    """The FW vertex ``i* = argmin_i v_i`` (the first of ties)."""
+    i_fw, v_fw = 0, v[0]
     for k in range(v.shape[0]):
-        x = v[k]
-        if x < v_fw:
-            i_fw, v_fw = k, x
-        if alpha[k] > 0.0 and (j_aw < 0 or x > v_aw):
-            j_aw, v_aw = k, x
-    return i_fw, j_aw
+        if v[k] < v_fw:
+            i_fw, v_fw = k, v[k]
+    return i_fw
+
+
+@njit(cache=True)
+def _away_vertex(row_i, y, q_diag, alpha, v, i):
+    """The away vertex ``j*`` of the pairwise step towards ``i``: among ``α_j > 0`` with
+    ``v_j > v_i``, the one whose exact line search decreases ``αᵀQα`` most,
+    ``γ_j(2δ_j − γ_j c_j)`` with ``δ_j = v_j − v_i``, ``c_j = Q_ii + Q_jj − 2Q_ij`` and
+    ``γ_j = min(δ_j/c_j, α_j)`` (``α_j`` when ``c_j ≤ 0``): the second-order choice of
+    math.md §2.3.  ``i`` itself when no entry qualifies (the FW gap is then ≤ 0).
+    ``row_i`` is row ``i`` of ``K``; ``q_diag`` holds ``Q_jj``."""
+    v_i, y_i, q_ii = v[i], y[i], q_diag[i]
+    best, j_aw = 0.0, i
+    for k in range(v.shape[0]):
+        a = alpha[k]
+        if a > 0.0:
+            delta = v[k] - v_i
+            if delta > 0.0:
+                curv = q_ii + q_diag[k] - 2.0 * y_i * y[k] * (row_i[k] + 1.0)
+                step = a if curv <= 0.0 else min(delta / curv, a)
+                gain = step * (2.0 * delta - step * curv)
+                if gain > best:
+                    best, j_aw = gain, k
+    return j_aw
 
 
 @njit(cache=True)
@@ -526,18 +544,22 @@ def _solve_one(K, y, inv_c, alpha, v, tol, max_iter):
     it = 0
     status, index = STATUS_MAX_ITER, -1
     gap = math.inf
+    q_diag = np.empty(n)
+    for k in range(n):
+        q_diag[k] = K[k, k] + 1.0 + inv_c[k]
     while True:
-        i_fw, j_aw = _vertices(alpha, v)
+        i_fw = _fw_vertex(v)
         gap, met = _gap_met(v, ava, i_fw, n + it, tol)
         if met:
             ava = _fresh(K, y, inv_c, alpha, v)  # the certificate of the returned α
-            i_fw, j_aw = _vertices(alpha, v)
+            i_fw = _fw_vertex(v)
             gap, met = _gap_met(v, ava, i_fw, n + it, tol)
             if met:
                 status = STATUS_CONVERGED
                 break
         if it >= max_iter:
             break
+        j_aw = _away_vertex(K[i_fw], y, q_diag, alpha, v, i_fw)
         if j_aw == i_fw:  # no pair to move mass between: rounding
             status = STATUS_STALLED
             break

@@ -13,11 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._validation import check_positive
-from ...fw import run
 from ...operators.base import KernelOperator, as_index, check_block
 from . import _numba
 from .certificate import raise_not_psd
-from .coordinate import CoordinateIterate
+from .coordinate import CoordinateIterate, operator_features
 from .solve import SOLVERS, check_max_iter, check_tol, default_max_iter, solve_simplex_qp
 from .start import check_alpha0
 
@@ -184,12 +183,7 @@ def choose_l2svm_solver(op):
 
 def _solve_coordinate(op, y, C, sample_weight, **options):
     """:func:`solve_l2svm` with ``solver="dcd"``: vertex-coordinate passes (math.md §2.13)."""
-    X = op.features()
-    if X is None:
-        raise ValueError(
-            "solver='dcd' needs explicit features (the linear kernel on X, or low-rank "
-            f"features); got a {type(op).__name__} without them: use solver='mfw'"
-        )
+    X = operator_features(op)
     return _run_coordinate(X, None, y, C, sample_weight=sample_weight, **options)
 
 
@@ -220,17 +214,8 @@ def _run_coordinate(
     w = check_example_weights(sample_weight, n)
     iterate = CoordinateIterate(X, y, C, alpha0, rng, start, blocks, w)
     check_every = DCD_CHECK_EVERY if check_every is None else check_every
-    iterate.configure_runs(tol, check_every, int(max_iter))
-    return run(
-        iterate,
-        tol=tol,
-        max_iter=int(max_iter),
-        check_every=1,
-        max_time=max_time,
-        callback=callback,
-        remedy="increase max_iter or tol",
-        name="DCD (L2-SVM vertex-coordinate passes)",
-    )
+    name = "DCD (L2-SVM vertex-coordinate passes)"
+    return iterate.drive(tol, max_iter, check_every, name, max_time, callback)
 
 
 def solve_l2svm(

@@ -12,7 +12,9 @@ the simplex of ``2n + 1`` vertices, the slack being the origin (a zero column):
 ``q = 2p/B``.  This module holds ``Q`` as an operator (:class:`L2SVRKernel`: nothing
 ``2n × 2n`` is formed; its column source lets the compiled core evaluate columns),
 the iterate whose certificate is the regression's own duality gap
-(:class:`L2SVRIterate`), :func:`solve_l2svr` and the recovery :func:`l2svr_recover`.
+(:class:`L2SVRIterate`), the vertex-coordinate passes on explicit features with the same
+certificate (:class:`L2SVRCoordinateIterate`, math.md §2.13), :func:`solve_l2svr` and the
+recovery :func:`l2svr_recover`.
 """
 
 import math
@@ -26,23 +28,26 @@ from ...fw.result import rounding_bound
 from ...operators.base import KernelOperator, as_index, check_block
 from ...operators.gram import Gram
 from .certificate import simplex_certificate
+from .coordinate import VertexCoordinateIterate, operator_features
 from .dense import solve_dense_simplex_qp
 from .iterate import SimplexQPIterate
-from .l2svm import check_example_weights
+from .l2svm import DCD_CHECK_EVERY, DCD_MAX_PASSES, check_example_weights, choose_l2svm_solver
 from .solve import check_max_iter, check_tol, default_max_iter, drive
 from .start import check_alpha0
 
 __all__ = [
     "L2SVRKernel",
     "L2SVRIterate",
+    "L2SVRCoordinateIterate",
     "L2SVR_SOLVERS",
     "mass_bound",
     "solve_l2svr",
     "l2svr_recover",
 ]
 
-#: the regression's algorithms: Frank-Wolfe with away steps, plain Frank-Wolfe
-L2SVR_SOLVERS = ("mfw", "lsfw")
+#: the regression's algorithms: Frank-Wolfe with away steps, plain Frank-Wolfe, the
+#: vertex-coordinate passes on explicit features and ``"auto"`` (one of the first and third)
+L2SVR_SOLVERS = ("auto", "mfw", "lsfw", "dcd")
 
 
 def _check_penalty(C, epsilon):
@@ -155,14 +160,47 @@ def mass_bound(y, C, epsilon, sample_weight):
     return bound if bound > 0 else 1.0
 
 
+def regression_certificate(p, B, inv_c, alpha, v, f, n_terms, extra):
+    """The certificate of the regression at the simplex QP's ``α`` (math.md §2.15).
+
+    With ``γ = Bα`` and the residuals ``r_k = p_k − σ_k f(x_k)`` (from ``v = Qα``), the
+    primal at the model of ``γ`` minus the dual ``D = (B²/2) f`` is the sum of the
+    nonnegative terms ``C s_k r_k₊² + γ_k²/(4C s_k) − γ_k r_k``: O(n).
+
+    Parameters
+    ----------
+    p : ndarray of shape (2n,)
+        The linear term ``p_k = σ_k y_k − ε``.
+    B : float
+        The mass bound.
+    inv_c : ndarray of shape (2n + 1,)
+        The diagonal terms ``1/(2C s_k)`` of ``Q`` (0 for the slack, last).
+    alpha, v : ndarray of shape (2n + 1,)
+        ``α`` and ``Qα`` (the slack last).
+    f : float
+        ``f(α) = qᵀα − αᵀQα``.
+    n_terms : int
+        The terms summed into ``v`` (the rounding bound).
+    extra : dict
+        The certificate's extra columns.
+    """
+    gamma = B * alpha[:-1]
+    penalty = 1.0 / inv_c[:-1]
+    r = p - B * v[:-1] + gamma / penalty
+    pos = np.maximum(r, 0.0)
+    terms = 0.5 * (penalty * pos * pos + gamma * gamma / penalty) - gamma * r
+    dual = 0.5 * B**2 * f
+    gap = float(np.maximum(terms, 0.0).sum())
+    magnitude = float(np.abs(terms).sum() + 2.0 * np.abs(gamma * r).sum()) + abs(dual)
+    return simplex_certificate(dual, gap, extra, rounding_bound(n_terms, magnitude))
+
+
 class L2SVRIterate(SimplexQPIterate):
     """FW / MFW on the regression's simplex QP, certified by the regression's duality gap.
 
     The steps are those of :class:`~kernfw.solvers.simplex_qp.SimplexQPIterate` on
     ``Q = L2SVRKernel`` and ``q = 2p/B``; the certificate is that of the regression
-    (math.md §2.15): with ``γ = Bα`` and the residuals ``r_k = p_k − σ_k f(x_k)``, the
-    primal at the model of ``γ`` minus the dual is the sum of the nonnegative terms
-    ``C s_k r_k₊² + γ_k²/(4C s_k) − γ_k r_k``, computed in O(n) from ``v = Qα``.
+    (:func:`regression_certificate`, math.md §2.15), computed in O(n) from ``v = Qα``.
 
     Parameters
     ----------
@@ -183,24 +221,60 @@ class L2SVRIterate(SimplexQPIterate):
         self.p, self.B = p, float(B)
         super().__init__(Q, np.r_[2.0 * p / self.B, 0.0], solver, alpha0, rng)
         self.gap_scale = "dual"
-        self._penalty = 1.0 / self.Q.inv_c[:-1]  # 2C s_k
-
-    def _gap_terms(self):
-        """``(γ, r, terms)``: the multipliers, residuals and gap terms of math.md §2.15."""
-        gamma = self.B * self.alpha[:-1]
-        r = self.p - self.B * self.v[:-1] + gamma / self._penalty
-        pos = np.maximum(r, 0.0)
-        terms = 0.5 * (self._penalty * pos * pos + gamma * gamma / self._penalty) - gamma * r
-        return gamma, r, terms
 
     def certificate(self):
-        gamma, r, terms = self._gap_terms()
-        dual = 0.5 * self.B**2 * self.objective()
-        gap = float(np.maximum(terms, 0.0).sum())
-        magnitude = float(np.abs(terms).sum() + 2.0 * np.abs(gamma * r).sum()) + abs(dual)
-        rounding = rounding_bound(self.n + self.steps, magnitude)
         extra = {"coreset": self.active.size, "away_steps": self.n_away, "drop_steps": self.n_drop}
-        return simplex_certificate(dual, gap, extra, rounding)
+        return regression_certificate(
+            self.p,
+            self.B,
+            self.Q.inv_c,
+            self.alpha,
+            self.v,
+            self.objective(),
+            self.n + self.steps,
+            extra,
+        )
+
+
+class L2SVRCoordinateIterate(VertexCoordinateIterate):
+    """Vertex-coordinate passes on the regression's simplex QP over explicit features.
+
+    The ``2n + 1`` coordinates of ``Q = L2SVRKernel`` on features ``x_i`` (math.md §2.13,
+    §2.15): the signed copies ``z_k = σ_k (x_{k mod n}, 1)`` with the diagonal terms
+    ``1/(2C s_k)`` and the linear term ``q_k = 2p_k/B``, and the slack (``z = 0``,
+    ``q = 0``); certified by the regression's duality gap (:func:`regression_certificate`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d) or scipy.sparse.csr_matrix
+        The features.
+    Q : L2SVRKernel
+        The operator (its signs and diagonal terms).
+    p : ndarray of shape (2n,)
+        The linear term ``p_k = σ_k y_k − ε``.
+    B : float
+        The mass bound.
+    alpha0 : ndarray of shape (2n + 1,)
+        The start on the simplex.
+    rng : numpy.random.Generator
+        The order of the coordinates in each pass.
+    """
+
+    def __init__(self, X, Q, p, B, alpha0, rng):
+        self.p, self.B = p, float(B)
+        m = X.shape[0]
+        rows = np.r_[np.arange(m), np.arange(m), 0]
+        q = np.r_[2.0 * p / self.B, 0.0]
+        super().__init__(X, rows, Q.signs, Q.inv_c, q, alpha0, rng)
+
+    def certificate(self):
+        v = self._current_margins()
+        alpha = self.beta / self.state[0]["mass"]
+        f = float(alpha @ self.q) - float(alpha @ v)
+        n_terms = 2 * self.n + self.d
+        return regression_certificate(
+            self.p, self.B, self.inv_c, alpha, v, f, n_terms, self._extra()
+        )
 
 
 def l2svr_recover(alpha, B, n):
@@ -246,13 +320,24 @@ def _start(Q, q, alpha0):
     return alpha, n_iter
 
 
+def _run_passes(op, Q, p, B, start, tol, max_iter, random_state, check_every, budget):
+    """``solver="dcd"``: vertex-coordinate passes on the features of ``op`` (math.md §2.13)."""
+    X = operator_features(op)
+    max_passes = check_max_iter(max_iter, DCD_MAX_PASSES)
+    rng = np.random.default_rng(0 if random_state is None else random_state)
+    iterate = L2SVRCoordinateIterate(X, Q, p, B, start, rng)
+    check_every = DCD_CHECK_EVERY if check_every is None else check_every
+    name = "DCD (L2-SVR vertex-coordinate passes)"
+    return iterate.drive(tol, max_passes, check_every, name, **budget)
+
+
 def solve_l2svr(
     op,
     y,
     C,
     epsilon,
     sample_weight=None,
-    solver="mfw",
+    solver="auto",
     tol=1e-3,
     max_iter=None,
     alpha0=None,
@@ -261,7 +346,8 @@ def solve_l2svr(
     max_time=None,
     check_every=None,
 ):
-    """Train the L2-loss ε-insensitive SVR (math.md §2.15) by FW or MFW on the simplex.
+    """Train the L2-loss ε-insensitive SVR (math.md §2.15) by FW, MFW or vertex-coordinate
+    passes on the simplex.
 
     Parameters
     ----------
@@ -275,19 +361,27 @@ def solve_l2svr(
         Half-width ``ε`` of the tube.
     sample_weight : array-like of shape (n,) or None
         Positive weights ``s_i`` (None: ones).
-    solver : {"mfw", "lsfw"}
-        Frank-Wolfe with away steps, or plain Frank-Wolfe (math.md §2.3).
+    solver : {"auto", "mfw", "lsfw", "dcd"}
+        Frank-Wolfe with away steps, plain Frank-Wolfe (math.md §2.3), or passes of
+        vertex-coordinate steps on explicit features (``"dcd"``, math.md §2.13: ``op`` must
+        have ``features()``; ``max_iter`` then counts passes, None is 1000, and
+        ``check_every`` bounds the passes between certificates, None is 10).  ``"auto"``:
+        ``"dcd"`` when ``op`` has explicit features, else ``"mfw"``
+        (:func:`~kernfw.solvers.simplex_qp.choose_l2svm_solver`).
     tol : float > 0 or StoppingRule
         The regression's duality gap relative to its dual value: ``P − D ≤ tol·|D|``.
     max_iter : int or None
-        Iterations (one kernel column each; None: ``max(100000, 20·(2n + 1))``).  Up to
-        200 points ``n_iter`` also counts the iterations of the exact active-set start.
+        Iterations (one kernel column each; None: ``max(100000, 20·(2n + 1))``), or passes
+        of ``"dcd"``.  Up to 200 points ``n_iter`` also counts the iterations of the exact
+        active-set start.
     alpha0 : array-like of shape (2n + 1,) or None
         Warm start on the simplex of the same ``B``.  None: up to 200 points the exact
         optimum of the active-set method (math.md §2.15), which the first certificate
         certifies; beyond, the slack vertex (``γ = 0``).
     random_state, callback, max_time, check_every
-        As :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`.
+        As :func:`~kernfw.solvers.simplex_qp.solve_simplex_qp`; ``random_state`` also
+        orders the coordinates of ``"dcd"``'s passes (None: a fixed order,
+        ``numpy.random.default_rng(0)``).
 
     Returns
     -------
@@ -310,13 +404,21 @@ def solve_l2svr(
     B = mass_bound(y, C, epsilon, Q.sample_weight)
     p = np.r_[y, -y] - epsilon
     tol = check_tol(tol)
-    max_iter = check_max_iter(max_iter, default_max_iter(Q.n))
-    rng = None if random_state is None else np.random.default_rng(random_state)
+    if solver == "auto":
+        solver = choose_l2svm_solver(op)
     with one_blas_thread():
         start, exact_iterations = _start(Q, np.r_[2.0 * p / B, 0.0], alpha0)
-        iterate = L2SVRIterate(Q, p, B, solver, start, rng)
         budget = {"max_time": max_time, "callback": callback}
-        result = drive(iterate, tol, max_iter, check_every, solver, "L2-SVR simplex QP", **budget)
+        if solver == "dcd":
+            result = _run_passes(
+                op, Q, p, B, start, tol, max_iter, random_state, check_every, budget
+            )
+        else:
+            max_iter = check_max_iter(max_iter, default_max_iter(Q.n))
+            rng = None if random_state is None else np.random.default_rng(random_state)
+            iterate = L2SVRIterate(Q, p, B, solver, start, rng)
+            problem = "L2-SVR simplex QP"
+            result = drive(iterate, tol, max_iter, check_every, solver, problem, **budget)
     result.solution.update(l2svr_recover(result.solution["alpha"], B, n), B=B)
     result.n_iter += exact_iterations  # the active-set method's iterations count too
     return result
