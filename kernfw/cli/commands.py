@@ -12,6 +12,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -221,6 +222,10 @@ def run_fit(args):
     return 0
 
 
+#: the splits of the data a fit reports on
+SPLITS = ("train", "test")
+
+
 def _baseline_lines(kind, data, kernfw_time):
     """Fit scikit-learn's counterpart at its defaults on the same split."""
     from sklearn.svm import SVC, SVR, OneClassSVM
@@ -229,21 +234,13 @@ def _baseline_lines(kind, data, kernfw_time):
     start = time.perf_counter()
     _fit_estimator(baseline, kind, data["X_train"], data["y_train"])
     wall = time.perf_counter() - start
-    if kind == "regressor":
-        score = (
-            f"R² train {baseline.score(data['X_train'], data['y_train']):.4f}  "
-            f"test {baseline.score(data['X_test'], data['y_test']):.4f}"
-        )
-    elif kind == "outlier":
-        score = (
-            f"inside train {inside_fraction(baseline, data['X_train']):.4f}  "
-            f"test {inside_fraction(baseline, data['X_test']):.4f}"
-        )
+    if kind == "outlier":
+        name, scores = "inside", [inside_fraction(baseline, data[f"X_{s}"]) for s in SPLITS]
     else:
-        score = (
-            f"accuracy train {accuracy(baseline, data['X_train'], data['y_train']):.4f}  "
-            f"test {accuracy(baseline, data['X_test'], data['y_test']):.4f}"
-        )
+        score_of = baseline.score if kind == "regressor" else partial(accuracy, baseline)
+        name = "R²" if kind == "regressor" else "accuracy"
+        scores = [score_of(data[f"X_{s}"], data[f"y_{s}"]) for s in SPLITS]
+    score = f"{name} train {scores[0]:.4f}  test {scores[1]:.4f}"
     return [
         ("baseline", f"{type(baseline).__name__}() at its defaults: {score}"),
         (

@@ -56,8 +56,9 @@ def _batches(paths, n, extra=False, at_most=None):
     return [paths[k : k + per_path] for k in range(0, len(paths), per_path)]
 
 
-def _tasks(estimator, candidates, paths, splits, path, shells, fit_params):
-    """The (path, fold) tasks of one batch, the most expensive paths first."""
+def _tasks(estimator, candidates, paths, splits, path, shells, fit_params, position=None):
+    """The (path, fold) tasks of one batch, the most expensive paths first (``position``:
+    the shared kernels' index of each data row, None for the data's order)."""
     tasks = []
     for (shared, members), (template, shell, grams) in zip(paths, shells):
         steps = [(i, {path: candidates[i][path]} if path else {}) for i in members]
@@ -73,16 +74,19 @@ def _tasks(estimator, candidates, paths, splits, path, shells, fit_params):
                 "test": test,
                 "splitter": splitter,
                 "l2svc": l2svc,
+                "position": position,
             }
             tasks.append((task, shell, grams))
     return tasks
 
 
-def _rbf_family(estimator, paths, path, X, fit_params):
-    """The squared distances of ``X`` when every path is an L2SVC path of the RBF kernel
-    on dense finite features (the search's kernels then come from them, one
-    ``exp(−γ D)`` per path) and ``D`` with one kernel fits :data:`SHARED_MAX_MB`, else
-    None."""
+def _rbf_family(estimator, paths, path, X, fit_params, y=None, splits=()):
+    """``(D, position)``: the squared distances of ``X`` when every path is an L2SVC path
+    of the RBF kernel on dense finite features (the search's kernels then come from them,
+    one ``exp(−γ D)`` per path) and ``D`` with one kernel fits :data:`SHARED_MAX_MB`, else
+    None.  ``D`` is that of the rows in the order :func:`class_major_order` gives for the
+    targets ``y`` and the ``splits`` (None: the data's order), ``position`` the index of
+    each data row in it (None: the data's order)."""
     if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "fiu" and X.size):
         return None
     if 2 * X.shape[0] ** 2 * 8 / 2**20 > SHARED_MAX_MB:
@@ -94,7 +98,27 @@ def _rbf_family(estimator, paths, path, X, fit_params):
     X = np.asarray(X, dtype=np.float64)
     if not np.all(np.isfinite(X)):
         return None  # the estimator's error, raised by the generic route
-    return SquaredDistances(X)
+    if y is None:
+        return SquaredDistances(X), None
+    order = class_major_order(y, splits)
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    return SquaredDistances(X[order]), position
+
+
+def class_major_order(y, splits):
+    """The rows ordered by class, then by the test sets they belong to (the first split's
+    last), then as given: a fold's training rows of one class are then few runs of
+    consecutive rows (two, when the test sets partition the data), and a one-vs-one
+    problem's rows few runs of the shared kernel's rows, read in place
+    (:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram_paths`)."""
+    _, codes = np.unique(np.ravel(y), return_inverse=True)
+    keys = []
+    for _, test in reversed(splits):
+        member = np.zeros(codes.size, dtype=bool)
+        member[test] = True
+        keys.append(member)
+    return np.lexsort([np.arange(codes.size), *keys, codes])
 
 
 @contextlib.contextmanager
@@ -178,7 +202,8 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
     n_workers = max(1, effective_n_jobs(n_jobs))
     n_tasks = len(paths) * len(splits)
     parallel = n_workers > 1 and n_tasks > 1
-    distances = _rbf_family(estimator, paths, path, X, fit_params)
+    family = _rbf_family(estimator, paths, path, X, fit_params, y, splits)
+    distances, position = (None, None) if family is None else family
     threads = distances is not None  # compiled fits without the GIL, kernels in memory
     blas = max(1, cpu_count() // min(n_workers, n_tasks)) if parallel and not threads else None
     options = {**options, "warm": warm, "blas_threads": blas}
@@ -202,7 +227,9 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
                         _path_estimators(estimator, batch), memory or [None] * len(batch)
                     )
                 ]
-                tasks = _tasks(estimator, candidates, batch, splits, path, shells, fit_params)
+                tasks = _tasks(
+                    estimator, candidates, batch, splits, path, shells, fit_params, position
+                )
                 jobs = (
                     delayed(fit_path)(task, X, y, fit_params, scorer, options, shell, *grams)
                     for task, shell, grams in tasks

@@ -9,6 +9,7 @@ gives the entry of scikit-learn's ``_fit_and_score`` (scores, times, error) and 
 fit's certificate (gap, iterations, whether it converged).
 """
 
+import contextlib
 import math
 import time
 import traceback
@@ -106,7 +107,8 @@ def _l2svc_rows(task, operator, y, scorer, options):
     """The rows of an L2SVC path fitted through the solver's warm starts; after a
     failure the path's remaining candidates fail too."""
     y = np.ravel(y) if np.ndim(y) == 2 and np.shape(y)[1] == 1 else np.asarray(y)
-    fits = fit_l2svc_path(task["estimator"], operator, task["train"], y, task["steps"])
+    fits = fit_l2svc_path(task["estimator"], operator, task["train"], y, task["steps"],
+                          test=task["test"], position=task.get("position"))  # fmt: skip
     rows, done = [], set()
     try:
         for index, model, fit_time, cert in fits:
@@ -148,7 +150,7 @@ def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
         ``scorer(estimator, X, y)``: a score or a dict of scores.
     options : dict
         ``warm`` (refit with ``warm_start=True``), ``return_train_score``,
-        ``error_score`` ("raise" or a number) and ``blas_threads``.
+        ``error_score`` ("raise" or a number) and ``blas_threads`` (None: no limit set).
     shell : KernelOperator or None
         The shared operator without its matrices, which are ``grams``
         (memory-mapped for process workers; :mod:`kernfw.sweeps.shared`).
@@ -159,7 +161,9 @@ def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
         ``(candidate index, fold, entry, certificate)`` per step.
     """
     train, test = task["train"], task["test"]
-    with threadpool_limits(limits=options["blas_threads"], user_api="blas"):
+    blas = options["blas_threads"]  # threadpoolctl reads the process's libraries per call
+    limits = contextlib.nullcontext() if blas is None else threadpool_limits(blas, "blas")
+    with limits:
         X_train, y_train = _safe_split(task["splitter"], X, y, train)
         X_test, y_test = _safe_split(task["splitter"], X, y, test, train)
         data = (X_train, y_train, X_test, y_test)

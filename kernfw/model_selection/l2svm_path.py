@@ -34,9 +34,19 @@ from ..estimators._base import solver_seed
 from ..estimators._multiclass_decomposition import binary_problems, combine_decisions
 from ..estimators.l2svc import L2SVC, l2svm_fit_solver
 from ..operators.gram import take_block
-from ..solvers.simplex_qp import GramFit, PathStart, solve_l2svm_gram, solve_l2svm_screened
+from ..solvers.simplex_qp import (
+    GramFit,
+    PathStart,
+    index_runs,
+    solve_l2svm_gram_paths,
+    solve_l2svm_screened,
+)
 
 __all__ = ["applies", "RowModel", "follow_c", "fit_l2svc_path"]
+
+#: on a stored Gram, the problems' points are read from it in place when their runs of
+#: consecutive indices are this long on average, else from a copy of the fold's block
+LONG_RUN = 16
 
 
 #: the L2SVC parameters this path honours (the kernel's through the shared operator); a
@@ -90,6 +100,9 @@ class RowModel(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         rows = np.asarray(X, dtype=np.intp).ravel()
+        known = getattr(self, "known_", None)  # the scores computed with the whole path's
+        if known is not None and known[0].shape == rows.shape and np.array_equal(known[0], rows):
+            return known[1]
         K = (
             self.operator.block(rows, self.support)
             if self.support.size
@@ -122,17 +135,20 @@ class _FoldBlocks:
     """The shared operator's blocks ``K[rows, columns]`` for the models of one fold, each
     computed once: the models of a path (one per ``C``) score the same rows (test, and
     train with ``return_train_score``) against the same columns (the fold's training
-    rows)."""
+    rows).  ``rows`` are rows of the search's data, ``columns`` indices of the operator,
+    whose index of data row ``i`` is ``position[i]`` (None: ``i``)."""
 
-    def __init__(self, operator):
+    def __init__(self, operator, position=None):
         self.operator = operator
+        self.position = position
         self._blocks = []
 
     def block(self, rows, cols):
         for r, c, K in self._blocks:
             if c is cols and r.shape == rows.shape and np.array_equal(r, rows):
                 return K
-        K = self.operator.block(rows, cols)
+        at = rows if self.position is None else self.position[rows]
+        K = self.operator.block(at, cols)
         self._blocks.append((rows, cols, K))
         return K
 
@@ -209,24 +225,79 @@ def _stored_gram(operator):
     return K
 
 
-def _gram_solvers(K, train, problems, params):
-    """Per problem, in turn, its fits by :func:`solve_l2svm_gram` on its principal
-    submatrix of the stored Gram ``K`` (exactly symmetric as ``K`` is), started from
-    ``α``.  A generator: the submatrices are written one after the other into the same
-    memory (fresh memory for each would cost a page fault per 4 kB page)."""
-    size = max(p.index.size for p in problems)
-    block = np.empty(size * size)
-    for p in problems:
-        rows, m = train[p.index], p.index.size
-        K_p = take_block(K, rows, rows, out=block[: m * m].reshape(m, m))
+def _gram_layout(K, index, y_enc, n_classes, multi_class):
+    """The fold's training rows for :func:`_gram_paths`: ``(columns, classes, problems,
+    points, source)``.
 
-        def solve(C, alpha0, K_p=K_p, y=p.y):
-            fit = solve_l2svm_gram(
-                K_p, y, C, alpha0, tol=params["tol"], max_iter=params["max_iter"]
-            )
-            return fit, fit.alpha
+    ``columns`` are the rows' indices of ``K`` (``index``) ordered by class, then by
+    index, ``classes`` their class codes; ``problems`` the binary problems on that order;
+    ``points`` each problem's indices of ``source``: ``K`` itself when the problems' points lie in long runs of
+    consecutive indices (a Gram ordered by class), else the fold's block
+    ``K[columns][:, columns]``, copied once (the runs are then a class's rows)."""
+    order = np.lexsort((index, y_enc))
+    columns, y_sorted = index[order], y_enc[order]
+    problems = binary_problems(y_sorted, n_classes, multi_class)
+    points = [columns[p.index] for p in problems]
+    sizes = [p.index.size for p in problems]
+    runs, _ = index_runs(np.concatenate(points), np.r_[0, np.cumsum(sizes)])
+    if runs.shape[0] * LONG_RUN > sum(sizes):
+        block = take_block(K, columns, columns)
+        return columns, y_sorted, problems, [p.index for p in problems], block
+    return columns, y_sorted, problems, points, K
 
-        yield solve
+
+def _gram_paths(K, index, y_enc, n_classes, Cs, params):
+    """The fold's binary problems along ``Cs`` in one compiled call
+    (:func:`solve_l2svm_gram_paths`) on the stored Gram ``K`` (its rows ``index``):
+    ``(columns, classes, problems, fits, seconds)`` (:func:`_gram_layout`), ``fits`` a
+    :class:`GramPaths`."""
+    columns, classes, problems, points, source = _gram_layout(
+        K, index, y_enc, n_classes, params["multi_class"]
+    )
+    begin = time.perf_counter()
+    fits = solve_l2svm_gram_paths(
+        source, points, [p.y for p in problems], Cs, tol=params["tol"], max_iter=params["max_iter"]
+    )
+    return columns, classes, problems, fits, time.perf_counter() - begin
+
+
+def _coefficients(layout, fits):
+    """``dual_coef = α ⊙ y`` of every problem at every ``C`` of the path, shape
+    (c, P, columns): zero where a column is not a problem's point."""
+    columns, _, problems = layout
+    coef = np.zeros((fits.gap.shape[0], len(problems), columns.size))
+    for k, p in enumerate(problems):
+        coef[:, k, p.index] = fits.alpha[k] * p.y
+    return coef
+
+
+def _class_blocks(layout, n_classes):
+    """``(lo, hi, problems)`` per class: its columns ``lo:hi`` and the problems they
+    enter (:class:`RowModel`'s ``blocks``)."""
+    _, codes, problems = layout
+    bounds = np.searchsorted(codes, np.arange(n_classes + 1))
+    return [
+        (int(bounds[c]), int(bounds[c + 1]),
+         np.array([k for k, p in enumerate(problems) if len(p.classes) == 1 or c in p.classes]))
+        for c in range(n_classes)
+    ]  # fmt: skip
+
+
+def _path_scores(K, test_index, layout, coef, blocks, multi_class):
+    """The decisions ``h_p`` on the test rows of every problem at every ``C`` of the
+    path (``coef``: :func:`_coefficients`), combined into scores: shape (c, n_test) or
+    (c, n_test, n_classes).  One product per class block of the columns (``blocks``,
+    :func:`_class_blocks`: a class's columns enter only its problems)."""
+    columns, _, problems = layout
+    KT = take_block(K, test_index, columns)
+    decision = np.repeat(coef.sum(axis=2)[:, None, :], test_index.size, axis=1)  # the "+ 1"
+    for lo, hi, ks in blocks:
+        W = coef[:, ks, lo:hi].reshape(-1, hi - lo)  # (c·|ks|, hi − lo)
+        part = (KT[:, lo:hi] @ W.T).reshape(test_index.size, coef.shape[0], len(ks))
+        decision[:, :, ks] += part.transpose(1, 0, 2)
+    flat = decision.reshape(-1, len(problems))
+    scores = combine_decisions(flat, [p.classes for p in problems], len(blocks), multi_class)
+    return scores.reshape(coef.shape[0], test_index.size, *scores.shape[1:])
 
 
 def _operator_solvers(operator, train, problems, params):
@@ -251,7 +322,7 @@ def _operator_solvers(operator, train, problems, params):
     return [solver(op, p.y) for op, p in zip(ops, problems)]
 
 
-def fit_l2svc_path(estimator, operator, train, y, steps):
+def fit_l2svc_path(estimator, operator, train, y, steps, test=None, position=None):
     """Fit the binary problems of one fold along ``C``, each warm-started.
 
     Parameters
@@ -266,23 +337,31 @@ def fit_l2svc_path(estimator, operator, train, y, steps):
         All targets.
     steps : list of (int, dict)
         ``(candidate index, {"C": value})`` in path order (increasing ``C``).
+    test : ndarray of int or None
+        The fold's test rows: on a stored Gram, their decisions at every ``C`` are
+        computed with the path (the models answer them without a product).
+    position : ndarray of int or None
+        The operator's index of each data row (the search may order the rows of the
+        shared kernel by class: :func:`kernfw.model_selection.evaluate.evaluate_grid`);
+        None: the data's order.
 
     Yields
     ------
     (int, RowModel, float, dict)
         The candidate index, its fold model, its fit time and certificate.
     """
+    auto = estimator.get_params(deep=False)["solver"] == "auto"
+    K = _stored_gram(operator) if auto else None
+    if K is not None:
+        yield from _gram_path(estimator, operator, K, (train, test, position), y, steps)
+        return
     params = estimator.get_params(deep=False)
     check_classification_targets(y[train])
     classes, y_enc = np.unique(y[train], return_inverse=True)
     if classes.size < 2:
         raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
     problems = binary_problems(y_enc, classes.size, params["multi_class"])
-    K = _stored_gram(operator) if params["solver"] == "auto" else None
-    if K is not None:
-        solvers = _gram_solvers(K, train, problems, params)  # one problem at a time
-    else:
-        solvers = _operator_solvers(operator, train, problems, params)
+    solvers = _operator_solvers(operator, train, problems, params)
     paths = [follow_c(solve, [step["C"] for _, step in steps]) for solve in solvers]
     layout, blocks = _layout(train, y_enc, problems), _FoldBlocks(operator)
     for k, (index, _) in enumerate(steps):
@@ -290,3 +369,35 @@ def fit_l2svc_path(estimator, operator, train, y, steps):
         fit_time = sum(path[k][1] for path in paths)
         model = _model(blocks, layout, classes, problems, fits, params["multi_class"])
         yield index, model, fit_time, _certificate(fits)
+
+
+def _gram_path(estimator, operator, K, rows, y, steps):
+    """:func:`fit_l2svc_path` on the stored Gram ``K`` of ``operator``: every problem
+    and ``C`` in one compiled call (:func:`_gram_paths`), the test rows' scores of every
+    ``C`` in a few products (:func:`_path_scores`).  A fit's time is the call's, shared
+    among the ``C`` in proportion to their iterations."""
+    train, test, position = rows
+    params = estimator.get_params(deep=False)
+    check_classification_targets(y[train])
+    classes, y_enc = np.unique(y[train], return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
+    index = train if position is None else position[train]
+    Cs = [step["C"] for _, step in steps]
+    columns, codes, problems, fits, seconds = _gram_paths(K, index, y_enc, classes.size, Cs, params)
+    layout = (columns, codes, problems)
+    n_iter = fits.n_iter.sum(axis=1)
+    share = n_iter / n_iter.sum() if n_iter.sum() else np.full(len(Cs), 1.0 / len(Cs))
+    coef, scores = _coefficients(layout, fits), None
+    blocks, pairs = _class_blocks(layout, classes.size), [p.classes for p in problems]
+    if test is not None:
+        test_index = test if position is None else position[test]
+        scores = _path_scores(K, test_index, layout, coef, blocks, params["multi_class"])
+    rows = _FoldBlocks(operator, position)
+    for k, (index, _) in enumerate(steps):
+        model = RowModel(rows, classes, pairs, columns, coef[k], params["multi_class"], blocks)
+        if scores is not None:
+            model.known_ = (test, scores[k])
+        cert = {"duality_gap": float(fits.gap[k].sum()), "n_iter": float(n_iter[k]),
+                "converged": float(fits.converged[k].all())}  # fmt: skip
+        yield index, model, float(seconds * share[k]), cert

@@ -215,7 +215,6 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
     by compiled pairwise FW on their submatrices): each fit certified, each fold model
     deciding as the L2SVC fitted on the fold alone, within the certified gaps; the
     one-at-a-time solves of the operator route reach the same objectives."""
-    from kernfw.estimators._multiclass_decomposition import binary_problems
     from kernfw.kernels import make_operator
     from kernfw.model_selection import l2svm_path
     from kernfw.model_selection.fits import _l2svc_rows
@@ -242,28 +241,31 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
         alone = L2SVC(gamma=0.2, tol=1e-6, **step).fit(X[train], y[train])
         assert cert["converged"] == 1.0 and 0 <= cert["duality_gap"]
         np.testing.assert_allclose(decision, alone.decision_function(X[test]), atol=1e-3)
-    # the fold model's products by class blocks of its coefficients equal the full product
+    # the scores computed with the path, the products by class blocks of the coefficients
+    # and the full product agree
     for multi_class in ("ovo", "ovr"):
         est.set_params(multi_class=multi_class)
-        for _, model, _, _ in l2svm_path.fit_l2svc_path(est, family, train, y, steps):
+        for _, model, _, _ in l2svm_path.fit_l2svc_path(est, family, train, y, steps, test=test):
             assert len(model.blocks) == 3 and model.support.size == train.size
+            assert model.known_[1].shape == (test.size, 3)
             full = clone(model).set_params(blocks=None).decision_function(test[:, None])
             np.testing.assert_allclose(model.decision_function(test[:, None]), full, atol=1e-12)
+            blocked = clone(model).decision_function(test[:, None])
+            np.testing.assert_allclose(blocked, full, atol=1e-12)
             predicted = model.predict(test[:, None])
             assert model.score(test[:, None], y[test]) == accuracy_score(y[test], predicted)
     est.set_params(multi_class="ovo")
-    # per binary problem and C: ρ of the compiled fit and of solve_l2svm within their gaps
+    # per binary problem and C: ρ of the one compiled call and of solve_l2svm within their gaps
     _, y_enc = np.unique(y[train], return_inverse=True)
-    problems = binary_problems(y_enc, 3)
     params = est.get_params()
-    fast = l2svm_path._gram_solvers(family.K, train, problems, params)
-    slow = l2svm_path._operator_solvers(make_operator(X, "rbf", gamma=0.2), train, problems, params)
-    for solve_fast, solve_slow in zip(fast, slow):
-        for (a, _), (b, _) in zip(
-            l2svm_path.follow_c(solve_fast, Cs), l2svm_path.follow_c(solve_slow, Cs)
-        ):
-            assert a.converged and b.converged
-            assert abs(a.rho - b.rho) <= a.gap + b.gap + 1e-12
+    columns, _, problems, fits, _ = l2svm_path._gram_paths(family.K, train, y_enc, 3, Cs, params)
+    slow = l2svm_path._operator_solvers(
+        make_operator(X, "rbf", gamma=0.2), columns, problems, params
+    )
+    for p, solve_slow in enumerate(slow):
+        for k, (b, _) in enumerate(l2svm_path.follow_c(solve_slow, Cs)):
+            assert fits.converged[k, p] and b.converged
+            assert abs(fits.rho[k, p] - b.rho) <= fits.gap[k, p] + b.gap + 1e-12
 
 
 def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary, monkeypatch):

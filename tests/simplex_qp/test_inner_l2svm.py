@@ -77,27 +77,34 @@ def _q(K, y, C):
     return np.outer(y, y) * (K + 1.0) + np.eye(y.size) / C
 
 
-def test_pairwise_vertices_are_the_lp_solutions():
-    """The FW vertex maximizes ``⟨∇f, s⟩`` over the simplex, the away vertex minimizes it
-    over the face of the support: both LPs solved by cvxpy."""
+def test_pairwise_vertices_are_the_lp_solution_and_the_best_step():
+    """The FW vertex maximizes ``⟨∇f, s⟩`` over the simplex (the LP solved by cvxpy); the
+    away vertex is the active entry whose clipped exact step towards it lowers ``αᵀQα``
+    most (every candidate's step computed from ``Q``), read along runs of ``K``'s rows."""
     cp = pytest.importorskip("cvxpy")
     lib = pytest.importorskip("kernfw.solvers.simplex_qp._numba")
     K, svm = _problem(n=30, seed=4)
     rng = np.random.default_rng(4)
     y = svm.codes[0]
+    Q = _q(K, y, svm.C)
     alpha = rng.dirichlet(np.ones(30)) * (rng.uniform(size=30) < 0.5)
     alpha /= alpha.sum()
-    v = _q(K, y, svm.C) @ alpha
+    v = Q @ alpha
     grad = -2.0 * v
-    i, j = lib._vertices(alpha, v)
+    i = lib._fw_vertex(v)
     s = cp.Variable(30)
     best = cp.Problem(cp.Maximize(grad @ s), [s >= 0, cp.sum(s) == 1]).solve()
-    support = alpha > 0
-    worst = cp.Problem(
-        cp.Minimize(grad @ s), [s >= 0, cp.sum(s) == 1, s[np.flatnonzero(~support)] == 0]
-    ).solve()
     assert grad[i] == pytest.approx(best, rel=1e-7)
-    assert support[j] and grad[j] == pytest.approx(worst, rel=1e-7)
+    seg = np.array([[0, 12], [12, 30]])  # two runs: the same points
+    j = lib._away_vertex(K[i], seg, y, np.diag(Q).copy(), alpha, v, i)
+    decrease = np.zeros(30)
+    for k in np.flatnonzero((alpha > 0) & (v > v[i])):
+        d = np.zeros(30)
+        d[i], d[k] = 1.0, -1.0
+        curv = d @ Q @ d
+        step = min((v[k] - v[i]) / curv, alpha[k])
+        decrease[k] = alpha @ Q @ alpha - (alpha + step * d) @ Q @ (alpha + step * d)
+    assert decrease.max() > 0 and j == int(np.argmax(decrease))
 
 
 def test_pairwise_step_is_the_exact_line_search():
@@ -113,7 +120,8 @@ def test_pairwise_step_is_the_exact_line_search():
         Q = _q(K, y, svm.C)
         alpha = rng.dirichlet(np.ones(30))
         v = Q @ alpha
-        i, j = lib._vertices(alpha, v)
+        i = lib._fw_vertex(v)
+        j = lib._away_vertex(K[i], np.array([[0, 30]]), y, np.diag(Q).copy(), alpha, v, i)
         d = np.zeros(30)
         d[i], d[j] = 1.0, -1.0
         line = minimize_scalar(
@@ -123,8 +131,9 @@ def test_pairwise_step_is_the_exact_line_search():
             options={"xatol": 1e-12},
         )
         a, w = alpha.copy(), v.copy()
+        glob, seg = np.arange(30), np.array([[0, 30]])  # the points: one run of K's rows
         gamma, ava, not_psd = lib._pairwise_step(
-            K, y, np.full(y.size, 1.0 / svm.C), a, w, alpha @ v, i, j
+            K, glob, seg, y, np.full(y.size, 1.0 / svm.C), a, w, alpha @ v, i, j
         )
         assert not not_psd
         assert gamma == pytest.approx(line.x, abs=1e-8)

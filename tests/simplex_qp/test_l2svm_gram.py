@@ -5,7 +5,12 @@ import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
 from kernfw.operators import Gram
-from kernfw.solvers.simplex_qp import solve_l2svm, solve_l2svm_gram
+from kernfw.solvers.simplex_qp import (
+    index_runs,
+    solve_l2svm,
+    solve_l2svm_gram,
+    solve_l2svm_gram_paths,
+)
 
 
 def _problem(n=80, seed=0):
@@ -65,3 +70,67 @@ def test_budget_and_bad_input():
         solve_l2svm_gram(K.astype(np.float32), y, 1.0)
     with pytest.raises(ValueError, match="simplex"):
         solve_l2svm_gram(K, y, 1.0, alpha0=np.full(y.size, 0.5))
+
+
+def _two_class_problems(K, y):
+    """Two problems on runs of K's rows: rows 5–29 and 50–69 (two runs), and every row."""
+    first = np.r_[5:30, 50:70]
+    return [first, np.arange(y.size)], [y[first], y]
+
+
+@pytest.mark.cvxpy
+def test_paths_match_cvxpy_within_their_gaps():
+    """solve_l2svm_gram_paths: every fit of every problem along C brackets the optimum of
+    cvxpy on the problem's principal submatrix (read in place along its runs)."""
+    from kernfw.reference import l2svm_reference
+
+    K, y = _problem(80, seed=2)
+    points, labels = _two_class_problems(K, y)
+    Cs = [0.1, 1.0, 10.0]
+    paths = solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-10)
+    for p, (rows, y_p) in enumerate(zip(points, labels)):
+        for k, C in enumerate(Cs):
+            ref = l2svm_reference(K[np.ix_(rows, rows)], y_p, C)
+            rho, gap = paths.rho[k, p], paths.gap[k, p]
+            assert paths.converged[k, p] and 0 <= gap
+            assert -rho - gap - 1e-9 <= ref["objective"] <= -rho + 1e-9
+            alpha = paths.alpha[p][k]
+            assert alpha.min() >= 0 and alpha.sum() == pytest.approx(1.0)
+
+
+def test_paths_equal_the_warm_started_single_fits():
+    """Each problem's path is the sequence of solve_l2svm_gram fits on its submatrix, each
+    started from the previous one: the same optimum within the gaps and about the same
+    iterations (the path's start at the next C updates the exact ``v`` of the last fit
+    instead of recomputing it: the same numbers up to rounding)."""
+    K, y = _problem(90, seed=3)
+    points, labels = _two_class_problems(K, y)
+    Cs = np.logspace(-1, 2, 5)
+    for tol in (1e-6, 0.3):
+        paths = solve_l2svm_gram_paths(K, points, labels, Cs, tol=tol)
+        for p, (rows, y_p) in enumerate(zip(points, labels)):
+            K_p, alpha, steps = np.ascontiguousarray(K[np.ix_(rows, rows)]), None, 0
+            for k, C in enumerate(Cs):
+                fit = solve_l2svm_gram(K_p, y_p, C, alpha, tol=tol)
+                alpha, steps = fit.alpha, steps + fit.n_iter
+                assert paths.converged[k, p] and fit.converged
+                assert abs(paths.rho[k, p] - fit.rho) <= paths.gap[k, p] + fit.gap + 1e-15
+                assert paths.gap[k, p] <= tol * paths.rho[k, p]
+            assert abs(paths.n_iter[:, p].sum() - steps) <= 0.05 * steps + 2
+
+
+def test_index_runs_and_paths_bad_input():
+    runs, ends = index_runs(np.array([3, 4, 5, 9, 10, 2, 3, 4, 7]), [0, 5, 9])
+    np.testing.assert_array_equal(runs, [[3, 6], [9, 11], [2, 5], [7, 8]])
+    np.testing.assert_array_equal(ends, [0, 2, 4])
+    K, y = _problem(30)
+    with pytest.raises(ValueError, match="increasing"):
+        solve_l2svm_gram_paths(K, [np.arange(30)], [y], [1.0, 0.5])
+    with pytest.raises(ValueError, match="C must be"):
+        solve_l2svm_gram_paths(K, [np.arange(30)], [y], [0.0])
+    with pytest.raises(ValueError, match="index K"):
+        solve_l2svm_gram_paths(K, [np.arange(1, 31)], [y], [1.0])
+    with pytest.raises(ValueError, match="-1 and \\+1"):
+        solve_l2svm_gram_paths(K, [np.arange(30)], [np.where(y > 0, 1.0, 0.0)], [1.0])
+    fit = solve_l2svm_gram_paths(K, [np.arange(30)], [y], [100.0], tol=1e-12, max_iter=2)
+    assert not fit.converged[0, 0] and fit.n_iter[0, 0] == 2

@@ -238,6 +238,13 @@ def _libsvm_max_iter(n):
     return 100 * n + 10_000
 
 
+def _libsvm(cls, svm, **params):
+    """A libsvm model ``cls`` (SVC or NuSVC) on a precomputed kernel, with the tolerance
+    and iteration cap of the inner SVM ``svm``."""
+    limits = {"tol": svm._libsvm_tol(), "max_iter": _libsvm_max_iter(svm.n)}
+    return cls(kernel="precomputed", cache_size=1, **limits, **params)
+
+
 class LibsvmC(InnerSVM):
     """C-SVM by libsvm (``SVC(kernel="precomputed")``); all pairs at once by libsvm's one-vs-one.
 
@@ -263,13 +270,7 @@ class LibsvmC(InnerSVM):
         self.ovo = y_idx is not None
 
     def _svc(self):
-        return SVC(
-            C=self.C,
-            kernel="precomputed",
-            tol=self._libsvm_tol(),
-            cache_size=1,
-            max_iter=_libsvm_max_iter(self.n),
-        )
+        return _libsvm(SVC, self, C=self.C)
 
     def solve(self, op, warm=None, cutoff=None):
         K = op.dense()
@@ -346,14 +347,7 @@ class LibsvmNu(InnerSVM):
         K = op.dense()
         coef, intercept, gap = [], [], 0.0
         for y in self.codes:
-            model = NuSVC(
-                nu=self.nu,
-                kernel="precomputed",
-                tol=self._libsvm_tol(),
-                cache_size=1,
-                max_iter=_libsvm_max_iter(self.n),
-            )
-            _quiet_fit(model, K, y, self.sample_weight)
+            model = _quiet_fit(_libsvm(NuSVC, self, nu=self.nu), K, y, self.sample_weight)
             v = _libsvm_coef(model, self.n)
             scale = self.nu / np.abs(v).sum()
             v, b = scale * v, scale * float(model.intercept_[0])

@@ -40,13 +40,16 @@ from .iterate import SimplexQPIterate
 from .l2svm import (
     L2SVM_SOLVERS,
     GramFit,
+    GramPaths,
     L2SVMKernel,
     check_binary_labels,
     choose_l2svm_solver,
+    index_runs,
     l2svm_recover,
     solve_l2svm,
     solve_l2svm_blocks,
     solve_l2svm_gram,
+    solve_l2svm_gram_paths,
 )
 from .l2svr import (
     L2SVR_SOLVERS,
@@ -67,7 +70,10 @@ __all__ = [
     "solve_l2svm",
     "solve_l2svm_blocks",
     "solve_l2svm_gram",
+    "solve_l2svm_gram_paths",
     "GramFit",
+    "GramPaths",
+    "index_runs",
     "l2svm_recover",
     "solve_l2svm_screened",
     "screen_l2svm",

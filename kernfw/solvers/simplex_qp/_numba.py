@@ -24,7 +24,9 @@ from the same :func:`choose` and :func:`move` on its driver.
 
 :func:`solve_problems` runs pairwise FW steps (math.md §2.3) on many L2-SVMs that share
 one stored, exactly symmetric Gram (the inner solves of multiple kernel learning,
-:class:`kernfw.solvers.mkl.inner_svm.L2SVM`), all in one call.
+:class:`kernfw.solvers.mkl.inner_svm.L2SVM`), all in one call; :func:`solve_paths` runs
+them along a path of ``C`` on problems whose points are runs of the Gram's indices (the
+binary problems of a grid search's fold, math.md §7.1), also in one call.
 
 State shared with the caller
 ----------------------------
@@ -84,6 +86,7 @@ __all__ = [
     "SOURCE_GRAM",
     "SOURCE_RBF32",
     "solve_problems",
+    "solve_paths",
     "STATUS_CONVERGED",
     "STATUS_MAX_ITER",
     "STATUS_NOT_PSD",
@@ -432,8 +435,12 @@ _REFRESH = 1000
 
 
 @njit(cache=True)
-def _fresh(K, y, inv_c, alpha, v):
-    """``v = Qα`` from ``α`` (the rows of ``K`` on the support of ``α``); returns ``αᵀv``."""
+def _fresh(K, glob, seg, y, inv_c, alpha, v):
+    """``v = Qα`` from ``α`` (the rows of ``K`` on the support of ``α``); returns ``αᵀv``.
+
+    The problem's points are the runs ``seg[s, 0]:seg[s, 1]`` of ``K``'s indices, one
+    after the other (point ``k`` is ``K``'s index ``glob[k]``): each row is read along
+    the runs, contiguously."""
     n = y.shape[0]
     bias = 0.0
     for i in range(n):
@@ -443,9 +450,7 @@ def _fresh(K, y, inv_c, alpha, v):
         if a != 0.0:
             w = a * y[j]
             bias += w
-            row = K[j]
-            for i in range(n):
-                v[i] += w * row[i]
+            _add_row(v, w, K[glob[j]], seg)
     ava = 0.0
     for i in range(n):
         v[i] = y[i] * (v[i] + bias) + alpha[i] * inv_c[i]
@@ -453,36 +458,66 @@ def _fresh(K, y, inv_c, alpha, v):
     return ava
 
 
+@njit(cache=True, inline="always")
+def _add_row(v, w, row, seg):
+    """``v += w · row`` read along the runs ``seg`` of the problem's points."""
+    at = 0
+    for s in range(seg.shape[0]):
+        lo, hi = seg[s, 0], seg[s, 1]
+        shift = at - lo
+        for g in range(lo, hi):
+            v[g + shift] += w * row[g]
+        at += hi - lo
+
+
+@njit(cache=True, fastmath=True)
+def _minimum(v):
+    """``min_i v_i``: an exact reduction, vectorized (``fastmath``: ``v`` is finite, and a
+    minimum rounds nothing)."""
+    lo = math.inf
+    for k in range(v.shape[0]):
+        lo = min(lo, v[k])
+    return lo
+
+
 @njit(cache=True)
 def _fw_vertex(v):
-    """The FW vertex ``i* = argmin_i v_i`` (the first of ties)."""
-    i_fw, v_fw = 0, v[0]
+    """The FW vertex ``i* = argmin_i v_i`` (the first of ties): the minimum by a
+    vectorized reduction (:func:`_minimum`), then the first index holding it."""
+    lo = _minimum(v)
     for k in range(v.shape[0]):
-        if v[k] < v_fw:
-            i_fw, v_fw = k, v[k]
-    return i_fw
+        if v[k] == lo:
+            return k
+    return 0
 
 
 @njit(cache=True)
-def _away_vertex(row_i, y, q_diag, alpha, v, i):
+def _away_vertex(row_i, seg, y, q_diag, alpha, v, i):
     """The away vertex ``j*`` of the pairwise step towards ``i``: among ``α_j > 0`` with
     ``v_j > v_i``, the one whose exact line search decreases ``αᵀQα`` most,
     ``γ_j(2δ_j − γ_j c_j)`` with ``δ_j = v_j − v_i``, ``c_j = Q_ii + Q_jj − 2Q_ij`` and
     ``γ_j = min(δ_j/c_j, α_j)`` (``α_j`` when ``c_j ≤ 0``): the second-order choice of
     math.md §2.3.  ``i`` itself when no entry qualifies (the FW gap is then ≤ 0).
-    ``row_i`` is row ``i`` of ``K``; ``q_diag`` holds ``Q_jj``."""
+    ``row_i`` is row ``i`` of ``K``, read along the runs ``seg`` of the problem's points
+    (:func:`_fresh`); ``q_diag`` holds ``Q_jj``."""
     v_i, y_i, q_ii = v[i], y[i], q_diag[i]
     best, j_aw = 0.0, i
-    for k in range(v.shape[0]):
-        a = alpha[k]
-        if a > 0.0:
-            delta = v[k] - v_i
-            if delta > 0.0:
-                curv = q_ii + q_diag[k] - 2.0 * y_i * y[k] * (row_i[k] + 1.0)
-                step = a if curv <= 0.0 else min(delta / curv, a)
-                gain = step * (2.0 * delta - step * curv)
-                if gain > best:
-                    best, j_aw = gain, k
+    at = 0
+    for s in range(seg.shape[0]):
+        lo, hi = seg[s, 0], seg[s, 1]
+        shift = at - lo
+        for g in range(lo, hi):
+            k = g + shift
+            a = alpha[k]
+            if a > 0.0:
+                delta = v[k] - v_i
+                if delta > 0.0:
+                    curv = q_ii + q_diag[k] - 2.0 * y_i * y[k] * (row_i[g] + 1.0)
+                    step = a if curv <= 0.0 else min(delta / curv, a)
+                    gain = step * (2.0 * delta - step * curv)
+                    if gain > best:
+                        best, j_aw = gain, k
+        at += hi - lo
     return j_aw
 
 
@@ -495,7 +530,7 @@ def _gap_met(v, ava, i_fw, n_terms, tol):
 
 
 @njit(cache=True)
-def _pairwise_step(K, y, inv_c, alpha, v, ava, i, j):
+def _pairwise_step(K, glob, seg, y, inv_c, alpha, v, ava, i, j):
     """The pairwise step from the away vertex ``j`` to the FW vertex ``i``, in place.
 
     Direction ``d = e_i − e_j``: slope ``dᵀ∇f = 2(v_j − v_i)``, curvature
@@ -513,9 +548,10 @@ def _pairwise_step(K, y, inv_c, alpha, v, ava, i, j):
     not_psd : bool
         ``dᵀQd`` is negative beyond rounding: ``Q`` is not PSD (no step is taken).
     """
-    q_ii = K[i, i] + 1.0 + inv_c[i]
-    q_jj = K[j, j] + 1.0 + inv_c[j]
-    q_ij = y[i] * y[j] * (K[i, j] + 1.0)
+    gi, gj = glob[i], glob[j]
+    q_ii = K[gi, gi] + 1.0 + inv_c[i]
+    q_jj = K[gj, gj] + 1.0 + inv_c[j]
+    q_ij = y[i] * y[j] * (K[gi, gj] + 1.0)
     curv = q_ii + q_jj - 2.0 * q_ij
     scale = max(abs(q_ii), abs(q_jj), 2.0 * abs(q_ij), 1e-300)
     if curv < -NEGATIVE_CURVATURE * scale:
@@ -525,9 +561,15 @@ def _pairwise_step(K, y, inv_c, alpha, v, ava, i, j):
     if not gamma > 0.0 or not math.isfinite(gamma):
         return 0.0, ava, False
     ava = ava + 2.0 * gamma * (vi - vj) + gamma * gamma * curv
-    row_i, row_j, yi, yj = K[i], K[j], y[i], y[j]
-    for k in range(y.shape[0]):
-        v[k] += gamma * y[k] * (yi * (row_i[k] + 1.0) - yj * (row_j[k] + 1.0))
+    row_i, row_j, yi, yj = K[gi], K[gj], y[i], y[j]
+    at = 0
+    for s in range(seg.shape[0]):  # along the runs of the problem's points
+        lo, hi = seg[s, 0], seg[s, 1]
+        shift = at - lo
+        for g in range(lo, hi):
+            k = g + shift
+            v[k] += gamma * y[k] * (yi * (row_i[g] + 1.0) - yj * (row_j[g] + 1.0))
+        at += hi - lo
     v[i] += gamma * inv_c[i]
     v[j] -= gamma * inv_c[j]
     alpha[i] += gamma
@@ -536,43 +578,121 @@ def _pairwise_step(K, y, inv_c, alpha, v, ava, i, j):
 
 
 @njit(cache=True)
-def _solve_one(K, y, inv_c, alpha, v, tol, max_iter):
-    """Pairwise FW on one problem from ``α`` (on the simplex, updated in place) with
-    ``v = Qα``; returns ``(gap, αᵀQα, iterations, status, index)``."""
+def _anchor(alpha, v, work, moved):
+    """Keep ``α`` and its exact ``v = Qα`` (rows ``0`` and ``1`` of ``work``) as the anchor
+    of :func:`_exact_again`; no point has moved since (``moved[0]``: their count)."""
+    n = alpha.shape[0]
+    for k in range(n):
+        work[0, k] = alpha[k]
+        work[1, k] = v[k]
+    for t in range(moved[0]):
+        moved[2 + moved[1] + moved[2 + t]] = 0
+    moved[0] = 0
+
+
+@njit(cache=True)
+def _exact_again(K, glob, seg, y, inv_c, alpha, v, work, moved):
+    """``v = Qα`` recomputed exactly after steps, from the anchor ``(α₀, Qα₀)`` of
+    :func:`_anchor`: ``Qα = Qα₀ + Q(α − α₀)``, whose rows are those of the points moved
+    since (``moved``), usually far fewer than the support (:func:`_fresh` when not).
+    Returns ``αᵀv`` and re-anchors."""
     n = y.shape[0]
-    ava = _fresh(K, y, inv_c, alpha, v)
+    count = moved[0]
+    if 2 * count > n:
+        ava = _fresh(K, glob, seg, y, inv_c, alpha, v)
+        _anchor(alpha, v, work, moved)
+        return ava
+    u = work[2]
+    for k in range(n):
+        u[k] = 0.0
+    bias = 0.0
+    for t in range(count):
+        j = moved[2 + t]
+        d = alpha[j] - work[0, j]
+        if d != 0.0:
+            w = d * y[j]
+            bias += w
+            _add_row(u, w, K[glob[j]], seg)
+    ava = 0.0
+    for k in range(n):
+        v[k] = work[1, k] + y[k] * (u[k] + bias) + (alpha[k] - work[0, k]) * inv_c[k]
+        ava += alpha[k] * v[k]
+    _anchor(alpha, v, work, moved)
+    return ava
+
+
+@njit(cache=True, inline="always")
+def _mark(moved, k):
+    """Record that point ``k`` moved (once)."""
+    flags = 2 + moved[1]
+    if moved[flags + k] == 0:
+        moved[flags + k] = 1
+        moved[2 + moved[0]] = k
+        moved[0] += 1
+
+
+@njit(cache=True)
+def _solve_one(K, glob, seg, y, inv_c, alpha, v, tol, max_iter, given, work, moved):
+    """Pairwise FW on one problem (the points ``glob``, read along the runs ``seg`` of
+    ``K``'s indices: :func:`_fresh`) from ``α`` (on the simplex, updated in place) with
+    ``v = Qα``; returns ``(gap, αᵀQα, iterations, status, index)``.
+
+    ``given``: ``v`` already holds ``Qα`` as :func:`_fresh` computes it (up to one
+    rounding per entry), e.g. the exact ``v`` of the previous ``C`` with its diagonal
+    term updated; else it is computed here.  Before a certificate, ``v`` is recomputed
+    exactly from ``α`` when steps have been taken since it was (:func:`_exact_again`,
+    from the rows of the points moved since), so a start that meets the rule costs
+    O(n), and a converged problem returns an exact ``v``.  ``work`` (float64 (4, ≥ n))
+    and ``moved`` (int64, ≥ 2n + 2, zero) are scratch memory."""
+    n = y.shape[0]
+    moved[1] = n
+    if given:
+        ava = 0.0
+        for k in range(n):
+            ava += alpha[k] * v[k]
+    else:
+        ava = _fresh(K, glob, seg, y, inv_c, alpha, v)
+    _anchor(alpha, v, work, moved)
+    exact = True  # v is Qα from α (not maintained through steps)
     it = 0
     status, index = STATUS_MAX_ITER, -1
     gap = math.inf
-    q_diag = np.empty(n)
+    q_diag = work[3]
     for k in range(n):
-        q_diag[k] = K[k, k] + 1.0 + inv_c[k]
+        q_diag[k] = K[glob[k], glob[k]] + 1.0 + inv_c[k]
     while True:
         i_fw = _fw_vertex(v)
         gap, met = _gap_met(v, ava, i_fw, n + it, tol)
-        if met:
-            ava = _fresh(K, y, inv_c, alpha, v)  # the certificate of the returned α
+        if met and not exact:
+            ava = _exact_again(K, glob, seg, y, inv_c, alpha, v, work, moved)
+            exact = True
             i_fw = _fw_vertex(v)
             gap, met = _gap_met(v, ava, i_fw, n + it, tol)
-            if met:
-                status = STATUS_CONVERGED
-                break
+        if met:
+            status = STATUS_CONVERGED
+            break
         if it >= max_iter:
             break
-        j_aw = _away_vertex(K[i_fw], y, q_diag, alpha, v, i_fw)
+        j_aw = _away_vertex(K[glob[i_fw]], seg, y, q_diag, alpha, v, i_fw)
         if j_aw == i_fw:  # no pair to move mass between: rounding
             status = STATUS_STALLED
             break
-        gamma, ava, not_psd = _pairwise_step(K, y, inv_c, alpha, v, ava, i_fw, j_aw)
+        gamma, ava, not_psd = _pairwise_step(K, glob, seg, y, inv_c, alpha, v, ava, i_fw, j_aw)
         if not_psd:
             status, index = STATUS_NOT_PSD, i_fw
             break
         if gamma == 0.0:
             status = STATUS_STALLED
             break
+        _mark(moved, i_fw)
+        _mark(moved, j_aw)
         it += 1
+        exact = False
         if it % _REFRESH == 0:
-            ava = _fresh(K, y, inv_c, alpha, v)
+            ava = _fresh(K, glob, seg, y, inv_c, alpha, v)
+            _anchor(alpha, v, work, moved)
+            exact = True
+    _anchor(alpha, v, work, moved)  # leaves moved's flags zero
     return gap, ava, it, status, index
 
 
@@ -609,9 +729,81 @@ def solve_problems(K, Y, inv_c, A, tol, max_iter):
     n_iter = np.empty(r, dtype=np.int64)
     status = np.empty(r, dtype=np.int64)
     index = np.empty(r, dtype=np.int64)
-    v = np.empty(K.shape[0])
+    n = K.shape[0]
+    v = np.empty(n)
+    glob = np.arange(n)
+    seg = np.array([[0, n]], dtype=np.int64)
+    work, moved = np.empty((4, n)), np.zeros(2 * n + 2, dtype=np.int64)
     for p in range(r):
         gaps[p], quads[p], n_iter[p], status[p], index[p] = _solve_one(
-            K, Y[p], inv_c, A[p], v, tol, max_iter
+            K, glob, seg, Y[p], inv_c, A[p], v, tol, max_iter, False, work, moved
         )
     return gaps, quads, n_iter, status, index
+
+
+@njit(cache=True, nogil=True)
+def solve_paths(K, glob, Y, seg, ends, seg_ends, Cs, tol, budget):
+    """Solve every binary problem ``p`` along the increasing ``Cs``, each fit started from
+    the problem's solution at the previous ``C`` (math.md §7.1), the first from the
+    uniform ``α = 1/m`` (§2.6); all in one call, without the GIL.
+
+    Parameters
+    ----------
+    K : float64 array (N, N)
+        The kernel, symmetric bit for bit.
+    glob : int64 array (M,)
+        The problems' points one after the other, as indices of ``K``: problem ``p``'s
+        are ``glob[ends[p]:ends[p + 1]]``.
+    Y : float64 array (M,)
+        Their labels ``±1``.
+    seg : int64 array (S, 2)
+        The runs ``[lo, hi)`` of consecutive indices that make up each problem's points
+        (problem ``p``'s are ``seg[seg_ends[p]:seg_ends[p + 1]]``, in order): the rows of
+        ``K`` are read along them.
+    ends, seg_ends : int64 arrays (P + 1,)
+        The problems' bounds in ``glob`` and in ``seg``.
+    Cs : float64 array (c,)
+        The penalties, increasing.
+    tol : float
+        Relative tolerance of the stopping rule.
+    budget : int64 array (P,)
+        Iterations allowed per fit of each problem.
+
+    Returns
+    -------
+    A : float64 array (c, M)
+        The solutions: ``A[k, ends[p]:ends[p + 1]]`` is problem ``p``'s ``α`` at ``Cs[k]``.
+    gaps, quads : float64 arrays (c, P)
+        Each fit's FW gap and ``αᵀQα``.
+    n_iter, status, index : int64 arrays (c, P)
+        As :func:`solve_problems`, per fit.
+    """
+    n_c, r = Cs.shape[0], ends.shape[0] - 1
+    A = np.zeros((n_c, glob.shape[0]))
+    gaps, quads = np.empty((n_c, r)), np.empty((n_c, r))
+    n_iter = np.zeros((n_c, r), dtype=np.int64)
+    status = np.zeros((n_c, r), dtype=np.int64)
+    index = np.full((n_c, r), -1, dtype=np.int64)
+    width = 1
+    for p in range(r):
+        width = max(width, ends[p + 1] - ends[p])
+    v, inv_c = np.empty(width), np.empty(width)
+    work, moved = np.empty((4, width)), np.zeros(2 * width + 2, dtype=np.int64)
+    for p in range(r):
+        lo, hi = ends[p], ends[p + 1]
+        m = hi - lo
+        alpha = np.full(m, 1.0 / m)
+        points, y, runs = glob[lo:hi], Y[lo:hi], seg[seg_ends[p] : seg_ends[p + 1]]
+        given = False  # v = Qα known (the exact v of a converged fit)
+        for c in range(n_c):
+            if given:  # only the diagonal term 1/C of Q changed (math.md §7.1)
+                step = 1.0 / Cs[c] - 1.0 / Cs[c - 1]
+                for k in range(m):
+                    v[k] += alpha[k] * step
+            inv_c[:m] = 1.0 / Cs[c]
+            gaps[c, p], quads[c, p], n_iter[c, p], status[c, p], index[c, p] = _solve_one(
+                K, points, runs, y, inv_c[:m], alpha, v[:m], tol, budget[p], given, work, moved
+            )
+            given = status[c, p] == STATUS_CONVERGED
+            A[c, lo:hi] = alpha
+    return A, gaps, quads, n_iter, status, index

@@ -29,7 +29,10 @@ __all__ = [
     "solve_l2svm",
     "solve_l2svm_blocks",
     "solve_l2svm_gram",
+    "solve_l2svm_gram_paths",
     "GramFit",
+    "GramPaths",
+    "index_runs",
     "l2svm_recover",
 ]
 
@@ -432,3 +435,99 @@ def solve_l2svm_gram(K, y, C, alpha0=None, tol=1e-6, max_iter=None):
         raise_not_psd(float("nan"), int(index[0]))
     converged = bool(status[0] == _numba.STATUS_CONVERGED)
     return GramFit(alpha[0], max(float(gaps[0]), 0.0), float(quads[0]), int(n_iter[0]), converged)
+
+
+class GramPaths(NamedTuple):
+    """The solutions of :func:`solve_l2svm_gram_paths`, fit ``(k, p)`` being problem ``p``
+    at ``Cs[k]``: ``alpha`` (one array of shape (c, m_p) per problem), and arrays of shape
+    (c, P): the FW ``gap`` (the certified primal–dual gap), ``rho = αᵀK̃α``, the
+    iterations ``n_iter`` and whether the stopping rule was met (``converged``)."""
+
+    alpha: list
+    gap: np.ndarray
+    rho: np.ndarray
+    n_iter: np.ndarray
+    converged: np.ndarray
+
+
+def index_runs(points, ends=None):
+    """The runs of consecutive values of ``points`` as rows ``[lo, hi)`` of an int64
+    array (concatenated, they are ``points``), and the bounds of each part's runs:
+    ``ends`` (int, increasing from 0 to ``points.size``) cuts ``points`` into parts whose
+    runs are kept apart (None: one part).
+
+    Returns
+    -------
+    runs : int64 array (S, 2)
+    run_ends : int64 array (len(ends),)
+        Part ``p``'s runs are ``runs[run_ends[p]:run_ends[p + 1]]``.
+    """
+    points = np.asarray(points, dtype=np.int64)
+    ends = np.array([0, points.size] if ends is None else ends, dtype=np.int64)
+    cut = np.zeros(points.size + 1, dtype=bool)  # a run starts at k (and ends before it)
+    cut[ends] = True
+    cut[1:-1] |= np.diff(points) != 1
+    starts = np.flatnonzero(cut)  # run starts and the end of points
+    lo, hi = starts[:-1], starts[1:]
+    runs = np.stack([points[lo], points[hi - 1] + 1], axis=1) if lo.size else np.empty((0, 2))
+    return runs.astype(np.int64), np.searchsorted(starts, ends).astype(np.int64)
+
+
+def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None):
+    """Binary L2-SVMs (math.md §2.1) on principal submatrices of one stored Gram, each along
+    a path of ``C``, in one compiled call.
+
+    Problem ``p`` is the L2-SVM on the points ``points[p]`` (indices of ``K``) with labels
+    ``labels[p]``; it is solved at each ``C`` of the increasing ``Cs``, each fit from the
+    solution at the previous ``C`` (math.md §7.1) and the first from the uniform
+    ``α = 1/m`` (§2.6), by the pairwise FW steps of :func:`solve_l2svm_gram`
+    (:func:`kernfw.solvers.simplex_qp._numba.solve_paths`).  No submatrix is copied: the
+    rows of ``K`` are read along the runs of consecutive indices of ``points[p]``
+    (:func:`index_runs`), so points in long runs (a class's rows, in a Gram ordered by
+    class) are read as contiguous memory.
+
+    Parameters
+    ----------
+    K : ndarray of shape (N, N), float64, C-contiguous
+        The kernel, symmetric bit for bit.
+    points : sequence of ndarray of int
+        Each problem's points (distinct indices of ``K``).
+    labels : sequence of ndarray of float
+        Their labels in {−1, +1}.
+    Cs : sequence of float
+        Increasing penalties ``C > 0``.
+    tol : float > 0
+        The rule of :func:`solve_l2svm`: ``gap + rounding ≤ tol·ρ``.
+    max_iter : int or None
+        Pairwise steps allowed per fit (None: :func:`solve_l2svm`'s default budget of
+        each problem's size).
+
+    Returns
+    -------
+    GramPaths
+    """
+    N = K.shape[0]
+    if K.shape != (N, N) or K.dtype != np.float64 or not K.flags.c_contiguous:
+        raise ValueError(f"K must be a C-contiguous float64 (n, n) array, got {K.dtype} {K.shape}")
+    Cs = np.array([check_positive("C", C) for C in Cs], dtype=np.float64)
+    if np.any(np.diff(Cs) < 0):
+        raise ValueError("Cs must be increasing")
+    tol = check_positive("tol", tol)
+    sizes = np.array([np.size(p) for p in points], dtype=np.int64)
+    glob = np.concatenate(points).astype(np.int64, copy=False)
+    if np.any(sizes == 0) or glob.min() < 0 or glob.max() >= N:
+        raise ValueError(f"each problem needs points that index K (0 … {N - 1})")
+    Y = np.concatenate(labels).astype(np.float64, copy=False)
+    if Y.shape != glob.shape or not np.all(np.abs(Y) == 1.0):
+        raise ValueError("binary labels must be -1 and +1, one per point")
+    ends = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    runs, run_ends = index_runs(glob, ends)
+    budget = np.array([check_max_iter(max_iter, default_max_iter(m)) for m in sizes])
+    A, gaps, quads, n_iter, status, index = _numba.solve_paths(
+        K, glob, Y, runs, ends, run_ends, Cs, tol, budget.astype(np.int64)
+    )
+    if np.any(status == _numba.STATUS_NOT_PSD):
+        raise_not_psd(float("nan"), int(index[status == _numba.STATUS_NOT_PSD][0]))
+    alpha = [A[:, lo:hi] for lo, hi in zip(ends[:-1], ends[1:])]
+    converged = status == _numba.STATUS_CONVERGED
+    return GramPaths(alpha, np.maximum(gaps, 0.0), quads, n_iter, converged)
