@@ -17,7 +17,8 @@ Rows:
   shipped with kernfw (16×8 binary images; 10,000 letters drawn, n = 7,500 training);
 - ``l2svc``: ``L2SVC`` on the binary ``make_classification(n_samples=10000,
   n_features=20, n_informative=10, n_redundant=5, flip_y=0.01)``;
-- ``l2svc_digits``: ``L2SVC`` (one-vs-one) on digits.
+- ``l2svc_digits``: ``L2SVC`` (one-vs-one) on digits;
+- ``l2svc_ten``: ``L2SVC`` (one-vs-one) on the 10-class problem of ``ten``.
 
 Usage::
 
@@ -82,6 +83,11 @@ ROWS = {
     "letters": ("MultiClassSVM / OCR letters, 10 classes, n=10000", letters, MultiClassSVM),
     "l2svc": ("L2SVC / make_classification n=10000, 2 classes", binary, L2SVC),
     "l2svc_digits": ("L2SVC (one-vs-one) / digits", digits, L2SVC),
+    "l2svc_ten": (
+        "L2SVC (one-vs-one) / make_classification n=13000, 10 classes",
+        ten_classes,
+        L2SVC,
+    ),
 }
 
 

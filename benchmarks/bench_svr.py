@@ -12,10 +12,19 @@ to be at most 0.5), the certificate of kernfw's fit, and the CPU seconds of the 
 and their ratio (steadier than wall-clock time on a shared machine); the load average of
 the machine first.
 
+With ``--features``: the solvers on explicit features instead, each row in a fresh process
+after a warm-up fit of 300 points (numba's start-up and loads excluded): ``L2SVR(kernel=
+"linear")`` and ``L2SVR(approx="nystroem", n_components=300)`` at ``solver="auto"`` (the
+vertex-coordinate passes, "dcd") and ``solver="mfw"`` (one kernel column of the features per
+iteration; the approximated rows only up to 20,000 points), and ``LinearSVR`` with the same
+loss (``loss="squared_epsilon_insensitive"``, ``epsilon=0.1``) as the peer: held-out R²,
+wall and CPU seconds, iterations (passes for "dcd") and the certified relative gap.
+
 Run from the repository root::
 
     python benchmarks/bench_svr.py                       # n = 5k, 20k, 50k and diabetes
     python benchmarks/bench_svr.py --sizes 5000 --repeats 3
+    python benchmarks/bench_svr.py --features --sizes 5000 20000 50000
 """
 
 import argparse
@@ -26,6 +35,8 @@ import subprocess
 import sys
 import time
 import warnings
+
+import numpy as np
 
 TEST_POINTS = 5000
 
@@ -90,9 +101,75 @@ def run_row(name):
     }
 
 
+#: the MFW rows stop at this size (one kernel column of the features per iteration, about
+#: one iteration per support vector: minutes beyond)
+MFW_MAX = 20000
+
+
+def feature_models(n):
+    """``(label, make)`` of the ``--features`` rows at ``n`` training points."""
+    from sklearn.svm import LinearSVR
+
+    from kernfw import L2SVR
+
+    approx = {"approx": "nystroem", "n_components": 300, "random_state": 0}
+    models = [
+        ("L2SVR linear auto", lambda: L2SVR(kernel="linear")),
+        ("L2SVR linear mfw", lambda: L2SVR(kernel="linear", solver="mfw")),
+        ("LinearSVR sq. loss", lambda: LinearSVR(loss="squared_epsilon_insensitive", epsilon=0.1)),
+        ("L2SVR nystroem auto", lambda: L2SVR(**approx)),
+        ("L2SVR nystroem mfw", lambda: L2SVR(solver="mfw", **approx)),
+    ]
+    return [(label, make) for label, make in models if n <= MFW_MAX or "mfw" not in label]
+
+
+def run_features_row(n):
+    """The ``--features`` rows at ``n`` points, in this (fresh) process, after warm-up fits."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    X, y, Xt, yt = friedman(n)
+    out = []
+    for label, make in feature_models(n):
+        make().fit(X[:300], y[:300])  # numba's start-up and the loads of its cached code
+        elapsed, r2, est, cpu = _fit(make, X, y, Xt, yt)
+        gap = getattr(est, "duality_gap_", None)
+        rel = None if gap is None else float(gap / abs(est.dual_objective_))
+        solver = getattr(est, "solver_", "liblinear")
+        out.append([label, solver, r2, elapsed, cpu, int(np.max(est.n_iter_)), rel])
+    return out
+
+
+def features():
+    """The ``--features`` table: one fresh process per size."""
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    header = (
+        f"{'n':>6} {'model':>20} {'solver':>9} | {'R²':>7} | {'wall':>7} {'CPU':>7} | "
+        f"{'iter':>6} {'gap/|D|':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for n in ARGS.sizes:
+        cmd = [sys.executable, __file__, "--features-row", str(n)]
+        rows = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        for label, solver, r2, wall, cpu, n_iter, rel in rows:
+            gap = "" if rel is None else f"{rel:.3f}"
+            print(
+                f"{n:>6} {label:>20} {solver:>9} | {r2:>7.4f} | {wall:>6.2f}s {cpu:>6.2f}s | "
+                f"{n_iter:>6} {gap:>8}",
+                flush=True,
+            )
+
+
 def main():
     if ARGS.row is not None:
         print(json.dumps(run_row(ARGS.row)))
+        return
+    if ARGS.features_row is not None:
+        print(json.dumps(run_features_row(ARGS.features_row)))
+        return
+    if ARGS.features:
+        features()
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     rows = [str(n) for n in ARGS.sizes] + ["diabetes"]
@@ -125,6 +202,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 20000, 50000])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--features", action="store_true", help="the solvers on features")
     parser.add_argument("--row", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--features-row", type=int, default=None, help=argparse.SUPPRESS)
     ARGS = parser.parse_args()
     main()

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import solve
-from scipy.special import expit, log_expit, log_softmax
+from scipy.special import expit, log_expit, log_softmax, logsumexp
 
 __all__ = [
     "Calibration",
@@ -31,6 +31,9 @@ __all__ = [
     "fit_platt",
     "fit_multinomial",
     "fit_calibration",
+    "fit_pairwise_coupling",
+    "pairwise_coupling",
+    "lift_to_top",
     "calibrated_log_proba",
     "log_loss_of",
 ]
@@ -47,17 +50,23 @@ class Calibration(NamedTuple):
 
     Attributes
     ----------
-    kind : {"platt", "scale_bias", "temperature"}
+    kind : {"platt", "scale_bias", "temperature", "pairwise"}
         The map.
-    scale : float
-        ``a`` (``a = 1/T`` for temperature scaling; Platt's ``A`` is ``−a``).
-    bias : ndarray of shape (m,) or float
-        ``b`` (a float for Platt: Platt's ``B`` is ``−b``; zeros for temperature).
+    scale : float or ndarray of shape (n_pairs,)
+        ``a`` (``a = 1/T`` for temperature scaling; Platt's ``A`` is ``−a``; one per pair
+        for ``"pairwise"``).
+    bias : ndarray of shape (m,) or (n_pairs,), or float
+        ``b`` (a float for Platt: Platt's ``B`` is ``−b``; zeros for temperature; one per
+        pair for ``"pairwise"``).
+    pairs : ndarray of shape (n_pairs, 2) or None
+        The classes ``(i, j)`` of each pairwise score (``"pairwise"`` only; positive:
+        class ``j``).
     """
 
     kind: str
-    scale: float
+    scale: object
     bias: object
+    pairs: object = None
 
 
 def _standardize(S):
@@ -84,18 +93,65 @@ def platt_targets(y):
     return np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
-def _platt_newton_terms(params, f, t):
-    """Mean cross-entropy of ``σ(a f + b)`` against the targets ``t``, its gradient and its
-    Hessian (``σ(1 − σ)``-weighted moments of ``(f, 1)``, with Platt's ``1e-12`` on the
+def _platt_terms(a, b, F, T, W):
+    """Per column ``q``: the weighted mean cross-entropy of ``σ(a_q F_q + b_q)`` against the
+    targets ``T_q`` (weights ``W_q``, 0 or 1, summing to 1), its gradient in ``(a, b)`` and
+    its Hessian (``σ(1 − σ)``-weighted moments of ``(f, 1)``, with Platt's ``1e-12`` on the
     diagonal: constant ``f`` leaves ``a`` undetermined)."""
-    z = params[0] * f + params[1]
-    loss = -np.mean(t * log_expit(z) + (1.0 - t) * log_expit(-z))
-    p = expit(z)
-    r = p - t  # dℓ/dz = σ(z) − t
-    w = p * (1.0 - p)
-    wf = w * f
-    hess = np.array([[np.mean(wf * f), np.mean(wf)], [np.mean(wf), np.mean(w)]])
-    return loss, np.array([np.mean(r * f), np.mean(r)]), hess + 1e-12 * np.eye(2)
+    Z = a * F + b
+    log_p = log_expit(Z)  # log σ(z); log σ(−z) = log σ(z) − z
+    loss = -np.sum(W * (log_p - (1.0 - T) * Z), axis=0)
+    P = np.exp(log_p)
+    R = W * (P - T)  # dℓ/dz = σ(z) − t
+    V = W * P * (1.0 - P)
+    VF = V * F
+    grad = np.array([np.sum(R * F, axis=0), np.sum(R, axis=0)])
+    hess = np.array([np.sum(VF * F, axis=0), np.sum(VF, axis=0), np.sum(V, axis=0)])
+    hess[[0, 2]] += 1e-12
+    return loss, grad, hess
+
+
+def _platt_direction(grad, hess, intercept):
+    """The Newton direction ``−H⁻¹g`` of every column (2 × 2, or in ``a`` alone)."""
+    h_aa, h_ab, h_bb = hess
+    if not intercept:
+        return np.array([-grad[0] / h_aa, np.zeros_like(h_aa)])
+    det = h_aa * h_bb - h_ab * h_ab
+    return np.array(
+        [-(h_bb * grad[0] - h_ab * grad[1]) / det, -(h_aa * grad[1] - h_ab * grad[0]) / det]
+    )
+
+
+def _fit_platt_columns(F, T, W, intercept, max_iter=100):
+    """Platt's fits of the columns of ``F`` (math.md §9.2), all at once: Newton steps with
+    backtracking (Armijo fraction ``1e-4``) per column, until ``‖g‖_∞ ≤`` :data:`GTOL` or no
+    step decreases its value; ``W`` (0/1 per point and column) selects each fit's points.
+    Returns ``(a, b)``, arrays of shape (n_columns,)."""
+    W = W / np.maximum(W.sum(axis=0), 1.0)
+    a = np.ones(F.shape[1])
+    b = np.zeros(F.shape[1])
+    if intercept:  # Platt's start: the log-odds of the mean target
+        mean = np.clip(np.sum(W * T, axis=0), 1e-12, 1.0 - 1e-12)
+        b = np.log(mean / (1.0 - mean))
+    value, grad, hess = _platt_terms(a, b, F, T, W)
+    active = np.ones(F.shape[1], dtype=bool)
+    for _ in range(max_iter):
+        active &= np.max(np.abs(grad), axis=0) > GTOL
+        if not active.any():
+            break
+        d = _platt_direction(grad, hess, intercept) * active
+        slope = np.sum(grad * d, axis=0)
+        step, pending = np.ones_like(a), active.copy()
+        while pending.any():
+            trial = _platt_terms(a + step * d[0], b + step * d[1], F, T, W)
+            pending &= trial[0] > value + 1e-4 * step * slope
+            step[pending] *= 0.5
+            stalled = pending & (step <= 1e-10)
+            active &= ~stalled
+            step[stalled], pending = 0.0, pending & ~stalled
+        a, b = a + step * d[0], b + step * d[1]
+        value, grad, hess = _platt_terms(a, b, F, T, W)
+    return a, b
 
 
 def _newton(terms, x0, args, max_iter=100):
@@ -145,18 +201,8 @@ def fit_platt(f, y, intercept=True):
     f = np.asarray(f, dtype=np.float64)
     c = _standardize(f)
     t = platt_targets(y)
-    if intercept:
-        prior = np.log(t.sum() / (t.size - t.sum()))
-        a, b = _newton(_platt_newton_terms, np.array([1.0, prior]), (c * f, t))
-    else:
-        (a,), b = _newton(_platt_slope_terms, np.array([1.0]), (c * f, t)), 0.0
+    (a,), (b,) = _fit_platt_columns(c * f[:, None], t[:, None], np.ones((f.size, 1)), intercept)
     return Calibration("platt", float(a * c), float(b))
-
-
-def _platt_slope_terms(params, f, t):
-    """:func:`_platt_newton_terms` at ``b = 0``, in ``a`` alone."""
-    loss, grad, hess = _platt_newton_terms(np.array([params[0], 0.0]), f, t)
-    return loss, grad[:1], hess[:1, :1]
 
 
 def _logits(params, S, with_bias):
@@ -249,15 +295,131 @@ def fit_calibration(S, y, kind="temperature"):
     return fit_multinomial(S, y, kind)
 
 
+#: the pairwise probabilities are kept in ``[MIN_PAIR_PROB, 1 − MIN_PAIR_PROB]`` (libsvm's)
+MIN_PAIR_PROB = 1e-7
+
+
+def fit_pairwise_coupling(H, y, pairs):
+    """Platt's map of each one-vs-one machine, for :func:`pairwise_coupling` (math.md §9.5).
+
+    Parameters
+    ----------
+    H : array-like of shape (n, n_pairs)
+        Held-out decision values of the pair machines (column ``q`` positive for class
+        ``pairs[q][1]``).
+    y : array-like of int, shape (n,)
+        Class indices.
+    pairs : sequence of (i, j)
+        The classes of each column.
+
+    Returns
+    -------
+    Calibration
+        ``kind="pairwise"``: ``r_ji = P(y = j | y ∈ {i, j}, h) = σ(scale_q h_q + bias_q)``,
+        fitted by :func:`fit_platt` on the points of classes ``i`` and ``j``.
+    """
+    H, y = np.asarray(H, dtype=np.float64), np.asarray(y, dtype=np.intp)
+    pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+    W = (y[:, None] == pairs[:, 0]) | (y[:, None] == pairs[:, 1])  # each pair's points
+    positive = y[:, None] == pairs[:, 1]
+    n_pos, n_neg = positive.sum(axis=0), (W & ~positive).sum(axis=0)
+    T = np.where(positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))  # Platt's
+    # each pair's points first in its column: the fits read max_q |pair q| rows, not n
+    order = np.argsort(~W, axis=0, kind="stable")[: max(int(W.sum(axis=0).max()), 1)]
+    F, T, W = (np.take_along_axis(M, order, axis=0) for M in (H, T, W))
+    scale = np.array([_standardize(F[W[:, q], q]) for q in range(len(pairs))])
+    a, b = _fit_platt_columns(scale * F, T, W.astype(np.float64), intercept=True)
+    both = (n_pos > 0) & (n_neg > 0)  # else r = 1/2
+    return Calibration("pairwise", np.where(both, a * scale, 0.0), np.where(both, b, 0.0), pairs)
+
+
+def pairwise_coupling(R):
+    """Class probabilities from pairwise ones (Wu, Lin & Weng 2004, method 2; math.md §9.5).
+
+    ``p`` minimizes ``Σ_i Σ_{j≠i} (r_ji p_i − r_ij p_j)²`` on ``Σ p = 1``: the linear
+    system ``[[Q, 1], [1ᵀ, 0]] [p; μ] = [0; 1]`` with ``Q_ii = Σ_{j≠i} r_ji²`` and
+    ``Q_ij = −r_ji r_ij``, solved for every row at once.
+
+    Parameters
+    ----------
+    R : ndarray of shape (n, m, m)
+        ``R[:, i, j] = r_ij = P(y = i | y ∈ {i, j})`` (``r_ij + r_ji = 1``; the diagonal is
+        not read).
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+        Rows on the simplex.
+    """
+    n, m, _ = R.shape
+    Rt = np.swapaxes(R, 1, 2)  # Rt[:, i, j] = r_ji
+    A = np.zeros((n, m + 1, m + 1))
+    Q = A[:, :m, :m]
+    Q[...] = -Rt * R
+    diag = np.arange(m)
+    Q[:, diag, diag] = np.einsum("nij,nij->ni", Rt, Rt) - Rt[:, diag, diag] ** 2
+    A[:, :m, m] = A[:, m, :m] = 1.0
+    b = np.zeros((n, m + 1, 1))
+    b[:, m] = 1.0
+    p = np.linalg.solve(A, b)[:, :m, 0]
+    np.maximum(p, 0.0, out=p)  # (nonnegative in exact arithmetic)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def lift_to_top(log_p, winners):
+    """Log-probabilities whose class ``winners[r]`` is the most probable of row ``r``.
+
+    Where another class ranks first (or ties first with a lower index), the winner's
+    probability is raised just above the row's largest and the row renormalized (math.md
+    §9.5): the coupled probabilities then agree with the vote that ``predict`` reads.
+
+    Parameters
+    ----------
+    log_p : ndarray of shape (n, m)
+        Log-probabilities (rows sum to 1 in probability).
+    winners : ndarray of int, shape (n,)
+        The class of each row that must come first.
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+    """
+    rows = np.arange(log_p.shape[0])
+    top = log_p.max(axis=1)
+    behind = np.argmax(log_p, axis=1) != winners  # (a tie goes to the first class)
+    if not behind.any():
+        return log_p
+    out = log_p.copy()
+    out[rows[behind], winners[behind]] = top[behind] + 1e-9
+    return out - logsumexp(out, axis=1, keepdims=True)
+
+
+def _pairwise_log_proba(calibration, H):
+    """``log p`` of :func:`pairwise_coupling` of the calibrated pair machines."""
+    H = np.atleast_2d(np.asarray(H, dtype=np.float64))
+    pairs = calibration.pairs
+    m = int(pairs.max()) + 1
+    r = expit(calibration.scale * H + calibration.bias)  # P(y = j | i or j)
+    np.clip(r, MIN_PAIR_PROB, 1.0 - MIN_PAIR_PROB, out=r)
+    R = np.full((H.shape[0], m, m), 0.5)
+    R[:, pairs[:, 1], pairs[:, 0]] = r
+    R[:, pairs[:, 0], pairs[:, 1]] = 1.0 - r
+    with np.errstate(divide="ignore"):
+        return np.log(pairwise_coupling(R))
+
+
 def calibrated_log_proba(calibration, S):
     """Log-probabilities ``log P(y = k | s)``, shape (n, m) (two columns for a binary model).
 
     Parameters
     ----------
     calibration : Calibration
-    S : array-like of shape (n,) or (n, m)
-        Scores of the kind the map was fitted on.
+    S : array-like of shape (n,), (n, m) or (n, n_pairs)
+        Scores of the kind the map was fitted on (the pair machines' decisions for
+        ``"pairwise"``).
     """
+    if calibration.kind == "pairwise":
+        return _pairwise_log_proba(calibration, S)
     Z = calibration.scale * np.asarray(S, dtype=np.float64) + calibration.bias
     if calibration.kind == "platt":
         return np.column_stack([log_expit(-Z), log_expit(Z)])

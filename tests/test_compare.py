@@ -283,8 +283,10 @@ def test_structured_is_verified_at_the_verification_tol_only(digits60):
     est = StructuredSVM(MultiClass(10), random_state=0)
     # once "within the gap" at |P − P*|/|P*| = 2.4: its tol was an absolute gap, larger than
     # P* ≈ 4e-4 here; tol is now the relative gap, so the default fit is within tol of P*
+    # (60 points: a small problem, run on past tol until its gap no longer falls, here
+    # still above the agreement the verification asks, 1e-5)
     loose = compare(est, *digits60, tol=None)
     assert loose.relative_difference <= loose.relative_gap + 1e-6  # the certificate holds
-    assert loose.relative_gap <= est.tol / (1 - est.tol) and loose.relative_difference > 1e-4
+    assert loose.relative_gap <= est.tol / (1 - est.tol) and loose.relative_difference > 1e-5
     assert not loose.verified and "looser than the agreement asked" in loose.reason
     _check(compare(est, *digits60))

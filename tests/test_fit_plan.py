@@ -120,3 +120,30 @@ def test_the_dask_backend_is_planned_without_a_cluster(cls):
         cls(backend="dask", solver="active_set")._fit_plan(X)
     plan = cls(backend="dask", tol=1e-3)._fit_plan(X)
     assert plan.backend == "dask" and plan.solver == "mfw" and plan.dtype is None
+
+
+def test_small_problems_run_to_the_rounding_floor(built):
+    """One rule (math.md §0): at most ``SMALL_PROBLEM_MAX`` examples are solved to the
+    rounding floor whatever ``tol`` (``EXACT_MAX`` is that size), with float64 kernel
+    values; above it a fit stops at ``tol``.  ``converged_`` states the tolerance."""
+    from kernfw import StructuredSVM
+    from kernfw.estimators._plan import stopping_tol
+    from kernfw.fw import SMALL_PROBLEM_MAX, StoppingRule
+
+    assert EXACT_MAX == SMALL_PROBLEM_MAX == 64
+    rule = stopping_tol(3e-2, SMALL_PROBLEM_MAX)
+    assert isinstance(rule, StoppingRule) and rule.to_floor and rule.tol == 3e-2
+    assert rule.scale is None  # the problem's own scale, filled in by the iterate
+    assert stopping_tol(3e-2, SMALL_PROBLEM_MAX + 1) == 3e-2 and stopping_tol(0.0, 10) == 0.0
+    for n in (SMALL_PROBLEM_MAX, 3 * SMALL_PROBLEM_MAX):
+        X, y = make_classification(n, 5, n_informative=3, n_classes=3, random_state=0)
+        for est in (MultiClassSVM(), StructuredSVM(random_state=0)):
+            h = est.fit(X, y).history_
+            met = h["gap"] + h["rounding"] <= est.tol * h["primal"]
+            first = int(np.argmax(met))  # the first certificate that met tol
+            assert est.converged_ and met[-1] and est.duality_gap_ == h["gap"].min()
+            if n <= SMALL_PROBLEM_MAX:  # on past tol, until the floor or no longer falling
+                assert len(h["gap"]) > first + 10 and est.duality_gap_ < h["gap"][first] / 2
+            else:
+                assert len(h["gap"]) == first + 1
+        assert MultiClassSVM().fit(X, y)._plan.dtype is (None if n <= 64 else np.float32)

@@ -529,3 +529,37 @@ def test_block_coordinate_under_the_loop_counts_passes():
         res = run(it, tol=0.0, max_iter=6, check_every=2)
     assert res.n_iter == 6 and it.k == 24
     np.testing.assert_array_equal(res.history["iteration"], [0, 2, 4, 6])
+
+
+class RoundedOnDual(OnDual):
+    """``OnDual`` whose gaps have the rounding bound ``ρ = 1e-6``."""
+
+    def certificate(self):
+        return dataclasses.replace(super().certificate(), rounding=1e-6)
+
+
+def test_small_problem_rule_runs_past_tol_to_the_floor():
+    """``to_floor`` (the rule of small problems, math.md §0): past ``gap + ρ ≤ τ·|D|`` the
+    run goes on until the gap is within its rounding bound, and is converged there; a budget
+    that ends first ends a converged run when the rule is met, and warns otherwise."""
+    gaps = [50.0, 5.0, 1e-3, 5e-7, 1e-7]
+    assert run(RoundedOnDual(gaps), tol=0.1, max_iter=10).n_iter == 1  # gap 5 <= 0.1 * 100
+    floor = StoppingRule(0.1, None, to_floor=True)
+    res = run(RoundedOnDual(gaps), tol=floor, max_iter=10)
+    assert res.converged and res.status == "converged" and res.n_iter == 3 and res.gap == 5e-7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = run(RoundedOnDual(gaps), tol=floor, max_iter=2)  # met, the floor not reached
+    assert res.converged and res.n_iter == 2 and res.gap == 1e-3
+    with pytest.warns(ConvergenceWarning, match="run on to the rounding floor"):
+        res = run(RoundedOnDual([50.0, 40.0]), tol=floor, max_iter=3)
+    assert not res.converged and res.status == "max_iter"
+    rule = as_rule(floor, "dual")
+    assert rule.scale == "dual" and rule.to_floor and as_rule(rule, "primal") is rule
+    cert = Certificate(primal=101.0, dual=100.0, gap=1.0, rounding=1e-6)
+    assert rule.met(cert) and not rule.holds(cert) and not rule.at_floor(cert)
+    assert rule.goal(cert) == 0.0 and rule.estimate() == (0.0, 0.0, False)
+    assert StoppingRule(0.1, "dual").goal(cert) == pytest.approx(10.0)
+    assert not StoppingRule(0.0, "dual", to_floor=True).at_floor(  # tol = 0: the budget
+        dataclasses.replace(cert, gap=1e-7)
+    )

@@ -14,8 +14,11 @@ from kernfw.calibration import (
     calibrated_log_proba,
     fit_calibration,
     fit_multinomial,
+    fit_pairwise_coupling,
     fit_platt,
+    lift_to_top,
     log_loss_of,
+    pairwise_coupling,
     platt_targets,
 )
 from kernfw.estimators._probability import PROBABILITY_FOLDS, calibration_folds
@@ -105,6 +108,46 @@ def test_calibrated_log_proba_is_normalized_and_ordered():
     np.testing.assert_array_equal(np.argmax(logp, axis=1), (f > 0).astype(int))
 
 
+def test_pairwise_coupling_recovers_consistent_class_probabilities():
+    """Pairwise probabilities of a known ``p`` (``r_ij = p_i / (p_i + p_j)``) are coupled
+    back into ``p`` exactly: the coupling's objective is 0 there (math.md §9.5)."""
+    p = np.random.default_rng(0).dirichlet(np.ones(5), size=20)
+    R = p[:, :, None] / (p[:, :, None] + p[:, None, :])
+    np.testing.assert_allclose(pairwise_coupling(R), p, atol=1e-12)
+    noisy = np.clip(R + np.random.default_rng(1).normal(0, 0.05, R.shape), 0.01, 0.99)
+    noisy = np.triu(noisy, 1) + np.tril(1.0 - np.swapaxes(np.triu(noisy, 1), 1, 2), -1)
+    P = pairwise_coupling(noisy)
+    assert np.all(P >= 0) and np.allclose(P.sum(axis=1), 1.0)
+    assert np.abs(P - p).max() < 0.1
+
+
+def test_pairwise_fit_is_platt_on_each_pair():
+    """All pairs are fitted in one batched Newton run; each is Platt's fit (with its offset)
+    on the points of its two classes."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, size=400)
+    pairs = [(i, j) for i in range(4) for j in range(i + 1, 4)]
+    H = np.column_stack([(y == j) * 1.0 - (y == i) + rng.normal(0, 0.8, y.size) for i, j in pairs])
+    cal = fit_pairwise_coupling(H, y, pairs)
+    for q, (i, j) in enumerate(pairs):
+        rows = (y == i) | (y == j)
+        one = fit_platt(H[rows, q], (y[rows] == j).astype(int))
+        assert cal.scale[q] == pytest.approx(one.scale, rel=1e-6)
+        assert cal.bias[q] == pytest.approx(one.bias, rel=1e-6, abs=1e-9)
+    logp = calibrated_log_proba(cal, H)
+    np.testing.assert_allclose(np.exp(logp).sum(axis=1), 1.0)
+    assert log_loss(y, np.exp(logp)) < np.log(4) - 0.3
+
+
+def test_lift_to_top_puts_the_winner_first_and_keeps_rows_normalized():
+    log_p = np.log(np.array([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [0.4, 0.4, 0.2]]))
+    lifted = lift_to_top(log_p, np.array([0, 1, 1]))
+    np.testing.assert_array_equal(np.argmax(lifted, axis=1), [0, 1, 1])
+    np.testing.assert_allclose(np.exp(lifted).sum(axis=1), 1.0)
+    np.testing.assert_array_equal(lifted[0], log_p[0])  # already first: unchanged
+    np.testing.assert_allclose(np.exp(lifted[1]), np.array([0.2, 0.5, 0.5]) / 1.2, rtol=1e-8)
+
+
 def test_unknown_calibration_map_is_refused():
     S, y = _multiclass_scores(n=100, m=3)
     with pytest.raises(ValueError, match="kind must be one of"):
@@ -177,7 +220,9 @@ def test_predict_proba_rows_sum_to_one_and_follow_the_scores(est, centers):
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     np.testing.assert_allclose(est.predict_log_proba(X), np.log(P))
     np.testing.assert_array_equal(est.classes_[np.argmax(P, axis=1)], est.predict(X))
-    assert est.calibration_.scale > 0
+    assert np.all(est.calibration_.scale > 0)
+    assert (est.calibration_.kind == "pairwise") == (isinstance(est, L2SVC) and centers == 3
+                                                     and est.multi_class != "ovr")  # fmt: skip
 
 
 def test_random_state_fixes_the_folds():

@@ -479,26 +479,37 @@ class KernelInputMixin:
         """Column cache (MB) of a kernel evaluated on the fly for ``X``: ``cache_size``."""
         return self.cache_size
 
-    def _gram_dtype(self):
+    def _gram_dtype(self, n=None):
         """Type of the kernel values computed from features (None: the dtype of ``X``):
         :func:`~kernfw.estimators._plan.kernel_values_dtype` of the estimator's
-        ``precision``, ``tol``, resolved solver and backend."""
+        ``precision``, ``tol``, resolved solver and backend, on ``n`` training points."""
         return kernel_values_dtype(
             getattr(self, "precision", "auto"),
             getattr(self, "tol", None),
             getattr(self, "_solver", None),
             getattr(self, "backend", "local"),
+            n,
         )
 
-    def _features_dtype(self):
+    def _features_dtype(self, n=None):
         """Storage type of approximated features ``Φ`` (None: the dtype of ``X``): that of
         :meth:`_gram_dtype`."""
-        return self._gram_dtype()
+        return self._gram_dtype(n)
 
     def _plan_solver(self, X, sample_weight):
         """The algorithm of a fit on ``X`` (``solver`` as given; "auto" resolved by the
         estimators that have it)."""
         return getattr(self, "solver", None)
+
+    def _plan_samples(self, X):
+        """The number of training points of a fit on ``X`` (None: unknown before the
+        validation, which then refuses ``X``)."""
+        if self._kernel_is_operator() and X is None:
+            return self.kernel.n
+        try:
+            return _num_samples(X)
+        except TypeError:
+            return None
 
     def _fit_plan(self, X, sample_weight=None):
         """The :class:`~kernfw.estimators._plan.FitPlan` of a fit on ``X``, resolved once,
@@ -507,12 +518,13 @@ class KernelInputMixin:
         check_approx(approx, self.kernel, backend)
         self._solver = self._plan_solver(X, sample_weight)
         random_state = getattr(self, "random_state", None)
+        n = self._plan_samples(X)
         self._plan = FitPlan(
             solver=self._solver,
             backend=backend,
             gram_max_mb=self._gram_max_mb(X),
             cache_mb=self._kernel_cache_mb(X),
-            dtype=self._gram_dtype() if approx is None else self._features_dtype(),
+            dtype=(self._gram_dtype if approx is None else self._features_dtype)(n),
             approx=approx,
             n_components=getattr(self, "n_components", None),
             approx_seed=approx_seed(random_state),
@@ -656,8 +668,8 @@ class SupportKernelMixin(KernelInputMixin):
     def _gram_max_mb(self, X):
         return gram_budget(X, self.cache_size)
 
-    def _features_dtype(self):
-        return self._gram_dtype() if getattr(self, "_solver", None) == "dcd" else np.float64
+    def _features_dtype(self, n=None):
+        return self._gram_dtype(n) if getattr(self, "_solver", None) == "dcd" else np.float64
 
     def _validate_training_data(self, X, y=None, sample_weight=None, plan=None):
         """:meth:`KernelInputMixin._validate_training_data`, and a ready operator tested for
@@ -695,8 +707,9 @@ def resolve_lam(C, lam, n_samples):
         Inverse regularization strength (``SVC``'s ``C``), > 0.
     lam : float or None
         Explicit ``λ``; None derives it from ``C``.
-    n_samples : int
-        Number of training examples ``n``.
+    n_samples : float
+        Number of training examples ``n`` (with weights their sum ``Σ_i w_i``, which
+        need not be an integer).
 
     Returns
     -------
@@ -705,4 +718,4 @@ def resolve_lam(C, lam, n_samples):
     """
     if lam is not None:
         return float(lam)
-    return 1.0 / (float(C) * int(n_samples))
+    return 1.0 / (float(C) * float(n_samples))

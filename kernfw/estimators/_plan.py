@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import _num_features, _num_samples
 
+from ..fw import SMALL_PROBLEM_MAX, StoppingRule
 from ..kernels import COLUMN_GRAM_MAX_MB
 from ..operators import KernelOperator
 from ..solvers.simplex_qp import solve_simplex_qp
@@ -28,6 +29,8 @@ __all__ = [
     "explicit_features",
     "gram_budget",
     "kernel_values_dtype",
+    "small_problem",
+    "stopping_tol",
 ]
 
 #: smallest ``tol`` at which an estimator keeps the kernel values it computes from
@@ -148,6 +151,35 @@ def gram_budget(X, cache_size):
     return max(COLUMN_GRAM_MAX_MB, WIDE_GRAM_MB, float(cache_size)) if wide else COLUMN_GRAM_MAX_MB
 
 
+def small_problem(n):
+    """Whether a fit on ``n`` examples is a small problem, solved to its rounding floor
+    whatever ``tol`` (``n ≤`` :data:`~kernfw.fw.SMALL_PROBLEM_MAX`; math.md §0, "Small
+    problems")."""
+    return n is not None and n <= SMALL_PROBLEM_MAX
+
+
+def stopping_tol(tol, n):
+    """The ``tol`` a fit on ``n`` examples hands its solver: ``tol`` itself, or on a small
+    problem (:func:`small_problem`) the rule that runs on past ``tol`` to the rounding
+    floor within the iteration budget (``StoppingRule(tol, to_floor=True)`` on the
+    problem's own scale).  ``converged_`` states ``gap + ρ ≤ tol·s`` either way.
+
+    Parameters
+    ----------
+    tol : float
+        The estimator's ``tol`` (0 runs the whole budget, small or not).
+    n : int
+        The number of training examples of the solve.
+
+    Returns
+    -------
+    float or StoppingRule
+    """
+    if tol > 0 and small_problem(n):
+        return StoppingRule(float(tol), None, to_floor=True)
+    return tol
+
+
 def explicit_features(kernel, approx, X):
     """Whether the training kernel of a fit comes as explicit features ``K = XXᵀ``, on which
     the vertex-coordinate passes run (``solver="dcd"``, math.md §2.13), resolved before the
@@ -170,13 +202,14 @@ def explicit_features(kernel, approx, X):
     return sp.issparse(X) or narrow
 
 
-def kernel_values_dtype(precision, tol, solver=None, backend="local"):
+def kernel_values_dtype(precision, tol, solver=None, backend="local", n=None):
     """The type of the kernel values a fit computes from features (None: that of ``X``).
 
     ``precision`` when it is not ``"auto"``; ``"auto"`` is float32 at ``tol >=``
     :data:`FLOAT32_GRAM_TOL` (its rounding is then far below the certified gap) except
-    for the exact solve of a small problem (``solver="active_set"``, math.md §2.16, whose
-    optimum is exact).  The Dask backend's shards evaluate the kernel in float64
+    on a small problem (``n`` examples, :func:`small_problem`), solved to its rounding
+    floor (by the exact solve of ``solver="active_set"``, math.md §2.16, or past ``tol``,
+    :func:`stopping_tol`).  The Dask backend's shards evaluate the kernel in float64
     (``precision="float32"`` is a ValueError there): below ``FLOAT32_GRAM_TOL`` the two
     backends take the same iterates, from it on the local one solves the problem of the
     float32-rounded kernel.
@@ -190,7 +223,7 @@ def kernel_values_dtype(precision, tol, solver=None, backend="local"):
         return None
     if precision != "auto":
         return np.dtype(precision).type
-    if solver == "active_set" or tol is None or tol < FLOAT32_GRAM_TOL:
+    if solver == "active_set" or small_problem(n) or tol is None or tol < FLOAT32_GRAM_TOL:
         return None
     return np.float32
 

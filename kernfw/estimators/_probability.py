@@ -97,6 +97,11 @@ class ProbabilityMixin:
             if scores is None:
                 scores = np.zeros((y_enc.size,) + fold.shape[1:])
             scores[val] = fold
+        self._set_calibration(scores, y_enc)
+
+    def _set_calibration(self, scores, y_enc):
+        """Fit ``calibration_`` to the held-out ``scores`` of the training points (their
+        class indices ``y_enc``)."""
         self.calibration_ = fit_calibration(scores, y_enc)
 
     @available_if(_check_proba)
@@ -118,6 +123,11 @@ class ProbabilityMixin:
             raise NotFittedError(
                 "predict_proba is not available when fitted with probability=False"
             )
+        return self._calibrated_log_proba(X)
+
+    def _calibrated_log_proba(self, X):
+        """The calibration map of the scores of ``X`` (:meth:`predict_log_proba` once
+        fitted)."""
         return calibrated_log_proba(self.calibration_, self._proba_scores(X))
 
     @available_if(_check_proba)

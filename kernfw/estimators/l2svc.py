@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from ..calibration import calibrated_log_proba, fit_pairwise_coupling, lift_to_top
 from ..operators import KernelOperator
 from ..solvers.simplex_qp import (
     L2SVM_SOLVERS,
@@ -33,6 +34,7 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
+from ._gram_problems import fit_gram_problems, problem_kernels
 from ._multiclass_decomposition import (
     DECISION_SHAPES,
     SCHEMES,
@@ -41,7 +43,7 @@ from ._multiclass_decomposition import (
     shaped_decisions,
 )
 from ._plan import WIDE_FEATURES, WIDE_GRAM_MB, explicit_features, gram_budget
-from ._probability import ProbabilityMixin
+from ._probability import ProbabilityMixin, calibration_folds
 
 __all__ = ["L2SVC", "WIDE_FEATURES", "WIDE_GRAM_MB", "gram_budget", "l2svm_fit_solver"]
 
@@ -228,21 +230,28 @@ KernelOperator, default="rbf"
         Enable :meth:`predict_proba` and :meth:`predict_log_proba` (as
         :class:`sklearn.svm.SVC`): ``fit`` also fits the binary problems on 5
         internal cross-validation folds (sharing the training kernel; on the
-        local backend) and fits a
-        map from their held-out decision values (divided by the mean margin ``ρ``)
-        to probabilities: Platt's sigmoid ``σ(f/T)`` for two classes (Platt's
-        smoothed targets, no offset), temperature scaling ``softmax(s/T)`` of the
-        scores of :meth:`decision_function` otherwise (one-vs-rest decisions,
-        one-vs-one votes with confidences, DDAG ranks); both keep the order of the
-        scores, so the most probable class is the predicted one (math.md §9).
-        ``random_state`` shuffles the folds.
+        local backend) and fits a map from their held-out decision values to
+        probabilities (math.md §9): for one-vs-one and DDAG models of three
+        classes or more, Platt's sigmoid of each pair machine's decision ``h_p/ρ_p``
+        (with its offset), the pairs coupled into class probabilities as libsvm
+        couples them, the predicted class lifted to the most probable where the
+        coupling ranks another first; otherwise Platt's sigmoid ``σ(f/T)`` for two
+        classes (no offset) and temperature scaling ``softmax(s/T)`` of the
+        one-vs-rest decisions (divided by the mean margin ``ρ``).  The most probable
+        class is always the predicted one.  With ``solver="auto"``
+        resolved to "mfw", no weights and a stored Gram or a kernel evaluated on
+        the fly, the problems and the folds' are solved pair by pair on their
+        kernel blocks by compiled pairwise FW (``solver_`` is then "pairwise"; the
+        model is certified to ``tol`` like the MFW one, and differs from it within
+        that tolerance).  ``random_state`` shuffles the folds.
 
     Attributes
     ----------
     classes_ : ndarray of shape (m,)
         Class labels.
     solver_ : str
-        The algorithm used (``solver`` with "auto" resolved).
+        The algorithm used (``solver`` with "auto" resolved; "pairwise" for the
+        pairwise FW of ``probability=True`` on kernel blocks).
     support_ : ndarray of int
         Indices of the training points that are support vectors of any binary
         problem (``α_i > 0``).
@@ -370,21 +379,59 @@ KernelOperator, default="rbf"
             problems = [p._replace(index=kept[p.index]) for p in problems]
         single = len(problems) == 1
         callback = self._fw_callback(self.max_iter, X, y) if single else None
+        self.classes_ = classes
+        self.problems_ = [p.classes for p in problems]
+        kernels = self._problem_kernels(op, problems, weights, callback, plan)
+        if kernels is not None:  # the full and the fold problems on their kernel blocks
+            self._fit_on_blocks(X, op, kernels, y_enc, problems)
+            return self
         try:
             options = {"C": self.C, "tol": self.tol, "max_iter": self.max_iter}
             options.update(callback=callback, cache_size=self.cache_size)
             fits = plan.solve_l2svms(X, op, y_enc, problems, options, weights, self._fit_binaries)
         finally:
             self._end_callbacks()
-        self.classes_ = classes
         self.solver_ = plan.solver
-        self.problems_ = [p.classes for p in problems]
         self._set_model(X, y_enc, [p.index for p in problems], fits, op)
         if weights is None:
             self._fit_probability(op, y_enc)
         else:  # the folds of the rows that count, with their weights
             self._fit_probability(op.subset(kept), y_enc[kept], weights[kept])
         return self
+
+    def _problem_kernels(self, op, problems, weights, callback, plan):
+        """How a ``probability=True`` fit reads the kernel blocks of its problems when it
+        solves them and its folds' on those blocks (:mod:`._gram_problems`), or None:
+        ``solver="auto"`` resolved to ``"mfw"`` on the local backend, no weights, nothing
+        listening to iterations, a stored Gram or a kernel evaluated on the fly, and the
+        largest problem's block within ``max(cache_size, the Gram budget)`` MB."""
+        if not (self.probability and self.solver == "auto" and plan.solver == "mfw"):
+            return None
+        if plan.backend != "local" or weights is not None or callback is not None:
+            return None
+        size = max(p.index.size for p in problems)
+        if size * size * 8 / 2**20 > max(self.cache_size, plan.gram_max_mb):
+            return None
+        return problem_kernels(op)
+
+    def _fit_on_blocks(self, X, op, kernels, y_enc, problems):
+        """Fit the problems and the calibration folds' on their kernel blocks
+        (:func:`~kernfw.estimators._gram_problems.fit_gram_problems`; ``solver_`` is
+        ``"pairwise"``) and the calibration map on the folds' held-out scores."""
+        folds = calibration_folds(y_enc, self.random_state)
+        solved = fit_gram_problems(kernels, y_enc, problems, self.C, self.tol, self.max_iter, folds)
+        self._end_callbacks()
+        self.solver_ = "pairwise"
+        self._set_model(X, y_enc, [p.index for p in problems], solved.fits, op)
+        scores = None
+        for (_, val), rho in zip(folds, solved.fold_rho):
+            fold = _calibration_scores(
+                solved.heldout[val], rho, self.problems_, self.classes_.size, self.multi_class
+            )
+            if scores is None:
+                scores = np.zeros((y_enc.size,) + fold.shape[1:])
+            scores[val] = fold
+        self._set_calibration(scores, y_enc)
 
     def _plan_solver(self, X, sample_weight):
         return l2svm_fit_solver(self.solver, self.backend, self.kernel, self.approx, X)
@@ -472,6 +519,28 @@ KernelOperator, default="rbf"
         )
         return [(sup, c, b, result.solution["rho"]) for sup, c, b, result in fits]
 
+    def _set_calibration(self, scores, y_enc):
+        """The calibration map of the held-out ``scores`` (:func:`_calibration_scores`):
+        Platt's map of each pair machine, coupled (math.md §9.5), for one-vs-one and DDAG
+        models of three classes or more; else the map of :class:`ProbabilityMixin`."""
+        if _pairwise_calibration(self.classes_.size, self.multi_class):
+            self.calibration_ = fit_pairwise_coupling(scores, y_enc, self.problems_)
+        else:
+            super()._set_calibration(scores, y_enc)
+
+    def _calibrated_log_proba(self, X):
+        """The calibration map of the scores of ``X``; for coupled pair machines the
+        predicted class lifted to the most probable (math.md §9.5)."""
+        decision = self._binary_decisions(X)
+        scores = _calibration_scores(
+            decision, self.rho_, self.problems_, self.classes_.size, self.multi_class
+        )
+        log_p = calibrated_log_proba(self.calibration_, scores)
+        if self.calibration_.kind != "pairwise":
+            return log_p
+        votes = combine_decisions(decision, self.problems_, self.classes_.size, self.multi_class)
+        return lift_to_top(log_p, np.argmax(votes, axis=1))
+
     def _proba_scores(self, X):
         """Calibration scores of new inputs (:func:`_calibration_scores`)."""
         return _calibration_scores(
@@ -544,8 +613,19 @@ KernelOperator, default="rbf"
         return self._kernel_tags(tags)
 
 
+def _pairwise_calibration(n_classes, scheme):
+    """Whether the probabilities couple the pair machines' (math.md §9.5): one-vs-one
+    and DDAG models of at least three classes."""
+    return n_classes >= 3 and scheme in ("ovo", "ddag")
+
+
 def _calibration_scores(decision, rho, problems, n_classes, scheme):
-    """The scores of :func:`combine_decisions` (whose argmax is ``predict``) of the binary
-    decisions ``h_p`` divided by the mean margin ``ρ``: the decisions of models fitted on
-    different points (the folds, the full model) on one scale (math.md §9.4)."""
+    """The scores the calibration map reads (math.md §9.4): the pair machines' decisions
+    ``h_p / ρ_p`` of a one-vs-one or DDAG model of three classes or more (each on the scale
+    of its own margin); else the scores of :func:`combine_decisions` (whose argmax is
+    ``predict``) of the binary decisions ``h_p`` divided by the mean margin ``ρ``.  Either
+    puts the decisions of models fitted on different points (the folds, the full model)
+    on one scale."""
+    if _pairwise_calibration(n_classes, scheme):
+        return decision / rho
     return combine_decisions(decision / np.mean(rho), problems, n_classes, scheme)

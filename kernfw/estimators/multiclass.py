@@ -26,6 +26,7 @@ from ._base import (
     with_callbacks,
 )
 from ._docs import with_kernel_parameters
+from ._plan import stopping_tol
 from ._probability import ProbabilityMixin
 
 __all__ = ["MultiClassSVM"]
@@ -170,7 +171,12 @@ class MultiClassSVM(
         is far below the certified gap.  ``tol=0`` runs the whole
         ``max_iter`` budget; a positive ``tol`` below the certificate's rounding
         bound stops where the gap reaches that bound (user guide, "Conventions and
-        what the defaults mean").
+        what the defaults mean").  On at most 64 training examples (a small
+        problem, :data:`kernfw.fw.SMALL_PROBLEM_MAX`) the fit runs on past ``tol``
+        to the rounding floor within ``max_iter``, with float64 kernel values: the
+        optimum up to rounding, so that a fit with integer weights is the fit on
+        repeated rows to rounding (math.md §0, "Small problems"); ``converged_``
+        still states ``gap + ρ ≤ tol·P``.
     max_iter : int, default=1000
         Budget in the unit ``n_iter_`` counts: passes over the data for
         "bcfw" (one pass = ``n`` block visits), iterations for the batch
@@ -516,7 +522,7 @@ class MultiClassSVM(
             n_classes=n_classes,
             A_init=A_init,
             S_init=S_init,
-            tol=self.tol,
+            tol=stopping_tol(self.tol, op.n),
             max_iter=self.max_iter,
             max_time=self.max_time,
             check_every=self.check_every,

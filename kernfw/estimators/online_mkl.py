@@ -593,13 +593,14 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
 
     @with_callbacks
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, Y, sample_weight=None):
-        """Run ``max_iter`` epochs of the online algorithm on examples ``(X, Y)``.
+    def fit(self, X, y, sample_weight=None):
+        """Run ``max_iter`` epochs of the online algorithm on examples ``(X, y)``.
 
         Parameters
         ----------
         X : sequence of inputs (as the model takes them)
-        Y : sequence of outputs
+        y : sequence of outputs (``Y`` in the docs of the models; named ``y`` as in
+            every scikit-learn ``fit``, which callers may pass by keyword)
         sample_weight : array-like of shape (n,), default=None
             Per-example weights ``≥ 0`` of the loss terms (None: 1; math.md §4.9):
             ``F = R(θ) + Σ_i w_i L_i(θ) / Σ_i w_i`` with ``λ = 1/(C Σ_i w_i)``; each round
@@ -612,7 +613,7 @@ class OnlineMKLStructured(_OnlineMKLMixin, BaseEstimator):
         """
         import copy
 
-        X = self._check_inputs(X, reset=True)
+        X, Y = self._check_inputs(X, reset=True), y
         if not hasattr(Y, "__len__"):  # an array-like of labels (has __array__)
             Y = np.asarray(Y)
         weights = example_weights(sample_weight, _num_samples(Y))

@@ -28,11 +28,13 @@ from ..solvers.structural import (
 from ..structured import MultiClass
 from ._base import (
     FWEstimatorMixin,
+    class_weights,
     example_weights,
     resolve_lam,
     solver_seed,
     with_callbacks,
 )
+from ._plan import stopping_tol
 
 __all__ = ["StructuredSVM"]
 
@@ -165,7 +167,12 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         ``(P − D)/P ≤ tol``, i.e. ``P(coef_)`` is certified within a fraction
         ``tol`` of the optimum (``P(coef_) − P* ≤ P − D``), whatever the scale
         of the features, of ``C`` or of the task loss.  ``tol=0`` runs the whole
-        ``max_iter`` budget.
+        ``max_iter`` budget.  On at most 64 training examples (a small problem,
+        :data:`kernfw.fw.SMALL_PROBLEM_MAX`) the fit runs on past ``tol`` to the
+        rounding floor within ``max_iter`` (math.md §0, "Small problems"; "pairwise"
+        and "cutting_plane" get there, the sublinear block and batch FW may spend the
+        budget): a fit with integer weights is then the fit on repeated rows to
+        rounding; ``converged_`` still states ``gap + ρ ≤ tol·P``.
     check_every : int, default=5
         Passes between two duality-gap computations of "bcfw", "stdbcfw",
         "pairwise" and "ssg" (each costs one oracle pass); "lsfw", "stdfw" and
@@ -176,6 +183,24 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         Seed of the block order; the same seed gives the same iterates.
     verbose : int, default=0
         Print one line per duality-gap computation.
+    class_weight : dict, "balanced" or None, default=None
+        For a classifier: the weight ``class_weight[c]`` of the loss terms of class
+        ``c`` (None: 1), as :class:`~kernfw.MultiClassSVM`'s; "balanced" is
+        ``Σ_i s_i / (m · Σ_{y_i = c} s_i)`` with the sample weights ``s``
+        (scikit-learn's formula).  It multiplies ``sample_weight``: class weights are
+        per-example weights (math.md §3.11).  Other models: None only.
+    fit_intercept : bool or "auto", default="auto"
+        For a classifier: fit intercepts ``b`` (``intercept_``) as liblinear does,
+        the inputs with a constant feature ``s = intercept_scaling`` appended, whose
+        weights are regularized like the others (the joint features
+        ``φ(x, y) = e_y ⊗ [x; s]``; math.md §3.7).  "auto" is True without a model
+        (the classifier built from the labels, as :class:`~kernfw.MultiClassSVM` for
+        the linear kernel and :class:`sklearn.svm.LinearSVC` at their defaults) and
+        False for a given model, whose joint features are its own (``MultiClass(m)``:
+        ``e_y ⊗ x``); True with a model other than ``MultiClass`` is a ValueError.
+    intercept_scaling : float, default=1.0
+        The constant feature ``s > 0``: ``intercept_ = s · W[:, d]``; a larger ``s``
+        regularizes the intercept less.
 
     Attributes
     ----------
@@ -193,7 +218,13 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     coef_ : ndarray (D,)
         The weights ``w`` in the model's joint-feature layout (for
         ``MultiClass``: ``vec(W)``, ``W`` of shape (m, d), row ``j`` scoring
-        ``classes_[j]``).
+        ``classes_[j]``; without the intercept's column).
+    intercept_ : ndarray of shape (m,)
+        A classifier's intercepts ``b`` (zeros without ``fit_intercept``): scores
+        ``W x + b``.
+    class_weight_ : ndarray of shape (m,)
+        A classifier's weight of each class's loss terms (ones for
+        ``class_weight=None``).
     primal_objective_ : float
         ``P(coef_)``.
     dual_objective_ : float
@@ -218,8 +249,9 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
     -----
     With ``MultiClass(m)`` the objective is exactly that of
     ``MultiClassSVM(loss="max_hinge", lam=λ, kernel="linear")`` with the same
-    ``λ`` (math.md §3.7; both use ``λ/2‖W‖² + (1/n) Σ``): the two reach the
-    same optimum ``W`` (``coef_.reshape(m, d)``).
+    ``λ``, ``fit_intercept`` and ``intercept_scaling`` (math.md §3.7, §1.15; both use
+    ``λ/2‖W‖² + (1/n) Σ``): the two reach the same optimum ``W``
+    (``coef_.reshape(m, d)``) and intercepts.
 
     :meth:`score` is higher-is-better, ``1 −`` the mean task loss: the
     accuracy for ``MultiClass`` with 0/1 costs, the mean per-position accuracy
@@ -254,6 +286,9 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         "sample": [StrOptions({"uniform", "perm"})],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "fit_intercept": ["boolean", StrOptions({"auto"})],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -269,6 +304,9 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         sample="uniform",
         random_state=None,
         verbose=0,
+        class_weight=None,
+        fit_intercept="auto",
+        intercept_scaling=1.0,
     ):
         self._store_arguments(locals())
 
@@ -283,6 +321,37 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     def _is_classifier(self):
         return _is_multiclass(self.model)
+
+    def _fits_intercept(self):
+        """Whether a classifier's inputs get the constant feature (resolves "auto"); True
+        with another model is a ValueError."""
+        if self.fit_intercept == "auto":
+            return self.model is None
+        if self.fit_intercept and not self._is_classifier():
+            raise ValueError(
+                f"fit_intercept=True needs a classifier (model None or MultiClass); "
+                f"{type(self.model).__name__} has its own joint features"
+            )
+        return bool(self.fit_intercept)
+
+    def _model_inputs(self, X):
+        """A classifier's inputs of its ``MultiClass`` model: ``X`` with the constant
+        column ``intercept_scaling`` appended when it fits an intercept."""
+        if not self._fits_intercept():
+            return X
+        column = np.full((X.shape[0], 1), float(self.intercept_scaling))
+        if sp.issparse(X):
+            return sp.hstack([X, sp.csr_matrix(column)], format="csr")
+        return np.hstack([X, column])
+
+    def _classifier_weights(self, y, Y, sample_weight):
+        """The per-example weights ``w_i = s_i · c_{y_i}`` of a classifier (``class_weight_``
+        set; None when no weight is given)."""
+        s = example_weights(sample_weight, len(Y))
+        self.class_weight_ = class_weights(self.class_weight, self.classes_, y, s)
+        if s is None and self.class_weight is None:
+            return None
+        return (np.ones(len(Y)) if s is None else s) * self.class_weight_[Y]
 
     def _check_sparse(self, X):
         if sp.issparse(X) and not getattr(self.model, "accepts_sparse", False):
@@ -324,8 +393,16 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
             check_classification_targets(y)
             self.classes_, Y = np.unique(y, return_inverse=True)
+            sample_weight = self._classifier_weights(y, Y, sample_weight)
+            X = self._model_inputs(X)
             model = multiclass_model(self.model, self.classes_).initialize(X, Y)
         else:
+            if self.class_weight is not None:
+                raise ValueError(
+                    f"class_weight needs a classifier (model None or MultiClass); pass "
+                    f"sample_weight to weigh the examples of a {type(self.model).__name__} model"
+                )
+            self._fits_intercept()  # True with this model: ValueError
             self._check_sparse(X)
             Y = y
             model = copy.deepcopy(self.model).initialize(X, Y)
@@ -343,14 +420,37 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         finally:
             self._end_callbacks()
         self.model_ = model
-        if getattr(model, "n_features", None) is not None:
-            self.n_features_in_ = int(model.n_features)
         if not self._is_classifier():
-            self.__dict__.pop("classes_", None)
-        self.coef_ = np.asarray(result["w"], dtype=float)
+            if getattr(model, "n_features", None) is not None:
+                self.n_features_in_ = int(model.n_features)
+            for name in ("classes_", "intercept_", "class_weight_"):
+                self.__dict__.pop(name, None)
+        self._set_coef(np.asarray(result["w"], dtype=float))
         self._store_result(result)
         self.solver_ = solver
         return self
+
+    def _set_coef(self, w):
+        """``coef_`` (and a classifier's ``intercept_``) from the solution ``w`` in the
+        model's joint-feature layout (a classifier's ``W`` has the intercept's column last
+        when it fits one)."""
+        if not self._is_classifier():
+            self.coef_ = w
+            return
+        W = w.reshape(self.classes_.size, -1)
+        if self._fits_intercept():
+            self.coef_ = W[:, :-1].ravel()
+            self.intercept_ = self.intercept_scaling * W[:, -1]
+        else:
+            self.coef_, self.intercept_ = w, np.zeros(self.classes_.size)
+
+    def _joint_coef(self):
+        """The weights in the model's joint-feature layout (``coef_`` with a classifier's
+        intercept column)."""
+        if not (self._is_classifier() and self._fits_intercept()):
+            return self.coef_
+        W = self.coef_.reshape(self.classes_.size, -1)
+        return np.column_stack([W, self.intercept_ / self.intercept_scaling]).ravel()
 
     def _loss_weights(self, sample_weight, n):
         """``(v, Σ_i w_i)``: the weights ``v_i = n w_i / Σ_j w_j`` (mean 1) of the solvers'
@@ -367,7 +467,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
 
     def _solve(self, solver, model, X, Y, weights, callback):
         """One run of ``solver`` (resolved) on the examples with loss weights ``weights``."""
-        budget = dict(max_iter=self.max_iter, tol=self.tol)
+        budget = dict(max_iter=self.max_iter, tol=stopping_tol(self.tol, len(Y)))
         blocks = dict(
             sample=self.sample,
             random_state=solver_seed(self.random_state),
@@ -428,7 +528,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
                 block_step="pairwise",
                 n_classes=m,
                 weights=weights,
-                tol=self.tol,
+                tol=stopping_tol(self.tol, len(Y)),
                 max_iter=self.max_iter,
                 name="StructuredSVM solver='pairwise'",
                 remedy="increase max_iter, loosen tol, use a smaller C (a larger lam), "
@@ -484,7 +584,7 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         W = self.coef_.reshape(self.classes_.size, -1)  # (m, d)
-        return np.asarray(X @ W.T)
+        return np.asarray(X @ W.T) + self.intercept_
 
     def task_loss(self, X, y):
         """Mean task loss ``(1/n) Σ_i L(y_i, ŷ_i)`` of the predictions (lower is better).
@@ -541,7 +641,8 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         X, y : sequences
             Inputs and outputs.
         sample_weight : array-like of shape (n,), default=None
-            Weights ``w_i`` of the loss terms, as in :meth:`fit`.
+            Weights ``s_i`` of the loss terms, as in :meth:`fit` (a classifier's times
+            ``class_weight_``).
 
         Returns
         -------
@@ -550,6 +651,12 @@ class StructuredSVM(FWEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if self._is_classifier():
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+            X = self._model_inputs(X)
             y = np.searchsorted(self.classes_, np.asarray(y))
+            if self.class_weight is not None:
+                s = example_weights(sample_weight, len(y))
+                sample_weight = (np.ones(len(y)) if s is None else s) * self.class_weight_[y]
         weights, _ = self._loss_weights(sample_weight, len(y))
-        return StructuredProblem(self.model_, X, y, self.lam_, weights).primal(self.coef_)
+        problem = StructuredProblem(self.model_, X, y, self.lam_, weights)
+        return problem.primal(self._joint_coef())

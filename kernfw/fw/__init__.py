@@ -4,11 +4,12 @@ from .block import BlockCoordinateIterate, WeightedAverage, block_order
 from .loop import FWIterate, run
 from .result import Certificate, FWResult
 from .steps import armijo_step, away_step_max, block_standard_step, quadratic_step, standard_step
-from .stopping import RunBudget, StoppingRule, as_rule
+from .stopping import SMALL_PROBLEM_MAX, RunBudget, StoppingRule, as_rule
 
 __all__ = [
     "FWIterate",
     "StoppingRule",
+    "SMALL_PROBLEM_MAX",
     "RunBudget",
     "as_rule",
     "run",

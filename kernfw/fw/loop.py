@@ -63,6 +63,9 @@ class FWIterate(ABC):
 #: certificates, while within ``STALL_FACTOR·ρ`` of 0, is at its rounding floor
 STALL_CERTIFICATES = 10
 STALL_FACTOR = 1e3
+#: a run towards the floor (``to_floor``) past its tolerance ends when its best gap fell
+#: by less than this factor over :data:`STALL_CERTIFICATES` certificates
+FLOOR_DECREASE = 2.0
 
 
 class _Record:
@@ -104,13 +107,27 @@ class _Record:
         recent, before = gaps[-STALL_CERTIFICATES:], gaps[:-STALL_CERTIFICATES]
         return min(recent) >= min(before) - cert.rounding
 
+    def slowed(self):
+        """Whether the best gap fell by less than :data:`FLOOR_DECREASE` over the last
+        :data:`STALL_CERTIFICATES` certificates (a run towards the floor that no longer
+        gains: the block passes of a degenerate small problem can hover well above it)."""
+        gaps = [row["gap"] for row in self.rows]
+        if len(gaps) <= STALL_CERTIFICATES:
+            return False
+        recent, before = gaps[-STALL_CERTIFICATES:], gaps[:-STALL_CERTIFICATES]
+        return min(recent) * FLOOR_DECREASE > min(before)
+
 
 def _verdict(rule, cert, row, callback, record):
-    """The status that ends the run at this certificate, or None to go on."""
+    """The status that ends the run at this certificate, or None to go on: at the
+    rounding floor the run has converged if the rule is met there (always with
+    ``to_floor``, whose goal the floor is, when ``gap + ρ ≤ τ·s``)."""
     if rule.holds(cert):
         return "converged"
     if rule.certifies and rule.tol > 0 and (rule.at_floor(cert) or record.stalled(cert)):
-        return "rounding"
+        return "converged" if rule.met(cert) else "rounding"
+    if getattr(rule, "to_floor", False) and rule.met(cert) and record.slowed():
+        return "converged"
     if callback is not None and callback(row):
         return "callback"
     return None
@@ -210,12 +227,15 @@ def run(
     status = status or "max_iter"
     if cert is None:
         cert, _ = record.certify(t, step)
+    if status in ("max_iter", "max_time") and getattr(rule, "to_floor", False) and rule.met(cert):
+        status = "converged"  # past tol towards the floor: the budget ends a certified run
     elapsed = time.perf_counter() - record.start
 
     converged = status == "converged"
     solution, final, n_iter = iterate.solution(), cert, iterate.work_done(t)
     best = record.best
-    if not converged and best is not None and best[1].gap < cert.gap:
+    past_tol = converged and getattr(rule, "to_floor", False)  # the best of the run on
+    if (past_tol or not converged) and best is not None and best[1].gap < cert.gap:
         solution, final = best
     _warn(
         status,

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 from sklearn.base import clone
+from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernfw import OnlineMKLClassifier
@@ -741,6 +742,9 @@ def test_bad_input(problem):
 #: expectation, not to 1e-7 (math.md §4.9; scikit-learn's SGD estimators fail these checks
 #: too).  What the weights make exact is tested in test_online_mkl_weights.py: a weight of 0
 #: is the row removed (the same run), unit and uniformly scaled weights the unweighted run.
+#: Neither small problems help: these methods certify nothing, so there is no floor to run
+#: on to (a stochastic subgradient average nears the optimum as O(1/√T)), and an order that
+#: visits an example of weight k as k rounds would pass by construction, not by the method.
 _STOCHASTIC_ORDER = dict.fromkeys(
     (
         "check_sample_weight_equivalence_on_dense_data",
@@ -866,3 +870,11 @@ def test_default_eta0_depends_on_the_loss():
     assert est.set_params(eta0=0.5).fit(X, Y).eta0_ == 0.5
     with pytest.raises(ValueError, match="eta0"):
         est.set_params(eta0="fast").fit(X, Y)
+
+
+def test_structured_fit_takes_y_by_keyword():
+    """``fit(X, y=...)``, as scikit-learn's tools call it (the sample-weight checks do)."""
+    X, y = make_blobs(40, centers=3, random_state=0)
+    est = OnlineMKLStructured(MultiClass(3), max_iter=2, random_state=0)
+    by_keyword = est.fit(X=X, y=y, sample_weight=np.ones(40)).coef_.copy()
+    np.testing.assert_array_equal(by_keyword, clone(est).fit(X, y).coef_)

@@ -1069,13 +1069,14 @@ _PROBABILITY_FOLDS = dict.fromkeys(
 
 @parametrize_with_checks(
     [
-        # tol below the rounding bound: the fits stop at the optimum up to rounding, so
-        # that weighted and repeated fits agree to the check's 1e-7
-        MultiClassSVM(max_iter=5000, tol=1e-14),
-        MultiClassSVM(kernel="linear", solver="bcfw", max_iter=5000, tol=1e-14),
+        # at the defaults: the checks' problems are small (at most 64 examples), solved to
+        # the rounding floor past tol, so that weighted and repeated fits agree to 1e-7
+        MultiClassSVM(),
+        MultiClassSVM(kernel="linear"),
+        MultiClassSVM(solver="lsfw"),
         # with the intercept: check_class_weight_classifiers' Gram (γ = 0.5 on blobs of
         # std 20) is nearly the identity, so only b can favour the weighted class
-        MultiClassSVM(kernel="precomputed", fit_intercept=True, max_iter=5000, tol=1e-14),
+        MultiClassSVM(kernel="precomputed", fit_intercept=True),
         MultiClassSVM(max_iter=200, tol=1e-2, probability=True, random_state=0),
     ],
     expected_failed_checks=lambda est: (
@@ -1206,8 +1207,9 @@ def test_warm_start_refit_with_new_lambda():
 
 def test_estimator_warns_and_returns_best_iterate():
     clf = MultiClassSVM(lam=1e-3, tol=1e-8, max_iter=3)
-    rule = (
-        r"stopping rule \(gap \+ rounding <= tol\*\|P\| with tol=1e-08\).*To converge, .*smaller C"
+    rule = (  # (X0 is a small problem: run on past tol, math.md §0)
+        r"stopping rule \(gap \+ rounding <= tol\*\|P\| with tol=1e-08, run on to the "
+        r"rounding floor\).*To converge, .*smaller C"
     )
     with pytest.warns(ConvergenceWarning, match=rule):
         clf.fit(X0, Y0)

@@ -555,7 +555,8 @@ def test_cutting_plane_check_estimator_far_from_the_origin():
     # once: check_estimator on this estimator ran past 5 minutes
     from sklearn.utils.estimator_checks import check_estimator
 
-    est = StructuredSVM(MultiClass(4), solver="cutting_plane", max_iter=60)
+    # a given model keeps its joint features: the intercept for the class-weight check
+    est = StructuredSVM(MultiClass(4), solver="cutting_plane", max_iter=60, fit_intercept=True)
     failed = [r for r in check_estimator(est, on_fail=None) if r["status"] == "failed"]
     assert not failed, failed[0]
     X, y = _far_from_the_origin()
@@ -907,15 +908,17 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 # classifier checks (string labels, two classes, ...); the checks need 2-D X, so a Chain
 # model cannot run them (its inputs are lists of sequences).  No check is expected to fail.
 # The sample-weight checks compare a weighted fit with the fit on repeated rows to 1e-7:
-# tol below the rounding bound stops both at the optimum up to rounding ("auto" hands over
-# to the cutting plane, which gets there; the weighted problem of math.md §3.11 has one
-# minimizer).  The block solvers' weighted optimum is tested within the certified gaps
-# (tests/structural/test_sample_weight.py).
+# their problems are small (at most 64 examples), which every fit solves past tol to the
+# rounding floor (math.md §0; the weighted problem of math.md §3.11 has one minimizer), at
+# the defaults too.  The sublinear block solvers' weighted optimum is tested within the
+# certified gaps (tests/structural/test_sample_weight.py).
 @parametrize_with_checks(
     [
-        StructuredSVM(tol=1e-14, max_iter=5000),
-        StructuredSVM(MultiClass(4), solver="cutting_plane", tol=1e-14, random_state=0),
-        StructuredSVM(MultiClass(4), solver="pairwise", tol=1e-14, max_iter=5000, random_state=0),
+        StructuredSVM(),
+        # a given model keeps its joint features (no intercept at "auto"); without one, a
+        # linear model cannot favour a class on check_class_weight_classifiers' blobs
+        StructuredSVM(MultiClass(4), solver="cutting_plane", fit_intercept=True, random_state=0),
+        StructuredSVM(MultiClass(4), solver="pairwise", fit_intercept=True, random_state=0),
     ]
 )
 @FIXED_BUDGET

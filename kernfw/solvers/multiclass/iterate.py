@@ -439,7 +439,7 @@ class BlockFW(BlockCoordinateIterate):
             self._all_classes()
         # the next round of passes (adaptive) ends when the gap estimate may pass the
         # stopping rule, or has fallen by ROUND_DECREASE
-        self._goal = max(self.stop.factor * self.stop.size(cert), cert.gap / ROUND_DECREASE)
+        self._goal = max(self.stop.goal(cert), cert.gap / ROUND_DECREASE)
         cert.extra.update(oracle_calls=self.k, **{"pass": self.k / self.n_blocks})
         return cert
 

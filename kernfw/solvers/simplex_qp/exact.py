@@ -11,15 +11,16 @@ no iterative method stopped at a tolerance can promise.
 
 import numpy as np
 
-from ...fw import FWIterate
+from ...fw import SMALL_PROBLEM_MAX, FWIterate
 from ...fw.result import rounding_bound
 from .certificate import ball_shift, simplex_certificate, simplex_scale
 from .dense import simplex_fw_gap, solve_dense_simplex_qp
 
 __all__ = ["EXACT_MAX", "ExactIterate"]
 
-#: problems of at most this many points are solved exactly by ``solver="auto"``
-EXACT_MAX = 64
+#: problems of at most this many points are solved exactly by ``solver="auto"``: the
+#: simplex QPs' arm of the small-problem rule (:data:`kernfw.fw.SMALL_PROBLEM_MAX`)
+EXACT_MAX = SMALL_PROBLEM_MAX
 
 
 class ExactIterate(FWIterate):
