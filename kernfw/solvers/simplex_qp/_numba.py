@@ -430,7 +430,8 @@ def stop_estimate_met(st):
 #: iteration budget spent, negative curvature met (``Q`` not PSD), or no step possible
 #: (a zero step at a positive gap: rounding)
 STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_NOT_PSD, STATUS_STALLED = 0, 1, 2, 3
-#: iterations between exact recomputations of ``αᵀv``
+#: iterations between exact recomputations of ``v`` and ``αᵀv`` (from the rows of the
+#: points moved since the last: :func:`_exact_again`)
 _REFRESH = 1000
 
 
@@ -689,8 +690,7 @@ def _solve_one(K, glob, seg, y, inv_c, alpha, v, tol, max_iter, given, work, mov
         it += 1
         exact = False
         if it % _REFRESH == 0:
-            ava = _fresh(K, glob, seg, y, inv_c, alpha, v)
-            _anchor(alpha, v, work, moved)
+            ava = _exact_again(K, glob, seg, y, inv_c, alpha, v, work, moved)
             exact = True
     _anchor(alpha, v, work, moved)  # leaves moved's flags zero
     return gap, ava, it, status, index
