@@ -97,7 +97,7 @@ def test_dask_takes_the_float64_iterates_at_every_tol(client, tol, monkeypatch):
     dist = L2SVC(backend="dask", **params).fit(X, y)
     local32 = L2SVC(**params).fit(X, y)
     assert local32._gram_dtype() == np.float32 and dist._gram_dtype() is None
-    monkeypatch.setattr(l2svc.L2SVC, "_gram_dtype", lambda self: None)
+    monkeypatch.setattr(l2svc.L2SVC, "_gram_dtype", lambda self, n=None: None)
     local64 = L2SVC(**params).fit(X, y)
     _same_iterates(local64, dist)
     # float32 and float64 kernel values: both certified to tol, the objectives agree within
