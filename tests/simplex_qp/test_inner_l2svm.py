@@ -132,16 +132,59 @@ def test_pairwise_step_is_the_exact_line_search():
         )
         a, w = alpha.copy(), v.copy()
         glob, seg = np.arange(30), np.array([[0, 30]])  # the points: one run of K's rows
-        gamma, ava, not_psd = lib._pairwise_step(
+        gamma, ava, not_psd, vertex = lib._pairwise_step(
             K, glob, seg, y, np.full(y.size, 1.0 / svm.C), a, w, alpha @ v, i, j
         )
-        assert not not_psd
+        assert not not_psd and vertex == int(np.argmin(w))
         assert gamma == pytest.approx(line.x, abs=1e-8)
         np.testing.assert_allclose(a, alpha + gamma * d, atol=1e-15)
         np.testing.assert_allclose(w, Q @ a, rtol=1e-12, atol=1e-14)
         assert ava == pytest.approx(a @ Q @ a, rel=1e-12)
         if gamma == alpha[j]:  # a drop step leaves α_j exactly 0
             assert a[j] == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blockwise_passes_are_the_entrywise_rules_with_the_first_of_ties(dtype):
+    """The passes by blocks, over three runs of ``K``'s indices (block edges inside runs and
+    at their ends), on points that come in copies (tied values): the FW vertex is
+    ``np.argmin`` (the first of ties), the away vertex the first maximizer of the decrease
+    ``γ_j(2δ_j − γ_j c_j)`` computed entry by entry, and the step's ``v`` and its next FW
+    vertex those of the entrywise update, bit for bit (float64 and float32 ``K``)."""
+    lib = pytest.importorskip("kernfw.solvers.simplex_qp._numba")
+    rng = np.random.default_rng(11)
+    seg = np.array([[0, 300], [350, 700], [713, 1013]])
+    glob = np.concatenate([np.arange(lo, hi) for lo, hi in seg])
+    copies = rng.integers(0, 300, 1020)  # K's 1020 indices: each point of the problem twice
+    copies[glob] = rng.permutation(np.repeat(np.arange(300, 300 + glob.size // 2), 2))
+    X = rng.normal(size=(300 + glob.size // 2, 3))[copies]
+    K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)).astype(dtype)
+    inv_c = np.full(glob.size, 0.5)
+    m = X.shape[0]
+    y = rng.choice([-1.0, 1.0], m)[copies][glob]
+    alpha = (rng.random(m) * (rng.random(m) < 0.5))[copies][glob]
+    alpha /= alpha.sum()
+    v = rng.random(m)[copies][glob]
+    q_diag = K[glob, glob] + 1.0 + inv_c
+    i = lib._fw_vertex(v)
+    assert i == int(np.argmin(v)) and np.sum(v == v[i]) > 1  # a tie, the first kept
+    row = K[glob[i], glob].astype(np.float64)
+    delta = v - v[i]
+    curv = q_diag[i] + q_diag - 2.0 * y[i] * y * (row + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.where(curv <= 0.0, alpha, np.minimum(delta / curv, alpha))
+    gain = np.where((alpha > 0) & (delta > 0), step * (2.0 * delta - step * curv), 0.0)
+    j = lib._away_vertex(K[glob[i]], seg, y, q_diag, alpha, v, i)
+    assert j == int(np.argmax(gain)) and np.sum(gain == gain[j]) > 1
+    a, w = alpha.copy(), v.copy()
+    gamma, ava, not_psd, vertex = lib._pairwise_step(K, glob, seg, y, inv_c, a, w, 1.0, i, j)
+    assert gamma > 0.0 and not not_psd
+    r_i, r_j = K[glob[i], glob].astype(np.float64), K[glob[j], glob].astype(np.float64)
+    expected = v + gamma * y * (y[i] * (r_i + 1.0) - y[j] * (r_j + 1.0))
+    expected[i] += gamma * inv_c[i]
+    expected[j] -= gamma * inv_c[j]
+    np.testing.assert_array_equal(w, expected)
+    assert vertex == int(np.argmin(expected)) and np.sum(expected == expected[vertex]) > 1
 
 
 def test_problems_split_over_threads_give_the_same_numbers(monkeypatch):

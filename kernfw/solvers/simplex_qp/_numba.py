@@ -471,25 +471,63 @@ def _add_row(v, w, row, seg):
         at += hi - lo
 
 
-@njit(cache=True, fastmath=True)
-def _minimum(v):
-    """``min_i v_i``: an exact reduction, vectorized (``fastmath``: ``v`` is finite, and a
-    minimum rounds nothing)."""
-    lo = math.inf
-    for k in range(v.shape[0]):
-        lo = min(lo, v[k])
-    return lo
+#: points per block of the pairwise solver's passes (a block of each array stays in L1)
+_BLOCK = 256
+
+
+@njit(cache=True, inline="always")
+def _first_below(x, offset, best, index):
+    """The running ``(min, first index)`` over a block ``x`` of points ``offset + t``: a
+    vectorized count of the entries below ``best`` first, then a scan of the block only
+    when there are some (a min reduction does not vectorize in numba)."""
+    below = 0
+    for t in range(x.shape[0]):
+        below += np.int64(x[t] < best)
+    if below > 0:
+        for t in range(x.shape[0]):
+            if x[t] < best:
+                best, index = x[t], offset + t
+    return best, index
 
 
 @njit(cache=True)
 def _fw_vertex(v):
-    """The FW vertex ``i* = argmin_i v_i`` (the first of ties): the minimum by a
-    vectorized reduction (:func:`_minimum`), then the first index holding it."""
-    lo = _minimum(v)
-    for k in range(v.shape[0]):
-        if v[k] == lo:
-            return k
-    return 0
+    """The FW vertex ``i* = argmin_i v_i`` (the first of ties, as ``np.argmin``), by
+    blocks (:func:`_first_below`)."""
+    n = v.shape[0]
+    best, index = math.inf, 0
+    for start in range(0, n, _BLOCK):
+        best, index = _first_below(v[start : min(start + _BLOCK, n)], start, best, index)
+    return index
+
+
+@njit(cache=True, inline="always")
+def _gain(a, delta, curv):
+    """The decrease of ``αᵀQα`` by the clipped exact pairwise step ``γ(2δ − γc)``,
+    ``γ = min(δ/c, α_j)`` (``α_j`` when ``c ≤ 0``), of an active ``α_j > 0`` with
+    ``δ > 0``; 0 for the others.  Branch-free (both sides are evaluated and selected),
+    so a loop over it vectorizes."""
+    step = a if curv <= 0.0 else min(delta / curv, a)
+    gain = step * (2.0 * delta - step * curv)
+    return gain if (a > 0.0) & (delta > 0.0) else 0.0
+
+
+@njit(cache=True, inline="always")
+def _best_gain(row, y, q_diag, alpha, v, v_i, y_i, q_ii, offset, best, index):
+    """The running ``(max gain, first index)`` of :func:`_away_vertex` over a block of
+    points ``offset + t`` (``row`` the block of ``K``'s row ``i``): a vectorized count of
+    the gains above ``best``, then a scan of the block only when there are some."""
+    above = 0
+    for t in range(v.shape[0]):
+        curv = q_ii + q_diag[t] - 2.0 * y_i * y[t] * (row[t] + 1.0)
+        above += np.int64(_gain(alpha[t], v[t] - v_i, curv) > best)
+    if above > 0:
+        for t in range(v.shape[0]):
+            curv = q_ii + q_diag[t] - 2.0 * y_i * y[t] * (row[t] + 1.0)
+            gain = _gain(alpha[t], v[t] - v_i, curv)
+            if gain > best:
+                best, index = gain, offset + t
+    return best, index
 
 
 @njit(cache=True)
@@ -498,26 +536,30 @@ def _away_vertex(row_i, seg, y, q_diag, alpha, v, i):
     ``v_j > v_i``, the one whose exact line search decreases ``αᵀQα`` most,
     ``γ_j(2δ_j − γ_j c_j)`` with ``δ_j = v_j − v_i``, ``c_j = Q_ii + Q_jj − 2Q_ij`` and
     ``γ_j = min(δ_j/c_j, α_j)`` (``α_j`` when ``c_j ≤ 0``): the second-order choice of
-    math.md §2.3.  ``i`` itself when no entry qualifies (the FW gap is then ≤ 0).
-    ``row_i`` is row ``i`` of ``K``, read along the runs ``seg`` of the problem's points
-    (:func:`_fresh`); ``q_diag`` holds ``Q_jj``."""
+    math.md §2.3, the first of ties.  ``i`` itself when no entry qualifies (the FW gap is
+    then ≤ 0).  ``row_i`` is row ``i`` of ``K``, read along the runs ``seg`` of the
+    problem's points (:func:`_fresh`), by blocks (:func:`_best_gain`); ``q_diag`` holds
+    ``Q_jj``."""
     v_i, y_i, q_ii = v[i], y[i], q_diag[i]
     best, j_aw = 0.0, i
     at = 0
     for s in range(seg.shape[0]):
         lo, hi = seg[s, 0], seg[s, 1]
-        shift = at - lo
-        for g in range(lo, hi):
-            k = g + shift
-            a = alpha[k]
-            if a > 0.0:
-                delta = v[k] - v_i
-                if delta > 0.0:
-                    curv = q_ii + q_diag[k] - 2.0 * y_i * y[k] * (row_i[g] + 1.0)
-                    step = a if curv <= 0.0 else min(delta / curv, a)
-                    gain = step * (2.0 * delta - step * curv)
-                    if gain > best:
-                        best, j_aw = gain, k
+        for start in range(lo, hi, _BLOCK):
+            a, b = at + start - lo, at + min(start + _BLOCK, hi) - lo
+            best, j_aw = _best_gain(
+                row_i[start : start + b - a],
+                y[a:b],
+                q_diag[a:b],
+                alpha[a:b],
+                v[a:b],
+                v_i,
+                y_i,
+                q_ii,
+                a,
+                best,
+                j_aw,
+            )
         at += hi - lo
     return j_aw
 
@@ -532,13 +574,14 @@ def _gap_met(v, ava, i_fw, n_terms, tol):
 
 @njit(cache=True)
 def _pairwise_step(K, glob, seg, y, inv_c, alpha, v, ava, i, j):
-    """The pairwise step from the away vertex ``j`` to the FW vertex ``i``, in place.
+    """The pairwise step from the away vertex ``j`` to the FW vertex ``i``, in place, and
+    the next FW vertex.
 
     Direction ``d = e_i − e_j``: slope ``dᵀ∇f = 2(v_j − v_i)``, curvature
     ``dᵀQd = Q_ii + Q_jj − 2Q_ij``, step ``γ = clip((v_j − v_i)/dᵀQd, 0, α_j)``
     (:func:`~kernfw.fw.steps.quadratic_step`); then ``α_i += γ``, ``α_j −= γ`` (0 exactly
-    when ``γ = α_j``), ``v += γ(Q_{:,i} − Q_{:,j})`` and
-    ``αᵀQα += 2γ(v_i − v_j) + γ² dᵀQd``.
+    when ``γ = α_j``), ``v += γ(Q_{:,i} − Q_{:,j})`` (:func:`_move_v`, which finds
+    ``argmin v`` as it writes ``v``) and ``αᵀQα += 2γ(v_i − v_j) + γ² dᵀQd``.
 
     Returns
     -------
@@ -548,6 +591,9 @@ def _pairwise_step(K, glob, seg, y, inv_c, alpha, v, ava, i, j):
         ``αᵀQα`` after it.
     not_psd : bool
         ``dᵀQd`` is negative beyond rounding: ``Q`` is not PSD (no step is taken).
+    vertex : int
+        The FW vertex ``argmin_k v_k`` after the step (the first of ties; ``i`` when no
+        step is taken).
     """
     gi, gj = glob[i], glob[j]
     q_ii = K[gi, gi] + 1.0 + inv_c[i]
@@ -556,26 +602,42 @@ def _pairwise_step(K, glob, seg, y, inv_c, alpha, v, ava, i, j):
     curv = q_ii + q_jj - 2.0 * q_ij
     scale = max(abs(q_ii), abs(q_jj), 2.0 * abs(q_ij), 1e-300)
     if curv < -NEGATIVE_CURVATURE * scale:
-        return 0.0, ava, True
+        return 0.0, ava, True, i
     vi, vj = v[i], v[j]
     gamma = quadratic_step(2.0 * (vj - vi), 2.0 * curv, alpha[j])
     if not gamma > 0.0 or not math.isfinite(gamma):
-        return 0.0, ava, False
+        return 0.0, ava, False, i
     ava = ava + 2.0 * gamma * (vi - vj) + gamma * gamma * curv
-    row_i, row_j, yi, yj = K[gi], K[gj], y[i], y[j]
-    at = 0
-    for s in range(seg.shape[0]):  # along the runs of the problem's points
-        lo, hi = seg[s, 0], seg[s, 1]
-        shift = at - lo
-        for g in range(lo, hi):
-            k = g + shift
-            v[k] += gamma * y[k] * (yi * (row_i[g] + 1.0) - yj * (row_j[g] + 1.0))
-        at += hi - lo
-    v[i] += gamma * inv_c[i]
-    v[j] -= gamma * inv_c[j]
+    vertex = _move_v(K[gi], K[gj], seg, y, v, gamma, i, j, gamma * inv_c[i], gamma * inv_c[j])
     alpha[i] += gamma
     alpha[j] = 0.0 if gamma >= alpha[j] else alpha[j] - gamma
-    return gamma, ava, False
+    return gamma, ava, False, vertex
+
+
+@njit(cache=True, inline="always")
+def _move_v(row_i, row_j, seg, y, v, gamma, i, j, diag_i, diag_j):
+    """``v += γ(Q_{:,i} − Q_{:,j})``: ``γ y ⊙ (y_i(K_{i,:} + 1) − y_j(K_{j,:} + 1))`` read
+    along the runs ``seg`` of the problem's points, then ``v_i += diag_i``,
+    ``v_j −= diag_j`` (``γ/(C w)``); by blocks, each searched for the minimum while in
+    cache (:func:`_first_below`).  Returns ``argmin_k v_k``, the first of ties."""
+    yi, yj = y[i], y[j]
+    best, vertex = math.inf, 0
+    at = 0
+    for s in range(seg.shape[0]):
+        lo, hi = seg[s, 0], seg[s, 1]
+        for start in range(lo, hi, _BLOCK):
+            a, b = at + start - lo, at + min(start + _BLOCK, hi) - lo
+            block, y_b = v[a:b], y[a:b]
+            r_i, r_j = row_i[start : start + b - a], row_j[start : start + b - a]
+            for t in range(block.shape[0]):
+                block[t] += gamma * y_b[t] * (yi * (r_i[t] + 1.0) - yj * (r_j[t] + 1.0))
+            if a <= i < b:
+                block[i - a] += diag_i
+            if a <= j < b:
+                block[j - a] -= diag_j
+            best, vertex = _first_below(block, a, best, vertex)
+        at += hi - lo
+    return vertex
 
 
 @njit(cache=True)
@@ -661,8 +723,8 @@ def _solve_one(K, glob, seg, y, inv_c, alpha, v, tol, max_iter, given, work, mov
     q_diag = work[3]
     for k in range(n):
         q_diag[k] = K[glob[k], glob[k]] + 1.0 + inv_c[k]
+    i_fw = _fw_vertex(v)  # then found by each step as it updates v
     while True:
-        i_fw = _fw_vertex(v)
         gap, met = _gap_met(v, ava, i_fw, n + it, tol)
         if met and not exact:
             ava = _exact_again(K, glob, seg, y, inv_c, alpha, v, work, moved)
@@ -678,7 +740,9 @@ def _solve_one(K, glob, seg, y, inv_c, alpha, v, tol, max_iter, given, work, mov
         if j_aw == i_fw:  # no pair to move mass between: rounding
             status = STATUS_STALLED
             break
-        gamma, ava, not_psd = _pairwise_step(K, glob, seg, y, inv_c, alpha, v, ava, i_fw, j_aw)
+        gamma, ava, not_psd, i_next = _pairwise_step(
+            K, glob, seg, y, inv_c, alpha, v, ava, i_fw, j_aw
+        )
         if not_psd:
             status, index = STATUS_NOT_PSD, i_fw
             break
@@ -687,11 +751,13 @@ def _solve_one(K, glob, seg, y, inv_c, alpha, v, tol, max_iter, given, work, mov
             break
         _mark(moved, i_fw)
         _mark(moved, j_aw)
+        i_fw = i_next
         it += 1
         exact = False
         if it % _REFRESH == 0:
             ava = _exact_again(K, glob, seg, y, inv_c, alpha, v, work, moved)
             exact = True
+            i_fw = _fw_vertex(v)
     _anchor(alpha, v, work, moved)  # leaves moved's flags zero
     return gap, ava, it, status, index
 
