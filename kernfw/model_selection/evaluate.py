@@ -11,8 +11,8 @@ them on a Dask cluster).
 
 When every path is an :class:`~kernfw.L2SVC` path of the RBF kernel on dense
 features (:func:`~kernfw.model_selection.l2svm_path.applies`), the kernels of all
-``γ`` are read off one matrix of squared distances
-(:class:`~kernfw.operators.rbf_family.SquaredDistances`, math.md §7.2), and the tasks
+``γ`` come from one :class:`~kernfw.operators.rbf_family.RBFFamily` (math.md §7.2), with
+the values the estimator's fit computes (float32 at its default ``tol``), and the tasks
 run in threads (their fits are compiled calls that release the GIL,
 :func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`): the kernels stay in this
 process's memory, shared without copies or memory maps.
@@ -28,8 +28,9 @@ from sklearn.utils.validation import _num_samples
 
 from .._threads import one_blas_thread
 from .._validation import check_features
+from ..estimators._plan import kernel_values_dtype
 from ..operators.pairwise import resolve_gamma
-from ..operators.rbf_family import SquaredDistances
+from ..operators.rbf_family import RBFFamily
 from ..sweeps.shared import shared_operator
 from . import l2svm_path
 from .candidates import group_paths, path_parameter
@@ -46,12 +47,12 @@ SHARED_MAX_MB = 4096.0
 REUSE_ABOVE_MB = 256.0
 
 
-def _batches(paths, n, extra=False, at_most=None):
-    """The paths cut into consecutive batches whose float64 Grams fit :data:`SHARED_MAX_MB`
-    (``extra``: besides one more n × n matrix, the squared distances), of at most
-    ``at_most`` paths."""
-    gram_mb = max(n * n * 8 / 2**20, 1e-9)
-    per_path = max(1, int((SHARED_MAX_MB - extra * gram_mb) // gram_mb))
+def _batches(paths, n, itemsize=8, extra=0.0, at_most=None):
+    """The paths cut into consecutive batches whose Grams (n × n, ``itemsize`` bytes per
+    value) fit :data:`SHARED_MAX_MB` besides ``extra`` MB (the squared distances), of at
+    most ``at_most`` paths."""
+    gram_mb = max(n * n * itemsize / 2**20, 1e-9)
+    per_path = max(1, int((SHARED_MAX_MB - extra) // gram_mb))
     per_path = per_path if at_most is None else max(1, min(per_path, at_most))
     return [paths[k : k + per_path] for k in range(0, len(paths), per_path)]
 
@@ -81,29 +82,37 @@ def _tasks(estimator, candidates, paths, splits, path, shells, fit_params, posit
 
 
 def _rbf_family(estimator, paths, path, X, fit_params, y=None, splits=()):
-    """``(D, position)``: the squared distances of ``X`` when every path is an L2SVC path
-    of the RBF kernel on dense finite features (the search's kernels then come from them,
-    one ``exp(−γ D)`` per path) and ``D`` with one kernel fits :data:`SHARED_MAX_MB`, else
-    None.  ``D`` is that of the rows in the order :func:`class_major_order` gives for the
-    targets ``y`` and the ``splits`` (None: the data's order), ``position`` the index of
-    each data row in it (None: the data's order)."""
+    """``(family, position)``: the :class:`~kernfw.operators.rbf_family.RBFFamily` of
+    ``X`` when every path is an L2SVC path of the RBF kernel on dense finite features (the
+    search's kernels then come from it, one per path) and its memory with one kernel fits
+    :data:`SHARED_MAX_MB`, else None.  Its values are float32 when every path's fit
+    would compute float32 values on the folds (:func:`kernel_values_dtype`), else
+    float64.  The family is that of the rows in the order :func:`class_major_order` gives
+    for the targets ``y`` and the ``splits`` (None: the data's order), ``position`` the
+    index of each data row in it (None: the data's order)."""
     if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "fiu" and X.size):
         return None
-    if 2 * X.shape[0] ** 2 * 8 / 2**20 > SHARED_MAX_MB:
-        return None
+    n_fit = min((np.size(train) for train, _ in splits), default=X.shape[0])
+    dtype = np.float32
     for est in _path_estimators(estimator, paths):
         params = est.get_params(deep=False)
         if not (l2svm_path.applies(est, path, True, fit_params) and params["kernel"] == "rbf"):
             return None
+        if kernel_values_dtype("auto", params["tol"], params["solver"], n=n_fit) is None:
+            dtype = np.float64
+    if (1 + (dtype == np.float64)) * X.shape[0] ** 2 * np.dtype(
+        dtype
+    ).itemsize > SHARED_MAX_MB * 2**20:
+        return None  # the kernel (and D) would not fit
     X = np.asarray(X, dtype=np.float64)
     if not np.all(np.isfinite(X)):
         return None  # the estimator's error, raised by the generic route
     if y is None:
-        return SquaredDistances(X), None
+        return RBFFamily(X, dtype), None
     order = class_major_order(y, splits)
     position = np.empty_like(order)
     position[order] = np.arange(order.size)
-    return SquaredDistances(X[order]), position
+    return RBFFamily(X[order], dtype), position
 
 
 def class_major_order(y, splits):
@@ -213,9 +222,11 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
     # threads, large kernels: batches of one path per worker, whose kernels reuse the same
     # memory (fresh memory costs a page fault per 4 kB: more than the kernel's exp)
     n = _num_samples(X)
-    reuse = threads and len(paths) * n * n * 8 / 2**20 > REUSE_ABOVE_MB
-    batches = _batches(paths, n, extra=threads, at_most=n_workers if reuse else None)
-    memory = [np.empty((n, n)) for _ in batches[0]] if reuse else []
+    reuse = threads and len(paths) * n * n * distances.dtype.itemsize / 2**20 > REUSE_ABOVE_MB
+    itemsize = distances.dtype.itemsize if threads else 8
+    extra = distances.D.nbytes / 2**20 if threads and distances.D is not None else 0.0
+    batches = _batches(paths, n, itemsize, extra, at_most=n_workers if reuse else None)
+    memory = [np.empty((n, n), distances.dtype) for _ in batches[0]] if reuse else []
     with one_blas_thread() if threads else contextlib.nullcontext():  # threads share the pools
         for batch in batches:
             with contextlib.ExitStack() as stack:

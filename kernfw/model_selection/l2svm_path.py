@@ -6,8 +6,8 @@ previous solution itself (math.md §7.1), so each binary problem of the fold
 (one-vs-one, one-vs-rest or DDAG, as the estimator splits it) follows ``C`` upwards
 from its solution at the previous ``C``, in one loop (:func:`follow_c`).
 
-On a shared kernel stored as a float64 Gram, symmetric bit for bit (what the search
-builds for the RBF kernel, :class:`kernfw.operators.rbf_family.SquaredDistances`),
+On a shared kernel stored as a float32 or float64 Gram, symmetric bit for bit (what the
+search builds for the RBF kernel, :class:`kernfw.operators.rbf_family.RBFFamily`),
 with ``solver="auto"``, each problem's kernel is its principal submatrix, taken once
 for the whole path, and each fit is one compiled call of pairwise FW
 (:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`): no Python object per
@@ -33,11 +33,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..estimators._base import solver_seed
 from ..estimators._multiclass_decomposition import binary_problems, combine_decisions
 from ..estimators.l2svc import L2SVC, l2svm_fit_solver
-from ..operators.gram import take_block
+from ..operators.gram import block_times, index_runs, take_block
 from ..solvers.simplex_qp import (
     GramFit,
     PathStart,
-    index_runs,
     solve_l2svm_gram_paths,
     solve_l2svm_screened,
 )
@@ -217,12 +216,13 @@ def follow_c(solve, Cs):
 
 
 def _stored_gram(operator):
-    """The operator's matrix when it stores a float64 Gram, C-ordered and symmetric bit
-    for bit (what :func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram` takes), else None."""
+    """The operator's matrix when it stores a float32 or float64 Gram, C-ordered and
+    symmetric bit for bit (what :func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram_paths`
+    takes), else None."""
     K = operator.stored_gram(by_columns=True)
-    if type(K) is not np.ndarray or K.dtype != np.float64 or not K.flags.c_contiguous:
+    if type(K) is not np.ndarray or K.dtype not in (np.float32, np.float64):
         return None
-    return K
+    return K if K.flags.c_contiguous else None
 
 
 def _gram_layout(K, index, y_enc, n_classes, multi_class):
@@ -287,13 +287,15 @@ def _path_scores(K, test_index, layout, coef, blocks, multi_class):
     """The decisions ``h_p`` on the test rows of every problem at every ``C`` of the
     path (``coef``: :func:`_coefficients`), combined into scores: shape (c, n_test) or
     (c, n_test, n_classes).  One product per class block of the columns (``blocks``,
-    :func:`_class_blocks`: a class's columns enter only its problems)."""
+    :func:`_class_blocks`: a class's columns enter only its problems), read off ``K`` in
+    place (:func:`~kernfw.operators.gram.block_times`: the block of the test rows is
+    never formed)."""
     columns, _, problems = layout
-    KT = take_block(K, test_index, columns)
     decision = np.repeat(coef.sum(axis=2)[:, None, :], test_index.size, axis=1)  # the "+ 1"
     for lo, hi, ks in blocks:
         W = coef[:, ks, lo:hi].reshape(-1, hi - lo)  # (c·|ks|, hi − lo)
-        part = (KT[:, lo:hi] @ W.T).reshape(test_index.size, coef.shape[0], len(ks))
+        part = block_times(K, test_index, columns[lo:hi], W)
+        part = part.reshape(test_index.size, coef.shape[0], len(ks))
         decision[:, :, ks] += part.transpose(1, 0, 2)
     flat = decision.reshape(-1, len(problems))
     scores = combine_decisions(flat, [p.classes for p in problems], len(blocks), multi_class)

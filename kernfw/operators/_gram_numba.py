@@ -2,12 +2,13 @@
 lower triangle of a square matrix copied onto its upper triangle, tile by tile: a tile and
 its transposed partner stay in cache, so the transposed read is cheap),
 :func:`gram_times` (a float32 Gram times float64 vectors summed in float64, math.md §1.5)
-and :func:`take_block` (the block ``K[rows][:, cols]``, read once)."""
+and :func:`take_block` (the block ``K[rows][:, cols]``, read once), :func:`block_times`
+(that block times float64 vectors without forming it)."""
 
 import numpy as np
 from numba import njit
 
-__all__ = ["mirror_lower", "gram_times", "take_block"]
+__all__ = ["mirror_lower", "gram_times", "take_block", "block_times"]
 
 #: rows and columns of a tile
 _TILE = 64
@@ -48,3 +49,25 @@ def take_block(K, rows, cols, out):
         src, dst = K[rows[a]], out[a]
         for b in range(cols.shape[0]):
             dst[b] = src[cols[b]]
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def block_times(K, rows, runs, W, out):
+    """``out[a, q] += Σ_b K[rows[a], c_b] W[q, b]`` summed in float64, where the columns
+    ``c_0, c_1, …`` are the runs ``runs[s, 0]:runs[s, 1]`` of ``K``'s indices one after
+    the other: each row of the block is read in place, contiguously along the runs
+    (``fastmath``: the sums are reassociated, vectorized).  ``K`` float32 or float64,
+    ``W`` float64 (r, columns), ``out`` float64 (len(rows), r)."""
+    for a in range(rows.shape[0]):
+        src = K[rows[a]]
+        for q in range(W.shape[0]):
+            w = W[q]
+            acc = 0.0
+            at = 0
+            for s in range(runs.shape[0]):
+                lo, hi = runs[s, 0], runs[s, 1]
+                shift = at - lo
+                for g in range(lo, hi):
+                    acc += np.float64(src[g]) * w[g + shift]
+                at += hi - lo
+            out[a, q] += acc

@@ -1,6 +1,6 @@
 """Compiled (numba) RBF kernel values from squared distances: ``K = exp(−γ D)`` (math.md §7.2).
 
-The loop of :meth:`kernfw.operators.rbf_family.SquaredDistances.gram`: each row of the
+The loop of :meth:`kernfw.operators.rbf_family.RBFFamily.gram` for float64 values: each row of the
 squared distances ``D`` is scaled by ``−γ`` into ``K`` and exponentiated in place by
 :func:`kernfw.operators._exp_numba.exp_in_place` (float64, branch-free so that it
 vectorizes).  An exactly symmetric ``D`` gives an exactly symmetric ``K``: every entry

@@ -13,7 +13,7 @@ from .gram_check import check_gram
 from .pairwise import PairwiseKernel
 from .rbf_gram import rbf_gram
 
-__all__ = ["Gram", "materialize", "mirror_lower", "take_block"]
+__all__ = ["Gram", "materialize", "mirror_lower", "take_block", "block_times", "index_runs"]
 
 #: entries from which :meth:`Gram.block` reads its block by a compiled loop (one pass,
 #: no intermediate rows) rather than numpy's fancy indexing
@@ -195,6 +195,56 @@ class Gram(KernelOperator):
         op = copy.copy(self)
         op.K = store[self.K.index]
         return op
+
+
+def index_runs(points, ends=None):
+    """The runs of consecutive values of ``points`` as rows ``[lo, hi)`` of an int64
+    array (concatenated, they are ``points``), and the bounds of each part's runs:
+    ``ends`` (int, increasing from 0 to ``points.size``) cuts ``points`` into parts whose
+    runs are kept apart (None: one part).
+
+    Returns
+    -------
+    runs : int64 array (S, 2)
+    run_ends : int64 array (len(ends),)
+        Part ``p``'s runs are ``runs[run_ends[p]:run_ends[p + 1]]``.
+    """
+    points = np.asarray(points, dtype=np.int64)
+    ends = np.array([0, points.size] if ends is None else ends, dtype=np.int64)
+    cut = np.zeros(points.size + 1, dtype=bool)  # a run starts at k (and ends before it)
+    cut[ends] = True
+    cut[1:-1] |= np.diff(points) != 1
+    starts = np.flatnonzero(cut)  # run starts and the end of points
+    lo, hi = starts[:-1], starts[1:]
+    runs = np.stack([points[lo], points[hi - 1] + 1], axis=1) if lo.size else np.empty((0, 2))
+    return runs.astype(np.int64), np.searchsorted(starts, ends).astype(np.int64)
+
+
+def block_times(K, rows, cols, W, out=None):
+    """``K[rows][:, cols] @ Wᵀ`` summed in float64, without forming the block: each row
+    ``K[rows[a]]`` is read in place along the runs of consecutive indices of ``cols``
+    (:func:`index_runs`; few runs when ``cols`` are a few ranges of a Gram ordered by
+    class), so a float32 ``K`` is never copied to float64.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, m), float32 or float64, C-contiguous
+    rows, cols : ndarray of int, valid indices
+    W : ndarray of shape (r, len(cols))
+        The vectors, one per row.
+    out : ndarray of shape (len(rows), r), float64, C-contiguous, or None
+        Added to (None: zeros).
+
+    Returns
+    -------
+    ndarray of shape (len(rows), r), float64
+    """
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    if out is None:
+        out = np.zeros((np.size(rows), W.shape[0]))
+    runs, _ = index_runs(cols)
+    _gram_numba.block_times(K, np.asarray(rows, dtype=np.int64), runs, W, out)
+    return out
 
 
 def take_block(K, rows, cols, out=None):

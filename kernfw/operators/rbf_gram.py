@@ -24,7 +24,7 @@ __all__ = ["rbf_gram", "rbf_block", "DIRECT_MAX_FEATURES"]
 DIRECT_MAX_FEATURES = 32
 
 
-def rbf_gram(X, gamma):
+def rbf_gram(X, gamma, out=None):
     """``K_ij = exp(−γ ‖x_i − x_j‖²)`` in float32, exactly symmetric, ``K_ii = 1``.
 
     Parameters
@@ -33,6 +33,8 @@ def rbf_gram(X, gamma):
         Dense training points (float64 or float32; validated by the caller).
     gamma : float
         The RBF coefficient ``γ > 0``.
+    out : ndarray of shape (n, n), float32, C-contiguous, or None
+        Memory for ``K`` (reused memory costs no page faults).
 
     Returns
     -------
@@ -46,21 +48,24 @@ def rbf_gram(X, gamma):
     lib = _rbf_gram_numba
     with thread_limit(work) as parallel:
         if d <= DIRECT_MAX_FEATURES:
-            K = np.empty((n, n), dtype=np.float32)
+            K = np.empty((n, n), dtype=np.float32) if out is None else out
             fill = lib.direct_tiles_parallel if parallel else lib.direct_tiles
             fill(np.ascontiguousarray(centred.T), float(gamma), K)
             return K
-        G = _lower_products(centred)
+        G = _lower_products(centred, out)
         fill = lib.product_tiles_parallel if parallel else lib.product_tiles
         fill(G, np.diagonal(G).copy(), float(gamma))  # ‖x_i‖² = G_ii
         return G
 
 
-def _lower_products(X):
-    """``G = X Xᵀ`` (float32, C order) with only its lower triangle computed: BLAS
-    ``ssyrk`` writes the upper triangle of the Fortran-ordered ``(Xᵀ)ᵀ Xᵀ``, which is the
-    lower triangle of its C-ordered transpose (half the multiply-adds of ``X @ X.T``)."""
-    return ssyrk(1.0, X.T, trans=1).T
+def _lower_products(X, out=None):
+    """``G = X Xᵀ`` (float32, C order; into ``out`` when given) with only its lower
+    triangle computed: BLAS ``ssyrk`` writes the upper triangle of the Fortran-ordered
+    ``(Xᵀ)ᵀ Xᵀ``, which is the lower triangle of its C-ordered transpose (half the
+    multiply-adds of ``X @ X.T``)."""
+    if out is None:
+        return ssyrk(1.0, X.T, trans=1).T
+    return ssyrk(1.0, X.T, trans=1, c=out.T, overwrite_c=True).T
 
 
 def rbf_block(X, C, X_sq, C_sq, gamma):

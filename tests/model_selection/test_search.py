@@ -218,10 +218,10 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
     from kernfw.kernels import make_operator
     from kernfw.model_selection import l2svm_path
     from kernfw.model_selection.fits import _l2svc_rows
-    from kernfw.operators.rbf_family import SquaredDistances
+    from kernfw.operators.rbf_family import RBFFamily
 
     X, y = three_classes
-    family = SquaredDistances(X).gram(0.2)
+    family = RBFFamily(X).gram(0.2)
     train, test = next(StratifiedKFold(3).split(X, y))
     Cs = [0.1, 1.0, 10.0, 100.0]
     steps = list(enumerate({"C": c} for c in Cs))
@@ -279,8 +279,15 @@ def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary, monkeypatch):
     assert _rbf_family(L2SVC(kernel="poly"), paths, "C", X, {}) is None
     assert _rbf_family(L2SVC(), paths, "C", X, {"sample_weight": np.ones(len(y))}) is None
     assert _rbf_family(MultiClassSVM(), paths, "C", X, {}) is None
+    # the kernel values the estimator's fit computes: float32 at the default tol on more
+    # than 64 training points, float64 for a small tol (then from one distance matrix)
+    splits = list(StratifiedKFold(3).split(X, y))
+    family, _ = _rbf_family(L2SVC(), paths, "C", X, {}, y, splits)
+    assert family.dtype == np.float32 and family.D is None
+    family, _ = _rbf_family(L2SVC(tol=1e-6), paths, "C", X, {}, y, splits)
+    assert family.dtype == np.float64 and family.D.shape == (150, 150)
     # one path per thread at a time, their kernels in memory reused from batch to batch
-    assert [len(b) for b in _batches(list(range(5)), 100, extra=True, at_most=2)] == [2, 2, 1]
+    assert [len(b) for b in _batches(list(range(5)), 100, extra=0.1, at_most=2)] == [2, 2, 1]
     search = KernelGridSearchCV(L2SVC(), {"C": [0.1, 10.0], "gamma": [0.05, "scale"]}, cv=3)
     r = search.fit(X, y).cv_results_
     assert np.all(r["mean_converged"] == 1.0) and np.all(r["mean_n_iter"] > 0)

@@ -5,12 +5,8 @@ import pytest
 from sklearn.metrics.pairwise import rbf_kernel
 
 from kernfw.operators import Gram
-from kernfw.solvers.simplex_qp import (
-    index_runs,
-    solve_l2svm,
-    solve_l2svm_gram,
-    solve_l2svm_gram_paths,
-)
+from kernfw.operators.gram import index_runs
+from kernfw.solvers.simplex_qp import solve_l2svm, solve_l2svm_gram, solve_l2svm_gram_paths
 
 
 def _problem(n=80, seed=0):
@@ -117,6 +113,22 @@ def test_paths_equal_the_warm_started_single_fits():
                 assert abs(paths.rho[k, p] - fit.rho) <= paths.gap[k, p] + fit.gap + 1e-15
                 assert paths.gap[k, p] <= tol * paths.rho[k, p]
             assert abs(paths.n_iter[:, p].sum() - steps) <= 0.05 * steps + 2
+
+
+def test_paths_on_float32_values_solve_the_problem_of_those_values():
+    """A float32 Gram is read as it is (its values are exact in float64): the paths on it
+    are those on its float64 copy, within the certified gaps, and each fit meets tol."""
+    K, y = _problem(90, seed=4)
+    K32 = K.astype(np.float32)
+    points, labels = _two_class_problems(K, y)
+    Cs = np.logspace(-1, 2, 4)
+    p32 = solve_l2svm_gram_paths(K32, points, labels, Cs, tol=1e-6)
+    p64 = solve_l2svm_gram_paths(K32.astype(np.float64), points, labels, Cs, tol=1e-6)
+    assert p32.converged.all() and p64.converged.all()
+    assert np.all(np.abs(p32.rho - p64.rho) <= p32.gap + p64.gap + 1e-15)
+    assert np.all(p32.gap <= 1e-6 * p32.rho)
+    with pytest.raises(ValueError, match="float32 or float64"):
+        solve_l2svm_gram_paths(K.astype(np.float16), points, labels, Cs)
 
 
 def test_index_runs_and_paths_bad_input():

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..._validation import check_positive
 from ...operators.base import KernelOperator, as_index, check_block
+from ...operators.gram import index_runs
 from . import _numba
 from .certificate import raise_not_psd
 from .coordinate import CoordinateIterate, operator_features
@@ -32,7 +33,6 @@ __all__ = [
     "solve_l2svm_gram_paths",
     "GramFit",
     "GramPaths",
-    "index_runs",
     "l2svm_recover",
 ]
 
@@ -450,29 +450,6 @@ class GramPaths(NamedTuple):
     converged: np.ndarray
 
 
-def index_runs(points, ends=None):
-    """The runs of consecutive values of ``points`` as rows ``[lo, hi)`` of an int64
-    array (concatenated, they are ``points``), and the bounds of each part's runs:
-    ``ends`` (int, increasing from 0 to ``points.size``) cuts ``points`` into parts whose
-    runs are kept apart (None: one part).
-
-    Returns
-    -------
-    runs : int64 array (S, 2)
-    run_ends : int64 array (len(ends),)
-        Part ``p``'s runs are ``runs[run_ends[p]:run_ends[p + 1]]``.
-    """
-    points = np.asarray(points, dtype=np.int64)
-    ends = np.array([0, points.size] if ends is None else ends, dtype=np.int64)
-    cut = np.zeros(points.size + 1, dtype=bool)  # a run starts at k (and ends before it)
-    cut[ends] = True
-    cut[1:-1] |= np.diff(points) != 1
-    starts = np.flatnonzero(cut)  # run starts and the end of points
-    lo, hi = starts[:-1], starts[1:]
-    runs = np.stack([points[lo], points[hi - 1] + 1], axis=1) if lo.size else np.empty((0, 2))
-    return runs.astype(np.int64), np.searchsorted(starts, ends).astype(np.int64)
-
-
 def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None):
     """Binary L2-SVMs (math.md §2.1) on principal submatrices of one stored Gram, each along
     a path of ``C``, in one compiled call.
@@ -488,8 +465,9 @@ def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None):
 
     Parameters
     ----------
-    K : ndarray of shape (N, N), float64, C-contiguous
-        The kernel, symmetric bit for bit.
+    K : ndarray of shape (N, N), float32 or float64, C-contiguous
+        The kernel, symmetric bit for bit (float32 values are read as they are, the
+        arithmetic is float64).
     points : sequence of ndarray of int
         Each problem's points (distinct indices of ``K``).
     labels : sequence of ndarray of float
@@ -507,8 +485,10 @@ def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None):
     GramPaths
     """
     N = K.shape[0]
-    if K.shape != (N, N) or K.dtype != np.float64 or not K.flags.c_contiguous:
-        raise ValueError(f"K must be a C-contiguous float64 (n, n) array, got {K.dtype} {K.shape}")
+    if K.shape != (N, N) or K.dtype not in (np.float32, np.float64) or not K.flags.c_contiguous:
+        raise ValueError(
+            f"K must be a C-contiguous float32 or float64 (n, n) array, got {K.dtype} {K.shape}"
+        )
     Cs = np.array([check_positive("C", C) for C in Cs], dtype=np.float64)
     if np.any(np.diff(Cs) < 0):
         raise ValueError("Cs must be increasing")
