@@ -465,9 +465,9 @@ def _add_row(v, w, row, seg):
     at = 0
     for s in range(seg.shape[0]):
         lo, hi = seg[s, 0], seg[s, 1]
-        shift = at - lo
-        for g in range(lo, hi):
-            v[g + shift] += w * row[g]
+        out, part = v[at : at + hi - lo], row[lo:hi]  # slices: the loop vectorizes
+        for t in range(hi - lo):
+            out[t] += w * part[t]
         at += hi - lo
 
 
