@@ -13,9 +13,11 @@ When every path is an :class:`~kernfw.L2SVC` path of the RBF kernel on dense
 features (:func:`~kernfw.model_selection.l2svm_path.applies`), the kernels of all
 ``γ`` come from one :class:`~kernfw.operators.rbf_family.RBFFamily` (math.md §7.2), with
 the values the estimator's fit computes (float32 at its default ``tol``), and the tasks
-run in threads (their fits are compiled calls that release the GIL,
-:func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`): the kernels stay in this
-process's memory, shared without copies or memory maps.
+run in threads of this process, whatever joblib backend is active (their fits are
+compiled calls that release the GIL, :func:`~kernfw.solvers.simplex_qp.solve_l2svm_gram`):
+the kernels stay in this process's memory, shared without copies or memory maps, and the
+paths, in the order of ``γ``, hand their first fits' solutions on
+(:class:`~kernfw.model_selection.starts.PathStarts`).
 """
 
 import contextlib
@@ -35,6 +37,7 @@ from ..sweeps.shared import shared_operator
 from . import l2svm_path
 from .candidates import group_paths, path_parameter
 from .fits import fit_path
+from .starts import PathStarts
 
 __all__ = ["evaluate_grid", "SHARED_MAX_MB"]
 
@@ -57,11 +60,15 @@ def _batches(paths, n, itemsize=8, extra=0.0, at_most=None):
     return [paths[k : k + per_path] for k in range(0, len(paths), per_path)]
 
 
-def _tasks(estimator, candidates, paths, splits, path, shells, fit_params, position=None):
-    """The (path, fold) tasks of one batch, the most expensive paths first (``position``:
-    the shared kernels' index of each data row, None for the data's order)."""
+def _tasks(estimator, candidates, paths, splits, path, shells, fit_params, position=None,
+           starts=None, first_path=0):  # fmt: skip
+    """The (path, fold) tasks of one batch, path by path (``position``: the shared
+    kernels' index of each data row, None for the data's order; ``starts``: the
+    :class:`PathStarts` of the search, the batch's paths numbered from ``first_path``)."""
     tasks = []
-    for (shared, members), (template, shell, grams) in zip(paths, shells):
+    for number, ((shared, members), (template, shell, grams)) in enumerate(
+        zip(paths, shells), start=first_path
+    ):
         steps = [(i, {path: candidates[i][path]} if path else {}) for i in members]
         splitter = clone(estimator).set_params(**shared)
         l2svc = l2svm_path.applies(splitter, path, shell is not None, fit_params)
@@ -77,6 +84,8 @@ def _tasks(estimator, candidates, paths, splits, path, shells, fit_params, posit
                 "l2svc": l2svc,
                 "position": position,
             }
+            if starts is not None:
+                task.update(starts=starts, path_no=number)
             tasks.append((task, shell, grams))
     return tasks
 
@@ -113,6 +122,20 @@ def _rbf_family(estimator, paths, path, X, fit_params, y=None, splits=()):
     position = np.empty_like(order)
     position[order] = np.arange(order.size)
     return RBFFamily(X[order], dtype), position
+
+
+def _by_gamma(estimator, paths, family):
+    """The paths in increasing order of their resolved ``γ`` (one that does not resolve,
+    whose fits fail, last): neighbours in this order hand starts on (:class:`PathStarts`)."""
+
+    def gamma(est):
+        try:
+            return resolve_gamma(est.get_params(deep=False)["gamma"], family.X)
+        except (TypeError, ValueError):
+            return np.inf
+
+    keys = [gamma(est) for est in _path_estimators(estimator, paths)]
+    return [paths[k] for k in np.argsort(keys, kind="stable")]
 
 
 def class_major_order(y, splits):
@@ -167,6 +190,7 @@ def _run(jobs, found, run):
         pre_dispatch=run["pre_dispatch"],
         return_as="generator_unordered",
         prefer=run["prefer"],
+        require=run["require"],
     )
     for rows in runner(jobs):
         for index, fold, entry, cert in rows:
@@ -214,11 +238,14 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
     family = _rbf_family(estimator, paths, path, X, fit_params, y, splits)
     distances, position = (None, None) if family is None else family
     threads = distances is not None  # compiled fits without the GIL, kernels in memory
+    if threads:  # neighbours in γ hand their first fits' solutions on (math.md §7.2)
+        paths, starts = _by_gamma(estimator, paths, distances), PathStarts()
     blas = max(1, cpu_count() // min(n_workers, n_tasks)) if parallel and not threads else None
     options = {**options, "warm": warm, "blas_threads": blas}
     found = {}
     run = {"n_jobs": n_jobs if parallel else 1, "pre_dispatch": pre_dispatch,
-           "prefer": "threads" if threads else None, "progress": progress, "total": n_tasks}  # fmt: skip
+           "prefer": "threads" if threads else None, "require": "sharedmem" if threads else None,
+           "progress": progress, "total": n_tasks}  # fmt: skip
     # threads, large kernels: batches of one path per worker, whose kernels reuse the same
     # memory (fresh memory costs a page fault per 4 kB: more than the kernel's exp)
     n = _num_samples(X)
@@ -228,7 +255,7 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
     batches = _batches(paths, n, itemsize, extra, at_most=n_workers if reuse else None)
     memory = [np.empty((n, n), distances.dtype) for _ in batches[0]] if reuse else []
     with one_blas_thread() if threads else contextlib.nullcontext():  # threads share the pools
-        for batch in batches:
+        for first_path, batch in zip(np.cumsum([0] + [len(b) for b in batches]), batches):
             with contextlib.ExitStack() as stack:
                 shells = [
                     stack.enter_context(
@@ -239,8 +266,9 @@ def evaluate_grid(estimator, candidates, X, y, splits, *, fit_params, scorer, op
                     )
                 ]
                 tasks = _tasks(
-                    estimator, candidates, batch, splits, path, shells, fit_params, position
-                )
+                    estimator, candidates, batch, splits, path, shells, fit_params, position,
+                    starts if threads else None, int(first_path),
+                )  # fmt: skip
                 jobs = (
                     delayed(fit_path)(task, X, y, fit_params, scorer, options, shell, *grams)
                     for task, shell, grams in tasks

@@ -104,11 +104,14 @@ def _scored(model, rows, y, scorer, return_train_score, train):
 
 
 def _l2svc_rows(task, operator, y, scorer, options):
-    """The rows of an L2SVC path fitted through the solver's warm starts; after a
-    failure the path's remaining candidates fail too."""
+    """The rows of an L2SVC path fitted through the solver's warm starts (after a
+    failure the path's remaining candidates fail too), and the problems' solutions at
+    the path's first ``C`` (None when not known): ``(rows, first)``."""
     y = np.ravel(y) if np.ndim(y) == 2 and np.shape(y)[1] == 1 else np.asarray(y)
+    first = {}
     fits = fit_l2svc_path(task["estimator"], operator, task["train"], y, task["steps"],
-                          test=task["test"], position=task.get("position"))  # fmt: skip
+                          test=task["test"], position=task.get("position"),
+                          start=task.get("start"), first=first)  # fmt: skip
     rows, done = [], set()
     try:
         for index, model, fit_time, cert in fits:
@@ -127,11 +130,15 @@ def _l2svc_rows(task, operator, y, scorer, options):
                 entry = _failed(options["error_score"], scorer, options["return_train_score"],
                                 message)  # fmt: skip
                 rows.append((index, task["fold"], entry, certificate(None)))
-    return rows
+    return rows, first.get("alpha")
 
 
 def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
     """Fit the candidates of one path on one fold, in path order.
+
+    With ``task["starts"]`` (a :class:`~kernfw.model_selection.starts.PathStarts` shared
+    by the threads of a search), the path's first fit may start from the solution of the
+    path ``task["path_no"] − 1`` on the fold, and this path's solutions are handed on.
 
     Parameters
     ----------
@@ -141,7 +148,8 @@ def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
         ``steps`` (``(candidate index, params)`` in path order), ``fold``, ``train``
         and ``test`` (row indices), ``splitter`` (the estimator whose tags say how
         to cut ``X``: rows, or rows and columns of a precomputed Gram), ``l2svc``
-        (fit an L2SVC path through the solver's warm starts, :mod:`.l2svm_path`).
+        (fit an L2SVC path through the solver's warm starts, :mod:`.l2svm_path`), and
+        optionally ``starts`` and ``path_no`` (above).
     X, y
         All the data.
     fit_params : dict
@@ -160,6 +168,21 @@ def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
     list of (int, int, dict, dict)
         ``(candidate index, fold, entry, certificate)`` per step.
     """
+    starts = task.get("starts")
+    if starts is None:
+        return _path_rows(task, X, y, fit_params, scorer, options, shell, *grams)[0]
+    path_no, fold, first = task["path_no"], task["fold"], None
+    try:  # the next path waits for what this one hands on, even after an error
+        task = {**task, "start": starts.get(path_no, fold)}
+        rows, first = _path_rows(task, X, y, fit_params, scorer, options, shell, *grams)
+    finally:
+        starts.put(path_no, fold, first)
+    return rows
+
+
+def _path_rows(task, X, y, fit_params, scorer, options, shell, *grams):
+    """:func:`fit_path`'s rows, and the binary problems' solutions at the path's first
+    ``C`` when the fits ran on a stored Gram (None otherwise)."""
     train, test = task["train"], task["test"]
     blas = options["blas_threads"]  # threadpoolctl reads the process's libraries per call
     limits = contextlib.nullcontext() if blas is None else threadpool_limits(blas, "blas")
@@ -203,4 +226,4 @@ def fit_path(task, X, y, fit_params, scorer, options, shell, *grams):
                 cert = certificate(None)
                 estimator = fresh()
             rows.append((index, task["fold"], entry, cert))
-        return rows
+        return rows, None

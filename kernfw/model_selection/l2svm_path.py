@@ -246,18 +246,22 @@ def _gram_layout(K, index, y_enc, n_classes, multi_class):
     return columns, y_sorted, problems, points, K
 
 
-def _gram_paths(K, index, y_enc, n_classes, Cs, params):
+def _gram_paths(K, index, y_enc, n_classes, Cs, params, start=None):
     """The fold's binary problems along ``Cs`` in one compiled call
     (:func:`solve_l2svm_gram_paths`) on the stored Gram ``K`` (its rows ``index``):
     ``(columns, classes, problems, fits, seconds)`` (:func:`_gram_layout`), ``fits`` a
-    :class:`GramPaths`."""
+    :class:`GramPaths`.  ``start``: per problem, a candidate start of its first fit (used
+    when every size matches)."""
     columns, classes, problems, points, source = _gram_layout(
         K, index, y_enc, n_classes, params["multi_class"]
     )
+    if start is not None and [np.size(a) for a in start] != [p.index.size for p in problems]:
+        start = None
     begin = time.perf_counter()
     fits = solve_l2svm_gram_paths(
-        source, points, [p.y for p in problems], Cs, tol=params["tol"], max_iter=params["max_iter"]
-    )
+        source, points, [p.y for p in problems], Cs, tol=params["tol"],
+        max_iter=params["max_iter"], starts=start,
+    )  # fmt: skip
     return columns, classes, problems, fits, time.perf_counter() - begin
 
 
@@ -324,7 +328,8 @@ def _operator_solvers(operator, train, problems, params):
     return [solver(op, p.y) for op, p in zip(ops, problems)]
 
 
-def fit_l2svc_path(estimator, operator, train, y, steps, test=None, position=None):
+def fit_l2svc_path(estimator, operator, train, y, steps, test=None, position=None, start=None,
+                   first=None):  # fmt: skip
     """Fit the binary problems of one fold along ``C``, each warm-started.
 
     Parameters
@@ -346,6 +351,13 @@ def fit_l2svc_path(estimator, operator, train, y, steps, test=None, position=Non
         The operator's index of each data row (the search may order the rows of the
         shared kernel by class: :func:`kernfw.model_selection.evaluate.evaluate_grid`);
         None: the data's order.
+    start : list of ndarray or None
+        On a stored Gram, per binary problem of the fold, a candidate start of its first
+        fit: its solution at the same ``C`` for a neighbouring ``γ`` (math.md §7.2), taken
+        when its objective is lower than the uniform point's.
+    first : dict or None
+        On a stored Gram, receives ``"alpha"``: each problem's solution at the first ``C``
+        (the ``start`` of a neighbouring path on the same fold).
 
     Yields
     ------
@@ -355,7 +367,8 @@ def fit_l2svc_path(estimator, operator, train, y, steps, test=None, position=Non
     auto = estimator.get_params(deep=False)["solver"] == "auto"
     K = _stored_gram(operator) if auto else None
     if K is not None:
-        yield from _gram_path(estimator, operator, K, (train, test, position), y, steps)
+        rows = (train, test, position)
+        yield from _gram_path(estimator, operator, K, rows, y, steps, start, first)
         return
     params = estimator.get_params(deep=False)
     check_classification_targets(y[train])
@@ -373,7 +386,7 @@ def fit_l2svc_path(estimator, operator, train, y, steps, test=None, position=Non
         yield index, model, fit_time, _certificate(fits)
 
 
-def _gram_path(estimator, operator, K, rows, y, steps):
+def _gram_path(estimator, operator, K, rows, y, steps, start=None, first=None):
     """:func:`fit_l2svc_path` on the stored Gram ``K`` of ``operator``: every problem
     and ``C`` in one compiled call (:func:`_gram_paths`), the test rows' scores of every
     ``C`` in a few products (:func:`_path_scores`).  A fit's time is the call's, shared
@@ -386,7 +399,11 @@ def _gram_path(estimator, operator, K, rows, y, steps):
         raise ValueError(f"L2SVC needs at least 2 classes; got 1 class ({classes[0]!r})")
     index = train if position is None else position[train]
     Cs = [step["C"] for _, step in steps]
-    columns, codes, problems, fits, seconds = _gram_paths(K, index, y_enc, classes.size, Cs, params)
+    columns, codes, problems, fits, seconds = _gram_paths(
+        K, index, y_enc, classes.size, Cs, params, start
+    )
+    if first is not None:
+        first["alpha"] = [alpha[0] for alpha in fits.alpha]
     layout = (columns, codes, problems)
     n_iter = fits.n_iter.sum(axis=1)
     share = n_iter / n_iter.sum() if n_iter.sum() else np.full(len(Cs), 1.0 / len(Cs))

@@ -180,7 +180,7 @@ def test_l2svc_path_warm_starts_and_matches_the_fold_fits(three_classes):
         decisions.append(model.decision_function(rows))
         return 0.0
 
-    warm = _l2svc_rows(task, op, y, scorer, options)
+    warm, _ = _l2svc_rows(task, op, y, scorer, options)
     cold_iter = []
     for (_, _, _, cert), (_, step), decision in zip(warm, steps, decisions):
         alone = L2SVC(gamma=0.2, tol=1e-6, **step).fit(X[train], y[train])
@@ -192,7 +192,7 @@ def test_l2svc_path_warm_starts_and_matches_the_fold_fits(three_classes):
     assert sum(warm_iter[1:]) < sum(cold_iter[1:])
     # at the default tol too
     task["estimator"] = L2SVC(gamma=0.2)
-    warm = [cert["n_iter"] for *_, cert in _l2svc_rows(task, op, y, scorer, options)]
+    warm = [cert["n_iter"] for *_, cert in _l2svc_rows(task, op, y, scorer, options)[0]]
     cold = [L2SVC(gamma=0.2, **step).fit(X[train], y[train]).n_iter_.sum() for _, step in steps]
     assert sum(warm[1:]) < 0.8 * sum(cold[1:])
 
@@ -236,7 +236,7 @@ def test_l2svc_path_on_the_rbf_family_matches_the_fold_fits(three_classes):
 
     assert l2svm_path._stored_gram(family) is not None  # the compiled route
     for (_, _, _, cert), (_, step), decision in zip(
-        _l2svc_rows(task, family, y, scorer, options), steps, decisions
+        _l2svc_rows(task, family, y, scorer, options)[0], steps, decisions
     ):
         alone = L2SVC(gamma=0.2, tol=1e-6, **step).fit(X[train], y[train])
         assert cert["converged"] == 1.0 and 0 <= cert["duality_gap"]
@@ -297,3 +297,51 @@ def test_rbf_grids_of_l2svc_share_one_distance_matrix(binary, monkeypatch):
     reused = KernelGridSearchCV(L2SVC(), search.param_grid, cv=3, n_jobs=2).fit(X, y).cv_results_
     for key in ("mean_test_score", "split1_duality_gap", "split2_n_iter"):
         np.testing.assert_array_equal(reused[key], r[key])
+
+
+def test_rbf_paths_hand_their_first_solutions_to_the_next_gamma(binary):
+    """On the RBF family the paths run in the order of gamma, and a path's first fit on a
+    fold starts from the previous path's solution there when that point's objective is
+    lower (math.md §7.2): certified fits, fewer iterations than from the uniform point, and
+    results that do not depend on the number of workers or on the order of the grid."""
+    X, y = binary
+    grid = {"C": [0.1, 1.0], "gamma": [0.2, 0.16]}
+    r = KernelGridSearchCV(L2SVC(), grid, cv=3).fit(X, y).cv_results_
+    alone = KernelGridSearchCV(L2SVC(), {"C": [0.1, 1.0], "gamma": [0.2]}, cv=3).fit(X, y)
+    assert np.all(r["mean_converged"] == 1.0)
+    at = [k for k, p in enumerate(r["params"]) if p == {"C": 0.1, "gamma": 0.2}][0]
+    handed = sum(r[f"split{k}_n_iter"][at] for k in range(3))  # gamma 0.2 after 0.16
+    cold = sum(alone.cv_results_[f"split{k}_n_iter"][0] for k in range(3))
+    assert handed < cold
+    for other in (
+        KernelGridSearchCV(L2SVC(), grid, cv=3, n_jobs=2),
+        KernelGridSearchCV(L2SVC(), {"C": [0.1, 1.0], "gamma": [0.16, 0.2]}, cv=3),
+    ):
+        o = other.fit(X, y).cv_results_
+        for key in ("mean_test_score", "split1_duality_gap", "split2_n_iter"):
+            by_params = {str(p): v for p, v in zip(o["params"], o[key])}
+            np.testing.assert_array_equal([by_params[str(p)] for p in r["params"]], r[key])
+
+
+def test_a_failed_rbf_path_hands_nothing_on(binary, monkeypatch):
+    """A path that fails hands nothing on: the next path starts from the uniform point,
+    and an error raised (error_score="raise") leaves no task waiting."""
+    from kernfw.model_selection import l2svm_path
+
+    X, y = binary
+    with pytest.warns(FitFailedWarning):
+        search = KernelGridSearchCV(L2SVC(), {"C": [1.0], "gamma": [-1.0, 0.3]}, cv=2)
+        r = search.fit(X, y).cv_results_
+    assert np.isnan(r["mean_test_score"][0]) and r["mean_converged"][1] == 1.0
+    solve, calls = l2svm_path.solve_l2svm_gram_paths, []
+
+    def first_fails(*args, **kwargs):
+        calls.append(kwargs.get("starts"))
+        if len(calls) == 1:
+            raise RuntimeError("the first path fails")
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(l2svm_path, "solve_l2svm_gram_paths", first_fails)
+    grid = {"C": [1.0], "gamma": [0.1, 0.2]}
+    with pytest.raises(RuntimeError, match="first path fails"):
+        KernelGridSearchCV(L2SVC(), grid, cv=2, n_jobs=2, error_score="raise").fit(X, y)

@@ -842,11 +842,31 @@ def solve_problems(K, Y, inv_c, A, tol, max_iter):
     return gaps, quads, n_iter, status, index
 
 
+@njit(cache=True)
+def _path_start(K, glob, seg, y, inv_c, alpha, v, start, v_start, use_start):
+    """The start of a path's first fit, in ``α`` with its ``v = Qα`` (returns ``αᵀQα``):
+    the uniform ``α = 1/m`` (§2.6), or ``start`` (on the simplex) when ``use_start`` and
+    its ``αᵀQα`` is lower (e.g. the solution at the same ``C`` on a neighbouring kernel of
+    the RBF family, math.md §7.2); ``v_start`` is scratch memory."""
+    m = alpha.shape[0]
+    for k in range(m):
+        alpha[k] = 1.0 / m
+    ava = _fresh(K, glob, seg, y, inv_c, alpha, v)
+    if use_start:
+        ava_start = _fresh(K, glob, seg, y, inv_c, start, v_start)
+        if ava_start < ava:
+            alpha[:] = start
+            v[:] = v_start
+            ava = ava_start
+    return ava
+
+
 @njit(cache=True, nogil=True)
-def solve_paths(K, glob, Y, seg, ends, seg_ends, Cs, tol, budget):
+def solve_paths(K, glob, Y, seg, ends, seg_ends, Cs, tol, budget, starts, has_start):
     """Solve every binary problem ``p`` along the increasing ``Cs``, each fit started from
     the problem's solution at the previous ``C`` (math.md §7.1), the first from the
-    uniform ``α = 1/m`` (§2.6); all in one call, without the GIL.
+    uniform ``α = 1/m`` (§2.6) or a given start (:func:`_path_start`); all in one call,
+    without the GIL.
 
     Parameters
     ----------
@@ -869,6 +889,11 @@ def solve_paths(K, glob, Y, seg, ends, seg_ends, Cs, tol, budget):
         Relative tolerance of the stopping rule.
     budget : int64 array (P,)
         Iterations allowed per fit of each problem.
+    starts : float64 array (M,)
+        Problem ``p``'s candidate start ``starts[ends[p]:ends[p + 1]]`` (on the simplex),
+        taken instead of the uniform point when ``has_start[p]`` and its ``αᵀQα`` at the
+        first ``C`` is lower (:func:`_path_start`).
+    has_start : bool array (P,)
 
     Returns
     -------
@@ -888,16 +913,19 @@ def solve_paths(K, glob, Y, seg, ends, seg_ends, Cs, tol, budget):
     width = 1
     for p in range(r):
         width = max(width, ends[p + 1] - ends[p])
-    v, inv_c = np.empty(width), np.empty(width)
+    v, inv_c, v_start = np.empty(width), np.empty(width), np.empty(width)
     work, moved = np.empty((4, width)), np.zeros(2 * width + 2, dtype=np.int64)
     for p in range(r):
         lo, hi = ends[p], ends[p + 1]
         m = hi - lo
-        alpha = np.full(m, 1.0 / m)
+        alpha = np.empty(m)
         points, y, runs = glob[lo:hi], Y[lo:hi], seg[seg_ends[p] : seg_ends[p + 1]]
-        given = False  # v = Qα known (the exact v of a converged fit)
+        inv_c[:m] = 1.0 / Cs[0]
+        _path_start(K, points, runs, y, inv_c[:m], alpha, v[:m], starts[lo:hi], v_start[:m],
+                    has_start[p])  # fmt: skip
+        given = True  # v = Qα known (the start's, then the exact v of a converged fit)
         for c in range(n_c):
-            if given:  # only the diagonal term 1/C of Q changed (math.md §7.1)
+            if given and c > 0:  # only the diagonal term 1/C of Q changed (math.md §7.1)
                 step = 1.0 / Cs[c] - 1.0 / Cs[c - 1]
                 for k in range(m):
                     v[k] += alpha[k] * step

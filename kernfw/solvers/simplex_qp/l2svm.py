@@ -450,14 +450,35 @@ class GramPaths(NamedTuple):
     converged: np.ndarray
 
 
-def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None):
+def _path_starts(starts, sizes):
+    """``(start, has_start)`` of :func:`~._numba.solve_paths`: the problems' candidate
+    starts one after the other (zeros where None), validated on each problem's simplex."""
+    start = np.zeros(int(np.sum(sizes)))
+    has_start = np.zeros(len(sizes), dtype=np.bool_)
+    if starts is None:
+        return start, has_start
+    if len(starts) != len(sizes):
+        raise ValueError(
+            f"starts must give one entry per problem ({len(sizes)}), got {len(starts)}"
+        )
+    at = 0
+    for p, (alpha0, m) in enumerate(zip(starts, sizes)):
+        if alpha0 is not None:
+            start[at : at + m] = check_alpha0(alpha0, m)
+            has_start[p] = True
+        at += m
+    return start, has_start
+
+
+def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None, starts=None):
     """Binary L2-SVMs (math.md §2.1) on principal submatrices of one stored Gram, each along
     a path of ``C``, in one compiled call.
 
     Problem ``p`` is the L2-SVM on the points ``points[p]`` (indices of ``K``) with labels
     ``labels[p]``; it is solved at each ``C`` of the increasing ``Cs``, each fit from the
     solution at the previous ``C`` (math.md §7.1) and the first from the uniform
-    ``α = 1/m`` (§2.6), by the pairwise FW steps of :func:`solve_l2svm_gram`
+    ``α = 1/m`` (§2.6) or from ``starts[p]`` when that point's objective is lower, by the
+    pairwise FW steps of :func:`solve_l2svm_gram`
     (:func:`kernfw.solvers.simplex_qp._numba.solve_paths`).  No submatrix is copied: the
     rows of ``K`` are read along the runs of consecutive indices of ``points[p]``
     (:func:`index_runs`), so points in long runs (a class's rows, in a Gram ordered by
@@ -479,6 +500,10 @@ def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None):
     max_iter : int or None
         Pairwise steps allowed per fit (None: :func:`solve_l2svm`'s default budget of
         each problem's size).
+    starts : sequence of (ndarray or None) or None
+        Per problem, a candidate start for the first ``C`` (a point of the simplex of
+        the problem's size, e.g. its solution at that ``C`` for a neighbouring ``γ``,
+        math.md §7.2), taken when its ``αᵀQα`` is lower than the uniform point's.
 
     Returns
     -------
@@ -503,8 +528,9 @@ def solve_l2svm_gram_paths(K, points, labels, Cs, tol=1e-6, max_iter=None):
     ends = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     runs, run_ends = index_runs(glob, ends)
     budget = np.array([check_max_iter(max_iter, default_max_iter(m)) for m in sizes])
+    start, has_start = _path_starts(starts, sizes)
     A, gaps, quads, n_iter, status, index = _numba.solve_paths(
-        K, glob, Y, runs, ends, run_ends, Cs, tol, budget.astype(np.int64)
+        K, glob, Y, runs, ends, run_ends, Cs, tol, budget.astype(np.int64), start, has_start
     )
     if np.any(status == _numba.STATUS_NOT_PSD):
         raise_not_psd(float("nan"), int(index[status == _numba.STATUS_NOT_PSD][0]))
