@@ -55,19 +55,19 @@ def take_block(K, rows, cols, out):
 def block_times(K, rows, runs, W, out):
     """``out[a, q] += Σ_b K[rows[a], c_b] W[q, b]`` summed in float64, where the columns
     ``c_0, c_1, …`` are the runs ``runs[s, 0]:runs[s, 1]`` of ``K``'s indices one after
-    the other: each row of the block is read in place, contiguously along the runs
-    (``fastmath``: the sums are reassociated, vectorized).  ``K`` float32 or float64,
-    ``W`` float64 (r, columns), ``out`` float64 (len(rows), r)."""
+    the other: each row of the block is read in place, contiguously along the runs.  The
+    runs are read as slices (indices that cannot be negative: the sums vectorize;
+    ``fastmath`` reassociates them).  ``K`` float32 or float64, ``W`` float64
+    (r, columns), ``out`` float64 (len(rows), r)."""
     for a in range(rows.shape[0]):
         src = K[rows[a]]
         for q in range(W.shape[0]):
-            w = W[q]
             acc = 0.0
             at = 0
             for s in range(runs.shape[0]):
                 lo, hi = runs[s, 0], runs[s, 1]
-                shift = at - lo
-                for g in range(lo, hi):
-                    acc += np.float64(src[g]) * w[g + shift]
+                x, w = src[lo:hi], W[q, at : at + hi - lo]
+                for j in range(hi - lo):
+                    acc += x[j] * w[j]
                 at += hi - lo
             out[a, q] += acc
