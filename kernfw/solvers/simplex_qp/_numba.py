@@ -545,21 +545,12 @@ def _gain(a, delta, curv):
 
 
 @njit(cache=True, inline="always")
-def _best_gain(row, y, q_diag, alpha, v, v_i, y_i, q_ii, offset, best, index):
-    """The running ``(max gain, first index)`` of :func:`_away_vertex` over a block of
-    points ``offset + t`` (``row`` the block of ``K``'s row ``i``): a vectorized count of
-    the gains above ``best``, then a scan of the block only when there are some."""
-    above = 0
+def _losses(row, y, q_diag, alpha, v, v_i, y_i, q_ii, out):
+    """``out = −gain`` (:func:`_gain`) over a block of points (``row`` the block of
+    ``K``'s row ``i``), vectorized."""
     for t in range(v.shape[0]):
         curv = q_ii + q_diag[t] - 2.0 * y_i * y[t] * (row[t] + 1.0)
-        above += np.int64(_gain(alpha[t], v[t] - v_i, curv) > best)
-    if above > 0:
-        for t in range(v.shape[0]):
-            curv = q_ii + q_diag[t] - 2.0 * y_i * y[t] * (row[t] + 1.0)
-            gain = _gain(alpha[t], v[t] - v_i, curv)
-            if gain > best:
-                best, index = gain, offset + t
-    return best, index
+        out[t] = -_gain(alpha[t], v[t] - v_i, curv)
 
 
 @njit(cache=True)
@@ -570,28 +561,21 @@ def _away_vertex(row_i, seg, y, q_diag, alpha, v, i):
     ``γ_j = min(δ_j/c_j, α_j)`` (``α_j`` when ``c_j ≤ 0``): the second-order choice of
     math.md §2.3, the first of ties.  ``i`` itself when no entry qualifies (the FW gap is
     then ≤ 0).  ``row_i`` is row ``i`` of ``K``, read along the runs ``seg`` of the
-    problem's points (:func:`_fresh`), by blocks (:func:`_best_gain`); ``q_diag`` holds
+    problem's points (:func:`_fresh`), by blocks: their gains, negated (:func:`_losses`),
+    then the first below the lowest so far (:func:`_first_below`); ``q_diag`` holds
     ``Q_jj``."""
     v_i, y_i, q_ii = v[i], y[i], q_diag[i]
-    best, j_aw = 0.0, i
+    lowest, j_aw = 0.0, i  # the lowest −gain so far (a gain must be > 0)
+    losses = np.empty(_BLOCK)
     at = 0
     for s in range(seg.shape[0]):
         lo, hi = seg[s, 0], seg[s, 1]
         for start in range(lo, hi, _BLOCK):
             a, b = at + start - lo, at + min(start + _BLOCK, hi) - lo
-            best, j_aw = _best_gain(
-                row_i[start : start + b - a],
-                y[a:b],
-                q_diag[a:b],
-                alpha[a:b],
-                v[a:b],
-                v_i,
-                y_i,
-                q_ii,
-                a,
-                best,
-                j_aw,
-            )
+            block = losses[: b - a]
+            r_i = row_i[start : start + b - a]
+            _losses(r_i, y[a:b], q_diag[a:b], alpha[a:b], v[a:b], v_i, y_i, q_ii, block)
+            lowest, j_aw = _first_below(block, a, lowest, j_aw)
         at += hi - lo
     return j_aw
 
