@@ -420,7 +420,10 @@ def stop_estimate_met(st):
 # ``j*`` to the FW vertex ``i* = argmin_i v_i`` of ``v = Qα`` along ``e_{i*} − e_{j*}``, by
 # the exact line search clipped to ``[0, α_{j*}]``; ``j*`` is the active entry whose step
 # lowers ``αᵀQα`` most (the second-order choice, :func:`_away_vertex`).  A step reads
-# two rows of ``K`` and touches two entries of ``α``.  The FW gap
+# two rows of ``K`` and touches two entries of ``α``, in two vectorized passes over the
+# problem's points by blocks of :data:`_BLOCK`: the away vertex's (row ``i*``), and the
+# update of ``v`` (rows ``i*`` and ``j*``), which also finds the next FW vertex while
+# each block of ``v`` is in cache (:func:`_move_v`).  The FW gap
 # ``g = 2(αᵀv − v_{i*})`` decides the stop: ``g + ρ ≤ tol·αᵀQα`` (the rule of
 # ``solve_l2svm``, relative to the dual value; ``ρ`` the rounding bound of math.md §2.5);
 # when the maintained ``v`` meets it, ``v`` and ``αᵀv`` are recomputed from ``α`` and the
