@@ -1,9 +1,9 @@
 """Starts handed along the RBF family: a path's first fit from its neighbour's solution.
 
 In a search whose kernels are the RBF family read into this process's memory
-(:mod:`kernfw.model_selection.evaluate`), the paths run in the order of ``γ``, and the first fit of a path on
-a fold may start from the solution of the path before it, at the same ``C`` on the same
-fold: the kernels of neighbouring ``γ`` are close, and so are their solutions (math.md
+(:mod:`kernfw.model_selection.evaluate`), the paths run in the order of ``γ``, and the
+first fit of a path on a fold may start from the solution of the path before it, at the
+same ``C`` on the same fold: the kernels of neighbouring ``γ`` are close, and so are their solutions (math.md
 §7.2; the fit still takes the uniform start when its objective is lower, and certifies
 its own problem).  The tasks run in threads of one process; a task waits until the path
 before it has finished on its fold, which the order of the tasks makes short or nothing.
