@@ -298,6 +298,21 @@ def apply(col, shift, vec, ind, con, state):
 _VERTEX_BLOCK = 512
 
 
+@njit(cache=True, inline="always")
+def _first_below(x, offset, best, index):
+    """The running ``(min, first index)`` over a block ``x`` of points ``offset + t``: a
+    vectorized count of the entries below ``best`` first, then a scan of the block only
+    when there are some (a min reduction does not vectorize in numba)."""
+    below = 0
+    for t in range(x.shape[0]):
+        below += np.int64(x[t] < best)
+    if below > 0:
+        for t in range(x.shape[0]):
+            if x[t] < best:
+                best, index = x[t], offset + t
+    return best, index
+
+
 @njit(cache=True)
 def _argmin(x):
     """``np.argmin(x)`` (the first index of the minimum; finite ``x``), vectorized: a
@@ -307,14 +322,7 @@ def _argmin(x):
     n = x.shape[0]
     best, index = math.inf, 0
     for start in range(0, n, _VERTEX_BLOCK):
-        block = x[start : min(start + _VERTEX_BLOCK, n)]
-        below = 0
-        for k in range(block.shape[0]):
-            below += np.int64(block[k] < best)
-        if below > 0:
-            for k in range(block.shape[0]):
-                if block[k] < best:
-                    best, index = block[k], start + k
+        best, index = _first_below(x[start : min(start + _VERTEX_BLOCK, n)], start, best, index)
     return index
 
 
@@ -510,30 +518,11 @@ def _add_row(v, w, row, seg):
 _BLOCK = 256
 
 
-@njit(cache=True, inline="always")
-def _first_below(x, offset, best, index):
-    """The running ``(min, first index)`` over a block ``x`` of points ``offset + t``: a
-    vectorized count of the entries below ``best`` first, then a scan of the block only
-    when there are some (a min reduction does not vectorize in numba)."""
-    below = 0
-    for t in range(x.shape[0]):
-        below += np.int64(x[t] < best)
-    if below > 0:
-        for t in range(x.shape[0]):
-            if x[t] < best:
-                best, index = x[t], offset + t
-    return best, index
-
-
 @njit(cache=True)
 def _fw_vertex(v):
-    """The FW vertex ``i* = argmin_i v_i`` (the first of ties, as ``np.argmin``), by
-    blocks (:func:`_first_below`)."""
-    n = v.shape[0]
-    best, index = math.inf, 0
-    for start in range(0, n, _BLOCK):
-        best, index = _first_below(v[start : min(start + _BLOCK, n)], start, best, index)
-    return index
+    """The FW vertex ``i* = argmin_i v_i`` (the first of ties, as ``np.argmin``):
+    :func:`_argmin`."""
+    return _argmin(v)
 
 
 @njit(cache=True, inline="always")
